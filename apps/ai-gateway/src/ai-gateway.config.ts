@@ -1,0 +1,7 @@
+import { IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
+
+/** Environment of the ai-gateway service; see libs/config for the shared variables. */
+export class AiGatewayConfig extends ServiceConfig {
+  @IsInt() @Min(0) @Max(65535)
+  override PORT = 3106;
+}

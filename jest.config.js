@@ -1,0 +1,28 @@
+/**
+ * Jest in native ESM mode (run with --experimental-vm-modules), TypeScript compiled by @swc/jest
+ * with legacy decorators and decorator metadata, as NestJS needs.
+ */
+const swc = {
+  jsc: {
+    parser: { syntax: 'typescript', decorators: true },
+    target: 'es2023',
+    keepClassNames: true,
+    transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
+  },
+  module: { type: 'es6' },
+  sourceMaps: 'inline',
+};
+
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', swc] },
+  moduleNameMapper: {
+    '^@touchpoint/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test'],
+  testMatch: ['**/?(*.)+(spec|e2e-spec).ts'],
+  globalSetup: '<rootDir>/test/global-setup.ts',
+  testTimeout: 60000,
+};

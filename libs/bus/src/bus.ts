@@ -1,0 +1,272 @@
+import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
+import type { Channel, ConsumeMessage } from 'amqplib';
+import type { DataSource } from 'typeorm';
+import type { BusMessage } from '@touchpoint/contracts';
+import { type Tx, runInTransaction } from '@touchpoint/database';
+import { AppError, ErrorCode, isRetryable } from '@touchpoint/errors';
+import type { Logger, Metrics } from '@touchpoint/observability';
+import { assertDelayQueue, assertServiceTopology, assertSharedTopology, BusNames } from './topology.js';
+
+export type BusHandler = (message: BusMessage, tx: Tx) => Promise<void>;
+
+export interface BusOptions {
+  service: string;
+  schema: string;
+  amqpUrl: string;
+  namespace: string;
+  maxAttempts: number;
+  retryBaseMs: number;
+  prefetch: number;
+}
+
+/** Header carrying how many times a message has been attempted by this service. */
+const ATTEMPT_HEADER = 'x-touchpoint-attempt';
+
+/**
+ * The broker side of the bus for one service (DESIGN §2): one connection that reconnects on its
+ * own, a confirm channel for publishing, and the consumer that runs handlers with inbox dedupe,
+ * retry queues and a dead-letter queue.
+ */
+export class BusConnection {
+  readonly names: BusNames;
+  private readonly connection: AmqpConnectionManager;
+  readonly publisher: ChannelWrapper;
+  private consumer?: ChannelWrapper;
+  private readonly handlers = new Map<string, { name: string; fn: BusHandler }[]>();
+  private readonly delayQueues = new Set<number>();
+  private connected = false;
+  private stopping = false;
+  private inFlight = 0;
+
+  constructor(
+    private readonly options: BusOptions,
+    private readonly dataSource: DataSource,
+    private readonly logger: Logger,
+    private readonly metrics: Metrics,
+  ) {
+    this.names = new BusNames(options.namespace, options.service);
+    this.connection = amqp.connect([options.amqpUrl], {
+      heartbeatIntervalInSeconds: 5,
+      reconnectTimeInSeconds: 1,
+      connectionOptions: { clientProperties: { connection_name: `touchpoint:${options.service}` } },
+    });
+    this.connection.on('connect', () => {
+      this.connected = true;
+      this.logger.info({ event: 'bus.connected' }, 'connected to the broker');
+    });
+    this.connection.on('disconnect', ({ err }) => {
+      this.connected = false;
+      if (!this.stopping) this.logger.warn({ event: 'bus.disconnected', err: err?.message }, 'broker connection lost; reconnecting');
+    });
+    this.publisher = this.connection.createChannel({
+      confirm: true,
+      publishTimeout: 15_000,
+      setup: async (channel: Channel) => {
+        await assertSharedTopology(channel, this.names);
+        await channel.assertQueue(this.names.deadLetterQueue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+      },
+    });
+  }
+
+  /** True while the broker connection is up. */
+  isConnected(): boolean {
+    return this.connected;
+  }
+
+  /** Waits until the publisher channel is set up (topology declared), at most `timeoutMs`. */
+  async waitForConnect(timeoutMs = 10_000): Promise<void> {
+    await Promise.race([
+      this.publisher.waitForConnect(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`broker not reachable at ${redact(this.options.amqpUrl)}`)), timeoutMs)),
+    ]);
+  }
+
+  /** Registers a handler for one message type; call before `startConsuming`. */
+  addHandler(type: string, name: string, fn: BusHandler): void {
+    const list = this.handlers.get(type) ?? [];
+    list.push({ name, fn });
+    this.handlers.set(type, list);
+  }
+
+  get handledTypes(): string[] {
+    return [...this.handlers.keys()];
+  }
+
+  /** Declares the service's queues and starts consuming (also after every reconnect). */
+  async startConsuming(): Promise<void> {
+    if (this.consumer || this.handlers.size === 0) return;
+    const types = this.handledTypes;
+    this.consumer = this.connection.createChannel({
+      confirm: false,
+      setup: (channel: Channel) => assertServiceTopology(channel, this.names, types, this.options),
+    });
+    const consumer = this.consumer;
+    await consumer.waitForConnect();
+    // The wrapper re-subscribes after a reconnect; acks on a dead channel are dropped and the broker
+    // redelivers, which the inbox makes harmless.
+    await consumer.consume(this.names.queue, (msg) => this.onMessage(consumer, msg), { prefetch: this.options.prefetch });
+  }
+
+  /**
+   * Publishes already-committed outbox rows and resolves when the broker has confirmed all of
+   * them (batched confirms). Rejects if any is not confirmed.
+   */
+  async publishConfirmed(messages: BusMessage[]): Promise<void> {
+    await Promise.all(
+      messages.map((m) =>
+        this.publisher.publish(this.names.eventsExchange, m.type, Buffer.from(JSON.stringify(m)), {
+          persistent: true,
+          messageId: m.event_id,
+          contentType: 'application/json',
+          timestamp: Math.floor(Date.parse(m.occurred_at) / 1000),
+          type: m.type,
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Sends a wake-up to this service's own queue after `delayMs` (rounded up to 100 ms). A wake-up is
+   * a hint, not a fact: it skips the outbox, and a lost one only costs latency (DESIGN §1).
+   */
+  async publishDelayed(message: BusMessage, delayMs: number): Promise<void> {
+    const bucket = Math.max(100, Math.ceil(delayMs / 100) * 100);
+    const queue = this.names.delayQueue(bucket);
+    if (!this.delayQueues.has(bucket)) {
+      await this.publisher.addSetup((channel: Channel) => assertDelayQueue(channel, this.names, bucket));
+      this.delayQueues.add(bucket);
+    }
+    await this.publisher.sendToQueue(queue, Buffer.from(JSON.stringify(message)), {
+      persistent: true,
+      messageId: message.event_id,
+      contentType: 'application/json',
+      type: message.type,
+    });
+  }
+
+  private async onMessage(channel: ChannelWrapper, msg: ConsumeMessage): Promise<void> {
+    this.inFlight++;
+    try {
+      await this.process(channel, msg);
+    } catch (err) {
+      // Only a broker failure gets here (republish not confirmed): leave the message unacked so the
+      // broker redelivers it after the channel closes; the inbox makes that harmless.
+      this.logger.error({ event: 'bus.consume_failed', err: (err as Error).message }, 'could not settle a message');
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async process(channel: ChannelWrapper, msg: ConsumeMessage): Promise<void> {
+    let message: BusMessage;
+    try {
+      message = JSON.parse(msg.content.toString('utf8')) as BusMessage;
+      if (typeof message?.event_id !== 'string' || typeof message?.type !== 'string') throw new Error('missing event_id or type');
+    } catch (err) {
+      await this.deadLetter(msg, 'unreadable', (err as Error).message);
+      channel.ack(msg);
+      return;
+    }
+    const handlers = this.handlers.get(message.type);
+    if (!handlers?.length) {
+      this.logger.warn({ event: 'bus.no_handler', type: message.type, event_id: message.event_id }, 'no handler; dead-lettered');
+      await this.deadLetter(msg, ErrorCode.NoHandler, `no handler for ${message.type} in ${this.options.service}`);
+      channel.ack(msg);
+      return;
+    }
+    const attempt = Number(msg.properties.headers?.[ATTEMPT_HEADER] ?? 0) + 1;
+    for (const handler of handlers) {
+      try {
+        const handled = await this.runHandler(handler.name, handler.fn, message);
+        this.metrics.busConsumed.inc({ handler: handler.name, outcome: handled ? 'handled' : 'duplicate' });
+        if (handled) {
+          const ageSeconds = (Date.now() - Date.parse(message.occurred_at)) / 1000;
+          if (Number.isFinite(ageSeconds)) this.metrics.busHandleSeconds.observe({ handler: handler.name }, Math.max(0, ageSeconds));
+        }
+      } catch (err) {
+        this.metrics.busConsumed.inc({ handler: handler.name, outcome: 'failed' });
+        const retry = isRetryable(err) && attempt < this.options.maxAttempts;
+        const logFields = {
+          event: retry ? 'bus.handler_retry' : 'bus.handler_dead_lettered',
+          handler: handler.name,
+          type: message.type,
+          event_id: message.event_id,
+          organization_id: message.organization_id,
+          attempt,
+          err: (err as Error).message,
+          code: err instanceof AppError ? err.code : undefined,
+        };
+        if (retry) {
+          this.logger.warn(logFields, 'handler failed; retrying later');
+          await this.publisher.sendToQueue(this.names.retryQueue(attempt), msg.content, {
+            ...msg.properties,
+            headers: { ...msg.properties.headers, [ATTEMPT_HEADER]: attempt },
+          });
+          this.metrics.busRetried.inc({ handler: handler.name });
+        } else {
+          this.logger.error(logFields, 'handler failed; dead-lettered');
+          await this.deadLetter(msg, 'handler_failed', (err as Error).message, { handler: handler.name, attempt });
+        }
+        // Handlers that already ran are skipped on the retry by the inbox.
+        channel.ack(msg);
+        return;
+      }
+    }
+    channel.ack(msg);
+  }
+
+  /** Runs one handler in a transaction that first claims `(event_id, handler)` in the inbox. */
+  private async runHandler(name: string, fn: BusHandler, message: BusMessage): Promise<boolean> {
+    return runInTransaction(this.dataSource, this.options.schema, async (tx) => {
+      const claimed = await tx.query(
+        `INSERT INTO inbox_events (event_id, handler) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id`,
+        [message.event_id, name],
+      );
+      if (claimed.length === 0) return false;
+      await fn(message, tx);
+      return true;
+    });
+  }
+
+  /** Parks a raw message in this service's dead-letter queue with the reason in its headers. */
+  async deadLetterRaw(content: Buffer, properties: Record<string, unknown>, reason: string, error: string): Promise<void> {
+    await this.deadLetter({ content, properties, fields: { routingKey: String(properties.type ?? '') } } as unknown as ConsumeMessage, reason, error);
+  }
+
+  private async deadLetter(msg: ConsumeMessage, reason: string, error: string, extra: Record<string, unknown> = {}): Promise<void> {
+    await this.publisher.sendToQueue(this.names.deadLetterQueue, msg.content, {
+      ...msg.properties,
+      headers: {
+        ...msg.properties.headers,
+        'x-touchpoint-reason': reason,
+        'x-touchpoint-error': error.slice(0, 1000),
+        'x-touchpoint-routing-key': msg.fields.routingKey,
+        'x-touchpoint-dead-lettered-at': new Date().toISOString(),
+        ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`x-touchpoint-${k}`, v])),
+      },
+    });
+    this.metrics.busDeadLettered.inc({ queue: this.names.deadLetterQueue, reason });
+  }
+
+  /** Stops consuming, waits (bounded) for handlers in flight, and closes the connection. */
+  async close(): Promise<void> {
+    this.stopping = true;
+    if (this.consumer) await this.consumer.cancelAll().catch(() => undefined);
+    const deadline = Date.now() + 5000;
+    while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await this.consumer?.close().catch(() => undefined);
+    await this.publisher.close().catch(() => undefined);
+    await this.connection.close().catch(() => undefined);
+  }
+}
+
+/** Hides the password of a URL for logs and error lines. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}

@@ -1,0 +1,5 @@
+export * from './topology.js';
+export * from './decorators.js';
+export * from './bus.js';
+export * from './relay.js';
+export * from './dead-letters.js';

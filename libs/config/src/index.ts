@@ -1,0 +1,92 @@
+import 'reflect-metadata';
+import { plainToInstance } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+
+/** Thrown at start-up when an environment variable is missing or invalid; names every bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly variables: string[], detail: string) {
+    super(`invalid configuration: ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Builds and validates a config class from environment variables (the class's property names are
+ * the variable names). Defaults come from property initialisers. Only this function reads
+ * `process.env` (STYLE: config is one validated class per app).
+ * @throws ConfigError naming each missing or invalid variable
+ */
+export function loadConfig<T extends object>(cls: new () => T, env: NodeJS.ProcessEnv = process.env): T {
+  const defaults = new cls() as Record<string, unknown>;
+  const raw: Record<string, unknown> = { ...defaults };
+  for (const key of Object.keys(defaults)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const instance = plainToInstance(cls, raw, { enableImplicitConversion: true });
+  const errors = validateSync(instance, { whitelist: false, forbidUnknownValues: false });
+  if (errors.length > 0) {
+    const names = errors.map((e) => e.property);
+    const detail = errors
+      .map((e) => `${e.property}=${JSON.stringify(raw[e.property])}: ${Object.values(e.constraints ?? {}).join('; ')}`)
+      .join(', ');
+    throw new ConfigError(names, detail);
+  }
+  return instance;
+}
+
+/** Settings every Touchpoint process shares: where the database and broker are, and logging. */
+export class BaseConfig {
+  /** PostgreSQL connection URL. */
+  @Matches(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// URL' })
+  DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/touchpoint';
+
+  /** RabbitMQ connection URL (vhost included). */
+  @Matches(/^amqps?:\/\//, { message: 'must be an amqp:// URL' })
+  AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';
+
+  /** Prefix of every exchange and queue name; tests use a unique one per file for isolation. */
+  @Matches(/^[a-z0-9_-]+$/, { message: 'must be lowercase letters, digits, - or _' })
+  BUS_NAMESPACE = 'tp';
+
+  /** Prefix added to each service's schema name; tests use a unique one per file. */
+  @Matches(/^[a-z0-9_]*$/, { message: 'must be lowercase letters, digits or _' })
+  DB_SCHEMA_PREFIX = '';
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+
+  /** Deadline of an RPC call across the bus, ms. */
+  @IsInt() @Min(100) @Max(120_000)
+  RPC_TIMEOUT_MS = 5000;
+
+  /** Attempts of a failing bus handler before its message is dead-lettered (DESIGN §2). */
+  @IsInt() @Min(1) @Max(20)
+  BUS_MAX_ATTEMPTS = 5;
+
+  /** First retry delay of a failing bus handler, ms; doubles on each attempt. */
+  @IsInt() @Min(10) @Max(3_600_000)
+  BUS_RETRY_BASE_MS = 1000;
+
+  /** Messages in flight per consumer channel. */
+  @IsInt() @Min(1) @Max(5000)
+  BUS_PREFETCH = 100;
+
+  /** Relay backlog age (ms) above which /health/ready fails. */
+  @IsInt() @Min(1000)
+  RELAY_MAX_LAG_MS = 60_000;
+
+  @IsOptional() @IsString()
+  NODE_ENV?: string = 'development';
+}
+
+/** Config of a service that listens on HTTP (health, metrics, and the gateway's API). */
+export class ServiceConfig extends BaseConfig {
+  @IsString()
+  HOST = '127.0.0.1';
+
+  @IsInt() @Min(0) @Max(65535)
+  PORT = 0;
+}
+
+export { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';

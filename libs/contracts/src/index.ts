@@ -1,0 +1,3 @@
+export * from './envelope.js';
+export * from './services.js';
+export * from './platform.js';

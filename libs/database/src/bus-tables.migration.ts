@@ -1,0 +1,40 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * The transactional outbox and the consumer inbox every service has in its own schema
+ * (DESIGN §2). Every service lists this migration first.
+ */
+export class CreateBusTables1764460000000 implements MigrationInterface {
+  name = 'CreateBusTables1764460000000';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE outbox_events (
+        id bigserial PRIMARY KEY,
+        event_id text NOT NULL,
+        type text NOT NULL,
+        organization_id text NULL,
+        payload jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        published_at timestamptz NULL,
+        publish_attempts integer NOT NULL DEFAULT 0,
+        CONSTRAINT outbox_events_event_id_key UNIQUE (event_id)
+      )`);
+    // The relay only ever scans the unpublished tail; keep that index tiny.
+    await q.query(`CREATE INDEX outbox_events_unpublished_idx ON outbox_events (id) WHERE published_at IS NULL`);
+    await q.query(`CREATE INDEX outbox_events_published_at_idx ON outbox_events (published_at) WHERE published_at IS NOT NULL`);
+    await q.query(`
+      CREATE TABLE inbox_events (
+        event_id text NOT NULL,
+        handler text NOT NULL,
+        handled_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (event_id, handler)
+      )`);
+    await q.query(`CREATE INDEX inbox_events_handled_at_idx ON inbox_events (handled_at)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE inbox_events`);
+    await q.query(`DROP TABLE outbox_events`);
+  }
+}

@@ -1,0 +1,3 @@
+export * from './data-source.js';
+export * from './bus-tables.migration.js';
+export * from './transaction.js';

@@ -1,0 +1,59 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Prefix of every Touchpoint metric (DESIGN §8). */
+export const METRIC_PREFIX = 'touchpoint_';
+
+/**
+ * One Prometheus registry per process, with the default process metrics and the bus counters.
+ * Features register their own metrics on `registry` with `METRIC_PREFIX`.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly busPublished: Counter<'type'>;
+  readonly busConsumed: Counter<'handler' | 'outcome'>;
+  readonly busRetried: Counter<'handler'>;
+  readonly busDeadLettered: Counter<'queue' | 'reason'>;
+  readonly busHandleSeconds: Histogram<'handler'>;
+  readonly relayLagSeconds: Gauge;
+
+  constructor(service: string) {
+    this.registry.setDefaultLabels({ service });
+    collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
+    this.busPublished = new Counter({
+      name: `${METRIC_PREFIX}bus_published_total`,
+      help: 'Events and commands published by the outbox relay (after the broker confirmed them)',
+      labelNames: ['type'],
+      registers: [this.registry],
+    });
+    this.busConsumed = new Counter({
+      name: `${METRIC_PREFIX}bus_consumed_total`,
+      help: 'Bus messages taken by a handler, by outcome (handled, duplicate, failed)',
+      labelNames: ['handler', 'outcome'],
+      registers: [this.registry],
+    });
+    this.busRetried = new Counter({
+      name: `${METRIC_PREFIX}bus_retried_total`,
+      help: 'Bus messages sent to a retry queue after a handler error',
+      labelNames: ['handler'],
+      registers: [this.registry],
+    });
+    this.busDeadLettered = new Counter({
+      name: `${METRIC_PREFIX}bus_dead_lettered_total`,
+      help: 'Bus messages parked in a dead-letter queue',
+      labelNames: ['queue', 'reason'],
+      registers: [this.registry],
+    });
+    this.busHandleSeconds = new Histogram({
+      name: `${METRIC_PREFIX}bus_handle_seconds`,
+      help: 'Time from an event being committed (occurred_at) to its handler committing, seconds',
+      labelNames: ['handler'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [this.registry],
+    });
+    this.relayLagSeconds = new Gauge({
+      name: `${METRIC_PREFIX}bus_relay_lag_seconds`,
+      help: 'Age of the oldest unpublished outbox event, seconds (0 when none)',
+      registers: [this.registry],
+    });
+  }
+}

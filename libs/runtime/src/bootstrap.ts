@@ -1,0 +1,83 @@
+import 'reflect-metadata';
+import type { DynamicModule, INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { randomUUID } from 'node:crypto';
+import { ConfigError } from '@touchpoint/config';
+import { createLogger, type Logger, PinoNestLogger } from '@touchpoint/observability';
+import { BusService } from './bus.service.js';
+import { rpcServerOptions, TouchpointRmqServer } from './rpc.js';
+import { LOGGER, SERVICE_DEFINITION, type ServiceDefinition } from './tokens.js';
+import { redact } from '@touchpoint/bus';
+
+export interface StartOptions {
+  /** Largest accepted request body, bytes (default 1 MiB). */
+  bodyLimit?: number;
+  /** Called with the Fastify app before listening (plugins, raw-body parsers, docs). */
+  configure?: (app: NestFastifyApplication) => Promise<void> | void;
+}
+
+/**
+ * Creates, wires and starts a service: HTTP on PORT (Fastify), the RPC server on its queue, the bus
+ * consumer and relay. Resolves once it is listening and consuming.
+ */
+export async function startService(rootModule: DynamicModule, options: StartOptions = {}): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(rootModule, adapter, { bufferLogs: true, abortOnError: false });
+  const definition = app.get<ServiceDefinition>(SERVICE_DEFINITION);
+  const logger = app.get<Logger>(LOGGER);
+  app.useLogger(new PinoNestLogger(logger));
+  app.enableShutdownHooks();
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  await options.configure?.(app);
+  if (definition.rpc !== false) {
+    const bus = app.get(BusService);
+    app.connectMicroservice(
+      {
+        strategy: new TouchpointRmqServer(rpcServerOptions(definition.config, definition.service), (content, properties, reason) =>
+          bus.connection.deadLetterRaw(content, properties, reason, `rpc request with no handler in ${definition.service}`),
+        ),
+      },
+      { inheritAppConfig: true },
+    );
+    await app.startAllMicroservices();
+  }
+  await app.listen(definition.config.PORT, definition.config.HOST);
+  logger.info({ event: 'service.started', url: await app.getUrl() }, `${definition.service} ready`);
+  return app;
+}
+
+/**
+ * Entry point helper for `main.ts`: runs `start`, and turns a start-up failure into one clear line
+ * on stderr naming what is wrong (bad config, database or broker unreachable) and exit code 1.
+ */
+export async function runMain(service: string, start: () => Promise<INestApplication>): Promise<void> {
+  try {
+    await start();
+  } catch (err) {
+    const logger = createLogger(service);
+    logger.fatal({ event: 'service.start_failed', err: describeStartError(err) }, `${service} could not start`);
+    process.stderr.write(`${service}: ${describeStartError(err)}\n`);
+    process.exit(1);
+  }
+}
+
+/** A one-line, actionable reason for a start-up failure. */
+export function describeStartError(err: unknown): string {
+  if (err instanceof ConfigError) return err.message;
+  const e = err as { code?: string; message?: string; address?: string; port?: number };
+  if (e?.code === 'ECONNREFUSED' && e.port === 5432) return `PostgreSQL is not reachable at ${e.address}:${e.port} (start it, or set DATABASE_URL)`;
+  if (e?.message?.includes('broker not reachable')) return `${e.message} (start RabbitMQ, or set AMQP_URL)`;
+  return e?.message ?? String(err);
+}
+
+export { redact };

@@ -1,0 +1,73 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { DataSource } from 'typeorm';
+import { BUS_HANDLER, BusConnection, type BusHandler, OutboxRelay } from '@touchpoint/bus';
+import { type BusMessage, SERVICE_SCHEMA } from '@touchpoint/contracts';
+import { type Logger, Metrics } from '@touchpoint/observability';
+import { LOGGER, SERVICE_DEFINITION, type ServiceDefinition, schemaOf } from './tokens.js';
+
+/**
+ * The service's bus: discovers `@OnBusMessage` handlers, consumes them, and runs the outbox relay
+ * for the service's schema. Started after the app has bootstrapped, closed on shutdown.
+ */
+@Injectable()
+export class BusService implements OnApplicationBootstrap, OnApplicationShutdown {
+  readonly connection: BusConnection;
+  readonly relay: OutboxRelay;
+
+  constructor(
+    @Inject(SERVICE_DEFINITION) private readonly definition: ServiceDefinition,
+    @Inject(LOGGER) private readonly logger: Logger,
+    dataSource: DataSource,
+    metrics: Metrics,
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly reflector: Reflector,
+  ) {
+    const { config, service } = definition;
+    const schema = schemaOf(SERVICE_SCHEMA[service], config);
+    this.connection = new BusConnection(
+      {
+        service,
+        schema,
+        amqpUrl: config.AMQP_URL,
+        namespace: config.BUS_NAMESPACE,
+        maxAttempts: config.BUS_MAX_ATTEMPTS,
+        retryBaseMs: config.BUS_RETRY_BASE_MS,
+        prefetch: config.BUS_PREFETCH,
+      },
+      dataSource,
+      logger,
+      metrics,
+    );
+    this.relay = new OutboxRelay({ schema, databaseUrl: config.DATABASE_URL }, dataSource, this.connection, logger, metrics);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    for (const wrapper of this.discovery.getProviders()) {
+      const instance = wrapper.instance as Record<string, unknown> | undefined;
+      if (!instance || typeof instance !== 'object' || !wrapper.metatype) continue;
+      const prototype = Object.getPrototypeOf(instance);
+      for (const method of this.scanner.getAllMethodNames(prototype)) {
+        const type = this.reflector.get<string | undefined>(BUS_HANDLER, prototype[method]);
+        if (!type) continue;
+        const fn = (instance[method] as BusHandler).bind(instance);
+        this.connection.addHandler(type, `${wrapper.metatype.name}.${method}`, fn);
+      }
+    }
+    await this.connection.waitForConnect();
+    await this.connection.startConsuming();
+    this.relay.start();
+    this.logger.info({ event: 'bus.started', handles: this.connection.handledTypes }, 'bus started');
+  }
+
+  /** Sends a wake-up to this service's own queue after `delayMs` (see BusConnection.publishDelayed). */
+  publishDelayed(message: BusMessage, delayMs: number): Promise<void> {
+    return this.connection.publishDelayed(message, delayMs);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.relay.stop();
+    await this.connection.close();
+  }
+}

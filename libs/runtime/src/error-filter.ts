@@ -1,0 +1,86 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Inject } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { throwError } from 'rxjs';
+import { AppError, ErrorCode, type ErrorEnvelope, httpStatusOf } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER } from './tokens.js';
+
+/** Maps a framework HTTP status to our code. */
+function codeOfStatus(status: number): ErrorCode {
+  switch (status) {
+    case 400:
+      return ErrorCode.ValidationFailed;
+    case 401:
+      return ErrorCode.Unauthorized;
+    case 403:
+      return ErrorCode.Forbidden;
+    case 404:
+      return ErrorCode.RouteNotFound;
+    case 405:
+      return ErrorCode.MethodNotAllowed;
+    case 409:
+      return ErrorCode.Conflict;
+    case 413:
+      return ErrorCode.PayloadTooLarge;
+    case 415:
+      return ErrorCode.UnsupportedMediaType;
+    case 429:
+      return ErrorCode.RateLimited;
+    case 503:
+      return ErrorCode.ServiceUnavailable;
+    default:
+      return status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed;
+  }
+}
+
+/**
+ * Turns any thrown value into our envelope and a status. Unknown errors become 500
+ * `internal_error` with an `error_id` that is also in the log line (STYLE: typed errors).
+ */
+export function toEnvelope(exception: unknown, logger: Logger, context: Record<string, unknown> = {}): { status: number; body: ErrorEnvelope } {
+  if (exception instanceof AppError) return { status: httpStatusOf(exception.code), body: exception.toEnvelope() };
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const response = exception.getResponse() as { message?: unknown; error?: unknown } | string;
+    const fromBody = typeof response === 'object' ? AppError.fromEnvelope(response) : undefined;
+    if (fromBody) return { status: httpStatusOf(fromBody.code), body: fromBody.toEnvelope() };
+    const message = typeof response === 'string' ? response : Array.isArray(response.message) ? response.message.join('; ') : String(response.message ?? exception.message);
+    return { status, body: { error: { code: codeOfStatus(status), message } } };
+  }
+  const fastifyStatus = (exception as { statusCode?: number })?.statusCode;
+  const fastifyCode = (exception as { code?: string })?.code;
+  if (fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || fastifyCode === 'FST_ERR_CTP_EMPTY_JSON_BODY' || (exception instanceof SyntaxError && fastifyStatus === 400)) {
+    return { status: 400, body: { error: { code: ErrorCode.InvalidJson, message: 'the request body is not valid JSON' } } };
+  }
+  if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { status: 413, body: { error: { code: ErrorCode.PayloadTooLarge, message: 'the request body is too large' } } };
+  }
+  if (fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return { status: 415, body: { error: { code: ErrorCode.UnsupportedMediaType, message: 'unsupported content type' } } };
+  }
+  if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
+    return { status: fastifyStatus, body: { error: { code: codeOfStatus(fastifyStatus), message: (exception as Error).message } } };
+  }
+  const errorId = randomUUID();
+  logger.error({ event: 'http.unhandled_error', error_id: errorId, err: exception instanceof Error ? { message: exception.message, stack: exception.stack } : exception, ...context }, 'unhandled error');
+  return { status: 500, body: { error: { code: ErrorCode.Internal, message: 'internal error', details: { error_id: errorId } } } };
+}
+
+/** One filter for HTTP and RPC: the same envelope everywhere (DESIGN §3). */
+@Catch()
+export class AllErrorsFilter implements ExceptionFilter {
+  constructor(@Inject(LOGGER) private readonly logger: Logger) {}
+
+  catch(exception: unknown, host: ArgumentsHost): unknown {
+    if (host.getType() === 'rpc') {
+      const { body } = toEnvelope(exception, this.logger);
+      return throwError(() => body.error);
+    }
+    const http = host.switchToHttp();
+    const reply = http.getResponse<{ status(code: number): { send(body: unknown): void }; header?: (k: string, v: string) => void }>();
+    const request = http.getRequest<{ id?: string; url?: string; method?: string }>();
+    const { status, body } = toEnvelope(exception, this.logger, { request_id: request?.id, url: request?.url, method: request?.method });
+    reply.status(status).send(body);
+    return undefined;
+  }
+}

@@ -1,0 +1,119 @@
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { ClientRMQ, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
+import { firstValueFrom, timeout as rxTimeout, TimeoutError } from 'rxjs';
+import { BusNames } from '@touchpoint/bus';
+import type { ServiceName } from '@touchpoint/contracts';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { APP_CONFIG, LOGGER } from './tokens.js';
+import type { ServiceConfig } from '@touchpoint/config';
+
+type RmqMessage = { content: Buffer; properties: Record<string, unknown>; fields: Record<string, unknown> };
+
+/**
+ * NestJS's RabbitMQ server, plus one rule: a request whose pattern no handler serves (or that
+ * cannot be parsed) is copied to the service's dead-letter queue before Nest answers it with an
+ * error, so nothing vanishes silently (DESIGN §2).
+ */
+export class TouchpointRmqServer extends ServerRMQ {
+  constructor(
+    options: RmqOptions['options'],
+    private readonly deadLetter: (content: Buffer, properties: Record<string, unknown>, reason: string) => Promise<void>,
+  ) {
+    super(options ?? {});
+  }
+
+  override async handleMessage(message: RmqMessage | null, channel: unknown): Promise<void> {
+    if (message) {
+      let pattern: string | undefined;
+      try {
+        const raw = JSON.parse(message.content.toString('utf8')) as { pattern?: unknown };
+        pattern = typeof raw.pattern === 'string' ? raw.pattern : JSON.stringify(raw.pattern);
+      } catch {
+        pattern = undefined;
+      }
+      if (pattern === undefined || !this.getHandlerByPattern(pattern)) {
+        await this.deadLetter(message.content, message.properties, pattern === undefined ? 'unreadable' : ErrorCode.NoHandler).catch(
+          () => undefined,
+        );
+        if (pattern === undefined) return;
+      }
+    }
+    return (super.handleMessage as (m: unknown, c: unknown) => Promise<void>)(message, channel);
+  }
+}
+
+/** RMQ options of a service's RPC server queue. */
+export function rpcServerOptions(config: ServiceConfig, service: string): NonNullable<RmqOptions['options']> {
+  return {
+    urls: [config.AMQP_URL],
+    queue: BusNames.rpcQueueOf(config.BUS_NAMESPACE, service),
+    queueOptions: { durable: true },
+    prefetchCount: 50,
+    noAck: true,
+  };
+}
+
+/**
+ * Request/reply to another service over RabbitMQ with a deadline (DESIGN §2). A timeout or an
+ * unreachable broker becomes `AppError(service_unavailable)`; a service's AppError comes back as
+ * the same AppError.
+ */
+@Injectable()
+export class RpcClient implements OnApplicationShutdown {
+  private readonly clients = new Map<string, ClientRMQ>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: ServiceConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Calls `pattern` on `service` and resolves with its answer.
+   * @param timeoutMs deadline in ms (default RPC_TIMEOUT_MS)
+   * @throws AppError service_unavailable on timeout; the service's own AppError otherwise
+   */
+  async call<T = unknown>(service: ServiceName, pattern: string, data: unknown, timeoutMs = this.config.RPC_TIMEOUT_MS): Promise<T> {
+    const client = this.clientFor(service);
+    try {
+      return await firstValueFrom(client.send<T>(pattern, data ?? {}).pipe(rxTimeout(timeoutMs)));
+    } catch (err) {
+      if (err instanceof TimeoutError) {
+        throw new AppError(ErrorCode.ServiceUnavailable, `${service} did not answer within ${timeoutMs} ms`, { service });
+      }
+      const appError = AppError.fromEnvelope(err);
+      if (appError) throw appError;
+      this.logger.warn({ event: 'rpc.call_failed', service, pattern, err: describeError(err) }, 'rpc call failed');
+      throw new AppError(ErrorCode.ServiceUnavailable, `${service} is unavailable`, { service });
+    }
+  }
+
+  private clientFor(service: string): ClientRMQ {
+    let client = this.clients.get(service);
+    if (!client) {
+      client = new ClientRMQ({
+        urls: [this.config.AMQP_URL],
+        queue: BusNames.rpcQueueOf(this.config.BUS_NAMESPACE, service),
+        queueOptions: { durable: true },
+        socketOptions: { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 5 },
+      });
+      // Connection errors surface per call; without a listener they would be unhandled.
+      client.connect().catch(() => undefined);
+      this.clients.set(service, client);
+    }
+    return client;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all([...this.clients.values()].map((c) => c.close().catch(() => undefined)));
+  }
+}
+
+function describeError(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  try {
+    return JSON.stringify(err);
+  } catch {
+    return String(err);
+  }
+}
