@@ -23,6 +23,6 @@ export default {
   },
   roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test'],
   testMatch: ['**/?(*.)+(spec|e2e-spec).ts'],
-  globalSetup: '<rootDir>/test/global-setup.ts',
+  globalSetup: '<rootDir>/test/global-setup.js',
   testTimeout: 60000,
 };

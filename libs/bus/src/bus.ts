@@ -17,6 +17,7 @@ export interface BusOptions {
   maxAttempts: number;
   retryBaseMs: number;
   prefetch: number;
+  queueType?: 'quorum' | 'classic';
 }
 
 /** Header carrying how many times a message has been attempted by this service. */
@@ -44,7 +45,7 @@ export class BusConnection {
     private readonly logger: Logger,
     private readonly metrics: Metrics,
   ) {
-    this.names = new BusNames(options.namespace, options.service);
+    this.names = new BusNames(options.namespace, options.service, options.queueType);
     this.connection = amqp.connect([options.amqpUrl], {
       heartbeatIntervalInSeconds: 5,
       reconnectTimeInSeconds: 1,
@@ -63,7 +64,7 @@ export class BusConnection {
       publishTimeout: 15_000,
       setup: async (channel: Channel) => {
         await assertSharedTopology(channel, this.names);
-        await channel.assertQueue(this.names.deadLetterQueue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+        await channel.assertQueue(this.names.deadLetterQueue, { durable: true, arguments: this.names.durableQueueArguments });
       },
     });
   }

@@ -11,7 +11,13 @@ export class BusNames {
   constructor(
     readonly namespace: string,
     readonly service: string,
+    readonly queueType: 'quorum' | 'classic' = 'quorum',
   ) {}
+
+  /** Arguments of a durable work or dead-letter queue. */
+  get durableQueueArguments(): Record<string, unknown> {
+    return { 'x-queue-type': this.queueType };
+  }
 
   /** Topic exchange for every event and command; routing key = message type. */
   get eventsExchange(): string {
@@ -53,7 +59,7 @@ export class BusNames {
 /** Declares the shared exchanges (idempotent; every process does it at start-up and on reconnect). */
 export async function assertSharedTopology(channel: Channel, names: BusNames): Promise<void> {
   await channel.assertExchange(names.unroutedExchange, 'fanout', { durable: true });
-  await channel.assertQueue(names.unroutedQueue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  await channel.assertQueue(names.unroutedQueue, { durable: true, arguments: names.durableQueueArguments });
   await channel.bindQueue(names.unroutedQueue, names.unroutedExchange, '');
   await channel.assertExchange(names.eventsExchange, 'topic', {
     durable: true,
@@ -69,8 +75,8 @@ export async function assertServiceTopology(
   options: { maxAttempts: number; retryBaseMs: number },
 ): Promise<void> {
   await assertSharedTopology(channel, names);
-  await channel.assertQueue(names.queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-  await channel.assertQueue(names.deadLetterQueue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  await channel.assertQueue(names.queue, { durable: true, arguments: names.durableQueueArguments });
+  await channel.assertQueue(names.deadLetterQueue, { durable: true, arguments: names.durableQueueArguments });
   for (const type of types) await channel.bindQueue(names.queue, names.eventsExchange, type);
   // One retry queue per attempt, each with a queue-level TTL: a per-message TTL would make a short
   // delay wait behind a long one at the head of a shared queue.

@@ -1,5 +1,4 @@
 import 'reflect-metadata';
-import { plainToInstance } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
 /** Thrown at start-up when an environment variable is missing or invalid; names every bad variable. */
@@ -21,9 +20,12 @@ export function loadConfig<T extends object>(cls: new () => T, env: NodeJS.Proce
   const raw: Record<string, unknown> = { ...defaults };
   for (const key of Object.keys(defaults)) {
     const value = env[key];
-    if (value !== undefined && value !== '') raw[key] = value;
+    if (value === undefined || value === '') continue;
+    // Coerce by the default's type: decorator metadata is not reliable for initialised fields.
+    const kind = typeof defaults[key];
+    raw[key] = kind === 'number' && /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : kind === 'boolean' ? ['1', 'true', 'yes'].includes(value.toLowerCase()) : value;
   }
-  const instance = plainToInstance(cls, raw, { enableImplicitConversion: true });
+  const instance = Object.assign(new cls(), raw);
   const errors = validateSync(instance, { whitelist: false, forbidUnknownValues: false });
   if (errors.length > 0) {
     const names = errors.map((e) => e.property);
@@ -67,6 +69,10 @@ export class BaseConfig {
   /** First retry delay of a failing bus handler, ms; doubles on each attempt. */
   @IsInt() @Min(10) @Max(3_600_000)
   BUS_RETRY_BASE_MS = 1000;
+
+  /** Queue type of work and dead-letter queues: quorum in production, classic for fast tests. */
+  @IsIn(['quorum', 'classic'])
+  BUS_QUEUE_TYPE: 'quorum' | 'classic' = 'quorum';
 
   /** Messages in flight per consumer channel. */
   @IsInt() @Min(1) @Max(5000)

@@ -35,6 +35,7 @@ export class BusService implements OnApplicationBootstrap, OnApplicationShutdown
         maxAttempts: config.BUS_MAX_ATTEMPTS,
         retryBaseMs: config.BUS_RETRY_BASE_MS,
         prefetch: config.BUS_PREFETCH,
+        queueType: config.BUS_QUEUE_TYPE,
       },
       dataSource,
       logger,

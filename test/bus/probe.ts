@@ -1,0 +1,63 @@
+import { type DynamicModule, Injectable, Module } from '@nestjs/common';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { OnBusMessage } from '@touchpoint/bus';
+import type { ServiceConfig } from '@touchpoint/config';
+import { type BusMessage, PlatformEvents, type ServiceName } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { PlatformModule } from '@touchpoint/runtime';
+
+/** A table the probe handler writes one row into per handled message (no unique key on purpose). */
+export class CreateProbeTable1764460000001 implements MigrationInterface {
+  name = 'CreateProbeTable1764460000001';
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE TABLE probe_handled (id bigserial PRIMARY KEY, event_id text NOT NULL, seq integer, handled_at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+  }
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE probe_handled`);
+  }
+}
+
+/** Behaviour switches a test flips at run time. */
+export const probeControl = {
+  /** event ids whose handler throws. */
+  failing: new Set<string>(),
+  /** Throw for every message while true. */
+  failAll: false,
+  /** When each event's handler was entered (ms since epoch), across retries. */
+  attempts: new Map<string, number[]>(),
+};
+
+/** Handles `platform.probe.recorded`: notes the attempt in memory and writes the handled row. */
+@Injectable()
+export class ProbeConsumer {
+  @OnBusMessage(PlatformEvents.ProbeRecorded)
+  async onProbe(message: BusMessage<{ seq?: number }>, tx: Tx): Promise<void> {
+    probeControl.attempts.set(message.event_id, [...(probeControl.attempts.get(message.event_id) ?? []), Date.now()]);
+    if (probeControl.failAll || probeControl.failing.has(message.event_id)) {
+      await tx.query(`SELECT 1`);
+      throw new Error(`probe failure for ${message.event_id}`);
+    }
+    await tx.query(`INSERT INTO probe_handled (event_id, seq) VALUES ($1, $2)`, [message.event_id, message.data.seq ?? null]);
+  }
+}
+
+@Module({ providers: [ProbeConsumer] })
+class ProbeConsumerModule {}
+
+/** A service root module with the probe table, optionally with the probe consumer. */
+export function probeService(service: ServiceName, config: ServiceConfig, withConsumer: boolean): DynamicModule {
+  @Module({})
+  class ProbeRoot {}
+  return {
+    module: ProbeRoot,
+    imports: [
+      PlatformModule.forService({ service, config, entities: [], migrations: [CreateProbeTable1764460000001] }),
+      ...(withConsumer ? [ProbeConsumerModule] : []),
+    ],
+  };
+}
+
+/** A probe event with a fresh id. */
+export function probeEvent(eventId: string, seq = 0) {
+  return { event_id: eventId, type: PlatformEvents.ProbeRecorded, organization_id: null, data: { seq } };
+}

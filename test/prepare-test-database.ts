@@ -1,0 +1,21 @@
+import pg from 'pg';
+import { ensureDatabase } from '@touchpoint/database';
+import { dropNamespace, TEST_AMQP_URL, TEST_DATABASE_URL } from '@touchpoint/testing';
+
+/**
+ * Creates the test database if missing and removes worlds left by test runs that died more than
+ * two hours ago (a run still going elsewhere on this machine keeps its own).
+ */
+async function prepareTestDatabase(): Promise<void> {
+  await ensureDatabase(TEST_DATABASE_URL);
+  const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+  try {
+    await pool.query(`CREATE TABLE IF NOT EXISTS public.test_namespaces (namespace text PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now())`);
+    const stale = await pool.query<{ namespace: string }>(`SELECT namespace FROM public.test_namespaces WHERE created_at < now() - interval '2 hours'`);
+    for (const { namespace } of stale.rows) await dropNamespace(pool, TEST_AMQP_URL, namespace);
+  } finally {
+    await pool.end();
+  }
+}
+
+await prepareTestDatabase();
