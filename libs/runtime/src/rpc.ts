@@ -23,7 +23,8 @@ export class TouchpointRmqServer extends ServerRMQ {
     super(options ?? {});
   }
 
-  override async handleMessage(message: RmqMessage | null, channel: unknown): Promise<void> {
+  override async handleMessage(incoming: Record<string, any>, channel: any): Promise<void> {
+    const message = incoming as RmqMessage | null;
     if (message) {
       let pattern: string | undefined;
       try {
@@ -39,7 +40,7 @@ export class TouchpointRmqServer extends ServerRMQ {
         if (pattern === undefined) return;
       }
     }
-    return (super.handleMessage as (m: unknown, c: unknown) => Promise<void>)(message, channel);
+    return super.handleMessage(incoming, channel);
   }
 }
 

@@ -1,0 +1,35 @@
+import { Controller, type DynamicModule, Get, Module } from '@nestjs/common';
+import type { SandboxConfig } from './sandbox.config.js';
+
+/** Injection token of the sandbox's config. */
+export const SANDBOX_CONFIG = Symbol('sandbox:config');
+
+@Controller()
+class SandboxHealthController {
+  @Get('health/live')
+  live() {
+    return { status: 'ok' };
+  }
+  @Get('health/ready')
+  ready() {
+    return { status: 'ok' };
+  }
+}
+
+/**
+ * The sandbox app. Each provider lives in its own folder (`meta/`, `nylas/`, `unipile/`, `model/`)
+ * as a module added to `imports` below; `control/` is the fault-scripting API.
+ */
+@Module({})
+export class SandboxModule {
+  static forRoot(config: SandboxConfig): DynamicModule {
+    return {
+      module: SandboxModule,
+      global: true,
+      imports: [],
+      controllers: [SandboxHealthController],
+      providers: [{ provide: SANDBOX_CONFIG, useValue: config }],
+      exports: [SANDBOX_CONFIG],
+    };
+  }
+}
