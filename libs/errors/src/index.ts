@@ -36,6 +36,14 @@ export enum ErrorCode {
   AlreadyEnrolled = 'already_enrolled',
   CampaignArchived = 'campaign_archived',
   ProspectSendCapReached = 'prospect_send_cap_reached',
+  // seed 004 (outbox: enqueue validation and ambiguous resolution)
+  InvalidPayload = 'invalid_payload',
+  InvalidRecipient = 'invalid_recipient',
+  SenderNotFound = 'sender_not_found',
+  SenderDisconnected = 'sender_disconnected',
+  UnsupportedChannel = 'unsupported_channel',
+  NotAmbiguous = 'not_ambiguous',
+  InvalidResolution = 'invalid_resolution',
   // bus
   NoHandler = 'no_handler',
   InvalidMessage = 'invalid_message',
@@ -84,6 +92,9 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.InvalidJson:
     case ErrorCode.ValidationFailed:
     case ErrorCode.InvalidMessage:
+    case ErrorCode.InvalidPayload:
+    case ErrorCode.InvalidRecipient:
+    case ErrorCode.InvalidResolution:
       return 400;
     case ErrorCode.Unauthorized:
       return 401;
@@ -91,6 +102,7 @@ export function httpStatusOf(code: ErrorCode | string): number {
       return 403;
     case ErrorCode.NotFound:
     case ErrorCode.RouteNotFound:
+    case ErrorCode.SenderNotFound:
       return 404;
     case ErrorCode.MethodNotAllowed:
       return 405;
@@ -103,6 +115,8 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.ActionNotPending:
     case ErrorCode.AlreadyEnrolled:
     case ErrorCode.CampaignArchived:
+    case ErrorCode.SenderDisconnected:
+    case ErrorCode.NotAmbiguous:
       return 409;
     case ErrorCode.PayloadTooLarge:
       return 413;
@@ -112,6 +126,7 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.PublishRequired:
     case ErrorCode.InvalidGraph:
     case ErrorCode.InvalidCursor:
+    case ErrorCode.UnsupportedChannel:
       return 422;
     case ErrorCode.RateLimited:
     case ErrorCode.ProspectSendCapReached:

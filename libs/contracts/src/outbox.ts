@@ -1,0 +1,444 @@
+/**
+ * Contract of the outbox-dispatcher (DESIGN §4, seed 004 "Outbound WhatsApp outbox & dispatcher"):
+ * the commands and RPCs that queue, cancel and resolve sends, the events that report their
+ * outcome, the sender (business number) events, and the provider-webhook RPCs the gateway calls.
+ *
+ * Every event and command name and its data shape is defined here once; producers and consumers
+ * import them from `@touchpoint/contracts`.
+ */
+
+/** Channels a sender and an entry can have. Only `whatsapp` is wired today. */
+export const OUTBOX_CHANNELS = ['whatsapp', 'email', 'linkedin'] as const;
+export type OutboxChannel = (typeof OUTBOX_CHANNELS)[number];
+
+/** Lifecycle of one outbox entry. */
+export const OUTBOX_ENTRY_STATUSES = ['pending', 'sending', 'accepted', 'failed', 'ambiguous', 'cancelled'] as const;
+export type OutboxEntryStatus = (typeof OUTBOX_ENTRY_STATUSES)[number];
+
+/**
+ * How a failed attempt was classified (seed 004 "Error classification"), plus the reasons an entry
+ * fails without a provider code (`suppressed`, `local_execution`, `sender_unavailable`).
+ */
+export const OUTBOX_CLASSIFICATIONS = [
+  'rate_limited', // 131056, 130429, 80007: retry, honouring Retry-After
+  'transient', // 2, 4, 131000, 131016, 131057, 133004, 5xx: ordinary backoff
+  'quality_cooldown', // 131064: retry only after a long cooldown
+  'account_restricted', // 131048, 368, 130497, 131031: permanent
+  'recipient_undeliverable', // 131026: permanent
+  'permanent', // any other 4xx
+  'ambiguous', // timeout / network: outcome unknown, never retried blindly
+  'local_execution', // a local fault before any request existed: permanent
+  'suppressed', // the recipient is on the do-not-contact list
+  'sender_unavailable', // the sender was removed or disconnected
+] as const;
+export type OutboxClassification = (typeof OUTBOX_CLASSIFICATIONS)[number];
+
+// ---------------------------------------------------------------------------------------------
+// Payloads
+// ---------------------------------------------------------------------------------------------
+
+/** A text message. `preview_url` renders a link preview; `reply_to` quotes a message (wamid). */
+export interface OutboxTextPayload {
+  type: 'text';
+  /** 1..4096 characters (Graph's limit). */
+  body: string;
+  preview_url?: boolean;
+  reply_to?: string;
+}
+
+/** One parameter of a template component, in Graph's shape. */
+export type OutboxTemplateParameter =
+  | { type: 'text'; text: string; parameter_name?: string }
+  | { type: 'currency'; currency: { fallback_value: string; code: string; amount_1000: number } }
+  | { type: 'date_time'; date_time: Record<string, unknown> & { fallback_value: string } }
+  | { type: 'image' | 'document' | 'video'; image?: OutboxMediaRef; document?: OutboxMediaRef & { filename?: string }; video?: OutboxMediaRef }
+  | { type: 'payload'; payload: string };
+
+/** A media reference: exactly one of `link` (https URL) or `id` (an uploaded media id). */
+export interface OutboxMediaRef {
+  link?: string;
+  id?: string;
+}
+
+/** One template component (header, body, button) with its parameters, in Graph's shape. */
+export interface OutboxTemplateComponent {
+  type: 'header' | 'body' | 'button' | 'footer';
+  sub_type?: 'quick_reply' | 'url' | 'copy_code' | 'flow';
+  index?: number | string;
+  parameters?: OutboxTemplateParameter[];
+}
+
+/** An approved template. `language` is the template's locale code (`pt_BR`, `en_US`). */
+export interface OutboxTemplatePayload {
+  type: 'template';
+  name: string;
+  language: string;
+  components?: OutboxTemplateComponent[];
+}
+
+/**
+ * An image, document, audio or video, by `link`, by an uploaded media `media_id`, or as inline
+ * bytes (`upload`) that the dispatcher uploads to the provider while preparing the send.
+ * Exactly one of `link`, `media_id`, `upload`. `caption` is not allowed on audio.
+ */
+export interface OutboxMediaPayload {
+  type: 'media';
+  media_type: 'image' | 'document' | 'audio' | 'video';
+  link?: string;
+  media_id?: string;
+  upload?: { data_base64: string; mime_type: string; filename?: string };
+  caption?: string;
+  /** Documents only: the file name the recipient sees. */
+  filename?: string;
+}
+
+/**
+ * An interactive message (buttons, list, CTA URL, flow), given as Graph's `interactive` object
+ * (`{ type, body: { text }, action, header?, footer? }`).
+ */
+export interface OutboxInteractivePayload {
+  type: 'interactive';
+  interactive: { type: 'button' | 'list' | 'cta_url' | 'flow' | 'product' | 'product_list'; body?: { text: string }; action: Record<string, unknown>; [key: string]: unknown };
+}
+
+/**
+ * Marks an inbound message read. Rides the recipient's pacing pair, one attempt only; use the
+ * key `read:{wamid}` (seed 004 "Read receipts").
+ */
+export interface OutboxReadReceiptPayload {
+  type: 'read_receipt';
+  /** The inbound message's wamid. */
+  message_id: string;
+}
+
+export type OutboxPayload = OutboxTextPayload | OutboxTemplatePayload | OutboxMediaPayload | OutboxInteractivePayload | OutboxReadReceiptPayload;
+export type OutboxPayloadType = OutboxPayload['type'];
+
+// ---------------------------------------------------------------------------------------------
+// Commands and RPCs
+// ---------------------------------------------------------------------------------------------
+
+/** Bus commands the dispatcher consumes (sent through the caller's transactional outbox). */
+export const OutboxCommands = {
+  /** `OutboxEnqueueData` → one entry; a repeat of the key is a no-op. */
+  Enqueue: 'outbox.enqueue',
+  /** `OutboxCancelData` → the pending entry becomes cancelled (not once claimed). */
+  Cancel: 'outbox.cancel',
+  /** `OutboxSuppressionData` → the value is never sent to again on that channel. */
+  Suppress: 'outbox.suppress',
+  /** `OutboxSuppressionData` → removes a suppression. */
+  Unsuppress: 'outbox.unsuppress',
+} as const;
+
+/** RPC patterns the dispatcher answers. */
+export const OutboxRpc = {
+  /** `OutboxEnqueueData` → `OutboxEnqueueResult`; throws an `OutboxEnqueueErrorCode`. */
+  Enqueue: 'outbox.enqueue',
+  /** `OutboxCancelData` → `OutboxCancelResult`. */
+  Cancel: 'outbox.cancel',
+  /** `{ organization_id, entry_id }` → `OutboxEntryView`; `not_found` otherwise. */
+  GetEntry: 'outbox.entry.get',
+  /** `{ organization_id?, limit? }` → `{ items: OutboxEntryView[] }` (ambiguous entries, oldest first). */
+  ListAmbiguous: 'outbox.ambiguous.list',
+  /** `OutboxResolveData` → `OutboxResolveResult` (an operator settles an ambiguous entry). */
+  ResolveAmbiguous: 'outbox.ambiguous.resolve',
+  /** `WhatsAppStatusBatch` → `{ stored: number }`, answered only after the statuses are durable. */
+  WhatsAppStatuses: 'outbox.whatsapp.statuses',
+  /** `OutboxSenderCreateData` → `OutboxSenderView`. */
+  SenderCreate: 'outbox.senders.create',
+  /** `{ organization_id, channel? }` → `{ items: OutboxSenderView[] }`. */
+  SenderList: 'outbox.senders.list',
+  /** `{ organization_id, sender_id }` → `OutboxSenderView`. */
+  SenderGet: 'outbox.senders.get',
+  /** `OutboxSenderUpdateData` → `OutboxSenderView`. */
+  SenderUpdate: 'outbox.senders.update',
+  /** `{ organization_id, sender_id }` → `{ removed: true }`. */
+  SenderRemove: 'outbox.senders.remove',
+  /** `{ phone_number_id }` → `{ organization_id, sender_id } | null` (who owns a business number). */
+  SenderLookupByPhoneNumberId: 'outbox.senders.lookup_whatsapp',
+} as const;
+
+/** Data of `outbox.enqueue` (command and RPC). */
+export interface OutboxEnqueueData {
+  organization_id: string;
+  channel: OutboxChannel;
+  /** The sender to use; absent/null → the organization's default connected sender of the channel. */
+  sender_id?: string | null;
+  /** The recipient's address as the caller has it (`+55 92 98888-7777`, `5592988887777`). */
+  to: string;
+  /** Unique per organization; the same key twice resolves to one entry. */
+  idempotency_key: string;
+  payload: OutboxPayload;
+  /** Correlation fields echoed on every outcome event and log line (message_id, conversation_id...). */
+  log_context?: Record<string, string | number>;
+  /** Who asked (service name), for logs and triage. */
+  requester?: string;
+}
+
+/** Answer of the `outbox.enqueue` RPC. `created` is false when the key already had an entry. */
+export interface OutboxEnqueueResult {
+  entry_id: string;
+  status: OutboxEntryStatus;
+  created: boolean;
+}
+
+/** Data of `outbox.cancel`. */
+export interface OutboxCancelData {
+  organization_id: string;
+  idempotency_key: string;
+}
+
+/**
+ * Answer of the `outbox.cancel` RPC: `cancelled` (was pending), `not_cancellable` (claimed or
+ * settled; `status` says which), `not_found`.
+ */
+export interface OutboxCancelResult {
+  outcome: 'cancelled' | 'not_cancellable' | 'not_found';
+  entry_id?: string;
+  status?: OutboxEntryStatus;
+}
+
+/** Data of `outbox.suppress` / `outbox.unsuppress`. `value` is a phone number, email or profile id. */
+export interface OutboxSuppressionData {
+  organization_id: string;
+  channel: OutboxChannel;
+  value: string;
+  reason?: string;
+}
+
+/** Data of `outbox.ambiguous.resolve` (operator). */
+export interface OutboxResolveData {
+  /** Absent → platform operator (any organization). */
+  organization_id?: string;
+  entry_id: string;
+  status: 'accepted' | 'rejected';
+  note: string;
+  /** Who resolved it (CLI user). */
+  actor?: string;
+}
+
+/**
+ * The six outcomes of resolving an ambiguous send (seed 004 "Ambiguity is resolved by
+ * correlation"): `resolved` (settled accepted), `resolved_failed` (settled failed),
+ * `evidence_recorded` (still sending: kept for lease recovery), `not_ambiguous`, `not_found`,
+ * `invalid_resolution`.
+ */
+export const OUTBOX_RESOLUTION_OUTCOMES = ['resolved', 'resolved_failed', 'evidence_recorded', 'not_ambiguous', 'not_found', 'invalid_resolution'] as const;
+export type OutboxResolutionOutcome = (typeof OUTBOX_RESOLUTION_OUTCOMES)[number];
+
+export interface OutboxResolveResult {
+  outcome: OutboxResolutionOutcome;
+  entry_id: string;
+  status?: OutboxEntryStatus;
+}
+
+/** An entry as RPC answers show it (no credentials). */
+export interface OutboxEntryView {
+  entry_id: string;
+  organization_id: string;
+  channel: OutboxChannel;
+  sender_id: string | null;
+  to: string;
+  pacing_key: string;
+  idempotency_key: string;
+  payload_type: OutboxPayloadType;
+  status: OutboxEntryStatus;
+  attempts: number;
+  max_attempts: number;
+  next_attempt_at: string | null;
+  provider_message_id: string | null;
+  last_error_code: string | null;
+  last_classification: OutboxClassification | null;
+  log_context: Record<string, string | number>;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * Error codes an enqueue can fail with (nothing is written). The same strings are in
+ * `@touchpoint/errors` `ErrorCode`.
+ */
+export const OutboxEnqueueErrorCode = {
+  /** The payload is not one of the shapes above, or breaks a limit; `details.errors` lists why. */
+  InvalidPayload: 'invalid_payload',
+  /** `to` is not a phone number (after canonicalisation to E.164 digits). */
+  InvalidRecipient: 'invalid_recipient',
+  /** No such sender in the organization, or no default sender for the channel. */
+  SenderNotFound: 'sender_not_found',
+  /** The sender exists but is disconnected. */
+  SenderDisconnected: 'sender_disconnected',
+  /** The channel has no adapter yet. */
+  UnsupportedChannel: 'unsupported_channel',
+  /** Generic shape errors (missing organization_id, idempotency_key...). */
+  ValidationFailed: 'validation_failed',
+} as const;
+export type OutboxEnqueueErrorCode = (typeof OutboxEnqueueErrorCode)[keyof typeof OutboxEnqueueErrorCode];
+
+// ---------------------------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------------------------
+
+/** Events the dispatcher publishes (transactional outbox). */
+export const OutboxEvents = {
+  /** The provider accepted the send (`provider_message_id` = wamid). */
+  EntryAccepted: 'outbox.entry.accepted',
+  /** Terminal failure: permanent error, attempts exhausted, suppressed, or a lost read receipt. */
+  EntryFailed: 'outbox.entry.failed',
+  /** Outcome unknown (timeout/network); never retried; waits for correlation or an operator. */
+  EntryAmbiguous: 'outbox.entry.ambiguous',
+  /** Cancelled before it was claimed. */
+  EntryCancelled: 'outbox.entry.cancelled',
+  /** An ambiguous entry was settled; `resolution` says accepted or rejected. */
+  EntryResolved: 'outbox.entry.resolved',
+  /**
+   * A provider delivery status (sent, delivered, read, failed) was recorded, with the entry it
+   * belongs to when known, so messaging can move its message row by `provider_message_id`.
+   */
+  ProviderStatusRecorded: 'outbox.provider_status.recorded',
+  SenderConnected: 'outbox.sender.connected',
+  SenderDisconnected: 'outbox.sender.disconnected',
+  SenderRemoved: 'outbox.sender.removed',
+  SenderUpdated: 'outbox.sender.updated',
+} as const;
+
+/** Data of every `outbox.entry.*` event. */
+export interface OutboxEntryEventData {
+  entry_id: string;
+  idempotency_key: string;
+  channel: OutboxChannel;
+  /** The caller's recipient address as given. */
+  to: string;
+  sender_id?: string | null;
+  payload_type?: OutboxPayloadType;
+  provider_message_id?: string | null;
+  classification?: OutboxClassification | null;
+  /** The provider's error code (as text), or a local reason. */
+  error_code?: string | null;
+  error_message?: string | null;
+  http_status?: number | null;
+  /** `outbox.entry.resolved` only: how the ambiguous entry settled, and who settled it. */
+  resolution?: 'accepted' | 'rejected';
+  resolved_by?: 'provider' | 'operator';
+  attempts?: number;
+  log_context: Record<string, string | number>;
+}
+
+/** Data of `outbox.provider_status.recorded`. */
+export interface OutboxProviderStatusEventData {
+  channel: OutboxChannel;
+  provider_message_id: string;
+  status: WhatsAppDeliveryStatus | string;
+  /** ISO-8601 UTC, from the provider's timestamp. */
+  provider_timestamp: string;
+  recipient: string | null;
+  entry_id: string | null;
+  idempotency_key: string | null;
+  log_context: Record<string, string | number> | null;
+  error_code?: string | null;
+  error_message?: string | null;
+}
+
+export type OutboxSenderStatus = 'connected' | 'disconnected' | 'removed';
+
+/** Data of every `outbox.sender.*` event (never a credential). */
+export interface OutboxSenderEventData {
+  sender_id: string;
+  channel: OutboxChannel;
+  phone_number_id?: string | null;
+  display_phone_number?: string | null;
+  /** Email address or LinkedIn account id, for the other channels. */
+  address?: string | null;
+  is_default?: boolean;
+  status: OutboxSenderStatus;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Senders
+// ---------------------------------------------------------------------------------------------
+
+/** Data of `outbox.senders.create`. `access_token` is stored encrypted and never returned. */
+export interface OutboxSenderCreateData {
+  organization_id: string;
+  channel: OutboxChannel;
+  phone_number_id: string;
+  display_phone_number: string;
+  business_account_id: string;
+  access_token: string;
+  is_default?: boolean;
+  status?: 'connected' | 'disconnected';
+  label?: string;
+}
+
+/** Data of `outbox.senders.update`: any of these; `access_token` replaces the stored one. */
+export interface OutboxSenderUpdateData {
+  organization_id: string;
+  sender_id: string;
+  display_phone_number?: string;
+  business_account_id?: string;
+  access_token?: string;
+  is_default?: boolean;
+  status?: 'connected' | 'disconnected';
+  label?: string | null;
+}
+
+/** A sender as answers show it. */
+export interface OutboxSenderView {
+  sender_id: string;
+  organization_id: string;
+  channel: OutboxChannel;
+  label: string | null;
+  phone_number_id: string | null;
+  display_phone_number: string | null;
+  business_account_id: string | null;
+  status: 'connected' | 'disconnected';
+  is_default: boolean;
+  /** True when a credential is stored (its value is never returned). */
+  has_credentials: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta webhooks (gateway → owning service)
+// ---------------------------------------------------------------------------------------------
+
+/** The statuses a WhatsApp status webhook reports. */
+export type WhatsAppDeliveryStatus = 'sent' | 'delivered' | 'read' | 'failed';
+
+/** One status of a Meta status webhook (`entry[].changes[].value.statuses[]`), as Meta sends it. */
+export interface WhatsAppStatus {
+  id: string;
+  status: string;
+  /** Unix seconds, as a string. */
+  timestamp: string;
+  recipient_id?: string;
+  biz_opaque_callback_data?: string;
+  errors?: { code: number; title?: string; message?: string; error_data?: { details?: string } }[];
+  [key: string]: unknown;
+}
+
+/** Data of `outbox.whatsapp.statuses`: the statuses of one webhook change. */
+export interface WhatsAppStatusBatch {
+  phone_number_id: string;
+  display_phone_number?: string;
+  business_account_id?: string;
+  statuses: WhatsAppStatus[];
+}
+
+/** RPC patterns the messaging service answers for WhatsApp ingress. */
+export const MessagingWhatsAppRpc = {
+  /**
+   * `WhatsAppInboundBatch` → `{ stored: number }`: inbound messages of one webhook change; the
+   * answer comes only once they are durably stored (the gateway then answers Meta 200).
+   */
+  Inbound: 'messaging.inbound.whatsapp',
+} as const;
+
+/** Data of `messaging.inbound.whatsapp`: `value` of one `messages` change, as Meta sends it. */
+export interface WhatsAppInboundBatch {
+  phone_number_id: string;
+  display_phone_number?: string;
+  business_account_id?: string;
+  contacts: { wa_id: string; profile?: { name?: string } }[];
+  messages: ({ from: string; id: string; timestamp: string; type: string } & Record<string, unknown>)[];
+}
