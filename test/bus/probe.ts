@@ -1,4 +1,6 @@
-import { type DynamicModule, Injectable, Module } from '@nestjs/common';
+import { Controller, type DynamicModule, Injectable, Module } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { OnBusMessage } from '@touchpoint/bus';
 import type { ServiceConfig } from '@touchpoint/config';
@@ -41,7 +43,26 @@ export class ProbeConsumer {
   }
 }
 
-@Module({ providers: [ProbeConsumer] })
+/** RPC probes: an echo and a handler that fails with a domain error. */
+@Controller()
+export class ProbeRpcController {
+  @MessagePattern('probe.echo')
+  echo(@Payload() data: unknown): unknown {
+    return { echoed: data };
+  }
+
+  @MessagePattern('probe.conflict')
+  conflict(): never {
+    throw new AppError(ErrorCode.Conflict, 'probe conflict', { why: 'testing' });
+  }
+
+  @MessagePattern('probe.crash')
+  crash(): never {
+    throw new Error('secret internals');
+  }
+}
+
+@Module({ providers: [ProbeConsumer], controllers: [ProbeRpcController] })
 class ProbeConsumerModule {}
 
 /** A service root module with the probe table, optionally with the probe consumer. */

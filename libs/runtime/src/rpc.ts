@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { ClientRMQ, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
+import { ClientRMQ, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
 import { firstValueFrom, timeout as rxTimeout, TimeoutError } from 'rxjs';
 import { BusNames } from '@touchpoint/bus';
 import type { ServiceName } from '@touchpoint/contracts';
@@ -77,13 +77,19 @@ export class RpcClient implements OnApplicationShutdown {
   async call<T = unknown>(service: ServiceName, pattern: string, data: unknown, timeoutMs = this.config.RPC_TIMEOUT_MS): Promise<T> {
     const client = this.clientFor(service);
     try {
-      return await firstValueFrom(client.send<T>(pattern, data ?? {}).pipe(rxTimeout(timeoutMs)));
+      // The request expires with its deadline: a service that starts later must not act on a call
+      // whose caller has already given up.
+      const record = new RmqRecordBuilder(data ?? {}).setOptions({ expiration: String(timeoutMs) }).build();
+      return await firstValueFrom(client.send<T>(pattern, record).pipe(rxTimeout(timeoutMs)));
     } catch (err) {
       if (err instanceof TimeoutError) {
         throw new AppError(ErrorCode.ServiceUnavailable, `${service} did not answer within ${timeoutMs} ms`, { service });
       }
       const appError = AppError.fromEnvelope(err);
       if (appError) throw appError;
+      if (typeof err === 'string' && err.includes('no matching message handler')) {
+        throw new AppError(ErrorCode.NoHandler, `${service} has no handler for ${pattern}`, { service, pattern });
+      }
       this.logger.warn({ event: 'rpc.call_failed', service, pattern, err: describeError(err) }, 'rpc call failed');
       throw new AppError(ErrorCode.ServiceUnavailable, `${service} is unavailable`, { service });
     }

@@ -128,3 +128,4 @@ export async function eventually<T>(probe: () => Promise<T> | T, timeoutMs = 10_
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+export * from './tcp-proxy.js';

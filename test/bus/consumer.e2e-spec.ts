@@ -1,0 +1,117 @@
+import amqplib from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { BusNames, DeadLetterAdmin } from '@touchpoint/bus';
+import { ServiceConfig } from '@touchpoint/config';
+import { type BusMessage, PlatformEvents } from '@touchpoint/contracts';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { probeControl, probeService } from './probe.js';
+
+const message = (eventId: string, type: string = PlatformEvents.ProbeRecorded): BusMessage => ({
+  event_id: eventId,
+  type,
+  organization_id: null,
+  occurred_at: new Date().toISOString(),
+  data: { seq: 1 },
+});
+
+describe('BusConnection (consumer side)', () => {
+  let world: TestWorld;
+  let conn: amqplib.ChannelModel;
+  let channel: amqplib.ConfirmChannel;
+  const names = () => new BusNames(world.namespace, 'followups');
+
+  beforeAll(async () => {
+    world = await createTestWorld('consumer');
+    // Small retry base so the backoff sequence (100, 200, 400 ms) is observable quickly.
+    await world.start(probeService('followups', world.config(ServiceConfig, { BUS_MAX_ATTEMPTS: '4', BUS_RETRY_BASE_MS: '100' }), true));
+    conn = await amqplib.connect(world.amqpUrl);
+    channel = await conn.createConfirmChannel();
+  });
+  afterAll(async () => {
+    await conn.close().catch(() => undefined);
+    await world.close();
+  });
+
+  const handled = async (eventId: string) =>
+    (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${world.schema('followups')}".probe_handled WHERE event_id = $1`, [eventId]))[0].n;
+
+  const publish = async (m: BusMessage, routingKey = m.type) => {
+    channel.publish(`${world.namespace}.events`, routingKey, Buffer.from(JSON.stringify(m)), { persistent: true, messageId: m.event_id });
+    await channel.waitForConfirms();
+  };
+
+  it('handles an event delivered twice only once (inbox)', async () => {
+    const id = `dup-${randomUUID()}`;
+    await publish(message(id));
+    await publish(message(id));
+    await eventually(async () => (await handled(id)) === 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await handled(id)).toBe(1);
+    const inbox = await world.sql<{ handler: string }>(`SELECT handler FROM "${world.schema('followups')}".inbox_events WHERE event_id = $1`, [id]);
+    expect(inbox).toEqual([{ handler: 'ProbeConsumer.onProbe' }]);
+  });
+
+  it('retries a failing handler with growing delays, dead-letters it after N attempts, and replays it', async () => {
+    const id = `fail-${randomUUID()}`;
+    probeControl.failing.add(id);
+    await publish(message(id));
+
+    const admin = new DeadLetterAdmin(world.amqpUrl, world.namespace);
+    const parked = await eventually(async () => (await admin.list('followups')).find((d) => d.event_id === id), 15_000);
+    expect(parked).toMatchObject({ event_id: id, type: PlatformEvents.ProbeRecorded, reason: 'handler_failed', attempts: 4 });
+    expect(parked.error).toContain('probe failure');
+
+    const times = probeControl.attempts.get(id) ?? [];
+    expect(times).toHaveLength(4);
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
+    // base 100 ms × 2^(n-1): at least 100, 200, 400 ms apart, each longer than the one before.
+    expect(gaps[0]).toBeGreaterThanOrEqual(90);
+    expect(gaps[1]).toBeGreaterThanOrEqual(190);
+    expect(gaps[2]).toBeGreaterThanOrEqual(390);
+    expect(gaps[2]).toBeGreaterThan(gaps[0]);
+    expect(await handled(id)).toBe(0);
+
+    // Listing does not consume: the message is still there.
+    expect((await admin.list('followups')).filter((d) => d.event_id === id)).toHaveLength(1);
+
+    probeControl.failing.delete(id);
+    const replayed = await admin.replay('followups', [id]);
+    expect(replayed).toEqual([id]);
+    await eventually(async () => (await handled(id)) === 1);
+    expect((await admin.list('followups')).filter((d) => d.event_id === id)).toHaveLength(0);
+  });
+
+  it('dead-letters a message whose type no handler serves and keeps consuming the next ones', async () => {
+    // A type the service's queue receives (sent straight to it) but has no handler for.
+    const strange = message(`strange-${randomUUID()}`, 'platform.probe.unknown');
+    channel.sendToQueue(names().queue, Buffer.from(JSON.stringify(strange)), { persistent: true });
+    // And one with a routing key nobody is bound to at all: parked by the exchange's alternate exchange.
+    const unrouted = message(`unrouted-${randomUUID()}`, 'nobody.listens.here');
+    await publish(unrouted);
+    const next = `after-${randomUUID()}`;
+    await publish(message(next));
+
+    await eventually(async () => (await handled(next)) === 1);
+    const admin = new DeadLetterAdmin(world.amqpUrl, world.namespace);
+    const parked = await eventually(async () => (await admin.list('followups')).find((d) => d.event_id === strange.event_id));
+    expect(parked.reason).toBe('no_handler');
+
+    const got = await eventually(async () => {
+      const ch = await conn.createChannel();
+      const msg = await ch.get(`${world.namespace}.unrouted`, { noAck: true });
+      await ch.close();
+      return msg;
+    });
+    expect(JSON.parse(got.content.toString()).event_id).toBe(unrouted.event_id);
+  });
+
+  it('dead-letters an unreadable message and keeps consuming', async () => {
+    channel.sendToQueue(names().queue, Buffer.from('{not json'), { persistent: true, messageId: 'garbage-1' });
+    const next = `after-garbage-${randomUUID()}`;
+    await publish(message(next));
+    await eventually(async () => (await handled(next)) === 1);
+    const admin = new DeadLetterAdmin(world.amqpUrl, world.namespace);
+    const parked = await eventually(async () => (await admin.list('followups')).find((d) => d.reason === 'unreadable'));
+    expect(parked.event_id).toBe('garbage-1');
+  });
+});
