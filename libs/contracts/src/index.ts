@@ -2,3 +2,4 @@ export * from './envelope.js';
 export * from './services.js';
 export * from './platform.js';
 export * from './outbox.js';
+export * from './gateway.js';
