@@ -1,0 +1,45 @@
+import { brazilianNinthDigitVariants, isSamePhoneNumber, toPhoneKey, toRecipientKey, withBrazilianNinthDigit } from '../index.js';
+
+describe('phone keys', () => {
+  describe('toPhoneKey', () => {
+    it.each([
+      ['+55 92 98888-7777', '5592988887777'],
+      ['5592988887777', '5592988887777'],
+      ['+5592988887777', '5592988887777'],
+      ['559288887777', '5592988887777'], // wa_id of an older account, no ninth digit
+      ['+55 (11) 98765-4321', '5511987654321'],
+      ['+55 11 3456-7890', '551134567890'], // landline keeps 12 digits
+      ['+1 415 555 2671', '14155552671'],
+      ['14155552671', '14155552671'],
+      ['+44 20 7946 0958', '442079460958'],
+    ])('maps %s to %s', (input, key) => {
+      expect(toPhoneKey(input)).toBe(key);
+    });
+
+    it.each(['', 'abc', '+', '12', 'ana@example.com', '+55 92 98888-7777 ext'])('rejects %p', (input) => {
+      expect(toPhoneKey(input)).toBeNull();
+    });
+  });
+
+  it('gives the ninth digit only to Brazilian mobiles', () => {
+    expect(withBrazilianNinthDigit('559288887777')).toBe('5592988887777');
+    expect(withBrazilianNinthDigit('551134567890')).toBe('551134567890');
+    expect(withBrazilianNinthDigit('442079460958')).toBe('442079460958');
+  });
+
+  it('lists both notations of a Brazilian mobile', () => {
+    expect(brazilianNinthDigitVariants('559288887777')).toEqual(['5592988887777', '559288887777']);
+    expect(brazilianNinthDigitVariants('5592988887777')).toEqual(['5592988887777', '559288887777']);
+    expect(brazilianNinthDigitVariants('14155552671')).toEqual(['14155552671']);
+  });
+
+  it('treats the notations of one number as the same', () => {
+    expect(isSamePhoneNumber('+55 92 98888-7777', '559288887777')).toBe(true);
+    expect(isSamePhoneNumber('+55 92 98888-7777', '5592988887778')).toBe(false);
+  });
+
+  it('keys email by lower-cased address', () => {
+    expect(toRecipientKey('email', ' Ana@Example.com ')).toBe('ana@example.com');
+    expect(toRecipientKey('whatsapp', '+55 92 98888-7777')).toBe('5592988887777');
+  });
+});
