@@ -4,7 +4,7 @@
  */
 import 'reflect-metadata';
 import { loadConfig, ServiceConfig } from '@touchpoint/config';
-import { CreateBusTables1764460000000, createServiceDataSource, migrateServiceSchema, runInTransaction } from '@touchpoint/database';
+import { BUS_MIGRATIONS, createServiceDataSource, migrateServiceSchema, runInTransaction } from '@touchpoint/database';
 import { CreateProbeTable1764460000001, probeEvent } from './probe.js';
 
 const config = loadConfig(ServiceConfig);
@@ -13,7 +13,7 @@ const dataSource = createServiceDataSource({
   url: config.DATABASE_URL,
   schema,
   entities: [],
-  migrations: [CreateBusTables1764460000000, CreateProbeTable1764460000001],
+  migrations: [...BUS_MIGRATIONS, CreateProbeTable1764460000001],
 });
 await dataSource.initialize();
 await migrateServiceSchema(dataSource);

@@ -55,6 +55,10 @@ export class BaseConfig {
   @Matches(/^[a-z0-9_]*$/, { message: 'must be lowercase letters, digits or _' })
   DB_SCHEMA_PREFIX = '';
 
+  /** Connections in the service's PostgreSQL pool. */
+  @IsInt() @Min(1) @Max(200)
+  DB_POOL_SIZE = 10;
+
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 

@@ -38,3 +38,32 @@ export class CreateBusTables1764460000000 implements MigrationInterface {
     await q.query(`DROP TABLE outbox_events`);
   }
 }
+
+/**
+ * Wakes the relay from the database itself: a statement-level trigger notifies
+ * `outbox_<schema>` after each INSERT into outbox_events. NOTIFY is delivered at commit and
+ * folded within a transaction, so a business transaction pays no extra round trip for it.
+ */
+export class AddOutboxNotifyTrigger1764460000100 implements MigrationInterface {
+  name = 'AddOutboxNotifyTrigger1764460000100';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE FUNCTION notify_outbox_relay() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('outbox_' || TG_TABLE_SCHEMA, '');
+        RETURN NULL;
+      END $$`);
+    await q.query(`
+      CREATE TRIGGER outbox_events_notify AFTER INSERT ON outbox_events
+      FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox_relay()`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TRIGGER outbox_events_notify ON outbox_events`);
+    await q.query(`DROP FUNCTION notify_outbox_relay()`);
+  }
+}
+
+/** The platform's own migrations, in order, that every service schema runs before its own. */
+export const BUS_MIGRATIONS = [CreateBusTables1764460000000, AddOutboxNotifyTrigger1764460000100];

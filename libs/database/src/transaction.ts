@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { OutgoingMessage } from '@touchpoint/contracts';
 
-/** The notification channel the relay of a schema listens on. */
+/** The notification channel the relay of a schema listens on (notified by a trigger on insert). */
 export const outboxChannel = (schema: string): string => `outbox_${schema}`;
 
 /** A unit of work: the transaction's manager plus the outbox (DESIGN §2). */
@@ -31,7 +31,6 @@ export async function runInTransaction<T>(
 ): Promise<T> {
   const now = options.now ?? (() => new Date());
   const run = async (manager: EntityManager): Promise<T> => {
-    let published = false;
     const tx: Tx = {
       manager,
       query: (sql, params) => manager.query(sql, params),
@@ -50,11 +49,6 @@ export async function runInTransaction<T>(
            ON CONFLICT (event_id) DO NOTHING`,
           values,
         );
-        if (!published) {
-          // NOTIFY is delivered only at commit, so the relay wakes exactly when the rows are visible.
-          await manager.query(`SELECT pg_notify($1, '')`, [outboxChannel(schema)]);
-          published = true;
-        }
       },
     };
     return work(tx);

@@ -3,7 +3,7 @@ import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { SERVICE_SCHEMA } from '@touchpoint/contracts';
-import { CreateBusTables1764460000000, createServiceDataSource, migrateServiceSchema } from '@touchpoint/database';
+import { BUS_MIGRATIONS, createServiceDataSource, migrateServiceSchema } from '@touchpoint/database';
 import { createLogger, Metrics } from '@touchpoint/observability';
 import { Clock } from '@touchpoint/time';
 import { BusService } from './bus.service.js';
@@ -38,7 +38,8 @@ export class PlatformModule {
               url: definition.config.DATABASE_URL,
               schema,
               entities: definition.entities,
-              migrations: [CreateBusTables1764460000000, ...definition.migrations],
+              migrations: [...BUS_MIGRATIONS, ...definition.migrations],
+              poolSize: definition.config.DB_POOL_SIZE,
             });
             await dataSource.initialize();
             // Replicas starting together must not run the same migration twice.
