@@ -113,13 +113,17 @@ export async function deleteBusNamespace(amqpUrl: string, namespace: string, ext
 }
 
 /** Polls `probe` until it returns a truthy value or `timeoutMs` passes; returns that value. */
-export async function eventually<T>(probe: () => Promise<T> | T, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T> | T,
+  timeoutMs = 10_000,
+  intervalMs = 50,
+): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await probe();
-      if (value) return value;
+      if (value) return value as Exclude<T, false | null | undefined | 0 | ''>;
       last = value;
     } catch (err) {
       last = err;
