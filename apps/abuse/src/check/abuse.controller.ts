@@ -1,0 +1,25 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { type AbuseCheckData, AbuseRpc, type AbuseVerdict } from '@touchpoint/contracts';
+import { AbuseCheckService } from './abuse-check.service.js';
+
+/** RPC edge of the abuse service. */
+@Controller()
+export class AbuseController {
+  constructor(private readonly service: AbuseCheckService) {}
+
+  @MessagePattern(AbuseRpc.Check)
+  check(@Payload() data: AbuseCheckData): Promise<AbuseVerdict> {
+    return this.service.check(data);
+  }
+
+  @MessagePattern(AbuseRpc.ListActions)
+  async listActions(@Payload() data: { organization_id: string; contact_id?: string; active_only?: boolean }) {
+    return { items: await this.service.listActions(data.organization_id, data.contact_id, data.active_only ?? false) };
+  }
+
+  @MessagePattern(AbuseRpc.ListConfig)
+  async listConfig(@Payload() data: { organization_id?: string }) {
+    return { items: await this.service.listConfig(data?.organization_id) };
+  }
+}
