@@ -144,7 +144,7 @@ export class AbuseRepository {
         RETURNING *`,
       [now, limit],
     );
-    return updatedRows(result).map(toView);
+    return updatedRows<ActionRow>(result).map(toView);
   }
 
   async listActions(tx: Tx, organizationId: string, contactId: string | undefined, activeOnly: boolean, now: Date): Promise<AbuseActionView[]> {
