@@ -1,5 +1,6 @@
 import { Controller, type DynamicModule, Get, Module } from '@nestjs/common';
 import type { SandboxConfig } from './sandbox.config.js';
+import { ModelSandboxModule } from './model/model.module.js';
 
 /** Injection token of the sandbox's config. */
 export const SANDBOX_CONFIG = Symbol('sandbox:config');
@@ -26,7 +27,7 @@ export class SandboxModule {
     return {
       module: SandboxModule,
       global: true,
-      imports: [],
+      imports: [ModelSandboxModule],
       controllers: [SandboxHealthController],
       providers: [{ provide: SANDBOX_CONFIG, useValue: config }],
       exports: [SANDBOX_CONFIG],
