@@ -39,6 +39,10 @@ function codeOfStatus(status: number): ErrorCode {
  */
 export function toEnvelope(exception: unknown, logger: Logger, context: Record<string, unknown> = {}): { status: number; body: ErrorEnvelope } {
   if (exception instanceof AppError) return { status: httpStatusOf(exception.code), body: exception.toEnvelope() };
+  // Nest's Fastify adapter wraps Fastify's body errors (bad JSON, too large, content type) in an
+  // HttpException whose cause is the original: judge those by the original's code.
+  const cause = exception instanceof HttpException ? (exception.cause as { code?: unknown } | undefined) : undefined;
+  if (typeof cause?.code === 'string' && cause.code.startsWith('FST_ERR_CTP_')) return toEnvelope(cause, logger, context);
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
     const response = exception.getResponse() as { message?: unknown; error?: unknown } | string;

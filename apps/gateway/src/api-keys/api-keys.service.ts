@@ -1,0 +1,145 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { API_SCOPES, type ApiScope, type MemberRole, Scope } from '@touchpoint/contracts';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { Clock } from '@touchpoint/time';
+import { invalidField, notFound, UUID_PATTERN } from '../accounts/accounts.errors.js';
+import { MembersService } from '../members/members.service.js';
+import { ApiKeySecrets } from './api-key-secrets.js';
+import { type ApiKeyRow, ApiKeysRepository } from './api-keys.repository.js';
+
+/** `last_used_at` is written at most once per this interval per key, ms (ours: keeps reads read-only). */
+export const LAST_USED_TOUCH_INTERVAL_MS = 60_000;
+/** Longest key name, characters (ours). */
+export const API_KEY_NAME_MAX = 100;
+
+/** Who is calling: the key, its organization and scopes, and its creator as they are now. */
+export interface ApiKeyIdentity {
+  apiKeyId: string;
+  organizationId: string;
+  scopes: ApiScope[];
+  createdBy: { memberId: string; role: MemberRole; active: boolean };
+}
+
+/** Public view of a key (no secret, no hash). */
+export interface ApiKeyView {
+  api_key_id: string;
+  organization_id: string;
+  name: string;
+  /** First characters of the secret, to tell keys apart. */
+  secret_hint: string;
+  scopes: ApiScope[];
+  created_by_member_id: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/**
+ * API keys (DESIGN §3): random secrets shown once and stored hashed, bound to one organization,
+ * created by a member (admin or operator), with scopes, revocable at once.
+ */
+@Injectable()
+export class ApiKeysService {
+  constructor(
+    private readonly keys: ApiKeysRepository,
+    private readonly members: MembersService,
+    private readonly secrets: ApiKeySecrets,
+    @Inject(Clock) private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Creates a key for `organizationId` on behalf of member `createdByMemberId` and returns it with
+   * its secret (the only time the secret is visible). Only an admin may grant the `admin` scope
+   * (ours: an operator could otherwise mint keys that manage keys).
+   * @throws AppError validation_failed naming `scopes` or `name`; not_found when the member is not
+   *   in the organization; forbidden when the member has left or grants `admin` without being one
+   */
+  async create(input: { organizationId: string; createdByMemberId: string; name?: string | null; scopes: string[] }): Promise<{ key: ApiKeyView; secret: string }> {
+    const scopes = parseScopes(input.scopes);
+    const name = (input.name ?? '').trim() || 'api key';
+    if (name.length > API_KEY_NAME_MAX) throw invalidField('name', `name must be at most ${API_KEY_NAME_MAX} characters`);
+    const creator = await this.members.get(input.organizationId, input.createdByMemberId);
+    if (!creator.active) throw new AppError(ErrorCode.Forbidden, 'the member has left the organization');
+    if (scopes.includes(Scope.Admin) && creator.role !== 'admin') throw new AppError(ErrorCode.Forbidden, 'only an admin member can create a key with the admin scope');
+    const secret = this.secrets.generate();
+    const row = await this.keys.insert({
+      organizationId: input.organizationId,
+      createdByMemberId: creator.member_id,
+      name,
+      secretHash: this.secrets.hash(secret),
+      secretHint: this.secrets.hint(secret),
+      scopes,
+    });
+    return { key: viewOf(row), secret };
+  }
+
+  /**
+   * Resolves a bearer secret to the caller. Unknown, malformed and revoked keys are all the same
+   * 401, so a caller learns nothing about which it was.
+   * @throws AppError unauthorized
+   */
+  async authenticate(secret: string): Promise<ApiKeyIdentity> {
+    if (!this.secrets.looksValid(secret)) throw unauthorized();
+    const hash = this.secrets.hash(secret);
+    const row = await this.keys.findForAuth(hash);
+    // The lookup is by hash, so the secret itself is never compared; the constant-time check
+    // guards against a future lookup that is not an exact match.
+    if (!row || !this.secrets.sameHash(row.secret_hash, hash) || row.revoked_at) throw unauthorized();
+    const now = this.clock.now();
+    if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_TOUCH_INTERVAL_MS) {
+      await this.keys.touch(row.id, now, LAST_USED_TOUCH_INTERVAL_MS);
+    }
+    return {
+      apiKeyId: row.id,
+      organizationId: row.organization_id,
+      scopes: row.scopes,
+      createdBy: { memberId: row.creator_id, role: row.creator_role, active: row.creator_active },
+    };
+  }
+
+  /** Keys of an organization, oldest first, revoked ones included. */
+  async list(organizationId: string): Promise<ApiKeyView[]> {
+    return (await this.keys.listByOrganization(organizationId)).map(viewOf);
+  }
+
+  /**
+   * Revokes a key; it fails with 401 from the next request on. Idempotent. `organizationId`
+   * limits the revocation to that tenant's keys (HTTP); the admin CLI passes null.
+   * @throws AppError not_found when there is no such key (in that organization)
+   */
+  async revoke(apiKeyId: string, organizationId: string | null): Promise<ApiKeyView> {
+    const row = UUID_PATTERN.test(apiKeyId) ? await this.keys.revoke(apiKeyId, organizationId, this.clock.now()) : undefined;
+    if (!row) throw notFound('api key');
+    return viewOf(row);
+  }
+}
+
+function unauthorized(): AppError {
+  return new AppError(ErrorCode.Unauthorized, 'a valid API key is required (Authorization: Bearer <secret>)');
+}
+
+/**
+ * Scopes as given, deduplicated, in the order of API_SCOPES.
+ * @throws AppError validation_failed (`scopes`) when empty or when one is unknown
+ */
+export function parseScopes(input: string[]): ApiScope[] {
+  const given = (input ?? []).map((s) => s.trim()).filter(Boolean);
+  if (given.length === 0) throw invalidField('scopes', 'at least one scope is required');
+  const unknown = given.filter((s) => !(API_SCOPES as readonly string[]).includes(s));
+  if (unknown.length) throw invalidField('scopes', `unknown scope(s) ${unknown.join(', ')}; allowed: ${API_SCOPES.join(', ')}`);
+  return API_SCOPES.filter((s) => given.includes(s));
+}
+
+function viewOf(row: ApiKeyRow): ApiKeyView {
+  return {
+    api_key_id: row.id,
+    organization_id: row.organization_id,
+    name: row.name,
+    secret_hint: row.secret_hint,
+    scopes: row.scopes,
+    created_by_member_id: row.created_by_member_id,
+    created_at: row.created_at.toISOString(),
+    last_used_at: row.last_used_at?.toISOString() ?? null,
+    revoked_at: row.revoked_at?.toISOString() ?? null,
+  };
+}

@@ -1,0 +1,47 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { API_SCOPES, type ApiScope, MEMBER_ROLES, type MemberRole } from '@touchpoint/contracts';
+import { type Caller, CurrentCaller, RequireKey } from './auth.decorators.js';
+
+class KeyCreatorDto {
+  @ApiProperty({ format: 'uuid' })
+  member_id!: string;
+
+  @ApiProperty({ enum: MEMBER_ROLES })
+  role!: MemberRole;
+
+  @ApiProperty({ description: 'False once the member has left the organization' })
+  active!: boolean;
+}
+
+class MeDto {
+  @ApiProperty({ format: 'uuid', description: 'Your organization: pass it as `customer_id` where a route asks for one' })
+  organization_id!: string;
+
+  @ApiProperty({ format: 'uuid' })
+  api_key_id!: string;
+
+  @ApiProperty({ enum: API_SCOPES, isArray: true })
+  scopes!: ApiScope[];
+
+  @ApiProperty({ type: KeyCreatorDto })
+  created_by!: KeyCreatorDto;
+}
+
+/** `GET /me`: who the key is, so a client learns its `customer_id` (issue 2). */
+@ApiTags('auth')
+@Controller('me')
+export class MeController {
+  @Get()
+  @RequireKey()
+  @ApiOperation({ summary: 'The calling API key: its organization, scopes and creator' })
+  @ApiOkResponse({ type: MeDto })
+  me(@CurrentCaller() caller: Caller): MeDto {
+    return {
+      organization_id: caller.organizationId,
+      api_key_id: caller.apiKeyId,
+      scopes: caller.scopes,
+      created_by: { member_id: caller.createdBy.memberId, role: caller.createdBy.role, active: caller.createdBy.active },
+    };
+  }
+}

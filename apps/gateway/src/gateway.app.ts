@@ -1,0 +1,36 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { type Logger, Metrics } from '@touchpoint/observability';
+import { LOGGER, startService, type StartOptions } from '@touchpoint/runtime';
+import type { GatewayConfig } from './gateway.config.js';
+import { GatewayModule } from './gateway.module.js';
+import { setupOpenApi } from './http/openapi.js';
+import { requireJsonBodies } from './http/content-type.js';
+import { captureRawBody } from './http/raw-body.js';
+import { installRequestContext } from './http/request-context.js';
+
+/** Paths whose requests keep their raw body bytes (`request.rawBody`) for signature checks. */
+export const RAW_BODY_PATH_PREFIXES = ['/webhooks/'];
+
+/**
+ * How the gateway's HTTP server is set up on top of the shared bootstrap: body limit, request
+ * context and access log, JSON-only bodies, raw bodies for webhooks, OpenAPI at /docs. Tests pass these to
+ * `world.start(GatewayModule.forRoot(config), gatewayStartOptions(config))`.
+ */
+export function gatewayStartOptions(config: GatewayConfig): StartOptions {
+  return {
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    configure: async (app: NestFastifyApplication) => {
+      const fastify = app.getHttpAdapter().getInstance();
+      const logger = app.get<Logger>(LOGGER);
+      installRequestContext(fastify, logger, app.get(Metrics));
+      requireJsonBodies(fastify);
+      captureRawBody(fastify, RAW_BODY_PATH_PREFIXES);
+      await setupOpenApi(app, logger);
+    },
+  };
+}
+
+/** Starts the gateway with its routes; resolves once it listens and consumes. */
+export function startGateway(config: GatewayConfig): Promise<NestFastifyApplication> {
+  return startService(GatewayModule.forRoot(config), gatewayStartOptions(config));
+}

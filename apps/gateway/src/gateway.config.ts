@@ -1,0 +1,15 @@
+import { IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
+
+/** Environment of the gateway (the public HTTP API); see libs/config for the shared variables. */
+export class GatewayConfig extends ServiceConfig {
+  @IsInt() @Min(0) @Max(65535)
+  override PORT = 3000;
+
+  /** Largest accepted request body, bytes; a larger one answers 413 `payload_too_large`. */
+  @IsInt() @Min(1024) @Max(64 * 1024 * 1024)
+  BODY_LIMIT_BYTES = 1024 * 1024;
+
+  /** Deadline of a `platform.ping` sent by the `/system/services` routes, ms. */
+  @IsInt() @Min(50) @Max(60_000)
+  SERVICE_PING_TIMEOUT_MS = 1000;
+}

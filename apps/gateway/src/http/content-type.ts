@@ -1,0 +1,23 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+
+/** `application/json` and the `+json` family (`application/problem+json`, ...). */
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+/**
+ * The API speaks JSON only: a request that carries a body of another type answers 415
+ * `unsupported_media_type` before its body is read (Fastify would otherwise hand a text/plain
+ * body to the route as a string).
+ */
+export function requireJsonBodies(fastify: FastifyInstance): void {
+  fastify.addHook('preParsing', async (request, _reply, payload) => {
+    const length = request.headers['content-length'];
+    const hasBody = (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) return payload;
+    const mediaType = (request.headers['content-type'] ?? '').split(';')[0].trim();
+    if (!JSON_MEDIA_TYPE.test(mediaType)) {
+      throw new AppError(ErrorCode.UnsupportedMediaType, `send the body as application/json (got ${mediaType || 'no content type'})`);
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,35 @@
+import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { FieldProblem } from '../accounts/accounts.errors.js';
+
+/**
+ * The one validation pipe of the gateway: unknown fields are refused (not silently dropped), values
+ * are converted to the DTO's types, and every failure is 400 `validation_failed` whose `details`
+ * lists each bad field by its path (`scopes`, `graph.nodes.0.id`) with its problems.
+ */
+export function createValidationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
+    transform: true,
+    validationError: { target: false, value: false },
+    exceptionFactory: (errors) => {
+      const details = flattenValidationErrors(errors);
+      const summary = details.map((d) => d.field).join(', ');
+      return new AppError(ErrorCode.ValidationFailed, `invalid request: ${summary}`, details);
+    },
+  });
+}
+
+/** class-validator's error tree → one entry per field path. */
+export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldProblem[] {
+  const out: FieldProblem[] = [];
+  for (const error of errors) {
+    const field = parent ? `${parent}.${error.property}` : error.property;
+    const problems = Object.values(error.constraints ?? {});
+    if (problems.length) out.push({ field, problems });
+    if (error.children?.length) out.push(...flattenValidationErrors(error.children, field));
+  }
+  return out;
+}

@@ -1,0 +1,61 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { MemberRole } from '@touchpoint/contracts';
+
+/** A member row as the repository returns it. */
+export interface MemberRow {
+  id: string;
+  organization_id: string;
+  email: string;
+  name: string | null;
+  role: MemberRole;
+  active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const MEMBER_COLUMNS = 'id, organization_id, email, name, role, active, created_at, updated_at';
+
+/** Every statement on `members`. */
+@Injectable()
+export class MembersRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /**
+   * Adds a member, or, when the email is already in the organization, updates that member's role
+   * (and name when given) and marks them active again. One statement, so two concurrent adds of
+   * the same email cannot both insert.
+   */
+  async upsert(input: { organizationId: string; email: string; role: MemberRole; name: string | null }): Promise<MemberRow & { created: boolean }> {
+    const [row] = await this.dataSource.query(
+      `INSERT INTO members (organization_id, email, name, role)
+       VALUES ($1, $2, $3, $4)
+       ON CONFLICT (organization_id, email) DO UPDATE
+         SET role = EXCLUDED.role,
+             name = COALESCE(EXCLUDED.name, members.name),
+             active = true,
+             updated_at = now()
+       -- xmax = 0 only on a freshly inserted row version
+       RETURNING ${MEMBER_COLUMNS}, (xmax = 0) AS created`,
+      [input.organizationId, input.email, input.name, input.role],
+    );
+    return row;
+  }
+
+  async findInOrganization(organizationId: string, memberId: string): Promise<MemberRow | undefined> {
+    const [row] = await this.dataSource.query(`SELECT ${MEMBER_COLUMNS} FROM members WHERE organization_id = $1 AND id = $2`, [organizationId, memberId]);
+    return row;
+  }
+
+  /** Changes role and/or active flag; undefined fields keep their value. */
+  async update(organizationId: string, memberId: string, change: { role?: MemberRole; active?: boolean }): Promise<MemberRow | undefined> {
+    const [rows] = await this.dataSource.query(
+      `UPDATE members
+          SET role = COALESCE($3, role), active = COALESCE($4, active), updated_at = now()
+        WHERE organization_id = $1 AND id = $2
+       RETURNING ${MEMBER_COLUMNS}`,
+      [organizationId, memberId, change.role ?? null, change.active ?? null],
+    );
+    return rows?.[0];
+  }
+}
