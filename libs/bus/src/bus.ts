@@ -76,10 +76,18 @@ export class BusConnection {
 
   /** Waits until the publisher channel is set up (topology declared), at most `timeoutMs`. */
   async waitForConnect(timeoutMs = 10_000): Promise<void> {
-    await Promise.race([
-      this.publisher.waitForConnect(),
-      new Promise((_, reject) => setTimeout(() => reject(new Error(`broker not reachable at ${redact(this.options.amqpUrl)}`)), timeoutMs)),
-    ]);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.publisher.waitForConnect(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`broker not reachable at ${redact(this.options.amqpUrl)}`)), timeoutMs);
+        }),
+      ]);
+    } finally {
+      // A pending deadline would keep a stopped process (or a finished jest run) alive.
+      clearTimeout(timer);
+    }
   }
 
   /** Registers a handler for one message type; call before `startConsuming`. */
