@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+// `npm start` (after `prestart` installed the dependencies): compiles the TypeScript into dist/
+// (scripts/build.mjs, under a second) and hands over to the orchestrator it just compiled,
+// scripts/start/main.ts. See that file and README.md "Quick start".
+import { build } from './build.mjs';
+
+await build();
+await import('../dist/scripts/start/main.js');

@@ -1,0 +1,222 @@
+import 'reflect-metadata';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, loadConfig } from '@touchpoint/config';
+import { ensureDatabase } from '@touchpoint/database';
+import { AdminCliError, hasAdminCli, npmAdminCli } from './admin-cli.js';
+import { checkKeyAtGateway, demoKey, ensureDemo, type DemoAccess } from './demo.js';
+import { renderLogLine } from './log-format.js';
+import { portIsFree, preflight, unreachableMessage } from './preflight.js';
+import { portVariable, STARTED_PROCESSES, StartConfig, type StartedProcess } from './start.config.js';
+import { ChildExitedError, ReadyTimeoutError, Supervisor } from './supervisor.js';
+
+/**
+ * `npm start`: the whole platform in one foreground command (issue 2, item 7). Checks PostgreSQL
+ * and RabbitMQ, creates the database, migrates every schema with the admin CLI, runs the seven
+ * services and the sandbox from the compiled `dist/` (scripts/start.mjs builds it first) with
+ * combined logs, waits until each answers `/health/ready`, makes sure a demo organization and API
+ * key exist, and prints how to call the API. Ctrl-C or SIGTERM stops everything.
+ *
+ * Options: `--no-demo` (no demo organization), `--only a,b` (a subset of the processes),
+ * `--verbose` (NestJS start-up lines too). Exit codes: 0 after a requested stop, 1 when a
+ * dependency is unreachable or a process fails, 2 on bad options or configuration.
+ */
+
+/** The repository root (this file runs as dist/scripts/start/main.js, or from source). */
+const ROOT = repositoryRoot(path.dirname(fileURLToPath(import.meta.url)));
+const CHILD_GUARD = path.join(ROOT, 'scripts/start/child-guard.mjs');
+
+interface Options {
+  demo: boolean;
+  only?: StartedProcess[];
+  verbose: boolean;
+}
+
+const out = (text: string) => process.stdout.write(text);
+
+function parseOptions(argv: string[]): Options {
+  const options: Options = { demo: true, verbose: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--no-demo') options.demo = false;
+    else if (arg === '--verbose') options.verbose = true;
+    else if (arg === '--only' || arg.startsWith('--only=')) {
+      const value = arg.includes('=') ? arg.slice('--only='.length) : argv[++i];
+      const names = (value ?? '').split(',').filter(Boolean);
+      const unknown = names.filter((n) => !(STARTED_PROCESSES as readonly string[]).includes(n));
+      if (names.length === 0 || unknown.length) usage(`--only takes a comma-separated list of ${STARTED_PROCESSES.join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}`);
+      options.only = names as StartedProcess[];
+    } else if (arg === '--help' || arg === '-h') usage();
+    else usage(`unknown option ${arg}`);
+  }
+  return options;
+}
+
+function usage(problem?: string): never {
+  const text =
+    'usage: npm start [-- [--no-demo] [--only gateway,followups,...] [--verbose]]\n' +
+    'Runs every Touchpoint service and the provider sandbox; see README.md "Quick start" for the environment variables.\n';
+  if (problem) process.stderr.write(`npm start: ${problem}\n${text}`);
+  else out(text);
+  process.exit(problem ? 2 : 0);
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  let config: StartConfig;
+  try {
+    config = loadConfig(StartConfig);
+  } catch (err) {
+    process.stderr.write(`npm start: ${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.exit(2);
+  }
+  const color = process.stdout.isTTY === true && config.NO_COLOR === '';
+  const verbose = options.verbose || config.START_VERBOSE;
+  const say = (text: string) => out(`${color ? '\x1b[1m' : ''}[touchpoint]${color ? '\x1b[0m' : ''} ${text}\n`);
+  const names = options.only ?? [...STARTED_PROCESSES];
+  const gatewayUrl = config.urlOf('gateway');
+
+  const unreachable = await preflight(config.DATABASE_URL, config.AMQP_URL);
+  if (unreachable.length) {
+    process.stderr.write(`npm start: ${unreachableMessage(unreachable)}\n`);
+    process.exit(1);
+  }
+  if (await ensureDatabase(config.DATABASE_URL)) say(`created database ${new URL(config.DATABASE_URL).pathname.slice(1)}`);
+
+  const taken: string[] = [];
+  for (const name of names) {
+    if (!(await portIsFree(config.HOST, config.portOf(name)))) taken.push(`${config.portOf(name)} (${name}; set ${portVariable(name)})`);
+  }
+  if (taken.length) {
+    process.stderr.write(`npm start: port ${taken.join(', ')} already in use on ${config.HOST}: is another \`npm start\` running? Stop it or move the port.\n`);
+    process.exit(1);
+  }
+
+  const cliLog = (line: string) => {
+    const rendered = renderLogLine('cli', '\x1b[90m', line, { color, verbose, tagWidth: tagWidth(names) });
+    if (rendered !== undefined) out(`${rendered}\n`);
+  };
+  const cli = hasAdminCli(ROOT) ? npmAdminCli(ROOT, process.env, cliLog) : undefined;
+  if (cli) {
+    say('migrating every schema (npm run cli -- migrate)');
+    try {
+      const { migrated } = await cli.run<{ migrated: Record<string, string[]> }>(['migrate']);
+      const applied = Object.entries(migrated).filter(([, list]) => list.length > 0);
+      say(applied.length ? `migrated ${applied.map(([svc, list]) => `${svc} (${list.length})`).join(', ')}` : 'every schema is up to date');
+    } catch (err) {
+      process.stderr.write(`npm start: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
+  } else {
+    say('the admin CLI (npm run cli) is not in this checkout: each service migrates its own schema as it starts, and no demo organization is made');
+  }
+
+  const supervisor = new Supervisor({ write: out, format: { color, verbose }, tagWidth: tagWidth(names), stopTimeoutMs: config.STOP_TIMEOUT_MS });
+  let stopping = false;
+  const stop = async (code: number, why?: string) => {
+    if (stopping) return;
+    stopping = true;
+    if (why) say(why);
+    await supervisor.stopAll();
+    say(code === 0 ? 'stopped' : 'stopped after a failure');
+    process.exit(code);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0, `${signal}: stopping every process`));
+
+  say(`starting ${names.join(', ')}${names.includes('gateway') ? `; the gateway will answer at ${gatewayUrl}` : ''}`);
+  const started = Date.now();
+  for (const name of names) {
+    supervisor.start({
+      name,
+      command: process.execPath,
+      args: ['--enable-source-maps', '--import', CHILD_GUARD, path.join(ROOT, 'dist/apps', name, 'src/main.js')],
+      cwd: ROOT,
+      env: childEnv(name, config, process.env),
+      readyUrl: `${config.urlOf(name)}/health/ready`,
+    });
+  }
+
+  try {
+    await supervisor.waitReady(config.START_TIMEOUT_MS);
+  } catch (err) {
+    if (err instanceof ChildExitedError) {
+      say(`${err.message} during start-up; its last lines:\n${err.lastLines.map((l) => `    ${l}`).join('\n')}`);
+    } else if (err instanceof ReadyTimeoutError) {
+      say(`${err.message}. Raise START_TIMEOUT_MS if the machine is just slow.`);
+    } else {
+      say(`start-up failed: ${(err as Error).message}`);
+    }
+    await stop(1);
+    return;
+  }
+  if (stopping) return;
+  supervisor.onUnexpectedExit((err) => {
+    say(`${err.message}; its last lines:\n${err.lastLines.map((l) => `    ${l}`).join('\n')}`);
+    void stop(1);
+  });
+
+  let demo: DemoAccess | undefined;
+  if (options.demo && cli && names.includes('gateway')) {
+    try {
+      const stateFile = path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR, 'demo.json');
+      const result = await ensureDemo({
+        cli,
+        stateFile,
+        key: demoKey(config.DATABASE_URL, config.DB_SCHEMA_PREFIX),
+        checkKey: (secret) => checkKeyAtGateway(gatewayUrl, secret),
+      });
+      demo = result.access;
+      say(result.created ? `created the demo organization and API key; saved in ${path.relative(ROOT, stateFile)}` : `using the demo organization saved in ${path.relative(ROOT, stateFile)}`);
+    } catch (err) {
+      say(`could not prepare the demo organization: ${err instanceof AdminCliError ? err.message : String(err)}`);
+    }
+  }
+  if (stopping) return;
+  out(banner({ names, config, gatewayUrl, demo, seconds: (Date.now() - started) / 1000, color }));
+}
+
+/**
+ * The environment of one child: ours, passed through whole (each service validates its own
+ * variables with its config class), plus its own PORT.
+ */
+function childEnv(name: StartedProcess, config: StartConfig, inherited: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...inherited, PORT: String(config.portOf(name)) };
+  // The sandbox fires provider webhooks at the gateway, wherever it was moved.
+  if (name === 'sandbox') env.GATEWAY_URL = config.GATEWAY_URL || config.urlOf('gateway');
+  return env;
+}
+
+/** The nearest folder above `from` holding package-lock.json (dist/ has only a package.json). */
+function repositoryRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package-lock.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no package-lock.json above ${from}`);
+  }
+}
+
+function tagWidth(names: readonly string[]): number {
+  return Math.max(...names.map((n) => n.length), 'cli'.length);
+}
+
+function banner(input: { names: StartedProcess[]; config: StartConfig; gatewayUrl: string; demo?: DemoAccess; seconds: number; color: boolean }): string {
+  const { names, config, gatewayUrl, demo, color } = input;
+  const bold = (t: string) => (color ? `\x1b[1m${t}\x1b[0m` : t);
+  const rule = '─'.repeat(72);
+  const lines = [rule, bold(`Touchpoint is running: ${names.length} processes ready in ${input.seconds.toFixed(1)} s`)];
+  if (names.includes('gateway')) {
+    lines.push(`  gateway        ${gatewayUrl}`, `  API docs       ${gatewayUrl}/docs`);
+  }
+  if (names.includes('sandbox')) lines.push(`  sandbox        ${config.urlOf('sandbox')}  (stand-in for Meta, Nylas, Unipile and the model)`);
+  if (demo?.secret) {
+    lines.push(
+      `  organization   ${demo.organization_id}`,
+      `  API key        ${demo.secret}   (all scopes; kept in ${config.TOUCHPOINT_STATE_DIR}/demo.json)`,
+      `  try it         curl -H "Authorization: Bearer ${demo.secret}" ${gatewayUrl}/me`,
+    );
+  }
+  lines.push('Ctrl-C stops everything.', rule);
+  return `${lines.join('\n')}\n`;
+}
+
+await main();
