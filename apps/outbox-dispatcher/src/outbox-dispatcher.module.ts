@@ -1,15 +1,60 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { PlatformModule } from '@touchpoint/runtime';
-import type { OutboxDispatcherConfig } from './outbox-dispatcher.config.js';
+import { Clock } from '@touchpoint/time';
+import { ResolutionService } from './ambiguous/resolution.service.js';
+import { DispatchService } from './drain/dispatch.service.js';
+import { DrainService } from './drain/drain.service.js';
+import { OutboxRepository } from './drain/outbox.repository.js';
+import { EnqueueConsumer } from './enqueue/enqueue.consumer.js';
+import { EnqueueController } from './enqueue/enqueue.controller.js';
+import { EnqueueService } from './enqueue/enqueue.service.js';
+import { OutboxMetrics } from './metrics/outbox.metrics.js';
 import { OutboxDispatcherEntities, OutboxDispatcherMigrations } from './migrations/index.js';
+import type { OutboxDispatcherConfig } from './outbox-dispatcher.config.js';
+import { PROVIDER_ADAPTERS, type ProviderAdapter } from './providers/provider-adapter.js';
+import { ProviderRegistry } from './providers/provider-registry.js';
+import { WhatsAppAdapter } from './providers/whatsapp/whatsapp.adapter.js';
+import { SendersController } from './senders/senders.controller.js';
+import { SendersRepository } from './senders/senders.repository.js';
+import { SendersService } from './senders/senders.service.js';
+import { LeaseRecoveryService } from './sweep/lease-recovery.service.js';
+import { SweepService } from './sweep/sweep.service.js';
 
-/** The outbox-dispatcher service: wires its features onto the shared platform (DESIGN §4). */
+/** What a test may replace when it starts the service. */
+export interface OutboxDispatcherOverrides {
+  /** A clock the test moves by hand (pacing, backoff, leases, retention all read it). */
+  clock?: Clock;
+}
+
+/**
+ * The outbox-dispatcher service (DESIGN §4, seed 004 "Outbound WhatsApp outbox & dispatcher"):
+ * senders, enqueue, the paced drain with its provider adapters, ambiguous resolution and the sweep.
+ */
 @Module({})
 export class OutboxDispatcherModule {
-  static forRoot(config: OutboxDispatcherConfig): DynamicModule {
+  static forRoot(config: OutboxDispatcherConfig, overrides: OutboxDispatcherOverrides = {}): DynamicModule {
+    const providers: Provider[] = [
+      SendersRepository,
+      SendersService,
+      OutboxRepository,
+      OutboxMetrics,
+      WhatsAppAdapter,
+      { provide: PROVIDER_ADAPTERS, useFactory: (whatsapp: WhatsAppAdapter): ProviderAdapter[] => [whatsapp], inject: [WhatsAppAdapter] },
+      ProviderRegistry,
+      ResolutionService,
+      DispatchService,
+      DrainService,
+      EnqueueService,
+      EnqueueConsumer,
+      LeaseRecoveryService,
+      SweepService,
+    ];
+    if (overrides.clock) providers.unshift({ provide: Clock, useValue: overrides.clock });
     return {
       module: OutboxDispatcherModule,
       imports: [PlatformModule.forService({ service: 'outbox-dispatcher', config, entities: OutboxDispatcherEntities, migrations: OutboxDispatcherMigrations })],
+      controllers: [SendersController, EnqueueController],
+      providers,
     };
   }
 }

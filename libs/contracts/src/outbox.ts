@@ -154,7 +154,7 @@ export const OutboxRpc = {
   SenderUpdate: 'outbox.senders.update',
   /** `{ organization_id, sender_id }` → `{ removed: true }`. */
   SenderRemove: 'outbox.senders.remove',
-  /** `{ phone_number_id }` → `{ organization_id, sender_id } | null` (who owns a business number). */
+  /** `{ phone_number_id }` → `{ organization_id, sender_id }`, both null when nobody owns the number. */
   SenderLookupByPhoneNumberId: 'outbox.senders.lookup_whatsapp',
 } as const;
 

@@ -1,7 +1,8 @@
 import type { EntitySchema, MigrationInterface } from 'typeorm';
+import { CreateOutboxTables1764500000000 } from './1764500000000-CreateOutboxTables.js';
 
-/** Entities of the outbox-dispatcher schema (explicit list: ESM has no globs). */
+/** Entities of the outbox-dispatcher schema (explicit list: ESM has no globs). SQL lives in repositories. */
 export const OutboxDispatcherEntities: (Function | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the outbox-dispatcher schema, oldest first (the bus tables come from the platform). */
-export const OutboxDispatcherMigrations: (new () => MigrationInterface)[] = [];
+export const OutboxDispatcherMigrations: (new () => MigrationInterface)[] = [CreateOutboxTables1764500000000];

@@ -1,0 +1,213 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  OutboxEvents,
+  type OutboxProviderStatusEventData,
+  type OutboxResolveData,
+  type OutboxResolveResult,
+  type WhatsAppStatusBatch,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { entryEvent } from '../drain/entry-events.js';
+import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
+import { OutboxMetrics } from '../metrics/outbox.metrics.js';
+import { SendersRepository } from '../senders/senders.repository.js';
+
+/**
+ * Delivery statuses that prove the provider accepted a send (seed 004: an allow-list, so an
+ * unknown future status is never taken as acceptance).
+ */
+export const ACCEPTING_DELIVERY_STATUSES: ReadonlySet<string> = new Set(['sent', 'delivered', 'read']);
+/** Delivery statuses that prove it was rejected. */
+export const REJECTING_DELIVERY_STATUSES: ReadonlySet<string> = new Set(['failed']);
+
+/** A provider correlation: the entry id echoed back (`biz_opaque_callback_data`) with a status. */
+export interface Correlation {
+  entryId: string;
+  providerMessageId: string | null;
+  status: string;
+  /** `provider` (status webhook) or `late_answer` (the dispatcher's own answer after recovery). */
+  source: 'provider' | 'late_answer';
+  /** The business number the status came for; must be the entry's sender's. */
+  accountId?: string;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+}
+
+/**
+ * Settles ambiguous sends — by the provider's correlation, never by a blind retry — and records
+ * provider statuses (seed 004 "Ambiguity is resolved by correlation"). Six outcomes: `resolved`,
+ * `resolved_failed`, `evidence_recorded`, `not_ambiguous`, `not_found`, `invalid_resolution`.
+ */
+@Injectable()
+export class ResolutionService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly repository: OutboxRepository,
+    private readonly senders: SendersRepository,
+    private readonly clock: Clock,
+    private readonly metrics: OutboxMetrics,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** Resolves by correlation in a transaction of its own. */
+  resolveByCorrelation(correlation: Correlation): Promise<OutboxResolveResult> {
+    return this.uow.run((tx) => this.resolveInTx(tx, correlation));
+  }
+
+  /**
+   * The resolution rule. The reported STATUS decides (correlation alone only proves the provider
+   * knows the send): sent/delivered/read → accepted, failed → rejected, anything else is an
+   * `invalid_resolution`. A row still `sending` keeps the correlation as evidence for lease
+   * recovery and is not moved: its dispatcher stays the only writer of its outcome.
+   */
+  async resolveInTx(tx: Tx, c: Correlation): Promise<OutboxResolveResult> {
+    const accepting = ACCEPTING_DELIVERY_STATUSES.has(c.status);
+    const rejecting = REJECTING_DELIVERY_STATUSES.has(c.status);
+    const result = await (async (): Promise<OutboxResolveResult> => {
+      if (!accepting && !rejecting) return { outcome: 'invalid_resolution', entry_id: c.entryId };
+      const entry = await this.repository.findById(tx, c.entryId, true);
+      if (!entry) return { outcome: 'not_found', entry_id: c.entryId };
+      if (c.accountId !== undefined) {
+        const sender = await this.senders.findAny(tx, entry.sender_id);
+        // A token naming another business number's entry is not ours to settle.
+        if (!sender || sender.phone_number_id !== c.accountId) return { outcome: 'not_found', entry_id: c.entryId };
+      }
+      const now = this.clock.now();
+      if (entry.status === 'sending') {
+        if (!c.providerMessageId && accepting) return { outcome: 'invalid_resolution', entry_id: entry.id };
+        await this.repository.recordEvidence(tx, entry.id, { provider_message_id: c.providerMessageId ?? '', status: c.status, recorded_at: now.toISOString() }, now);
+        return { outcome: 'evidence_recorded', entry_id: entry.id, status: entry.status };
+      }
+      if (entry.status !== 'ambiguous') return { outcome: 'not_ambiguous', entry_id: entry.id, status: entry.status };
+      const settled = await this.repository.settleAmbiguous(
+        tx,
+        entry.id,
+        accepting ? 'accepted' : 'failed',
+        {
+          providerMessageId: c.providerMessageId,
+          resolution: accepting ? 'accepted' : 'rejected',
+          note: `${c.source}: status ${c.status}`,
+          resolvedBy: c.source,
+          errorCode: c.errorCode ?? null,
+          errorMessage: c.errorMessage ?? null,
+        },
+        now,
+      );
+      if (!settled) return { outcome: 'not_ambiguous', entry_id: entry.id };
+      await tx.publish(entryEvent(OutboxEvents.EntryResolved, settled, { resolution: accepting ? 'accepted' : 'rejected', resolved_by: 'provider' }));
+      this.logSettled(settled, accepting);
+      return { outcome: accepting ? 'resolved' : 'resolved_failed', entry_id: entry.id, status: settled.status };
+    })();
+    this.metrics.resolutions.inc({ outcome: result.outcome, source: c.source });
+    return result;
+  }
+
+  /**
+   * An operator settles an ambiguous entry by hand (admin CLI) with a note.
+   * @returns the outcome; `not_found` also for another organization's entry
+   */
+  async resolveByOperator(data: OutboxResolveData): Promise<OutboxResolveResult> {
+    if (typeof data?.entry_id !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'entry_id is required');
+    if (data.status !== 'accepted' && data.status !== 'rejected') return { outcome: 'invalid_resolution', entry_id: data.entry_id };
+    if (typeof data.note !== 'string' || data.note.trim() === '') return { outcome: 'invalid_resolution', entry_id: data.entry_id };
+    const result = await this.uow.run(async (tx): Promise<OutboxResolveResult> => {
+      const entry = await this.repository.findById(tx, data.entry_id, true);
+      if (!entry || (data.organization_id && entry.organization_id !== data.organization_id)) return { outcome: 'not_found', entry_id: data.entry_id };
+      if (entry.status !== 'ambiguous') return { outcome: 'not_ambiguous', entry_id: entry.id, status: entry.status };
+      const accepted = data.status === 'accepted';
+      const settled = await this.repository.settleAmbiguous(
+        tx,
+        entry.id,
+        accepted ? 'accepted' : 'failed',
+        { providerMessageId: null, resolution: data.status, note: data.note.trim(), resolvedBy: `operator:${data.actor ?? 'unknown'}` },
+        this.clock.now(),
+      );
+      if (!settled) return { outcome: 'not_ambiguous', entry_id: entry.id };
+      await tx.publish(entryEvent(OutboxEvents.EntryResolved, settled, { resolution: data.status, resolved_by: 'operator' }));
+      this.logSettled(settled, accepted);
+      return { outcome: accepted ? 'resolved' : 'resolved_failed', entry_id: entry.id, status: settled.status };
+    });
+    this.metrics.resolutions.inc({ outcome: result.outcome, source: 'operator' });
+    return result;
+  }
+
+  /**
+   * Stores the statuses of one Meta webhook change durably (the gateway answers Meta only after
+   * this returns), resolves ambiguous entries they correlate with, and publishes
+   * `outbox.provider_status.recorded` for each new (message, status).
+   */
+  async recordWhatsAppStatuses(batch: WhatsAppStatusBatch): Promise<{ stored: number; outcomes: { id: string; status: string; outcome: string }[] }> {
+    if (typeof batch?.phone_number_id !== 'string' || !Array.isArray(batch.statuses)) throw new AppError(ErrorCode.ValidationFailed, 'phone_number_id and statuses are required');
+    return this.uow.run(async (tx) => {
+      const owner = await this.senders.findByPhoneNumberId(tx, batch.phone_number_id);
+      const outcomes: { id: string; status: string; outcome: string }[] = [];
+      let stored = 0;
+      for (const s of batch.statuses) {
+        if (typeof s?.id !== 'string' || typeof s.status !== 'string') continue;
+        const seconds = Number(s.timestamp);
+        const providerTimestamp = Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : this.clock.now();
+        const token = typeof s.biz_opaque_callback_data === 'string' ? s.biz_opaque_callback_data : null;
+        const statusId = await this.repository.insertProviderStatus(
+          tx,
+          { channel: 'whatsapp', accountId: batch.phone_number_id, providerMessageId: s.id, status: s.status, providerTimestamp, recipient: s.recipient_id ?? null, correlation: token, body: s },
+          this.clock.now(),
+        );
+        if (statusId === null) {
+          outcomes.push({ id: s.id, status: s.status, outcome: 'duplicate' });
+          continue;
+        }
+        stored++;
+        const firstError = Array.isArray(s.errors) ? s.errors[0] : undefined;
+        let outcome = 'no_correlation';
+        if (token) {
+          const r = await this.resolveInTx(tx, {
+            entryId: token,
+            providerMessageId: s.id,
+            status: s.status,
+            source: 'provider',
+            accountId: batch.phone_number_id,
+            errorCode: firstError ? String(firstError.code) : null,
+            errorMessage: firstError?.message ?? firstError?.title ?? null,
+          });
+          outcome = r.outcome;
+        }
+        const entry: EntryRow | undefined = (token ? await this.repository.findById(tx, token) : undefined) ?? (await this.repository.findByProviderMessageId(tx, s.id));
+        const ours = entry && owner && entry.sender_id === owner.id ? entry : undefined;
+        await this.repository.noteStatusOutcome(tx, statusId, ours?.id ?? null, outcome);
+        outcomes.push({ id: s.id, status: s.status, outcome });
+        const organizationId = ours?.organization_id ?? owner?.organization_id ?? null;
+        if (!organizationId) continue;
+        const data: OutboxProviderStatusEventData = {
+          channel: 'whatsapp',
+          provider_message_id: s.id,
+          status: s.status,
+          provider_timestamp: providerTimestamp.toISOString(),
+          recipient: s.recipient_id ?? null,
+          entry_id: ours?.id ?? null,
+          idempotency_key: ours?.idempotency_key ?? null,
+          log_context: ours?.log_context ?? null,
+          error_code: firstError ? String(firstError.code) : null,
+          error_message: firstError?.message ?? firstError?.title ?? null,
+        };
+        await tx.publish({
+          event_id: `${OutboxEvents.ProviderStatusRecorded}:${s.id}:${s.status}`,
+          type: OutboxEvents.ProviderStatusRecorded,
+          organization_id: organizationId,
+          data: data as unknown as Record<string, unknown>,
+        });
+      }
+      return { stored, outcomes };
+    });
+  }
+
+  private logSettled(row: EntryRow, accepted: boolean): void {
+    const fields = { organization_id: row.organization_id, entry_id: row.id, idempotency_key: row.idempotency_key, resolved_by: row.resolved_by, ...row.log_context };
+    if (accepted) this.logger.info({ event: 'outbox.ambiguous_resolved', ...fields }, 'ambiguous send settled as accepted');
+    // The dispatcher that would normally log this is long gone: the row's log_context carries the correlation.
+    else this.logger.warn({ event: 'outbox.delivery_failed', classification: 'ambiguous', ...fields }, 'ambiguous send settled as failed');
+  }
+}

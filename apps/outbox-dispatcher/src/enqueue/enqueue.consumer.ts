@@ -1,0 +1,57 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { OnBusMessage } from '@touchpoint/bus';
+import { type BusMessage, type OutboxCancelData, OutboxCommands, type OutboxEnqueueData, type OutboxSuppressionData } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER } from '@touchpoint/runtime';
+import { DrainService } from '../drain/drain.service.js';
+import { EnqueueService } from './enqueue.service.js';
+
+/** Codes that say the command itself is wrong: retrying cannot help, so it is dead-lettered at once. */
+const REJECTED = new Set<string>([ErrorCode.ValidationFailed, ErrorCode.InvalidPayload, ErrorCode.InvalidRecipient, ErrorCode.UnsupportedChannel, ErrorCode.SenderNotFound, ErrorCode.SenderDisconnected]);
+
+/** Bus edge of the outbox: the `outbox.enqueue`, `outbox.cancel` and suppression commands. */
+@Injectable()
+export class EnqueueConsumer {
+  constructor(
+    private readonly enqueueService: EnqueueService,
+    private readonly drain: DrainService,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  @OnBusMessage(OutboxCommands.Enqueue)
+  async onEnqueue(message: BusMessage<OutboxEnqueueData>, tx: Tx): Promise<void> {
+    const data = { ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' };
+    try {
+      await this.enqueueService.enqueue(data, tx);
+    } catch (err) {
+      if (err instanceof AppError && REJECTED.has(err.code)) {
+        // Enqueue failure ≠ delivery failure (seed 004): nothing was queued, and the log says so.
+        this.logger.error(
+          { event: 'outbox.enqueue_failed', organization_id: data.organization_id, idempotency_key: data.idempotency_key, code: err.code, details: err.details, requester: data.requester, ...(data.log_context ?? {}) },
+          'outbox.enqueue command rejected; nothing queued',
+        );
+        throw new AppError(ErrorCode.InvalidMessage, `outbox.enqueue rejected: ${err.code}: ${err.message}`, err.details);
+      }
+      throw err;
+    }
+    // The NOTIFY sent at commit wakes every replica; this covers the (rare) lost notification.
+    setTimeout(() => this.drain.wake(), 20).unref();
+  }
+
+  @OnBusMessage(OutboxCommands.Cancel)
+  async onCancel(message: BusMessage<OutboxCancelData>, tx: Tx): Promise<void> {
+    await this.enqueueService.cancel({ ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' }, tx);
+  }
+
+  @OnBusMessage(OutboxCommands.Suppress)
+  async onSuppress(message: BusMessage<OutboxSuppressionData>, tx: Tx): Promise<void> {
+    await this.enqueueService.suppression({ ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' }, false, tx);
+  }
+
+  @OnBusMessage(OutboxCommands.Unsuppress)
+  async onUnsuppress(message: BusMessage<OutboxSuppressionData>, tx: Tx): Promise<void> {
+    await this.enqueueService.suppression({ ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' }, true, tx);
+  }
+}

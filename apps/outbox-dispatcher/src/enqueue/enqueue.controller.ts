@@ -1,0 +1,48 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { type OutboxCancelData, type OutboxEnqueueData, type OutboxResolveData, OutboxRpc, type WhatsAppStatusBatch } from '@touchpoint/contracts';
+import { ResolutionService } from '../ambiguous/resolution.service.js';
+import { DrainService } from '../drain/drain.service.js';
+import { EnqueueService } from './enqueue.service.js';
+
+/** RPC edge of the outbox: enqueue, cancel, entries, ambiguous triage, provider statuses. */
+@Controller()
+export class EnqueueController {
+  constructor(
+    private readonly enqueueService: EnqueueService,
+    private readonly resolution: ResolutionService,
+    private readonly drain: DrainService,
+  ) {}
+
+  @MessagePattern(OutboxRpc.Enqueue)
+  async enqueue(@Payload() data: OutboxEnqueueData) {
+    const result = await this.enqueueService.enqueue(data);
+    if (result.created) this.drain.wake();
+    return result;
+  }
+
+  @MessagePattern(OutboxRpc.Cancel)
+  cancel(@Payload() data: OutboxCancelData) {
+    return this.enqueueService.cancel(data);
+  }
+
+  @MessagePattern(OutboxRpc.GetEntry)
+  get(@Payload() data: { organization_id: string; entry_id: string }) {
+    return this.enqueueService.get(data?.organization_id, data?.entry_id);
+  }
+
+  @MessagePattern(OutboxRpc.ListAmbiguous)
+  async listAmbiguous(@Payload() data: { organization_id?: string; limit?: number }) {
+    return { items: await this.enqueueService.listAmbiguous(data?.organization_id, data?.limit) };
+  }
+
+  @MessagePattern(OutboxRpc.ResolveAmbiguous)
+  resolve(@Payload() data: OutboxResolveData) {
+    return this.resolution.resolveByOperator(data);
+  }
+
+  @MessagePattern(OutboxRpc.WhatsAppStatuses)
+  statuses(@Payload() data: WhatsAppStatusBatch) {
+    return this.resolution.recordWhatsAppStatuses(data);
+  }
+}

@@ -1,0 +1,178 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import {
+  OUTBOX_CHANNELS,
+  type OutboxCancelData,
+  type OutboxCancelResult,
+  type OutboxEnqueueData,
+  type OutboxEnqueueResult,
+  type OutboxEntryView,
+  OutboxEvents,
+  type OutboxPayload,
+  type OutboxSuppressionData,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { toRecipientKey } from '@touchpoint/phone';
+import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { entryEvent } from '../drain/entry-events.js';
+import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
+import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
+import { ProviderRegistry } from '../providers/provider-registry.js';
+import { SendersService } from '../senders/senders.service.js';
+
+/** Longest idempotency key accepted, characters. */
+const IDEMPOTENCY_KEY_MAX = 512;
+/** Read receipts get one attempt: a late receipt has no value (seed 004 "Read receipts"). */
+const READ_RECEIPT_MAX_ATTEMPTS = 1;
+
+/** The NOTIFY channel that wakes dispatchers of a schema when an entry is enqueued. */
+export const wakeChannelOf = (schema: string): string => `outbox_wake_${schema}`;
+
+/**
+ * Enqueue: the single chokepoint where an outbound send becomes a durable row before any wire call
+ * (seed 004 "Enqueue before wire"), and where the recipient's pacing key is canonicalised. Also
+ * cancel and the suppression list.
+ */
+@Injectable()
+export class EnqueueService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly repository: OutboxRepository,
+    private readonly senders: SendersService,
+    private readonly providers: ProviderRegistry,
+    private readonly clock: Clock,
+    @Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig,
+  ) {}
+
+  /**
+   * Validates and writes one entry; the same key twice answers the first entry (`created: false`).
+   * Runs in `tx` when given (the bus command's inbox transaction), else in its own.
+   * @throws AppError validation_failed, unsupported_channel, invalid_payload (details.errors),
+   *   invalid_recipient, sender_not_found, sender_disconnected — nothing is written
+   */
+  async enqueue(data: OutboxEnqueueData, tx?: Tx): Promise<OutboxEnqueueResult> {
+    const checked = this.validate(data);
+    const work = async (t: Tx): Promise<OutboxEnqueueResult> => {
+      const existing = await this.repository.findByKey(t, checked.organization_id, checked.idempotency_key);
+      if (existing) return { entry_id: existing.id, status: existing.status, created: false };
+      const now = this.clock.now();
+      const sender = await this.senders.resolveForEnqueue(t, checked.organization_id, checked.channel, checked.sender_id);
+      const pairId = await this.repository.upsertPairForEnqueue(t, checked.organization_id, sender.id, checked.pacingKey, now, this.config.WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS);
+      const { row, created } = await this.repository.insertEntry(
+        t,
+        {
+          id: randomUUID(),
+          organization_id: checked.organization_id,
+          channel: checked.channel,
+          sender_id: sender.id,
+          pair_id: pairId,
+          recipient: checked.to,
+          pacing_key: checked.pacingKey,
+          idempotency_key: checked.idempotency_key,
+          payload_type: checked.payload.type,
+          payload: checked.payload,
+          max_attempts: checked.payload.type === 'read_receipt' ? READ_RECEIPT_MAX_ATTEMPTS : this.config.OUTBOX_MAX_ATTEMPTS,
+          log_context: checked.log_context,
+          requester: checked.requester,
+        },
+        now,
+      );
+      // Delivered at commit: idle dispatchers (every replica) look at once instead of at their next timer.
+      if (created) await t.query(`SELECT pg_notify($1, '')`, [wakeChannelOf(this.uow.schema)]);
+      return { entry_id: row.id, status: row.status, created };
+    };
+    return tx ? work(tx) : this.uow.run(work);
+  }
+
+  /** Cancels a pending entry by key; a claimed or settled one is `not_cancellable`. */
+  async cancel(data: OutboxCancelData, tx?: Tx): Promise<OutboxCancelResult> {
+    if (typeof data?.organization_id !== 'string' || typeof data.idempotency_key !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and idempotency_key are required');
+    const work = async (t: Tx): Promise<OutboxCancelResult> => {
+      const cancelled = await this.repository.cancelPending(t, data.organization_id, data.idempotency_key, this.clock.now());
+      if (cancelled) {
+        await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled));
+        return { outcome: 'cancelled', entry_id: cancelled.id, status: 'cancelled' };
+      }
+      const existing = await this.repository.findByKey(t, data.organization_id, data.idempotency_key);
+      return existing ? { outcome: 'not_cancellable', entry_id: existing.id, status: existing.status } : { outcome: 'not_found' };
+    };
+    return tx ? work(tx) : this.uow.run(work);
+  }
+
+  /** Adds (or with `remove`, deletes) a do-not-contact value, keyed like the pacing key. */
+  async suppression(data: OutboxSuppressionData, remove: boolean, tx?: Tx): Promise<{ value: string }> {
+    if (typeof data?.organization_id !== 'string' || !OUTBOX_CHANNELS.includes(data.channel)) throw new AppError(ErrorCode.ValidationFailed, 'organization_id and a channel are required');
+    const value = toRecipientKey(data.channel, data.value);
+    if (!value) throw new AppError(ErrorCode.InvalidRecipient, 'value is not an address of this channel');
+    const work = async (t: Tx) => {
+      if (remove) await this.repository.removeSuppression(t, data.organization_id, data.channel, value);
+      else await this.repository.addSuppression(t, data.organization_id, data.channel, value, data.reason ?? null, this.clock.now());
+      return { value };
+    };
+    return tx ? work(tx) : this.uow.run(work);
+  }
+
+  /** @throws AppError not_found (also for another organization's entry) */
+  async get(organizationId: string, entryId: string): Promise<OutboxEntryView> {
+    const row = await this.uow.run((tx) => this.repository.findById(tx, entryId));
+    if (!row || row.organization_id !== organizationId) throw new AppError(ErrorCode.NotFound, 'outbox entry not found');
+    return toEntryView(row);
+  }
+
+  async listAmbiguous(organizationId: string | undefined, limit = 100): Promise<OutboxEntryView[]> {
+    const rows = await this.uow.run((tx) => this.repository.listAmbiguous(tx, organizationId, Math.min(Math.max(1, limit), 1000)));
+    return rows.map(toEntryView);
+  }
+
+  private validate(data: OutboxEnqueueData): Omit<OutboxEnqueueData, 'requester'> & { pacingKey: string; log_context: Record<string, string | number>; requester: string | null } {
+    if (!data || typeof data !== 'object') throw new AppError(ErrorCode.ValidationFailed, 'enqueue data must be an object');
+    if (typeof data.organization_id !== 'string' || data.organization_id === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
+    if (typeof data.idempotency_key !== 'string' || data.idempotency_key === '' || data.idempotency_key.length > IDEMPOTENCY_KEY_MAX) {
+      throw new AppError(ErrorCode.ValidationFailed, `idempotency_key is required (at most ${IDEMPOTENCY_KEY_MAX} characters)`, { field: 'idempotency_key' });
+    }
+    if (!OUTBOX_CHANNELS.includes(data.channel)) throw new AppError(ErrorCode.ValidationFailed, `channel must be one of ${OUTBOX_CHANNELS.join(', ')}`, { field: 'channel' });
+    if (data.sender_id !== undefined && data.sender_id !== null && typeof data.sender_id !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'sender_id must be a string', { field: 'sender_id' });
+    const adapter = this.providers.get(data.channel);
+    if (!adapter) throw new AppError(ErrorCode.UnsupportedChannel, `channel ${data.channel} has no adapter yet`);
+    const problems = adapter.validate(data.payload, data.idempotency_key);
+    if (problems.length) throw new AppError(ErrorCode.InvalidPayload, 'the payload is not valid', { errors: problems });
+    if (typeof data.to !== 'string') throw new AppError(ErrorCode.InvalidRecipient, 'to is required');
+    const pacingKey = toRecipientKey(data.channel, data.to);
+    if (!pacingKey) throw new AppError(ErrorCode.InvalidRecipient, `"${data.to.slice(0, 64)}" is not a ${data.channel} address`);
+    const logContext: Record<string, string | number> = {};
+    if (data.log_context !== undefined) {
+      if (typeof data.log_context !== 'object' || data.log_context === null || Array.isArray(data.log_context)) throw new AppError(ErrorCode.ValidationFailed, 'log_context must be an object', { field: 'log_context' });
+      for (const [k, v] of Object.entries(data.log_context)) {
+        if (typeof v !== 'string' && typeof v !== 'number') throw new AppError(ErrorCode.ValidationFailed, `log_context.${k} must be a string or number`, { field: 'log_context' });
+        logContext[k] = v;
+      }
+    }
+    return { ...data, payload: data.payload as OutboxPayload, pacingKey, log_context: logContext, requester: typeof data.requester === 'string' ? data.requester : null };
+  }
+}
+
+/** An entry as RPC answers show it. */
+export function toEntryView(row: EntryRow): OutboxEntryView {
+  return {
+    entry_id: row.id,
+    organization_id: row.organization_id,
+    channel: row.channel,
+    sender_id: row.sender_id,
+    to: row.recipient,
+    pacing_key: row.pacing_key,
+    idempotency_key: row.idempotency_key,
+    payload_type: row.payload_type,
+    status: row.status,
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    next_attempt_at: row.status === 'pending' ? new Date(row.next_attempt_at).toISOString() : null,
+    provider_message_id: row.provider_message_id,
+    last_error_code: row.last_error_code,
+    last_classification: row.last_classification,
+    log_context: row.log_context ?? {},
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+}

@@ -1,0 +1,139 @@
+import type { OutboxMediaPayload, OutboxPayload } from '@touchpoint/contracts';
+
+/** Graph's limits on message parts (WhatsApp Cloud API message reference). */
+export const WHATSAPP_TEXT_MAX = 4096;
+export const WHATSAPP_CAPTION_MAX = 1024;
+/** Largest inline media the dispatcher will upload for a caller (bytes, decoded): Graph's document limit. */
+export const WHATSAPP_INLINE_MEDIA_MAX_BYTES = 100 * 1024 * 1024;
+
+const MEDIA_TYPES = ['image', 'document', 'audio', 'video'];
+const INTERACTIVE_TYPES = ['button', 'list', 'cta_url', 'flow', 'product', 'product_list'];
+const COMPONENT_TYPES = ['header', 'body', 'button', 'footer'];
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
+const isHttpUrl = (v: unknown): boolean => typeof v === 'string' && /^https?:\/\/\S+$/.test(v);
+
+/**
+ * Checks an outbox payload for WhatsApp (issue 3 "Enqueue"). Returns one line per problem; empty
+ * when valid. A read receipt must use the key `read:{wamid}` so repeats collapse (seed 004).
+ */
+export function validateWhatsAppPayload(payload: unknown, idempotencyKey: string): string[] {
+  if (!isObject(payload)) return ['payload must be an object'];
+  const errors: string[] = [];
+  switch (payload.type) {
+    case 'text': {
+      if (!isNonEmptyString(payload.body)) errors.push('text: body is required');
+      else if (payload.body.length > WHATSAPP_TEXT_MAX) errors.push(`text: body exceeds ${WHATSAPP_TEXT_MAX} characters`);
+      if (payload.preview_url !== undefined && typeof payload.preview_url !== 'boolean') errors.push('text: preview_url must be a boolean');
+      if (payload.reply_to !== undefined && !isNonEmptyString(payload.reply_to)) errors.push('text: reply_to must be a message id');
+      break;
+    }
+    case 'template': {
+      if (typeof payload.name !== 'string' || !/^[a-z0-9_]{1,512}$/.test(payload.name)) errors.push('template: name must be lowercase letters, digits and _');
+      if (typeof payload.language !== 'string' || !/^[a-z]{2,3}(_[A-Za-z]{2,4})?$/.test(payload.language)) errors.push('template: language must be a locale code like pt_BR');
+      if (payload.components !== undefined) {
+        if (!Array.isArray(payload.components)) errors.push('template: components must be an array');
+        else payload.components.forEach((c, i) => errors.push(...validateComponent(c, i)));
+      }
+      break;
+    }
+    case 'media': {
+      if (!MEDIA_TYPES.includes(payload.media_type as string)) errors.push(`media: media_type must be one of ${MEDIA_TYPES.join(', ')}`);
+      const sources = ['link', 'media_id', 'upload'].filter((k) => payload[k] !== undefined && payload[k] !== null);
+      if (sources.length !== 1) errors.push('media: give exactly one of link, media_id, upload');
+      if (payload.link !== undefined && !isHttpUrl(payload.link)) errors.push('media: link must be an http(s) URL');
+      if (payload.media_id !== undefined && !isNonEmptyString(payload.media_id)) errors.push('media: media_id must be a string');
+      if (payload.upload !== undefined) {
+        const upload = payload.upload;
+        if (!isObject(upload) || typeof upload.data_base64 !== 'string' || !isNonEmptyString(upload.mime_type)) errors.push('media: upload needs data_base64 and mime_type');
+        else if ((upload.data_base64.length * 3) / 4 > WHATSAPP_INLINE_MEDIA_MAX_BYTES) errors.push('media: upload is too large');
+      }
+      if (payload.caption !== undefined) {
+        if (typeof payload.caption !== 'string' || payload.caption.length > WHATSAPP_CAPTION_MAX) errors.push(`media: caption must be a string of at most ${WHATSAPP_CAPTION_MAX} characters`);
+        if (payload.media_type === 'audio') errors.push('media: audio takes no caption');
+      }
+      if (payload.filename !== undefined && payload.media_type !== 'document') errors.push('media: filename is for documents only');
+      break;
+    }
+    case 'interactive': {
+      const interactive = payload.interactive;
+      if (!isObject(interactive)) errors.push('interactive: interactive object is required');
+      else {
+        if (!INTERACTIVE_TYPES.includes(interactive.type as string)) errors.push(`interactive: type must be one of ${INTERACTIVE_TYPES.join(', ')}`);
+        if (!isObject(interactive.action)) errors.push('interactive: action is required');
+        if (interactive.body !== undefined && !(isObject(interactive.body) && isNonEmptyString(interactive.body.text))) errors.push('interactive: body.text must be a string');
+        if (['button', 'list', 'cta_url'].includes(interactive.type as string) && interactive.body === undefined) errors.push('interactive: body.text is required');
+      }
+      break;
+    }
+    case 'read_receipt': {
+      if (!isNonEmptyString(payload.message_id)) errors.push('read_receipt: message_id is required');
+      else if (idempotencyKey !== `read:${payload.message_id}`) errors.push('read_receipt: idempotency_key must be read:{message_id}');
+      break;
+    }
+    default:
+      errors.push('payload.type must be one of text, template, media, interactive, read_receipt');
+  }
+  return errors;
+}
+
+function validateComponent(component: unknown, index: number): string[] {
+  if (!isObject(component)) return [`template: components[${index}] must be an object`];
+  const errors: string[] = [];
+  if (!COMPONENT_TYPES.includes(component.type as string)) errors.push(`template: components[${index}].type must be one of ${COMPONENT_TYPES.join(', ')}`);
+  if (component.parameters !== undefined) {
+    if (!Array.isArray(component.parameters)) errors.push(`template: components[${index}].parameters must be an array`);
+    else
+      component.parameters.forEach((p, j) => {
+        if (!isObject(p) || !isNonEmptyString(p.type)) errors.push(`template: components[${index}].parameters[${j}] needs a type`);
+        else if (p.type === 'text' && typeof p.text !== 'string') errors.push(`template: components[${index}].parameters[${j}].text must be a string`);
+      });
+  }
+  if (component.type === 'button' && component.index === undefined) errors.push(`template: components[${index}] (button) needs an index`);
+  return errors;
+}
+
+/**
+ * The Graph `POST /{phone_number_id}/messages` body of a payload (shapes as in the fixtures
+ * `send-text-request.json`, `send-template-request.json`, `mark-read-request.json`).
+ * `to` is the caller's address as given; `callbackData` (the entry id) goes into
+ * `biz_opaque_callback_data`, which Meta echoes on status webhooks (seed 004 "Ambiguity").
+ * `mediaId` replaces an inline upload once it has been uploaded.
+ */
+export function buildWhatsAppMessage(payload: OutboxPayload, to: string, callbackData: string, mediaId?: string): Record<string, unknown> {
+  if (payload.type === 'read_receipt') {
+    return { messaging_product: 'whatsapp', status: 'read', message_id: payload.message_id };
+  }
+  const base: Record<string, unknown> = { messaging_product: 'whatsapp', recipient_type: 'individual', to };
+  switch (payload.type) {
+    case 'text':
+      Object.assign(base, { type: 'text', text: { preview_url: payload.preview_url ?? false, body: payload.body } });
+      if (payload.reply_to) base.context = { message_id: payload.reply_to };
+      break;
+    case 'template':
+      Object.assign(base, {
+        type: 'template',
+        template: { name: payload.name, language: { code: payload.language }, ...(payload.components?.length ? { components: payload.components } : {}) },
+      });
+      break;
+    case 'media':
+      Object.assign(base, { type: payload.media_type, [payload.media_type]: mediaObject(payload, mediaId) });
+      break;
+    case 'interactive':
+      Object.assign(base, { type: 'interactive', interactive: payload.interactive });
+      break;
+  }
+  base.biz_opaque_callback_data = callbackData;
+  return base;
+}
+
+function mediaObject(payload: OutboxMediaPayload, mediaId?: string): Record<string, unknown> {
+  const object: Record<string, unknown> = {};
+  if (payload.link) object.link = payload.link;
+  else object.id = payload.media_id ?? mediaId;
+  if (payload.caption !== undefined) object.caption = payload.caption;
+  if (payload.filename !== undefined) object.filename = payload.filename ?? payload.upload?.filename;
+  else if (payload.media_type === 'document' && payload.upload?.filename) object.filename = payload.upload.filename;
+  return object;
+}

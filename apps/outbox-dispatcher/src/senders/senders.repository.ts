@@ -1,0 +1,91 @@
+import { Injectable } from '@nestjs/common';
+import type { Tx } from '@touchpoint/database';
+import type { OutboxChannel } from '@touchpoint/contracts';
+
+/** A sender row (credentials still encrypted). */
+export interface SenderRow {
+  id: string;
+  organization_id: string;
+  channel: OutboxChannel;
+  label: string | null;
+  phone_number_id: string | null;
+  display_phone_number: string | null;
+  business_account_id: string | null;
+  address: string | null;
+  credentials_encrypted: string;
+  status: 'connected' | 'disconnected';
+  is_default: boolean;
+  created_at: Date;
+  updated_at: Date;
+  removed_at: Date | null;
+}
+
+/** Every SQL statement about senders. Removed senders stay as rows (entries reference them). */
+@Injectable()
+export class SendersRepository {
+  async insert(tx: Tx, row: Omit<SenderRow, 'removed_at' | 'updated_at'>): Promise<SenderRow> {
+    const [created] = await tx.query<SenderRow>(
+      `INSERT INTO senders (id, organization_id, channel, label, phone_number_id, display_phone_number, business_account_id, address,
+                            credentials_encrypted, status, is_default, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING *`,
+      [row.id, row.organization_id, row.channel, row.label, row.phone_number_id, row.display_phone_number, row.business_account_id, row.address, row.credentials_encrypted, row.status, row.is_default, row.created_at],
+    );
+    return created;
+  }
+
+  async find(tx: Tx, organizationId: string, senderId: string, forUpdate = false): Promise<SenderRow | undefined> {
+    if (!/^[0-9a-f-]{36}$/i.test(senderId)) return undefined;
+    const [row] = await tx.query<SenderRow>(
+      `SELECT * FROM senders WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL ${forUpdate ? 'FOR UPDATE' : ''}`,
+      [senderId, organizationId],
+    );
+    return row;
+  }
+
+  /** Any sender by id, removed or not (the drain needs the row of a sender removed after enqueue). */
+  async findAny(tx: Tx, senderId: string): Promise<SenderRow | undefined> {
+    const [row] = await tx.query<SenderRow>(`SELECT * FROM senders WHERE id = $1`, [senderId]);
+    return row;
+  }
+
+  async findDefault(tx: Tx, organizationId: string, channel: OutboxChannel): Promise<SenderRow | undefined> {
+    // An explicit default wins; otherwise the oldest connected sender of the channel.
+    const [row] = await tx.query<SenderRow>(
+      `SELECT * FROM senders WHERE organization_id = $1 AND channel = $2 AND removed_at IS NULL
+        ORDER BY is_default DESC, (status = 'connected') DESC, created_at LIMIT 1`,
+      [organizationId, channel],
+    );
+    return row;
+  }
+
+  async findByPhoneNumberId(tx: Tx, phoneNumberId: string): Promise<SenderRow | undefined> {
+    const [row] = await tx.query<SenderRow>(`SELECT * FROM senders WHERE phone_number_id = $1 AND removed_at IS NULL`, [phoneNumberId]);
+    return row;
+  }
+
+  async list(tx: Tx, organizationId: string, channel?: OutboxChannel): Promise<SenderRow[]> {
+    return tx.query<SenderRow>(
+      `SELECT * FROM senders WHERE organization_id = $1 AND removed_at IS NULL AND ($2::text IS NULL OR channel = $2) ORDER BY created_at`,
+      [organizationId, channel ?? null],
+    );
+  }
+
+  /** Drops the default flag of the organization's other senders of the channel (one default each). */
+  async clearDefault(tx: Tx, organizationId: string, channel: OutboxChannel, exceptId: string): Promise<void> {
+    await tx.query(`UPDATE senders SET is_default = false WHERE organization_id = $1 AND channel = $2 AND id <> $3 AND is_default AND removed_at IS NULL`, [organizationId, channel, exceptId]);
+  }
+
+  async update(tx: Tx, id: string, changes: Partial<Pick<SenderRow, 'label' | 'display_phone_number' | 'business_account_id' | 'credentials_encrypted' | 'status' | 'is_default'>>, now: Date): Promise<SenderRow> {
+    const columns = Object.keys(changes) as (keyof typeof changes)[];
+    const sets = columns.map((c, i) => `${c} = $${i + 3}`);
+    const [row] = await tx.query<SenderRow>(
+      `UPDATE senders SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE id = $1 RETURNING *`,
+      [id, now, ...columns.map((c) => changes[c])],
+    );
+    return row;
+  }
+
+  async markRemoved(tx: Tx, id: string, now: Date): Promise<void> {
+    await tx.query(`UPDATE senders SET removed_at = $2, updated_at = $2, is_default = false, status = 'disconnected' WHERE id = $1`, [id, now]);
+  }
+}
