@@ -91,14 +91,14 @@ export class RunsRepository {
    * a late finish by the old owner is refused. Undefined when the run settled or someone else took it.
    */
   async takeOver(run: RunRow, claim: RunClaim): Promise<RunRow | undefined> {
-    const [row] = await this.dataSource.query(
+    const [row] = updatedRows(await this.dataSource.query(
       `UPDATE ai_runs
           SET attempt = attempt + 1, lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond',
               prompt_version = $4, input_sha256 = $5, model = $6
         WHERE id = $1 AND attempt = $2 AND status = 'running' AND lease_expires_at < clock_timestamp()
         RETURNING ${COLUMNS}`,
       [run.id, run.attempt, claim.lease_ms, claim.prompt_version, claim.input_sha256, claim.model],
-    );
+    ));
     return row ? runRow(row) : undefined;
   }
 
@@ -108,7 +108,7 @@ export class RunsRepository {
    */
   async finish(tx: Tx, run: RunRow, outcome: RunOutcome): Promise<boolean> {
     const total = outcome.prompt_tokens === null && outcome.completion_tokens === null ? null : (outcome.prompt_tokens ?? 0) + (outcome.completion_tokens ?? 0);
-    const rows = await tx.query(
+    const rows = updatedRows(await tx.query(
       `UPDATE ai_runs
           SET status = $3, output = $4::jsonb, raw_output = $5, reason = $6, prompt_tokens = $7, completion_tokens = $8,
               total_tokens = $9, cost_usd = $10, latency_ms = $11, lease_expires_at = NULL, finished_at = clock_timestamp()
@@ -127,9 +127,15 @@ export class RunsRepository {
         outcome.cost_usd,
         outcome.latency_ms,
       ],
-    );
+    ));
     return rows.length === 1;
   }
+}
+
+/** TypeORM answers an UPDATE … RETURNING with `[rows, rowCount]` (an INSERT or SELECT with the rows). */
+function updatedRows(result: unknown): Record<string, unknown>[] {
+  if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') return result[0];
+  return result as Record<string, unknown>[];
 }
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
