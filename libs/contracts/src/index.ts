@@ -6,3 +6,4 @@ export * from './gateway.js';
 export * from './messaging.js';
 export * from './abuse.js';
 export * from './ai.js';
+export * from './followups.js';

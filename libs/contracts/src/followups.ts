@@ -1,0 +1,473 @@
+/**
+ * Contract of the followups service (DESIGN §4; seed 002 "Fluxos", "Inscrições", "Fila"; seed 000
+ * "Release", "Stop paths"): the graph of a flow, its settings, the RPC patterns the gateway
+ * forwards the REST routes to, the views they answer, and the events followups publishes.
+ *
+ * One graph engine serves both seeds (DESIGN §6): a linear sequence is a chain of `wait` and
+ * `action` nodes.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// The graph
+// ---------------------------------------------------------------------------------------------
+
+/** Node types of a flow graph (seed 002 "Fluxos"). */
+export const FLOW_NODE_TYPES = ['trigger', 'wait', 'condition', 'ai_classify', 'match_reply', 'repeat', 'action', 'end'] as const;
+export type FlowNodeType = (typeof FLOW_NODE_TYPES)[number];
+
+/** Edge condition types (seed 002 "Fluxos"). */
+export const FLOW_EDGE_CONDITION_TYPES = ['always', 'branch', 'class_match', 'cond_result'] as const;
+export type FlowEdgeConditionType = (typeof FLOW_EDGE_CONDITION_TYPES)[number];
+
+/** Graph size limits (seed 002 "Fluxos": 2 to 60 nodes, up to 120 edges). */
+export const FLOW_MIN_NODES = 2;
+export const FLOW_MAX_NODES = 60;
+export const FLOW_MAX_EDGES = 120;
+
+/** Wait bounds (seed 002 "Fluxos": waits go from 5 minutes to 90 days), ms. */
+export const FLOW_MIN_WAIT_MS = 5 * 60_000;
+export const FLOW_MAX_WAIT_MS = 90 * 24 * 3_600_000;
+
+/** Where a node sits on the builder canvas (px); ignored by the engine. */
+export interface FlowNodePosition {
+  x: number;
+  y: number;
+}
+
+/**
+ * One node. `config` depends on `type`:
+ *
+ * - `trigger`: `{}` — the enrollment's start; exactly one per graph; how contacts enter is
+ *   `settings.trigger`.
+ * - `wait`: `{mode: 'fixed', duration_ms}` waits a fixed time (exit `always`), or
+ *   `{mode: 'reply', timeout_ms}` waits for the contact's reply (status `waiting_reply`) with exits
+ *   `branch` `replied` and `branch` `timeout`. Both 5 min – 90 days.
+ * - `condition`: `{match: 'all' | 'any', rules: [{field, op, value?}]}` on `contact.tags`,
+ *   `contact.name|phone|email`, `contact.fields.<key>`, `vars.<key>` or `last_send.status`; exits
+ *   `cond_result` `true` and `false`.
+ * - `ai_classify`: `{classes: [{id, label, description?}], fallback_class_id, min_confidence?,
+ *   instructions?}`; one `class_match` exit per class. Executed by the follow-up AI work.
+ * - `match_reply`: `{branches: [{id, keywords: [..]}]}` matched against the last reply (accent-
+ *   and case-insensitive, whole words); exits `branch` per branch id plus `branch` `default`.
+ * - `repeat`: `{max_count}` (1–20); exits `branch` `again` (taken while the count is below
+ *   `max_count`) and `branch` `done`.
+ * - `action`: a send — `{mode: 'text', body, template_fallback?}`, `{mode: 'template', template}`,
+ *   `{mode: 'media', media: {media_type, link, caption?, filename?}, template_fallback?}`,
+ *   `{mode: 'ai', instructions, template_fallback?}` (AI-written) — or not —
+ *   `{mode: 'tag' | 'untag', tags}`, `{mode: 'handoff', note?}`. Exit `always`.
+ * - `end`: `{outcome?}` (a snake_case word, default `completed`); no exits.
+ *
+ * Text, captions and template parameters may use `{{vars.<key>}}`, `{{anchor.at|date|time}}` and
+ * `{{contact.name|first_name}}`; a missing value skips the send (seed 000 "render").
+ */
+export interface FlowNode {
+  id: string;
+  type: FlowNodeType | string;
+  label?: string;
+  position?: FlowNodePosition;
+  config: Record<string, unknown>;
+}
+
+/** An edge's condition: which exit of its source node it covers. */
+export type FlowEdgeCondition =
+  | { type: 'always' }
+  | { type: 'branch'; branch_id: string }
+  | { type: 'class_match'; class_id: string }
+  | { type: 'cond_result'; value: boolean };
+
+export interface FlowEdge {
+  id: string;
+  source: string;
+  target: string;
+  condition: FlowEdgeCondition;
+}
+
+export interface FlowGraph {
+  nodes: FlowNode[];
+  edges: FlowEdge[];
+}
+
+/** An approved WhatsApp template reference; `parameters` fill the body's `{{1}}`, `{{2}}`… in order. */
+export interface FlowTemplateRef {
+  name: string;
+  language: string;
+  parameters?: string[];
+}
+
+/** One `validation_errors` item of a 422 `invalid_graph` (seed 002 "publish"). */
+export interface FlowValidationError {
+  /** The node at fault, or null for a graph-wide problem. */
+  node_id: string | null;
+  code: FlowValidationCode;
+  message: string;
+  /** The exit at fault (a branch, class or condition result), when there is one. */
+  branch_id: string | null;
+}
+
+/** Every code publish validation can report (one `it.each` row per code in the unit tests). */
+export const FLOW_VALIDATION_CODES = [
+  'unknown_node_type',
+  'invalid_config',
+  'duplicate_node_id',
+  'duplicate_edge_id',
+  'dangling_edge',
+  'invalid_edge_condition',
+  'node_count',
+  'edge_count',
+  'trigger_count',
+  'trigger_has_inbound',
+  'end_has_exit',
+  'unreachable_node',
+  'no_path_to_end',
+  'uncovered_exit',
+  'duplicate_exit',
+  'cycle_without_wait',
+  'wait_out_of_range',
+  'needs_template_fallback',
+  'unknown_template',
+  'ai_step_unavailable',
+  'invalid_settings',
+] as const;
+export type FlowValidationCode = (typeof FLOW_VALIDATION_CODES)[number];
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------------------------
+
+/** How contacts enter a flow. Only `manual` (REST/agent enrollment) is wired today. */
+export const FLOW_TRIGGER_KINDS = ['manual', 'contact_created', 'tag_added', 'lead_created', 'lead_status_changed', 'deal_stage_changed', 'inbound_keyword', 'conversation_resolved'] as const;
+export type FlowTriggerKind = (typeof FLOW_TRIGGER_KINDS)[number];
+
+/** What a human message (handoff) does to a live enrollment: pause it, stop it, or nothing. */
+export const HANDOFF_POLICIES = ['pause', 'stop', 'continue'] as const;
+export type HandoffPolicy = (typeof HANDOFF_POLICIES)[number];
+
+/** Which business number sends (seed 000 "number (enrollment, fixed, last conversation, default, any connected)"). */
+export const SENDER_MODES = ['enrollment', 'fixed', 'last_conversation', 'default', 'any'] as const;
+export type SenderMode = (typeof SENDER_MODES)[number];
+
+/** Settings of a flow (seed 002 example). Hours are local to `timezone`; days are ISO (1 = Monday … 7 = Sunday). */
+export interface FlowSettings {
+  trigger: { kind: FlowTriggerKind; cancel_on_reply: boolean; [key: string]: unknown };
+  handoff_policy: HandoffPolicy;
+  /** First hour a send may go out (0–23); absent → the organization's default window. */
+  send_start_hour?: number;
+  /** Hour sends stop (1–24, exclusive). */
+  send_end_hour?: number;
+  send_days?: number[];
+  /** IANA time zone of the window. */
+  timezone?: string;
+  purpose?: 'utility' | 'marketing';
+  environment?: 'live' | 'test';
+  /** Sender choice; default `{mode: 'default'}` falling back to any connected sender. */
+  sender?: { mode: SenderMode; sender_id?: string };
+}
+
+/** Flow status (seed 002 PATCH): `draft` until first activated. */
+export const FLOW_STATUSES = ['draft', 'active', 'paused', 'archived'] as const;
+export type FlowStatus = (typeof FLOW_STATUSES)[number];
+
+/** Consent rule for sends: `none`, opt-in tag needed for marketing flows, or for every flow. */
+export const CONSENT_MODES = ['none', 'marketing_opt_in', 'all_opt_in'] as const;
+export type ConsentMode = (typeof CONSENT_MODES)[number];
+
+/** Organization-wide follow-up settings. */
+export interface FollowupSettingsView {
+  customer_id: string;
+  /** Default send window for flows that set none. */
+  send_window: { start_hour: number; end_hour: number; days: number[]; timezone: string };
+  /** At most this many follow-up sends to one contact in any 24 hours (seed 000 "per-contact 24 h cap"). */
+  contact_daily_cap: number;
+  /** Follow-up sends per calendar month (UTC); null = unlimited (seed 000 "monthly quota"). */
+  monthly_send_quota: number | null;
+  consent_mode: ConsentMode;
+  /** The tag that records a contact's opt-in, for the consent modes. */
+  consent_tag: string;
+  /** Live enrollments the plan allows; null = unlimited. */
+  max_live_enrollments: number | null;
+  /** Finished enrollments are deleted after this many days. */
+  retention_days: number;
+  /** Approved WhatsApp templates flows may use (publish checks `unknown_template` against it). */
+  approved_templates: { name: string; language: string; parameter_count: number }[];
+  revision: number;
+  updated_at: string;
+}
+
+export type FollowupSettingsUpdate = Partial<Omit<FollowupSettingsView, 'customer_id' | 'revision' | 'updated_at'>>;
+
+// ---------------------------------------------------------------------------------------------
+// Views
+// ---------------------------------------------------------------------------------------------
+
+export interface FlowView {
+  id: string;
+  customer_id: string;
+  name: string;
+  /** The draft. */
+  graph: FlowGraph;
+  settings: FlowSettings;
+  status: FlowStatus;
+  published_version_id: string | null;
+  revision: number;
+  model_id: string | null;
+  stage_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface FlowVersionView {
+  id: string;
+  flow_id: string;
+  /** 1, 2, 3… in publication order. */
+  version: number;
+  graph: FlowGraph;
+  settings: FlowSettings;
+  /** Set when this version republished an older one (rollback). */
+  source_version_id: string | null;
+  published_at: string;
+}
+
+/** A ready-made flow (seed 002 `from-model`). */
+export interface FlowModelView {
+  id: string;
+  name: string;
+  summary: string;
+  journey: string;
+  trigger_description: string;
+  requires_stage: boolean;
+  max_messages: number;
+}
+
+/** Enrollment statuses (seed 002 "Inscrições"). */
+export const ENROLLMENT_STATUSES = ['active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual', 'completed', 'cancelled', 'dead'] as const;
+export type EnrollmentStatus = (typeof ENROLLMENT_STATUSES)[number];
+/** Statuses that count as live (one per flow × contact). */
+export const LIVE_ENROLLMENT_STATUSES: readonly EnrollmentStatus[] = ['active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual'];
+
+export const ENROLLMENT_CONTROL_ACTIONS = ['pause', 'resume', 'cancel', 'advance_now'] as const;
+export type EnrollmentControlAction = (typeof ENROLLMENT_CONTROL_ACTIONS)[number];
+
+export interface EnrollmentView {
+  id: string;
+  customer_id: string;
+  flow_id: string;
+  version_id: string;
+  contact_id: string;
+  conversation_id: string | null;
+  agent_id: string | null;
+  appointment_id: string | null;
+  operation_key: string;
+  status: EnrollmentStatus;
+  node_id: string | null;
+  next_run_at: string | null;
+  /** Why it stopped or is parked (`replied`, `opted_out`, `flow_paused`, an `end` outcome…). */
+  reason: string | null;
+  variables: Record<string, unknown>;
+  anchor_at: string | null;
+  sender_id: string | null;
+  revision: number;
+  failures: number;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export interface EnrollmentEventView {
+  id: string;
+  type: string;
+  node_id: string | null;
+  data: Record<string, unknown>;
+  created_at: string;
+}
+
+/** Effect statuses: `queued` and `uncertain` are a send in flight (control answers `dispatch_busy`). */
+export const EFFECT_STATUSES = ['queued', 'sent', 'failed', 'cancelled', 'skipped', 'uncertain', 'done'] as const;
+export type EffectStatus = (typeof EFFECT_STATUSES)[number];
+
+/** What a step did: a send, a classification, a schedule plan (deferral), or another action. */
+export interface EffectView {
+  id: string;
+  enrollment_id: string;
+  node_id: string;
+  kind: 'send' | 'classification' | 'schedule_plan' | 'action';
+  status: EffectStatus;
+  text: string | null;
+  template: FlowTemplateRef | null;
+  /** Model usage of AI-written steps. */
+  usage: Record<string, unknown> | null;
+  message_id: string | null;
+  sender_id: string | null;
+  reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One row of `GET /ai/followups/queue` (seed 002 "Fila", item shape as documented). */
+export interface QueueItemView {
+  kind: 'enrollment' | 'promise';
+  id: string;
+  contact_id: string;
+  contact_name: string | null;
+  contact_phone: string | null;
+  conversation_id: string | null;
+  flow_id: string | null;
+  flow_name: string | null;
+  agent_id: string | null;
+  agent_name: string | null;
+  status: string;
+  node_id: string | null;
+  next_fire_at: string | null;
+  reason: string | null;
+  updated_at: string;
+  created_at: string;
+  last_error: string | null;
+}
+
+/** A cursor page, as seed 002 shows it inside `data`. */
+export interface CursorPage<T> {
+  data: T[];
+  next_cursor: string | null;
+}
+
+/** Every seed-002 answer is wrapped in `{data: ...}`. */
+export interface DataEnvelope<T> {
+  data: T;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RPC patterns (gateway → followups) and their inputs
+// ---------------------------------------------------------------------------------------------
+
+export const FollowupsRpc = {
+  FlowList: 'followups.flows.list',
+  FlowCreate: 'followups.flows.create',
+  FlowModels: 'followups.flows.models',
+  FlowCreateFromModel: 'followups.flows.create_from_model',
+  FlowGet: 'followups.flows.get',
+  FlowUpdate: 'followups.flows.update',
+  FlowSetStatus: 'followups.flows.set_status',
+  FlowPublish: 'followups.flows.publish',
+  FlowVersions: 'followups.flows.versions',
+  FlowRollback: 'followups.flows.rollback',
+  EnrollmentList: 'followups.enrollments.list',
+  EnrollmentCreate: 'followups.enrollments.create',
+  EnrollmentGet: 'followups.enrollments.get',
+  EnrollmentControl: 'followups.enrollments.control',
+  QueueList: 'followups.queue.list',
+  SettingsGet: 'followups.settings.get',
+  SettingsUpdate: 'followups.settings.update',
+} as const;
+
+/** Every input carries the caller's organization (set by the gateway, never by the client). */
+interface Scoped {
+  organization_id: string;
+}
+
+export interface FlowCreateData extends Scoped {
+  name: string;
+  graph: FlowGraph;
+  settings: FlowSettings;
+}
+export interface FlowCreateFromModelData extends Scoped {
+  model_id: string;
+  name?: string;
+  stage_id?: string;
+}
+export interface FlowRef extends Scoped {
+  flow_id: string;
+}
+export interface FlowUpdateData extends FlowRef {
+  expected_revision: number;
+  name: string;
+  graph: FlowGraph;
+  settings: FlowSettings;
+}
+export interface FlowSetStatusData extends FlowRef {
+  expected_revision: number;
+  status: 'active' | 'paused' | 'archived';
+}
+export interface FlowPublishData extends FlowRef {
+  expected_revision: number;
+}
+export interface FlowRollbackData extends FlowRef {
+  expected_revision: number;
+  version_id: string;
+}
+export interface EnrollmentListData extends Scoped {
+  flow_id?: string;
+  contact_id?: string;
+  status?: EnrollmentStatus;
+  /** 1–200, default 100 (seed 002). */
+  limit?: number;
+  cursor?: string;
+}
+export interface EnrollmentCreateData extends Scoped {
+  flow_id: string;
+  contact_id: string;
+  conversation_id?: string;
+  operation_key: string;
+  agent_id?: string;
+  appointment_id?: string;
+  /** Values for `{{vars.<key>}}`. */
+  variables?: Record<string, string | number | boolean>;
+  /** The moment `{{anchor.*}}` names (an appointment's start), ISO-8601. */
+  anchor_at?: string;
+  /** The sender for `sender.mode = enrollment`. */
+  sender_id?: string;
+}
+export interface EnrollmentRef extends Scoped {
+  enrollment_id: string;
+}
+export interface EnrollmentControlData extends EnrollmentRef {
+  expected_revision: number;
+  action: EnrollmentControlAction;
+  reason?: string;
+}
+export interface QueueListData extends Scoped {
+  kind?: 'enrollment' | 'promise';
+  flow_id?: string;
+  status?: string;
+  /** Up to 100 characters, matched against contact name/phone and flow name. */
+  q?: string;
+  contact_id?: string;
+  cursor?: string;
+  /** 1–100, default 30 (seed 002). */
+  limit?: number;
+}
+export interface SettingsUpdateData extends Scoped, FollowupSettingsUpdate {
+  expected_revision: number;
+}
+
+/** Answer of `followups.enrollments.get` (seed 002: enrollment, events and effects). */
+export interface EnrollmentDetailView {
+  enrollment: EnrollmentView;
+  events: EnrollmentEventView[];
+  effects: EffectView[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------------------------
+
+export const FollowupsEvents = {
+  /** `{flow_id, version_id, version}`. */
+  FlowPublished: 'followups.flow.published',
+  /** `{flow_id, status}`. */
+  FlowStatusChanged: 'followups.flow.status_changed',
+  /** `{revision}`: organization settings changed (caches drop their copy). */
+  SettingsUpdated: 'followups.settings.updated',
+  /** `{enrollment_id, flow_id, contact_id}`. */
+  EnrollmentCreated: 'followups.enrollment.created',
+  /** `{enrollment_id, effect_id, node_id, contact_id, idempotency_key}`: a send was queued through messaging. */
+  StepQueued: 'followups.step.queued',
+  /** `{enrollment_id, flow_id, contact_id, status, reason}`. */
+  EnrollmentFinished: 'followups.enrollment.finished',
+  /** `{enrollment_id, contact_id, conversation_id, node_id, note}`: a step handed the contact to a person. */
+  HandoffRequested: 'followups.enrollment.handoff_requested',
+} as const;
+
+/** Wake-ups followups sends to itself (delayed messages; hints, not facts). */
+export const FollowupsWakeups = {
+  Release: 'followups.release.wake',
+} as const;
