@@ -1,6 +1,8 @@
 import { Controller, type DynamicModule, Get, Module } from '@nestjs/common';
 import type { SandboxConfig } from './sandbox.config.js';
 import { ModelSandboxModule } from './model/model.module.js';
+import { ControlModule } from './control/control.module.js';
+import { MetaSandboxModule } from './meta/meta.module.js';
 
 /** Injection token of the sandbox's config. */
 export const SANDBOX_CONFIG = Symbol('sandbox:config');
@@ -27,7 +29,7 @@ export class SandboxModule {
     return {
       module: SandboxModule,
       global: true,
-      imports: [ModelSandboxModule],
+      imports: [ModelSandboxModule, ControlModule, MetaSandboxModule.forRoot(config)],
       controllers: [SandboxHealthController],
       providers: [{ provide: SANDBOX_CONFIG, useValue: config }],
       exports: [SANDBOX_CONFIG],

@@ -1,0 +1,119 @@
+import { BadRequestException, Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
+import { FaultRegistry } from '../control/fault-registry.service.js';
+import { META_PROVIDER } from './meta.controller.js';
+import { type MetaSettings, MetaWebhooksService, SANDBOX_DISPLAY_NUMBER, type WebhookDelivery } from './meta-webhooks.service.js';
+
+/** Phone-number id the sandbox uses when a control call names none (the fixtures' id). */
+const DEFAULT_PHONE_NUMBER_ID = '100000000000002';
+
+/**
+ * Meta-specific controls (faults and the request log are in the generic `/sandbox/control/meta/...`):
+ * settings of the status webhooks, a simulated INBOUND message, a status for a given wamid, and a
+ * raw signed webhook.
+ */
+@Controller('sandbox/meta')
+export class MetaControlController {
+  private inboundSeq = 0;
+
+  constructor(
+    private readonly webhooks: MetaWebhooksService,
+    private readonly faults: FaultRegistry,
+  ) {}
+
+  /** Partial `MetaSettings` → the settings now in force. */
+  @Post('settings')
+  @HttpCode(200)
+  settings(@Body() body: Partial<MetaSettings>): MetaSettings {
+    const next = { ...this.webhooks.settings };
+    if (body.status_webhooks !== undefined) next.status_webhooks = Boolean(body.status_webhooks);
+    if (body.statuses !== undefined) {
+      if (!Array.isArray(body.statuses) || body.statuses.some((s) => !['sent', 'delivered', 'read'].includes(s))) throw new BadRequestException('statuses must be a list of sent, delivered, read');
+      next.statuses = body.statuses;
+    }
+    if (body.status_delay_ms !== undefined) next.status_delay_ms = Math.max(0, Number(body.status_delay_ms) || 0);
+    if (body.webhook_url !== undefined) next.webhook_url = String(body.webhook_url);
+    if (body.app_secret !== undefined) next.app_secret = String(body.app_secret);
+    if (body.webhook_retries !== undefined) next.webhook_retries = Math.max(0, Math.min(10, Number(body.webhook_retries) || 0));
+    if (body.display_numbers !== undefined) next.display_numbers = { ...next.display_numbers, ...body.display_numbers };
+    this.webhooks.settings = next;
+    return next;
+  }
+
+  /** Restores the default settings and forgets deliveries. */
+  @Post('reset')
+  @HttpCode(200)
+  reset(): { reset: true } {
+    this.webhooks.reset();
+    return { reset: true };
+  }
+
+  /**
+   * Simulates an inbound WhatsApp message: posts a signed `messages` webhook shaped like
+   * fixtures/meta/webhook-message-text.json to the gateway and answers with the delivery (the
+   * gateway's status tells whether it stored it). Body: `{ from, text }` for a text message, or
+   * `{ from, message: {type, ...} }` for any other type; optional `phone_number_id`, `name`,
+   * `message_id`, `timestamp`, `context_message_id`.
+   */
+  @Post('inbound')
+  @HttpCode(200)
+  async inbound(
+    @Body()
+    body: { from?: string; text?: string; name?: string; phone_number_id?: string; message_id?: string; timestamp?: number; context_message_id?: string; message?: Record<string, unknown> },
+  ): Promise<WebhookDelivery & { message_id: string }> {
+    if (typeof body?.from !== 'string' || !/^\d{8,15}$/.test(body.from)) throw new BadRequestException('from must be the sender wa_id (digits)');
+    if (body.text === undefined && !body.message) throw new BadRequestException('give text or message');
+    const phoneNumberId = body.phone_number_id ?? DEFAULT_PHONE_NUMBER_ID;
+    const id = body.message_id ?? `wamid.${Buffer.from(`sandbox-in:${process.pid}:${++this.inboundSeq}:${body.from}`).toString('base64')}`;
+    const message: Record<string, unknown> = {
+      from: body.from,
+      id,
+      timestamp: String(body.timestamp ?? Math.floor(Date.now() / 1000)),
+      ...(body.message ?? { type: 'text', text: { body: body.text } }),
+    };
+    if (body.context_message_id) message.context = { from: this.webhooks.displayNumberOf(phoneNumberId) ?? SANDBOX_DISPLAY_NUMBER, id: body.context_message_id };
+    const payload = this.webhooks.envelope(phoneNumberId, { contacts: [{ profile: { name: body.name ?? 'Ana Example' }, wa_id: body.from }], messages: [message] });
+    return { ...(await this.webhooks.post('inbound', payload)), message_id: id };
+  }
+
+  /**
+   * Posts a status webhook for a message: `{ wamid, status, recipient_id?, biz_opaque_callback_data?,
+   * errors?, phone_number_id? }`. When `wamid` is omitted, the message the sandbox accepted with
+   * that `biz_opaque_callback_data` is used.
+   */
+  @Post('status')
+  @HttpCode(200)
+  async status(
+    @Body() body: { wamid?: string; status?: string; recipient_id?: string; biz_opaque_callback_data?: string; errors?: unknown[]; phone_number_id?: string },
+  ): Promise<WebhookDelivery> {
+    if (typeof body?.status !== 'string' || body.status === '') throw new BadRequestException('status is required');
+    let wamid = body.wamid;
+    let recipient = body.recipient_id;
+    let phoneNumberId = body.phone_number_id;
+    if (!wamid && body.biz_opaque_callback_data) {
+      const call = this.faults
+        .received(META_PROVIDER)
+        .reverse()
+        .find((c) => c.context.biz_opaque_callback_data === body.biz_opaque_callback_data && c.provider_id);
+      wamid = call?.provider_id;
+      recipient ??= call?.context.wa_id;
+      phoneNumberId ??= call?.context.phone_number_id;
+    }
+    if (!wamid) throw new BadRequestException('wamid is required (or a biz_opaque_callback_data the sandbox accepted)');
+    const status = this.webhooks.statusObject({ wamid, status: body.status, recipient: recipient ?? '5511987654321', callbackData: body.biz_opaque_callback_data ?? null, errors: body.errors });
+    return this.webhooks.post('status', this.webhooks.envelope(phoneNumberId ?? DEFAULT_PHONE_NUMBER_ID, { statuses: [status] }));
+  }
+
+  /** Signs and posts any payload (a fixture, a malformed body): `{ payload, signature? }`. */
+  @Post('webhook')
+  @HttpCode(200)
+  async raw(@Body() body: { payload?: unknown }): Promise<WebhookDelivery> {
+    if (body?.payload === undefined) throw new BadRequestException('payload is required');
+    return this.webhooks.post('raw', body.payload);
+  }
+
+  /** Webhooks the sandbox posted, with the gateway's answers: `?since_seq=`. */
+  @Get('webhooks')
+  deliveries(@Query('since_seq') since?: string): { deliveries: WebhookDelivery[] } {
+    return { deliveries: this.webhooks.list(Number(since ?? 0) || 0) };
+  }
+}

@@ -1,0 +1,167 @@
+import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { createHmac } from 'node:crypto';
+import type { SandboxConfig } from '../sandbox.config.js';
+
+/** Injection token of the sandbox config inside the Meta module (set by `MetaSandboxModule.forRoot`). */
+export const META_SANDBOX_CONFIG = Symbol('sandbox:meta-config');
+
+/** Defaults of the fake business account, as in the fixtures (fixtures/README.md). */
+export const SANDBOX_WABA_ID = '100000000000001';
+export const SANDBOX_DISPLAY_NUMBER = '5511912345678';
+
+/** What the Meta sandbox does after it accepts a message; changed through its control API. */
+export interface MetaSettings {
+  /** Fire status webhooks for accepted messages. */
+  status_webhooks: boolean;
+  /** Which statuses, in order (from sent, delivered, read). */
+  statuses: ('sent' | 'delivered' | 'read')[];
+  /** Delay before the first status and between statuses, ms. */
+  status_delay_ms: number;
+  /** Where webhooks go; default `${GATEWAY_URL}/webhooks/meta`. */
+  webhook_url: string;
+  /** Secret that signs `X-Hub-Signature-256`; default META_APP_SECRET. */
+  app_secret: string;
+  /** Deliveries retried this many times after a non-2xx answer or a network error (Meta retries). */
+  webhook_retries: number;
+  /** Display number reported per phone number id (default the fixtures' number). */
+  display_numbers: Record<string, string>;
+}
+
+/** One webhook the sandbox posted, as the control API lists it. */
+export interface WebhookDelivery {
+  seq: number;
+  at: string;
+  kind: 'status' | 'inbound' | 'raw';
+  payload: unknown;
+  /** HTTP status of the last try, or 0 when it never got an answer. */
+  status: number;
+  response: string;
+  tries: number;
+}
+
+/**
+ * Fires the Meta webhooks the sandbox simulates (statuses of accepted sends, inbound messages),
+ * signed like Meta: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app secret, raw body)>`
+ * (fixtures/README.md "Signature and authentication rules").
+ */
+@Injectable()
+export class MetaWebhooksService implements OnModuleDestroy {
+  settings: MetaSettings;
+  private readonly deliveries: WebhookDelivery[] = [];
+  private seq = 0;
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(@Inject(META_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
+    this.settings = this.defaults();
+  }
+
+  defaults(): MetaSettings {
+    return {
+      status_webhooks: true,
+      statuses: ['sent', 'delivered'],
+      status_delay_ms: 50,
+      webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/meta`,
+      app_secret: this.config.META_APP_SECRET,
+      webhook_retries: 2,
+      display_numbers: {},
+    };
+  }
+
+  displayNumberOf(phoneNumberId: string): string {
+    return this.settings.display_numbers[phoneNumberId] ?? SANDBOX_DISPLAY_NUMBER;
+  }
+
+  /** The webhook envelope around one change value (shape of fixtures/meta/webhook-*.json). */
+  envelope(phoneNumberId: string, value: Record<string, unknown>): Record<string, unknown> {
+    return {
+      object: 'whatsapp_business_account',
+      entry: [
+        {
+          id: SANDBOX_WABA_ID,
+          changes: [
+            {
+              value: { messaging_product: 'whatsapp', metadata: { display_phone_number: this.displayNumberOf(phoneNumberId), phone_number_id: phoneNumberId }, ...value },
+              field: 'messages',
+            },
+          ],
+        },
+      ],
+    };
+  }
+
+  /** A status object as Meta sends it (fixtures/meta/webhook-status-*.json). */
+  statusObject(input: { wamid: string; status: string; recipient: string; callbackData?: string | null; errors?: unknown[]; timestamp?: number }): Record<string, unknown> {
+    const status: Record<string, unknown> = {
+      id: input.wamid,
+      status: input.status,
+      timestamp: String(input.timestamp ?? Math.floor(Date.now() / 1000)),
+      recipient_id: input.recipient,
+    };
+    if (input.callbackData) status.biz_opaque_callback_data = input.callbackData;
+    if (input.status === 'sent') {
+      status.conversation = { id: `sandbox${input.wamid.slice(-24)}`, origin: { type: 'service' } };
+      status.pricing = { billable: true, pricing_model: 'PMP', type: 'regular', category: 'service' };
+    }
+    if (input.status === 'failed') {
+      status.errors = input.errors ?? [
+        { code: 131026, title: 'Message undeliverable', message: 'Message undeliverable', error_data: { details: 'Message failed to send because the recipient could not be reached.' }, href: '/documentation/business-messaging/whatsapp/support/error-codes' },
+      ];
+    }
+    return status;
+  }
+
+  /** Schedules the configured statuses for an accepted message (a no-op when turned off). */
+  scheduleStatuses(phoneNumberId: string, wamid: string, recipient: string, callbackData: string | null): void {
+    if (!this.settings.status_webhooks) return;
+    this.settings.statuses.forEach((status, i) => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        void this.post('status', this.envelope(phoneNumberId, { statuses: [this.statusObject({ wamid, status, recipient, callbackData })] }));
+      }, this.settings.status_delay_ms * (i + 1));
+      this.timers.add(timer);
+    });
+  }
+
+  /** Signs and posts a payload, retrying like Meta; resolves with the last answer. */
+  async post(kind: WebhookDelivery['kind'], payload: unknown): Promise<WebhookDelivery> {
+    const raw = JSON.stringify(payload);
+    const signature = `sha256=${createHmac('sha256', this.settings.app_secret).update(raw).digest('hex')}`;
+    const delivery: WebhookDelivery = { seq: ++this.seq, at: new Date().toISOString(), kind, payload, status: 0, response: '', tries: 0 };
+    this.deliveries.push(delivery);
+    if (this.deliveries.length > 10_000) this.deliveries.shift();
+    for (let attempt = 0; attempt <= this.settings.webhook_retries; attempt++) {
+      delivery.tries++;
+      try {
+        const res = await fetch(this.settings.webhook_url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature, 'user-agent': 'facebookexternalua' },
+          body: raw,
+          signal: AbortSignal.timeout(10_000),
+        });
+        delivery.status = res.status;
+        delivery.response = (await res.text()).slice(0, 2000);
+        if (res.ok) break;
+      } catch (err) {
+        delivery.status = 0;
+        delivery.response = (err as Error).message;
+      }
+      if (attempt < this.settings.webhook_retries) await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+    }
+    return delivery;
+  }
+
+  list(sinceSeq = 0): WebhookDelivery[] {
+    return this.deliveries.filter((d) => d.seq > sinceSeq);
+  }
+
+  reset(): void {
+    this.settings = this.defaults();
+    this.deliveries.length = 0;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  onModuleDestroy(): void {
+    for (const t of this.timers) clearTimeout(t);
+  }
+}

@@ -1,0 +1,139 @@
+import { Controller, Param, Post, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type Fault, FaultRegistry } from '../control/fault-registry.service.js';
+import { MetaWebhooksService } from './meta-webhooks.service.js';
+import { defaultStatusOf, graphError, makeWamid, messageBodyProblems } from './whatsapp-graph.js';
+
+/** Name of the Meta fault queue and request log in the control API. */
+export const META_PROVIDER = 'meta';
+/** Default hold of a `timeout` fault, ms: longer than any send deadline the dispatcher uses. */
+const DEFAULT_TIMEOUT_HOLD_MS = 30_000;
+
+/**
+ * The WhatsApp Cloud API stand-in (DESIGN §7): `POST /{version}/{phone_number_id}/messages` and
+ * `/media`, answering like Graph — a wamid on success (fixtures/meta/send-response.json), an error
+ * body with `error.code` (fixtures/meta/error-*.json) and `Retry-After` on a scripted error — and
+ * firing signed status webhooks that echo `biz_opaque_callback_data`.
+ */
+@Controller()
+export class MetaController {
+  private seq = 0;
+  private mediaSeq = 0;
+
+  constructor(
+    private readonly faults: FaultRegistry,
+    private readonly webhooks: MetaWebhooksService,
+  ) {
+    this.faults.register(META_PROVIDER);
+  }
+
+  @Post(':version/:phoneNumberId/messages')
+  async messages(@Param('version') version: string, @Param('phoneNumberId') phoneNumberId: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const body = req.body as Record<string, unknown> | undefined;
+    const isRead = body?.status === 'read';
+    const to = typeof body?.to === 'string' ? body.to : '';
+    const callbackData = typeof body?.biz_opaque_callback_data === 'string' ? body.biz_opaque_callback_data : null;
+    const context: Record<string, string> = {
+      version,
+      phone_number_id: phoneNumberId,
+      to,
+      wa_id: to.replace(/\D/g, ''),
+      type: isRead ? 'read' : String(body?.type ?? 'text'),
+      biz_opaque_callback_data: callbackData ?? '',
+    };
+    if (!/^v\d+\.\d+$/.test(version) || !/^\d+$/.test(phoneNumberId)) {
+      this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
+      reply.status(400).send(graphError(100, 'Unsupported post request'));
+      return;
+    }
+    const auth = req.headers.authorization;
+    if (typeof auth !== 'string' || !/^Bearer \S+/.test(auth)) {
+      this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
+      reply.status(401).send(graphError(190));
+      return;
+    }
+    const problems = messageBodyProblems(body);
+    if (problems.length) {
+      this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
+      reply.status(400).send(graphError(100, 'Invalid parameter', problems.join('; ')));
+      return;
+    }
+
+    const fault = this.faults.take(META_PROVIDER, context);
+    if (fault?.kind === 'latency') await this.faults.hold(fault.latency_ms ?? 1000, (release) => req.raw.socket?.once('close', release));
+    if (fault?.kind === 'error') {
+      const code = fault.code ?? 131000;
+      this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: `error_${code}` });
+      if (fault.retry_after !== undefined) reply.header('retry-after', String(fault.retry_after));
+      reply.status(fault.status ?? defaultStatusOf(fault.code)).send(graphError(code, fault.message));
+      return;
+    }
+
+    const deliver = fault?.kind !== 'timeout' && fault?.kind !== 'drop' ? true : fault.deliver !== false;
+    const seq = ++this.seq;
+    const wamid = deliver ? makeWamid(seq, context.wa_id || phoneNumberId) : undefined;
+    this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: fault?.kind === 'timeout' || fault?.kind === 'drop' ? fault.kind : 'accepted', provider_id: wamid });
+    if (wamid && !isRead) this.webhooks.scheduleStatuses(phoneNumberId, wamid, context.wa_id, callbackData);
+    const answer = isRead ? { success: true } : { messaging_product: 'whatsapp', contacts: [{ input: to, wa_id: context.wa_id }], messages: [{ id: wamid ?? makeWamid(seq, 'lost') }] };
+
+    if (fault?.kind === 'drop') {
+      // Took it, then the connection breaks before any answer: the client cannot know.
+      req.raw.socket?.destroy();
+      return;
+    }
+    if (fault?.kind === 'timeout') {
+      await this.holdThenMaybeAnswer(fault, req, reply, answer);
+      return;
+    }
+    reply.status(200).send(answer);
+  }
+
+  /** Media upload (multipart/form-data): answers `{ id }`. */
+  @Post(':version/:phoneNumberId/media')
+  async media(@Param('phoneNumberId') phoneNumberId: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const context = { phone_number_id: phoneNumberId, type: 'media' };
+    const auth = req.headers.authorization;
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.from(typeof req.body === 'string' ? req.body : JSON.stringify(req.body ?? ''));
+    if (typeof auth !== 'string' || !/^Bearer \S+/.test(auth)) {
+      this.faults.record(META_PROVIDER, { operation: 'media', context, body: { bytes: raw.length }, outcome: 'rejected' });
+      reply.status(401).send(graphError(190));
+      return;
+    }
+    if (!raw.includes('name="messaging_product"') || !raw.includes('name="file"')) {
+      this.faults.record(META_PROVIDER, { operation: 'media', context, body: { bytes: raw.length }, outcome: 'rejected' });
+      reply.status(400).send(graphError(100, 'Invalid parameter', 'messaging_product and file are required'));
+      return;
+    }
+    const fault = this.faults.take(META_PROVIDER, context);
+    if (fault?.kind === 'latency') await this.faults.hold(fault.latency_ms ?? 1000);
+    if (fault?.kind === 'error') {
+      const code = fault.code ?? 131000;
+      this.faults.record(META_PROVIDER, { operation: 'media', context, body: { bytes: raw.length }, outcome: `error_${code}` });
+      if (fault.retry_after !== undefined) reply.header('retry-after', String(fault.retry_after));
+      reply.status(fault.status ?? defaultStatusOf(fault.code)).send(graphError(code, fault.message));
+      return;
+    }
+    const id = String(9_000_000_000_000_000 + ++this.mediaSeq);
+    this.faults.record(META_PROVIDER, { operation: 'media', context, body: { bytes: raw.length }, outcome: fault ? fault.kind : 'accepted', provider_id: id });
+    if (fault?.kind === 'drop') {
+      req.raw.socket?.destroy();
+      return;
+    }
+    if (fault?.kind === 'timeout') {
+      await this.holdThenMaybeAnswer(fault, req, reply, { id });
+      return;
+    }
+    reply.status(200).send({ id });
+  }
+
+  private async holdThenMaybeAnswer(fault: Fault, req: FastifyRequest, reply: FastifyReply, answer: unknown): Promise<void> {
+    let gone = false;
+    await this.faults.hold(fault.hold_ms ?? DEFAULT_TIMEOUT_HOLD_MS, (release) =>
+      req.raw.socket?.once('close', () => {
+        gone = true;
+        release();
+      }),
+    );
+    if (!gone && !reply.sent) reply.status(200).send(answer);
+  }
+}

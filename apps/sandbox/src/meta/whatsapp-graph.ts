@@ -1,0 +1,65 @@
+/**
+ * Graph error bodies the Meta sandbox answers with (shape of fixtures/meta/error-*.json), by code.
+ * Messages follow Meta's error-code page; unknown codes get a generic one.
+ */
+const MESSAGES: Record<number, string> = {
+  2: 'Service temporarily unavailable',
+  4: 'Application request limit reached',
+  100: 'Invalid parameter',
+  190: 'Invalid OAuth access token.',
+  368: 'Temporarily blocked for policies violations',
+  80007: 'Rate limit issues',
+  130429: 'Rate limit hit',
+  130497: 'Business account is restricted from messaging users in this country',
+  131000: 'Something went wrong',
+  131016: 'Service unavailable',
+  131026: 'Message undeliverable',
+  131031: 'Account has been locked',
+  131048: 'Spam rate limit hit',
+  131056: '(Business Account, Consumer Account) pair rate limit hit',
+  131057: 'Account in maintenance mode',
+  131064: 'Quality messaging limit reached',
+  133004: 'Server temporarily unavailable',
+};
+
+/** The HTTP status Graph uses for a code when a fault does not say. */
+export function defaultStatusOf(code: number | undefined): number {
+  if (code === undefined) return 500;
+  if ([2, 131000, 131016, 133004].includes(code)) return 503;
+  if (code === 190) return 401;
+  return 400;
+}
+
+/** A Graph error body for `code`. */
+export function graphError(code: number, message?: string, details?: string): Record<string, unknown> {
+  const text = message ?? MESSAGES[code] ?? 'Unknown error';
+  return {
+    error: {
+      message: `(#${code}) ${text}`,
+      type: 'OAuthException',
+      code,
+      error_data: { messaging_product: 'whatsapp', details: details ?? text },
+      fbtrace_id: `Sandbox${Math.random().toString(36).slice(2, 14)}`,
+    },
+  };
+}
+
+/** A wamid-looking id, unique within the sandbox process. */
+export function makeWamid(seq: number, to: string): string {
+  return `wamid.${Buffer.from(`sandbox:${process.pid}:${seq}:${to}`).toString('base64')}`;
+}
+
+/** Problems with a `/messages` body, Graph-style (code 100); empty when acceptable. */
+export function messageBodyProblems(body: unknown): string[] {
+  if (!body || typeof body !== 'object') return ['the body must be a JSON object'];
+  const b = body as Record<string, unknown>;
+  if (b.messaging_product !== 'whatsapp') return ['messaging_product must be whatsapp'];
+  if (b.status === 'read') return typeof b.message_id === 'string' && b.message_id ? [] : ['message_id is required'];
+  const problems: string[] = [];
+  if (typeof b.to !== 'string' || !/\d{6,}/.test(b.to.replace(/\D/g, ''))) problems.push('to must be a phone number');
+  const type = typeof b.type === 'string' ? b.type : 'text';
+  if (!['text', 'template', 'image', 'document', 'audio', 'video', 'interactive', 'sticker', 'location', 'contacts', 'reaction'].includes(type)) problems.push(`unsupported type ${type}`);
+  else if (!b[type] || typeof b[type] !== 'object') problems.push(`${type} object is required`);
+  if (typeof b.biz_opaque_callback_data === 'string' && b.biz_opaque_callback_data.length > 512) problems.push('biz_opaque_callback_data is longer than 512 characters');
+  return problems;
+}
