@@ -150,8 +150,11 @@ describe('Gateway (HTTP)', () => {
       expect((rows[0].secret_hash as Buffer).equals(createHash('sha256').update(secret).digest())).toBe(true);
       expect(JSON.stringify(rows[0])).not.toContain(secret.slice(10));
 
+      expect(rows[0].last_used_at).toBeNull();
       const me = await http('GET', '/me', { secret });
       expect(me.body).toMatchObject({ api_key_id: res.body.api_key_id, created_by: { member_id: orgA.memberId, role: 'admin' } });
+      const [used] = await world.sql<{ last_used_at: Date | null }>(`SELECT last_used_at FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1`, [res.body.api_key_id]);
+      expect(used.last_used_at).toBeInstanceOf(Date);
       const listed = await http('GET', '/api-keys', { secret: orgA.secret });
       expect(listed.body.data.map((k: { api_key_id: string }) => k.api_key_id)).toContain(res.body.api_key_id);
       expect(JSON.stringify(listed.body)).not.toContain(secret);

@@ -17,7 +17,8 @@ import { SystemModule } from './system/system.module.js';
  *
  * - **Forwarding route** (the usual case): a controller that injects `ServiceForwarder`, marks
  *   each handler `@RequireKey({ scopes: [...], adminCreatedKey? })`, takes a validated DTO
- *   (`@Body()`, `@Query()`, `@Param()`; unknown fields are refused), gets the caller with
+ *   (`@Body()`, `@Query()`, `@Param()`; unknown fields are refused; query strings arrive as
+ *   strings, so numeric query fields need `@Type(() => Number)`), gets the caller with
  *   `@CurrentCaller()`, and returns `forwarder.forward(caller, '<service>', '<rpc pattern>', dto)`.
  *   The guard has already answered 401/403, and 404 for a `customer_id` of another organization;
  *   a service that does not answer in time becomes 503. See forwarding/service-forwarder.ts.
