@@ -35,11 +35,20 @@ export class HealthController {
     return this.health.check([
       async () => {
         const db = this.indicators.check('database');
+        let timer: NodeJS.Timeout | undefined;
         try {
-          await Promise.race([this.dataSource.query('SELECT 1'), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
+          await Promise.race([
+            this.dataSource.query('SELECT 1'),
+            new Promise((_, reject) => {
+              timer = setTimeout(() => reject(new Error('timeout')), 2000);
+            }),
+          ]);
           return db.up();
         } catch (err) {
           return db.down({ message: (err as Error).message });
+        } finally {
+          // Otherwise every probe leaves a 2 s timer behind (and keeps a stopping process alive).
+          clearTimeout(timer);
         }
       },
       async () => {
