@@ -48,8 +48,15 @@ const parse = (file: string) => loadAll(readFileSync(file, 'utf8'), { schema: YA
 
 const k8sFiles = yamlFiles('k8s');
 const k8s = k8sFiles.flatMap((file) => parse(file).map((doc) => ({ file: path.basename(file), doc })));
-const ofKind = (kind: string) => k8s.filter((m) => m.doc?.kind === kind).map((m) => m.doc);
-const deploymentOf = (service: string) => ofKind('Deployment').find((d) => d.metadata?.name === `touchpoint-${service}`);
+// Manifests are checked field by field below; their shape is what the tests assert.
+const ofKind = (kind: string): any[] => k8s.filter((m) => m.doc?.kind === kind).map((m) => m.doc);
+/** The named object of a kind; fails the test naming it when missing. */
+function named(kind: string, name: string) {
+  const found = ofKind(kind).find((d) => d.metadata?.name === name);
+  if (!found) throw new Error(`no ${kind} named ${name} in k8s/`);
+  return found;
+}
+const deploymentOf = (service: string) => named('Deployment', `touchpoint-${service}`);
 const compose = parse('deploy/docker-compose.yml')[0] as { services: Record<string, any> };
 const alerts = parse('deploy/prometheus/alerts.yml')[0] as { groups: { name: string; rules: { alert: string; expr: string; labels?: any; annotations?: any; for?: string }[] }[] };
 
@@ -84,7 +91,7 @@ describe('deployment manifests', () => {
     });
 
     it.each([...SERVICES])('%s: the Service targets the http port of the right pods', (service) => {
-      const svc = ofKind('Service').find((s) => s.metadata?.name === `touchpoint-${service}`);
+      const svc = named('Service', `touchpoint-${service}`);
       expect(svc.spec.ports).toEqual([{ name: 'http', port: SERVICE_PORT[service], targetPort: 'http' }]);
       expect(svc.spec.selector).toEqual(deploymentOf(service).spec.selector.matchLabels);
     });
