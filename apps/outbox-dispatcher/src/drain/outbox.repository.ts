@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
+import { rowsOf } from './sql.js';
 
 /** A `message_outbox` row. */
 export interface EntryRow {
@@ -109,7 +110,7 @@ export class OutboxRepository {
    * head) either sees this entry or runs before it and leaves `next_due_at` NULL for us to set.
    */
   async upsertPairForEnqueue(tx: Tx, organizationId: string, senderId: string, pacingKey: string, now: Date, intervalMs: number): Promise<string> {
-    const [row] = await tx.query<{ id: string }>(
+    const [row] = await rowsOf<{ id: string }>(tx, 
       `INSERT INTO message_outbox_pairs (organization_id, sender_id, pacing_key, next_due_at, created_at)
        VALUES ($1, $2, $3, $4, $4)
        ON CONFLICT (sender_id, pacing_key) DO UPDATE
@@ -127,7 +128,7 @@ export class OutboxRepository {
     entry: Pick<EntryRow, 'id' | 'organization_id' | 'channel' | 'sender_id' | 'pair_id' | 'recipient' | 'pacing_key' | 'idempotency_key' | 'payload_type' | 'payload' | 'max_attempts' | 'log_context' | 'requester'>,
     now: Date,
   ): Promise<{ row: EntryRow; created: boolean }> {
-    const [inserted] = await tx.query<EntryRow>(
+    const [inserted] = await rowsOf<EntryRow>(tx, 
       `INSERT INTO message_outbox (id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload,
                                    status, max_attempts, next_attempt_at, log_context, requester, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $12, $12)
@@ -142,18 +143,18 @@ export class OutboxRepository {
   }
 
   async findByKey(tx: Tx, organizationId: string, idempotencyKey: string): Promise<EntryRow | undefined> {
-    const [row] = await tx.query<EntryRow>(`SELECT * FROM message_outbox WHERE organization_id = $1 AND idempotency_key = $2`, [organizationId, idempotencyKey]);
+    const [row] = await rowsOf<EntryRow>(tx, `SELECT * FROM message_outbox WHERE organization_id = $1 AND idempotency_key = $2`, [organizationId, idempotencyKey]);
     return row;
   }
 
   async findById(tx: Tx, entryId: string, forUpdate = false): Promise<EntryRow | undefined> {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(entryId)) return undefined;
-    const [row] = await tx.query<EntryRow>(`SELECT * FROM message_outbox WHERE id = $1 ${forUpdate ? 'FOR UPDATE' : ''}`, [entryId]);
+    const [row] = await rowsOf<EntryRow>(tx, `SELECT * FROM message_outbox WHERE id = $1 ${forUpdate ? 'FOR UPDATE' : ''}`, [entryId]);
     return row;
   }
 
   async findByProviderMessageId(tx: Tx, providerMessageId: string): Promise<EntryRow | undefined> {
-    const [row] = await tx.query<EntryRow>(`SELECT * FROM message_outbox WHERE provider_message_id = $1 LIMIT 1`, [providerMessageId]);
+    const [row] = await rowsOf<EntryRow>(tx, `SELECT * FROM message_outbox WHERE provider_message_id = $1 LIMIT 1`, [providerMessageId]);
     return row;
   }
 
@@ -169,7 +170,8 @@ export class OutboxRepository {
    *   `next_due_at`.
    */
   async claimPair(tx: Tx, now: Date, owner: string, leaseMs: number, intervalMs: number): Promise<Claim | null> {
-    const rows = await tx.query<{ lease_id: string; lease_fence: string } & Partial<EntryRow>>(
+    const rows = await rowsOf<{ lease_id: string; lease_fence: string } & Partial<EntryRow>>(
+      tx,
       `WITH candidate AS (
          SELECT id FROM message_outbox_pairs
           WHERE next_due_at <= $1
@@ -210,7 +212,7 @@ export class OutboxRepository {
    * dispatcher (the claim's `has_more` + `next_due_at`), or null when nothing is pending.
    */
   async nextDue(tx: Tx, now: Date): Promise<Date | null> {
-    const [row] = await tx.query<{ at: Date | null }>(
+    const [row] = await rowsOf<{ at: Date | null }>(tx, 
       `SELECT min(next_due_at) AS at FROM message_outbox_pairs
         WHERE next_due_at IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at <= $1)`,
       [now],
@@ -220,7 +222,7 @@ export class OutboxRepository {
 
   /** Locks the pair row (taken first by every writer of the pair: enqueue, release, recovery). */
   async lockPair(tx: Tx, pairId: string): Promise<{ lease_owner: string | null; lease_fence: string; lease_expires_at: Date | null } | undefined> {
-    const [row] = await tx.query<{ lease_owner: string | null; lease_fence: string; lease_expires_at: Date | null }>(
+    const [row] = await rowsOf<{ lease_owner: string | null; lease_fence: string; lease_expires_at: Date | null }>(tx, 
       `SELECT lease_owner, lease_fence, lease_expires_at FROM message_outbox_pairs WHERE id = $1 FOR UPDATE`,
       [pairId],
     );
@@ -233,7 +235,7 @@ export class OutboxRepository {
    * interval would be broken): the caller must not send.
    */
   async stampPacingGate(tx: Tx, lease: PairLease, now: Date, intervalMs: number): Promise<boolean> {
-    const rows = await tx.query(
+    const rows = await rowsOf(tx, 
       `UPDATE message_outbox_pairs SET last_attempt_started_at = $4
         WHERE id = $1 AND lease_owner = $2 AND lease_fence = $3 AND lease_expires_at > $4
           AND (last_attempt_started_at IS NULL OR last_attempt_started_at + $5::interval <= $4)
@@ -244,13 +246,13 @@ export class OutboxRepository {
   }
 
   async isSuppressed(tx: Tx, organizationId: string, channel: string, value: string): Promise<boolean> {
-    const rows = await tx.query(`SELECT 1 FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
+    const rows = await rowsOf(tx, `SELECT 1 FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
     return rows.length > 0;
   }
 
   /** Counts the attempt on the entry (still ours) and saves derived preparation output. Null when the entry is no longer ours. */
   async bumpAttempt(tx: Tx, entryId: string, fence: string, now: Date, prepared: Record<string, unknown> | null): Promise<number | null> {
-    const [row] = await tx.query<{ attempts: number }>(
+    const [row] = await rowsOf<{ attempts: number }>(tx, 
       `UPDATE message_outbox SET attempts = attempts + 1, updated_at = $3, prepared = COALESCE($4::jsonb, prepared)
         WHERE id = $1 AND status = 'sending' AND claim_fence = $2 RETURNING attempts`,
       [entryId, fence, now, prepared === null ? null : JSON.stringify(prepared)],
@@ -260,17 +262,17 @@ export class OutboxRepository {
 
   /** Opens (or, for a preparation failure, opens and closes at once) an attempt row. */
   async insertAttempt(tx: Tx, entryId: string, lease: PairLease, attemptNumber: number, now: Date, end?: AttemptEnd): Promise<string> {
-    const [row] = await tx.query<{ id: string }>(
-      `INSERT INTO message_outbox_attempts (entry_id, pair_id, fence, attempt_number, started_at, ended_at, outcome, classification, provider_code, http_status, retry_after_ms, body)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
-      [entryId, lease.pairId, lease.fence, attemptNumber, now, end ? now : null, end?.outcome ?? 'open', end?.classification ?? null, end?.providerCode ?? null, end?.httpStatus ?? null, end?.retryAfterMs ?? null, end ? trimBody(end.body) : null],
+    const [row] = await rowsOf<{ id: string }>(tx, 
+      `INSERT INTO message_outbox_attempts (entry_id, pair_id, fence, dispatcher, attempt_number, started_at, ended_at, outcome, classification, provider_code, http_status, retry_after_ms, body)
+       VALUES ($1, $2, $3, $13, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+      [entryId, lease.pairId, lease.fence, attemptNumber, now, end ? now : null, end?.outcome ?? 'open', end?.classification ?? null, end?.providerCode ?? null, end?.httpStatus ?? null, end?.retryAfterMs ?? null, end ? trimBody(end.body) : null, lease.owner],
     );
     return String(row.id);
   }
 
   /** Closes an open attempt. False when it was already closed (lease recovery got there first). */
   async closeAttempt(tx: Tx, attemptId: string, end: AttemptEnd, now: Date): Promise<boolean> {
-    const rows = await tx.query(
+    const rows = await rowsOf(tx, 
       `UPDATE message_outbox_attempts SET ended_at = $2, outcome = $3, classification = $4, provider_code = $5, http_status = $6, retry_after_ms = $7, body = $8
         WHERE id = $1 AND outcome = 'open' RETURNING id`,
       [attemptId, now, end.outcome, end.classification, end.providerCode, end.httpStatus, end.retryAfterMs, trimBody(end.body)],
@@ -284,7 +286,7 @@ export class OutboxRepository {
    */
   async transitionClaimed(tx: Tx, entryId: string, fence: string, t: EntryTransition, now: Date): Promise<EntryRow | undefined> {
     const terminal = t.status !== 'pending';
-    const [row] = await tx.query<EntryRow>(
+    const [row] = await rowsOf<EntryRow>(tx, 
       `UPDATE message_outbox
           SET status = $3,
               next_attempt_at = COALESCE($4, next_attempt_at),
@@ -302,7 +304,7 @@ export class OutboxRepository {
 
   /** Puts a claimed entry back to pending without an attempt (lease lost before the gate, sender unreadable). */
   async requeueUnopened(tx: Tx, entryId: string, fence: string, now: Date, at: Date): Promise<boolean> {
-    const rows = await tx.query(
+    const rows = await rowsOf(tx, 
       `UPDATE message_outbox SET status = 'pending', claim_fence = NULL, next_attempt_at = $4, updated_at = $3
         WHERE id = $1 AND status = 'sending' AND claim_fence = $2 RETURNING id`,
       [entryId, fence, now, at],
@@ -317,7 +319,7 @@ export class OutboxRepository {
    * snapshot includes every entry committed before the lock (see `upsertPairForEnqueue`).
    */
   async releasePair(tx: Tx, lease: PairLease, intervalMs: number): Promise<void> {
-    await tx.query(
+    await rowsOf(tx, 
       `UPDATE message_outbox_pairs p
           SET lease_owner = NULL, lease_expires_at = NULL,
               next_due_at = ${headDueSql('$4')}
@@ -328,7 +330,7 @@ export class OutboxRepository {
 
   /** Recomputes `next_due_at` of a pair nobody holds (after recovery, cancel or repair). */
   async recomputeFreePair(tx: Tx, pairId: string, now: Date, intervalMs: number): Promise<void> {
-    await tx.query(
+    await rowsOf(tx, 
       `UPDATE message_outbox_pairs p
           SET lease_owner = NULL, lease_expires_at = NULL,
               next_due_at = ${headDueSql('$3')}
@@ -339,7 +341,7 @@ export class OutboxRepository {
 
   /** Cancels a pending entry by key (not once claimed). */
   async cancelPending(tx: Tx, organizationId: string, idempotencyKey: string, now: Date): Promise<EntryRow | undefined> {
-    const [row] = await tx.query<EntryRow>(
+    const [row] = await rowsOf<EntryRow>(tx, 
       `UPDATE message_outbox SET status = 'cancelled', settled_at = $3, updated_at = $3
         WHERE organization_id = $1 AND idempotency_key = $2 AND status = 'pending' RETURNING *`,
       [organizationId, idempotencyKey, now],
@@ -351,7 +353,7 @@ export class OutboxRepository {
 
   /** Entries left `sending` by a dispatcher whose lease expired or was superseded. */
   async findStranded(tx: Tx, now: Date, limit: number): Promise<{ id: string; pair_id: string; claim_fence: string }[]> {
-    return tx.query(
+    return rowsOf(tx, 
       `SELECT e.id, e.pair_id, e.claim_fence FROM message_outbox e JOIN message_outbox_pairs p ON p.id = e.pair_id
         WHERE e.status = 'sending'
           AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= $1 OR p.lease_fence <> e.claim_fence)
@@ -362,7 +364,7 @@ export class OutboxRepository {
 
   /** Whether the pair's lease under this fence is over (expired, released or superseded). */
   async leaseIsOver(tx: Tx, pairId: string, fence: string, now: Date): Promise<boolean> {
-    const [row] = await tx.query<{ over: boolean }>(
+    const [row] = await rowsOf<{ over: boolean }>(tx, 
       `SELECT (lease_expires_at IS NULL OR lease_expires_at <= $2 OR lease_fence <> $3) AS over FROM message_outbox_pairs WHERE id = $1`,
       [pairId, now, fence],
     );
@@ -370,7 +372,7 @@ export class OutboxRepository {
   }
 
   async findOpenAttempt(tx: Tx, entryId: string): Promise<{ id: string; attempt_number: number } | undefined> {
-    const [row] = await tx.query<{ id: string; attempt_number: number }>(
+    const [row] = await rowsOf<{ id: string; attempt_number: number }>(tx, 
       `SELECT id, attempt_number FROM message_outbox_attempts WHERE entry_id = $1 AND outcome = 'open' ORDER BY id DESC LIMIT 1`,
       [entryId],
     );
@@ -379,7 +381,7 @@ export class OutboxRepository {
 
   /** Pairs whose lease ran out with nothing left sending: free them and recompute their due time. */
   async freeExpiredPairs(tx: Tx, now: Date, intervalMs: number): Promise<number> {
-    const rows = await tx.query(
+    const rows = await rowsOf(tx, 
       `UPDATE message_outbox_pairs p
           SET lease_owner = NULL, lease_expires_at = NULL,
               next_due_at = ${headDueSql('$2')}
@@ -393,7 +395,7 @@ export class OutboxRepository {
 
   /** Backstop: pairs with pending work but no due time (should not happen) get one. */
   async repairUndatedPairs(tx: Tx, now: Date, intervalMs: number): Promise<number> {
-    const rows = await tx.query(
+    const rows = await rowsOf(tx, 
       `UPDATE message_outbox_pairs p
           SET next_due_at = GREATEST($1, p.last_attempt_started_at + $2::interval)
         WHERE p.next_due_at IS NULL AND p.lease_expires_at IS NULL
@@ -409,7 +411,7 @@ export class OutboxRepository {
 
   /** Stores correlation evidence on a row still sending (no state change). */
   async recordEvidence(tx: Tx, entryId: string, evidence: Evidence, now: Date): Promise<void> {
-    await tx.query(`UPDATE message_outbox SET evidence = $2, updated_at = $3 WHERE id = $1`, [entryId, JSON.stringify(evidence), now]);
+    await rowsOf(tx, `UPDATE message_outbox SET evidence = $2, updated_at = $3 WHERE id = $1`, [entryId, JSON.stringify(evidence), now]);
   }
 
   /** Settles an ambiguous entry. Undefined when it is not ambiguous any more. */
@@ -420,7 +422,7 @@ export class OutboxRepository {
     fields: { providerMessageId: string | null; resolution: 'accepted' | 'rejected'; note: string | null; resolvedBy: string; errorCode?: string | null; errorMessage?: string | null },
     now: Date,
   ): Promise<EntryRow | undefined> {
-    const [row] = await tx.query<EntryRow>(
+    const [row] = await rowsOf<EntryRow>(tx, 
       `UPDATE message_outbox
           SET status = $2, provider_message_id = COALESCE($3, provider_message_id), resolution = $4, resolution_note = $5, resolved_by = $6,
               last_error_code = COALESCE($7, last_error_code), last_error_message = COALESCE($8, last_error_message),
@@ -432,7 +434,7 @@ export class OutboxRepository {
   }
 
   async listAmbiguous(tx: Tx, organizationId: string | undefined, limit: number): Promise<EntryRow[]> {
-    return tx.query<EntryRow>(
+    return rowsOf<EntryRow>(tx, 
       `SELECT * FROM message_outbox WHERE status = 'ambiguous' AND ($1::text IS NULL OR organization_id = $1) ORDER BY created_at LIMIT $2`,
       [organizationId ?? null, limit],
     );
@@ -444,7 +446,7 @@ export class OutboxRepository {
     s: { channel: string; accountId: string; providerMessageId: string; status: string; providerTimestamp: Date; recipient: string | null; correlation: string | null; body: unknown },
     now: Date,
   ): Promise<string | null> {
-    const [row] = await tx.query<{ id: string }>(
+    const [row] = await rowsOf<{ id: string }>(tx, 
       `INSERT INTO provider_statuses (channel, account_id, provider_message_id, status, provider_timestamp, recipient, correlation, body, received_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (provider_message_id, status) DO NOTHING RETURNING id`,
@@ -454,13 +456,13 @@ export class OutboxRepository {
   }
 
   async noteStatusOutcome(tx: Tx, statusId: string, entryId: string | null, outcome: string): Promise<void> {
-    await tx.query(`UPDATE provider_statuses SET entry_id = $2, resolution_outcome = $3 WHERE id = $1`, [statusId, entryId, outcome]);
+    await rowsOf(tx, `UPDATE provider_statuses SET entry_id = $2, resolution_outcome = $3 WHERE id = $1`, [statusId, entryId, outcome]);
   }
 
   // --- suppressions ----------------------------------------------------------------------------
 
   async addSuppression(tx: Tx, organizationId: string, channel: string, value: string, reason: string | null, now: Date): Promise<void> {
-    await tx.query(
+    await rowsOf(tx, 
       `INSERT INTO contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (organization_id, channel, value) DO NOTHING`,
       [organizationId, channel, value, reason, now],
@@ -468,14 +470,14 @@ export class OutboxRepository {
   }
 
   async removeSuppression(tx: Tx, organizationId: string, channel: string, value: string): Promise<void> {
-    await tx.query(`DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
+    await rowsOf(tx, `DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
   }
 
   // --- sweep probes and pruning ----------------------------------------------------------------
 
   /** Age of the oldest due pending entry (ms) and how many are due; for the age warning and gauge. */
   async dueProbe(tx: Tx, now: Date): Promise<{ due: number; oldestDueAt: Date | null; ambiguous: number }> {
-    const [row] = await tx.query<{ due: number; oldest: Date | null; ambiguous: number }>(
+    const [row] = await rowsOf<{ due: number; oldest: Date | null; ambiguous: number }>(tx, 
       `SELECT (SELECT count(*)::int FROM message_outbox WHERE status = 'pending' AND next_attempt_at <= $1) AS due,
               (SELECT min(next_attempt_at) FROM message_outbox WHERE status = 'pending' AND next_attempt_at <= $1) AS oldest,
               (SELECT count(*)::int FROM message_outbox WHERE status = 'ambiguous') AS ambiguous`,
@@ -489,15 +491,15 @@ export class OutboxRepository {
    * after `failedDays`; ambiguous never), then pairs no entry references and nobody holds.
    */
   async prune(tx: Tx, now: Date, acceptedDays: number, failedDays: number, batch: number): Promise<{ entries: number; pairs: number; statuses: number }> {
-    const entries = await tx.query(
+    const entries = await rowsOf(tx, 
       `DELETE FROM message_outbox WHERE id IN (
          SELECT id FROM message_outbox
-          WHERE (status = 'accepted' AND settled_at < $1 - make_interval(days => $2))
-             OR (status IN ('failed', 'cancelled') AND settled_at < $1 - make_interval(days => $3))
+          WHERE (status = 'accepted' AND settled_at < $1::timestamptz - make_interval(days => $2))
+             OR (status IN ('failed', 'cancelled') AND settled_at < $1::timestamptz - make_interval(days => $3))
           LIMIT $4) RETURNING id`,
       [now, acceptedDays, failedDays, batch],
     );
-    const pairs = await tx.query(
+    const pairs = await rowsOf(tx, 
       `DELETE FROM message_outbox_pairs p
         WHERE p.lease_owner IS NULL AND p.next_due_at IS NULL
           AND NOT EXISTS (SELECT 1 FROM message_outbox e WHERE e.pair_id = p.id)
@@ -505,7 +507,7 @@ export class OutboxRepository {
         RETURNING p.id`,
       [batch],
     );
-    const statuses = await tx.query(`DELETE FROM provider_statuses WHERE received_at < $1 - make_interval(days => $2) RETURNING id`, [now, failedDays]);
+    const statuses = await rowsOf(tx, `DELETE FROM provider_statuses WHERE received_at < $1::timestamptz - make_interval(days => $2) RETURNING id`, [now, failedDays]);
     return { entries: entries.length, pairs: pairs.length, statuses: statuses.length };
   }
 }

@@ -100,6 +100,7 @@ export class CreateOutboxTables1764500000000 implements MigrationInterface {
         entry_id uuid NOT NULL REFERENCES message_outbox (id) ON DELETE CASCADE,
         pair_id bigint NOT NULL,
         fence bigint NOT NULL,
+        dispatcher text NOT NULL,
         attempt_number integer NOT NULL,
         started_at timestamptz NOT NULL,
         ended_at timestamptz NULL,

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@touchpoint/database';
+import { rowsOf } from '../drain/sql.js';
 import type { OutboxChannel } from '@touchpoint/contracts';
 
 /** A sender row (credentials still encrypted). */
@@ -24,7 +25,7 @@ export interface SenderRow {
 @Injectable()
 export class SendersRepository {
   async insert(tx: Tx, row: Omit<SenderRow, 'removed_at' | 'updated_at'>): Promise<SenderRow> {
-    const [created] = await tx.query<SenderRow>(
+    const [created] = await rowsOf<SenderRow>(tx, 
       `INSERT INTO senders (id, organization_id, channel, label, phone_number_id, display_phone_number, business_account_id, address,
                             credentials_encrypted, status, is_default, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING *`,
@@ -35,7 +36,7 @@ export class SendersRepository {
 
   async find(tx: Tx, organizationId: string, senderId: string, forUpdate = false): Promise<SenderRow | undefined> {
     if (!/^[0-9a-f-]{36}$/i.test(senderId)) return undefined;
-    const [row] = await tx.query<SenderRow>(
+    const [row] = await rowsOf<SenderRow>(tx, 
       `SELECT * FROM senders WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL ${forUpdate ? 'FOR UPDATE' : ''}`,
       [senderId, organizationId],
     );
@@ -44,13 +45,13 @@ export class SendersRepository {
 
   /** Any sender by id, removed or not (the drain needs the row of a sender removed after enqueue). */
   async findAny(tx: Tx, senderId: string): Promise<SenderRow | undefined> {
-    const [row] = await tx.query<SenderRow>(`SELECT * FROM senders WHERE id = $1`, [senderId]);
+    const [row] = await rowsOf<SenderRow>(tx, `SELECT * FROM senders WHERE id = $1`, [senderId]);
     return row;
   }
 
   async findDefault(tx: Tx, organizationId: string, channel: OutboxChannel): Promise<SenderRow | undefined> {
     // An explicit default wins; otherwise the oldest connected sender of the channel.
-    const [row] = await tx.query<SenderRow>(
+    const [row] = await rowsOf<SenderRow>(tx, 
       `SELECT * FROM senders WHERE organization_id = $1 AND channel = $2 AND removed_at IS NULL
         ORDER BY is_default DESC, (status = 'connected') DESC, created_at LIMIT 1`,
       [organizationId, channel],
@@ -59,12 +60,12 @@ export class SendersRepository {
   }
 
   async findByPhoneNumberId(tx: Tx, phoneNumberId: string): Promise<SenderRow | undefined> {
-    const [row] = await tx.query<SenderRow>(`SELECT * FROM senders WHERE phone_number_id = $1 AND removed_at IS NULL`, [phoneNumberId]);
+    const [row] = await rowsOf<SenderRow>(tx, `SELECT * FROM senders WHERE phone_number_id = $1 AND removed_at IS NULL`, [phoneNumberId]);
     return row;
   }
 
   async list(tx: Tx, organizationId: string, channel?: OutboxChannel): Promise<SenderRow[]> {
-    return tx.query<SenderRow>(
+    return rowsOf<SenderRow>(tx, 
       `SELECT * FROM senders WHERE organization_id = $1 AND removed_at IS NULL AND ($2::text IS NULL OR channel = $2) ORDER BY created_at`,
       [organizationId, channel ?? null],
     );
@@ -72,13 +73,13 @@ export class SendersRepository {
 
   /** Drops the default flag of the organization's other senders of the channel (one default each). */
   async clearDefault(tx: Tx, organizationId: string, channel: OutboxChannel, exceptId: string): Promise<void> {
-    await tx.query(`UPDATE senders SET is_default = false WHERE organization_id = $1 AND channel = $2 AND id <> $3 AND is_default AND removed_at IS NULL`, [organizationId, channel, exceptId]);
+    await rowsOf(tx, `UPDATE senders SET is_default = false WHERE organization_id = $1 AND channel = $2 AND id <> $3 AND is_default AND removed_at IS NULL`, [organizationId, channel, exceptId]);
   }
 
   async update(tx: Tx, id: string, changes: Partial<Pick<SenderRow, 'label' | 'display_phone_number' | 'business_account_id' | 'credentials_encrypted' | 'status' | 'is_default'>>, now: Date): Promise<SenderRow> {
     const columns = Object.keys(changes) as (keyof typeof changes)[];
     const sets = columns.map((c, i) => `${c} = $${i + 3}`);
-    const [row] = await tx.query<SenderRow>(
+    const [row] = await rowsOf<SenderRow>(tx, 
       `UPDATE senders SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE id = $1 RETURNING *`,
       [id, now, ...columns.map((c) => changes[c])],
     );
@@ -86,6 +87,6 @@ export class SendersRepository {
   }
 
   async markRemoved(tx: Tx, id: string, now: Date): Promise<void> {
-    await tx.query(`UPDATE senders SET removed_at = $2, updated_at = $2, is_default = false, status = 'disconnected' WHERE id = $1`, [id, now]);
+    await rowsOf(tx, `UPDATE senders SET removed_at = $2, updated_at = $2, is_default = false, status = 'disconnected' WHERE id = $1`, [id, now]);
   }
 }
