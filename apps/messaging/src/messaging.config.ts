@@ -1,7 +1,31 @@
-import { IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { IsIn, IsInt, IsString, Max, Min, ServiceConfig } from '@touchpoint/config';
 
 /** Environment of the messaging service; see libs/config for the shared variables. */
 export class MessagingConfig extends ServiceConfig {
   @IsInt() @Min(0) @Max(65535)
   override PORT = 3103;
+
+  /** Deadline of the `abuse.check` RPC, ms; past it the fail-open/fail-closed rule applies (seed 004). */
+  @IsInt() @Min(50) @Max(30_000)
+  ABUSE_CHECK_TIMEOUT_MS = 2000;
+
+  /** How often idle instances are closed and missing summaries retried, ms (seed 004: hourly; 0 disables). */
+  @IsInt() @Min(0) @Max(86_400_000)
+  INSTANCE_SWEEP_INTERVAL_MS = 3_600_000;
+
+  /** `on`: closed instances are summarized through ai-gateway; `off`: they wait in `closed`. */
+  @IsIn(['on', 'off'])
+  SUMMARIES = 'on';
+
+  /** How long the real-time feed keeps items for `Last-Event-ID` resume, ms. */
+  @IsInt() @Min(60_000) @Max(7 * 86_400_000)
+  STREAM_RETENTION_MS = 3_600_000;
+
+  /** The reply a restricted (blocked) contact gets instead of service (seed 004 "access-restricted message"). */
+  @IsString()
+  ACCESS_RESTRICTED_REPLY = 'Your access is temporarily restricted. Please try again later.';
+
+  /** The reply to a first offense (seed 004 "Progressive Penalties": 1st offense, a warning). */
+  @IsString()
+  ABUSE_WARNING_REPLY = 'Please slow down: repeated or automated messages may restrict your access.';
 }

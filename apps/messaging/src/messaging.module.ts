@@ -1,15 +1,71 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { PlatformModule } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { ContactsController } from './contacts/contacts.controller.js';
+import { ContactsRepository } from './contacts/contacts.repository.js';
+import { ContactsService } from './contacts/contacts.service.js';
+import { ConversationsController } from './conversations/conversations.controller.js';
+import { ConversationsRepository } from './conversations/conversations.repository.js';
+import { ConversationsService } from './conversations/conversations.service.js';
+import { InstanceSweepService } from './conversations/instance-sweep.service.js';
+import { InstancesService } from './conversations/instances.service.js';
+import { InboundController } from './inbound/inbound.controller.js';
+import { InboundService } from './inbound/inbound.service.js';
+import { MessagesRepository } from './messages/messages.repository.js';
 import type { MessagingConfig } from './messaging.config.js';
 import { MessagingEntities, MessagingMigrations } from './migrations/index.js';
+import { NotificationsController } from './notifications/notifications.controller.js';
+import { NotificationsRepository } from './notifications/notifications.repository.js';
+import { NotificationsService } from './notifications/notifications.service.js';
+import { AbuseGuardService } from './restrictions/abuse-guard.service.js';
+import { RestrictionsConsumer } from './restrictions/restrictions.consumer.js';
+import { RestrictionsRepository } from './restrictions/restrictions.repository.js';
+import { SendersRepository } from './senders/senders.repository.js';
+import { SendersService } from './senders/senders.service.js';
+import { OutcomesConsumer } from './sending/outcomes.consumer.js';
+import { OutcomesService } from './sending/outcomes.service.js';
+import { SendConsumer, SendController } from './sending/send.controller.js';
+import { SendService } from './sending/send.service.js';
+import { StreamController } from './stream/stream.controller.js';
+import { StreamRepository } from './stream/stream.repository.js';
+
+/** Options a test passes to stand the service at a chosen instant. */
+export interface MessagingModuleOptions {
+  clock?: Clock;
+}
 
 /** The messaging service: wires its features onto the shared platform (DESIGN §4). */
 @Module({})
 export class MessagingModule {
-  static forRoot(config: MessagingConfig): DynamicModule {
+  static forRoot(config: MessagingConfig, options: MessagingModuleOptions = {}): DynamicModule {
+    const providers: Provider[] = [
+      StreamRepository,
+      ContactsRepository,
+      ContactsService,
+      ConversationsRepository,
+      InstancesService,
+      ConversationsService,
+      InstanceSweepService,
+      MessagesRepository,
+      RestrictionsRepository,
+      RestrictionsConsumer,
+      AbuseGuardService,
+      SendersRepository,
+      SendersService,
+      NotificationsRepository,
+      NotificationsService,
+      SendService,
+      SendConsumer,
+      OutcomesService,
+      OutcomesConsumer,
+      InboundService,
+    ];
+    if (options.clock) providers.push({ provide: Clock, useValue: options.clock });
     return {
       module: MessagingModule,
       imports: [PlatformModule.forService({ service: 'messaging', config, entities: MessagingEntities, migrations: MessagingMigrations })],
+      controllers: [ContactsController, ConversationsController, InboundController, SendController, NotificationsController, StreamController],
+      providers,
     };
   }
 }

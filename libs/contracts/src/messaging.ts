@@ -87,13 +87,15 @@ export const MessagingEvents = {
   MessageFailed: 'messaging.message.failed',
   /** `MessageOutcomeData`: an outbound message was cancelled before it went out. */
   MessageCancelled: 'messaging.message.cancelled',
-  /** `MessageStatusChangedData`: a delivery status moved an outbound message forward. */
+  /** Feed only (`MessageView`): an outbound message was written `queued` (or `sent` for in-app channels). */
+  MessageQueued: 'messaging.message.queued',
+  /** Feed only (`MessageStatusChangedData`): a delivery status moved an outbound message forward. */
   MessageStatusChanged: 'messaging.message.status_changed',
   /** `HumanMessageSentData`: an operator wrote to the contact (handoff: automation stops). */
   HumanMessageSent: 'messaging.human_message_sent',
   /** `ConversationResolvedData`: an operator resolved the conversation. */
   ConversationResolved: 'messaging.conversation.resolved',
-  /** `InstanceChangedData`: an instance opened, closed (cap, idle, resolved) or was summarized. */
+  /** Feed only (`InstanceChangedData`): an instance opened, closed (cap, idle, resolved) or was summarized. */
   InstanceOpened: 'messaging.instance.opened',
   InstanceClosed: 'messaging.instance.closed',
   InstanceSummarized: 'messaging.instance.summarized',
@@ -174,11 +176,14 @@ export interface MessagingSendResult {
   created: boolean;
 }
 
-/** Data of `messaging.message.sent | failed | cancelled`. */
+/**
+ * Data of `messaging.message.sent | failed | cancelled`. The ids are null only on a `failed` for a
+ * `messaging.send` command so malformed that no message row could be written.
+ */
 export interface MessageOutcomeData {
-  message_id: string;
-  conversation_id: string;
-  contact_id: string;
+  message_id: string | null;
+  conversation_id: string | null;
+  contact_id: string | null;
   channel: MessagingChannel;
   idempotency_key: string;
   requester: string;

@@ -1,7 +1,8 @@
 import type { EntitySchema, MigrationInterface } from 'typeorm';
+import { CreateMessagingTables1764500000000 } from './1764500000000-CreateMessagingTables.js';
 
-/** Entities of the messaging schema (explicit list: ESM has no globs). */
+/** Entities of the messaging schema (explicit list: ESM has no globs). Repositories use plain SQL. */
 export const MessagingEntities: (Function | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the messaging schema, oldest first (the bus tables come from the platform). */
-export const MessagingMigrations: (new () => MigrationInterface)[] = [];
+export const MessagingMigrations: (new () => MigrationInterface)[] = [CreateMessagingTables1764500000000];

@@ -1,0 +1,294 @@
+import { Injectable } from '@nestjs/common';
+import { IANAZone } from 'luxon';
+import {
+  CONTACT_KINDS,
+  type ContactCreateData,
+  type ContactEventData,
+  type ContactKind,
+  type ContactTagEventData,
+  type ContactUpdateData,
+  type ContactView,
+  MessagingEvents,
+  type MessagingPage,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { toPhoneKey } from '@touchpoint/phone';
+import { UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { decodeCursor, encodeCursor, pageSize, requireId } from '../shared/sql.js';
+import { StreamRepository } from '../stream/stream.repository.js';
+import { type ContactFields, type ContactRow, ContactsRepository, toContactView } from './contacts.repository.js';
+
+/** Longest tag, characters; most tags per contact. */
+export const MAX_TAG_LENGTH = 64;
+export const MAX_TAGS = 100;
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const LINKEDIN_URL = /^https?:\/\/([a-z]{2,3}\.)?(www\.)?linkedin\.com\/(in|pub)\/[^/\s]+\/?$/i;
+
+function invalid(field: string, message: string): AppError {
+  return new AppError(ErrorCode.ValidationFailed, message, { field });
+}
+
+/** E.164 (`+5511987654321`) and its matching key from any notation; null when absent. */
+export function normalizePhone(phone: unknown): { phone: string; phone_key: string } | null {
+  if (phone === undefined || phone === null || phone === '') return null;
+  const key = typeof phone === 'string' ? toPhoneKey(phone) : null;
+  if (!key) throw invalid('phone', 'phone is not a valid phone number (E.164, or international digits)');
+  return { phone: `+${key}`, phone_key: key };
+}
+
+function normalizeTags(tags: unknown): string[] {
+  if (tags === undefined || tags === null) return [];
+  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.trim() === '' || t.length > MAX_TAG_LENGTH)) {
+    throw invalid('tags', `tags must be non-empty strings of at most ${MAX_TAG_LENGTH} characters`);
+  }
+  const unique = [...new Set(tags.map((t: string) => t.trim()))];
+  if (unique.length > MAX_TAGS) throw invalid('tags', `at most ${MAX_TAGS} tags`);
+  return unique;
+}
+
+/**
+ * Contacts (issue 4 §1): create, read, update, list, tag, untag, erase, and the find-or-create the
+ * inbound paths use. Phones are stored E.164 with a matching key that treats a Brazilian mobile
+ * with and without its ninth digit as one number (libs/phone).
+ */
+@Injectable()
+export class ContactsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly repository: ContactsRepository,
+    private readonly stream: StreamRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Validates and normalises the writable fields present in `data`. @throws AppError validation_failed */
+  private fieldsOf(data: Partial<ContactCreateData>, creating: boolean): Partial<ContactFields> {
+    const f: Partial<ContactFields> = {};
+    if (creating || data.kind !== undefined) {
+      const kind = (data.kind ?? 'crm') as ContactKind;
+      if (!CONTACT_KINDS.includes(kind)) throw invalid('kind', `kind must be one of ${CONTACT_KINDS.join(', ')}`);
+      f.kind = kind;
+    }
+    if (creating || data.name !== undefined) {
+      if (data.name !== undefined && data.name !== null && (typeof data.name !== 'string' || data.name.length > 200)) throw invalid('name', 'name must be a string of at most 200 characters');
+      f.name = data.name?.trim() || null;
+    }
+    if (creating || data.phone !== undefined) {
+      const p = normalizePhone(data.phone);
+      f.phone = p?.phone ?? null;
+      f.phone_key = p?.phone_key ?? null;
+    }
+    if (creating || data.email !== undefined) {
+      if (data.email && (typeof data.email !== 'string' || !EMAIL.test(data.email.trim()))) throw invalid('email', 'email is not a valid address');
+      f.email = data.email?.trim() || null;
+      f.email_key = f.email?.toLowerCase() ?? null;
+    }
+    if (creating || data.linkedin_url !== undefined) {
+      if (data.linkedin_url && (typeof data.linkedin_url !== 'string' || !LINKEDIN_URL.test(data.linkedin_url.trim()))) throw invalid('linkedin_url', 'linkedin_url must be a linkedin.com/in/ profile URL');
+      f.linkedin_url = data.linkedin_url?.trim() || null;
+    }
+    if (creating || data.linkedin_provider_id !== undefined) f.linkedin_provider_id = data.linkedin_provider_id?.trim() || null;
+    if (creating) f.tags = normalizeTags(data.tags);
+    if (creating || data.custom_fields !== undefined) {
+      const cf = data.custom_fields ?? {};
+      if (typeof cf !== 'object' || Array.isArray(cf)) throw invalid('custom_fields', 'custom_fields must be an object');
+      f.custom_fields = cf;
+    }
+    if (creating || data.time_zone !== undefined) {
+      if (data.time_zone && !IANAZone.isValidZone(data.time_zone)) throw invalid('time_zone', 'time_zone must be an IANA zone such as America/Sao_Paulo');
+      f.time_zone = data.time_zone || null;
+    }
+    if (creating || data.user_type !== undefined) {
+      if (data.user_type !== undefined && (typeof data.user_type !== 'string' || !/^[a-z0-9_-]{1,32}$/.test(data.user_type))) throw invalid('user_type', 'user_type must be a short lowercase tier name');
+      f.user_type = data.user_type ?? 'all';
+    }
+    return f;
+  }
+
+  /** @throws AppError conflict (with the existing contact id) when the phone or email is taken */
+  async create(data: ContactCreateData): Promise<ContactView> {
+    const fields = this.fieldsOf(data, true) as ContactFields;
+    return this.uow.run(async (tx) => {
+      const row = await this.repository.insert(tx, data.organization_id, fields, this.clock.now());
+      if (!row) {
+        const existing =
+          (fields.phone_key && (await this.repository.findByPhoneKey(tx, data.organization_id, fields.phone_key))) ||
+          (fields.email_key && (await this.repository.findByEmailKey(tx, data.organization_id, fields.email_key)));
+        throw new AppError(ErrorCode.Conflict, 'a contact with this phone or email exists', { contact_id: existing ? existing.id : null });
+      }
+      await this.announceCreated(tx, row);
+      return toContactView(row);
+    });
+  }
+
+  /** @throws AppError not_found */
+  async get(organizationId: string, contactId: string): Promise<ContactView> {
+    requireId(contactId, 'contact');
+    return this.uow.run(async (tx) => toContactView(await this.mustFind(tx, organizationId, contactId)));
+  }
+
+  async mustFind(tx: Tx, organizationId: string, contactId: string, lock = false): Promise<ContactRow> {
+    const row = await this.repository.findById(tx, organizationId, requireId(contactId, 'contact'), lock);
+    if (!row) throw new AppError(ErrorCode.NotFound, 'contact not found');
+    return row;
+  }
+
+  /** @throws AppError not_found (also for an erased contact), validation_failed, conflict */
+  async update(data: ContactUpdateData): Promise<ContactView> {
+    const { organization_id: organizationId, contact_id: contactId, ...rest } = data;
+    requireId(contactId, 'contact');
+    const fields = this.fieldsOf(rest, false);
+    return this.uow.run(async (tx) => {
+      let row: ContactRow | null;
+      try {
+        row = await this.repository.update(tx, organizationId, contactId, fields, this.clock.now());
+      } catch (err) {
+        if ((err as { code?: string }).code === '23505') throw new AppError(ErrorCode.Conflict, 'a contact with this phone or email exists');
+        throw err;
+      }
+      if (!row) throw new AppError(ErrorCode.NotFound, 'contact not found');
+      await this.publish(tx, row, MessagingEvents.ContactUpdated, `messaging.contact.updated:${row.id}:${row.updated_at.toISOString()}`, {
+        contact_id: row.id,
+        kind: row.kind,
+        phone: row.phone,
+        email: row.email,
+        tags: row.tags,
+      });
+      return toContactView(row);
+    });
+  }
+
+  async list(organizationId: string, query: { cursor?: string; limit?: number; tag?: string; kind?: ContactKind }): Promise<MessagingPage<ContactView>> {
+    const limit = pageSize(query.limit);
+    const after = decodeCursor(query.cursor);
+    return this.uow.run(async (tx) => {
+      const rows = await this.repository.list(tx, organizationId, { tag: query.tag, kind: query.kind, after }, limit + 1);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return { items: page.map(toContactView), next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+    });
+  }
+
+  /** Adds tags; emits `messaging.contact.tagged` with only the tags that were new. */
+  async tag(organizationId: string, contactId: string, tags: string[]): Promise<ContactView> {
+    return this.changeTags(organizationId, contactId, normalizeTags(tags), 'tag');
+  }
+
+  /** Removes tags; emits `messaging.contact.untagged` with only the tags that were there. */
+  async untag(organizationId: string, contactId: string, tags: string[]): Promise<ContactView> {
+    return this.changeTags(organizationId, contactId, normalizeTags(tags), 'untag');
+  }
+
+  private async changeTags(organizationId: string, contactId: string, tags: string[], op: 'tag' | 'untag'): Promise<ContactView> {
+    if (tags.length === 0) throw invalid('tags', 'give at least one tag');
+    return this.uow.run(async (tx) => {
+      const current = await this.mustFind(tx, organizationId, contactId, true);
+      if (current.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
+      const before = new Set(current.tags);
+      const changed = op === 'tag' ? tags.filter((t) => !before.has(t)) : tags.filter((t) => before.has(t));
+      if (changed.length === 0) return toContactView(current);
+      const next = op === 'tag' ? [...current.tags, ...changed] : current.tags.filter((t) => !changed.includes(t));
+      if (next.length > MAX_TAGS) throw invalid('tags', `at most ${MAX_TAGS} tags`);
+      const row = (await this.repository.update(tx, organizationId, contactId, { tags: next }, this.clock.now()))!;
+      const data: ContactTagEventData = { contact_id: row.id, tags: changed, all_tags: row.tags };
+      const type = op === 'tag' ? MessagingEvents.ContactTagged : MessagingEvents.ContactUntagged;
+      await this.publish(tx, row, type, `${type}:${row.id}:${row.updated_at.toISOString()}`, data);
+      return toContactView(row);
+    });
+  }
+
+  /** Wipes the contact's personal fields and message bodies; emits `messaging.contact.erased`. */
+  async erase(organizationId: string, contactId: string): Promise<ContactView> {
+    return this.uow.run(async (tx) => {
+      const existing = await this.mustFind(tx, organizationId, contactId, true);
+      if (existing.erased_at) return toContactView(existing);
+      const row = (await this.repository.erase(tx, organizationId, contactId, this.clock.now()))!;
+      await this.publish(tx, row, MessagingEvents.ContactErased, `messaging.contact.erased:${row.id}`, { contact_id: row.id, kind: row.kind } satisfies ContactEventData);
+      return toContactView(row);
+    });
+  }
+
+  /**
+   * The live contact with this phone (either Brazilian notation), created as a CRM contact when
+   * there is none. Safe under concurrent inbound messages from one new number: the loser of the
+   * insert race reads the winner's row.
+   */
+  async findOrCreateByPhone(tx: Tx, organizationId: string, phoneKey: string, name: string | null): Promise<ContactRow> {
+    const existing = await this.repository.findByPhoneKey(tx, organizationId, phoneKey);
+    if (existing) return existing;
+    const fields: ContactFields = {
+      kind: 'crm',
+      name,
+      phone: `+${phoneKey}`,
+      phone_key: phoneKey,
+      email: null,
+      email_key: null,
+      linkedin_url: null,
+      linkedin_provider_id: null,
+      tags: [],
+      custom_fields: {},
+      time_zone: null,
+      user_type: 'all',
+    };
+    const row = await this.repository.insert(tx, organizationId, fields, this.clock.now());
+    if (row) {
+      await this.announceCreated(tx, row);
+      return row;
+    }
+    const winner = await this.repository.findByPhoneKey(tx, organizationId, phoneKey);
+    if (!winner) throw new AppError(ErrorCode.ServiceUnavailable, 'contact creation raced; retry');
+    return winner;
+  }
+
+  /** The contact for an address on a channel (email, LinkedIn id, phone), created when missing. */
+  async findOrCreateByAddress(tx: Tx, organizationId: string, channel: string, address: string, name: string | null): Promise<ContactRow> {
+    if (channel === 'whatsapp' || channel === 'sms') {
+      const p = normalizePhone(address)!;
+      return this.findOrCreateByPhone(tx, organizationId, p.phone_key, name);
+    }
+    const value = address.trim();
+    const found =
+      channel === 'email' ? await this.repository.findByEmailKey(tx, organizationId, value.toLowerCase()) : channel === 'linkedin' ? await this.repository.findByLinkedinId(tx, organizationId, value) : null;
+    if (found) return found;
+    if (channel === 'email' && !EMAIL.test(value)) throw invalid('to', 'not a valid email address');
+    const fields: ContactFields = {
+      kind: 'crm',
+      name,
+      phone: null,
+      phone_key: null,
+      email: channel === 'email' ? value : null,
+      email_key: channel === 'email' ? value.toLowerCase() : null,
+      linkedin_url: null,
+      linkedin_provider_id: channel === 'linkedin' ? value : null,
+      tags: [],
+      custom_fields: channel === 'email' || channel === 'linkedin' ? {} : { address: value },
+      time_zone: null,
+      user_type: 'all',
+    };
+    const row = await this.repository.insert(tx, organizationId, fields, this.clock.now());
+    if (row) {
+      await this.announceCreated(tx, row);
+      return row;
+    }
+    const winner = channel === 'email' ? await this.repository.findByEmailKey(tx, organizationId, value.toLowerCase()) : null;
+    if (!winner) throw new AppError(ErrorCode.ServiceUnavailable, 'contact creation raced; retry');
+    return winner;
+  }
+
+  private async announceCreated(tx: Tx, row: ContactRow): Promise<void> {
+    await this.publish(tx, row, MessagingEvents.ContactCreated, `messaging.contact.created:${row.id}`, {
+      contact_id: row.id,
+      kind: row.kind,
+      phone: row.phone,
+      email: row.email,
+      tags: row.tags,
+    } satisfies ContactEventData);
+  }
+
+  private async publish(tx: Tx, row: ContactRow, type: string, eventId: string, data: object): Promise<void> {
+    await tx.publish({ event_id: eventId, type, organization_id: row.organization_id, data: data as Record<string, unknown> });
+    await this.stream.append(tx, row.organization_id, type, data as Record<string, unknown>);
+  }
+}

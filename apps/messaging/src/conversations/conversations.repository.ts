@@ -1,0 +1,189 @@
+import { Injectable } from '@nestjs/common';
+import type { ConversationStatus, ConversationView, InstanceCloseReason, InstanceStatus, MessagingChannel } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { iso, returnedRows } from '../shared/sql.js';
+
+export interface ConversationRow {
+  id: string;
+  organization_id: string;
+  contact_id: string;
+  channel: MessagingChannel;
+  status: ConversationStatus;
+  last_message_at: Date | null;
+  activity_at: Date;
+  resolved_at: Date | null;
+  resolved_by: string | null;
+  created_at: Date;
+}
+
+export interface InstanceRow {
+  id: string;
+  organization_id: string;
+  conversation_id: string;
+  instance_number: number;
+  status: InstanceStatus;
+  message_count: number;
+  started_at: Date;
+  last_message_at: Date | null;
+  closed_at: Date | null;
+  auto_closed_reason: InstanceCloseReason | null;
+  summary_attempts: number;
+}
+
+/** Every SQL statement about conversations and their instances. */
+@Injectable()
+export class ConversationsRepository {
+  /** The conversation of a contact on a channel, created on first use (race-safe on the unique key). */
+  async ensureConversation(tx: Tx, organizationId: string, contactId: string, channel: MessagingChannel, now: Date): Promise<ConversationRow> {
+    const inserted = await tx.query<ConversationRow>(
+      `INSERT INTO conversations (organization_id, contact_id, channel, activity_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $4, $4)
+       ON CONFLICT ON CONSTRAINT conversations_contact_channel_key DO NOTHING RETURNING *`,
+      [organizationId, contactId, channel, now],
+    );
+    if (inserted[0]) return inserted[0];
+    const [row] = await tx.query<ConversationRow>(`SELECT * FROM conversations WHERE organization_id = $1 AND contact_id = $2 AND channel = $3`, [
+      organizationId,
+      contactId,
+      channel,
+    ]);
+    return row;
+  }
+
+  async findConversation(tx: Tx, organizationId: string, conversationId: string): Promise<ConversationRow | null> {
+    const rows = await tx.query<ConversationRow>(`SELECT * FROM conversations WHERE organization_id = $1 AND id = $2`, [organizationId, conversationId]);
+    return rows[0] ?? null;
+  }
+
+  /**
+   * Locks the conversation row. Every transaction that adds a message or changes instances takes
+   * this lock first, so they serialise per conversation in one order (conversation, then instance)
+   * and cannot deadlock.
+   */
+  async lockConversation(tx: Tx, conversationId: string): Promise<ConversationRow | null> {
+    const rows = await tx.query<ConversationRow>(`SELECT * FROM conversations WHERE id = $1 FOR UPDATE`, [conversationId]);
+    return rows[0] ?? null;
+  }
+
+  /** Records message activity on a locked conversation; a resolved conversation opens again. */
+  async touch(tx: Tx, conversationId: string, at: Date, reopen: boolean): Promise<void> {
+    await tx.query(
+      `UPDATE conversations SET last_message_at = GREATEST(COALESCE(last_message_at, $2), $2), activity_at = GREATEST(activity_at, $2),
+              status = CASE WHEN $3 THEN 'open' ELSE status END, resolved_at = CASE WHEN $3 THEN NULL ELSE resolved_at END, updated_at = $2
+        WHERE id = $1`,
+      [conversationId, at, reopen],
+    );
+  }
+
+  async findActiveInstance(tx: Tx, conversationId: string, lock = false): Promise<InstanceRow | null> {
+    const rows = await tx.query<InstanceRow>(`SELECT * FROM conversation_instances WHERE conversation_id = $1 AND status = 'active' ${lock ? 'FOR UPDATE' : ''}`, [conversationId]);
+    return rows[0] ?? null;
+  }
+
+  /**
+   * Opens the next instance of a conversation. Callers hold the conversation lock; the partial
+   * unique index `conversation_instances_one_active_uidx` is the backstop (a second active row
+   * cannot exist), so a lost race surfaces as null and the caller reads the winner.
+   */
+  async openInstance(tx: Tx, organizationId: string, conversationId: string, now: Date): Promise<InstanceRow | null> {
+    const rows = await tx.query<InstanceRow>(
+      `INSERT INTO conversation_instances (organization_id, conversation_id, instance_number, started_at)
+       SELECT $1, $2, COALESCE(max(instance_number), 0) + 1, $3 FROM conversation_instances WHERE conversation_id = $2
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [organizationId, conversationId, now],
+    );
+    return rows[0] ?? null;
+  }
+
+  async closeInstance(tx: Tx, instanceId: string, reason: InstanceCloseReason, now: Date): Promise<InstanceRow | null> {
+    const result = await tx.query<InstanceRow>(
+      `UPDATE conversation_instances SET status = 'closed', closed_at = $3, auto_closed_reason = $2 WHERE id = $1 AND status = 'active' RETURNING *`,
+      [instanceId, reason, now],
+    );
+    return returnedRows<InstanceRow>(result)[0] ?? null;
+  }
+
+  /**
+   * Closes active instances idle since `cutoff` or earlier (seed 004 "Idle closing":
+   * COALESCE(last_message_at, started_at) 8 hours or more in the past → `time_limit`). SKIP LOCKED:
+   * an instance a message is being added to right now is not idle; the next sweep sees it again.
+   */
+  async closeIdle(tx: Tx, cutoff: Date, now: Date, limit: number): Promise<(InstanceRow & { contact_id: string })[]> {
+    const result = await tx.query<InstanceRow & { contact_id: string }>(
+      `WITH idle AS (
+         SELECT id FROM conversation_instances
+          WHERE status = 'active' AND COALESCE(last_message_at, started_at) <= $1
+          ORDER BY COALESCE(last_message_at, started_at) LIMIT $3 FOR UPDATE SKIP LOCKED)
+       UPDATE conversation_instances i SET status = 'closed', closed_at = $2, auto_closed_reason = 'time_limit'
+         FROM idle, conversations c
+        WHERE i.id = idle.id AND c.id = i.conversation_id
+       RETURNING i.*, c.contact_id`,
+      [cutoff, now, limit],
+    );
+    return returnedRows(result);
+  }
+
+  /** Closed instances still without a summary (seed 004: the sweep retries them), oldest first. */
+  async findUnsummarized(tx: Tx, limit: number): Promise<(InstanceRow & { contact_id: string })[]> {
+    return tx.query(
+      `SELECT i.*, c.contact_id FROM conversation_instances i JOIN conversations c ON c.id = i.conversation_id
+        WHERE i.status = 'closed' ORDER BY i.closed_at LIMIT $1`,
+      [limit],
+    );
+  }
+
+  async instanceMessages(tx: Tx, instanceId: string, limit: number): Promise<{ direction: 'inbound' | 'outbound'; body: string | null; created_at: Date; channel: string }[]> {
+    return tx.query(`SELECT direction, body, created_at, channel FROM messages WHERE instance_id = $1 ORDER BY created_at, id LIMIT $2`, [instanceId, limit]);
+  }
+
+  /** Stores the summary (one per instance: a retry conflicts and changes nothing) and moves the instance on. */
+  async saveSummary(tx: Tx, instance: InstanceRow, summary: string, runId: string | null, now: Date): Promise<boolean> {
+    const inserted = await tx.query(
+      `INSERT INTO conversation_summaries (organization_id, conversation_id, instance_id, summary, run_id, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (instance_id) DO NOTHING RETURNING id`,
+      [instance.organization_id, instance.conversation_id, instance.id, summary, runId, now],
+    );
+    await tx.query(`UPDATE conversation_instances SET status = 'summarized', summary_error = NULL WHERE id = $1 AND status = 'closed'`, [instance.id]);
+    return inserted.length > 0;
+  }
+
+  async recordSummaryFailure(tx: Tx, instanceId: string, reason: string): Promise<void> {
+    await tx.query(`UPDATE conversation_instances SET summary_attempts = summary_attempts + 1, summary_error = $2 WHERE id = $1`, [instanceId, reason.slice(0, 500)]);
+  }
+
+  async resolve(tx: Tx, conversationId: string, by: string | null, now: Date): Promise<void> {
+    await tx.query(`UPDATE conversations SET status = 'resolved', resolved_at = $2, resolved_by = $3, updated_at = $2 WHERE id = $1`, [conversationId, now, by]);
+  }
+
+  async list(
+    tx: Tx,
+    organizationId: string,
+    f: { status?: ConversationStatus; channel?: string; contact_id?: string; after?: { at: string; id: string } | null },
+    limit: number,
+  ): Promise<(ConversationRow & { active_instance_id: string | null; active_instance_message_count: number | null })[]> {
+    return tx.query(
+      `SELECT c.*, i.id AS active_instance_id, i.message_count AS active_instance_message_count
+         FROM conversations c LEFT JOIN conversation_instances i ON i.conversation_id = c.id AND i.status = 'active'
+        WHERE c.organization_id = $1
+          AND ($2::text IS NULL OR c.status = $2) AND ($3::text IS NULL OR c.channel = $3) AND ($4::uuid IS NULL OR c.contact_id = $4)
+          AND ($5::timestamptz IS NULL OR (c.activity_at, c.id) < ($5::timestamptz, $6::uuid))
+        ORDER BY c.activity_at DESC, c.id DESC LIMIT $7`,
+      [organizationId, f.status ?? null, f.channel ?? null, f.contact_id ?? null, f.after?.at ?? null, f.after?.id ?? null, limit],
+    );
+  }
+}
+
+export function toConversationView(r: ConversationRow & { active_instance_id?: string | null; active_instance_message_count?: number | null }): ConversationView {
+  return {
+    conversation_id: r.id,
+    organization_id: r.organization_id,
+    contact_id: r.contact_id,
+    channel: r.channel,
+    status: r.status,
+    active_instance_id: r.active_instance_id ?? null,
+    active_instance_message_count: r.active_instance_message_count ?? null,
+    last_message_at: iso(r.last_message_at),
+    resolved_at: iso(r.resolved_at),
+    created_at: iso(r.created_at)!,
+  };
+}

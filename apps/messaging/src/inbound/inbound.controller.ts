@@ -1,0 +1,20 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { MessagingRpc, type MessagingInboundRecordData, MessagingWhatsAppRpc, type WhatsAppInboundBatch } from '@touchpoint/contracts';
+import { InboundService } from './inbound.service.js';
+
+/** RPC edge of inbound messages (the gateway's webhook ingress and the other channels' receivers). */
+@Controller()
+export class InboundController {
+  constructor(private readonly inbound: InboundService) {}
+
+  @MessagePattern(MessagingWhatsAppRpc.Inbound)
+  whatsapp(@Payload() batch: WhatsAppInboundBatch & { organization_id?: string }) {
+    return this.inbound.whatsapp(batch);
+  }
+
+  @MessagePattern(MessagingRpc.InboundRecord)
+  record(@Payload() data: MessagingInboundRecordData) {
+    return this.inbound.record(data);
+  }
+}

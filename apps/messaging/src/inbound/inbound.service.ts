@@ -1,0 +1,385 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Counter, Histogram } from 'prom-client';
+import {
+  type AbuseCheckData,
+  type MessageReceivedData,
+  MessagingEvents,
+  type MessagingChannel,
+  type MessagingInboundRecordData,
+  OutboxCommands,
+  type OutboxEnqueueData,
+  type WhatsAppInboundBatch,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { toPhoneKey } from '@touchpoint/phone';
+import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { isAutoReply, isOptOut } from '@touchpoint/text';
+import { Clock } from '@touchpoint/time';
+import type { ContactRow } from '../contacts/contacts.repository.js';
+import { ContactsRepository } from '../contacts/contacts.repository.js';
+import { ContactsService } from '../contacts/contacts.service.js';
+import { type ConversationRow, ConversationsRepository, type InstanceRow } from '../conversations/conversations.repository.js';
+import { InstancesService } from '../conversations/instances.service.js';
+import { MessagesRepository, type NewAttachment, toMessageView } from '../messages/messages.repository.js';
+import type { MessagingConfig } from '../messaging.config.js';
+import { AbuseGuardService, type GuardVerdict } from '../restrictions/abuse-guard.service.js';
+import { SendService } from '../sending/send.service.js';
+import { SendersService } from '../senders/senders.service.js';
+import { StreamRepository } from '../stream/stream.repository.js';
+import { parseWhatsAppMessage, type ParsedWhatsAppMessage } from './whatsapp-message.js';
+
+/** How many rollovers one message may go through before it is stored anyway (a cap of 0 would loop). */
+const MAX_ROLLOVERS_PER_MESSAGE = 3;
+
+/** What became of the messages of one webhook change. */
+export interface InboundResult {
+  stored: number;
+  duplicates: number;
+  denied: number;
+  ignored: number;
+}
+
+/** An inbound message on its way to storage, whatever the channel. */
+interface InboundMessage {
+  organizationId: string;
+  channel: MessagingChannel;
+  externalId: string;
+  from: string;
+  text: string | null;
+  subject?: string | null;
+  messageType: string;
+  inReplyTo: string | null;
+  threadId?: string | null;
+  headers?: { name: string; value: string }[] | null;
+  attachments: NewAttachment[];
+  sentAt: Date;
+  autoReply: boolean;
+  optOut: boolean;
+  /** WhatsApp only: the business number it came to, for the read receipt and replies. */
+  senderId?: string | null;
+}
+
+/**
+ * Inbound messages (issue 4 §4, seed 004 "Scenario 2"): store once per provider id, find or
+ * create the contact, conversation and instance, ask abuse (rolling over on the instance verdict),
+ * mark read through the outbox, and emit `messaging.message.received`. The RPC answers only after
+ * the message is committed, so the gateway's 2xx means "durably stored".
+ */
+@Injectable()
+export class InboundService {
+  private readonly received: Counter<'channel' | 'outcome'>;
+  private readonly seconds: Histogram<'channel'>;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly contacts: ContactsService,
+    private readonly contactsRepository: ContactsRepository,
+    private readonly conversations: ConversationsRepository,
+    private readonly instances: InstancesService,
+    private readonly messages: MessagesRepository,
+    private readonly guard: AbuseGuardService,
+    private readonly sends: SendService,
+    private readonly senders: SendersService,
+    private readonly stream: StreamRepository,
+    private readonly clock: Clock,
+    metrics: Metrics,
+    @Inject(APP_CONFIG) private readonly config: MessagingConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.received = new Counter({ name: `${METRIC_PREFIX}messaging_inbound_total`, help: 'Inbound messages by channel and outcome (stored, duplicate, denied, ignored)', labelNames: ['channel', 'outcome'], registers: [metrics.registry] });
+    this.seconds = new Histogram({
+      name: `${METRIC_PREFIX}messaging_inbound_seconds`,
+      help: 'Time to take one inbound message from the RPC to its commit, seconds',
+      labelNames: ['channel'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [metrics.registry],
+    });
+  }
+
+  /**
+   * The `messaging.inbound.whatsapp` RPC: the messages of one Meta webhook change.
+   * @throws AppError service_unavailable when a message could not be stored or judged (→ 503, Meta redelivers)
+   */
+  async whatsapp(batch: WhatsAppInboundBatch & { organization_id?: string }): Promise<InboundResult> {
+    const result: InboundResult = { stored: 0, duplicates: 0, denied: 0, ignored: 0 };
+    if (!batch || !Array.isArray(batch.messages) || batch.messages.length === 0) return result;
+    const owner = batch.organization_id
+      ? { organization_id: batch.organization_id, sender_id: null as string | null }
+      : batch.phone_number_id
+        ? await this.senders.resolve(batch.phone_number_id)
+        : null;
+    if (!owner) {
+      // Nobody owns this number here: storing is impossible and a redelivery will not change that.
+      this.logger.warn({ event: 'messaging.inbound_unknown_number', phone_number_id: batch.phone_number_id, count: batch.messages.length }, 'inbound for an unregistered number ignored');
+      result.ignored = batch.messages.length;
+      this.received.inc({ channel: 'whatsapp', outcome: 'ignored' }, batch.messages.length);
+      return result;
+    }
+    const names = new Map((batch.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
+    for (const raw of batch.messages) {
+      if (typeof raw?.id !== 'string' || typeof raw?.from !== 'string') {
+        result.ignored++;
+        continue;
+      }
+      const parsed: ParsedWhatsAppMessage = parseWhatsAppMessage(raw);
+      const outcome = await this.take(
+        {
+          organizationId: owner.organization_id,
+          channel: 'whatsapp',
+          externalId: parsed.wamid,
+          from: parsed.from,
+          text: parsed.text,
+          messageType: parsed.type,
+          inReplyTo: parsed.inReplyTo,
+          attachments: parsed.attachments,
+          sentAt: parsed.sentAt,
+          autoReply: false,
+          optOut: parsed.typedText && isOptOut(parsed.text),
+          senderId: owner.sender_id,
+        },
+        names.get(parsed.from) ?? null,
+        true,
+      );
+      result[outcome === 'stored' ? 'stored' : outcome === 'duplicate' ? 'duplicates' : outcome === 'denied' ? 'denied' : 'ignored']++;
+    }
+    return result;
+  }
+
+  /** The `messaging.inbound.record` RPC: an inbound message of email, LinkedIn, SMS or web. */
+  async record(data: MessagingInboundRecordData): Promise<{ message_id: string | null; duplicate: boolean }> {
+    for (const f of ['organization_id', 'channel', 'from', 'external_id'] as const) {
+      if (typeof data?.[f] !== 'string' || data[f].trim() === '') throw new AppError(ErrorCode.ValidationFailed, `${f} is required`, { field: f });
+    }
+    if (data.channel === ('whatsapp' as string)) throw new AppError(ErrorCode.ValidationFailed, 'WhatsApp messages come through messaging.inbound.whatsapp', { field: 'channel' });
+    const outcome = await this.take(
+      {
+        organizationId: data.organization_id,
+        channel: data.channel,
+        externalId: data.external_id,
+        from: data.from,
+        text: data.text ?? null,
+        subject: data.subject ?? null,
+        messageType: data.channel === 'email' ? 'email' : 'text',
+        inReplyTo: data.in_reply_to ?? null,
+        threadId: data.thread_id ?? null,
+        headers: data.headers ?? null,
+        attachments: [],
+        sentAt: data.received_at ? new Date(data.received_at) : this.clock.now(),
+        autoReply: data.channel === 'email' ? isAutoReply({ headers: data.headers, subject: data.subject }) : false,
+        optOut: isOptOut(data.text),
+      },
+      data.from_name ?? null,
+      false,
+    );
+    const row = await this.uow.run((tx) => this.messages.findByExternalId(tx, data.organization_id, data.channel, data.external_id));
+    return { message_id: row?.id ?? null, duplicate: outcome === 'duplicate' };
+  }
+
+  /** One message through the pipeline; never half-stored (each write is one transaction). */
+  private async take(m: InboundMessage, name: string | null, checkAbuse: boolean): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
+    const end = this.seconds.startTimer({ channel: m.channel });
+    try {
+      const known = await this.uow.run((tx) => this.messages.existsExternal(tx, m.organizationId, m.channel, m.externalId));
+      if (known) {
+        this.received.inc({ channel: m.channel, outcome: 'duplicate' });
+        return 'duplicate';
+      }
+      let { contact, conversation, instance } = await this.uow.run((tx) => this.open(tx, m, name));
+
+      let verdict: GuardVerdict | null = null;
+      if (checkAbuse) {
+        for (let i = 0; i <= MAX_ROLLOVERS_PER_MESSAGE; i++) {
+          verdict = await this.guard.check(this.checkInput(m, contact, conversation, instance));
+          if (verdict.limit_type !== 'instance') break;
+          if (i === MAX_ROLLOVERS_PER_MESSAGE) {
+            verdict = { ...verdict, allowed: true, limit_type: null };
+            break;
+          }
+          const rolled = await this.instances.rollover(m.organizationId, conversation.id, instance.id);
+          if (rolled.outcome === 'refused') {
+            verdict = { ...verdict, allowed: false, limit_type: 'throttled' };
+            break;
+          }
+          instance = rolled.instance;
+        }
+      }
+      if (verdict && !verdict.allowed) {
+        await this.deny(m, contact, conversation, verdict);
+        this.received.inc({ channel: m.channel, outcome: 'denied' });
+        return 'denied';
+      }
+      const stored = await this.uow.run((tx) => this.store(tx, m, contact, conversation, verdict));
+      this.received.inc({ channel: m.channel, outcome: stored ? 'stored' : 'duplicate' });
+      return stored ? 'stored' : 'duplicate';
+    } catch (err) {
+      this.logger.error(
+        { event: 'messaging.inbound_failed', organization_id: m.organizationId, channel: m.channel, external_id: m.externalId, code: err instanceof AppError ? err.code : undefined, err: (err as Error).message },
+        'inbound message not stored',
+      );
+      if (err instanceof AppError && err.code !== ErrorCode.Internal) throw err;
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the message could not be stored; retry');
+    } finally {
+      end();
+    }
+  }
+
+  /** Finds or creates the contact, conversation and active instance of an inbound message. */
+  private async open(tx: Tx, m: InboundMessage, name: string | null): Promise<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }> {
+    const now = this.clock.now();
+    let contact: ContactRow;
+    if (m.channel === 'whatsapp' || m.channel === 'sms') {
+      const key = toPhoneKey(m.from);
+      if (!key) throw new AppError(ErrorCode.ValidationFailed, `not a phone number: ${m.from}`, { field: 'from' });
+      contact = await this.contacts.findOrCreateByPhone(tx, m.organizationId, key, name);
+    } else {
+      contact = await this.contacts.findOrCreateByAddress(tx, m.organizationId, m.channel, m.from, name);
+    }
+    const conversation = await this.conversations.ensureConversation(tx, m.organizationId, contact.id, m.channel, now);
+    let instance = await this.conversations.findActiveInstance(tx, conversation.id);
+    if (!instance) {
+      await this.conversations.lockConversation(tx, conversation.id);
+      instance = await this.instances.activeInstanceLocked(tx, conversation, now);
+    }
+    return { contact, conversation, instance };
+  }
+
+  private checkInput(m: InboundMessage, contact: ContactRow, conversation: ConversationRow, instance: InstanceRow): AbuseCheckData {
+    return {
+      organization_id: m.organizationId,
+      contact_id: contact.id,
+      conversation_id: conversation.id,
+      instance_id: instance.id,
+      instance_message_count: instance.message_count,
+      channel: m.channel,
+      user_type: contact.user_type,
+      message_ref: m.externalId,
+      text: m.text,
+      sent_at: m.sentAt.toISOString(),
+    };
+  }
+
+  /**
+   * Stores the message (unique provider id: a concurrent duplicate finds the row taken and stops
+   * here), then in the same transaction: opt-out, the read receipt, the received event, the feed.
+   * @returns false for a duplicate
+   */
+  private async store(tx: Tx, m: InboundMessage, contact: ContactRow, conversation: ConversationRow, verdict: GuardVerdict | null): Promise<boolean> {
+    const now = this.clock.now();
+    await this.conversations.lockConversation(tx, conversation.id);
+    const instance = await this.instances.activeInstanceLocked(tx, conversation, now);
+    const message = await this.messages.insert(tx, {
+      organization_id: m.organizationId,
+      conversation_id: conversation.id,
+      instance_id: instance.id,
+      contact_id: contact.id,
+      channel: m.channel,
+      direction: 'inbound',
+      sender_type: 'contact',
+      sender_id: contact.id,
+      message_type: m.messageType,
+      body: m.text,
+      subject: m.subject ?? null,
+      status: 'received',
+      external_id: m.externalId,
+      thread_id: m.threadId ?? null,
+      in_reply_to: m.inReplyTo,
+      headers: m.headers ?? undefined,
+      auto_reply: m.autoReply,
+      opt_out: m.optOut,
+      provider_timestamp: m.sentAt,
+      created_at: now,
+    });
+    if (!message) return false;
+    await this.messages.insertAttachments(tx, m.organizationId, message.id, m.attachments, now);
+    await this.conversations.touch(tx, conversation.id, now, true);
+
+    if (m.optOut) {
+      await this.contactsRepository.markOptedOut(tx, contact.id, now);
+      await tx.publish({ event_id: `messaging.contact.opted_out:${message.id}`, type: MessagingEvents.ContactOptedOut, organization_id: m.organizationId, data: { contact_id: contact.id, channel: m.channel, message_id: message.id } });
+      // "Stop" means stop on every channel (seed 003): ask to suppress each address the contact has.
+      const addresses: [string, string | null][] = [
+        ['whatsapp', contact.phone],
+        ['email', contact.email],
+        ['linkedin', contact.linkedin_provider_id],
+      ];
+      for (const [channel, value] of addresses) {
+        if (!value) continue;
+        await tx.publish({
+          event_id: `messaging.suppression.requested:${message.id}:${channel}`,
+          type: MessagingEvents.SuppressionRequested,
+          organization_id: m.organizationId,
+          data: { contact_id: contact.id, channel, value, reason: 'opt_out' },
+        });
+      }
+    }
+    if (m.channel === 'whatsapp') {
+      // Seed 004 "Read receipts": through the outbox like any send, one per wamid.
+      const receipt: OutboxEnqueueData = {
+        organization_id: m.organizationId,
+        channel: 'whatsapp',
+        sender_id: m.senderId ?? null,
+        to: m.from,
+        idempotency_key: `read:${m.externalId}`,
+        payload: { type: 'read_receipt', message_id: m.externalId },
+        log_context: { message_id: message.id, conversation_id: conversation.id },
+        requester: 'messaging',
+      };
+      await tx.publish({ event_id: `messaging.read_receipt:${m.organizationId}:${m.externalId}`, type: OutboxCommands.Enqueue, organization_id: m.organizationId, data: receipt as unknown as Record<string, unknown> });
+    }
+    const received: MessageReceivedData = {
+      message_id: message.id,
+      conversation_id: conversation.id,
+      instance_id: instance.id,
+      contact_id: contact.id,
+      channel: m.channel,
+      direction: 'inbound',
+      external_id: m.externalId,
+      thread_id: m.threadId ?? null,
+      text: m.text,
+      message_type: m.messageType,
+      in_reply_to: m.inReplyTo,
+      auto_reply: m.autoReply,
+      opt_out: m.optOut,
+      from: contact.phone ?? contact.email ?? m.from,
+    };
+    await tx.publish({ event_id: `messaging.message.received:${message.id}`, type: MessagingEvents.MessageReceived, organization_id: m.organizationId, data: received as unknown as Record<string, unknown> });
+    await this.stream.append(tx, m.organizationId, MessagingEvents.MessageReceived, toMessageView(message, []) as unknown as Record<string, unknown>);
+
+    if (verdict?.action?.action_type === 'warning') {
+      await this.reply(tx, m, contact, conversation, 'abuse_warning', this.config.ABUSE_WARNING_REPLY);
+    }
+    return true;
+  }
+
+  /** A denied message is not stored; a blocked contact (or a fail-closed denial) gets the access-restricted reply. */
+  private async deny(m: InboundMessage, contact: ContactRow, conversation: ConversationRow, verdict: GuardVerdict): Promise<void> {
+    this.logger.warn(
+      { event: 'messaging.inbound_denied', organization_id: m.organizationId, contact_id: contact.id, external_id: m.externalId, limit_type: verdict.limit_type, source: verdict.source, reset_at: verdict.reset_at },
+      'inbound message denied',
+    );
+    const restricted = verdict.limit_type === 'blocked' || verdict.source === 'fail_closed';
+    if (!restricted || m.channel !== 'whatsapp') return;
+    await this.uow.run((tx) => this.reply(tx, m, contact, conversation, 'access_restricted', this.config.ACCESS_RESTRICTED_REPLY));
+  }
+
+  /** A system reply to an inbound message, keyed `reply:{externalId}:{purpose}` (seed 004 "Idempotency keys"). */
+  private async reply(tx: Tx, m: InboundMessage, contact: ContactRow, conversation: ConversationRow, purpose: string, text: string): Promise<void> {
+    await this.sends.sendInTx(
+      tx,
+      {
+        organization_id: m.organizationId,
+        idempotency_key: `reply:${m.externalId}:${purpose}`,
+        channel: m.channel,
+        contact_id: contact.id,
+        sender_type: 'system',
+        requester: 'messaging',
+        outbox_sender_id: m.senderId ?? undefined,
+        text,
+        context: { purpose, inbound_external_id: m.externalId },
+      },
+      { contact, conversation },
+    );
+  }
+}

@@ -1,0 +1,262 @@
+import { Injectable } from '@nestjs/common';
+import type { MessageSenderType, MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { iso, returnedRows } from '../shared/sql.js';
+
+export interface MessageRow {
+  id: string;
+  organization_id: string;
+  conversation_id: string;
+  instance_id: string;
+  contact_id: string;
+  channel: MessagingChannel;
+  direction: 'inbound' | 'outbound';
+  sender_type: MessageSenderType;
+  sender_id: string | null;
+  message_type: string;
+  body: string | null;
+  subject: string | null;
+  status: MessageStatus;
+  external_id: string | null;
+  thread_id: string | null;
+  in_reply_to: string | null;
+  idempotency_key: string | null;
+  requester: string | null;
+  context: Record<string, string | number> | null;
+  notification_id: string | null;
+  notification_delivery_id: string | null;
+  error_code: string | null;
+  created_at: Date;
+  sent_at: Date | null;
+  delivered_at: Date | null;
+  read_at: Date | null;
+  failed_at: Date | null;
+}
+
+export interface NewMessage {
+  organization_id: string;
+  conversation_id: string;
+  instance_id: string;
+  contact_id: string;
+  channel: MessagingChannel;
+  direction: 'inbound' | 'outbound';
+  sender_type: MessageSenderType;
+  sender_id?: string | null;
+  message_type: string;
+  body: string | null;
+  subject?: string | null;
+  status: MessageStatus;
+  external_id?: string | null;
+  thread_id?: string | null;
+  in_reply_to?: string | null;
+  headers?: unknown;
+  payload?: unknown;
+  idempotency_key?: string | null;
+  requester?: string | null;
+  context?: Record<string, string | number> | null;
+  notification_id?: string | null;
+  notification_delivery_id?: string | null;
+  auto_reply?: boolean;
+  opt_out?: boolean;
+  provider_timestamp?: Date | null;
+  created_at: Date;
+  sent_at?: Date | null;
+}
+
+export interface NewAttachment {
+  media_type: string;
+  mime_type?: string | null;
+  url?: string | null;
+  provider_media_id?: string | null;
+  sha256?: string | null;
+  caption?: string | null;
+  filename?: string | null;
+}
+
+/** A delivery status report for one provider message. */
+export interface StatusReport {
+  organization_id: string;
+  channel: MessagingChannel;
+  external_id: string;
+  status: string;
+  at: Date;
+  error_code?: string | null;
+  error_message?: string | null;
+}
+
+/** Every SQL statement about message rows, their attachments and early statuses. */
+@Injectable()
+export class MessagesRepository {
+  /**
+   * Inserts a message unless its provider id or idempotency key already has a row (the unique
+   * indexes decide, so concurrent duplicates make one row); returns null for a duplicate. The
+   * AFTER INSERT trigger counts it on its instance.
+   */
+  async insert(tx: Tx, m: NewMessage): Promise<MessageRow | null> {
+    const rows = await tx.query<MessageRow>(
+      `INSERT INTO messages (organization_id, conversation_id, instance_id, contact_id, channel, direction, sender_type, sender_id, message_type, body, subject,
+                             status, external_id, thread_id, in_reply_to, headers, payload, idempotency_key, requester, context, notification_id,
+                             notification_delivery_id, auto_reply, opt_out, provider_timestamp, created_at, sent_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17::jsonb, $18, $19, $20::jsonb, $21, $22, $23, $24, $25, $26, $27)
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [
+        m.organization_id,
+        m.conversation_id,
+        m.instance_id,
+        m.contact_id,
+        m.channel,
+        m.direction,
+        m.sender_type,
+        m.sender_id ?? null,
+        m.message_type,
+        m.body,
+        m.subject ?? null,
+        m.status,
+        m.external_id ?? null,
+        m.thread_id ?? null,
+        m.in_reply_to ?? null,
+        m.headers === undefined ? null : JSON.stringify(m.headers),
+        m.payload === undefined ? null : JSON.stringify(m.payload),
+        m.idempotency_key ?? null,
+        m.requester ?? null,
+        m.context ? JSON.stringify(m.context) : null,
+        m.notification_id ?? null,
+        m.notification_delivery_id ?? null,
+        m.auto_reply ?? false,
+        m.opt_out ?? false,
+        m.provider_timestamp ?? null,
+        m.created_at,
+        m.sent_at ?? null,
+      ],
+    );
+    return rows[0] ?? null;
+  }
+
+  async insertAttachments(tx: Tx, organizationId: string, messageId: string, attachments: NewAttachment[], now: Date): Promise<void> {
+    for (const a of attachments) {
+      await tx.query(
+        `INSERT INTO message_attachments (organization_id, message_id, media_type, mime_type, url, provider_media_id, sha256, caption, filename, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [organizationId, messageId, a.media_type, a.mime_type ?? null, a.url ?? null, a.provider_media_id ?? null, a.sha256 ?? null, a.caption ?? null, a.filename ?? null, now],
+      );
+    }
+  }
+
+  async existsExternal(tx: Tx, organizationId: string, channel: string, externalId: string): Promise<boolean> {
+    const rows = await tx.query(`SELECT 1 FROM messages WHERE organization_id = $1 AND channel = $2 AND external_id = $3`, [organizationId, channel, externalId]);
+    return rows.length > 0;
+  }
+
+  async findByIdempotencyKey(tx: Tx, organizationId: string, key: string, lock = false): Promise<MessageRow | null> {
+    const rows = await tx.query<MessageRow>(`SELECT * FROM messages WHERE organization_id = $1 AND idempotency_key = $2 ${lock ? 'FOR UPDATE' : ''}`, [organizationId, key]);
+    return rows[0] ?? null;
+  }
+
+  async findById(tx: Tx, organizationId: string, messageId: string, lock = false): Promise<MessageRow | null> {
+    const rows = await tx.query<MessageRow>(`SELECT * FROM messages WHERE organization_id = $1 AND id = $2 ${lock ? 'FOR UPDATE' : ''}`, [organizationId, messageId]);
+    return rows[0] ?? null;
+  }
+
+  async findByExternalId(tx: Tx, organizationId: string, channel: string, externalId: string, lock = false): Promise<MessageRow | null> {
+    const rows = await tx.query<MessageRow>(`SELECT * FROM messages WHERE organization_id = $1 AND channel = $2 AND external_id = $3 ${lock ? 'FOR UPDATE' : ''}`, [
+      organizationId,
+      channel,
+      externalId,
+    ]);
+    return rows[0] ?? null;
+  }
+
+  /** Gives an outbound message its provider id (the dispatcher's accepted outcome). */
+  async setExternalId(tx: Tx, messageId: string, externalId: string): Promise<void> {
+    await tx.query(`UPDATE messages SET external_id = COALESCE(external_id, $2) WHERE id = $1`, [messageId, externalId]);
+  }
+
+  /**
+   * Moves a LOCKED message to `to` and stamps the instant of the reported status. The timestamps
+   * of statuses that arrive late (a `delivered` after `read`) are still recorded, without moving
+   * the status back: `stampOnly`.
+   */
+  async setStatus(tx: Tx, messageId: string, to: MessageStatus | null, reported: string, at: Date, error?: { code?: string | null; message?: string | null }): Promise<void> {
+    await tx.query(
+      `UPDATE messages SET status = COALESCE($2, status),
+              sent_at = CASE WHEN $3 IN ('sent', 'delivered', 'read') THEN COALESCE(sent_at, $4) ELSE sent_at END,
+              delivered_at = CASE WHEN $3 IN ('delivered', 'read') THEN COALESCE(delivered_at, $4) ELSE delivered_at END,
+              read_at = CASE WHEN $3 = 'read' THEN COALESCE(read_at, $4) ELSE read_at END,
+              failed_at = CASE WHEN $2 = 'failed' THEN $4 ELSE failed_at END,
+              cancelled_at = CASE WHEN $2 = 'cancelled' THEN $4 ELSE cancelled_at END,
+              error_code = CASE WHEN $2 = 'failed' THEN $5 ELSE error_code END,
+              error_message = CASE WHEN $2 = 'failed' THEN $6 ELSE error_message END
+        WHERE id = $1`,
+      [messageId, to, reported, at, error?.code ?? null, error?.message ?? null],
+    );
+  }
+
+  async addPendingStatus(tx: Tx, s: StatusReport, now: Date): Promise<void> {
+    await tx.query(
+      `INSERT INTO pending_statuses (organization_id, channel, external_id, status, provider_timestamp, error_code, error_message, received_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [s.organization_id, s.channel, s.external_id, s.status, s.at, s.error_code ?? null, s.error_message ?? null, now],
+    );
+  }
+
+  /** Takes (deletes and returns) the statuses kept for a provider id, in arrival order. */
+  async takePendingStatuses(tx: Tx, organizationId: string, channel: string, externalId: string): Promise<StatusReport[]> {
+    const result = await tx.query<{ status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; received_at: Date; id: string }>(
+      `DELETE FROM pending_statuses WHERE organization_id = $1 AND channel = $2 AND external_id = $3 RETURNING *`,
+      [organizationId, channel, externalId],
+    );
+    return returnedRows<{ id: string; status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; received_at: Date }>(result)
+      .sort((a, b) => Number(a.id) - Number(b.id))
+      .map((r) => ({
+        organization_id: organizationId,
+        channel: channel as MessagingChannel,
+        external_id: externalId,
+        status: r.status,
+        at: r.provider_timestamp ?? r.received_at,
+        error_code: r.error_code,
+        error_message: r.error_message,
+      }));
+  }
+
+  /** A conversation's messages, newest first, after a keyset cursor, with attachments. */
+  async thread(tx: Tx, organizationId: string, conversationId: string, after: { at: string; id: string } | null, limit: number): Promise<MessageView[]> {
+    const rows = await tx.query<MessageRow & { attachments: MessageView['attachments'] }>(
+      `SELECT m.*, COALESCE((SELECT json_agg(json_build_object('attachment_id', a.id, 'media_type', a.media_type, 'mime_type', a.mime_type, 'url', a.url,
+                                   'provider_media_id', a.provider_media_id, 'caption', a.caption) ORDER BY a.created_at)
+                              FROM message_attachments a WHERE a.message_id = m.id), '[]'::json) AS attachments
+         FROM messages m
+        WHERE m.organization_id = $1 AND m.conversation_id = $2
+          AND ($3::timestamptz IS NULL OR (m.created_at, m.id) < ($3::timestamptz, $4::uuid))
+        ORDER BY m.created_at DESC, m.id DESC LIMIT $5`,
+      [organizationId, conversationId, after?.at ?? null, after?.id ?? null, limit],
+    );
+    return rows.map((r) => toMessageView(r, r.attachments));
+  }
+}
+
+export function toMessageView(r: MessageRow, attachments: MessageView['attachments'] = []): MessageView {
+  return {
+    message_id: r.id,
+    conversation_id: r.conversation_id,
+    instance_id: r.instance_id,
+    contact_id: r.contact_id,
+    channel: r.channel,
+    direction: r.direction,
+    sender_type: r.sender_type,
+    sender_id: r.sender_id,
+    message_type: r.message_type,
+    body: r.body,
+    subject: r.subject,
+    status: r.status,
+    external_id: r.external_id,
+    thread_id: r.thread_id,
+    notification_id: r.notification_id,
+    attachments,
+    created_at: iso(r.created_at)!,
+    sent_at: iso(r.sent_at),
+    delivered_at: iso(r.delivered_at),
+    read_at: iso(r.read_at),
+    failed_at: iso(r.failed_at),
+    error_code: r.error_code,
+  };
+}

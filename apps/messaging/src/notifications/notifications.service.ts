@@ -1,0 +1,199 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  NOTIFICATION_CHANNELS,
+  type NotificationChannel,
+  type NotificationCreateData,
+  type NotificationCreatedData,
+  type NotificationView,
+  MessagingEvents,
+  type MessagingPage,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { ContactsService } from '../contacts/contacts.service.js';
+import { SendService } from '../sending/send.service.js';
+import { decodeCursor, encodeCursor, pageSize, requireId, requireString } from '../shared/sql.js';
+import { StreamRepository } from '../stream/stream.repository.js';
+import { NotificationsRepository, type NotificationRow, toNotificationView } from './notifications.repository.js';
+
+/** Longest notification body, characters. */
+const MAX_BODY = 4096;
+
+/** Fills `{{name}}` placeholders; a placeholder with no value is an error, never sent raw. */
+export function renderTemplate(text: string, variables: Record<string, string | number> = {}): string {
+  const missing: string[] = [];
+  const out = text.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_, name: string) => {
+    if (variables[name] === undefined || variables[name] === null) {
+      missing.push(name);
+      return '';
+    }
+    return String(variables[name]);
+  });
+  if (missing.length) throw new AppError(ErrorCode.ValidationFailed, `missing template variables: ${[...new Set(missing)].join(', ')}`, { field: 'variables', missing });
+  return out;
+}
+
+/**
+ * Notifications (issue 4 §7, seed 004 "Scenario 1"): one delivery per channel, each `pending`
+ * until the dispatcher's outcome settles it (`sent` / `failed`); WhatsApp deliveries go out
+ * through the shared send path with key `nd:{deliveryId}` in the contact's conversation, reusing
+ * or opening its active instance, and the message is linked to the notification.
+ */
+@Injectable()
+export class NotificationsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly repository: NotificationsRepository,
+    private readonly contacts: ContactsService,
+    private readonly sends: SendService,
+    private readonly stream: StreamRepository,
+    private readonly clock: Clock,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** @throws AppError validation_failed, not_found (contact, template) */
+  async create(data: NotificationCreateData): Promise<NotificationView> {
+    requireId(data?.contact_id, 'contact');
+    const channels = [...new Set(data.channels ?? [])];
+    if (channels.length === 0 || channels.some((c) => !NOTIFICATION_CHANNELS.includes(c))) {
+      throw new AppError(ErrorCode.ValidationFailed, `channels must be a non-empty list of ${NOTIFICATION_CHANNELS.join(', ')}`, { field: 'channels' });
+    }
+    if (data.priority && !['low', 'normal', 'high'].includes(data.priority)) throw new AppError(ErrorCode.ValidationFailed, 'priority must be low, normal or high', { field: 'priority' });
+    const notificationId = await this.uow.run(async (tx) => {
+      if (data.idempotency_key) {
+        const existing = await this.repository.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key);
+        if (existing) return existing.id;
+      }
+      const contact = await this.contacts.mustFind(tx, data.organization_id, data.contact_id);
+      if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
+      let title = data.title ?? null;
+      let body = data.body ?? null;
+      if (data.template_key) {
+        const template = await this.repository.findTemplate(tx, data.organization_id, data.template_key);
+        if (!template) throw new AppError(ErrorCode.NotFound, 'notification template not found', { template_key: data.template_key });
+        title = template.title !== null ? renderTemplate(template.title, data.variables) : title;
+        body = renderTemplate(template.body, data.variables);
+      }
+      if (!body || body.trim() === '' || body.length > MAX_BODY) throw new AppError(ErrorCode.ValidationFailed, `body (or a template) is required, at most ${MAX_BODY} characters`, { field: 'body' });
+      const now = this.clock.now();
+      const notification = await this.repository.insert(
+        tx,
+        {
+          organization_id: data.organization_id,
+          contact_id: contact.id,
+          template_key: data.template_key ?? null,
+          title,
+          body,
+          priority: data.priority ?? 'normal',
+          data: data.data ?? {},
+          idempotency_key: data.idempotency_key ?? null,
+        },
+        now,
+      );
+      if (!notification) {
+        const winner = await this.repository.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key!);
+        return winner!.id;
+      }
+      const disabled = await this.repository.disabledChannels(tx, data.organization_id, contact.id);
+      for (const channel of channels) await this.deliver(tx, notification, channel, disabled.has(channel), now);
+      const created: NotificationCreatedData = { notification_id: notification.id, contact_id: contact.id, channels };
+      await tx.publish({ event_id: `messaging.notification.created:${notification.id}`, type: MessagingEvents.NotificationCreated, organization_id: data.organization_id, data: created as unknown as Record<string, unknown> });
+      await this.stream.append(tx, data.organization_id, MessagingEvents.NotificationCreated, { ...created, title, body });
+      return notification.id;
+    });
+    return this.get(data.organization_id, notificationId);
+  }
+
+  /** One channel's delivery: skipped by preference, in-app at once, the others through the send path. */
+  private async deliver(tx: Tx, notification: NotificationRow, channel: NotificationChannel, disabled: boolean, now: Date): Promise<void> {
+    if (disabled) {
+      await this.repository.insertDelivery(tx, notification.organization_id, notification.id, channel, 'skipped', now);
+      return;
+    }
+    if (channel === 'in_app') {
+      // The stored notification is the in-app item; the feed shows it.
+      await this.repository.insertDelivery(tx, notification.organization_id, notification.id, channel, 'sent', now);
+      return;
+    }
+    const delivery = await this.repository.insertDelivery(tx, notification.organization_id, notification.id, channel, 'pending', now);
+    try {
+      const { message } = await this.sends.sendInTx(tx, {
+        organization_id: notification.organization_id,
+        idempotency_key: `nd:${delivery.id}`,
+        channel,
+        contact_id: notification.contact_id,
+        sender_type: 'notification',
+        requester: 'messaging',
+        text: channel === 'email' || !notification.title ? notification.body : `${notification.title}\n\n${notification.body}`,
+        subject: channel === 'email' ? (notification.title ?? undefined) : undefined,
+        notification_delivery_id: delivery.id,
+        context: { notification_id: notification.id, delivery_id: delivery.id },
+      });
+      await tx.query(`UPDATE messages SET notification_id = $2 WHERE id = $1`, [message.id, notification.id]);
+      await this.repository.setDeliveryMessage(tx, delivery.id, message.id);
+      if (channel === 'whatsapp') await this.repository.linkInstance(tx, notification.id, message.instance_id);
+      if (message.status === 'failed') await this.repository.settleDelivery(tx, delivery.id, 'failed', message.error_code ?? 'failed', now);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== ErrorCode.ValidationFailed) throw err;
+      // The contact has no address for this channel: this delivery fails, the others go on.
+      await this.repository.settleDelivery(tx, delivery.id, 'failed', 'no_address', now);
+      this.logger.warn({ event: 'messaging.notification_undeliverable', organization_id: notification.organization_id, notification_id: notification.id, channel, err: err.message }, 'notification channel undeliverable');
+    }
+  }
+
+  /** @throws AppError not_found */
+  async get(organizationId: string, notificationId: string): Promise<NotificationView> {
+    requireId(notificationId, 'notification');
+    return this.uow.run(async (tx) => {
+      const row = await this.repository.findById(tx, organizationId, notificationId);
+      if (!row) throw new AppError(ErrorCode.NotFound, 'notification not found');
+      return toNotificationView(row, await this.repository.deliveries(tx, [row.id]));
+    });
+  }
+
+  async list(organizationId: string, q: { contact_id?: string; cursor?: string; limit?: number }): Promise<MessagingPage<NotificationView>> {
+    const limit = pageSize(q.limit);
+    const after = decodeCursor(q.cursor);
+    if (q.contact_id) requireId(q.contact_id, 'contact');
+    return this.uow.run(async (tx) => {
+      const rows = await this.repository.list(tx, organizationId, { contact_id: q.contact_id, after }, limit + 1);
+      const page = rows.slice(0, limit);
+      const deliveries = await this.repository.deliveries(tx, page.map((r) => r.id));
+      const last = page[page.length - 1];
+      return { items: page.map((r) => toNotificationView(r, deliveries)), next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+    });
+  }
+
+  async upsertTemplate(organizationId: string, data: { key: string; title?: string | null; body: string }) {
+    requireString(data?.key, 'key');
+    requireString(data?.body, 'body');
+    if (!/^[a-z0-9_.-]{1,64}$/.test(data.key)) throw new AppError(ErrorCode.ValidationFailed, 'key must be 1-64 of a-z 0-9 _ . -', { field: 'key' });
+    const row = await this.uow.run((tx) => this.repository.upsertTemplate(tx, organizationId, data.key, data.title ?? null, data.body, this.clock.now()));
+    return { key: row.key, title: row.title, body: row.body, updated_at: new Date(row.updated_at).toISOString() };
+  }
+
+  async listTemplates(organizationId: string) {
+    const rows = await this.uow.run((tx) => this.repository.listTemplates(tx, organizationId));
+    return { items: rows.map((r) => ({ key: r.key, title: r.title, body: r.body, updated_at: new Date(r.updated_at).toISOString() })) };
+  }
+
+  async setPreference(organizationId: string, data: { contact_id: string; channel: string; enabled: boolean }) {
+    if (!NOTIFICATION_CHANNELS.includes(data?.channel as NotificationChannel)) throw new AppError(ErrorCode.ValidationFailed, `channel must be one of ${NOTIFICATION_CHANNELS.join(', ')}`, { field: 'channel' });
+    if (typeof data.enabled !== 'boolean') throw new AppError(ErrorCode.ValidationFailed, 'enabled must be true or false', { field: 'enabled' });
+    return this.uow.run(async (tx) => {
+      await this.contacts.mustFind(tx, organizationId, data.contact_id);
+      await this.repository.setPreference(tx, organizationId, data.contact_id, data.channel, data.enabled, this.clock.now());
+      return { items: await this.repository.listPreferences(tx, organizationId, data.contact_id) };
+    });
+  }
+
+  async listPreferences(organizationId: string, contactId: string) {
+    return this.uow.run(async (tx) => {
+      await this.contacts.mustFind(tx, organizationId, contactId);
+      return { items: await this.repository.listPreferences(tx, organizationId, contactId) };
+    });
+  }
+}

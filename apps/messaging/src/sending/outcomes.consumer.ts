@@ -1,0 +1,62 @@
+import { Injectable } from '@nestjs/common';
+import { OnBusMessage } from '@touchpoint/bus';
+import { type BusMessage, type MessagingChannel, type OutboxEntryEventData, OutboxEvents, type OutboxProviderStatusEventData } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { OutcomesService } from './outcomes.service.js';
+
+/** Bus edge of the dispatcher's outcome events and provider statuses (DESIGN §4). */
+@Injectable()
+export class OutcomesConsumer {
+  constructor(private readonly outcomes: OutcomesService) {}
+
+  @OnBusMessage(OutboxEvents.EntryAccepted)
+  onAccepted(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    return this.outcomes.accepted(tx, orgOf(message), message.data);
+  }
+
+  @OnBusMessage(OutboxEvents.EntryFailed)
+  onFailed(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    return this.outcomes.failed(tx, orgOf(message), message.data);
+  }
+
+  @OnBusMessage(OutboxEvents.EntryCancelled)
+  onCancelled(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    return this.outcomes.cancelled(tx, orgOf(message), message.data);
+  }
+
+  @OnBusMessage(OutboxEvents.EntryAmbiguous)
+  onAmbiguous(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    return this.outcomes.ambiguous(tx, orgOf(message), message.data);
+  }
+
+  @OnBusMessage(OutboxEvents.EntryResolved)
+  onResolved(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    return message.data.resolution === 'rejected' ? this.outcomes.failed(tx, orgOf(message), message.data) : this.outcomes.accepted(tx, orgOf(message), message.data);
+  }
+
+  @OnBusMessage(OutboxEvents.ProviderStatusRecorded)
+  async onProviderStatus(message: BusMessage<OutboxProviderStatusEventData>, tx: Tx): Promise<void> {
+    const d = message.data;
+    if (!d?.provider_message_id || !d.status) throw new AppError(ErrorCode.InvalidMessage, 'provider status without id or status');
+    const hint = d.log_context?.message_id;
+    await this.outcomes.status(
+      tx,
+      {
+        organization_id: orgOf(message),
+        channel: d.channel as MessagingChannel,
+        external_id: d.provider_message_id,
+        status: d.status,
+        at: d.provider_timestamp ? new Date(d.provider_timestamp) : new Date(message.occurred_at),
+        error_code: d.error_code ?? null,
+        error_message: d.error_message ?? null,
+      },
+      typeof hint === 'string' ? hint : null,
+    );
+  }
+}
+
+function orgOf(message: BusMessage<unknown>): string {
+  if (!message.organization_id) throw new AppError(ErrorCode.InvalidMessage, `${message.type} without organization_id`);
+  return message.organization_id;
+}

@@ -1,0 +1,196 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Counter } from 'prom-client';
+import {
+
+  type MessageStatusChangedData,
+  MessagingEvents,
+
+  type NotificationDeliveryUpdatedData,
+  type OutboxEntryEventData,
+  OutboxEnqueueErrorCode,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { LOGGER } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { nextStatus } from '../messages/message-status.js';
+import { type MessageRow, MessagesRepository, type StatusReport } from '../messages/messages.repository.js';
+import { NotificationsRepository } from '../notifications/notifications.repository.js';
+import { StreamRepository } from '../stream/stream.repository.js';
+import { outcomeData } from './send.service.js';
+
+const ENQUEUE_ERROR_CODES = new Set<string>(Object.values(OutboxEnqueueErrorCode));
+
+/**
+ * Applies what the dispatcher and the provider report to outbound message rows (issue 4 §3, §5):
+ * the entry outcomes (`outbox.entry.*`) and the delivery statuses, forward only, keeping a status
+ * that arrives before its message knows the provider id until it does. Emits
+ * `messaging.message.sent | failed | cancelled` for the requester and settles notification
+ * deliveries.
+ */
+@Injectable()
+export class OutcomesService {
+  private readonly statuses: Counter<'status' | 'outcome'>;
+
+  constructor(
+    private readonly messages: MessagesRepository,
+    private readonly notifications: NotificationsRepository,
+    private readonly stream: StreamRepository,
+    private readonly clock: Clock,
+    metrics: Metrics,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.statuses = new Counter({
+      name: `${METRIC_PREFIX}messaging_statuses_total`,
+      help: 'Delivery statuses reported for outbound messages, by status and outcome (applied, ignored, pending)',
+      labelNames: ['status', 'outcome'],
+      registers: [metrics.registry],
+    });
+  }
+
+  /** The message an entry event is about: by the log context's message id, else by the key. */
+  private async messageOf(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<MessageRow | null> {
+    const id = data.log_context?.message_id;
+    if (typeof id === 'string') {
+      const row = await this.messages.findById(tx, organizationId, id, true);
+      if (row) return row;
+    }
+    return data.idempotency_key ? this.messages.findByIdempotencyKey(tx, organizationId, data.idempotency_key, true) : null;
+  }
+
+  /** `outbox.entry.accepted` (and a resolution as accepted): the provider id is known, the message is sent. */
+  async accepted(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
+    const message = await this.messageOf(tx, organizationId, data);
+    if (!message) return; // read receipts and sends that are not messages have no row
+    const at = this.clock.now();
+    if (data.provider_message_id && !message.external_id) {
+      await this.messages.setExternalId(tx, message.id, data.provider_message_id);
+      message.external_id = data.provider_message_id;
+    }
+    await this.move(tx, message, 'sent', at, {});
+    if (message.external_id) {
+      for (const report of await this.messages.takePendingStatuses(tx, organizationId, message.channel, message.external_id)) {
+        const fresh = (await this.messages.findById(tx, organizationId, message.id, true))!;
+        await this.move(tx, fresh, report.status, report.at, { code: report.error_code, message: report.error_message });
+        this.statuses.inc({ status: report.status, outcome: 'replayed' });
+      }
+    }
+  }
+
+  /** `outbox.entry.failed` (and a resolution as rejected): terminal failure, enqueue or delivery. */
+  async failed(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
+    const message = await this.messageOf(tx, organizationId, data);
+    if (!message) return;
+    // Refused at enqueue (nothing was ever queued at the dispatcher) versus queued but undeliverable.
+    const stage = !data.attempts && !data.classification && data.error_code && ENQUEUE_ERROR_CODES.has(data.error_code) ? 'enqueue' : 'delivery';
+    await this.move(tx, message, 'failed', this.clock.now(), { code: data.error_code ?? data.classification ?? null, message: data.error_message ?? null }, stage);
+  }
+
+  /** `outbox.entry.cancelled`: cancelled before it was claimed. */
+  async cancelled(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
+    const message = await this.messageOf(tx, organizationId, data);
+    if (!message) return;
+    await this.move(tx, message, 'cancelled', this.clock.now(), { code: 'cancelled' });
+  }
+
+  /** `outbox.entry.ambiguous`: stays queued (never retried blindly); shown on the feed for operators. */
+  async ambiguous(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
+    const message = await this.messageOf(tx, organizationId, data);
+    if (!message) return;
+    this.logger.warn({ event: 'messaging.send_ambiguous', organization_id: organizationId, message_id: message.id, entry_id: data.entry_id }, 'send outcome unknown; waiting for correlation');
+    await this.stream.append(tx, organizationId, 'messaging.message.ambiguous', { message_id: message.id, conversation_id: message.conversation_id, entry_id: data.entry_id });
+  }
+
+  /**
+   * A provider delivery status for `report.external_id`. Applied forward-only to the message that
+   * has that provider id; kept in `pending_statuses` when no message has it yet.
+   * @param messageHint the message id from the entry's log context, when the event carries it
+   */
+  async status(tx: Tx, report: StatusReport, messageHint?: string | null): Promise<'applied' | 'ignored' | 'pending'> {
+    let message = await this.messages.findByExternalId(tx, report.organization_id, report.channel, report.external_id, true);
+    if (!message && messageHint) {
+      const hinted = await this.messages.findById(tx, report.organization_id, messageHint, true);
+      if (hinted && !hinted.external_id) {
+        await this.messages.setExternalId(tx, hinted.id, report.external_id);
+        message = { ...hinted, external_id: report.external_id };
+      }
+    }
+    if (!message) {
+      await this.messages.addPendingStatus(tx, report, this.clock.now());
+      this.statuses.inc({ status: report.status, outcome: 'pending' });
+      return 'pending';
+    }
+    const moved = await this.move(tx, message, report.status, report.at, { code: report.error_code, message: report.error_message });
+    this.statuses.inc({ status: report.status, outcome: moved ? 'applied' : 'ignored' });
+    return moved ? 'applied' : 'ignored';
+  }
+
+  /**
+   * Moves a locked message by one report, forward only (`nextStatus`), stamping the report's time
+   * even when the status itself stays; then tells the requester and settles a notification delivery.
+   */
+  private async move(tx: Tx, message: MessageRow, reported: string, at: Date, error: { code?: string | null; message?: string | null }, stage: 'enqueue' | 'delivery' = 'delivery'): Promise<boolean> {
+    if (message.direction !== 'outbound') return false;
+    const to = nextStatus(message.status, reported);
+    await this.messages.setStatus(tx, message.id, to, reported, at, error);
+    if (!to) return false;
+    const from = message.status;
+    message.status = to;
+    const changed: MessageStatusChangedData = {
+      message_id: message.id,
+      conversation_id: message.conversation_id,
+      contact_id: message.contact_id,
+      channel: message.channel,
+      from,
+      to,
+      provider_message_id: message.external_id,
+    };
+    await this.stream.append(tx, message.organization_id, MessagingEvents.MessageStatusChanged, changed as unknown as Record<string, unknown>);
+
+    if (from === 'queued' && (to === 'sent' || to === 'delivered' || to === 'read')) {
+      await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: message.organization_id, data: outcomeData(message, 'sent') as unknown as Record<string, unknown> });
+      await this.settleDelivery(tx, message, 'sent', null);
+    } else if (to === 'failed') {
+      await tx.publish({
+        event_id: `messaging.message.failed:${message.id}`,
+        type: MessagingEvents.MessageFailed,
+        organization_id: message.organization_id,
+        data: { ...outcomeData(message, 'failed'), failure_stage: stage, error_code: error.code ?? null } as unknown as Record<string, unknown>,
+      });
+      this.logger.error(
+        {
+          event: stage === 'enqueue' ? 'messaging.send_enqueue_failed' : 'messaging.send_delivery_failed',
+          organization_id: message.organization_id,
+          message_id: message.id,
+          conversation_id: message.conversation_id,
+          idempotency_key: message.idempotency_key,
+          requester: message.requester,
+          code: error.code ?? null,
+        },
+        stage === 'enqueue' ? 'send was refused at enqueue' : 'send could not be delivered',
+      );
+      await this.settleDelivery(tx, message, 'failed', error.code ?? 'failed');
+    } else if (to === 'cancelled') {
+      await tx.publish({ event_id: `messaging.message.cancelled:${message.id}`, type: MessagingEvents.MessageCancelled, organization_id: message.organization_id, data: outcomeData(message, 'cancelled') as unknown as Record<string, unknown> });
+      await this.settleDelivery(tx, message, 'failed', 'cancelled');
+    }
+    return true;
+  }
+
+  private async settleDelivery(tx: Tx, message: MessageRow, status: 'sent' | 'failed', errorCode: string | null): Promise<void> {
+    if (!message.notification_delivery_id) return;
+    const delivery = await this.notifications.settleDelivery(tx, message.notification_delivery_id, status, errorCode, this.clock.now());
+    if (!delivery) return;
+    const data: NotificationDeliveryUpdatedData = {
+      notification_id: delivery.notification_id,
+      delivery_id: delivery.id,
+      channel: delivery.channel,
+      status: delivery.status,
+      message_id: message.id,
+      error_code: delivery.error_code,
+    };
+    await tx.publish({ event_id: `messaging.notification.delivery_updated:${delivery.id}`, type: MessagingEvents.NotificationDeliveryUpdated, organization_id: message.organization_id, data: data as unknown as Record<string, unknown> });
+    await this.stream.append(tx, message.organization_id, MessagingEvents.NotificationDeliveryUpdated, data as unknown as Record<string, unknown>);
+  }
+}
+

@@ -1,0 +1,67 @@
+import { Controller, Injectable } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { OnBusMessage } from '@touchpoint/bus';
+import { type BusMessage, MessagingCommands, MessagingRpc, type MessagingSendData, type MessagingChannel, type WhatsAppStatusBatch } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, isRetryable } from '@touchpoint/errors';
+import { UnitOfWork } from '@touchpoint/runtime';
+import { OutcomesService } from './outcomes.service.js';
+import { SendService } from './send.service.js';
+
+/** RPC edge of the shared send path, and the statuses RPC for an ingress that forwards them here. */
+@Controller()
+export class SendController {
+  constructor(
+    private readonly sends: SendService,
+    private readonly outcomes: OutcomesService,
+    private readonly uow: UnitOfWork,
+  ) {}
+
+  @MessagePattern(MessagingRpc.Send)
+  send(@Payload() data: MessagingSendData) {
+    return this.sends.send(data);
+  }
+
+  /** `WhatsAppStatusBatch` + `organization_id` → counts; answered after the statuses are stored. */
+  @MessagePattern(MessagingRpc.WhatsAppStatuses)
+  async statuses(@Payload() data: WhatsAppStatusBatch & { organization_id: string }) {
+    const counts = { applied: 0, ignored: 0, pending: 0 };
+    await this.uow.run(async (tx) => {
+      for (const s of data.statuses ?? []) {
+        const outcome = await this.outcomes.status(tx, {
+          organization_id: data.organization_id,
+          channel: 'whatsapp' as MessagingChannel,
+          external_id: s.id,
+          status: s.status,
+          at: new Date(Number(s.timestamp) * 1000),
+          error_code: s.errors?.[0]?.code !== undefined ? String(s.errors[0].code) : null,
+          error_message: s.errors?.[0]?.message ?? s.errors?.[0]?.title ?? null,
+        });
+        counts[outcome]++;
+      }
+    });
+    return counts;
+  }
+}
+
+/** Bus edge of the `messaging.send` command (followups, outreach and others send this way). */
+@Injectable()
+export class SendConsumer {
+  constructor(private readonly sends: SendService) {}
+
+  @OnBusMessage(MessagingCommands.Send)
+  async onSend(message: BusMessage<MessagingSendData>, tx: Tx): Promise<void> {
+    const data = { ...message.data, organization_id: message.organization_id ?? message.data?.organization_id };
+    try {
+      await this.sends.sendInTx(tx, data);
+    } catch (err) {
+      if (err instanceof AppError && !isRetryable(err)) {
+        // A command that can never be written: tell the requester instead of retrying it forever.
+        this.sends.logEnqueueFailure(data, err);
+        await tx.publish(this.sends.failedCommandEvent(data, err));
+        return;
+      }
+      throw err;
+    }
+  }
+}

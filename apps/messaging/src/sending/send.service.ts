@@ -1,0 +1,272 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Counter } from 'prom-client';
+import {
+  MESSAGING_CHANNELS,
+  MessagingEvents,
+  type MessagingSendData,
+  type MessagingSendResult,
+  type MessageOutcomeData,
+  OutboxCommands,
+  type OutboxEnqueueData,
+  type OutboxPayload,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import type { ContactRow } from '../contacts/contacts.repository.js';
+import { ContactsService } from '../contacts/contacts.service.js';
+import { type ConversationRow, ConversationsRepository } from '../conversations/conversations.repository.js';
+import { InstancesService } from '../conversations/instances.service.js';
+import { type MessageRow, MessagesRepository, toMessageView } from '../messages/messages.repository.js';
+import { requireString } from '../shared/sql.js';
+import { StreamRepository } from '../stream/stream.repository.js';
+
+/** Channels whose sends go through the outbox-dispatcher (it owns every wire call, DESIGN §4). */
+const DISPATCHED_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
+/** Channels delivered by storing the message (the client reads it in the thread or the feed). */
+const STORED_CHANNELS = new Set(['web', 'in_app']);
+/** Longest idempotency key, characters. */
+const MAX_KEY_LENGTH = 200;
+/** Longest text body, characters (WhatsApp's limit, the strictest channel). */
+const MAX_TEXT_LENGTH = 4096;
+
+/** The outcome of writing a send: the message row and whether this call created it. */
+export interface SendWrite {
+  message: MessageRow;
+  created: boolean;
+}
+
+/**
+ * The shared send path (issue 4 §5, DESIGN §4): validates, writes the outbound message `queued` in
+ * the conversation's active instance, and asks the dispatcher to send it with the caller's
+ * idempotency key, all in one transaction. The same key twice is one message and one entry.
+ */
+@Injectable()
+export class SendService {
+  private readonly sends: Counter<'channel' | 'outcome'>;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly contacts: ContactsService,
+    private readonly conversations: ConversationsRepository,
+    private readonly instances: InstancesService,
+    private readonly messages: MessagesRepository,
+    private readonly stream: StreamRepository,
+    private readonly clock: Clock,
+    metrics: Metrics,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.sends = new Counter({ name: `${METRIC_PREFIX}messaging_sends_total`, help: 'Sends written by the shared send path, by channel and outcome', labelNames: ['channel', 'outcome'], registers: [metrics.registry] });
+  }
+
+  /**
+   * The RPC form: one transaction, answered after it committed.
+   * @throws AppError validation_failed, not_found (contact, conversation); the enqueue failure is logged as `messaging.send_enqueue_failed`
+   */
+  async send(data: MessagingSendData): Promise<MessagingSendResult> {
+    try {
+      const { message, created } = await this.uow.run((tx) => this.sendInTx(tx, data));
+      return {
+        message_id: message.id,
+        conversation_id: message.conversation_id,
+        instance_id: message.instance_id,
+        contact_id: message.contact_id,
+        status: message.status,
+        created,
+      };
+    } catch (err) {
+      this.logEnqueueFailure(data, err);
+      throw err;
+    }
+  }
+
+  /** Logs a send that was never queued (seed 004: distinct from a delivery failure). */
+  logEnqueueFailure(data: Partial<MessagingSendData>, err: unknown): void {
+    this.sends.inc({ channel: String(data?.channel ?? 'unknown'), outcome: 'enqueue_failed' });
+    this.logger.error(
+      {
+        event: 'messaging.send_enqueue_failed',
+        organization_id: data?.organization_id,
+        idempotency_key: data?.idempotency_key,
+        requester: data?.requester,
+        channel: data?.channel,
+        code: err instanceof AppError ? err.code : ErrorCode.Internal,
+        err: (err as Error).message,
+      },
+      'send was not queued',
+    );
+  }
+
+  /** The `messaging.failed` event for a send command that could not even be written. */
+  failedCommandEvent(data: Partial<MessagingSendData>, err: unknown) {
+    const payload: MessageOutcomeData = {
+      message_id: null,
+      conversation_id: null,
+      contact_id: null,
+      channel: (data?.channel ?? 'whatsapp') as MessageOutcomeData['channel'],
+      idempotency_key: String(data?.idempotency_key ?? ''),
+      requester: String(data?.requester ?? ''),
+      status: 'failed',
+      failure_stage: 'enqueue',
+      error_code: err instanceof AppError ? err.code : ErrorCode.Internal,
+      context: data?.context,
+    };
+    return { event_id: `messaging.message.failed:cmd:${data?.organization_id}:${data?.idempotency_key}`, type: MessagingEvents.MessageFailed, organization_id: data?.organization_id ?? null, data: payload as unknown as Record<string, unknown> };
+  }
+
+  /**
+   * Writes a send in the caller's transaction (replies from the inbound path, notification
+   * deliveries, the `messaging.send` command). Returns the existing message for a repeated key.
+   * @throws AppError validation_failed, not_found
+   */
+  async sendInTx(tx: Tx, data: MessagingSendData, known?: { contact: ContactRow; conversation: ConversationRow }): Promise<SendWrite> {
+    validate(data);
+    const now = this.clock.now();
+    const existing = await this.messages.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key);
+    if (existing) return { message: existing, created: false };
+
+    const contact = known?.contact ?? (await this.resolveContact(tx, data));
+    if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
+    const address = addressOf(contact, data.channel);
+    if (!address && !STORED_CHANNELS.has(data.channel)) {
+      throw new AppError(ErrorCode.ValidationFailed, `the contact has no address for ${data.channel}`, { field: 'contact_id' });
+    }
+    let conversation = known?.conversation;
+    if (!conversation && data.conversation_id) {
+      conversation = (await this.conversations.findConversation(tx, data.organization_id, data.conversation_id)) ?? undefined;
+      if (!conversation || conversation.contact_id !== contact.id || conversation.channel !== data.channel) throw new AppError(ErrorCode.NotFound, 'conversation not found');
+    }
+    conversation ??= await this.conversations.ensureConversation(tx, data.organization_id, contact.id, data.channel, now);
+    await this.conversations.lockConversation(tx, conversation.id);
+    const instance = await this.instances.activeInstanceLocked(tx, conversation, now);
+    await this.conversations.touch(tx, conversation.id, now, false);
+
+    const stored = STORED_CHANNELS.has(data.channel);
+    const payload = payloadOf(data);
+    const message = await this.messages.insert(tx, {
+      organization_id: data.organization_id,
+      conversation_id: conversation.id,
+      instance_id: instance.id,
+      contact_id: contact.id,
+      channel: data.channel,
+      direction: 'outbound',
+      sender_type: data.sender_type,
+      sender_id: data.sender_id ?? null,
+      message_type: payload.type,
+      body: data.text ?? data.media?.caption ?? (data.template ? `[template ${data.template.name}]` : null),
+      subject: data.subject ?? null,
+      status: stored ? 'sent' : 'queued',
+      in_reply_to: data.reply_to_external_id ?? null,
+      payload,
+      idempotency_key: data.idempotency_key,
+      requester: data.requester,
+      context: data.context ?? null,
+      notification_delivery_id: data.notification_delivery_id ?? null,
+      created_at: now,
+      sent_at: stored ? now : null,
+    });
+    if (!message) {
+      // A concurrent send with the same key won the unique index: answer with its row.
+      const winner = await this.messages.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key);
+      if (!winner) throw new AppError(ErrorCode.ServiceUnavailable, 'send raced; retry');
+      return { message: winner, created: false };
+    }
+
+    if (DISPATCHED_CHANNELS.has(data.channel)) {
+      const enqueue: OutboxEnqueueData = {
+        organization_id: data.organization_id,
+        channel: data.channel as OutboxEnqueueData['channel'],
+        sender_id: data.outbox_sender_id ?? null,
+        to: address!,
+        idempotency_key: data.idempotency_key,
+        payload: payload as OutboxPayload,
+        log_context: { message_id: message.id, conversation_id: conversation.id, contact_id: contact.id, requester: data.requester, ...(data.context ?? {}) },
+        requester: 'messaging',
+      };
+      await tx.publish({ event_id: `messaging.send:${message.id}`, type: OutboxCommands.Enqueue, organization_id: data.organization_id, data: enqueue as unknown as Record<string, unknown> });
+    } else if (stored) {
+      await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: data.organization_id, data: outcomeData(message, 'sent') as unknown as Record<string, unknown> });
+    } else {
+      // No adapter for this channel yet (sms): the send fails before it was ever queued.
+      await this.messages.setStatus(tx, message.id, 'failed', 'failed', now, { code: ErrorCode.UnsupportedChannel, message: `no sender for ${data.channel}` });
+      message.status = 'failed';
+      message.error_code = ErrorCode.UnsupportedChannel;
+      await tx.publish({
+        event_id: `messaging.message.failed:${message.id}`,
+        type: MessagingEvents.MessageFailed,
+        organization_id: data.organization_id,
+        data: { ...outcomeData(message, 'failed'), failure_stage: 'enqueue', error_code: ErrorCode.UnsupportedChannel } as unknown as Record<string, unknown>,
+      });
+      this.logEnqueueFailure(data, new AppError(ErrorCode.UnsupportedChannel, `no sender for ${data.channel}`));
+    }
+    if (data.sender_type === 'operator') {
+      await tx.publish({
+        event_id: `messaging.human_message_sent:${message.id}`,
+        type: MessagingEvents.HumanMessageSent,
+        organization_id: data.organization_id,
+        data: { message_id: message.id, conversation_id: conversation.id, contact_id: contact.id, channel: data.channel, operator_id: data.sender_id ?? null },
+      });
+    }
+    await this.stream.append(tx, data.organization_id, MessagingEvents.MessageQueued, toMessageView(message) as unknown as Record<string, unknown>);
+    this.sends.inc({ channel: data.channel, outcome: message.status });
+    return { message, created: true };
+  }
+
+  private async resolveContact(tx: Tx, data: MessagingSendData): Promise<ContactRow> {
+    if (data.contact_id) return this.contacts.mustFind(tx, data.organization_id, data.contact_id);
+    if (data.to) return this.contacts.findOrCreateByAddress(tx, data.organization_id, data.channel, data.to, null);
+    throw new AppError(ErrorCode.ValidationFailed, 'give contact_id or to', { field: 'contact_id' });
+  }
+}
+
+/** The `messaging.message.*` outcome data of a message row. */
+export function outcomeData(m: MessageRow, status: MessageOutcomeData['status']): MessageOutcomeData {
+  return {
+    message_id: m.id,
+    conversation_id: m.conversation_id,
+    contact_id: m.contact_id,
+    channel: m.channel,
+    idempotency_key: m.idempotency_key ?? '',
+    requester: m.requester ?? '',
+    status,
+    provider_message_id: m.external_id,
+    notification_delivery_id: m.notification_delivery_id,
+    context: m.context ?? undefined,
+  };
+}
+
+function addressOf(contact: ContactRow, channel: string): string | null {
+  if (channel === 'whatsapp' || channel === 'sms') return contact.phone;
+  if (channel === 'email') return contact.email;
+  if (channel === 'linkedin') return contact.linkedin_provider_id;
+  return null;
+}
+
+/** @throws AppError validation_failed naming the field */
+function validate(data: MessagingSendData): void {
+  if (!data || typeof data !== 'object') throw new AppError(ErrorCode.ValidationFailed, 'a send needs a body');
+  requireString(data.organization_id, 'organization_id');
+  requireString(data.idempotency_key, 'idempotency_key');
+  if (data.idempotency_key.length > MAX_KEY_LENGTH) throw new AppError(ErrorCode.ValidationFailed, `idempotency_key is longer than ${MAX_KEY_LENGTH}`, { field: 'idempotency_key' });
+  if (!MESSAGING_CHANNELS.includes(data.channel)) throw new AppError(ErrorCode.ValidationFailed, `channel must be one of ${MESSAGING_CHANNELS.join(', ')}`, { field: 'channel' });
+  requireString(data.sender_type, 'sender_type');
+  requireString(data.requester, 'requester');
+  const kinds = [data.text !== undefined, data.template !== undefined, data.media !== undefined, data.interactive !== undefined].filter(Boolean).length;
+  if (kinds !== 1) throw new AppError(ErrorCode.ValidationFailed, 'give exactly one of text, template, media, interactive', { field: 'text' });
+  if (data.text !== undefined && (typeof data.text !== 'string' || data.text.trim() === '' || data.text.length > MAX_TEXT_LENGTH)) {
+    throw new AppError(ErrorCode.ValidationFailed, `text must be 1 to ${MAX_TEXT_LENGTH} characters`, { field: 'text' });
+  }
+}
+
+/** The dispatcher payload of a send (outbox.ts shapes). */
+function payloadOf(data: MessagingSendData): OutboxPayload & { subject?: string } {
+  if (data.template) return { type: 'template', name: data.template.name, language: data.template.language, components: data.template.components as never };
+  if (data.media) return { type: 'media', ...data.media };
+  if (data.interactive) return { type: 'interactive', interactive: data.interactive as never };
+  const text: OutboxPayload & { subject?: string } = { type: 'text', body: data.text! };
+  if (data.reply_to_external_id && data.channel === 'whatsapp') (text as { reply_to?: string }).reply_to = data.reply_to_external_id;
+  if (data.subject) text.subject = data.subject;
+  return text;
+}

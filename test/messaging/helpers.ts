@@ -1,0 +1,58 @@
+import amqplib from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { BusNames } from '@touchpoint/bus';
+import type { WhatsAppInboundBatch } from '@touchpoint/contracts';
+import type { TestWorld } from '@touchpoint/testing';
+
+/** The business number of the fixtures (fixtures/README: phone-number id 100000000000002). */
+export const PHONE_NUMBER_ID = '100000000000002';
+
+/** One inbound text message as Meta sends it in `value` (fixtures/meta/webhook-message-text.json). */
+export function inboundText(wamid: string, from: string, text: string, timestampSeconds: number, phoneNumberId = PHONE_NUMBER_ID): WhatsAppInboundBatch {
+  return {
+    phone_number_id: phoneNumberId,
+    display_phone_number: '5511912345678',
+    contacts: [{ wa_id: from, profile: { name: 'Ana Example' } }],
+    messages: [{ from, id: wamid, timestamp: String(timestampSeconds), type: 'text', text: { body: text } }],
+  };
+}
+
+export const newWamid = () => `wamid.${randomUUID().replace(/-/g, '')}`;
+
+/** Registers a WhatsApp number for an organization in messaging's sender read model. */
+export async function registerSender(world: TestWorld, organizationId: string, phoneNumberId = PHONE_NUMBER_ID): Promise<void> {
+  await world.sql(
+    `INSERT INTO "${world.schema('messaging')}".whatsapp_senders (phone_number_id, organization_id, sender_id, status, updated_at) VALUES ($1, $2, $3, 'connected', now())
+     ON CONFLICT (phone_number_id) DO UPDATE SET organization_id = EXCLUDED.organization_id`,
+    [phoneNumberId, organizationId, `sender-${organizationId}`],
+  );
+}
+
+/** Gives an organization its own limits in the abuse schema (high rates, a small instance cap). */
+export async function setLimits(world: TestWorld, organizationId: string, limits: { per_minute?: number; per_hour?: number; per_day?: number; per_instance?: number }): Promise<void> {
+  await world.sql(
+    `INSERT INTO "${world.schema('abuse')}".rate_limit_config (organization_id, channel, user_type, per_minute, per_hour, per_day, per_instance)
+     VALUES ($1, '*', 'all', $2, $3, $4, $5)`,
+    [organizationId, limits.per_minute ?? 1000, limits.per_hour ?? 10_000, limits.per_day ?? 100_000, limits.per_instance ?? 500],
+  );
+}
+
+/** Publishes an event on the world's bus as another service would (through the events exchange). */
+export async function publishEvent(world: TestWorld, type: string, organizationId: string, data: Record<string, unknown>, eventId = `${type}:${randomUUID()}`): Promise<void> {
+  const conn = await amqplib.connect(world.amqpUrl);
+  try {
+    const channel = await conn.createConfirmChannel();
+    const names = new BusNames(world.namespace, 'test');
+    const message = { event_id: eventId, type, organization_id: organizationId, occurred_at: new Date().toISOString(), data };
+    channel.publish(names.eventsExchange, type, Buffer.from(JSON.stringify(message)), { persistent: true, messageId: eventId, contentType: 'application/json', type });
+    await channel.waitForConfirms();
+    await channel.close();
+  } finally {
+    await conn.close();
+  }
+}
+
+/** Outbox rows of a service, by type, oldest first. */
+export async function outboxEvents<T = Record<string, unknown>>(world: TestWorld, service: 'messaging' | 'abuse', type: string): Promise<{ event_id: string; payload: { data: T; organization_id: string } }[]> {
+  return world.sql(`SELECT event_id, payload FROM "${world.schema(service)}".outbox_events WHERE type = $1 ORDER BY id`, [type]);
+}
