@@ -115,3 +115,16 @@ describe('BusConnection (consumer side)', () => {
     expect(parked.event_id).toBe('garbage-1');
   });
 });
+
+describe(DeadLetterAdmin.name, () => {
+  it('answers an empty list and replays nothing for a service that never declared its queues', async () => {
+    const world = await createTestWorld('dlq_missing');
+    try {
+      const sut = new DeadLetterAdmin(world.amqpUrl, world.namespace);
+      await expect(sut.list('abuse')).resolves.toEqual([]);
+      await expect(sut.replay('abuse')).resolves.toEqual([]);
+    } finally {
+      await world.close();
+    }
+  });
+});

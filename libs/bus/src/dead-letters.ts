@@ -15,7 +15,8 @@ export interface DeadLetter {
 
 /**
  * Lists and replays a service's dead-letter queue (DESIGN §2, admin CLI). Listing takes every
- * message without acking and closes the channel, which puts them all back in order.
+ * message without acking and closes the channel, which puts them all back in order. A service
+ * whose dead-letter queue does not exist yet has none.
  */
 export class DeadLetterAdmin {
   constructor(
@@ -24,9 +25,9 @@ export class DeadLetterAdmin {
   ) {}
 
   async list(service: string, limit = 1000): Promise<DeadLetter[]> {
-    return this.withChannel(async (channel) => {
+    return this.withChannel(async (channel, conn) => {
       const names = new BusNames(this.namespace, service);
-      await channel.checkQueue(names.deadLetterQueue);
+      if (!(await this.queueExists(conn, names.deadLetterQueue))) return [];
       const out: DeadLetter[] = [];
       for (let i = 0; i < limit; i++) {
         const msg = await channel.get(names.deadLetterQueue, { noAck: false });
@@ -43,11 +44,12 @@ export class DeadLetterAdmin {
    * broker confirmed its copy in the work queue.
    */
   async replay(service: string, eventIds: string[] = []): Promise<string[]> {
-    const conn = await amqplib.connect(this.amqpUrl);
+    const conn = await this.connect();
     try {
       const channel = await conn.createConfirmChannel();
+      channel.on('error', () => undefined);
       const names = new BusNames(this.namespace, service);
-      await channel.checkQueue(names.deadLetterQueue);
+      if (!(await this.queueExists(conn, names.deadLetterQueue))) return [];
       const replayed: string[] = [];
       const wanted = new Set(eventIds);
       for (;;) {
@@ -70,11 +72,32 @@ export class DeadLetterAdmin {
     }
   }
 
-  private async withChannel<T>(fn: (channel: amqplib.Channel) => Promise<T>): Promise<T> {
+  /** A connection whose errors reject the current call instead of crashing the caller's process. */
+  private async connect(): Promise<amqplib.ChannelModel> {
     const conn = await amqplib.connect(this.amqpUrl);
+    conn.on('error', () => undefined);
+    return conn;
+  }
+
+  /** Checks a queue on a throwaway channel (a missing queue closes the channel it was asked on). */
+  private async queueExists(conn: amqplib.ChannelModel, queue: string): Promise<boolean> {
+    const probe = await conn.createChannel();
+    probe.on('error', () => undefined);
+    try {
+      await probe.checkQueue(queue);
+      await probe.close();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async withChannel<T>(fn: (channel: amqplib.Channel, conn: amqplib.ChannelModel) => Promise<T>): Promise<T> {
+    const conn = await this.connect();
     try {
       const channel = await conn.createChannel();
-      const result = await fn(channel);
+      channel.on('error', () => undefined);
+      const result = await fn(channel, conn);
       await channel.close().catch(() => undefined);
       return result;
     } finally {
