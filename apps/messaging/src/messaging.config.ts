@@ -17,6 +17,10 @@ export class MessagingConfig extends ServiceConfig {
   @IsIn(['on', 'off'])
   SUMMARIES = 'on';
 
+  /** Provider deadline of one summary run through ai-gateway, ms. */
+  @IsInt() @Min(1000) @Max(120_000)
+  SUMMARY_TIMEOUT_MS = 20_000;
+
   /** How long the real-time feed keeps items for `Last-Event-ID` resume, ms. */
   @IsInt() @Min(60_000) @Max(7 * 86_400_000)
   STREAM_RETENTION_MS = 3_600_000;

@@ -142,6 +142,7 @@ export class InstancesService {
         idempotency_key: `summary:${instance.id}:${instance.summary_attempts}`,
         input: { messages: messages.filter((m) => m.body).map((m) => ({ at: new Date(m.created_at).toISOString(), direction: m.direction, channel: m.channel, text: m.body! })) },
         output_schema: { required: { summary: 'string' } },
+        timeout_ms: this.config.SUMMARY_TIMEOUT_MS,
       });
       const summary = result.status === 'ok' ? (result.output as { summary?: unknown } | null)?.summary : undefined;
       if (typeof summary !== 'string' || summary.trim() === '') {

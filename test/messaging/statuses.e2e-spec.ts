@@ -1,0 +1,155 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { randomUUID } from 'node:crypto';
+import { MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
+import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { NotificationsService } from '../../apps/messaging/src/notifications/notifications.service.js';
+import { SendService } from '../../apps/messaging/src/sending/send.service.js';
+import { outboxEvents, publishEvent } from './helpers.js';
+
+describe('messaging outcomes and statuses', () => {
+  let world: TestWorld;
+  let app: NestFastifyApplication;
+  const org = `org-${randomUUID()}`;
+  const m = () => world.schema('messaging');
+
+  beforeAll(async () => {
+    world = await createTestWorld('statuses');
+    app = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
+  });
+  afterAll(() => world.close());
+
+  const send = (text: string, phone = '+5511987650000') =>
+    app.get(SendService).send({ organization_id: org, idempotency_key: `test:${randomUUID()}`, channel: 'whatsapp', to: phone, sender_type: 'followup', requester: 'followups', text });
+  const messageRow = async (id: string) =>
+    (await world.sql<{ status: string; external_id: string | null; sent_at: Date | null; delivered_at: Date | null; read_at: Date | null; failed_at: Date | null }>(
+      `SELECT status, external_id, sent_at, delivered_at, read_at, failed_at FROM "${m()}".messages WHERE id = $1`,
+      [id],
+    ))[0];
+  const entry = (messageId: string, key: string, wamid?: string) => ({
+    entry_id: randomUUID(),
+    idempotency_key: key,
+    channel: 'whatsapp',
+    to: '+5511987650000',
+    provider_message_id: wamid ?? null,
+    log_context: { message_id: messageId },
+  });
+  const status = (wamid: string, s: string, seconds: number) => ({
+    channel: 'whatsapp',
+    provider_message_id: wamid,
+    status: s,
+    provider_timestamp: new Date(seconds * 1000).toISOString(),
+    recipient: '5511987650000',
+    entry_id: null,
+    idempotency_key: null,
+    log_context: null,
+  });
+
+  it('writes the send queued with its outbox.enqueue command carrying the caller key', async () => {
+    const sent = await send('hello');
+    expect(sent).toMatchObject({ status: 'queued', created: true });
+    const [row] = await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [sent.message_id]);
+    const commands = (await outboxEvents<{ idempotency_key: string; to: string; log_context: Record<string, string> }>(world, 'messaging', 'outbox.enqueue')).filter(
+      (e) => e.payload.data.log_context?.message_id === sent.message_id,
+    );
+    expect(commands).toHaveLength(1);
+    expect(commands[0].payload.data).toMatchObject({ idempotency_key: row.idempotency_key, to: '+5511987650000' });
+    // the same key again: the same message, no second command
+    const again = await app.get(SendService).send({ organization_id: org, idempotency_key: row.idempotency_key, channel: 'whatsapp', to: '+5511987650000', sender_type: 'followup', requester: 'followups', text: 'hello' });
+    expect(again).toMatchObject({ message_id: sent.message_id, created: false });
+  });
+
+  it('never moves a message back over the statuses read, delivered, sent, failed, sent', async () => {
+    const sent = await send('statuses in disorder');
+    const wamid = `wamid.${randomUUID()}`;
+    const key = (await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [sent.message_id]))[0].idempotency_key;
+    await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(sent.message_id, key, wamid));
+    await eventually(async () => (await messageRow(sent.message_id)).status === 'sent');
+    const t = 1_760_000_000;
+    for (const [i, s] of ['read', 'delivered', 'sent', 'failed', 'sent'].entries()) {
+      await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i));
+    }
+    await eventually(async () => {
+      const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${m()}".inbox_events WHERE handler = 'OutcomesConsumer.onProviderStatus' AND event_id LIKE 'outbox.provider_status.recorded:%'`);
+      return n >= 5;
+    });
+    const row = await messageRow(sent.message_id);
+    expect(row.status).toBe('read');
+    expect(row.read_at).not.toBeNull();
+    expect(row.delivered_at).not.toBeNull();
+    expect(row.failed_at).toBeNull();
+    const failed = (await outboxEvents<{ message_id: string }>(world, 'messaging', MessagingEvents.MessageFailed)).filter((e) => e.payload.data.message_id === sent.message_id);
+    expect(failed).toHaveLength(0);
+    const sentEvents = (await outboxEvents<{ message_id: string; requester: string }>(world, 'messaging', MessagingEvents.MessageSent)).filter((e) => e.payload.data.message_id === sent.message_id);
+    expect(sentEvents).toHaveLength(1);
+    expect(sentEvents[0].payload.data.requester).toBe('followups');
+  });
+
+  it('keeps a status that arrives before the provider id and applies it when the id is known', async () => {
+    const sent = await send('early status');
+    const wamid = `wamid.${randomUUID()}`;
+    const key = (await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [sent.message_id]))[0].idempotency_key;
+    await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, 'delivered', 1_760_000_100));
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".pending_statuses WHERE external_id = $1`, [wamid])).length === 1);
+    expect((await messageRow(sent.message_id)).status).toBe('queued');
+
+    await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(sent.message_id, key, wamid));
+    await eventually(async () => (await messageRow(sent.message_id)).status === 'delivered');
+    const row = await messageRow(sent.message_id);
+    expect(row.external_id).toBe(wamid);
+    expect(row.delivered_at?.toISOString()).toBe(new Date(1_760_000_100_000).toISOString());
+    expect(await world.sql(`SELECT 1 FROM "${m()}".pending_statuses WHERE external_id = $1`, [wamid])).toHaveLength(0);
+  });
+
+  it('fails a message on the dispatcher failure and tells the requester, separating enqueue from delivery', async () => {
+    const delivery = await send('will fail in delivery');
+    const enqueue = await send('will be refused at enqueue');
+    const keyOf = async (id: string) => (await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [id]))[0].idempotency_key;
+    await publishEvent(world, OutboxEvents.EntryFailed, org, { ...entry(delivery.message_id, await keyOf(delivery.message_id)), classification: 'recipient_undeliverable', error_code: '131026', attempts: 1 });
+    await publishEvent(world, OutboxEvents.EntryFailed, org, { ...entry(enqueue.message_id, await keyOf(enqueue.message_id)), classification: null, error_code: 'invalid_recipient', attempts: 0 });
+    await eventually(async () => (await messageRow(delivery.message_id)).status === 'failed' && (await messageRow(enqueue.message_id)).status === 'failed');
+    const events = await outboxEvents<{ message_id: string; failure_stage: string; error_code: string }>(world, 'messaging', MessagingEvents.MessageFailed);
+    expect(events.find((e) => e.payload.data.message_id === delivery.message_id)?.payload.data).toMatchObject({ failure_stage: 'delivery', error_code: '131026' });
+    expect(events.find((e) => e.payload.data.message_id === enqueue.message_id)?.payload.data).toMatchObject({ failure_stage: 'enqueue', error_code: 'invalid_recipient' });
+  });
+
+  it('keeps a notification delivery pending until the dispatcher outcome, then marks it sent', async () => {
+    const contact = await world.sql<{ id: string }>(
+      `INSERT INTO "${m()}".contacts (organization_id, name, phone, phone_key, created_at, updated_at) VALUES ($1, 'Bruno Example', '+5511912340000', '5511912340000', now(), now()) RETURNING id`,
+      [org],
+    );
+    const created = await app.get(NotificationsService).create({ organization_id: org, contact_id: contact[0].id, title: 'Payment received', body: 'We got your payment.', channels: ['whatsapp', 'in_app'] });
+    const whatsapp = created.deliveries.find((d) => d.channel === 'whatsapp')!;
+    expect(whatsapp.status).toBe('pending');
+    expect(created.deliveries.find((d) => d.channel === 'in_app')?.status).toBe('sent');
+    expect(created.conversation_instance_id).not.toBeNull();
+    const [message] = await world.sql<{ id: string; idempotency_key: string; notification_id: string; status: string }>(
+      `SELECT id, idempotency_key, notification_id, status FROM "${m()}".messages WHERE id = $1`,
+      [whatsapp.message_id],
+    );
+    expect(message).toMatchObject({ idempotency_key: `nd:${whatsapp.delivery_id}`, notification_id: created.notification_id, status: 'queued' });
+
+    // The enqueue is not the delivery: still pending after a while with no outcome.
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await app.get(NotificationsService).get(org, created.notification_id)).deliveries.find((d) => d.channel === 'whatsapp')?.status).toBe('pending');
+
+    await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(message.id, message.idempotency_key, `wamid.${randomUUID()}`));
+    await eventually(async () => (await app.get(NotificationsService).get(org, created.notification_id)).deliveries.find((d) => d.channel === 'whatsapp')?.status === 'sent');
+    const updates = (await outboxEvents<{ delivery_id: string; status: string }>(world, 'messaging', MessagingEvents.NotificationDeliveryUpdated)).filter((e) => e.payload.data.delivery_id === whatsapp.delivery_id);
+    expect(updates.map((u) => u.payload.data.status)).toEqual(['sent']);
+  });
+
+  it('marks a notification delivery failed when its send fails', async () => {
+    const contact = await world.sql<{ id: string }>(
+      `INSERT INTO "${m()}".contacts (organization_id, name, phone, phone_key, created_at, updated_at) VALUES ($1, 'Carla Example', '+5511912349999', '5511912349999', now(), now()) RETURNING id`,
+      [org],
+    );
+    const created = await app.get(NotificationsService).create({ organization_id: org, contact_id: contact[0].id, body: 'Your code is 1234', channels: ['whatsapp', 'email'] });
+    expect(created.deliveries.find((d) => d.channel === 'email')).toMatchObject({ status: 'failed', error_code: 'no_address' });
+    const whatsapp = created.deliveries.find((d) => d.channel === 'whatsapp')!;
+    const [message] = await world.sql<{ id: string; idempotency_key: string }>(`SELECT id, idempotency_key FROM "${m()}".messages WHERE id = $1`, [whatsapp.message_id]);
+    await publishEvent(world, OutboxEvents.EntryFailed, org, { ...entry(message.id, message.idempotency_key), classification: 'permanent', error_code: '131026', attempts: 1 });
+    await eventually(async () => (await app.get(NotificationsService).get(org, created.notification_id)).deliveries.find((d) => d.channel === 'whatsapp')?.status === 'failed');
+  });
+});
