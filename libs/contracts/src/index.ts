@@ -7,3 +7,4 @@ export * from './messaging.js';
 export * from './abuse.js';
 export * from './ai.js';
 export * from './followups.js';
+export * from './outreach.js';

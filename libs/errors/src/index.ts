@@ -36,6 +36,18 @@ export enum ErrorCode {
   AlreadyEnrolled = 'already_enrolled',
   CampaignArchived = 'campaign_archived',
   ProspectSendCapReached = 'prospect_send_cap_reached',
+  CampaignFull = 'campaign_full',
+  OptedOut = 'opted_out',
+  CampaignNotActive = 'campaign_not_active',
+  EnrollmentNotActive = 'enrollment_not_active',
+  OutreachStopped = 'outreach_stopped',
+  CampaignHasEnrollments = 'campaign_has_enrollments',
+  NoContactAddress = 'no_contact_address',
+  BatchTooLarge = 'batch_too_large',
+  DraftEmpty = 'draft_empty',
+  DraftTooLong = 'draft_too_long',
+  DraftPlaceholder = 'draft_placeholder',
+  DraftLinkInNote = 'draft_link_in_note',
   // seed 004 (outbox: enqueue validation and ambiguous resolution)
   InvalidPayload = 'invalid_payload',
   InvalidRecipient = 'invalid_recipient',
@@ -115,6 +127,13 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.ActionNotPending:
     case ErrorCode.AlreadyEnrolled:
     case ErrorCode.CampaignArchived:
+    case ErrorCode.CampaignFull:
+    case ErrorCode.OptedOut:
+    case ErrorCode.CampaignNotActive:
+    case ErrorCode.EnrollmentNotActive:
+    case ErrorCode.OutreachStopped:
+    case ErrorCode.CampaignHasEnrollments:
+    case ErrorCode.NoContactAddress:
     case ErrorCode.SenderDisconnected:
     case ErrorCode.NotAmbiguous:
       return 409;
@@ -127,6 +146,11 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.InvalidGraph:
     case ErrorCode.InvalidCursor:
     case ErrorCode.UnsupportedChannel:
+    case ErrorCode.BatchTooLarge:
+    case ErrorCode.DraftEmpty:
+    case ErrorCode.DraftTooLong:
+    case ErrorCode.DraftPlaceholder:
+    case ErrorCode.DraftLinkInNote:
       return 422;
     case ErrorCode.RateLimited:
     case ErrorCode.ProspectSendCapReached:
