@@ -8,6 +8,7 @@ import { ForwardingModule } from './forwarding/forwarding.module.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { createValidationPipe } from './http/validation.js';
 import { GatewayEntities, GatewayMigrations } from './migrations/index.js';
+import { MessagingRoutesModule } from './messaging/messaging-routes.module.js';
 import { OrganizationsModule } from './organizations/organizations.module.js';
 import { SystemModule } from './system/system.module.js';
 
@@ -28,7 +29,7 @@ import { SystemModule } from './system/system.module.js';
  * - Document every route: `@ApiTags`, `@ApiOperation`, `@ApiOkResponse({ type })` and
  *   `@ApiErrorResponses(...)` for its failure statuses (401/403 come with `@RequireKey`).
  */
-export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule];
+export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule, MessagingRoutesModule];
 
 /** The gateway (DESIGN §1): auth, scopes, tenancy, validation, OpenAPI, forwarding by RPC. */
 @Module({})

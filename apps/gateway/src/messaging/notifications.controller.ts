@@ -1,0 +1,54 @@
+import { Body, Controller, Get, Param, Post, Put, Query } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { MessagingRpc, Scope } from '@touchpoint/contracts';
+import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
+import { ServiceForwarder } from '../forwarding/service-forwarder.js';
+import { ApiErrorResponses } from '../http/openapi.js';
+import { CreateNotificationDto, ListNotificationsQuery, NotificationIdParams, TemplateDto, TemplateKeyParams } from './dto/messaging.dto.js';
+
+/** Notifications and their templates (issue 4 §7), forwarded to messaging. */
+@ApiTags('notifications')
+@Controller()
+export class NotificationsController {
+  constructor(private readonly forwarder: ServiceForwarder) {}
+
+  @Post('notifications')
+  @RequireKey({ scopes: [Scope.MessagingWrite] })
+  @ApiOperation({ summary: 'Create a notification: one delivery per channel, pending until the dispatcher reports' })
+  @ApiErrorResponses(400, 404, 503)
+  create(@CurrentCaller() caller: Caller, @Body() body: CreateNotificationDto) {
+    return this.forwarder.forward(caller, 'messaging', MessagingRpc.NotificationCreate, body);
+  }
+
+  @Get('notifications')
+  @RequireKey({ scopes: [Scope.MessagingRead] })
+  @ApiOperation({ summary: 'List notifications, newest first (cursor)' })
+  @ApiErrorResponses(400, 422, 503)
+  list(@CurrentCaller() caller: Caller, @Query() query: ListNotificationsQuery) {
+    return this.forwarder.forward(caller, 'messaging', MessagingRpc.NotificationList, query);
+  }
+
+  @Get('notifications/:notification_id')
+  @RequireKey({ scopes: [Scope.MessagingRead] })
+  @ApiOperation({ summary: 'Get a notification with its deliveries' })
+  @ApiErrorResponses(404, 503)
+  get(@CurrentCaller() caller: Caller, @Param() params: NotificationIdParams) {
+    return this.forwarder.forward(caller, 'messaging', MessagingRpc.NotificationGet, params);
+  }
+
+  @Get('notification-templates')
+  @RequireKey({ scopes: [Scope.MessagingRead] })
+  @ApiOperation({ summary: 'List notification templates' })
+  @ApiErrorResponses(503)
+  templates(@CurrentCaller() caller: Caller) {
+    return this.forwarder.forward(caller, 'messaging', MessagingRpc.TemplateList, {});
+  }
+
+  @Put('notification-templates/:key')
+  @RequireKey({ scopes: [Scope.MessagingWrite] })
+  @ApiOperation({ summary: 'Create or replace a notification template' })
+  @ApiErrorResponses(400, 503)
+  putTemplate(@CurrentCaller() caller: Caller, @Param() params: TemplateKeyParams, @Body() body: TemplateDto) {
+    return this.forwarder.forward(caller, 'messaging', MessagingRpc.TemplateCreate, { ...body, key: params.key });
+  }
+}

@@ -1,0 +1,181 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
+import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
+import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
+import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
+import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
+import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
+import { inboundText, newWamid, outboxEvents, registerSender } from './helpers.js';
+
+/** Reads an SSE response until `count` events came or `timeoutMs` passed; then aborts it. */
+async function readEvents(url: string, secret: string, headers: Record<string, string>, count: number, timeoutMs = 5000) {
+  const controller = new AbortController();
+  const res = await fetch(url, { headers: { authorization: `Bearer ${secret}`, ...headers }, signal: controller.signal });
+  const events: { id?: string; event?: string; data?: any }[] = [];
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  const deadline = setTimeout(() => controller.abort(), timeoutMs);
+  try {
+    while (events.length < count) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        const e: { id?: string; event?: string; data?: any } = {};
+        for (const line of block.split('\n')) {
+          if (line.startsWith('id: ')) e.id = line.slice(4);
+          else if (line.startsWith('event: ')) e.event = line.slice(7);
+          else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+        }
+        if (e.event) events.push(e);
+      }
+    }
+  } catch {
+    // aborted at the deadline
+  } finally {
+    clearTimeout(deadline);
+    controller.abort();
+  }
+  return { status: res.status, contentType: res.headers.get('content-type'), events };
+}
+
+describe('gateway messaging routes', () => {
+  let world: TestWorld;
+  let gateway: NestFastifyApplication;
+  let messaging: NestFastifyApplication;
+  let http: ReturnType<typeof httpClient>;
+  let base: string;
+  let key: SeededKey;
+  let readOnly: SeededKey;
+  let other: SeededKey;
+
+  beforeAll(async () => {
+    world = await createTestWorld('gwmsg');
+    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '200' })));
+    const config = world.config(GatewayConfig);
+    gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
+    base = await gateway.getUrl();
+    http = httpClient(base);
+    const builders = gatewayBuilders(gateway);
+    key = await builders.organizationWithKey({ scopes: ['messaging:read', 'messaging:write'] });
+    readOnly = await builders.organizationWithKey({ scopes: ['messaging:read'], organizationId: key.organizationId, email: 'reader@example.com' });
+    other = await builders.organizationWithKey({ scopes: ['messaging:read', 'messaging:write'] });
+  });
+  afterAll(() => world.close());
+
+  it('creates, reads, lists by cursor, tags, untags and erases contacts, scoped to the organization', async () => {
+    const created = await http('POST', '/contacts', { secret: key.secret, json: { name: 'Ana Example', phone: '+55 11 98765-4321', tags: ['lead'] } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: 'Ana Example', phone: '+5511987654321', tags: ['lead'], kind: 'crm', erased: false });
+    const id = created.body.contact_id;
+
+    const duplicate = await http('POST', '/contacts', { secret: key.secret, json: { phone: '551187654321' } });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.body.error.details).toEqual({ contact_id: id });
+    expect((await http('POST', '/contacts', { secret: key.secret, json: { phone: 'not a phone' } })).body.error.code).toBe('validation_failed');
+    expect((await http('POST', '/contacts', { secret: readOnly.secret, json: { name: 'x' } })).status).toBe(403);
+
+    for (let i = 0; i < 3; i++) await http('POST', '/contacts', { secret: key.secret, json: { name: `Lead ${i}`, email: `lead${i}@example.com`, tags: ['bulk'] } });
+    const page1 = await http('GET', '/contacts?tag=bulk&limit=2', { secret: key.secret });
+    expect(page1.body.items).toHaveLength(2);
+    const page2 = await http('GET', `/contacts?tag=bulk&limit=2&cursor=${page1.body.next_cursor}`, { secret: key.secret });
+    expect(page2.body.items).toHaveLength(1);
+    expect(page2.body.next_cursor).toBeNull();
+    expect((await http('GET', '/contacts?cursor=garbage', { secret: key.secret })).body.error.code).toBe('invalid_cursor');
+
+    expect((await http('GET', `/contacts/${id}`, { secret: other.secret })).status).toBe(404);
+    expect((await http('PATCH', `/contacts/${id}`, { secret: key.secret, json: { time_zone: 'America/Sao_Paulo' } })).body.time_zone).toBe('America/Sao_Paulo');
+    expect((await http('POST', `/contacts/${id}/tags`, { secret: key.secret, json: { tags: ['vip', 'lead'] } })).body.tags).toEqual(['lead', 'vip']);
+    expect((await http('DELETE', `/contacts/${id}/tags/lead`, { secret: key.secret })).body.tags).toEqual(['vip']);
+    const tagged = await outboxEvents<{ contact_id: string; tags: string[] }>(world, 'messaging', 'messaging.contact.tagged');
+    expect(tagged.filter((e) => e.payload.data.contact_id === id).map((e) => e.payload.data.tags)).toEqual([['vip']]);
+
+    const erased = await http('POST', `/contacts/${id}/erase`, { secret: key.secret });
+    expect(erased.body).toMatchObject({ erased: true, name: null, phone: null, tags: [] });
+    expect((await outboxEvents<{ contact_id: string }>(world, 'messaging', 'messaging.contact.erased')).filter((e) => e.payload.data.contact_id === id)).toHaveLength(1);
+  });
+
+  it('lists conversations, reads a thread newest first, lets an operator write and resolve', async () => {
+    const pnid = 'pn-gw-1';
+    await registerSender(world, key.organizationId, pnid);
+    const inbound = messaging.get(InboundService);
+    await inbound.whatsapp(inboundText(newWamid(), '5511944445555', 'first question', 1_760_200_000, pnid));
+    await inbound.whatsapp(inboundText(newWamid(), '5511944445555', 'second question', 1_760_200_010, pnid));
+
+    const list = await http('GET', '/conversations?channel=whatsapp&status=open', { secret: key.secret });
+    expect(list.status).toBe(200);
+    const conversation = list.body.items[0];
+    expect(conversation).toMatchObject({ channel: 'whatsapp', status: 'open', active_instance_message_count: 2 });
+    expect((await http('GET', '/conversations', { secret: other.secret })).body.items).toEqual([]);
+
+    const sent = await http('POST', `/conversations/${conversation.conversation_id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Hi, Ana here' } });
+    expect(sent.status).toBe(201);
+    const again = await http('POST', `/conversations/${conversation.conversation_id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Hi, Ana here' } });
+    expect(again.body).toMatchObject({ message_id: sent.body.message_id, created: false });
+    const handoffs = (await outboxEvents<{ message_id: string; operator_id: string }>(world, 'messaging', 'messaging.human_message_sent')).filter((e) => e.payload.data.message_id === sent.body.message_id);
+    expect(handoffs).toHaveLength(1);
+    expect(handoffs[0].payload.data.operator_id).toBe(key.memberId);
+
+    const thread = await http('GET', `/conversations/${conversation.conversation_id}/messages?limit=2`, { secret: key.secret });
+    expect(thread.body.items.map((m: { body: string; direction: string }) => [m.direction, m.body])).toEqual([
+      ['outbound', 'Hi, Ana here'],
+      ['inbound', 'second question'],
+    ]);
+    const older = await http('GET', `/conversations/${conversation.conversation_id}/messages?limit=2&cursor=${thread.body.next_cursor}`, { secret: key.secret });
+    expect(older.body.items.map((m: { body: string }) => m.body)).toEqual(['first question']);
+
+    const resolved = await http('POST', `/conversations/${conversation.conversation_id}/resolve`, { secret: key.secret });
+    expect(resolved.body.status).toBe('resolved');
+    expect((await outboxEvents<{ conversation_id: string }>(world, 'messaging', 'messaging.conversation.resolved')).filter((e) => e.payload.data.conversation_id === conversation.conversation_id)).toHaveLength(1);
+    expect((await http('GET', `/conversations/${conversation.conversation_id}`, { secret: other.secret })).status).toBe(404);
+  });
+
+  it('creates, reads and lists notifications from a template', async () => {
+    const contact = await http('POST', '/contacts', { secret: key.secret, json: { name: 'Bruno Example', phone: '+5511922223333' } });
+    expect((await http('PUT', '/notification-templates/payment_received', { secret: key.secret, json: { title: 'Payment', body: 'Hi {{name}}, we got {{amount}}.' } })).status).toBe(200);
+    const missing = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.contact_id, template_key: 'payment_received', variables: { name: 'Bruno' }, channels: ['whatsapp'] } });
+    expect(missing.body.error).toMatchObject({ code: 'validation_failed', details: { missing: ['amount'] } });
+    const created = await http('POST', '/notifications', {
+      secret: key.secret,
+      json: { contact_id: contact.body.contact_id, template_key: 'payment_received', variables: { name: 'Bruno', amount: 'R$ 10' }, channels: ['whatsapp', 'in_app'], idempotency_key: 'pay-1' },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ body: 'Hi Bruno, we got R$ 10.', title: 'Payment' });
+    expect(created.body.deliveries.map((d: { channel: string; status: string }) => [d.channel, d.status]).sort()).toEqual([
+      ['in_app', 'sent'],
+      ['whatsapp', 'pending'],
+    ]);
+    const same = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.contact_id, body: 'other', channels: ['in_app'], idempotency_key: 'pay-1' } });
+    expect(same.body.notification_id).toBe(created.body.notification_id);
+    expect((await http('GET', `/notifications/${created.body.notification_id}`, { secret: key.secret })).body.notification_id).toBe(created.body.notification_id);
+    expect((await http('GET', `/notifications?contact_id=${contact.body.contact_id}`, { secret: key.secret })).body.items).toHaveLength(1);
+    expect((await http('GET', `/notifications/${created.body.notification_id}`, { secret: other.secret })).status).toBe(404);
+  });
+
+  it('streams the organization’s events as SSE and resumes after Last-Event-ID', async () => {
+    // Open a stream, then cause two events.
+    const streaming = readEvents(`${base}/events/stream?types=messaging.contact.created`, key.secret, {}, 2, 6000);
+    await new Promise((r) => setTimeout(r, 500));
+    await http('POST', '/contacts', { secret: key.secret, json: { name: 'Stream One', email: 'one@example.com' } });
+    await http('POST', '/contacts', { secret: other.secret, json: { name: 'Other tenant', email: 'x@example.com' } });
+    await http('POST', '/contacts', { secret: key.secret, json: { name: 'Stream Two', email: 'two@example.com' } });
+    const got = await streaming;
+    expect(got.status).toBe(200);
+    expect(got.contentType).toContain('text/event-stream');
+    expect(got.events.map((e) => e.event)).toEqual(['messaging.contact.created', 'messaging.contact.created']);
+    expect(got.events.map((e) => e.data.email)).toEqual(['one@example.com', 'two@example.com']);
+
+    // Missed while disconnected: a third contact; resuming after the first event replays two and three.
+    await http('POST', '/contacts', { secret: key.secret, json: { name: 'Stream Three', email: 'three@example.com' } });
+    const resumed = await readEvents(`${base}/events/stream?types=messaging.contact.created`, key.secret, { 'last-event-id': got.events[0].id! }, 2, 4000);
+    expect(resumed.events.map((e) => e.data.email)).toEqual(['two@example.com', 'three@example.com']);
+
+    expect((await http('GET', '/events/stream', {})).status).toBe(401);
+  });
+});
