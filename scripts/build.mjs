@@ -31,6 +31,14 @@ async function* walk(dir) {
   }
 }
 
+/** A source file swc could not compile; the message carries swc's own diagnosis. */
+export class BuildError extends Error {
+  constructor(file, cause) {
+    super(`cannot compile ${file}:\n${String(cause?.message ?? cause).replace(/\n\s*Caused by:[\s\S]*$/, '').trim()}`);
+    this.name = 'BuildError';
+  }
+}
+
 /** swc options: .swcrc plus the tsconfig path alias, resolved to relative `.js` imports. */
 async function swcOptions() {
   const swcrc = JSON.parse(await readFile(path.join(root, '.swcrc'), 'utf8'));
@@ -63,7 +71,12 @@ export async function build() {
       if (file.endsWith('.d.ts') || isTest(file)) continue;
       if (file.endsWith('.ts')) {
         const target = path.join(staging, relative.replace(/\.ts$/, '.js'));
-        const output = await transformFile(file, { ...options, filename: file, sourceFileName: path.relative(path.dirname(target), file) });
+        let output;
+        try {
+          output = await transformFile(file, { ...options, filename: file, sourceFileName: path.relative(path.dirname(target), file) });
+        } catch (err) {
+          throw new BuildError(relative, err);
+        }
         await mkdir(path.dirname(target), { recursive: true });
         await writeFile(target, `${output.code}\n//# sourceMappingURL=${path.basename(target)}.map\n`);
         if (output.map) await writeFile(`${target}.map`, output.map);
@@ -96,6 +109,11 @@ export async function build() {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const started = Date.now();
-  const count = await build();
-  process.stderr.write(`touchpoint: built ${count} files into dist/ in ${Date.now() - started} ms\n`);
+  try {
+    const count = await build();
+    process.stderr.write(`touchpoint: built ${count} files into dist/ in ${Date.now() - started} ms\n`);
+  } catch (err) {
+    process.stderr.write(`touchpoint: ${err instanceof BuildError ? err.message : err.stack}\n`);
+    process.exit(1);
+  }
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '@touchpoint/config';
 import { ensureDatabase } from '@touchpoint/database';
-import { AdminCliError, hasAdminCli, npmAdminCli } from './admin-cli.js';
+import { AdminCliError, COMPILED_CLI, compiledAdminCli, hasAdminCli, npmAdminCli } from './admin-cli.js';
 import { checkKeyAtGateway, demoKey, ensureDemo, type DemoAccess } from './demo.js';
 import { renderLogLine } from './log-format.js';
 import { portIsFree, preflight, unreachableMessage } from './preflight.js';
@@ -97,9 +97,14 @@ async function main(): Promise<void> {
     const rendered = renderLogLine('cli', '\x1b[90m', line, { color, verbose, tagWidth: tagWidth(names) });
     if (rendered !== undefined) out(`${rendered}\n`);
   };
-  const cli = hasAdminCli(ROOT) ? npmAdminCli(ROOT, process.env, cliLog) : undefined;
+  // The CLI of the contract (`npm run cli`), run from the build just made when it is there.
+  const cli = existsSync(path.join(ROOT, COMPILED_CLI))
+    ? compiledAdminCli(ROOT, process.env, cliLog)
+    : hasAdminCli(ROOT)
+      ? npmAdminCli(ROOT, process.env, cliLog)
+      : undefined;
   if (cli) {
-    say('migrating every schema (npm run cli -- migrate)');
+    say('migrating every schema (admin CLI: migrate)');
     try {
       const { migrated } = await cli.run<{ migrated: Record<string, string[]> }>(['migrate']);
       const applied = Object.entries(migrated).filter(([, list]) => list.length > 0);
@@ -137,8 +142,27 @@ async function main(): Promise<void> {
     });
   }
 
+  const ready = supervisor.waitReady(config.START_TIMEOUT_MS);
+  // The demo organization is made through the CLI and the database only, so it is prepared while
+  // the services boot; only checking a remembered key needs the gateway up.
+  const stateFile = path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR, 'demo.json');
+  const demoRun =
+    options.demo && cli && names.includes('gateway')
+      ? ensureDemo({
+          cli,
+          stateFile,
+          key: demoKey(config.DATABASE_URL, config.DB_SCHEMA_PREFIX),
+          checkKey: async (secret) => {
+            await ready;
+            return checkKeyAtGateway(gatewayUrl, secret);
+          },
+        })
+      : undefined;
+  // Settled below; this only keeps an early failure from being reported as unhandled.
+  demoRun?.catch(() => undefined);
+
   try {
-    await supervisor.waitReady(config.START_TIMEOUT_MS);
+    await ready;
   } catch (err) {
     if (err instanceof ChildExitedError) {
       say(`${err.message} during start-up; its last lines:\n${err.lastLines.map((l) => `    ${l}`).join('\n')}`);
@@ -157,17 +181,12 @@ async function main(): Promise<void> {
   });
 
   let demo: DemoAccess | undefined;
-  if (options.demo && cli && names.includes('gateway')) {
+  if (demoRun) {
+    const shown = displayPath(stateFile);
     try {
-      const stateFile = path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR, 'demo.json');
-      const result = await ensureDemo({
-        cli,
-        stateFile,
-        key: demoKey(config.DATABASE_URL, config.DB_SCHEMA_PREFIX),
-        checkKey: (secret) => checkKeyAtGateway(gatewayUrl, secret),
-      });
+      const result = await demoRun;
       demo = result.access;
-      say(result.created ? `created the demo organization and API key; saved in ${path.relative(ROOT, stateFile)}` : `using the demo organization saved in ${path.relative(ROOT, stateFile)}`);
+      say(result.created ? `created the demo organization and API key; saved in ${shown}` : `using the demo organization saved in ${shown}`);
     } catch (err) {
       say(`could not prepare the demo organization: ${err instanceof AdminCliError ? err.message : String(err)}`);
     }
@@ -195,6 +214,12 @@ function repositoryRoot(from: string): string {
   }
 }
 
+/** A path relative to the repository when inside it, else absolute. */
+function displayPath(file: string): string {
+  const relative = path.relative(ROOT, file);
+  return relative.startsWith('..') ? file : relative;
+}
+
 function tagWidth(names: readonly string[]): number {
   return Math.max(...names.map((n) => n.length), 'cli'.length);
 }
@@ -211,7 +236,7 @@ function banner(input: { names: StartedProcess[]; config: StartConfig; gatewayUr
   if (demo?.secret) {
     lines.push(
       `  organization   ${demo.organization_id}`,
-      `  API key        ${demo.secret}   (all scopes; kept in ${config.TOUCHPOINT_STATE_DIR}/demo.json)`,
+      `  API key        ${demo.secret}   (all scopes; kept in ${displayPath(path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR, 'demo.json'))})`,
       `  try it         curl -H "Authorization: Bearer ${demo.secret}" ${gatewayUrl}/me`,
     );
   }
