@@ -1,7 +1,43 @@
+import { IsBoolean } from 'class-validator';
 import { IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
 
 /** Environment of the followups service; see libs/config for the shared variables. */
 export class FollowupsConfig extends ServiceConfig {
   @IsInt() @Min(0) @Max(65535)
   override PORT = 3101;
+
+  /** Whether this process runs the release loop (an API-only replica sets false). */
+  @IsBoolean()
+  FOLLOWUP_RELEASE_ENABLED = true;
+
+  /** Release workers in this process, each one transaction at a time (DESIGN §9: claims scale with concurrency). */
+  @IsInt() @Min(1) @Max(64)
+  FOLLOWUP_RELEASE_CONCURRENCY = 4;
+
+  /** Poll interval of an idle release worker, ms (seed 000 "loops poll every second"). */
+  @IsInt() @Min(50) @Max(5000)
+  FOLLOWUP_POLL_MS = 1000;
+
+  /** Failures of one enrollment's step before it is marked `dead` (seed 000 `FOLLOWUP_MAX_FAILURES`). */
+  @IsInt() @Min(1) @Max(100)
+  FOLLOWUP_MAX_FAILURES = 8;
+
+  /**
+   * Gap between two follow-up releases on one sending number, ms (seed 000 "pacing += sendDelayMs");
+   * 0 turns per-number pacing off (the dispatcher still paces each recipient pair).
+   */
+  @IsInt() @Min(0) @Max(3_600_000)
+  FOLLOWUP_SENDER_GAP_MS = 250;
+
+  /**
+   * Whether AI steps (`ai_classify`, AI-written actions) may be published. Their engine comes with
+   * the follow-up AI work; until then publishing them answers 422 `invalid_graph` /
+   * `ai_step_unavailable`.
+   */
+  @IsBoolean()
+  FOLLOWUP_AI_STEPS_ENABLED = false;
+
+  /** Deadline of the RPC a tag/untag step makes to messaging, ms. */
+  @IsInt() @Min(100) @Max(30_000)
+  FOLLOWUP_ACTION_RPC_TIMEOUT_MS = 3000;
 }

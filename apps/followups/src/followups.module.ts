@@ -1,15 +1,80 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { PlatformModule } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { ContactsConsumer } from './contacts/contacts.consumer.js';
+import { ContactsRepository } from './contacts/contacts.repository.js';
+import { EnrollmentsController } from './enrollments/enrollments.controller.js';
+import { EnrollmentsRepository } from './enrollments/enrollments.repository.js';
+import { EnrollmentsService } from './enrollments/enrollments.service.js';
+import { FlowVersionCache } from './flows/flow-version-cache.js';
+import { FlowsController } from './flows/flows.controller.js';
+import { FlowsRepository } from './flows/flows.repository.js';
+import { FlowsService } from './flows/flows.service.js';
 import type { FollowupsConfig } from './followups.config.js';
+import { FollowupsMetrics } from './metrics/followups.metrics.js';
 import { FollowupsEntities, FollowupsMigrations } from './migrations/index.js';
+import { QueueController } from './queue/queue.controller.js';
+import { QueueRepository } from './queue/queue.repository.js';
+import { QueueService } from './queue/queue.service.js';
+import { ReleaseLoop } from './release/release.loop.js';
+import { ReleaseRepository } from './release/release.repository.js';
+import { ReleaseService } from './release/release.service.js';
+import { ReleaseSignal } from './release/release-signal.js';
+import { SendOutcomesConsumer } from './release/send-outcomes.consumer.js';
+import { SendOutcomesService } from './release/send-outcomes.service.js';
+import { SendersConsumer } from './senders/senders.consumer.js';
+import { SendersRepository } from './senders/senders.repository.js';
+import { SettingsController } from './settings/settings.controller.js';
+import { SettingsRepository } from './settings/settings.repository.js';
+import { SettingsService } from './settings/settings.service.js';
+import { StopPathsConsumer } from './stop-paths/stop-paths.consumer.js';
+import { StopPathsRepository } from './stop-paths/stop-paths.repository.js';
+import { StopPathsService } from './stop-paths/stop-paths.service.js';
 
-/** The followups service: wires its features onto the shared platform (DESIGN §4). */
+/** What a test may replace (a clock that stands on a DST day). */
+export interface FollowupsOverrides {
+  clock?: Clock;
+}
+
+/**
+ * The followups service (DESIGN §4): flows and versions, enrollments, the release loop, the stop
+ * paths, settings and the queue, over the shared platform. The features share one module so a
+ * test's clock reaches every rule.
+ */
 @Module({})
 export class FollowupsModule {
-  static forRoot(config: FollowupsConfig): DynamicModule {
+  static forRoot(config: FollowupsConfig, overrides: FollowupsOverrides = {}): DynamicModule {
+    const providers: Provider[] = [
+      FollowupsMetrics,
+      SettingsRepository,
+      SettingsService,
+      FlowsRepository,
+      FlowsService,
+      FlowVersionCache,
+      ContactsRepository,
+      ContactsConsumer,
+      SendersRepository,
+      SendersConsumer,
+      EnrollmentsRepository,
+      EnrollmentsService,
+      StopPathsRepository,
+      StopPathsService,
+      StopPathsConsumer,
+      ReleaseSignal,
+      ReleaseRepository,
+      ReleaseService,
+      ReleaseLoop,
+      SendOutcomesService,
+      SendOutcomesConsumer,
+      QueueRepository,
+      QueueService,
+    ];
+    if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });
     return {
       module: FollowupsModule,
       imports: [PlatformModule.forService({ service: 'followups', config, entities: FollowupsEntities, migrations: FollowupsMigrations })],
+      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController],
+      providers,
     };
   }
 }

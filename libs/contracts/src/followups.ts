@@ -239,15 +239,15 @@ export interface FlowModelView {
 }
 
 /** Enrollment statuses (seed 002 "Inscrições"). */
-export const ENROLLMENT_STATUSES = ['active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual', 'completed', 'cancelled', 'dead'] as const;
-export type EnrollmentStatus = (typeof ENROLLMENT_STATUSES)[number];
+export const FOLLOWUP_ENROLLMENT_STATUSES = ['active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual', 'completed', 'cancelled', 'dead'] as const;
+export type FollowupEnrollmentStatus = (typeof FOLLOWUP_ENROLLMENT_STATUSES)[number];
 /** Statuses that count as live (one per flow × contact). */
-export const LIVE_ENROLLMENT_STATUSES: readonly EnrollmentStatus[] = ['active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual'];
+export const LIVE_ENROLLMENT_STATUSES: readonly FollowupEnrollmentStatus[] = ['active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual'];
 
 export const ENROLLMENT_CONTROL_ACTIONS = ['pause', 'resume', 'cancel', 'advance_now'] as const;
 export type EnrollmentControlAction = (typeof ENROLLMENT_CONTROL_ACTIONS)[number];
 
-export interface EnrollmentView {
+export interface FollowupEnrollmentView {
   id: string;
   customer_id: string;
   flow_id: string;
@@ -257,7 +257,7 @@ export interface EnrollmentView {
   agent_id: string | null;
   appointment_id: string | null;
   operation_key: string;
-  status: EnrollmentStatus;
+  status: FollowupEnrollmentStatus;
   node_id: string | null;
   next_run_at: string | null;
   /** Why it stopped or is parked (`replied`, `opted_out`, `flow_paused`, an `end` outcome…). */
@@ -397,7 +397,7 @@ export interface FlowRollbackData extends FlowRef {
 export interface EnrollmentListData extends Scoped {
   flow_id?: string;
   contact_id?: string;
-  status?: EnrollmentStatus;
+  status?: FollowupEnrollmentStatus;
   /** 1–200, default 100 (seed 002). */
   limit?: number;
   cursor?: string;
@@ -416,10 +416,10 @@ export interface EnrollmentCreateData extends Scoped {
   /** The sender for `sender.mode = enrollment`. */
   sender_id?: string;
 }
-export interface EnrollmentRef extends Scoped {
+export interface FollowupEnrollmentRef extends Scoped {
   enrollment_id: string;
 }
-export interface EnrollmentControlData extends EnrollmentRef {
+export interface EnrollmentControlData extends FollowupEnrollmentRef {
   expected_revision: number;
   action: EnrollmentControlAction;
   reason?: string;
@@ -441,7 +441,7 @@ export interface SettingsUpdateData extends Scoped, FollowupSettingsUpdate {
 
 /** Answer of `followups.enrollments.get` (seed 002: enrollment, events and effects). */
 export interface EnrollmentDetailView {
-  enrollment: EnrollmentView;
+  enrollment: FollowupEnrollmentView;
   events: EnrollmentEventView[];
   effects: EffectView[];
 }

@@ -1,7 +1,8 @@
 import type { EntitySchema, MigrationInterface } from 'typeorm';
+import { CreateFollowupTables1764700000000 } from './1764700000000-CreateFollowupTables.js';
 
-/** Entities of the followups schema (explicit list: ESM has no globs). */
+/** Entities of the followups schema (explicit list: ESM has no globs). Repositories use named SQL. */
 export const FollowupsEntities: (Function | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the followups schema, oldest first (the bus tables come from the platform). */
-export const FollowupsMigrations: (new () => MigrationInterface)[] = [];
+export const FollowupsMigrations: (new () => MigrationInterface)[] = [CreateFollowupTables1764700000000];

@@ -1,0 +1,111 @@
+import { Injectable } from '@nestjs/common';
+import type { Queryable } from '../requests/queryable.js';
+
+/** A contact's activity as followups knows it (read model fed by messaging's events). */
+export interface ContactActivity {
+  organization_id: string;
+  contact_id: string;
+  name: string | null;
+  phone: string | null;
+  email: string | null;
+  tags: string[];
+  fields: Record<string, unknown>;
+  last_inbound_at: Date | null;
+  last_inbound_text: string | null;
+  last_conversation_id: string | null;
+  last_sender_id: string | null;
+  opted_out_at: Date | null;
+  handoff_at: Date | null;
+  erased_at: Date | null;
+}
+
+/** Every SQL statement of the contacts read model. */
+@Injectable()
+export class ContactsRepository {
+  /** Makes sure the row exists (the release loop's contact lock needs one). */
+  async ensure(db: Queryable, organizationId: string, contactId: string): Promise<void> {
+    await db.query(`INSERT INTO contacts (organization_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [organizationId, contactId]);
+  }
+
+  async find(db: Queryable, organizationId: string, contactId: string): Promise<ContactActivity | undefined> {
+    const [row] = await db.query<ContactActivity>(`SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+    return row;
+  }
+
+  /**
+   * The release loop's contact lock: FOR SHARE so two releases of one contact proceed together, SKIP
+   * LOCKED so a stop path that is updating the row makes the release give up at once (seed 000:
+   * "the releaser never waits for a lock"), which rules out a deadlock between the two.
+   * @returns the row, or undefined when it is locked (or missing)
+   */
+  async lockForRelease(db: Queryable, organizationId: string, contactId: string): Promise<ContactActivity | undefined> {
+    const [row] = await db.query<ContactActivity>(`SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2 FOR SHARE SKIP LOCKED`, [organizationId, contactId]);
+    return row;
+  }
+
+  /** Records an inbound message (upsert; never moves last_inbound_at backwards). */
+  async recordInbound(db: Queryable, c: { organizationId: string; contactId: string; at: Date; text: string | null; conversationId: string | null; optOut: boolean }): Promise<void> {
+    await db.query(
+      `INSERT INTO contacts AS c (organization_id, contact_id, last_inbound_at, last_inbound_text, last_conversation_id, opted_out_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 THEN $3::timestamptz END, now())
+       ON CONFLICT (organization_id, contact_id) DO UPDATE SET
+         last_inbound_at = greatest(c.last_inbound_at, EXCLUDED.last_inbound_at),
+         last_inbound_text = CASE WHEN c.last_inbound_at IS NULL OR EXCLUDED.last_inbound_at >= c.last_inbound_at THEN EXCLUDED.last_inbound_text ELSE c.last_inbound_text END,
+         last_conversation_id = coalesce(EXCLUDED.last_conversation_id, c.last_conversation_id),
+         opted_out_at = coalesce(c.opted_out_at, EXCLUDED.opted_out_at),
+         updated_at = now()`,
+      [c.organizationId, c.contactId, c.at, c.text, c.conversationId, c.optOut],
+    );
+  }
+
+  async markOptedOut(db: Queryable, organizationId: string, contactId: string, at: Date): Promise<void> {
+    await db.query(
+      `INSERT INTO contacts AS c (organization_id, contact_id, opted_out_at) VALUES ($1, $2, $3)
+       ON CONFLICT (organization_id, contact_id) DO UPDATE SET opted_out_at = coalesce(c.opted_out_at, EXCLUDED.opted_out_at), updated_at = now()`,
+      [organizationId, contactId, at],
+    );
+  }
+
+  async markHandoff(db: Queryable, organizationId: string, contactId: string, at: Date, conversationId: string | null): Promise<void> {
+    await db.query(
+      `INSERT INTO contacts AS c (organization_id, contact_id, handoff_at, last_conversation_id) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (organization_id, contact_id) DO UPDATE SET handoff_at = greatest(c.handoff_at, EXCLUDED.handoff_at),
+         last_conversation_id = coalesce(EXCLUDED.last_conversation_id, c.last_conversation_id), updated_at = now()`,
+      [organizationId, contactId, at, conversationId],
+    );
+  }
+
+  /** Erasure wipes the personal fields kept here too. */
+  async markErased(db: Queryable, organizationId: string, contactId: string, at: Date): Promise<void> {
+    await db.query(
+      `INSERT INTO contacts AS c (organization_id, contact_id, erased_at) VALUES ($1, $2, $3)
+       ON CONFLICT (organization_id, contact_id) DO UPDATE SET erased_at = EXCLUDED.erased_at, name = NULL, phone = NULL, email = NULL,
+         fields = '{}', last_inbound_text = NULL, updated_at = now()`,
+      [organizationId, contactId, at],
+    );
+  }
+
+  /** Applies what a contact event tells (created, updated, tagged, untagged); absent fields stay. */
+  async upsertProfile(db: Queryable, p: { organizationId: string; contactId: string; name?: string | null; phone?: string | null; email?: string | null; tags?: string[] }): Promise<void> {
+    await db.query(
+      `INSERT INTO contacts AS c (organization_id, contact_id, name, phone, email, tags) VALUES ($1, $2, $3, $4, $5, coalesce($6::text[], '{}'))
+       ON CONFLICT (organization_id, contact_id) DO UPDATE SET
+         name = CASE WHEN $7 THEN EXCLUDED.name ELSE c.name END,
+         phone = CASE WHEN $8 THEN EXCLUDED.phone ELSE c.phone END,
+         email = CASE WHEN $9 THEN EXCLUDED.email ELSE c.email END,
+         tags = CASE WHEN $6::text[] IS NOT NULL THEN $6::text[] ELSE c.tags END,
+         updated_at = now()
+       WHERE c.erased_at IS NULL`,
+      [p.organizationId, p.contactId, p.name ?? null, p.phone ?? null, p.email ?? null, p.tags ?? null, p.name !== undefined, p.phone !== undefined, p.email !== undefined],
+    );
+  }
+
+  /** Adds or removes tags locally after a tag step (messaging stays the owner; its event confirms). */
+  async applyTags(db: Queryable, organizationId: string, contactId: string, add: string[], remove: string[]): Promise<void> {
+    await db.query(
+      `UPDATE contacts SET tags = ARRAY(SELECT DISTINCT t FROM unnest(tags || $3::text[]) t WHERE t <> ALL($4::text[])), updated_at = now()
+        WHERE organization_id = $1 AND contact_id = $2`,
+      [organizationId, contactId, add, remove],
+    );
+  }
+}

@@ -1,0 +1,42 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import {
+  type CursorPage,
+  type DataEnvelope,
+  type EnrollmentControlData,
+  type EnrollmentCreateData,
+  type EnrollmentDetailView,
+  type EnrollmentListData,
+  type FollowupEnrollmentRef,
+  type FollowupEnrollmentView,
+  FollowupsRpc,
+} from '@touchpoint/contracts';
+import { EnrollmentsService } from './enrollments.service.js';
+
+/** RPC edge of enrollments (seed 002 "Inscrições"). */
+@Controller()
+export class EnrollmentsController {
+  constructor(private readonly enrollments: EnrollmentsService) {}
+
+  @MessagePattern(FollowupsRpc.EnrollmentList)
+  async list(@Payload() input: EnrollmentListData): Promise<DataEnvelope<CursorPage<FollowupEnrollmentView>>> {
+    return { data: await this.enrollments.list(input) };
+  }
+
+  /** `{data: enrollment, created}`: `created` is false when the operation key had one already. */
+  @MessagePattern(FollowupsRpc.EnrollmentCreate)
+  async create(@Payload() input: EnrollmentCreateData): Promise<DataEnvelope<FollowupEnrollmentView> & { created: boolean }> {
+    const { enrollment, created } = await this.enrollments.create(input);
+    return { data: enrollment, created };
+  }
+
+  @MessagePattern(FollowupsRpc.EnrollmentGet)
+  async get(@Payload() input: FollowupEnrollmentRef): Promise<DataEnvelope<EnrollmentDetailView>> {
+    return { data: await this.enrollments.get(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.EnrollmentControl)
+  async control(@Payload() input: EnrollmentControlData): Promise<DataEnvelope<FollowupEnrollmentView>> {
+    return { data: await this.enrollments.control(input) };
+  }
+}

@@ -1,0 +1,133 @@
+import { Injectable } from '@nestjs/common';
+import type { FollowupEnrollmentStatus } from '@touchpoint/contracts';
+import type { Queryable } from '../requests/queryable.js';
+import type { EffectRow, EnrollmentEventRow, EnrollmentRow, NewEnrollmentEvent } from './enrollment-row.js';
+
+/** Columns the engine and the control route change; `saveState` writes them all at once. */
+const MUTABLE = [
+  'status',
+  'reason',
+  'node_id',
+  'step',
+  'next_run_at',
+  'node_entered_at',
+  'variables',
+  'sender_id',
+  'repeat_counts',
+  'last_reply_text',
+  'reply_seen_at',
+  'handoff_seen_at',
+  'pending_exit',
+  'last_send_status',
+  'inflight_effect_id',
+  'sender_unavailable_since',
+  'failures',
+  'last_error',
+  'finished_at',
+] as const satisfies readonly (keyof EnrollmentRow)[];
+
+const JSON_COLUMNS = new Set(['variables', 'repeat_counts']);
+
+/** Every SQL statement of enrollments, their timeline and effects (reads and the engine's writes). */
+@Injectable()
+export class EnrollmentsRepository {
+  async findByOperationKey(db: Queryable, organizationId: string, operationKey: string): Promise<EnrollmentRow | undefined> {
+    const [row] = await db.query<EnrollmentRow>(`SELECT * FROM enrollments WHERE organization_id = $1 AND operation_key = $2`, [organizationId, operationKey]);
+    return row;
+  }
+
+  async find(db: Queryable, organizationId: string, id: string, lock = false): Promise<EnrollmentRow | undefined> {
+    const [row] = await db.query<EnrollmentRow>(`SELECT * FROM enrollments WHERE id = $1 AND organization_id = $2 ${lock ? 'FOR UPDATE' : ''}`, [id, organizationId]);
+    return row;
+  }
+
+  /** Live enrollments of an organization (plan limit). */
+  async countLive(db: Queryable, organizationId: string): Promise<number> {
+    const [row] = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM enrollments WHERE organization_id = $1 AND status IN ('active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual')`,
+      [organizationId],
+    );
+    return row.n;
+  }
+
+  /** Inserts a new enrollment; a unique violation (operation key, one live per flow × contact) surfaces as a pg error. */
+  async insert(db: Queryable, row: EnrollmentRow): Promise<EnrollmentRow> {
+    const columns = Object.keys(row) as (keyof EnrollmentRow)[];
+    const values = columns.map((c) => (JSON_COLUMNS.has(c) ? JSON.stringify(row[c]) : row[c]));
+    const [saved] = await db.query<EnrollmentRow>(
+      `INSERT INTO enrollments (${columns.join(', ')}) VALUES (${columns.map((c, i) => `$${i + 1}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`).join(', ')}) RETURNING *`,
+      values,
+    );
+    return saved;
+  }
+
+  /**
+   * Writes the engine's state of an enrollment whose row lock the caller holds, bumping its revision.
+   * @returns the saved row
+   */
+  async saveState(db: Queryable, state: EnrollmentRow, now: Date): Promise<EnrollmentRow> {
+    const values = MUTABLE.map((c) => (JSON_COLUMNS.has(c) ? JSON.stringify(state[c]) : state[c]));
+    const [row] = await db.query<EnrollmentRow>(
+      `UPDATE enrollments SET ${MUTABLE.map((c, i) => `${c} = $${i + 3}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`).join(', ')}, revision = revision + 1, updated_at = $2
+        WHERE id = $1 RETURNING *`,
+      [state.id, now, ...values],
+    );
+    return row;
+  }
+
+  /** Appends timeline entries (one statement). */
+  async insertEvents(db: Queryable, events: NewEnrollmentEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await db.query(
+      `INSERT INTO enrollment_events (organization_id, enrollment_id, type, node_id, data, created_at)
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[])`,
+      [
+        events.map((e) => e.organization_id),
+        events.map((e) => e.enrollment_id),
+        events.map((e) => e.type),
+        events.map((e) => e.node_id),
+        events.map((e) => JSON.stringify(e.data)),
+        events.map((e) => e.at),
+      ],
+    );
+  }
+
+  async events(db: Queryable, enrollmentId: string, limit = 500): Promise<EnrollmentEventRow[]> {
+    return db.query<EnrollmentEventRow>(`SELECT id, type, node_id, data, created_at FROM enrollment_events WHERE enrollment_id = $1 ORDER BY id DESC LIMIT $2`, [enrollmentId, limit]);
+  }
+
+  async effects(db: Queryable, enrollmentId: string, limit = 500): Promise<EffectRow[]> {
+    return db.query<EffectRow>(`SELECT * FROM effects WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, [enrollmentId, limit]);
+  }
+
+  async findEffect(db: Queryable, effectId: string): Promise<EffectRow | undefined> {
+    const [row] = await db.query<EffectRow>(`SELECT * FROM effects WHERE id = $1`, [effectId]);
+    return row;
+  }
+
+  /**
+   * A keyset page, newest first. `after` is the last row of the previous page: rows strictly after it
+   * in (created_at DESC, id DESC) order, so rows sharing a timestamp are neither repeated nor skipped.
+   */
+  async page(
+    db: Queryable,
+    filter: { organizationId: string; flowId?: string; contactId?: string; status?: FollowupEnrollmentStatus },
+    after: { createdAt: string; id: string } | undefined,
+    limit: number,
+  ): Promise<(EnrollmentRow & { cursor_at: string })[]> {
+    const where = ['organization_id = $1'];
+    const params: unknown[] = [filter.organizationId];
+    if (filter.flowId) where.push(`flow_id = $${params.push(filter.flowId)}`);
+    if (filter.contactId) where.push(`contact_id = $${params.push(filter.contactId)}`);
+    if (filter.status) where.push(`status = $${params.push(filter.status)}`);
+    if (after) where.push(`(created_at, id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)`);
+    params.push(limit);
+    // cursor_at keeps the microseconds a JS Date would drop.
+    return db.query(
+      `SELECT *, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+         FROM enrollments WHERE ${where.join(' AND ')}
+        ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+  }
+}

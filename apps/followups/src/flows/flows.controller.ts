@@ -1,0 +1,75 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import {
+  type DataEnvelope,
+  type FlowCreateData,
+  type FlowCreateFromModelData,
+  type FlowModelView,
+  type FlowPublishData,
+  type FlowRef,
+  type FlowRollbackData,
+  type FlowSetStatusData,
+  type FlowUpdateData,
+  type FlowVersionView,
+  type FlowView,
+  FollowupsRpc,
+} from '@touchpoint/contracts';
+import { check } from '../requests/request-checks.js';
+import { FlowsService } from './flows.service.js';
+
+/** RPC edge of flows (seed 002 "Fluxos"); every answer is `{data}` as the REST contract shows. */
+@Controller()
+export class FlowsController {
+  constructor(private readonly flows: FlowsService) {}
+
+  @MessagePattern(FollowupsRpc.FlowList)
+  async list(@Payload() input: { organization_id: string }): Promise<DataEnvelope<FlowView[]>> {
+    check(input).uuid('organization_id').done();
+    return { data: await this.flows.list(input.organization_id) };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowCreate)
+  async create(@Payload() input: FlowCreateData): Promise<DataEnvelope<FlowView>> {
+    return { data: await this.flows.create(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowModels)
+  models(): DataEnvelope<FlowModelView[]> {
+    return { data: this.flows.models() };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowCreateFromModel)
+  async createFromModel(@Payload() input: FlowCreateFromModelData): Promise<DataEnvelope<FlowView>> {
+    return { data: await this.flows.createFromModel(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowGet)
+  async get(@Payload() input: FlowRef): Promise<DataEnvelope<FlowView>> {
+    return { data: await this.flows.get(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowUpdate)
+  async update(@Payload() input: FlowUpdateData): Promise<DataEnvelope<FlowView>> {
+    return { data: await this.flows.update(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowSetStatus)
+  async setStatus(@Payload() input: FlowSetStatusData): Promise<DataEnvelope<FlowView>> {
+    return { data: await this.flows.setStatus(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowPublish)
+  async publish(@Payload() input: FlowPublishData): Promise<DataEnvelope<FlowView>> {
+    return { data: await this.flows.publish(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowVersions)
+  async versions(@Payload() input: FlowRef): Promise<DataEnvelope<FlowVersionView[]>> {
+    return { data: await this.flows.versions(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.FlowRollback)
+  async rollback(@Payload() input: FlowRollbackData): Promise<DataEnvelope<FlowView>> {
+    return { data: await this.flows.rollback(input) };
+  }
+}

@@ -1,0 +1,33 @@
+import { Injectable } from '@nestjs/common';
+import { Counter, Histogram } from 'prom-client';
+import { METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+
+/**
+ * The follow-up engine's metrics (seed 000 "Observability"), under the `touchpoint_` prefix:
+ * steps by action and outcome, release lag, enrollments by source and result, finished enrollments
+ * by status and reason.
+ */
+@Injectable()
+export class FollowupsMetrics {
+  /** `action`: wait, send, tag, handoff, condition, match_reply, repeat, end, check; `outcome`: queued, skipped, deferred, … */
+  readonly steps: Counter<'action' | 'outcome'>;
+  /** How late a due step was released: claim time − next_run_at, seconds. */
+  readonly releaseLag: Histogram;
+  readonly enrollments: Counter<'source' | 'result'>;
+  readonly finished: Counter<'status' | 'reason'>;
+  readonly releases: Counter<'outcome'>;
+
+  constructor(metrics: Metrics) {
+    const registers = [metrics.registry];
+    this.steps = new Counter({ name: `${METRIC_PREFIX}followup_steps_total`, help: 'Follow-up steps run by the release loop, by action and outcome', labelNames: ['action', 'outcome'], registers });
+    this.releaseLag = new Histogram({
+      name: `${METRIC_PREFIX}followup_release_lag_seconds`,
+      help: 'Time between a follow-up step falling due and its release, seconds',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+      registers,
+    });
+    this.enrollments = new Counter({ name: `${METRIC_PREFIX}followup_enrollments_total`, help: 'Enrollment requests by source and result', labelNames: ['source', 'result'], registers });
+    this.finished = new Counter({ name: `${METRIC_PREFIX}followup_finished_total`, help: 'Enrollments that left the live statuses, by status and reason', labelNames: ['status', 'reason'], registers });
+    this.releases = new Counter({ name: `${METRIC_PREFIX}followup_releases_total`, help: 'Release transactions by outcome (released, busy, failed, idle)', labelNames: ['outcome'], registers });
+  }
+}

@@ -1,0 +1,58 @@
+import { createHash } from 'node:crypto';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+
+/**
+ * Opaque keyset cursors (seed 002 "Fila": cursor pagination; a bad or stale cursor answers 422
+ * `invalid_cursor`, start again without one).
+ *
+ * A cursor names the last row of a page by its immutable sort key `(created_at with microseconds,
+ * kind, id)`, so the next page starts strictly after it: rows sharing a timestamp are neither
+ * repeated nor skipped, and rows changing status between pages do not shift the boundary. It also
+ * carries a digest of the filters it was issued for: replaying it with other filters is stale.
+ */
+
+/** Format version; a cursor of another version is stale. */
+const CURSOR_VERSION = 1;
+
+export interface CursorPosition {
+  /** `YYYY-MM-DDTHH:MM:SS.ffffffZ` (Postgres microseconds). */
+  createdAt: string;
+  id: string;
+  /** Source of the row where a list merges several (`enrollment`, `promise`). */
+  kind?: string;
+}
+
+const digestOf = (filters: Record<string, unknown>): string =>
+  createHash('sha256')
+    .update(JSON.stringify(Object.keys(filters).sort().map((k) => [k, filters[k] ?? null])))
+    .digest('base64url')
+    .slice(0, 16);
+
+/** Encodes the position after which the next page starts. */
+export function encodeCursor(position: CursorPosition, filters: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify({ v: CURSOR_VERSION, t: position.createdAt, i: position.id, k: position.kind, f: digestOf(filters) })).toString('base64url');
+}
+
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Decodes a cursor issued for the same filters.
+ * @throws AppError invalid_cursor when it is malformed, of another version, or of other filters
+ */
+export function decodeCursor(cursor: string, filters: Record<string, unknown>): CursorPosition {
+  let raw: { v?: unknown; t?: unknown; i?: unknown; k?: unknown; f?: unknown };
+  try {
+    if (!/^[A-Za-z0-9_-]{1,512}$/.test(cursor)) throw new Error('not base64url');
+    raw = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalidCursor('the cursor is not one this API issued');
+  }
+  if (raw.v !== CURSOR_VERSION || typeof raw.t !== 'string' || !TIMESTAMP.test(raw.t) || typeof raw.i !== 'string' || !UUID.test(raw.i)) {
+    throw invalidCursor('the cursor is malformed or from an older version');
+  }
+  if (raw.f !== digestOf(filters)) throw invalidCursor('the cursor was issued for other filters');
+  return { createdAt: raw.t, id: raw.i, kind: typeof raw.k === 'string' ? raw.k : undefined };
+}
+
+const invalidCursor = (why: string): AppError => new AppError(ErrorCode.InvalidCursor, `invalid cursor: ${why}; start again without one`);

@@ -1,0 +1,86 @@
+import { Injectable } from '@nestjs/common';
+import type { QueueItemView } from '@touchpoint/contracts';
+import type { Queryable } from '../requests/queryable.js';
+
+export interface QueueFilter {
+  organizationId: string;
+  flowId?: string;
+  status?: string;
+  contactId?: string;
+  q?: string;
+}
+
+type QueueRow = {
+  id: string;
+  contact_id: string;
+  contact_name: string | null;
+  contact_phone: string | null;
+  conversation_id: string | null;
+  flow_id: string;
+  flow_name: string;
+  agent_id: string | null;
+  status: string;
+  node_id: string | null;
+  next_run_at: Date | null;
+  reason: string | null;
+  updated_at: Date;
+  created_at: Date;
+  last_error: string | null;
+  cursor_at: string;
+};
+
+/** The enrollment side of the follow-up queue (seed 002 "Fila"); one-off returns join it later. */
+@Injectable()
+export class QueueRepository {
+  /**
+   * Enrollments after `after` in (created_at DESC, id DESC) order. The sort key never changes, so a
+   * page boundary is stable even when many rows share a timestamp (one transaction) or change
+   * status between pages.
+   */
+  async enrollmentsPage(db: Queryable, filter: QueueFilter, after: { createdAt: string; id: string } | undefined, limit: number): Promise<(QueueItemView & { cursor_at: string })[]> {
+    const where = ['e.organization_id = $1'];
+    const params: unknown[] = [filter.organizationId];
+    if (filter.flowId) where.push(`e.flow_id = $${params.push(filter.flowId)}`);
+    if (filter.status) where.push(`e.status = $${params.push(filter.status)}`);
+    if (filter.contactId) where.push(`e.contact_id = $${params.push(filter.contactId)}`);
+    if (filter.q) {
+      const like = `%${filter.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      const p = params.push(like);
+      where.push(`(c.name ILIKE $${p} OR c.phone ILIKE $${p} OR f.name ILIKE $${p})`);
+    }
+    if (after) where.push(`(e.created_at, e.id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)`);
+    params.push(limit);
+    const rows = await db.query<QueueRow>(
+      `SELECT e.id, e.contact_id, c.name AS contact_name, c.phone AS contact_phone, e.conversation_id, e.flow_id, f.name AS flow_name,
+              e.agent_id, e.status, e.node_id, e.next_run_at, e.reason, e.updated_at, e.created_at, e.last_error,
+              to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+         FROM enrollments e
+         JOIN flows f ON f.id = e.flow_id
+         LEFT JOIN contacts c ON c.organization_id = e.organization_id AND c.contact_id = e.contact_id
+        WHERE ${where.join(' AND ')}
+        ORDER BY e.created_at DESC, e.id DESC
+        LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map((r) => ({
+      kind: 'enrollment' as const,
+      id: r.id,
+      contact_id: r.contact_id,
+      contact_name: r.contact_name,
+      contact_phone: r.contact_phone,
+      conversation_id: r.conversation_id,
+      flow_id: r.flow_id,
+      flow_name: r.flow_name,
+      agent_id: r.agent_id,
+      agent_name: null,
+      status: r.status,
+      node_id: r.node_id,
+      next_fire_at: r.next_run_at ? r.next_run_at.toISOString() : null,
+      reason: r.reason,
+      updated_at: r.updated_at.toISOString(),
+      created_at: r.created_at.toISOString(),
+      last_error: r.last_error,
+      cursor_at: r.cursor_at,
+    }));
+  }
+}

@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import type { CursorPage, QueueItemView, QueueListData } from '@touchpoint/contracts';
+import { UnitOfWork } from '@touchpoint/runtime';
+import { decodeCursor, encodeCursor } from '../paging/keyset-cursor.js';
+import { poolOf } from '../requests/queryable.js';
+import { check } from '../requests/request-checks.js';
+import { QueueRepository } from './queue.repository.js';
+
+/** Queue limits (seed 002 "GET /ai/followups/queue": limit 1–100, default 30; q up to 100). */
+export const QUEUE_DEFAULT_LIMIT = 30;
+export const QUEUE_MAX_LIMIT = 100;
+
+/**
+ * The follow-up queue (seed 002 "Fila"): enrollments and one-off returns in one cursor-paged list,
+ * newest first. One-off returns arrive with the follow-up automation work; until then
+ * `kind=promise` is an empty list.
+ */
+@Injectable()
+export class QueueService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly queue: QueueRepository,
+  ) {}
+
+  /** @throws AppError invalid_cursor (bad, stale, or issued for other filters), validation_failed */
+  async list(input: QueueListData): Promise<CursorPage<QueueItemView>> {
+    check(input)
+      .uuid('organization_id')
+      .oneOf('kind', ['enrollment', 'promise'], true)
+      .uuid('flow_id', true)
+      .uuid('contact_id', true)
+      .string('status', 1, 40, true)
+      .string('q', 1, 100, true)
+      .string('cursor', 1, 1024, true)
+      .int('limit', 1, QUEUE_MAX_LIMIT, true)
+      .done();
+    const filters = { kind: input.kind, flow_id: input.flow_id, status: input.status, q: input.q, contact_id: input.contact_id };
+    const after = input.cursor ? decodeCursor(input.cursor, filters) : undefined;
+    const limit = input.limit ?? QUEUE_DEFAULT_LIMIT;
+    if (input.kind === 'promise') return { data: [], next_cursor: null };
+    const rows = await this.queue.enrollmentsPage(
+      poolOf(this.uow.dataSource),
+      { organizationId: input.organization_id, flowId: input.flow_id, status: input.status, contactId: input.contact_id, q: input.q?.trim() || undefined },
+      after && { createdAt: after.createdAt, id: after.id },
+      limit + 1,
+    );
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map(({ cursor_at: _c, ...item }) => item),
+      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id, kind: last.kind }, filters) : null,
+    };
+  }
+}

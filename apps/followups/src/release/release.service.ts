@@ -1,0 +1,501 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DateTime } from 'luxon';
+import {
+  FollowupsEvents,
+  type FollowupSettingsView,
+  type FlowStatus,
+  type FlowTemplateRef,
+  MessagingCommands,
+  MessagingRpc,
+  type MessagingSendData,
+  type OutgoingMessage,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
+import { Clock, nextSendOpening } from '@touchpoint/time';
+import { type ContactActivity, ContactsRepository } from '../contacts/contacts.repository.js';
+import { type EnrollmentRow, type NewEnrollmentEvent, sendKeyOf } from '../enrollments/enrollment-row.js';
+import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
+import { effectiveSendWindow } from '../flows/flow-settings.js';
+import { type CompiledVersion, FlowVersionCache } from '../flows/flow-version-cache.js';
+import type { FollowupsConfig } from '../followups.config.js';
+import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
+import { type ActionConfig, type ExitKey, isSendAction, type ParsedNode } from '../graph/node-config.js';
+import { FollowupsMetrics } from '../metrics/followups.metrics.js';
+import { SendersRepository } from '../senders/senders.repository.js';
+import { SettingsService } from '../settings/settings.service.js';
+import { evaluateCondition, failureBackoffMs, matchReply, renderTemplate, type StepFacts } from './step-rules.js';
+import { ReleaseRepository } from './release.repository.js';
+
+/** A busy contact is retried this much later, ms (seed 000 "busy → retry in 2 s"). */
+export const CONTACT_BUSY_RETRY_MS = 2000;
+/** An unusable sending number is retried this much later, ms (seed 000 "retry 15 s"). */
+export const SENDER_RETRY_MS = 15_000;
+/** After this long without a usable number the enrollment is parked, ms (seed 000 "pause after 30 min"). */
+export const SENDER_PARK_AFTER_MS = 30 * 60_000;
+/** A send over the monthly quota waits this long, ms (seed 000 "Quota used up: deferred 30 min at a time"). */
+export const QUOTA_RETRY_MS = 30 * 60_000;
+/** Node transitions one release may chain (instant nodes); more means a bug, not a flow. */
+const MAX_TRANSITIONS = 64;
+
+/** What one call of `releaseOne` did. */
+export type ReleaseOutcome = 'idle' | 'released' | 'busy' | 'failed';
+
+/** The working state of one release: the row being changed, and what to write with it. */
+interface ReleaseContext {
+  tx: Tx;
+  now: Date;
+  state: EnrollmentRow;
+  contact: ContactActivity;
+  version: CompiledVersion;
+  organization: FollowupSettingsView;
+  events: NewEnrollmentEvent[];
+  messages: OutgoingMessage[];
+  /** A send was queued in this transaction: the next one waits for its own (seed 000: one step per transaction). */
+  sent: boolean;
+}
+
+/**
+ * The release loop's unit of work (seed 000 "Release (one step, one transaction)", adapted to the
+ * graph): claim the oldest due enrollment, take its contact without waiting, run the checks, then
+ * run nodes until the enrollment waits, finishes, is deferred, or has queued one send — all in one
+ * transaction, so a crash at any line leaves the enrollment exactly as it was.
+ */
+@Injectable()
+export class ReleaseService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly release: ReleaseRepository,
+    private readonly enrollments: EnrollmentsRepository,
+    private readonly contacts: ContactsRepository,
+    private readonly senders: SendersRepository,
+    private readonly versions: FlowVersionCache,
+    private readonly settings: SettingsService,
+    private readonly metrics: FollowupsMetrics,
+    private readonly rpc: RpcClient,
+    private readonly clock: Clock,
+    @Inject(APP_CONFIG) private readonly config: FollowupsConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Releases at most one due step. An unexpected error rolls the transaction back and backs the
+   * enrollment off (30 s … 1 h), marking it `dead` after FOLLOWUP_MAX_FAILURES.
+   */
+  async releaseOne(): Promise<ReleaseOutcome> {
+    const now = this.clock.now();
+    let claimed: { id: string; revision: number; organization_id: string } | undefined;
+    try {
+      const outcome = await this.uow.run(async (tx) => {
+        const row = await this.release.claimDue(tx, now);
+        if (!row) return 'idle' as const;
+        claimed = { id: row.id, revision: row.revision, organization_id: row.organization_id };
+        this.metrics.releaseLag.observe(Math.max(0, (now.getTime() - (row.next_run_at?.getTime() ?? now.getTime())) / 1000));
+        const contact = await this.contacts.lockForRelease(tx, row.organization_id, row.contact_id);
+        if (!contact) {
+          // A stop path holds the contact (or the row is missing): never wait, come back in 2 s.
+          await this.contacts.ensure(tx, row.organization_id, row.contact_id);
+          await this.release.deferOnly(tx, row.id, new Date(now.getTime() + CONTACT_BUSY_RETRY_MS));
+          return 'busy' as const;
+        }
+        const { flow_status: flowStatus, ...state } = row;
+        await this.step(tx, now, state, contact, flowStatus);
+        return 'released' as const;
+      });
+      this.metrics.releases.inc({ outcome });
+      return outcome;
+    } catch (err) {
+      this.metrics.releases.inc({ outcome: 'failed' });
+      if (!claimed) throw err;
+      await this.recordFailure(claimed, err, now);
+      return 'failed';
+    }
+  }
+
+  private async recordFailure(claimed: { id: string; revision: number; organization_id: string }, err: unknown, now: Date): Promise<void> {
+    const message = err instanceof Error ? err.message : String(err);
+    const result = await this.uow.run((tx) => this.release.recordFailure(tx, claimed.id, claimed.revision, message, failureBackoffMs, this.config.FOLLOWUP_MAX_FAILURES, now));
+    this.logger.warn(
+      { event: 'followups.release_failed', organization_id: claimed.organization_id, enrollment_id: claimed.id, err: message, failures: result?.failures, status: result?.status },
+      'release failed; backing off',
+    );
+    if (result?.status === 'dead') this.metrics.finished.inc({ status: 'dead', reason: 'too_many_failures' });
+  }
+
+  /** Checks, then nodes; then one write of the enrollment, its timeline, and its messages. */
+  private async step(tx: Tx, now: Date, state: EnrollmentRow, contact: ContactActivity, flowStatus: FlowStatus): Promise<void> {
+    const version = await this.versions.get(tx, state.version_id);
+    const organization = await this.settings.get(state.organization_id);
+    const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null }, contact, version, organization, events: [], messages: [], sent: false };
+    if (this.checks(ctx, flowStatus)) await this.runNodes(ctx);
+    await this.enrollments.saveState(tx, ctx.state, now);
+    await this.enrollments.insertEvents(tx, ctx.events);
+    await tx.publish(ctx.messages);
+  }
+
+  /**
+   * The checks of seed 000 "Release": flow paused → park; archived, erased, opted out → stop; a
+   * reply the stop path has not applied yet (backstop) → the `replied` exit, or stop; a human
+   * message (backstop) → per `handoff_policy`.
+   * @returns whether the enrollment may go on
+   */
+  private checks(ctx: ReleaseContext, flowStatus: FlowStatus): boolean {
+    const { state, contact } = ctx;
+    if (flowStatus === 'paused' || flowStatus === 'draft') {
+      this.park(ctx, 'flow_paused');
+      return false;
+    }
+    if (flowStatus === 'archived') return this.finish(ctx, 'cancelled', 'flow_archived', 'check');
+    if (contact.erased_at) return this.finish(ctx, 'cancelled', 'contact_erased', 'check');
+    if (contact.opted_out_at) return this.finish(ctx, 'cancelled', 'opted_out', 'check');
+    const seen = state.reply_seen_at ?? state.created_at;
+    if (contact.last_inbound_at && contact.last_inbound_at > seen) {
+      state.reply_seen_at = contact.last_inbound_at;
+      state.last_reply_text = contact.last_inbound_text;
+      if (state.status === 'waiting_reply') state.pending_exit = 'branch:replied';
+      else if (state.cancel_on_reply) return this.finish(ctx, 'completed', 'replied', 'check');
+    }
+    const handoffSeen = state.handoff_seen_at ?? state.created_at;
+    if (contact.handoff_at && contact.handoff_at > handoffSeen && state.handoff_policy !== 'continue') {
+      state.handoff_seen_at = contact.handoff_at;
+      if (state.handoff_policy === 'stop') return this.finish(ctx, 'cancelled', 'handoff', 'check');
+      state.status = 'paused_handoff';
+      state.reason = 'handoff';
+      this.event(ctx, 'paused', { reason: 'handoff' });
+      return false;
+    }
+    return true;
+  }
+
+  /** Runs the current node and every instant node after it. */
+  private async runNodes(ctx: ReleaseContext): Promise<void> {
+    const { state, version } = ctx;
+    for (let transitions = 0; ; transitions++) {
+      if (transitions > MAX_TRANSITIONS) throw new Error(`more than ${MAX_TRANSITIONS} node transitions in one release`);
+      const node = state.node_id ? version.graph.nodes.get(state.node_id) : undefined;
+      if (!node) throw new Error(`node ${state.node_id} is not in version ${version.id}`);
+      const exit = await this.runNode(ctx, node);
+      if (exit === undefined) return;
+      const target = version.graph.next.get(node.id)?.get(exit);
+      if (!target) throw new Error(`node ${node.id} has no edge for exit ${exit}`);
+      if (!this.enter(ctx, target)) return;
+    }
+  }
+
+  /**
+   * Runs one node.
+   * @returns the exit to take now, or undefined when the enrollment stops here for this release
+   */
+  private async runNode(ctx: ReleaseContext, node: ParsedNode & { id: string }): Promise<ExitKey | undefined> {
+    const { state } = ctx;
+    switch (node.type) {
+      case 'trigger':
+        return 'always';
+      case 'wait': {
+        const exit = state.pending_exit ?? (node.config.mode === 'fixed' ? 'always' : 'branch:timeout');
+        state.pending_exit = null;
+        this.metrics.steps.inc({ action: 'wait', outcome: exit === 'branch:replied' ? 'replied' : 'elapsed' });
+        return exit;
+      }
+      case 'condition': {
+        const result = evaluateCondition(node.config, this.facts(ctx));
+        this.metrics.steps.inc({ action: 'condition', outcome: String(result) });
+        this.event(ctx, 'condition_evaluated', { result });
+        return `cond:${result}`;
+      }
+      case 'match_reply': {
+        const branch = matchReply(node.config, state.last_reply_text);
+        this.metrics.steps.inc({ action: 'match_reply', outcome: branch === 'default' ? 'default' : 'matched' });
+        this.event(ctx, 'reply_matched', { branch_id: branch });
+        return `branch:${branch}`;
+      }
+      case 'repeat': {
+        const count = state.repeat_counts[node.id] ?? 0;
+        const again = count < node.config.max_count;
+        state.repeat_counts = { ...state.repeat_counts, [node.id]: again ? count + 1 : 0 };
+        this.metrics.steps.inc({ action: 'repeat', outcome: again ? 'again' : 'done' });
+        return again ? 'branch:again' : 'branch:done';
+      }
+      case 'end':
+        this.finish(ctx, 'completed', node.config.outcome, 'end');
+        return undefined;
+      case 'ai_classify':
+        throw new AppError(ErrorCode.Internal, 'ai_classify steps are not executed by this version of the engine');
+      case 'action':
+        return this.runAction(ctx, node.id, node.config);
+    }
+  }
+
+  private async runAction(ctx: ReleaseContext, nodeId: string, config: ActionConfig): Promise<ExitKey | undefined> {
+    const { state, now, tx } = ctx;
+    if (isSendAction(config)) {
+      if (ctx.sent) {
+        // One send per transaction: the next one is its own release (and paces on its own).
+        state.next_run_at = now;
+        return undefined;
+      }
+      const sent = await this.send(ctx, nodeId, config);
+      return sent ? 'always' : undefined;
+    }
+    if (config.mode === 'tag' || config.mode === 'untag') {
+      // Tags are idempotent, so calling messaging (their owner) before our commit is safe to repeat.
+      const pattern = config.mode === 'tag' ? MessagingRpc.ContactTag : MessagingRpc.ContactUntag;
+      await this.rpc.call('messaging', pattern, { organization_id: state.organization_id, contact_id: state.contact_id, tags: config.tags, source: 'followups' }, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
+      await this.contacts.applyTags(tx, state.organization_id, state.contact_id, config.mode === 'tag' ? config.tags : [], config.mode === 'untag' ? config.tags : []);
+      await this.release.insertEffect(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'action', status: 'done', reason: `${config.mode}:${config.tags.join(',')}`, now });
+      this.metrics.steps.inc({ action: config.mode, outcome: 'done' });
+      return 'always';
+    }
+    // Handoff: a person takes over; the enrollment waits paused after this node until resumed.
+    const note = (config as Extract<ActionConfig, { mode: 'handoff' }>).note ?? null;
+    await this.release.insertEffect(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'action', status: 'done', reason: 'handoff', text: note, now });
+    ctx.messages.push({
+      event_id: `followups.enrollment.handoff_requested:${state.id}:${nodeId}:${state.step}`,
+      type: FollowupsEvents.HandoffRequested,
+      organization_id: state.organization_id,
+      data: { enrollment_id: state.id, contact_id: state.contact_id, conversation_id: state.conversation_id, node_id: nodeId, note },
+    });
+    this.metrics.steps.inc({ action: 'handoff', outcome: 'done' });
+    const target = ctx.version.graph.next.get(nodeId)?.get('always');
+    if (!target) throw new Error(`node ${nodeId} has no edge for exit always`);
+    this.enter(ctx, target, false);
+    state.status = 'paused_handoff';
+    state.reason = 'handoff_step';
+    state.next_run_at = now;
+    state.handoff_seen_at = now;
+    this.event(ctx, 'paused', { reason: 'handoff_step' });
+    return undefined;
+  }
+
+  /**
+   * A send step, in seed 000's order: send window → consent → content and the 24-hour window →
+   * render → number → per-contact 24 h cap → pacing → monthly quota → queue through `messaging.send`.
+   * @returns true when the step is done (queued or skipped) and the flow moves on
+   */
+  private async send(ctx: ReleaseContext, nodeId: string, config: Extract<ActionConfig, { mode: 'text' | 'template' | 'media' | 'ai' }>): Promise<boolean> {
+    const { state, contact, now, organization, tx } = ctx;
+    const window = effectiveSendWindow(ctx.version.settings, organization);
+    const opening = nextSendOpening(now, window);
+    if (opening > now) return this.defer(ctx, nodeId, opening, 'send_window', true);
+
+    const purpose = ctx.version.settings.purpose ?? 'utility';
+    const needsConsent = organization.consent_mode === 'all_opt_in' || (organization.consent_mode === 'marketing_opt_in' && purpose === 'marketing');
+    if (needsConsent && !contact.tags.includes(organization.consent_tag)) return this.skip(ctx, nodeId, 'no_consent');
+
+    if (config.mode === 'ai') throw new AppError(ErrorCode.Internal, 'AI-written steps are not executed by this version of the engine');
+    const insideServiceWindow = contact.last_inbound_at !== null && now.getTime() - contact.last_inbound_at.getTime() < SERVICE_WINDOW_MS;
+    let template: FlowTemplateRef | undefined;
+    if (config.mode === 'template') template = config.template;
+    else if (!insideServiceWindow) {
+      if (!config.template_fallback) return this.skip(ctx, nodeId, 'outside_service_window');
+      template = config.template_fallback;
+    }
+
+    const facts = this.facts(ctx);
+    const content: Pick<MessagingSendData, 'text' | 'template' | 'media'> = {};
+    let text: string | null = null;
+    if (template) {
+      const parameters: string[] = [];
+      for (const p of template.parameters ?? []) {
+        const r = renderTemplate(p, facts);
+        if ('missing' in r) return this.skip(ctx, nodeId, `missing_variable:${r.missing}`);
+        parameters.push(r.text);
+      }
+      content.template = { name: template.name, language: template.language, components: parameters.length ? [{ type: 'body', parameters: parameters.map((t) => ({ type: 'text', text: t })) }] : [] };
+      template = { ...template, parameters };
+    } else if (config.mode === 'text') {
+      const r = renderTemplate(config.body, facts);
+      if ('missing' in r) return this.skip(ctx, nodeId, `missing_variable:${r.missing}`);
+      content.text = text = r.text;
+    } else if (config.mode === 'media') {
+      let caption: string | undefined;
+      if (config.media.caption) {
+        const r = renderTemplate(config.media.caption, facts);
+        if ('missing' in r) return this.skip(ctx, nodeId, `missing_variable:${r.missing}`);
+        caption = text = r.text;
+      }
+      content.media = { media_type: config.media.media_type, link: config.media.link, ...(caption ? { caption } : {}), ...(config.media.filename ? { filename: config.media.filename } : {}) };
+    }
+
+    const senderId = await this.chooseSender(ctx);
+    if (!senderId) {
+      state.sender_unavailable_since ??= now;
+      if (now.getTime() - state.sender_unavailable_since.getTime() >= SENDER_PARK_AFTER_MS) {
+        this.park(ctx, 'sender_unavailable');
+        this.metrics.steps.inc({ action: 'send', outcome: 'parked' });
+        return false;
+      }
+      return this.defer(ctx, nodeId, new Date(now.getTime() + SENDER_RETRY_MS), 'sender_unavailable', false);
+    }
+    state.sender_unavailable_since = null;
+
+    const recent = await this.release.recentSends(tx, state.contact_id, now);
+    if (recent.count >= organization.contact_daily_cap && recent.oldest) {
+      return this.defer(ctx, nodeId, new Date(recent.oldest.getTime() + 24 * 3_600_000 + 1000), 'contact_cap', true);
+    }
+
+    const gap = this.config.FOLLOWUP_SENDER_GAP_MS;
+    if (gap > 0) {
+      const nextRelease = await this.senders.lockPacing(tx, senderId);
+      if (nextRelease === 'busy') return this.defer(ctx, nodeId, new Date(now.getTime() + gap), 'pacing', false);
+      if (nextRelease > now) return this.defer(ctx, nodeId, nextRelease, 'pacing', false);
+    }
+    if (organization.monthly_send_quota !== null) {
+      const month = DateTime.fromJSDate(now, { zone: 'utc' }).toFormat('yyyy-MM-01');
+      if (!(await this.release.takeMonthlySend(tx, state.organization_id, month, organization.monthly_send_quota))) {
+        return this.defer(ctx, nodeId, new Date(now.getTime() + QUOTA_RETRY_MS), 'monthly_quota', true);
+      }
+    }
+    if (gap > 0) await this.senders.setPacing(tx, senderId, new Date(now.getTime() + gap));
+
+    const key = sendKeyOf(state.id, nodeId, state.step);
+    const effectId = randomUUID();
+    const inserted = await this.release.insertEffect(tx, {
+      id: effectId,
+      organizationId: state.organization_id,
+      enrollmentId: state.id,
+      contactId: state.contact_id,
+      nodeId,
+      step: state.step,
+      kind: 'send',
+      status: 'queued',
+      idempotencyKey: key,
+      text,
+      template: template ?? null,
+      senderId,
+      now,
+    });
+    if (!inserted) throw new Error(`step ${key} was already released`);
+    const command: MessagingSendData = {
+      organization_id: state.organization_id,
+      idempotency_key: key,
+      channel: 'whatsapp',
+      contact_id: state.contact_id,
+      ...(state.conversation_id ? { conversation_id: state.conversation_id } : {}),
+      sender_type: 'followup',
+      sender_id: state.flow_id,
+      outbox_sender_id: senderId,
+      requester: 'followups',
+      ...content,
+      context: { followup_enrollment_id: state.id, followup_effect_id: effectId, followup_node_id: nodeId },
+    };
+    ctx.messages.push(
+      { event_id: key, type: MessagingCommands.Send, organization_id: state.organization_id, data: command as unknown as Record<string, unknown> },
+      {
+        event_id: `followups.step.queued:${key}`,
+        type: FollowupsEvents.StepQueued,
+        organization_id: state.organization_id,
+        data: { enrollment_id: state.id, effect_id: effectId, node_id: nodeId, contact_id: state.contact_id, idempotency_key: key },
+      },
+    );
+    state.inflight_effect_id = effectId;
+    state.last_send_status = 'queued';
+    state.sender_id = senderId;
+    ctx.sent = true;
+    this.event(ctx, 'step_queued', { effect_id: effectId, idempotency_key: key, template: template?.name ?? null });
+    this.metrics.steps.inc({ action: 'send', outcome: 'queued' });
+    return true;
+  }
+
+  /**
+   * The number that sends (seed 000 "number (enrollment, fixed, last conversation, default, any
+   * connected)"): the first one named by the enrollment, the flow (`fixed`) or the contact's last
+   * conversation must be connected — it is never silently swapped; with none named, the
+   * organization's default connected number, else any connected one.
+   * @returns the sender id, or undefined when no usable number exists now
+   */
+  private async chooseSender(ctx: ReleaseContext): Promise<string | undefined> {
+    const { state, contact, tx } = ctx;
+    const mode = ctx.version.settings.sender?.mode ?? 'default';
+    const named =
+      (mode === 'enrollment' && state.sender_id) ||
+      (mode === 'fixed' && ctx.version.settings.sender?.sender_id) ||
+      (mode === 'last_conversation' && contact.last_sender_id) ||
+      undefined;
+    if (named) {
+      const sender = await this.senders.find(tx, state.organization_id, named);
+      return sender?.status === 'connected' ? sender.sender_id : undefined;
+    }
+    return (await this.senders.connectedFallback(tx, state.organization_id, 'whatsapp'))?.sender_id;
+  }
+
+  /** Enters a node: a new visit. Waits start their clock; other nodes are due now. @returns whether to run it in this release */
+  private enter(ctx: ReleaseContext, nodeId: string, runNow = true): boolean {
+    const { state, now, version } = ctx;
+    const node = version.graph.nodes.get(nodeId);
+    if (!node) throw new Error(`node ${nodeId} is not in version ${version.id}`);
+    state.node_id = nodeId;
+    state.step += 1;
+    state.node_entered_at = now;
+    state.pending_exit = null;
+    if (node.type === 'wait') {
+      const ms = node.config.mode === 'fixed' ? node.config.duration_ms : node.config.timeout_ms;
+      state.next_run_at = new Date(now.getTime() + ms);
+      state.status = node.config.mode === 'reply' ? 'waiting_reply' : 'active';
+      if (node.config.mode === 'reply') state.reply_seen_at = now;
+      this.event(ctx, 'waiting', { until: state.next_run_at.toISOString(), mode: node.config.mode });
+      return false;
+    }
+    state.status = 'active';
+    state.next_run_at = now;
+    return runNow;
+  }
+
+  /** Moves the step to `at`; a deferral to the window, cap or quota is also shown as a schedule plan (seed 002 "planos de horário"). */
+  private async defer(ctx: ReleaseContext, nodeId: string, at: Date, reason: string, plan: boolean): Promise<false> {
+    const { state, now, tx } = ctx;
+    state.next_run_at = at;
+    this.metrics.steps.inc({ action: 'send', outcome: `deferred_${reason}` });
+    if (plan) {
+      await this.release.upsertSchedulePlan(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, reason, at, now });
+      this.event(ctx, 'deferred', { reason, until: at.toISOString() });
+    }
+    return false;
+  }
+
+  private async skip(ctx: ReleaseContext, nodeId: string, reason: string): Promise<true> {
+    const { state, now, tx } = ctx;
+    await this.release.insertEffect(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'send', status: 'skipped', reason, now });
+    this.event(ctx, 'step_skipped', { reason });
+    this.metrics.steps.inc({ action: 'send', outcome: 'skipped' });
+    return true;
+  }
+
+  /** Parks the enrollment (`dormente`) until its cause clears. */
+  private park(ctx: ReleaseContext, reason: string): void {
+    ctx.state.status = 'dormente';
+    ctx.state.reason = reason;
+    this.event(ctx, 'parked', { reason });
+  }
+
+  /** Ends the enrollment. @returns false (nothing more runs) */
+  private finish(ctx: ReleaseContext, status: 'completed' | 'cancelled', reason: string, action: string): false {
+    const { state, now } = ctx;
+    state.status = status;
+    state.reason = reason;
+    state.next_run_at = null;
+    state.finished_at = now;
+    this.event(ctx, status === 'completed' ? 'completed' : 'stopped', { reason });
+    ctx.messages.push({
+      event_id: `followups.enrollment.finished:${state.id}`,
+      type: FollowupsEvents.EnrollmentFinished,
+      organization_id: state.organization_id,
+      data: { enrollment_id: state.id, flow_id: state.flow_id, contact_id: state.contact_id, status, reason },
+    });
+    this.metrics.finished.inc({ status, reason });
+    this.metrics.steps.inc({ action, outcome: status });
+    return false;
+  }
+
+  private event(ctx: ReleaseContext, type: string, data: Record<string, unknown>): void {
+    ctx.events.push({ organization_id: ctx.state.organization_id, enrollment_id: ctx.state.id, type, node_id: ctx.state.node_id, data, at: ctx.now });
+  }
+
+  private facts(ctx: ReleaseContext): StepFacts {
+    return { contact: ctx.contact, enrollment: ctx.state, timezone: effectiveSendWindow(ctx.version.settings, ctx.organization).timezone };
+  }
+}
+

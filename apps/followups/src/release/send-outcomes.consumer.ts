@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { OnBusMessage } from '@touchpoint/bus';
+import { type BusMessage, MessagingEvents, type MessageOutcomeData, OutboxEvents, type OutboxEntryEventData } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { SendOutcomesService } from './send-outcomes.service.js';
+
+const REQUESTER = 'followups';
+
+/** Bus edge of send outcomes: messaging's message events and the dispatcher's uncertainty events. */
+@Injectable()
+export class SendOutcomesConsumer {
+  constructor(private readonly outcomes: SendOutcomesService) {}
+
+  private async fromMessaging(message: BusMessage<MessageOutcomeData>, tx: Tx, outcome: 'sent' | 'failed' | 'cancelled'): Promise<void> {
+    const d = message.data;
+    if (d.requester !== REQUESTER || !message.organization_id) return;
+    await this.outcomes.apply(tx, message.organization_id, d.idempotency_key, outcome, { messageId: d.message_id, errorCode: d.error_code ?? null, at: new Date(message.occurred_at) });
+  }
+
+  @OnBusMessage(MessagingEvents.MessageSent)
+  onSent(message: BusMessage<MessageOutcomeData>, tx: Tx): Promise<void> {
+    return this.fromMessaging(message, tx, 'sent');
+  }
+
+  @OnBusMessage(MessagingEvents.MessageFailed)
+  onFailed(message: BusMessage<MessageOutcomeData>, tx: Tx): Promise<void> {
+    return this.fromMessaging(message, tx, 'failed');
+  }
+
+  @OnBusMessage(MessagingEvents.MessageCancelled)
+  onCancelled(message: BusMessage<MessageOutcomeData>, tx: Tx): Promise<void> {
+    return this.fromMessaging(message, tx, 'cancelled');
+  }
+
+  /** The dispatcher does not know whether the send went out: the effect is uncertain until resolved. */
+  @OnBusMessage(OutboxEvents.EntryAmbiguous)
+  async onAmbiguous(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'uncertain', { at: new Date(message.occurred_at) });
+  }
+
+  @OnBusMessage(OutboxEvents.EntryResolved)
+  async onResolved(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    const outcome = message.data.resolution === 'accepted' ? 'sent' : 'failed';
+    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, outcome, { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
+  }
+
+  /** The dispatcher's own word on the wire outcome (messaging relays it as well; the first to arrive wins). */
+  @OnBusMessage(OutboxEvents.EntryAccepted)
+  async onAccepted(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'sent', { at: new Date(message.occurred_at) });
+  }
+
+  @OnBusMessage(OutboxEvents.EntryFailed)
+  async onEntryFailed(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'failed', { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
+  }
+
+  /** A cancel the dispatcher honoured (messaging relays it too; whichever comes first wins). */
+  @OnBusMessage(OutboxEvents.EntryCancelled)
+  async onEntryCancelled(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
+    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'cancelled', { at: new Date(message.occurred_at) });
+  }
+}

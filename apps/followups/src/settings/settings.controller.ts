@@ -1,0 +1,22 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { type DataEnvelope, FollowupsRpc, type FollowupSettingsView, type SettingsUpdateData } from '@touchpoint/contracts';
+import { check } from '../requests/request-checks.js';
+import { SettingsService } from './settings.service.js';
+
+/** RPC edge of organization follow-up settings (issue 6 "Settings"). */
+@Controller()
+export class SettingsController {
+  constructor(private readonly settings: SettingsService) {}
+
+  @MessagePattern(FollowupsRpc.SettingsGet)
+  async get(@Payload() input: { organization_id: string }): Promise<DataEnvelope<FollowupSettingsView>> {
+    check(input).uuid('organization_id').done();
+    return { data: await this.settings.get(input.organization_id) };
+  }
+
+  @MessagePattern(FollowupsRpc.SettingsUpdate)
+  async update(@Payload() input: SettingsUpdateData): Promise<DataEnvelope<FollowupSettingsView>> {
+    return { data: await this.settings.update(input) };
+  }
+}

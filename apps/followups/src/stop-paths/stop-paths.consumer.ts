@@ -1,0 +1,61 @@
+import { Injectable } from '@nestjs/common';
+import { OnBusMessage } from '@touchpoint/bus';
+import {
+  type BusMessage,
+  type ContactEventData,
+  type ContactOptedOutData,
+  type ConversationResolvedData,
+  type HumanMessageSentData,
+  MessagingEvents,
+  type MessageReceivedData,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { Clock } from '@touchpoint/time';
+import { StopPathsService } from './stop-paths.service.js';
+
+/**
+ * Bus edge of the stop paths (seed 000 "Stop hooks"): each of messaging's events is applied in the
+ * transaction that records it in our inbox, so the stop and the dedupe commit together.
+ */
+@Injectable()
+export class StopPathsConsumer {
+  constructor(
+    private readonly stopPaths: StopPathsService,
+    private readonly clock: Clock,
+  ) {}
+
+  @OnBusMessage(MessagingEvents.MessageReceived)
+  async onMessageReceived(message: BusMessage<MessageReceivedData>, tx: Tx): Promise<void> {
+    const d = message.data;
+    if (!message.organization_id || d.direction !== 'inbound') return;
+    await this.stopPaths.onInbound(
+      tx,
+      { organizationId: message.organization_id, contactId: d.contact_id, conversationId: d.conversation_id ?? null, text: d.text, at: new Date(message.occurred_at), optOut: d.opt_out, autoReply: d.auto_reply },
+      this.clock.now(),
+    );
+  }
+
+  @OnBusMessage(MessagingEvents.ContactOptedOut)
+  async onOptedOut(message: BusMessage<ContactOptedOutData>, tx: Tx): Promise<void> {
+    if (!message.organization_id) return;
+    await this.stopPaths.onOptOut(tx, message.organization_id, message.data.contact_id, new Date(message.occurred_at), this.clock.now());
+  }
+
+  @OnBusMessage(MessagingEvents.HumanMessageSent)
+  async onHumanMessage(message: BusMessage<HumanMessageSentData>, tx: Tx): Promise<void> {
+    if (!message.organization_id) return;
+    await this.stopPaths.onHumanMessage(tx, message.organization_id, message.data.contact_id, message.data.conversation_id ?? null, new Date(message.occurred_at), this.clock.now());
+  }
+
+  @OnBusMessage(MessagingEvents.ConversationResolved)
+  async onConversationResolved(message: BusMessage<ConversationResolvedData>, tx: Tx): Promise<void> {
+    if (!message.organization_id) return;
+    await this.stopPaths.onConversationResolved(tx, message.organization_id, message.data.contact_id, message.data.conversation_id, this.clock.now());
+  }
+
+  @OnBusMessage(MessagingEvents.ContactErased)
+  async onContactErased(message: BusMessage<ContactEventData>, tx: Tx): Promise<void> {
+    if (!message.organization_id) return;
+    await this.stopPaths.onContactErased(tx, message.organization_id, message.data.contact_id, this.clock.now());
+  }
+}

@@ -1,0 +1,156 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { FollowupsEvents, OutboxCommands, type OutboxCancelData, type OutgoingMessage } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER } from '@touchpoint/runtime';
+import { ContactsRepository } from '../contacts/contacts.repository.js';
+import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
+import { FollowupsMetrics } from '../metrics/followups.metrics.js';
+import { ReleaseSignal } from '../release/release-signal.js';
+import { StopPathsRepository, type TouchedEnrollment } from './stop-paths.repository.js';
+
+const FINISHED = new Set(['completed', 'cancelled', 'dead']);
+
+/**
+ * The reply wins (DESIGN §5.3; seed 000 "Stop paths and ordering"): a reply, opt-out, human
+ * message, resolution or erasure stops or interrupts every affected enrollment in the transaction
+ * that records it, and asks the dispatcher to cancel a follow-up still queued (`outbox.cancel`),
+ * which it does unless its send lane has already claimed it.
+ *
+ * Every method takes the caller's transaction: the bus edge (messaging's events) and the REST edge
+ * (flow archived) both call here.
+ */
+@Injectable()
+export class StopPathsService {
+  constructor(
+    private readonly repository: StopPathsRepository,
+    private readonly contacts: ContactsRepository,
+    private readonly enrollments: EnrollmentsRepository,
+    private readonly metrics: FollowupsMetrics,
+    private readonly signal: ReleaseSignal,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /**
+   * An inbound message. An opt-out stops everything; an automatic answer (out of office) is not a
+   * reply; otherwise waiting enrollments take their `replied` exit and the others stop when they
+   * `cancel_on_reply`.
+   */
+  async onInbound(
+    tx: Tx,
+    m: { organizationId: string; contactId: string; conversationId: string | null; text: string | null; at: Date; optOut: boolean; autoReply: boolean },
+    now: Date,
+  ): Promise<TouchedEnrollment[]> {
+    if (m.autoReply) return [];
+    // The contact row first: from here on a release of this contact cannot start (it skips the lock).
+    await this.contacts.recordInbound(tx, { organizationId: m.organizationId, contactId: m.contactId, at: m.at, text: m.text, conversationId: m.conversationId, optOut: m.optOut });
+    if (m.optOut) return this.onOptOut(tx, m.organizationId, m.contactId, m.at, now);
+    const touched = await this.repository.applyReply(tx, m.organizationId, m.contactId, m.text, m.at, now);
+    await this.settle(tx, touched, now, 'reply');
+    if (touched.some((t) => t.status === 'active')) this.signal.wake();
+    return touched;
+  }
+
+  /** The contact asked not to be contacted: every live enrollment is cancelled (`opted_out`). */
+  async onOptOut(tx: Tx, organizationId: string, contactId: string, at: Date, now: Date): Promise<TouchedEnrollment[]> {
+    await this.contacts.markOptedOut(tx, organizationId, contactId, at);
+    const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', 'opted_out', now);
+    await this.settle(tx, touched, now, 'opt_out');
+    return touched;
+  }
+
+  /** An operator wrote to the contact: each enrollment follows its `handoff_policy`. */
+  async onHumanMessage(tx: Tx, organizationId: string, contactId: string, conversationId: string | null, at: Date, now: Date): Promise<TouchedEnrollment[]> {
+    await this.contacts.markHandoff(tx, organizationId, contactId, at, conversationId);
+    const touched = await this.repository.applyHandoff(tx, organizationId, contactId, at, now);
+    await this.settle(tx, touched, now, 'handoff');
+    return touched;
+  }
+
+  /** The conversation was resolved: its enrollments (and the contact's unattached ones) complete. */
+  async onConversationResolved(tx: Tx, organizationId: string, contactId: string, conversationId: string, now: Date): Promise<TouchedEnrollment[]> {
+    await this.contacts.ensure(tx, organizationId, contactId);
+    // Touch the contact row so a release of this contact in flight is ordered with us.
+    await tx.query(`UPDATE contacts SET updated_at = now() WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+    const touched = await this.repository.stop(tx, { organizationId, contactId, conversationId }, 'completed', 'conversation_resolved', now);
+    await this.settle(tx, touched, now, 'conversation_resolved');
+    return touched;
+  }
+
+  /** The contact was erased: every enrollment is cancelled and the personal fields kept here are wiped. */
+  async onContactErased(tx: Tx, organizationId: string, contactId: string, now: Date): Promise<TouchedEnrollment[]> {
+    await this.contacts.markErased(tx, organizationId, contactId, now);
+    const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', 'contact_erased', now);
+    await this.settle(tx, touched, now, 'contact_erased');
+    return touched;
+  }
+
+  /** The flow was archived: its live enrollments are cancelled (`flow_archived`). */
+  async stopFlow(tx: Tx, organizationId: string, flowId: string, now: Date): Promise<TouchedEnrollment[]> {
+    const touched = await this.repository.stop(tx, { organizationId, flowId }, 'cancelled', 'flow_archived', now);
+    await this.settle(tx, touched, now, 'flow_archived');
+    return touched;
+  }
+
+  /** The flow is active again: enrollments the release loop parked because it was paused resume. */
+  async resumeParkedByFlow(tx: Tx, organizationId: string, flowId: string, now: Date): Promise<void> {
+    const woken = await this.repository.wakeParked(tx, { organizationId, flowId }, 'flow_paused', now);
+    await this.enrollments.insertEvents(
+      tx,
+      woken.map((w) => ({ organization_id: organizationId, enrollment_id: w.id, type: 'resumed', node_id: w.node_id, data: { cause: 'flow_active' }, at: now })),
+    );
+    if (woken.length) this.signal.wake();
+  }
+
+  /** A sender connected: enrollments parked for want of a usable number retry now. */
+  async resumeParkedBySender(tx: Tx, organizationId: string, now: Date): Promise<void> {
+    const woken = await this.repository.wakeParked(tx, { organizationId }, 'sender_unavailable', now);
+    await this.enrollments.insertEvents(
+      tx,
+      woken.map((w) => ({ organization_id: organizationId, enrollment_id: w.id, type: 'resumed', node_id: w.node_id, data: { cause: 'sender_connected' }, at: now })),
+    );
+    if (woken.length) this.signal.wake();
+  }
+
+  /**
+   * After an UPDATE … RETURNING: the timeline, the finished events and metrics, and the cancel of
+   * every follow-up still queued for an enrollment that stopped or paused.
+   */
+  private async settle(tx: Tx, touched: TouchedEnrollment[], now: Date, cause: string): Promise<void> {
+    if (touched.length === 0) return;
+    const messages: OutgoingMessage[] = [];
+    const interrupted = touched.filter((t) => FINISHED.has(t.status) || t.status === 'paused_handoff');
+    for (const t of touched) {
+      if (FINISHED.has(t.status)) {
+        messages.push({
+          event_id: `followups.enrollment.finished:${t.id}`,
+          type: FollowupsEvents.EnrollmentFinished,
+          organization_id: t.organization_id,
+          data: { enrollment_id: t.id, flow_id: t.flow_id, contact_id: t.contact_id, status: t.status, reason: t.reason },
+        });
+        this.metrics.finished.inc({ status: t.status, reason: t.reason ?? cause });
+      }
+    }
+    const queued = await this.repository.queuedSendKeys(
+      tx,
+      interrupted.map((t) => t.inflight_effect_id).filter((id): id is string => id !== null),
+    );
+    for (const effect of queued) {
+      const data: OutboxCancelData = { organization_id: touched[0].organization_id, idempotency_key: effect.idempotency_key };
+      messages.push({ event_id: `outbox.cancel:${effect.idempotency_key}`, type: OutboxCommands.Cancel, organization_id: data.organization_id, data: data as unknown as Record<string, unknown> });
+    }
+    await this.enrollments.insertEvents(
+      tx,
+      touched.map((t) => ({
+        organization_id: t.organization_id,
+        enrollment_id: t.id,
+        type: FINISHED.has(t.status) ? 'stopped' : t.status === 'paused_handoff' ? 'paused' : cause === 'reply' && t.status === 'active' ? 'reply_received' : 'noted',
+        node_id: t.node_id,
+        data: { cause, status: t.status, reason: t.reason },
+        at: now,
+      })),
+    );
+    await tx.publish(messages);
+    if (queued.length) this.logger.info({ event: 'followups.queued_send_cancel_requested', organization_id: touched[0].organization_id, cause, keys: queued.map((q) => q.idempotency_key) }, 'asked the dispatcher to cancel queued follow-ups');
+  }
+}
