@@ -23,7 +23,7 @@ function mtimeOf(file) {
 }
 
 /** Why an install is needed, or undefined when the installed tree matches the lock file. */
-export function installReason() {
+function installReason() {
   const lock = mtimeOf('package-lock.json');
   const installed = mtimeOf('node_modules/.package-lock.json');
   if (installed === undefined) return 'node_modules is missing';
@@ -33,9 +33,10 @@ export function installReason() {
 
 const reason = installReason();
 if (reason) {
+  // Only errors: the peer-range warnings of a clean install would bury the first screen.
   process.stderr.write(`touchpoint: ${reason}; running npm ci\n`);
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const result = spawnSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  const result = spawnSync(npm, ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) {
     process.stderr.write(`touchpoint: npm ci failed (exit ${result.status ?? result.signal}); fix the error above and run it again\n`);
     process.exit(result.status || 1);

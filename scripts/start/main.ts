@@ -188,7 +188,8 @@ async function main(): Promise<void> {
       demo = result.access;
       say(result.created ? `created the demo organization and API key; saved in ${shown}` : `using the demo organization saved in ${shown}`);
     } catch (err) {
-      say(`could not prepare the demo organization: ${err instanceof AdminCliError ? err.message : String(err)}`);
+      // A Ctrl-C during the CLI call interrupts it too; that is not worth a message.
+      if (!stopping) say(`could not prepare the demo organization: ${err instanceof AdminCliError ? err.message : String(err)}`);
     }
   }
   if (stopping) return;
