@@ -1,0 +1,198 @@
+/**
+ * `npm run bench:inbound` (issue 4): signed Meta inbound-message webhooks posted to the gateway at a
+ * fixed rate for ~20 s, with gateway, messaging and abuse each in its own process.
+ *   - ACK latency p50/p99 (the gateway answers 2xx only after messaging stored the message)
+ *   - messages stored (must equal webhooks acknowledged; duplicates must be 0)
+ *   - beside them, a bare Node HTTP endpoint's rate measured with the same client in the same run
+ * Target on the 2-core reference machine: ≥ 300 webhooks/s with ACK p99 < 100 ms.
+ *
+ * When the gateway has no Meta ingress (`POST /webhooks/meta` answers 404), the same load goes to
+ * messaging's `messaging.inbound.whatsapp` RPC directly, and the report says so.
+ *
+ * Env: BENCH_RATE (300), BENCH_SECONDS (20), BENCH_CONTACTS (3000), META_APP_SECRET (the secret the
+ * gateway verifies `X-Hub-Signature-256` with).
+ */
+import 'reflect-metadata';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ServiceConfig } from '@touchpoint/config';
+import { MessagingWhatsAppRpc } from '@touchpoint/contracts';
+import { createLogger } from '@touchpoint/observability';
+import { RpcClient } from '@touchpoint/runtime';
+import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+
+const RATE = Number(process.env.BENCH_RATE ?? 300);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+/** Distinct senders: each sends RATE×SECONDS/CONTACTS messages, under the 5/min default limit. */
+const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 3000);
+const SECRET = process.env.META_APP_SECRET ?? 'sandbox-meta-app-secret';
+const PHONE_NUMBER_ID = '100000000000002';
+
+const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
+const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(46)} ${value}\n`);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 128 });
+
+/** POSTs `body` and resolves with the status and the time to the full answer, ms. */
+function post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
+    });
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
+    req.end(body);
+  });
+}
+
+/** The webhook body Meta sends for one inbound text (fixtures/meta/webhook-message-text.json). */
+function webhook(wamid: string, from: string, text: string, ts: number) {
+  return {
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: '100000000000001',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '5511912345678', phone_number_id: PHONE_NUMBER_ID },
+              contacts: [{ profile: { name: 'Bench Example' }, wa_id: from }],
+              messages: [{ from, id: wamid, timestamp: String(ts), type: 'text', text: { body: text } }],
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** The rate a bare Node HTTP server answers with this client (same payload size), for reference. */
+async function bareRate(body: string): Promise<number> {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end('{"ok":true}'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  let done = 0;
+  const until = Date.now() + 3000;
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (Date.now() < until) {
+        await post(url, body, {});
+        done++;
+      }
+    }),
+  );
+  server.close();
+  return done / 3;
+}
+
+function startService(svc: string, env: Record<string, string>, port: number): ChildProcess {
+  const child = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', `apps/${svc}/src/main.ts`], {
+    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
+  (child as ChildProcess & { tail: () => string }).tail = () => stderr;
+  return child;
+}
+
+async function waitReady(child: ChildProcess, port: number, svc: string): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (await fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.ok).catch(() => false)) return;
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${svc} did not become ready: ${(child as ChildProcess & { tail: () => string }).tail()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function main(): Promise<void> {
+  const world: TestWorld = await createTestWorld('bench_inbound');
+  const children: ChildProcess[] = [];
+  const org = `bench-org-${randomBytes(3).toString('hex')}`;
+  try {
+    const sample = JSON.stringify(webhook('wamid.sample', '5511900000000', 'sample question about the order', 1_760_000_000));
+    const bare = await bareRate(sample);
+
+    const base = 21_000 + Math.floor(Math.random() * 20_000);
+    const env = { ...world.env, META_APP_SECRET: SECRET, DB_POOL_SIZE: '20', BUS_PREFETCH: '200' };
+    const ports = { abuse: base, messaging: base + 1, gateway: base + 2 };
+    for (const svc of ['abuse', 'messaging', 'gateway'] as const) children.push(startService(svc, env, ports[svc]));
+    await Promise.all((['abuse', 'messaging', 'gateway'] as const).map((svc, i) => waitReady(children[i], ports[svc], svc)));
+    await world.sql(
+      `INSERT INTO "${world.schema('messaging')}".whatsapp_senders (phone_number_id, organization_id, sender_id, status, updated_at) VALUES ($1, $2, 'bench-sender', 'connected', now())`,
+      [PHONE_NUMBER_ID, org],
+    );
+
+    const gatewayUrl = `http://127.0.0.1:${ports.gateway}/webhooks/meta`;
+    const probe = await post(gatewayUrl, '{}', { 'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update('{}').digest('hex')}` });
+    const viaGateway = probe.status !== 404;
+    const rpc = new RpcClient(world.config(ServiceConfig), createLogger('bench', 'silent'));
+
+    /** One webhook through the gateway (signed), or straight to the RPC when there is no ingress. */
+    const fire = async (body: ReturnType<typeof webhook>): Promise<{ status: number; ms: number }> => {
+      if (viaGateway) {
+        const raw = JSON.stringify(body);
+        return post(gatewayUrl, raw, { 'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update(raw).digest('hex')}` });
+      }
+      const started = performance.now();
+      const value = body.entry[0].changes[0].value;
+      return rpc.call('messaging', MessagingWhatsAppRpc.Inbound, { ...value, phone_number_id: value.metadata.phone_number_id }).then(
+        () => ({ status: 200, ms: performance.now() - started }),
+        () => ({ status: 503, ms: performance.now() - started }),
+      );
+    };
+
+    const prefix = `wamid.bench.${randomBytes(3).toString('hex')}.`;
+    const total = RATE * SECONDS;
+    const latencies: number[] = [];
+    const statuses = new Map<number, number>();
+    const t0 = performance.now();
+    const inflight: Promise<void>[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = t0 + (i * 1000) / RATE;
+      const wait = due - performance.now();
+      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+      const from = `55119${String(10_000_000 + (i % CONTACTS)).slice(-8)}`;
+      const body = webhook(`${prefix}${i}`, from, `question ${i} about the order`, 1_760_000_000 + i);
+      inflight.push(fire(body).then(({ status, ms }) => {
+        latencies.push(ms);
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }));
+    }
+    const sendSeconds = (performance.now() - t0) / 1000;
+    await Promise.all(inflight);
+    const elapsed = (performance.now() - t0) / 1000;
+    await rpc.onApplicationShutdown();
+
+    const m = world.schema('messaging');
+    const [{ stored, dup }] = await world.sql<{ stored: number; dup: number }>(
+      `SELECT count(*)::int AS stored, (count(*) - count(DISTINCT external_id))::int AS dup FROM "${m}".messages WHERE external_id LIKE $1`,
+      [`${prefix}%`],
+    );
+    const acked = [...statuses.entries()].filter(([s]) => s >= 200 && s < 300).reduce((n, [, c]) => n + c, 0);
+    latencies.sort((a, b) => a - b);
+
+    process.stdout.write(`bench:inbound — ${viaGateway ? 'signed webhooks → gateway POST /webhooks/meta' : 'gateway has no /webhooks/meta yet: messaging.inbound.whatsapp RPC directly'} → messaging (+ abuse)\n`);
+    line('bare Node HTTP endpoint, same client', `${Math.round(bare)} req/s (reference)`);
+    line(`offered load`, `${total} webhooks at ${RATE}/s over ${sendSeconds.toFixed(1)} s (all answered after ${elapsed.toFixed(1)} s)`);
+    line('answers by status', [...statuses.entries()].map(([s, c]) => `${s}: ${c}`).join(', '));
+    line('ACK latency', `p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms, max ${latencies[latencies.length - 1]?.toFixed(1)} ms (target p99 < 100)`);
+    line('achieved rate', `${Math.round(acked / elapsed)} webhooks/s acknowledged (target ≥ ${RATE})`);
+    line('messages stored / acknowledged / duplicates', `${stored} / ${acked} / ${dup}${stored === acked && dup === 0 ? ' (ok)' : ' (MISMATCH)'}`);
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    await world.close();
+    agent.destroy();
+  }
+}
+
+await main();
+process.exit(0);
