@@ -1,6 +1,6 @@
-import { ConfigError, IsInt, IsString, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { ConfigError, IsInt, IsString, Matches, Max, Min, ServiceConfig } from '@touchpoint/config';
 import type { AiKind } from '@touchpoint/contracts';
-import { IsJSON, IsNumber, Matches } from 'class-validator';
+import { IsJSON, IsNumber } from 'class-validator';
 import { type PriceTable, parsePriceTable } from './budget/price-table.js';
 
 /** Values of `AI_BASE_URL` that mean "no model configured": every run answers `unavailable` at once. */
