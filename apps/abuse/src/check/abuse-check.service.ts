@@ -14,6 +14,9 @@ import { AbuseRepository } from './abuse.repository.js';
 /** The built-in limits when no `rate_limit_config` row matches (seed 004 "Rate Limiting" defaults). */
 const FALLBACK_LIMITS = { per_minute: 5, per_hour: 60, per_day: 200, per_instance: 500 };
 
+/** How long a scope's limits are remembered in memory, ms (a config change applies within this). */
+const LIMITS_CACHE_MS = 30_000;
+
 /**
  * The check messaging runs before it accepts an inbound message (seed 004 "Real-Time Protection"):
  * active penalties, the per-instance cap (an instruction to roll over), the clock-reset rate
@@ -24,6 +27,7 @@ export class AbuseCheckService {
   private readonly checks: Counter<'outcome'>;
   private readonly actions: Counter<'action_type'>;
   private readonly patterns: Counter<'pattern'>;
+  private readonly limitsCache = new Map<string, { limits: typeof FALLBACK_LIMITS; until: number }>();
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -68,8 +72,7 @@ export class AbuseCheckService {
     const restriction = await this.repository.findActiveRestriction(tx, input.organization_id, input.contact_id, now);
     if (restriction) return deny(restriction.action_type === 'block' ? 'blocked' : 'throttled', new Date(restriction.expires_at));
 
-    const limits =
-      (await this.repository.findLimits(tx, input.organization_id, input.channel, input.user_type ?? 'all')) ?? FALLBACK_LIMITS;
+    const limits = await this.limitsFor(tx, input.organization_id, input.channel, input.user_type ?? 'all', now);
     // The cap counts the ACTIVE instance alone (seed 004 "Message-count rollover"); messaging rolls over and asks again.
     if (input.instance_message_count >= limits.per_instance) return deny('instance', null);
 
@@ -133,6 +136,17 @@ export class AbuseCheckService {
     const patterns = found.map((p) => p.type);
     if (penalty.type === 'warning') return { allowed: true, limit_type: null, reset_at: null, action, patterns };
     return deny(penalty.type === 'block' ? 'blocked' : 'throttled', new Date(action.expires_at), action, patterns);
+  }
+
+  /** The limits of a scope, remembered for LIMITS_CACHE_MS (configuration changes rarely; every check reads it). */
+  private async limitsFor(tx: Tx, organizationId: string, channel: string, userType: string, now: Date) {
+    const key = `${organizationId}|${channel}|${userType}`;
+    const cached = this.limitsCache.get(key);
+    if (cached && cached.until > now.getTime()) return cached.limits;
+    const limits = (await this.repository.findLimits(tx, organizationId, channel, userType)) ?? FALLBACK_LIMITS;
+    if (this.limitsCache.size > 10_000) this.limitsCache.clear();
+    this.limitsCache.set(key, { limits, until: now.getTime() + LIMITS_CACHE_MS });
+    return limits;
   }
 
   /** Lists a contact's (or the organization's) penalties, newest first. */

@@ -66,11 +66,13 @@ export class AbuseRepository {
    * serialises concurrent checks of one conversation, so each message is counted exactly once.
    */
   async lockCounters(tx: Tx, organizationId: string, conversationId: string, contactId: string): Promise<CounterRow> {
-    await tx.query(
-      `INSERT INTO rate_counters (conversation_id, organization_id, contact_id) VALUES ($1, $2, $3) ON CONFLICT (conversation_id) DO NOTHING`,
+    // One statement creates or locks the row: DO UPDATE takes the row lock and RETURNING reads it.
+    const rows = await tx.query<CounterRow>(
+      `INSERT INTO rate_counters (conversation_id, organization_id, contact_id) VALUES ($1, $2, $3)
+       ON CONFLICT (conversation_id) DO UPDATE SET conversation_id = EXCLUDED.conversation_id
+       RETURNING *`,
       [conversationId, organizationId, contactId],
     );
-    const rows = await tx.query<CounterRow>(`SELECT * FROM rate_counters WHERE conversation_id = $1 FOR UPDATE`, [conversationId]);
     return rows[0];
   }
 

@@ -6,6 +6,7 @@ import {
   MessagingEvents,
   type MessagingChannel,
   type MessagingInboundRecordData,
+  type OutgoingMessage,
   OutboxCommands,
   type OutboxEnqueueData,
   type WhatsAppInboundBatch,
@@ -181,12 +182,14 @@ export class InboundService {
   private async take(m: InboundMessage, name: string | null, checkAbuse: boolean): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
     const end = this.seconds.startTimer({ channel: m.channel });
     try {
-      const known = await this.uow.run((tx) => this.messages.existsExternal(tx, m.organizationId, m.channel, m.externalId));
+      // Plain reads outside a transaction: the common redelivery and known-contact cases cost one round trip each.
+      const reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
+      const known = await this.messages.existsExternal(reader, m.organizationId, m.channel, m.externalId);
       if (known) {
         this.received.inc({ channel: m.channel, outcome: 'duplicate' });
         return 'duplicate';
       }
-      let { contact, conversation, instance } = await this.uow.run((tx) => this.open(tx, m, name));
+      let { contact, conversation, instance } = (await this.findOpen(reader, m)) ?? (await this.uow.run((tx) => this.open(tx, m, name)));
 
       let verdict: GuardVerdict | null = null;
       if (checkAbuse) {
@@ -223,6 +226,23 @@ export class InboundService {
     } finally {
       end();
     }
+  }
+
+  /** The contact, conversation and active instance of a phone that has them all already (one query), or null. */
+  private async findOpen(reader: Tx, m: InboundMessage): Promise<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow } | null> {
+    if (m.channel !== 'whatsapp' && m.channel !== 'sms') return null;
+    const key = toPhoneKey(m.from);
+    if (!key) return null;
+    const rows = await reader.query<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
+      `SELECT to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
+         FROM contacts ct
+         JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = $3 AND cv.organization_id = ct.organization_id
+         JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
+        WHERE ct.organization_id = $1 AND ct.phone_key = $2 AND ct.erased_at IS NULL
+        ORDER BY (ct.kind = 'crm') DESC, ct.created_at LIMIT 1`,
+      [m.organizationId, key, m.channel],
+    );
+    return rows[0] ?? null;
   }
 
   /** Finds or creates the contact, conversation and active instance of an inbound message. */
@@ -314,6 +334,7 @@ export class InboundService {
         });
       }
     }
+    const published: OutgoingMessage[] = [];
     if (m.channel === 'whatsapp') {
       // Seed 004 "Read receipts": through the outbox like any send, one per wamid.
       const receipt: OutboxEnqueueData = {
@@ -326,7 +347,7 @@ export class InboundService {
         log_context: { message_id: message.id, conversation_id: conversation.id },
         requester: 'messaging',
       };
-      await tx.publish({ event_id: `messaging.read_receipt:${m.organizationId}:${m.externalId}`, type: OutboxCommands.Enqueue, organization_id: m.organizationId, data: receipt as unknown as Record<string, unknown> });
+      published.push({ event_id: `messaging.read_receipt:${m.organizationId}:${m.externalId}`, type: OutboxCommands.Enqueue, organization_id: m.organizationId, data: receipt as unknown as Record<string, unknown> });
     }
     const received: MessageReceivedData = {
       message_id: message.id,
@@ -344,7 +365,8 @@ export class InboundService {
       opt_out: m.optOut,
       from: contact.phone ?? contact.email ?? m.from,
     };
-    await tx.publish({ event_id: `messaging.message.received:${message.id}`, type: MessagingEvents.MessageReceived, organization_id: m.organizationId, data: received as unknown as Record<string, unknown> });
+    published.push({ event_id: `messaging.message.received:${message.id}`, type: MessagingEvents.MessageReceived, organization_id: m.organizationId, data: received as unknown as Record<string, unknown> });
+    await tx.publish(published);
     await this.stream.append(tx, m.organizationId, MessagingEvents.MessageReceived, toMessageView(message, []) as unknown as Record<string, unknown>);
 
     if (verdict?.action?.action_type === 'warning') {
