@@ -9,6 +9,7 @@ import type { GatewayConfig } from './gateway.config.js';
 import { createValidationPipe } from './http/validation.js';
 import { GatewayEntities, GatewayMigrations } from './migrations/index.js';
 import { MessagingRoutesModule } from './messaging/messaging-routes.module.js';
+import { FollowupsRoutesModule } from './followups/followups-routes.module.js';
 import { OrganizationsModule } from './organizations/organizations.module.js';
 import { SystemModule } from './system/system.module.js';
 
@@ -29,7 +30,7 @@ import { SystemModule } from './system/system.module.js';
  * - Document every route: `@ApiTags`, `@ApiOperation`, `@ApiOkResponse({ type })` and
  *   `@ApiErrorResponses(...)` for its failure statuses (401/403 come with `@RequireKey`).
  */
-export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule, MessagingRoutesModule];
+export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule];
 
 /** The gateway (DESIGN §1): auth, scopes, tenancy, validation, OpenAPI, forwarding by RPC. */
 @Module({})

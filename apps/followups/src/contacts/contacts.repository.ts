@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 /** A contact's activity as followups knows it (read model fed by messaging's events). */
 export interface ContactActivity {
@@ -24,11 +24,11 @@ export interface ContactActivity {
 export class ContactsRepository {
   /** Makes sure the row exists (the release loop's contact lock needs one). */
   async ensure(db: Queryable, organizationId: string, contactId: string): Promise<void> {
-    await db.query(`INSERT INTO contacts (organization_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [organizationId, contactId]);
+    await rowsOf(db, `INSERT INTO contacts (organization_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [organizationId, contactId]);
   }
 
   async find(db: Queryable, organizationId: string, contactId: string): Promise<ContactActivity | undefined> {
-    const [row] = await db.query<ContactActivity>(`SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+    const [row] = await rowsOf<ContactActivity>(db, `SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
     return row;
   }
 
@@ -39,13 +39,13 @@ export class ContactsRepository {
    * @returns the row, or undefined when it is locked (or missing)
    */
   async lockForRelease(db: Queryable, organizationId: string, contactId: string): Promise<ContactActivity | undefined> {
-    const [row] = await db.query<ContactActivity>(`SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2 FOR SHARE SKIP LOCKED`, [organizationId, contactId]);
+    const [row] = await rowsOf<ContactActivity>(db, `SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2 FOR SHARE SKIP LOCKED`, [organizationId, contactId]);
     return row;
   }
 
   /** Records an inbound message (upsert; never moves last_inbound_at backwards). */
   async recordInbound(db: Queryable, c: { organizationId: string; contactId: string; at: Date; text: string | null; conversationId: string | null; optOut: boolean }): Promise<void> {
-    await db.query(
+    await rowsOf(db, 
       `INSERT INTO contacts AS c (organization_id, contact_id, last_inbound_at, last_inbound_text, last_conversation_id, opted_out_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 THEN $3::timestamptz END, now())
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET
@@ -59,7 +59,7 @@ export class ContactsRepository {
   }
 
   async markOptedOut(db: Queryable, organizationId: string, contactId: string, at: Date): Promise<void> {
-    await db.query(
+    await rowsOf(db, 
       `INSERT INTO contacts AS c (organization_id, contact_id, opted_out_at) VALUES ($1, $2, $3)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET opted_out_at = coalesce(c.opted_out_at, EXCLUDED.opted_out_at), updated_at = now()`,
       [organizationId, contactId, at],
@@ -67,7 +67,7 @@ export class ContactsRepository {
   }
 
   async markHandoff(db: Queryable, organizationId: string, contactId: string, at: Date, conversationId: string | null): Promise<void> {
-    await db.query(
+    await rowsOf(db, 
       `INSERT INTO contacts AS c (organization_id, contact_id, handoff_at, last_conversation_id) VALUES ($1, $2, $3, $4)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET handoff_at = greatest(c.handoff_at, EXCLUDED.handoff_at),
          last_conversation_id = coalesce(EXCLUDED.last_conversation_id, c.last_conversation_id), updated_at = now()`,
@@ -77,7 +77,7 @@ export class ContactsRepository {
 
   /** Erasure wipes the personal fields kept here too. */
   async markErased(db: Queryable, organizationId: string, contactId: string, at: Date): Promise<void> {
-    await db.query(
+    await rowsOf(db, 
       `INSERT INTO contacts AS c (organization_id, contact_id, erased_at) VALUES ($1, $2, $3)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET erased_at = EXCLUDED.erased_at, name = NULL, phone = NULL, email = NULL,
          fields = '{}', last_inbound_text = NULL, updated_at = now()`,
@@ -87,7 +87,7 @@ export class ContactsRepository {
 
   /** Applies what a contact event tells (created, updated, tagged, untagged); absent fields stay. */
   async upsertProfile(db: Queryable, p: { organizationId: string; contactId: string; name?: string | null; phone?: string | null; email?: string | null; tags?: string[] }): Promise<void> {
-    await db.query(
+    await rowsOf(db, 
       `INSERT INTO contacts AS c (organization_id, contact_id, name, phone, email, tags) VALUES ($1, $2, $3, $4, $5, coalesce($6::text[], '{}'))
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET
          name = CASE WHEN $7 THEN EXCLUDED.name ELSE c.name END,
@@ -102,7 +102,7 @@ export class ContactsRepository {
 
   /** Adds or removes tags locally after a tag step (messaging stays the owner; its event confirms). */
   async applyTags(db: Queryable, organizationId: string, contactId: string, add: string[], remove: string[]): Promise<void> {
-    await db.query(
+    await rowsOf(db, 
       `UPDATE contacts SET tags = ARRAY(SELECT DISTINCT t FROM unnest(tags || $3::text[]) t WHERE t <> ALL($4::text[])), updated_at = now()
         WHERE organization_id = $1 AND contact_id = $2`,
       [organizationId, contactId, add, remove],

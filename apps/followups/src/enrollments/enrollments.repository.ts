@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FollowupEnrollmentStatus } from '@touchpoint/contracts';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 import type { EffectRow, EnrollmentEventRow, EnrollmentRow, NewEnrollmentEvent } from './enrollment-row.js';
 
 /** Columns the engine and the control route change; `saveState` writes them all at once. */
@@ -32,18 +32,18 @@ const JSON_COLUMNS = new Set(['variables', 'repeat_counts']);
 @Injectable()
 export class EnrollmentsRepository {
   async findByOperationKey(db: Queryable, organizationId: string, operationKey: string): Promise<EnrollmentRow | undefined> {
-    const [row] = await db.query<EnrollmentRow>(`SELECT * FROM enrollments WHERE organization_id = $1 AND operation_key = $2`, [organizationId, operationKey]);
+    const [row] = await rowsOf<EnrollmentRow>(db, `SELECT * FROM enrollments WHERE organization_id = $1 AND operation_key = $2`, [organizationId, operationKey]);
     return row;
   }
 
   async find(db: Queryable, organizationId: string, id: string, lock = false): Promise<EnrollmentRow | undefined> {
-    const [row] = await db.query<EnrollmentRow>(`SELECT * FROM enrollments WHERE id = $1 AND organization_id = $2 ${lock ? 'FOR UPDATE' : ''}`, [id, organizationId]);
+    const [row] = await rowsOf<EnrollmentRow>(db, `SELECT * FROM enrollments WHERE id = $1 AND organization_id = $2 ${lock ? 'FOR UPDATE' : ''}`, [id, organizationId]);
     return row;
   }
 
   /** Live enrollments of an organization (plan limit). */
   async countLive(db: Queryable, organizationId: string): Promise<number> {
-    const [row] = await db.query<{ n: number }>(
+    const [row] = await rowsOf<{ n: number }>(db, 
       `SELECT count(*)::int AS n FROM enrollments WHERE organization_id = $1 AND status IN ('active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual')`,
       [organizationId],
     );
@@ -54,7 +54,7 @@ export class EnrollmentsRepository {
   async insert(db: Queryable, row: EnrollmentRow): Promise<EnrollmentRow> {
     const columns = Object.keys(row) as (keyof EnrollmentRow)[];
     const values = columns.map((c) => (JSON_COLUMNS.has(c) ? JSON.stringify(row[c]) : row[c]));
-    const [saved] = await db.query<EnrollmentRow>(
+    const [saved] = await rowsOf<EnrollmentRow>(db, 
       `INSERT INTO enrollments (${columns.join(', ')}) VALUES (${columns.map((c, i) => `$${i + 1}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`).join(', ')}) RETURNING *`,
       values,
     );
@@ -67,7 +67,7 @@ export class EnrollmentsRepository {
    */
   async saveState(db: Queryable, state: EnrollmentRow, now: Date): Promise<EnrollmentRow> {
     const values = MUTABLE.map((c) => (JSON_COLUMNS.has(c) ? JSON.stringify(state[c]) : state[c]));
-    const [row] = await db.query<EnrollmentRow>(
+    const [row] = await rowsOf<EnrollmentRow>(db, 
       `UPDATE enrollments SET ${MUTABLE.map((c, i) => `${c} = $${i + 3}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`).join(', ')}, revision = revision + 1, updated_at = $2
         WHERE id = $1 RETURNING *`,
       [state.id, now, ...values],
@@ -78,7 +78,7 @@ export class EnrollmentsRepository {
   /** Appends timeline entries (one statement). */
   async insertEvents(db: Queryable, events: NewEnrollmentEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await db.query(
+    await rowsOf(db, 
       `INSERT INTO enrollment_events (organization_id, enrollment_id, type, node_id, data, created_at)
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[])`,
       [
@@ -93,15 +93,15 @@ export class EnrollmentsRepository {
   }
 
   async events(db: Queryable, enrollmentId: string, limit = 500): Promise<EnrollmentEventRow[]> {
-    return db.query<EnrollmentEventRow>(`SELECT id, type, node_id, data, created_at FROM enrollment_events WHERE enrollment_id = $1 ORDER BY id DESC LIMIT $2`, [enrollmentId, limit]);
+    return rowsOf<EnrollmentEventRow>(db, `SELECT id, type, node_id, data, created_at FROM enrollment_events WHERE enrollment_id = $1 ORDER BY id DESC LIMIT $2`, [enrollmentId, limit]);
   }
 
   async effects(db: Queryable, enrollmentId: string, limit = 500): Promise<EffectRow[]> {
-    return db.query<EffectRow>(`SELECT * FROM effects WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, [enrollmentId, limit]);
+    return rowsOf<EffectRow>(db, `SELECT * FROM effects WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, [enrollmentId, limit]);
   }
 
   async findEffect(db: Queryable, effectId: string): Promise<EffectRow | undefined> {
-    const [row] = await db.query<EffectRow>(`SELECT * FROM effects WHERE id = $1`, [effectId]);
+    const [row] = await rowsOf<EffectRow>(db, `SELECT * FROM effects WHERE id = $1`, [effectId]);
     return row;
   }
 
@@ -123,7 +123,7 @@ export class EnrollmentsRepository {
     if (after) where.push(`(created_at, id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)`);
     params.push(limit);
     // cursor_at keeps the microseconds a JS Date would drop.
-    return db.query(
+    return rowsOf(db, 
       `SELECT *, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
          FROM enrollments WHERE ${where.join(' AND ')}
         ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FlowSettings } from '@touchpoint/contracts';
 import { type CompiledGraph, compileGraph } from '../graph/graph-validation.js';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 /** A published version, compiled for the engine. */
 export interface CompiledVersion {
@@ -23,7 +23,7 @@ export class FlowVersionCache {
   async get(db: Queryable, versionId: string): Promise<CompiledVersion> {
     const hit = this.cache.get(versionId);
     if (hit) return hit;
-    const [row] = await db.query<{ id: string; flow_id: string; graph: never; settings: FlowSettings }>(`SELECT id, flow_id, graph, settings FROM flow_versions WHERE id = $1`, [versionId]);
+    const [row] = await rowsOf<{ id: string; flow_id: string; graph: never; settings: FlowSettings }>(db, `SELECT id, flow_id, graph, settings FROM flow_versions WHERE id = $1`, [versionId]);
     if (!row) throw new Error(`flow version ${versionId} not found`);
     const compiled = { id: row.id, flowId: row.flow_id, graph: compileGraph(row.graph), settings: row.settings };
     if (this.cache.size >= CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);

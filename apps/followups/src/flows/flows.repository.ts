@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FlowGraph, FlowSettings, FlowStatus, FlowVersionView, FlowView } from '@touchpoint/contracts';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 type FlowRow = {
   id: string;
@@ -57,17 +57,17 @@ export const toVersionView = (r: VersionRow): FlowVersionView => ({
 @Injectable()
 export class FlowsRepository {
   async list(db: Queryable, organizationId: string): Promise<FlowView[]> {
-    const rows = await db.query<FlowRow>(`SELECT * FROM flows WHERE organization_id = $1 ORDER BY created_at DESC, id DESC`, [organizationId]);
+    const rows = await rowsOf<FlowRow>(db, `SELECT * FROM flows WHERE organization_id = $1 ORDER BY created_at DESC, id DESC`, [organizationId]);
     return rows.map(toFlowView);
   }
 
   async find(db: Queryable, organizationId: string, flowId: string, lock = false): Promise<FlowView | undefined> {
-    const [row] = await db.query<FlowRow>(`SELECT * FROM flows WHERE id = $1 AND organization_id = $2 ${lock ? 'FOR UPDATE' : ''}`, [flowId, organizationId]);
+    const [row] = await rowsOf<FlowRow>(db, `SELECT * FROM flows WHERE id = $1 AND organization_id = $2 ${lock ? 'FOR UPDATE' : ''}`, [flowId, organizationId]);
     return row && toFlowView(row);
   }
 
   async insert(db: Queryable, flow: { id: string; organizationId: string; name: string; graph: FlowGraph; settings: FlowSettings; modelId?: string | null; stageId?: string | null; now: Date }): Promise<FlowView> {
-    const [row] = await db.query<FlowRow>(
+    const [row] = await rowsOf<FlowRow>(db, 
       `INSERT INTO flows (id, organization_id, name, graph, settings, status, model_id, stage_id, created_at, updated_at)
        VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, 'draft', $6, $7, $8, $8) RETURNING *`,
       [flow.id, flow.organizationId, flow.name, JSON.stringify(flow.graph), JSON.stringify(flow.settings), flow.modelId ?? null, flow.stageId ?? null, flow.now],
@@ -83,7 +83,7 @@ export class FlowsRepository {
     const columns = Object.keys(set);
     const values = columns.map((c) => (c === 'graph' || c === 'settings' ? JSON.stringify(set[c]) : set[c]));
     const assignments = columns.map((c, i) => `${c} = $${i + 5}${c === 'graph' || c === 'settings' ? '::jsonb' : ''}`);
-    const [row] = await db.query<FlowRow>(
+    const [row] = await rowsOf<FlowRow>(db, 
       `UPDATE flows SET ${[...assignments, 'revision = revision + 1', 'updated_at = $4'].join(', ')}
         WHERE id = $1 AND organization_id = $2 AND revision = $3 RETURNING *`,
       [flowId, organizationId, expectedRevision, now, ...values],
@@ -92,18 +92,18 @@ export class FlowsRepository {
   }
 
   async versions(db: Queryable, organizationId: string, flowId: string): Promise<FlowVersionView[]> {
-    const rows = await db.query<VersionRow>(`SELECT * FROM flow_versions WHERE flow_id = $1 AND organization_id = $2 ORDER BY version DESC`, [flowId, organizationId]);
+    const rows = await rowsOf<VersionRow>(db, `SELECT * FROM flow_versions WHERE flow_id = $1 AND organization_id = $2 ORDER BY version DESC`, [flowId, organizationId]);
     return rows.map(toVersionView);
   }
 
   async findVersion(db: Queryable, organizationId: string, versionId: string): Promise<FlowVersionView | undefined> {
-    const [row] = await db.query<VersionRow>(`SELECT * FROM flow_versions WHERE id = $1 AND organization_id = $2`, [versionId, organizationId]);
+    const [row] = await rowsOf<VersionRow>(db, `SELECT * FROM flow_versions WHERE id = $1 AND organization_id = $2`, [versionId, organizationId]);
     return row && toVersionView(row);
   }
 
   /** Inserts the next version of a flow (numbered under the flow's row lock, which the caller holds). */
   async insertVersion(db: Queryable, v: { id: string; organizationId: string; flowId: string; graph: FlowGraph; settings: FlowSettings; sourceVersionId: string | null; now: Date }): Promise<FlowVersionView> {
-    const [row] = await db.query<VersionRow>(
+    const [row] = await rowsOf<VersionRow>(db, 
       `INSERT INTO flow_versions (id, organization_id, flow_id, version, graph, settings, source_version_id, published_at)
        VALUES ($1, $2, $3, (SELECT coalesce(max(version), 0) + 1 FROM flow_versions WHERE flow_id = $3), $4::jsonb, $5::jsonb, $6, $7)
        RETURNING *`,

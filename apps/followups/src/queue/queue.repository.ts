@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { QueueItemView } from '@touchpoint/contracts';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 export interface QueueFilter {
   organizationId: string;
@@ -50,7 +50,7 @@ export class QueueRepository {
     }
     if (after) where.push(`(e.created_at, e.id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)`);
     params.push(limit);
-    const rows = await db.query<QueueRow>(
+    const rows = await rowsOf<QueueRow>(db, 
       `SELECT e.id, e.contact_id, c.name AS contact_name, c.phone AS contact_phone, e.conversation_id, e.flow_id, f.name AS flow_name,
               e.agent_id, e.status, e.node_id, e.next_run_at, e.reason, e.updated_at, e.created_at, e.last_error,
               to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FlowStatus, FlowTemplateRef } from '@touchpoint/contracts';
 import type { EnrollmentRow } from '../enrollments/enrollment-row.js';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 /** Statuses the release loop picks up when due. */
 const DUE_STATUSES = `('active', 'waiting_reply')`;
@@ -15,7 +15,7 @@ export class ReleaseRepository {
    * The flow's status comes along (no lock on the flow: pausing it is checked, not raced).
    */
   async claimDue(db: Queryable, now: Date): Promise<(EnrollmentRow & { flow_status: FlowStatus }) | undefined> {
-    const [row] = await db.query<EnrollmentRow & { flow_status: FlowStatus }>(
+    const [row] = await rowsOf<EnrollmentRow & { flow_status: FlowStatus }>(db, 
       `SELECT e.*, f.status AS flow_status
          FROM enrollments e JOIN flows f ON f.id = e.flow_id
         WHERE e.id = (
@@ -31,7 +31,7 @@ export class ReleaseRepository {
 
   /** Pushes a claimed enrollment's due time (busy contact, pacing): nothing else changes. */
   async deferOnly(db: Queryable, id: string, at: Date): Promise<void> {
-    await db.query(`UPDATE enrollments SET next_run_at = $2 WHERE id = $1`, [id, at]);
+    await rowsOf(db, `UPDATE enrollments SET next_run_at = $2 WHERE id = $1`, [id, at]);
   }
 
   /**
@@ -41,11 +41,11 @@ export class ReleaseRepository {
    * @returns the failures count and status after the update, or undefined when the row moved on
    */
   async recordFailure(db: Queryable, id: string, revision: number, error: string, backoffMs: (failures: number) => number, maxFailures: number, now: Date): Promise<{ failures: number; status: string } | undefined> {
-    const [row] = await db.query<{ failures: number; revision: number }>(`SELECT failures, revision FROM enrollments WHERE id = $1 AND revision = $2 AND status IN ${DUE_STATUSES} FOR UPDATE`, [id, revision]);
+    const [row] = await rowsOf<{ failures: number; revision: number }>(db, `SELECT failures, revision FROM enrollments WHERE id = $1 AND revision = $2 AND status IN ${DUE_STATUSES} FOR UPDATE`, [id, revision]);
     if (!row) return undefined;
     const failures = row.failures + 1;
     const dead = failures >= maxFailures;
-    const [saved] = await db.query<{ failures: number; status: string }>(
+    const [saved] = await rowsOf<{ failures: number; status: string }>(db, 
       `UPDATE enrollments SET failures = $2, last_error = $3, status = CASE WHEN $4 THEN 'dead' ELSE status END,
               reason = CASE WHEN $4 THEN 'too_many_failures' ELSE reason END,
               finished_at = CASE WHEN $4 THEN $5::timestamptz ELSE finished_at END,
@@ -81,7 +81,7 @@ export class ReleaseRepository {
       now: Date;
     },
   ): Promise<string | undefined> {
-    const rows = await db.query<{ id: string }>(
+    const rows = await rowsOf<{ id: string }>(db, 
       `INSERT INTO effects (id, organization_id, enrollment_id, contact_id, node_id, step, kind, status, idempotency_key, text, template, sender_id, reason, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $14)
        ON CONFLICT (enrollment_id, node_id, step, kind) DO NOTHING RETURNING id`,
@@ -92,7 +92,7 @@ export class ReleaseRepository {
 
   /** The latest schedule plan of a step (a deferral to the window, cap or quota), kept up to date. */
   async upsertSchedulePlan(db: Queryable, p: { id: string; organizationId: string; enrollmentId: string; contactId: string; nodeId: string; step: number; reason: string; at: Date; now: Date }): Promise<void> {
-    await db.query(
+    await rowsOf(db, 
       `INSERT INTO effects (id, organization_id, enrollment_id, contact_id, node_id, step, kind, status, reason, usage, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, 'schedule_plan', 'done', $7, jsonb_build_object('planned_at', $8::text), $9, $9)
        ON CONFLICT (enrollment_id, node_id, step, kind) DO UPDATE SET reason = EXCLUDED.reason, usage = EXCLUDED.usage, updated_at = EXCLUDED.updated_at`,
@@ -102,7 +102,7 @@ export class ReleaseRepository {
 
   /** The contact's follow-up sends in the 24 hours before `now`, and the oldest of them (per-contact cap). */
   async recentSends(db: Queryable, contactId: string, now: Date): Promise<{ count: number; oldest: Date | null }> {
-    const [row] = await db.query<{ count: number; oldest: Date | null }>(
+    const [row] = await rowsOf<{ count: number; oldest: Date | null }>(db, 
       `SELECT count(*)::int AS count, min(created_at) AS oldest FROM effects
         WHERE contact_id = $1 AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at > $2`,
       [contactId, new Date(now.getTime() - 24 * 3_600_000)],
@@ -116,7 +116,7 @@ export class ReleaseRepository {
    * @returns whether the send fits
    */
   async takeMonthlySend(db: Queryable, organizationId: string, month: string, quota: number): Promise<boolean> {
-    const rows = await db.query(
+    const rows = await rowsOf(db, 
       `INSERT INTO monthly_usage AS u (organization_id, month, sends) VALUES ($1, $2::date, 1)
        ON CONFLICT (organization_id, month) DO UPDATE SET sends = u.sends + 1 WHERE u.sends < $3
        RETURNING sends`,

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Tx } from '@touchpoint/database';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
+import { rowsOf } from '../requests/queryable.js';
 
 /** A send's outcome as followups records it on the effect. */
 export type SendOutcome = 'sent' | 'failed' | 'cancelled' | 'uncertain';
@@ -25,14 +26,14 @@ export class SendOutcomesService {
    */
   async apply(tx: Tx, organizationId: string, key: string, outcome: SendOutcome, detail: { messageId?: string | null; errorCode?: string | null; at: Date }): Promise<boolean> {
     const from = outcome === 'uncertain' ? ['queued'] : ['queued', 'uncertain'];
-    const [effect] = await tx.query<{ id: string; enrollment_id: string; node_id: string }>(
+    const [effect] = await rowsOf<{ id: string; enrollment_id: string; node_id: string }>(tx, 
       `UPDATE effects SET status = $3, message_id = coalesce($4::uuid, message_id), reason = coalesce($5, reason), updated_at = $6
         WHERE idempotency_key = $1 AND organization_id = $2 AND kind = 'send' AND status = ANY($7::text[])
         RETURNING id, enrollment_id, node_id`,
       [key, organizationId, outcome, isUuid(detail.messageId) ? detail.messageId : null, detail.errorCode ?? null, detail.at, from],
     );
     if (!effect) return false;
-    await tx.query(
+    await rowsOf(tx, 
       `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = CASE WHEN $4 THEN NULL ELSE inflight_effect_id END, updated_at = $5
         WHERE id = $1 AND inflight_effect_id = $2`,
       [effect.enrollment_id, effect.id, outcome, outcome !== 'uncertain', detail.at],

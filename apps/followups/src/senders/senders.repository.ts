@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxSenderEventData } from '@touchpoint/contracts';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 export interface SenderRow {
   sender_id: string;
@@ -15,26 +15,26 @@ export interface SenderRow {
 export class SendersRepository {
   /** Applies an `outbox.sender.*` event; an older event never overwrites a newer one. */
   async apply(db: Queryable, organizationId: string, data: OutboxSenderEventData, at: Date): Promise<void> {
-    await db.query(
+    await rowsOf(db, 
       `INSERT INTO senders AS s (sender_id, organization_id, channel, status, is_default, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (sender_id) DO UPDATE SET status = EXCLUDED.status, is_default = EXCLUDED.is_default, channel = EXCLUDED.channel, updated_at = EXCLUDED.updated_at
        WHERE s.updated_at <= EXCLUDED.updated_at AND s.organization_id = EXCLUDED.organization_id`,
       [data.sender_id, organizationId, data.channel, data.status, data.is_default ?? false, at],
     );
     if (data.is_default) {
-      await db.query(`UPDATE senders SET is_default = false WHERE organization_id = $1 AND channel = $2 AND sender_id <> $3 AND is_default`, [organizationId, data.channel, data.sender_id]);
+      await rowsOf(db, `UPDATE senders SET is_default = false WHERE organization_id = $1 AND channel = $2 AND sender_id <> $3 AND is_default`, [organizationId, data.channel, data.sender_id]);
     }
-    await db.query(`INSERT INTO sender_pacing (sender_id, next_release_at) VALUES ($1, 'epoch') ON CONFLICT DO NOTHING`, [data.sender_id]);
+    await rowsOf(db, `INSERT INTO sender_pacing (sender_id, next_release_at) VALUES ($1, 'epoch') ON CONFLICT DO NOTHING`, [data.sender_id]);
   }
 
   async find(db: Queryable, organizationId: string, senderId: string): Promise<SenderRow | undefined> {
-    const [row] = await db.query<SenderRow>(`SELECT * FROM senders WHERE sender_id = $1 AND organization_id = $2`, [senderId, organizationId]);
+    const [row] = await rowsOf<SenderRow>(db, `SELECT * FROM senders WHERE sender_id = $1 AND organization_id = $2`, [senderId, organizationId]);
     return row;
   }
 
   /** The organization's default connected sender of the channel, else any connected one (oldest first). */
   async connectedFallback(db: Queryable, organizationId: string, channel: string): Promise<SenderRow | undefined> {
-    const [row] = await db.query<SenderRow>(
+    const [row] = await rowsOf<SenderRow>(db, 
       `SELECT * FROM senders WHERE organization_id = $1 AND channel = $2 AND status = 'connected' ORDER BY is_default DESC, updated_at, sender_id LIMIT 1`,
       [organizationId, channel],
     );
@@ -47,14 +47,14 @@ export class SendersRepository {
    * @returns next_release_at, or 'busy' when another release holds it
    */
   async lockPacing(db: Queryable, senderId: string): Promise<Date | 'busy'> {
-    const [row] = await db.query<{ next_release_at: Date }>(`SELECT next_release_at FROM sender_pacing WHERE sender_id = $1 FOR UPDATE SKIP LOCKED`, [senderId]);
+    const [row] = await rowsOf<{ next_release_at: Date }>(db, `SELECT next_release_at FROM sender_pacing WHERE sender_id = $1 FOR UPDATE SKIP LOCKED`, [senderId]);
     if (row) return row.next_release_at;
     // No row yet (an event we have not seen): create it; a concurrent creator makes this one busy.
-    const created = await db.query(`INSERT INTO sender_pacing (sender_id, next_release_at) VALUES ($1, 'epoch') ON CONFLICT DO NOTHING RETURNING sender_id`, [senderId]);
+    const created = await rowsOf(db, `INSERT INTO sender_pacing (sender_id, next_release_at) VALUES ($1, 'epoch') ON CONFLICT DO NOTHING RETURNING sender_id`, [senderId]);
     return created.length ? new Date(0) : 'busy';
   }
 
   async setPacing(db: Queryable, senderId: string, nextReleaseAt: Date): Promise<void> {
-    await db.query(`UPDATE sender_pacing SET next_release_at = $2 WHERE sender_id = $1`, [senderId, nextReleaseAt]);
+    await rowsOf(db, `UPDATE sender_pacing SET next_release_at = $2 WHERE sender_id = $1`, [senderId, nextReleaseAt]);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FollowupSettingsView } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 /** Defaults of an organization that never saved its follow-up settings (revision 0). */
 export const DEFAULT_FOLLOWUP_SETTINGS: Omit<FollowupSettingsView, 'customer_id' | 'updated_at'> = {
@@ -49,7 +49,7 @@ const toView = (row: SettingsRow): FollowupSettingsView => ({
 export class SettingsRepository {
   /** The organization's settings, or the defaults (revision 0) when it never saved any. */
   async get(tx: Queryable, organizationId: string): Promise<FollowupSettingsView> {
-    const [row] = await tx.query<SettingsRow>(`SELECT * FROM settings WHERE organization_id = $1`, [organizationId]);
+    const [row] = await rowsOf<SettingsRow>(tx, `SELECT * FROM settings WHERE organization_id = $1`, [organizationId]);
     return row ? toView(row) : { ...DEFAULT_FOLLOWUP_SETTINGS, customer_id: organizationId, updated_at: new Date(0).toISOString() };
   }
 
@@ -72,7 +72,7 @@ export class SettingsRepository {
       expectedRevision,
     ];
     // INSERT for a first save (expected 0); the conditional DO UPDATE is the compare-and-set of later ones.
-    const rows = await tx.query<SettingsRow>(
+    const rows = await rowsOf<SettingsRow>(tx, 
       `INSERT INTO settings AS s (organization_id, send_window, contact_daily_cap, monthly_send_quota, consent_mode, consent_tag,
                                   max_live_enrollments, retention_days, approved_templates, revision, updated_at)
        SELECT $1, $2::jsonb, $3, $4, $5, $6, $7, $8, $9::jsonb, 1, $10 WHERE $11::int = 0
@@ -81,7 +81,7 @@ export class SettingsRepository {
       values,
     );
     if (rows[0]) return toView(rows[0]);
-    const updated = await tx.query<SettingsRow>(
+    const updated = await rowsOf<SettingsRow>(tx, 
       `UPDATE settings SET send_window = $2::jsonb, contact_daily_cap = $3, monthly_send_quota = $4, consent_mode = $5, consent_tag = $6,
               max_live_enrollments = $7, retention_days = $8, approved_templates = $9::jsonb, revision = revision + 1, updated_at = $10
         WHERE organization_id = $1 AND revision = $11

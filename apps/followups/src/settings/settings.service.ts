@@ -6,7 +6,7 @@ import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock, sendWindowProblems } from '@touchpoint/time';
 import type { FollowupsConfig } from '../followups.config.js';
-import { poolOf } from '../requests/queryable.js';
+import { poolOf, rowsOf } from '../requests/queryable.js';
 import { check, revisionConflict } from '../requests/request-checks.js';
 import { SettingsRepository } from './settings.repository.js';
 
@@ -70,7 +70,7 @@ export class SettingsService implements OnApplicationBootstrap, OnApplicationShu
         organization_id: input.organization_id,
         data: { revision: result.revision },
       });
-      await tx.query(`SELECT pg_notify($1, $2)`, [this.channel, input.organization_id]);
+      await rowsOf(tx, `SELECT pg_notify($1, $2)`, [this.channel, input.organization_id]);
       return result;
     });
     this.invalidate(input.organization_id);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FollowupEnrollmentStatus } from '@touchpoint/contracts';
-import type { Queryable } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 const LIVE = `('active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual')`;
 
@@ -31,7 +31,7 @@ export class StopPathsRepository {
    * completes with reason `replied`; the others only note the text (for `match_reply`).
    */
   async applyReply(db: Queryable, organizationId: string, contactId: string, text: string | null, at: Date, now: Date): Promise<TouchedEnrollment[]> {
-    return db.query<TouchedEnrollment>(
+    return rowsOf<TouchedEnrollment>(db, 
       `UPDATE enrollments SET
          status = CASE WHEN status = 'waiting_reply' THEN 'active' WHEN cancel_on_reply THEN 'completed' ELSE status END,
          reason = CASE WHEN status = 'waiting_reply' THEN reason WHEN cancel_on_reply THEN 'replied' ELSE reason END,
@@ -51,7 +51,7 @@ export class StopPathsRepository {
 
   /** A human took over: pause, stop or leave each live enrollment per its `handoff_policy`. */
   async applyHandoff(db: Queryable, organizationId: string, contactId: string, at: Date, now: Date): Promise<TouchedEnrollment[]> {
-    return db.query<TouchedEnrollment>(
+    return rowsOf<TouchedEnrollment>(db, 
       `UPDATE enrollments SET
          status = CASE handoff_policy WHEN 'stop' THEN 'cancelled' WHEN 'pause' THEN (CASE WHEN status = 'paused_manual' THEN status ELSE 'paused_handoff' END) ELSE status END,
          reason = CASE handoff_policy WHEN 'stop' THEN 'handoff' WHEN 'pause' THEN 'handoff' ELSE reason END,
@@ -81,7 +81,7 @@ export class StopPathsRepository {
     if (where.contactId) filters.push(`contact_id = $${params.push(where.contactId)}`);
     if (where.flowId) filters.push(`flow_id = $${params.push(where.flowId)}`);
     if (where.conversationId) filters.push(`(conversation_id = $${params.push(where.conversationId)} OR conversation_id IS NULL)`);
-    return db.query<TouchedEnrollment>(
+    return rowsOf<TouchedEnrollment>(db, 
       `UPDATE enrollments SET status = $2, reason = $3, finished_at = $4, next_run_at = NULL, revision = revision + 1, updated_at = $4
         WHERE ${filters.join(' AND ')} ${RETURNING}`,
       params,
@@ -93,7 +93,7 @@ export class StopPathsRepository {
     const params: unknown[] = [where.organizationId, reason, now];
     const filters = ['organization_id = $1', `status = 'dormente'`, 'reason = $2'];
     if (where.flowId) filters.push(`flow_id = $${params.push(where.flowId)}`);
-    return db.query<TouchedEnrollment>(
+    return rowsOf<TouchedEnrollment>(db, 
       `UPDATE enrollments SET status = 'active', reason = NULL, next_run_at = $3, sender_unavailable_since = NULL, revision = revision + 1, updated_at = $3
         WHERE ${filters.join(' AND ')} ${RETURNING}`,
       params,
@@ -103,6 +103,6 @@ export class StopPathsRepository {
   /** The keys of sends still queued among these effects (the ones `outbox.cancel` may still stop). */
   async queuedSendKeys(db: Queryable, effectIds: string[]): Promise<{ id: string; idempotency_key: string }[]> {
     if (effectIds.length === 0) return [];
-    return db.query(`SELECT id, idempotency_key FROM effects WHERE id = ANY($1::uuid[]) AND kind = 'send' AND status = 'queued' AND idempotency_key IS NOT NULL`, [effectIds]);
+    return rowsOf(db, `SELECT id, idempotency_key FROM effects WHERE id = ANY($1::uuid[]) AND kind = 'send' AND status = 'queued' AND idempotency_key IS NOT NULL`, [effectIds]);
   }
 }

@@ -8,6 +8,7 @@ import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js'
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { ReleaseSignal } from '../release/release-signal.js';
 import { StopPathsRepository, type TouchedEnrollment } from './stop-paths.repository.js';
+import { rowsOf } from '../requests/queryable.js';
 
 const FINISHED = new Set(['completed', 'cancelled', 'dead']);
 
@@ -71,7 +72,7 @@ export class StopPathsService {
   async onConversationResolved(tx: Tx, organizationId: string, contactId: string, conversationId: string, now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.ensure(tx, organizationId, contactId);
     // Touch the contact row so a release of this contact in flight is ordered with us.
-    await tx.query(`UPDATE contacts SET updated_at = now() WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+    await rowsOf(tx, `UPDATE contacts SET updated_at = now() WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
     const touched = await this.repository.stop(tx, { organizationId, contactId, conversationId }, 'completed', 'conversation_resolved', now);
     await this.settle(tx, touched, now, 'conversation_resolved');
     return touched;

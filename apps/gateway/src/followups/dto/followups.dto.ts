@@ -1,0 +1,242 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsNotEmpty,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import {
+  CONSENT_MODES,
+  ENROLLMENT_CONTROL_ACTIONS,
+  FLOW_EDGE_CONDITION_TYPES,
+  FLOW_NODE_TYPES,
+  FLOW_TRIGGER_KINDS,
+  FOLLOWUP_ENROLLMENT_STATUSES,
+  HANDOFF_POLICIES,
+  SENDER_MODES,
+} from '@touchpoint/contracts';
+
+/**
+ * Request shapes of the seed-002 follow-up routes. The gateway checks shape and tenancy; the
+ * followups service owns every rule (publish validation, statuses, limits).
+ */
+
+const NODE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+const NODE_CONFIG_DOC = [
+  'Depends on `type` (the engine reads it; publish validates it, answering `invalid_config`):',
+  '- `trigger`: `{}`',
+  '- `wait`: `{"mode": "fixed", "duration_ms"}` or `{"mode": "reply", "timeout_ms"}` (exits `branch` `replied` / `timeout`); 300000 (5 min) to 7776000000 (90 days)',
+  '- `condition`: `{"match": "all"|"any", "rules": [{"field", "op", "value"}]}` with fields `contact.tags`, `contact.name|phone|email`, `contact.fields.<key>`, `vars.<key>`, `last_send.status` and ops eq, neq, contains, not_contains, exists, not_exists, in, gt, gte, lt, lte; exits `cond_result` true / false',
+  '- `ai_classify`: `{"classes": [{"id", "label", "description"}], "fallback_class_id", "min_confidence", "instructions"}`; exits `class_match` per class',
+  '- `match_reply`: `{"branches": [{"id", "keywords": [...]}]}` (accent- and case-insensitive whole words); exits `branch` per id plus `default`',
+  '- `repeat`: `{"max_count": 1..20}`; exits `branch` `again` / `done`',
+  '- `action`: `{"mode": "text", "body", "template_fallback"?}`, `{"mode": "template", "template": {"name", "language", "parameters"}}`, `{"mode": "media", "media": {"media_type", "link", "caption"?, "filename"?}, "template_fallback"?}`, `{"mode": "ai", "instructions", "template_fallback"?}`, `{"mode": "tag"|"untag", "tags"}`, `{"mode": "handoff", "note"?}`; exit `always`',
+  '- `end`: `{"outcome"?}` (snake_case, default `completed`)',
+  'Texts may use `{{vars.<key>}}`, `{{anchor.at|date|time}}`, `{{contact.name|first_name}}`; a missing value skips the send.',
+].join('\n');
+
+export class PositionDto {
+  @ApiProperty() @IsNumber() x!: number;
+  @ApiProperty() @IsNumber() y!: number;
+}
+
+export class FlowNodeDto {
+  @ApiProperty({ example: 'espera', pattern: NODE_ID.source }) @Matches(NODE_ID) id!: string;
+  @ApiProperty({ enum: FLOW_NODE_TYPES }) @IsString() @IsNotEmpty() @MaxLength(40) type!: string;
+  @ApiPropertyOptional({ maxLength: 200 }) @IsOptional() @IsString() @MaxLength(200) label?: string;
+  @ApiPropertyOptional({ type: PositionDto }) @IsOptional() @ValidateNested() @Type(() => PositionDto) position?: PositionDto;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: NODE_CONFIG_DOC }) @IsObject() config!: Record<string, unknown>;
+}
+
+export class EdgeConditionDto {
+  @ApiProperty({ enum: FLOW_EDGE_CONDITION_TYPES }) @IsIn(FLOW_EDGE_CONDITION_TYPES) type!: string;
+  @ApiPropertyOptional({ description: 'for `branch`' }) @IsOptional() @IsString() @MaxLength(64) branch_id?: string;
+  @ApiPropertyOptional({ description: 'for `class_match`' }) @IsOptional() @IsString() @MaxLength(64) class_id?: string;
+  @ApiPropertyOptional({ description: 'for `cond_result`' }) @IsOptional() @IsBoolean() value?: boolean;
+}
+
+export class FlowEdgeDto {
+  @ApiProperty({ example: 'e1' }) @Matches(NODE_ID) id!: string;
+  @ApiProperty({ example: 'inicio' }) @Matches(NODE_ID) source!: string;
+  @ApiProperty({ example: 'espera' }) @Matches(NODE_ID) target!: string;
+  @ApiProperty({ type: EdgeConditionDto }) @ValidateNested() @Type(() => EdgeConditionDto) condition!: EdgeConditionDto;
+}
+
+export class FlowGraphDto {
+  @ApiProperty({ type: [FlowNodeDto], description: '2 to 60 nodes to publish (a draft may hold up to 200)' })
+  @IsArray()
+  @ArrayMaxSize(200)
+  @ValidateNested({ each: true })
+  @Type(() => FlowNodeDto)
+  nodes!: FlowNodeDto[];
+
+  @ApiProperty({ type: [FlowEdgeDto], description: 'up to 120 edges to publish (a draft may hold up to 400)' })
+  @IsArray()
+  @ArrayMaxSize(400)
+  @ValidateNested({ each: true })
+  @Type(() => FlowEdgeDto)
+  edges!: FlowEdgeDto[];
+}
+
+export class FlowTriggerDto {
+  @ApiProperty({ enum: FLOW_TRIGGER_KINDS, example: 'manual' }) @IsIn(FLOW_TRIGGER_KINDS) kind!: string;
+  @ApiProperty({ description: 'a reply stops the enrollment (unless it is waiting for that reply)' }) @IsBoolean() cancel_on_reply!: boolean;
+  @ApiPropertyOptional({ description: 'the deal stage that starts the flow (models with requires_stage)' }) @IsOptional() @IsString() @MaxLength(200) stage_id?: string;
+}
+
+export class FlowSenderDto {
+  @ApiProperty({ enum: SENDER_MODES }) @IsIn(SENDER_MODES) mode!: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'for mode `fixed`' }) @IsOptional() @IsUUID('all') sender_id?: string;
+}
+
+export class FlowSettingsDto {
+  @ApiProperty({ type: FlowTriggerDto }) @ValidateNested() @Type(() => FlowTriggerDto) trigger!: FlowTriggerDto;
+  @ApiProperty({ enum: HANDOFF_POLICIES, description: 'what a human message does: pause, stop, or nothing' }) @IsIn(HANDOFF_POLICIES) handoff_policy!: string;
+  @ApiPropertyOptional({ minimum: 0, maximum: 23 }) @IsOptional() @IsInt() @Min(0) @Max(23) send_start_hour?: number;
+  @ApiPropertyOptional({ minimum: 1, maximum: 24, description: 'exclusive' }) @IsOptional() @IsInt() @Min(1) @Max(24) send_end_hour?: number;
+  @ApiPropertyOptional({ type: [Number], description: 'ISO weekdays, 1 = Monday … 7 = Sunday' })
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(7)
+  @IsInt({ each: true })
+  @Min(1, { each: true })
+  @Max(7, { each: true })
+  send_days?: number[];
+  @ApiPropertyOptional({ example: 'America/Sao_Paulo' }) @IsOptional() @IsString() @MaxLength(64) timezone?: string;
+  @ApiPropertyOptional({ enum: ['utility', 'marketing'] }) @IsOptional() @IsIn(['utility', 'marketing']) purpose?: string;
+  @ApiPropertyOptional({ enum: ['live', 'test'] }) @IsOptional() @IsIn(['live', 'test']) environment?: string;
+  @ApiPropertyOptional({ type: FlowSenderDto }) @IsOptional() @ValidateNested() @Type(() => FlowSenderDto) sender?: FlowSenderDto;
+}
+
+export class CustomerQuery {
+  @ApiProperty({ format: 'uuid', description: "your organization's id" }) @IsUUID('all') customer_id!: string;
+}
+
+export class FlowIdParams {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') id!: string;
+}
+
+/** Body of `POST /ai/followup-flows` (seed 002's example is accepted as written). */
+export class CreateFlowDto extends CustomerQuery {
+  @ApiProperty({ example: 'Retomada em 4 horas', maxLength: 200 }) @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
+  @ApiProperty({ type: FlowGraphDto }) @ValidateNested() @Type(() => FlowGraphDto) graph!: FlowGraphDto;
+  @ApiProperty({ type: FlowSettingsDto }) @ValidateNested() @Type(() => FlowSettingsDto) settings!: FlowSettingsDto;
+}
+
+/** Body of `PUT /ai/followup-flows/{id}`: saves the draft. */
+export class UpdateFlowDto extends CreateFlowDto {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) expected_revision!: number;
+}
+
+/** Body of `PATCH /ai/followup-flows/{id}`. */
+export class SetFlowStatusDto extends CustomerQuery {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) expected_revision!: number;
+  @ApiProperty({ enum: ['active', 'paused', 'archived'] }) @IsIn(['active', 'paused', 'archived']) status!: 'active' | 'paused' | 'archived';
+}
+
+/** Body of `POST /ai/followup-flows/{id}/publish`. */
+export class PublishFlowDto extends CustomerQuery {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) expected_revision!: number;
+}
+
+/** Body of `POST /ai/followup-flows/{id}/rollback`. */
+export class RollbackFlowDto extends PublishFlowDto {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') version_id!: string;
+}
+
+/** Body of `POST /ai/followup-flows/from-model`. */
+export class CreateFromModelDto extends CustomerQuery {
+  @ApiProperty({ example: 'resume_after_no_reply' }) @IsString() @IsNotEmpty() @MaxLength(64) model_id!: string;
+  @ApiPropertyOptional({ maxLength: 200 }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) name?: string;
+  @ApiPropertyOptional({ description: 'required by models with requires_stage (else 422 stage_required)' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) stage_id?: string;
+}
+
+/** `customer_id` is optional here: the catalog is the same for every organization. */
+export class OptionalCustomerQuery {
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') customer_id?: string;
+}
+
+export class ListEnrollmentsQuery extends CustomerQuery {
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') flow_id?: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') contact_id?: string;
+  @ApiPropertyOptional({ enum: FOLLOWUP_ENROLLMENT_STATUSES }) @IsOptional() @IsIn(FOLLOWUP_ENROLLMENT_STATUSES) status?: string;
+  @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 100 }) @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(200) limit?: number;
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page' }) @IsOptional() @IsString() @MaxLength(1024) cursor?: string;
+}
+
+/** Body of `POST /ai/followups/enrollments`. */
+export class CreateEnrollmentDto extends CustomerQuery {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') flow_id!: string;
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') contact_id!: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') conversation_id?: string;
+  @ApiProperty({ description: 'your key for this enrollment: repeating it returns the same enrollment', maxLength: 200 }) @IsString() @IsNotEmpty() @MaxLength(200) operation_key!: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') agent_id?: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') appointment_id?: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'values for {{vars.<key>}}' }) @IsOptional() @IsObject() variables?: Record<string, string | number | boolean>;
+  @ApiPropertyOptional({ format: 'date-time', description: 'the moment {{anchor.*}} names (an appointment start)' }) @IsOptional() @IsISO8601() anchor_at?: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'the sending number, for flows whose sender mode is `enrollment`' }) @IsOptional() @IsUUID('all') sender_id?: string;
+}
+
+export class EnrollmentIdParams {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') id!: string;
+}
+
+/** Body of `POST /ai/followups/enrollments/{id}/control`. */
+export class ControlEnrollmentDto extends CustomerQuery {
+  @ApiProperty({ minimum: 1, description: "the enrollment's revision" }) @IsInt() @Min(1) expected_revision!: number;
+  @ApiProperty({ enum: ENROLLMENT_CONTROL_ACTIONS, description: '`advance_now` runs the current wait now' }) @IsIn(ENROLLMENT_CONTROL_ACTIONS) action!: string;
+  @ApiPropertyOptional({ maxLength: 500 }) @IsOptional() @IsString() @MaxLength(500) reason?: string;
+}
+
+export class QueueQuery extends CustomerQuery {
+  @ApiPropertyOptional({ enum: ['enrollment', 'promise'] }) @IsOptional() @IsIn(['enrollment', 'promise']) kind?: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') flow_id?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(40) status?: string;
+  @ApiPropertyOptional({ maxLength: 100, description: 'matches contact name or phone, or flow name' }) @IsOptional() @IsString() @MaxLength(100) q?: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') contact_id?: string;
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page (422 invalid_cursor if bad or stale: start again without it)' }) @IsOptional() @IsString() @MaxLength(1024) cursor?: string;
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 30 }) @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100) limit?: number;
+}
+
+export class SendWindowDto {
+  @ApiProperty({ minimum: 0, maximum: 23 }) @IsInt() @Min(0) @Max(23) start_hour!: number;
+  @ApiProperty({ minimum: 1, maximum: 24 }) @IsInt() @Min(1) @Max(24) end_hour!: number;
+  @ApiProperty({ type: [Number], description: 'ISO weekdays' }) @IsArray() @ArrayMinSize(1) @ArrayMaxSize(7) @IsInt({ each: true }) @Min(1, { each: true }) @Max(7, { each: true }) days!: number[];
+  @ApiProperty({ example: 'America/Sao_Paulo' }) @IsString() @MaxLength(64) timezone!: string;
+}
+
+export class ApprovedTemplateDto {
+  @ApiProperty({ example: 'retomada_conversa' }) @IsString() @Matches(/^[a-z0-9_]{1,512}$/) name!: string;
+  @ApiProperty({ example: 'pt_BR' }) @IsString() @Matches(/^[a-z]{2,3}(_[A-Z]{2})?$/) language!: string;
+  @ApiProperty({ minimum: 0, maximum: 20 }) @IsInt() @Min(0) @Max(20) parameter_count!: number;
+}
+
+/** Body of `PUT /ai/followups/settings`: any of the fields, with the current revision (0 before the first save). */
+export class UpdateSettingsDto extends CustomerQuery {
+  @ApiProperty({ minimum: 0 }) @IsInt() @Min(0) expected_revision!: number;
+  @ApiPropertyOptional({ type: SendWindowDto }) @IsOptional() @ValidateNested() @Type(() => SendWindowDto) send_window?: SendWindowDto;
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, description: 'follow-up sends per contact in any 24 hours' }) @IsOptional() @IsInt() @Min(1) @Max(100) contact_daily_cap?: number;
+  @ApiPropertyOptional({ nullable: true, description: 'follow-up sends per calendar month (UTC); null = unlimited' }) @IsOptional() @IsInt() @Min(1) monthly_send_quota?: number | null;
+  @ApiPropertyOptional({ enum: CONSENT_MODES }) @IsOptional() @IsIn(CONSENT_MODES) consent_mode?: string;
+  @ApiPropertyOptional({ example: 'opt_in' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) consent_tag?: string;
+  @ApiPropertyOptional({ nullable: true, description: 'live enrollments the plan allows; null = unlimited' }) @IsOptional() @IsInt() @Min(1) max_live_enrollments?: number | null;
+  @ApiPropertyOptional({ minimum: 1, maximum: 3650 }) @IsOptional() @IsInt() @Min(1) @Max(3650) retention_days?: number;
+  @ApiPropertyOptional({ type: [ApprovedTemplateDto] }) @IsOptional() @IsArray() @ArrayMaxSize(500) @ValidateNested({ each: true }) @Type(() => ApprovedTemplateDto) approved_templates?: ApprovedTemplateDto[];
+}
