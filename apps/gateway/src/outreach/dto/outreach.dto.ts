@@ -1,0 +1,206 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import {
+  ACTION_STATUSES,
+  CAMPAIGN_STATUSES,
+  ENROLLMENT_END_REASONS,
+  ENROLLMENT_STATUSES,
+  OUTREACH_CHANNELS,
+  OUTREACH_MAX_BATCH,
+  OUTREACH_REJECT_REASON_MAX,
+} from '@touchpoint/contracts';
+
+/**
+ * Largest people list the gateway parses at all (ours: bounds the body); the outreach service
+ * answers 422 `batch_too_large` above OUTREACH_MAX_BATCH (seed 003 §4.1).
+ */
+const PEOPLE_PARSE_LIMIT = 10_000;
+
+export class CampaignParams {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') campaign_id!: string;
+}
+
+export class EnrollmentParams {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') enrollment_id!: string;
+}
+
+export class ActionParams {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') action_id!: string;
+}
+
+export class CreateCampaignBody {
+  @ApiProperty({ maxLength: 200 }) @IsString() @MinLength(1) @MaxLength(200) name!: string;
+  @ApiProperty({ maxLength: 2000, description: 'What the campaign must achieve; a stop decision says whether it was met' }) @IsString() @MinLength(1) @MaxLength(2000) goal!: string;
+  @ApiProperty({ enum: OUTREACH_CHANNELS, isArray: true }) @IsArray() @ArrayMinSize(1) @IsIn(OUTREACH_CHANNELS, { each: true }) allowed_channels!: string[];
+  @ApiProperty({ minimum: 1, maximum: 20 }) @IsInt() max_touches!: number;
+  @ApiProperty({ minimum: 1, maximum: 90 }) @IsInt() followup_min_days!: number;
+  @ApiProperty({ minimum: 1, maximum: 90 }) @IsInt() followup_max_days!: number;
+  @ApiPropertyOptional({ description: 'Sender id of the mailbox (default mailbox when absent)' }) @IsOptional() @IsString() @MaxLength(200) email_sender_id?: string;
+  @ApiPropertyOptional({ description: 'Sender id of the LinkedIn account (LinkedIn actions need one)' }) @IsOptional() @IsString() @MaxLength(200) linkedin_sender_id?: string;
+}
+
+export class ListCampaignsQuery {
+  @ApiPropertyOptional({ enum: CAMPAIGN_STATUSES }) @IsOptional() @IsIn(CAMPAIGN_STATUSES) status?: string;
+}
+
+export class CampaignDto {
+  @ApiProperty({ format: 'uuid' }) campaign_id!: string;
+  @ApiProperty() organization_id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty() goal!: string;
+  @ApiProperty({ enum: CAMPAIGN_STATUSES }) status!: string;
+  @ApiProperty({ enum: OUTREACH_CHANNELS, isArray: true }) allowed_channels!: string[];
+  @ApiProperty() max_touches!: number;
+  @ApiProperty() followup_min_days!: number;
+  @ApiProperty() followup_max_days!: number;
+  @ApiProperty({ nullable: true, type: String }) email_sender_id!: string | null;
+  @ApiProperty({ nullable: true, type: String }) linkedin_sender_id!: string | null;
+  @ApiProperty({ description: 'Live enrollments (at most 200)' }) live_enrollments!: number;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiProperty({ format: 'date-time' }) updated_at!: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) paused_at!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) archived_at!: string | null;
+}
+
+export class CampaignListDto {
+  @ApiProperty({ type: CampaignDto, isArray: true }) items!: CampaignDto[];
+}
+
+export class PersonBody {
+  @ApiProperty({ enum: ['crm', 'prospect'] }) @IsIn(['crm', 'prospect']) person_kind!: 'crm' | 'prospect';
+  @ApiProperty({ description: 'The contact id' }) @IsString() @MinLength(1) @MaxLength(200) person_id!: string;
+}
+
+export class EnrollBatchBody {
+  @ApiProperty({ type: PersonBody, isArray: true, description: `At most ${OUTREACH_MAX_BATCH} people; more answers 422 batch_too_large` })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(PEOPLE_PARSE_LIMIT)
+  @ValidateNested({ each: true })
+  @Type(() => PersonBody)
+  people!: PersonBody[];
+}
+
+export class EnrollmentDto {
+  @ApiProperty({ format: 'uuid' }) enrollment_id!: string;
+  @ApiProperty() organization_id!: string;
+  @ApiProperty({ format: 'uuid' }) campaign_id!: string;
+  @ApiProperty({ enum: ['crm', 'prospect'] }) person_kind!: string;
+  @ApiProperty() person_id!: string;
+  @ApiProperty({ enum: ENROLLMENT_STATUSES }) status!: string;
+  @ApiProperty({ enum: ENROLLMENT_END_REASONS, nullable: true }) ended_reason!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) ended_at!: string | null;
+  @ApiProperty() touch_count!: number;
+  @ApiProperty() context_version!: number;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) next_check_at!: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiProperty({ format: 'date-time' }) updated_at!: string;
+  @ApiProperty() awaiting_approval!: boolean;
+}
+
+export class EnrollResultDto {
+  @ApiProperty({ enum: ['crm', 'prospect'] }) person_kind!: string;
+  @ApiProperty() person_id!: string;
+  @ApiProperty({ enum: ['added', 'already_enrolled', 'campaign_full', 'opted_out', 'not_found'] }) result!: string;
+  @ApiPropertyOptional({ format: 'uuid' }) enrollment_id?: string;
+  @ApiPropertyOptional({ description: 'added: the person was already live in this campaign' }) existing?: boolean;
+  @ApiPropertyOptional({ description: 'already_enrolled: the other campaign' }) campaign_id?: string;
+  @ApiPropertyOptional() campaign_name?: string;
+  @ApiPropertyOptional({ enum: CAMPAIGN_STATUSES }) campaign_status?: string;
+}
+
+export class EnrollBatchResultDto {
+  @ApiProperty({ format: 'uuid' }) campaign_id!: string;
+  @ApiProperty({ type: EnrollResultDto, isArray: true, description: 'One per person, in the order given' }) results!: EnrollResultDto[];
+}
+
+export class ListEnrollmentsQuery {
+  @ApiPropertyOptional({ enum: ENROLLMENT_STATUSES }) @IsOptional() @IsIn(ENROLLMENT_STATUSES) status?: string;
+  @ApiPropertyOptional({ minimum: 1, maximum: 500 }) @IsOptional() @Type(() => Number) @IsInt() limit?: number;
+}
+
+export class EnrollmentListDto {
+  @ApiProperty({ type: EnrollmentDto, isArray: true }) items!: EnrollmentDto[];
+}
+
+export class SettingsDto {
+  @ApiProperty() organization_id!: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'Set while outreach is stopped for the organization' }) outreach_stopped_at!: string | null;
+}
+
+export class DraftPayloadBody {
+  @ApiPropertyOptional({ description: 'email (not a reply)' }) @IsOptional() @IsString() @MaxLength(10_000) subject?: string;
+  @ApiPropertyOptional({ description: 'email and linkedin_message' }) @IsOptional() @IsString() @MaxLength(50_000) body?: string;
+  @ApiPropertyOptional({ description: 'linkedin_connection' }) @IsOptional() @IsString() @MaxLength(10_000) note?: string;
+}
+
+export class ApproveBody {
+  @ApiPropertyOptional({ type: DraftPayloadBody, description: "The reviewer's edit; absent sends the draft as written" })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => DraftPayloadBody)
+  payload?: DraftPayloadBody;
+}
+
+export class RejectBody {
+  @ApiProperty({ enum: ['regenerate', 'stop'] }) @IsIn(['regenerate', 'stop']) then!: 'regenerate' | 'stop';
+  @ApiPropertyOptional({ maxLength: OUTREACH_REJECT_REASON_MAX, description: 'Required for regenerate (1 to 1000 characters)' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(OUTREACH_REJECT_REASON_MAX * 4)
+  reason?: string;
+}
+
+export class ReviewQueueQuery {
+  @ApiPropertyOptional({ minimum: 1, maximum: 200 }) @IsOptional() @Type(() => Number) @IsInt() limit?: number;
+}
+
+export class ActionDto {
+  @ApiProperty({ format: 'uuid' }) action_id!: string;
+  @ApiProperty({ format: 'uuid' }) enrollment_id!: string;
+  @ApiProperty({ format: 'uuid' }) decision_id!: string;
+  @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
+  @ApiProperty({ enum: ACTION_STATUSES }) status!: string;
+  @ApiProperty({ type: Object }) draft_payload!: Record<string, unknown>;
+  @ApiProperty({ type: Object, nullable: true }) approved_payload!: Record<string, unknown> | null;
+  @ApiProperty({ nullable: true, type: String, description: 'SHA-256 hex of the canonical JSON of approved_payload' }) approved_hash!: string | null;
+  @ApiProperty({ nullable: true, type: String }) approved_by!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) approved_at!: string | null;
+  @ApiProperty({ nullable: true, type: String }) reject_reason!: string | null;
+  @ApiProperty({ nullable: true, type: String }) reject_then!: string | null;
+}
+
+export class ReviewCardDto {
+  @ApiProperty({ format: 'uuid' }) action_id!: string;
+  @ApiProperty({ format: 'uuid' }) enrollment_id!: string;
+  @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiProperty() age_seconds!: number;
+  @ApiProperty({ type: Object }) person!: Record<string, unknown>;
+  @ApiProperty({ type: Object }) campaign!: Record<string, unknown>;
+  @ApiProperty({ nullable: true, type: String, description: 'Email address or LinkedIn profile URL, read fresh' }) to!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'The inbound message answered, cut at 500 characters' }) replying_to!: string | null;
+  @ApiProperty({ nullable: true, type: String }) rationale!: string | null;
+  @ApiProperty({ nullable: true, type: String }) objective!: string | null;
+  @ApiProperty({ type: Object }) draft!: Record<string, unknown>;
+}
+
+export class ReviewQueueDto {
+  @ApiProperty({ type: ReviewCardDto, isArray: true, description: 'Pending actions, oldest first' }) items!: ReviewCardDto[];
+  @ApiProperty({ description: 'Every pending action of the organization' }) total!: number;
+}
+
+export class TimelineItemDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['enrolled', 'decision', 'action', 'email', 'linkedin_message', 'ended'] }) kind!: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) at!: string | null;
+  @ApiProperty({ type: Object }) data!: Record<string, unknown>;
+}
+
+export class TimelineDto {
+  @ApiProperty({ format: 'uuid' }) enrollment_id!: string;
+  @ApiProperty({ type: TimelineItemDto, isArray: true, description: 'Newest first, tie on id' }) items!: TimelineItemDto[];
+  @ApiProperty({ type: String, isArray: true, description: 'Sections that could not be read' }) missing!: string[];
+}

@@ -1,0 +1,60 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { type CampaignCreateData, type CampaignRef, type CampaignStatus, OutreachRpc } from '@touchpoint/contracts';
+import { CampaignsService } from './campaigns.service.js';
+
+/** RPC edge of campaigns and the organization-wide stop. */
+@Controller()
+export class CampaignsController {
+  constructor(private readonly campaigns: CampaignsService) {}
+
+  @MessagePattern(OutreachRpc.CampaignCreate)
+  create(@Payload() data: CampaignCreateData) {
+    return this.campaigns.create(data);
+  }
+
+  @MessagePattern(OutreachRpc.CampaignList)
+  async list(@Payload() data: { organization_id: string; status?: CampaignStatus }) {
+    return { items: await this.campaigns.list(data.organization_id, data.status) };
+  }
+
+  @MessagePattern(OutreachRpc.CampaignGet)
+  get(@Payload() data: CampaignRef) {
+    return this.campaigns.get(data.organization_id, data.campaign_id);
+  }
+
+  @MessagePattern(OutreachRpc.CampaignPause)
+  pause(@Payload() data: CampaignRef) {
+    return this.campaigns.pause(data.organization_id, data.campaign_id);
+  }
+
+  @MessagePattern(OutreachRpc.CampaignResume)
+  resume(@Payload() data: CampaignRef) {
+    return this.campaigns.resume(data.organization_id, data.campaign_id);
+  }
+
+  @MessagePattern(OutreachRpc.CampaignArchive)
+  archive(@Payload() data: CampaignRef) {
+    return this.campaigns.archive(data.organization_id, data.campaign_id);
+  }
+
+  @MessagePattern(OutreachRpc.CampaignDelete)
+  delete(@Payload() data: CampaignRef) {
+    return this.campaigns.delete(data.organization_id, data.campaign_id);
+  }
+
+  @MessagePattern(OutreachRpc.SettingsGet)
+  settings(@Payload() data: { organization_id: string }) {
+    return this.campaigns.settings(data.organization_id);
+  }
+
+  @MessagePattern(OutreachRpc.Stop)
+  stop(@Payload() data: { organization_id: string }) {
+    return this.campaigns.setStopped(data.organization_id, true);
+  }
+
+  @MessagePattern(OutreachRpc.Resume)
+  resumeOrganization(@Payload() data: { organization_id: string }) {
+    return this.campaigns.setStopped(data.organization_id, false);
+  }
+}

@@ -1,0 +1,49 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { type EnrollBatchData, type EnrollmentListQuery, type EnrollmentRef, type EnrollOneData, OutreachRpc } from '@touchpoint/contracts';
+import { TimelineService } from '../timeline/timeline.service.js';
+import { EnrollmentsService } from './enrollments.service.js';
+
+/** RPC edge of enrollments. */
+@Controller()
+export class EnrollmentsController {
+  constructor(
+    private readonly enrollments: EnrollmentsService,
+    private readonly timeline: TimelineService,
+  ) {}
+
+  @MessagePattern(OutreachRpc.EnrollOne)
+  enrollOne(@Payload() data: EnrollOneData) {
+    return this.enrollments.enrollOne(data);
+  }
+
+  @MessagePattern(OutreachRpc.EnrollBatch)
+  enrollBatch(@Payload() data: EnrollBatchData) {
+    return this.enrollments.enroll(data);
+  }
+
+  @MessagePattern(OutreachRpc.EnrollmentGet)
+  get(@Payload() data: EnrollmentRef) {
+    return this.enrollments.get(data.organization_id, data.enrollment_id);
+  }
+
+  @MessagePattern(OutreachRpc.EnrollmentList)
+  list(@Payload() data: EnrollmentListQuery) {
+    return this.enrollments.list(data);
+  }
+
+  @MessagePattern(OutreachRpc.EnrollmentExit)
+  exit(@Payload() data: EnrollmentRef) {
+    return this.enrollments.exit(data.organization_id, data.enrollment_id);
+  }
+
+  @MessagePattern(OutreachRpc.EnrollmentManualRetry)
+  manualRetry(@Payload() data: EnrollmentRef) {
+    return this.enrollments.manualRetry(data.organization_id, data.enrollment_id);
+  }
+
+  @MessagePattern(OutreachRpc.EnrollmentTimeline)
+  timelineOf(@Payload() data: EnrollmentRef) {
+    return this.timeline.of(data.organization_id, data.enrollment_id);
+  }
+}

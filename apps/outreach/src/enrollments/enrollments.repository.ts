@@ -1,0 +1,194 @@
+import { Injectable } from '@nestjs/common';
+import type { EnrollmentEndReason, EnrollmentStatus, EnrollmentView, PersonKind } from '@touchpoint/contracts';
+import { type Db, iso, rowsOf } from '../shared/sql.js';
+
+export interface EnrollmentRow {
+  id: string;
+  organization_id: string;
+  campaign_id: string;
+  person_kind: PersonKind;
+  person_id: string;
+  status: EnrollmentStatus;
+  ended_reason: EnrollmentEndReason | null;
+  ended_at: Date | null;
+  touch_count: number;
+  context_version: number;
+  next_check_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  seq: string;
+  awaiting_approval?: boolean;
+}
+
+export const toEnrollmentView = (r: EnrollmentRow): EnrollmentView => ({
+  enrollment_id: r.id,
+  organization_id: r.organization_id,
+  campaign_id: r.campaign_id,
+  person_kind: r.person_kind,
+  person_id: r.person_id,
+  status: r.status,
+  ended_reason: r.ended_reason,
+  ended_at: iso(r.ended_at),
+  touch_count: r.touch_count,
+  context_version: r.context_version,
+  next_check_at: iso(r.next_check_at),
+  created_at: iso(r.created_at)!,
+  updated_at: iso(r.updated_at)!,
+  awaiting_approval: Boolean(r.awaiting_approval),
+});
+
+/** The statuses the one-live-enrollment index covers (seed 003 §5). */
+export const LIVE_STATUSES: EnrollmentStatus[] = ['active', 'needs_contact_data'];
+
+const AWAITING = `EXISTS (SELECT 1 FROM proposed_actions a WHERE a.enrollment_id = e.id AND a.status = 'pending_approval') AS awaiting_approval`;
+
+/**
+ * Every SQL statement of enrollments. Writes that follow a decision are compare-and-set on
+ * `context_version` (seed 003 §3, Reliability): a write that finds 0 rows lost to a newer change.
+ */
+@Injectable()
+export class EnrollmentsRepository {
+  /**
+   * Inserts a live enrollment unless the person already has one anywhere in the organization (the
+   * partial unique index decides, so two racing requests cannot both win). Null when one exists.
+   */
+  async insertLive(db: Db, r: { organization_id: string; campaign_id: string; person_kind: PersonKind; person_id: string; next_check_at: Date; now: Date }): Promise<EnrollmentRow | null> {
+    const [row] = await rowsOf<EnrollmentRow>(
+      db,
+      `INSERT INTO enrollments (organization_id, campaign_id, person_kind, person_id, status, touch_count, context_version, next_check_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, 'active', 0, 1, $5, $6, $6)
+       ON CONFLICT (organization_id, person_kind, person_id) WHERE status IN ('active', 'needs_contact_data') DO NOTHING
+       RETURNING *`,
+      [r.organization_id, r.campaign_id, r.person_kind, r.person_id, r.next_check_at, r.now],
+    );
+    return row ?? null;
+  }
+
+  async findLiveOfPerson(db: Db, organizationId: string, kind: PersonKind, personId: string): Promise<(EnrollmentRow & { campaign_name: string; campaign_status: string }) | null> {
+    const [row] = await rowsOf<EnrollmentRow & { campaign_name: string; campaign_status: string }>(
+      db,
+      `SELECT e.*, c.name AS campaign_name, c.status AS campaign_status FROM enrollments e JOIN campaigns c ON c.id = e.campaign_id
+        WHERE e.organization_id = $1 AND e.person_kind = $2 AND e.person_id = $3 AND e.status IN ('active', 'needs_contact_data')`,
+      [organizationId, kind, personId],
+    );
+    return row ?? null;
+  }
+
+  async countLive(db: Db, campaignId: string): Promise<number> {
+    const [row] = await rowsOf<{ n: number }>(db, `SELECT count(*)::int AS n FROM enrollments WHERE campaign_id = $1 AND status IN ('active', 'needs_contact_data')`, [campaignId]);
+    return row!.n;
+  }
+
+  /**
+   * Serialises the cap's recounts of one campaign (a transaction-scoped advisory lock): each
+   * recount then sees the take-backs of the ones before it, so the last one always sees every
+   * committed row and leaves at most the cap.
+   */
+  async lockCapRecount(db: Db, campaignId: string): Promise<void> {
+    await db.query(`SELECT pg_advisory_xact_lock(hashtext('outreach:cap:' || $1))`, [campaignId]);
+  }
+
+  /**
+   * Takes back (deletes) `ids`' newest `count` rows that are still untouched live rows of this
+   * request (seed 003 §4.1: a row past the cap is taken back before any run). Returns the ids taken.
+   */
+  async takeBack(db: Db, ids: string[], count: number): Promise<string[]> {
+    if (count <= 0 || ids.length === 0) return [];
+    const rows = await rowsOf<{ id: string }>(
+      db,
+      `DELETE FROM enrollments WHERE id IN (
+         SELECT id FROM enrollments WHERE id = ANY($1::uuid[]) AND status = 'active' AND context_version = 1 ORDER BY seq DESC LIMIT $2)
+       RETURNING id`,
+      [ids, count],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  async find(db: Db, organizationId: string, id: string, lock = false): Promise<EnrollmentRow | null> {
+    const [row] = await rowsOf<EnrollmentRow>(
+      db,
+      lock ? `SELECT e.* FROM enrollments e WHERE e.organization_id = $1 AND e.id = $2 FOR UPDATE` : `SELECT e.*, ${AWAITING} FROM enrollments e WHERE e.organization_id = $1 AND e.id = $2`,
+      [organizationId, id],
+    );
+    return row ?? null;
+  }
+
+  /** Reads by id alone: runners are handed an id by their own event (organization from the row). */
+  async findById(db: Db, id: string): Promise<EnrollmentRow | null> {
+    const [row] = await rowsOf<EnrollmentRow>(db, `SELECT e.*, ${AWAITING} FROM enrollments e WHERE e.id = $1`, [id]);
+    return row ?? null;
+  }
+
+  async list(db: Db, organizationId: string, campaignId: string, status: EnrollmentStatus | undefined, limit: number): Promise<EnrollmentRow[]> {
+    return rowsOf<EnrollmentRow>(
+      db,
+      `SELECT e.*, ${AWAITING} FROM enrollments e WHERE e.organization_id = $1 AND e.campaign_id = $2 AND ($3::text IS NULL OR e.status = $3)
+        ORDER BY e.created_at DESC, e.id DESC LIMIT $4`,
+      [organizationId, campaignId, status ?? null, limit],
+    );
+  }
+
+  /**
+   * Compare-and-set write on `context_version = expected`: applies `set` and moves the version to
+   * `expected + 1` (unless `bump` is false). Null when the row moved on (0 rows).
+   * @param set column → value; `status` changes must keep ended_reason consistent
+   */
+  async compareAndSet(
+    db: Db,
+    id: string,
+    expected: number,
+    set: Partial<Pick<EnrollmentRow, 'status' | 'ended_reason' | 'ended_at' | 'next_check_at'>>,
+    now: Date,
+    options: { bump?: boolean; onlyStatus?: EnrollmentStatus[] } = {},
+  ): Promise<EnrollmentRow | null> {
+    const params: unknown[] = [id, expected, now];
+    const sets = [`updated_at = $3`];
+    if (options.bump !== false) sets.push(`context_version = context_version + 1`);
+    for (const [column, value] of Object.entries(set)) {
+      params.push(value);
+      sets.push(`${column} = $${params.length}`);
+    }
+    params.push(options.onlyStatus ?? null);
+    const [row] = await rowsOf<EnrollmentRow>(
+      db,
+      `UPDATE enrollments SET ${sets.join(', ')} WHERE id = $1 AND context_version = $2 AND ($${params.length}::text[] IS NULL OR status = ANY($${params.length}::text[])) RETURNING *`,
+      params,
+    );
+    return row ?? null;
+  }
+
+  /**
+   * Ends every live enrollment of a campaign (archive): `campaign_archived`, v+1. Returns their ids.
+   */
+  async endLiveOfCampaign(db: Db, campaignId: string, reason: EnrollmentEndReason, now: Date): Promise<string[]> {
+    const rows = await rowsOf<{ id: string }>(
+      db,
+      `UPDATE enrollments SET status = 'ended', ended_reason = $2, ended_at = $3, next_check_at = NULL, context_version = context_version + 1, updated_at = $3
+        WHERE campaign_id = $1 AND status IN ('active', 'needs_contact_data') RETURNING id`,
+      [campaignId, reason, now],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * The record of a send (seed 003 §4.6): touch_count + 1 and `next_check_at` only where it is
+   * null (a reply's "now" wins); no version bump, so the decision a reply started stands.
+   */
+  async recordTouch(db: Db, id: string, nextCheckAt: Date, now: Date): Promise<void> {
+    await db.query(
+      `UPDATE enrollments SET touch_count = touch_count + 1, next_check_at = COALESCE(next_check_at, $2), updated_at = $3 WHERE id = $1`,
+      [id, nextCheckAt, now],
+    );
+  }
+
+  /**
+   * Wakes an enrollment after its action was invalidated (seed 003 §4.6): v+1 and
+   * `next_check_at = now`, no event (the due sweep asks). Only a live row changes.
+   */
+  async wake(db: Db, id: string, now: Date): Promise<void> {
+    await db.query(
+      `UPDATE enrollments SET context_version = context_version + 1, next_check_at = $2, updated_at = $2 WHERE id = $1 AND status = 'active'`,
+      [id, now],
+    );
+  }
+}

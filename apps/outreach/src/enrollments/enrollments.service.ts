@@ -1,0 +1,287 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  type ContactView,
+  type DecisionRequestedData,
+  type EnrollBatchData,
+  type EnrollBatchResult,
+  type EnrollOneData,
+  type EnrollResult,
+  type EnrollmentListQuery,
+  type EnrollmentView,
+  OUTREACH_MAX_BATCH,
+  OUTREACH_MAX_LIVE_PER_CAMPAIGN,
+  OutreachEvents,
+  type PersonKind,
+  type PersonRef,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { type CampaignRow, CampaignsRepository } from '../campaigns/campaigns.repository.js';
+import { isUuid, requireId } from '../campaigns/campaigns.service.js';
+import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
+import { ActionsRepository } from '../review/actions.repository.js';
+import { addMs, EVENT_LEASE_MS } from '../shared/time.js';
+import { type EnrollmentRow, EnrollmentsRepository, toEnrollmentView } from './enrollments.repository.js';
+
+/** People read from messaging at once while a batch is checked (ours: bounds the RPC fan-out). */
+const PERSON_READ_CONCURRENCY = 10;
+
+/** A contact that may link a prospect to its CRM person (messaging does not carry the link yet). */
+type LinkableContact = ContactView & { linked_contact_id?: string | null };
+
+/** The `outreach.decision.requested` message of a cause. */
+export function decisionRequested(organizationId: string, eventId: string, data: DecisionRequestedData) {
+  return { event_id: eventId, type: OutreachEvents.DecisionRequested, organization_id: organizationId, data: data as unknown as Record<string, unknown> };
+}
+
+/**
+ * Enrollment (seed 003 §4.1). Per person, in list order: 1 the campaign exists and is not archived
+ * (paused is accepted), 2 the person exists (a prospect linked to a CRM person becomes that
+ * person), 3 their addresses are not suppressed, 4 one live enrollment per person across every
+ * campaign (the partial unique index decides), 5 the campaign has fewer than 200 live enrollments.
+ *
+ * The cap is counted again after the insert commits, under a per-campaign lock, and the rows past
+ * it are taken back before their first event goes out, so two racing batches never leave more
+ * than 200 live. A crash between the insert and the recount leaves a row with no event: its
+ * `next_check_at` (the event lease) makes the due sweep ask for it.
+ */
+@Injectable()
+export class EnrollmentsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly enrollments: EnrollmentsRepository,
+    private readonly campaigns: CampaignsRepository,
+    private readonly actions: ActionsRepository,
+    private readonly people: PeopleDirectory,
+    private readonly clock: Clock,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Enrolls one person.
+   * @returns the enrollment (the existing one for the same person in the same campaign)
+   * @throws AppError not_found (campaign or person), campaign_archived, already_enrolled (with the
+   *   other campaign's name and status), campaign_full, opted_out, service_unavailable
+   */
+  async enrollOne(data: EnrollOneData): Promise<EnrollmentView & { created: boolean }> {
+    const { results } = await this.enroll({ organization_id: data.organization_id, campaign_id: data.campaign_id, people: [{ person_kind: data.person_kind, person_id: data.person_id }] });
+    const result = results[0]!;
+    switch (result.result) {
+      case 'added':
+        return { ...(await this.get(data.organization_id, result.enrollment_id)), created: !result.existing };
+      case 'already_enrolled':
+        throw new AppError(ErrorCode.AlreadyEnrolled, `the person is live in the campaign "${result.campaign_name}"; exit them there first`, {
+          enrollment_id: result.enrollment_id,
+          campaign_id: result.campaign_id,
+          campaign_name: result.campaign_name,
+          campaign_status: result.campaign_status,
+        });
+      case 'campaign_full':
+        throw new AppError(ErrorCode.CampaignFull, `the campaign has ${OUTREACH_MAX_LIVE_PER_CAMPAIGN} live enrollments`);
+      case 'opted_out':
+        throw new AppError(ErrorCode.OptedOut, 'the person is on the do-not-contact list');
+      case 'not_found':
+        throw new AppError(ErrorCode.NotFound, 'person not found');
+    }
+  }
+
+  /**
+   * Enrolls up to 200 people; one result per person, in the order given. One refusal never blocks
+   * the others.
+   * @throws AppError batch_too_large (more than 200), validation_failed, not_found (campaign),
+   *   campaign_archived, service_unavailable (messaging or the suppression list unreadable)
+   */
+  async enroll(data: EnrollBatchData): Promise<EnrollBatchResult> {
+    const organizationId = requireId(data?.organization_id, 'organization_id');
+    const people = validatePeople(data.people);
+    const campaign = await this.uow.run((tx) => this.campaigns.find(tx, organizationId, requireCampaignId(data.campaign_id)));
+    if (!campaign) throw new AppError(ErrorCode.NotFound, 'campaign not found');
+    if (campaign.status === 'archived') throw new AppError(ErrorCode.CampaignArchived, 'the campaign is archived');
+
+    // Checks 2 and 3 read other services: done before any transaction opens.
+    const persons = await this.readPeople(organizationId, people);
+    const values = persons.flatMap((p) => (p.contact ? channelValuesOf(p.contact, campaign.allowed_channels) : []));
+    const suppressed = await this.people.suppressed(organizationId, dedupe(values));
+
+    const results: (EnrollResult | null)[] = people.map(() => null);
+    const candidates: { index: number; kind: PersonKind; id: string }[] = [];
+    persons.forEach((p, index) => {
+      const ref = people[index]!;
+      if (!p.contact) results[index] = { ...ref, result: 'not_found' };
+      else if (isOptedOut(channelValuesOf(p.contact, campaign.allowed_channels), suppressed)) results[index] = { ...ref, result: 'opted_out' };
+      else candidates.push({ index, kind: p.kind, id: p.contact.contact_id });
+    });
+
+    const now = this.clock.now();
+    const inserted = await this.uow.run(async (tx) => {
+      let live = await this.enrollments.countLive(tx, campaign.id);
+      const mine: { index: number; row: EnrollmentRow }[] = [];
+      for (const c of candidates) {
+        const ref = people[c.index]!;
+        const existing = await this.enrollments.findLiveOfPerson(tx, organizationId, c.kind, c.id);
+        if (existing) {
+          results[c.index] = liveResult(ref, existing, campaign.id);
+          continue;
+        }
+        if (live >= OUTREACH_MAX_LIVE_PER_CAMPAIGN) {
+          results[c.index] = { ...ref, result: 'campaign_full' };
+          continue;
+        }
+        const row = await this.enrollments.insertLive(tx, { organization_id: organizationId, campaign_id: campaign.id, person_kind: c.kind, person_id: c.id, next_check_at: addMs(now, EVENT_LEASE_MS), now });
+        if (!row) {
+          // Another request enrolled the person between the read and the insert.
+          const winner = await this.enrollments.findLiveOfPerson(tx, organizationId, c.kind, c.id);
+          results[c.index] = winner ? liveResult(ref, winner, campaign.id) : { ...ref, result: 'campaign_full' };
+          continue;
+        }
+        live += 1;
+        mine.push({ index: c.index, row });
+        results[c.index] = { ...ref, result: 'added', enrollment_id: row.id, existing: false };
+      }
+      return mine;
+    });
+
+    if (inserted.length) {
+      const takenBack = await this.uow.run(async (tx) => {
+        await this.enrollments.lockCapRecount(tx, campaign.id);
+        const live = await this.enrollments.countLive(tx, campaign.id);
+        const taken = await this.enrollments.takeBack(tx, inserted.map((i) => i.row.id), live - OUTREACH_MAX_LIVE_PER_CAMPAIGN);
+        const kept = inserted.filter((i) => !taken.includes(i.row.id));
+        await tx.publish(kept.map((i) => decisionRequested(organizationId, `enrolled:${i.row.id}`, { enrollment_id: i.row.id, reason: 'enrolled' })));
+        return taken;
+      });
+      for (const i of inserted) if (takenBack.includes(i.row.id)) results[i.index] = { ...people[i.index]!, result: 'campaign_full' };
+      this.logger.info(
+        { event: 'outreach.enrolled', organization_id: organizationId, campaign_id: campaign.id, added: inserted.length - takenBack.length, taken_back: takenBack.length },
+        'people enrolled',
+      );
+    }
+    return { campaign_id: campaign.id, results: results as EnrollResult[] };
+  }
+
+  /** @throws AppError not_found */
+  async get(organizationId: string, enrollmentId: string): Promise<EnrollmentView> {
+    const row = isUuid(enrollmentId) ? await this.uow.run((tx) => this.enrollments.find(tx, requireId(organizationId, 'organization_id'), enrollmentId)) : null;
+    if (!row) throw new AppError(ErrorCode.NotFound, 'enrollment not found');
+    return toEnrollmentView(row);
+  }
+
+  async list(query: EnrollmentListQuery): Promise<{ items: EnrollmentView[] }> {
+    const limit = query.limit ?? 200;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError(ErrorCode.ValidationFailed, 'limit must be an integer from 1 to 500', { field: 'limit' });
+    const rows = await this.uow.run((tx) => this.enrollments.list(tx, requireId(query.organization_id, 'organization_id'), requireCampaignId(query.campaign_id), query.status, limit));
+    return { items: rows.map(toEnrollmentView) };
+  }
+
+  /**
+   * The user exits a person (seed 003 §4.1): ended `user_exit`, v+1, pending and approved actions
+   * invalidated. A sending action goes on.
+   * @throws AppError not_found, enrollment_not_active (already ended)
+   */
+  async exit(organizationId: string, enrollmentId: string): Promise<EnrollmentView> {
+    await this.uow.run(async (tx) => {
+      const row = await this.mustFindLocked(tx, organizationId, enrollmentId);
+      if (row.status === 'ended') throw new AppError(ErrorCode.EnrollmentNotActive, 'the enrollment has ended');
+      await this.endInTx(tx, row, 'user_exit');
+    });
+    return this.get(organizationId, enrollmentId);
+  }
+
+  /** Ends a locked live enrollment with `reason` and invalidates its pending and approved actions. */
+  async endInTx(tx: Tx, row: EnrollmentRow, reason: EnrollmentRow['ended_reason'] & string): Promise<void> {
+    const now = this.clock.now();
+    await this.enrollments.compareAndSet(tx, row.id, row.context_version, { status: 'ended', ended_reason: reason, ended_at: now, next_check_at: null }, now);
+    await this.actions.invalidate(tx, row.id, ['pending_approval', 'approved'], reason, now);
+  }
+
+  /**
+   * `needs_contact_data → active` after the user added contact data (seed 003 §4.1): v+1, the event
+   * lease, and a decision with reason `manual_retry`.
+   * @throws AppError not_found, conflict (not waiting for contact data)
+   */
+  async manualRetry(organizationId: string, enrollmentId: string): Promise<EnrollmentView> {
+    await this.uow.run(async (tx) => {
+      const row = await this.mustFindLocked(tx, organizationId, enrollmentId);
+      if (row.status !== 'needs_contact_data') throw new AppError(ErrorCode.Conflict, 'only an enrollment that needs contact data can be retried', { status: row.status });
+      const now = this.clock.now();
+      const moved = (await this.enrollments.compareAndSet(tx, row.id, row.context_version, { status: 'active', next_check_at: addMs(now, EVENT_LEASE_MS) }, now))!;
+      await tx.publish(decisionRequested(organizationId, `retry:${row.id}:${moved.context_version}`, { enrollment_id: row.id, reason: 'manual_retry' }));
+    });
+    return this.get(organizationId, enrollmentId);
+  }
+
+  private async mustFindLocked(tx: Tx, organizationId: string, enrollmentId: string): Promise<EnrollmentRow> {
+    const row = isUuid(enrollmentId) ? await this.enrollments.find(tx, requireId(organizationId, 'organization_id'), enrollmentId, true) : null;
+    if (!row) throw new AppError(ErrorCode.NotFound, 'enrollment not found');
+    return row;
+  }
+
+  /** Reads each person (check 2), following a prospect's link to its CRM person. */
+  private async readPeople(organizationId: string, people: PersonRef[]): Promise<{ kind: PersonKind; contact: LinkableContact | null }[]> {
+    const out: { kind: PersonKind; contact: LinkableContact | null }[] = new Array(people.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < people.length) {
+        const i = next++;
+        const ref = people[i]!;
+        let contact = (await this.people.person(organizationId, ref.person_id)) as LinkableContact | null;
+        if (contact && contact.kind !== ref.person_kind) contact = null;
+        let kind = ref.person_kind;
+        if (contact && kind === 'prospect' && contact.linked_contact_id) {
+          const crm = await this.people.person(organizationId, contact.linked_contact_id);
+          if (crm && crm.kind === 'crm') {
+            contact = crm;
+            kind = 'crm';
+          }
+        }
+        out[i] = { kind, contact };
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PERSON_READ_CONCURRENCY, people.length) }, worker));
+    return out;
+  }
+}
+
+function liveResult(ref: PersonRef, live: EnrollmentRow & { campaign_name: string; campaign_status: string }, campaignId: string): EnrollResult {
+  if (live.campaign_id === campaignId) return { ...ref, result: 'added', enrollment_id: live.id, existing: true };
+  return { ...ref, result: 'already_enrolled', enrollment_id: live.id, campaign_id: live.campaign_id, campaign_name: live.campaign_name, campaign_status: live.campaign_status as CampaignRow['status'] };
+}
+
+/**
+ * Refused as opted out when the person has addresses on the campaign's channels and every one of
+ * them is on the do-not-contact list (a bounced email alone leaves LinkedIn open, seed 003 §4.7).
+ */
+export function isOptedOut(values: ChannelValue[], suppressed: ChannelValue[]): boolean {
+  return values.length > 0 && values.every((v) => includesValue(suppressed, v.channel, v.value));
+}
+
+function dedupe(values: ChannelValue[]): ChannelValue[] {
+  const seen = new Set<string>();
+  return values.filter((v) => {
+    const key = `${v.channel}\u0000${v.value}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function requireCampaignId(value: unknown): string {
+  if (!isUuid(value)) throw new AppError(ErrorCode.NotFound, 'campaign not found');
+  return value;
+}
+
+/** @throws AppError batch_too_large above 200 people, validation_failed for a malformed person */
+function validatePeople(people: unknown): PersonRef[] {
+  if (!Array.isArray(people) || people.length === 0) throw new AppError(ErrorCode.ValidationFailed, 'people must be a non-empty list', { field: 'people' });
+  if (people.length > OUTREACH_MAX_BATCH) throw new AppError(ErrorCode.BatchTooLarge, `a batch holds at most ${OUTREACH_MAX_BATCH} people`, { max: OUTREACH_MAX_BATCH, given: people.length });
+  return people.map((p, i) => {
+    const ref = p as PersonRef;
+    if (!ref || (ref.person_kind !== 'crm' && ref.person_kind !== 'prospect') || typeof ref.person_id !== 'string' || ref.person_id === '' || ref.person_id.length > 200) {
+      throw new AppError(ErrorCode.ValidationFailed, `people[${i}] needs person_kind (crm or prospect) and person_id`, { field: `people[${i}]` });
+    }
+    return { person_kind: ref.person_kind, person_id: ref.person_id };
+  });
+}

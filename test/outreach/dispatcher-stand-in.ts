@@ -1,0 +1,121 @@
+import { Controller, type DynamicModule, Injectable, Module } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { randomUUID } from 'node:crypto';
+import { OnBusMessage } from '@touchpoint/bus';
+import type { ServiceConfig } from '@touchpoint/config';
+import {
+  type BusMessage,
+  type LinkedinStateQuery,
+  type LinkedinStateView,
+  OutboxCommands,
+  type OutboxEnqueueData,
+  type OutboxEntryEventData,
+  OutboxEvents,
+  OutboxRpc,
+  type OutboxSenderView,
+  OutreachDispatcherRpc,
+  type SuppressionCheckData,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { PlatformModule, UnitOfWork } from '@touchpoint/runtime';
+
+/**
+ * A stand-in for the outbox-dispatcher's email and LinkedIn side, which is not built yet (issue 8
+ * item 8): it answers the RPCs outreach reads (suppressions, senders, LinkedIn state) from state a
+ * test sets, records the `outbox.enqueue` commands messaging sends, and lets the test settle each
+ * entry with a real `outbox.entry.*` event through the bus, as the dispatcher would.
+ */
+@Injectable()
+export class DispatcherStandIn {
+  /** `${org}|${channel}|${value}` */
+  readonly suppressions = new Set<string>();
+  readonly senders = new Map<string, OutboxSenderView>();
+  /** `${org}|${sender}|${linkedin_url}` → state. */
+  readonly linkedin = new Map<string, LinkedinStateView>();
+  readonly enqueued: OutboxEnqueueData[] = [];
+  /** When set, the suppression RPC fails (the list is unreadable). */
+  suppressionOutage = false;
+
+  constructor(private readonly uow: UnitOfWork) {}
+
+  suppress(org: string, channel: 'email' | 'linkedin', value: string): void {
+    this.suppressions.add(`${org}|${channel}|${channel === 'email' ? value.toLowerCase() : value}`);
+  }
+
+  addSender(org: string, channel: 'email' | 'linkedin', status: 'connected' | 'disconnected' = 'connected'): string {
+    const id = randomUUID();
+    const now = new Date().toISOString();
+    this.senders.set(id, { sender_id: id, organization_id: org, channel, label: null, phone_number_id: null, display_phone_number: null, business_account_id: null, status, is_default: true, has_credentials: true, created_at: now, updated_at: now });
+    return id;
+  }
+
+  setLinkedin(org: string, senderId: string, linkedinUrl: string, view: LinkedinStateView): void {
+    this.linkedin.set(`${org}|${senderId}|${linkedinUrl}`, view);
+  }
+
+  entriesFor(key: string): OutboxEnqueueData[] {
+    return this.enqueued.filter((e) => e.idempotency_key === key);
+  }
+
+  /** Publishes the outcome of an enqueued entry as the dispatcher would. */
+  async settle(entry: OutboxEnqueueData, outcome: 'accepted' | 'failed' | 'ambiguous', extra: Partial<OutboxEntryEventData> = {}): Promise<void> {
+    const type = outcome === 'accepted' ? OutboxEvents.EntryAccepted : outcome === 'failed' ? OutboxEvents.EntryFailed : OutboxEvents.EntryAmbiguous;
+    const data: OutboxEntryEventData = {
+      entry_id: randomUUID(),
+      idempotency_key: entry.idempotency_key,
+      channel: entry.channel,
+      to: entry.to,
+      sender_id: entry.sender_id ?? null,
+      payload_type: entry.payload.type,
+      provider_message_id: outcome === 'accepted' ? `prov-${randomUUID()}` : null,
+      classification: outcome === 'ambiguous' ? 'ambiguous' : outcome === 'failed' ? 'permanent' : null,
+      attempts: 1,
+      log_context: entry.log_context ?? {},
+      ...extra,
+    };
+    await this.uow.run((tx) => tx.publish({ event_id: `${type}:${data.entry_id}`, type, organization_id: entry.organization_id, data: data as unknown as Record<string, unknown> }));
+  }
+
+  @OnBusMessage(OutboxCommands.Enqueue)
+  async onEnqueue(message: BusMessage<OutboxEnqueueData>, _tx: Tx): Promise<void> {
+    this.enqueued.push(message.data);
+  }
+}
+
+@Controller()
+class DispatcherStandInController {
+  constructor(private readonly state: DispatcherStandIn) {}
+
+  @MessagePattern(OutreachDispatcherRpc.SuppressionCheck)
+  check(@Payload() data: SuppressionCheckData) {
+    if (this.state.suppressionOutage) throw new AppError(ErrorCode.ServiceUnavailable, 'suppressions unreadable');
+    return { suppressed: data.values.filter((v) => this.state.suppressions.has(`${data.organization_id}|${v.channel}|${v.channel === 'email' ? v.value.toLowerCase() : v.value}`)) };
+  }
+
+  @MessagePattern(OutboxRpc.SenderGet)
+  sender(@Payload() data: { organization_id: string; sender_id: string }) {
+    const sender = this.state.senders.get(data.sender_id);
+    if (!sender || sender.organization_id !== data.organization_id) throw new AppError(ErrorCode.NotFound, 'sender not found');
+    return sender;
+  }
+
+  @MessagePattern(OutreachDispatcherRpc.LinkedinState)
+  linkedin(@Payload() data: LinkedinStateQuery): LinkedinStateView {
+    const sender = this.state.senders.get(data.sender_id);
+    const known = this.state.linkedin.get(`${data.organization_id}|${data.sender_id}|${data.linkedin_url}`);
+    return known ?? { state: 'none', sender_connected: sender?.status === 'connected', messages: [] };
+  }
+}
+
+/** The stand-in as a service of the test world (it owns the `outbox` schema's bus tables only). */
+export function dispatcherStandIn(config: ServiceConfig): DynamicModule {
+  @Module({})
+  class DispatcherStandInRoot {}
+  return {
+    module: DispatcherStandInRoot,
+    imports: [PlatformModule.forService({ service: 'outbox-dispatcher', config, entities: [], migrations: [] })],
+    controllers: [DispatcherStandInController],
+    providers: [DispatcherStandIn],
+  };
+}
