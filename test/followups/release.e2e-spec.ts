@@ -1,0 +1,430 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { FixedClock } from '@touchpoint/time';
+import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
+import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
+import { SEED_002_FLOW_EXAMPLE } from '../../apps/followups/src/graph/__tests__/seed-002-example.js';
+import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
+import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
+import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+
+type Row = Record<string, any>;
+
+/**
+ * The release engine (seed 000 "Release", "Stop paths and ordering", "Failure behaviour") against
+ * the real database and broker, with the loop stopped and a clock the test moves: each test
+ * releases by hand and asserts on rows and on the messages followups queued in its outbox.
+ */
+describe(ReleaseService.name, () => {
+  let world: TestWorld;
+  let app: NestFastifyApplication;
+  let sut: ReleaseService;
+  let flows: FlowsService;
+  let enrollments: EnrollmentsService;
+  let schema: string;
+  const clock = new FixedClock(new Date('2026-10-06T13:00:00Z')); // Tuesday 10:00 in São Paulo
+  const org = randomUUID();
+  const sender = randomUUID();
+
+  beforeAll(async () => {
+    world = await createTestWorld('fu_release');
+    app = await startFollowups(world, { clock, env: { FOLLOWUP_MAX_FAILURES: '3' } });
+    sut = app.get(ReleaseService);
+    flows = app.get(FlowsService);
+    enrollments = app.get(EnrollmentsService);
+    schema = world.schema('followups');
+    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema}".senders WHERE sender_id = $1`, [sender])).length === 1);
+  });
+  afterAll(() => world.close());
+  // Each test releases by hand with `releaseOne`, which takes the oldest due enrollment of any test:
+  // end the previous test's enrollments so they never become due in the next one.
+  afterEach(() => world.sql(`UPDATE "${world.schema('followups')}".enrollments SET status = 'cancelled', next_run_at = NULL WHERE status <> 'cancelled'`));
+
+  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
+  const enrollment = async (id: string) => (await sql(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
+  const effects = (id: string) => sql(`SELECT * FROM fu.effects WHERE enrollment_id = $1 ORDER BY created_at, kind`, [id]);
+  const sendCommands = (enrollmentId: string) => sql(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1 ORDER BY id`, [`followup:${enrollmentId}:%`]);
+
+  async function activeFlow(graph: FlowGraph, settings: FlowSettings): Promise<string> {
+    const flow = await flows.create({ organization_id: org, name: `flow ${randomUUID().slice(0, 6)}`, graph, settings });
+    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+    return flow.id;
+  }
+
+  /** A contact that wrote `agoMs` ago (so the 24-hour window is open) — via messaging's event. */
+  async function contactWhoWrote(agoMs = HOUR): Promise<string> {
+    const contactId = randomUUID();
+    await publishEvent(
+      world,
+      MessagingEvents.MessageReceived,
+      org,
+      { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: 'wamid.x', text: 'oi', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777' },
+      new Date(clock.now().getTime() - agoMs),
+    );
+    await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
+    return contactId;
+  }
+
+  const enroll = async (flowId: string, contactId: string, extra: Record<string, unknown> = {}) =>
+    (await enrollments.create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID(), ...extra })).enrollment;
+
+  const control = async (id: string, action: 'pause' | 'resume' | 'cancel' | 'advance_now') => {
+    const row = await enrollment(id);
+    return enrollments.control({ organization_id: org, enrollment_id: id, expected_revision: row.revision, action });
+  };
+
+  /** trigger → text → wait → text → end, window always open. */
+  const twoTexts = (waitMs = HOUR, cancelOnReply = true): [FlowGraph, FlowSettings] => [
+    {
+      nodes: [
+        { id: 't', type: 'trigger', config: {} },
+        { id: 'a1', type: 'action', config: { mode: 'text', body: 'Primeira' } },
+        { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: waitMs } },
+        { id: 'a2', type: 'action', config: { mode: 'text', body: 'Segunda' } },
+        { id: 'e', type: 'end', config: { outcome: 'exhausted' } },
+      ],
+      edges: [
+        { id: 'e1', source: 't', target: 'a1', condition: { type: 'always' } },
+        { id: 'e2', source: 'a1', target: 'w', condition: { type: 'always' } },
+        { id: 'e3', source: 'w', target: 'a2', condition: { type: 'always' } },
+        { id: 'e4', source: 'a2', target: 'e', condition: { type: 'always' } },
+      ],
+    },
+    { trigger: { kind: 'manual', cancel_on_reply: cancelOnReply }, handoff_policy: 'pause', ...ALWAYS_OPEN },
+  ];
+
+  describe('the seed 002 example', () => {
+    it('waits 4 h, runs the wait now on advance_now, queues the text through messaging.send and completes', async () => {
+      const flowId = await activeFlow(SEED_002_FLOW_EXAMPLE.graph, SEED_002_FLOW_EXAMPLE.settings);
+      const contactId = await contactWhoWrote();
+      const e = await enroll(flowId, contactId);
+      expect(e).toMatchObject({ status: 'active', node_id: 'espera', next_run_at: new Date(clock.now().getTime() + 4 * HOUR).toISOString() });
+      expect(await sut.releaseOne()).toBe('idle');
+
+      await control(e.id, 'advance_now');
+      expect(await sut.releaseOne()).toBe('released');
+      const row = await enrollment(e.id);
+      expect(row).toMatchObject({ status: 'completed', reason: 'exhausted', node_id: 'fim', failures: 0 });
+      const [effect] = await effects(e.id);
+      expect(effect).toMatchObject({ kind: 'send', status: 'queued', node_id: 'lembrete', text: 'Oi! Conseguiu ver a proposta que enviamos?', sender_id: sender });
+      expect(effect.idempotency_key).toBe(`followup:${e.id}:lembrete:2`);
+      expect(row.inflight_effect_id).toBe(effect.id);
+      const [command] = await sendCommands(e.id);
+      expect(command.payload).toMatchObject({
+        event_id: effect.idempotency_key,
+        type: 'messaging.send',
+        organization_id: org,
+        data: { idempotency_key: effect.idempotency_key, channel: 'whatsapp', contact_id: contactId, text: 'Oi! Conseguiu ver a proposta que enviamos?', sender_type: 'followup', requester: 'followups', outbox_sender_id: sender },
+      });
+
+      // Messaging reports the send: the effect is sent and nothing is in flight any more.
+      await publishEvent(world, MessagingEvents.MessageSent, org, { message_id: randomUUID(), conversation_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', idempotency_key: effect.idempotency_key, requester: 'followups', status: 'sent' });
+      await eventually(async () => (await effects(e.id))[0].status === 'sent');
+      expect((await enrollment(e.id)).inflight_effect_id).toBeNull();
+    });
+  });
+
+  describe('checks before a send', () => {
+    it('skips a free-text send outside the 24-hour window (no template fallback)', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const contactId = await contactWhoWrote(25 * HOUR);
+      const e = await enroll(flowId, contactId);
+      expect(await sut.releaseOne()).toBe('released');
+      const [effect] = await effects(e.id);
+      expect(effect).toMatchObject({ kind: 'send', status: 'skipped', reason: 'outside_service_window' });
+      expect(await sendCommands(e.id)).toEqual([]);
+      expect(await enrollment(e.id)).toMatchObject({ status: 'active', node_id: 'w' });
+    });
+
+    it('defers a send outside the flow window to the next opening, with a schedule plan (São Paulo, seed window)', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      clock.set(new Date('2026-10-03T15:00:00Z')); // Saturday noon in São Paulo
+      try {
+        const contactId = await contactWhoWrote();
+        const flow = await flows.get({ organization_id: org, flow_id: flowId });
+        const settings = { ...SEED_002_FLOW_EXAMPLE.settings };
+        const saved = await flows.update({ organization_id: org, flow_id: flowId, expected_revision: flow.revision, name: flow.name, graph: flow.graph, settings });
+        await flows.publish({ organization_id: org, flow_id: flowId, expected_revision: saved.revision });
+        const e = await enroll(flowId, contactId);
+        expect(await sut.releaseOne()).toBe('released');
+        expect((await enrollment(e.id)).next_run_at.toISOString()).toBe('2026-10-05T12:00:00.000Z');
+        expect(await effects(e.id)).toEqual([expect.objectContaining({ kind: 'schedule_plan', reason: 'send_window', usage: { planned_at: '2026-10-05T12:00:00.000Z' } })]);
+        expect(await sut.releaseOne()).toBe('idle');
+        clock.set(new Date('2026-10-05T12:00:00Z'));
+        expect(await sut.releaseOne()).toBe('released');
+        expect((await effects(e.id)).map((x) => x.kind).sort()).toEqual(['schedule_plan', 'send']);
+      } finally {
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+      }
+    });
+
+    it('defers across the New York spring-forward change to Monday 09:00 EDT', async () => {
+      const [graph] = twoTexts();
+      const flowId = await activeFlow(graph, { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', send_start_hour: 9, send_end_hour: 17, send_days: [1, 2, 3, 4, 5], timezone: 'America/New_York' });
+      clock.set(new Date('2026-03-06T23:00:00Z')); // Friday 18:00 EST
+      try {
+        const contactId = await contactWhoWrote();
+        const e = await enroll(flowId, contactId);
+        expect(await sut.releaseOne()).toBe('released');
+        expect((await enrollment(e.id)).next_run_at.toISOString()).toBe('2026-03-09T13:00:00.000Z');
+      } finally {
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+      }
+    });
+
+    it('defers the second send of a contact over the 24 h cap until the first leaves the window', async () => {
+      const flowId = await activeFlow(...twoTexts(10 * 60_000));
+      const settings = app.get(SettingsService);
+      const current = await settings.get(org);
+      await settings.update({ organization_id: org, expected_revision: current.revision, contact_daily_cap: 1 });
+      try {
+        const contactId = await contactWhoWrote();
+        const e = await enroll(flowId, contactId);
+        expect(await sut.releaseOne()).toBe('released');
+        const first = (await effects(e.id)).find((x) => x.kind === 'send');
+        clock.advance(10 * 60_000);
+        expect(await sut.releaseOne()).toBe('released');
+        const row = await enrollment(e.id);
+        expect(row.node_id).toBe('a2');
+        expect(row.next_run_at.getTime()).toBe(first.created_at.getTime() + 24 * HOUR + 1000);
+        expect((await effects(e.id)).filter((x) => x.kind === 'send')).toHaveLength(1);
+      } finally {
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+        const now = await settings.get(org);
+        await settings.update({ organization_id: org, expected_revision: now.revision, contact_daily_cap: 3 });
+      }
+    });
+
+    it('parks an enrollment while its flow is paused and resumes it when the flow is active again', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const e = await enroll(flowId, await contactWhoWrote());
+      const flow = await flows.get({ organization_id: org, flow_id: flowId });
+      await flows.setStatus({ organization_id: org, flow_id: flowId, expected_revision: flow.revision, status: 'paused' });
+      expect(await sut.releaseOne()).toBe('released');
+      expect(await enrollment(e.id)).toMatchObject({ status: 'dormente', reason: 'flow_paused' });
+      await flows.setStatus({ organization_id: org, flow_id: flowId, expected_revision: flow.revision + 1, status: 'active' });
+      expect(await enrollment(e.id)).toMatchObject({ status: 'active', reason: null });
+      expect(await sut.releaseOne()).toBe('released');
+      expect((await effects(e.id))[0]).toMatchObject({ kind: 'send', status: 'queued' });
+    });
+  });
+
+  describe('faults', () => {
+    it('retries a busy contact in 2 s without waiting for its lock, and changes nothing else', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const contactId = await contactWhoWrote();
+      const e = await enroll(flowId, contactId);
+      const holder = new pg.Client({ connectionString: world.databaseUrl });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`SELECT 1 FROM "${schema}".contacts WHERE contact_id = $1 FOR UPDATE`, [contactId]);
+        const started = Date.now();
+        expect(await sut.releaseOne()).toBe('busy');
+        expect(Date.now() - started).toBeLessThan(1000);
+        const row = await enrollment(e.id);
+        expect(row).toMatchObject({ status: 'active', node_id: 'a1', step: 1, failures: 0 });
+        expect(row.next_run_at.getTime()).toBe(clock.now().getTime() + 2000);
+        expect(await effects(e.id)).toEqual([]);
+      } finally {
+        await holder.query('ROLLBACK');
+        await holder.end();
+      }
+      clock.advance(2000);
+      try {
+        expect(await sut.releaseOne()).toBe('released');
+        expect((await effects(e.id))[0]).toMatchObject({ status: 'queued' });
+      } finally {
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+      }
+    });
+
+    it('leaves nothing half-done when a release fails inside its transaction, backs off 30 s, and marks dead after the limit', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const e = await enroll(flowId, await contactWhoWrote());
+      // The fault: the effect insert (after the claim, the checks and the pacing) fails.
+      await sql(`CREATE FUNCTION fu.fail_effects() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk on fire'; END $$`);
+      await sql(`CREATE TRIGGER fail_effects BEFORE INSERT ON fu.effects FOR EACH ROW EXECUTE FUNCTION fu.fail_effects()`);
+      try {
+        const outboxBefore = (await sql(`SELECT count(*)::int AS n FROM fu.outbox_events`))[0].n;
+        expect(await sut.releaseOne()).toBe('failed');
+        const row = await enrollment(e.id);
+        expect(row).toMatchObject({ status: 'active', node_id: 'a1', step: 1, failures: 1, inflight_effect_id: null });
+        expect(row.last_error).toContain('disk on fire');
+        expect(row.next_run_at.getTime()).toBe(clock.now().getTime() + 30_000);
+        expect(await effects(e.id)).toEqual([]);
+        expect((await sql(`SELECT count(*)::int AS n FROM fu.outbox_events`))[0].n).toBe(outboxBefore);
+
+        clock.advance(30_000);
+        expect(await sut.releaseOne()).toBe('failed');
+        expect((await enrollment(e.id)).next_run_at.getTime()).toBe(clock.now().getTime() + 60_000);
+        clock.advance(60_000);
+        expect(await sut.releaseOne()).toBe('failed');
+        expect(await enrollment(e.id)).toMatchObject({ status: 'dead', reason: 'too_many_failures', failures: 3, next_run_at: null });
+      } finally {
+        await sql(`DROP TRIGGER fail_effects ON fu.effects`);
+        await sql(`DROP FUNCTION fu.fail_effects()`);
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+      }
+    });
+
+    it('retries every 15 s without a usable number, parks after 30 min, and resumes when a number connects', async () => {
+      const [graph, settings] = twoTexts();
+      const missing = randomUUID();
+      const flowId = await activeFlow(graph, { ...settings, sender: { mode: 'fixed', sender_id: missing } });
+      const e = await enroll(flowId, await contactWhoWrote());
+      try {
+        expect(await sut.releaseOne()).toBe('released');
+        expect((await enrollment(e.id)).next_run_at.getTime()).toBe(clock.now().getTime() + 15_000);
+        clock.advance(30 * 60_000);
+        expect(await sut.releaseOne()).toBe('released');
+        expect(await enrollment(e.id)).toMatchObject({ status: 'dormente', reason: 'sender_unavailable' });
+        await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: missing, channel: 'whatsapp', status: 'connected' });
+        await eventually(async () => (await enrollment(e.id)).status === 'active');
+        clock.advance(1000);
+        expect(await sut.releaseOne()).toBe('released');
+        expect((await effects(e.id))[0]).toMatchObject({ kind: 'send', status: 'queued', sender_id: missing });
+      } finally {
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+      }
+    });
+  });
+
+  describe('the reply wins', () => {
+    const reply = (contactId: string, text = 'Já vi, obrigado', extra: Record<string, unknown> = {}) =>
+      publishEvent(
+        world,
+        MessagingEvents.MessageReceived,
+        org,
+        { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: `wamid.${randomUUID()}`, text, message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777', ...extra },
+        new Date(clock.now().getTime() + 1000),
+      );
+    const cancels = (key: string) => sql(`SELECT payload FROM fu.outbox_events WHERE type = 'outbox.cancel' AND payload->'data'->>'idempotency_key' = $1`, [key]);
+
+    it('stops the enrollment and asks the dispatcher to cancel a follow-up still queued', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const contactId = await contactWhoWrote();
+      const e = await enroll(flowId, contactId);
+      await sut.releaseOne();
+      const [queued] = await effects(e.id);
+      expect(queued.status).toBe('queued');
+      await reply(contactId);
+      await eventually(async () => (await enrollment(e.id)).status === 'completed');
+      expect(await enrollment(e.id)).toMatchObject({ reason: 'replied', next_run_at: null });
+      expect(await cancels(queued.idempotency_key)).toEqual([expect.objectContaining({ payload: expect.objectContaining({ data: { organization_id: org, idempotency_key: queued.idempotency_key } }) })]);
+      // The dispatcher had not claimed it: it reports the cancel, and the effect is cancelled.
+      await publishEvent(world, OutboxEvents.EntryCancelled, org, { entry_id: randomUUID(), idempotency_key: queued.idempotency_key, channel: 'whatsapp', to: '+5592988887777', log_context: {} });
+      await eventually(async () => (await effects(e.id))[0].status === 'cancelled');
+      clock.advance(2 * HOUR);
+      try {
+        expect(await sut.releaseOne()).toBe('idle');
+        expect(await sendCommands(e.id)).toHaveLength(1);
+      } finally {
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+      }
+    });
+
+    it('leaves a follow-up the dispatcher already claimed as sent, and stops the rest', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const contactId = await contactWhoWrote();
+      const e = await enroll(flowId, contactId);
+      await sut.releaseOne();
+      const [queued] = await effects(e.id);
+      await reply(contactId);
+      await eventually(async () => (await enrollment(e.id)).status === 'completed');
+      // Too late to cancel: the send lane had it, and it went out.
+      await publishEvent(world, MessagingEvents.MessageSent, org, { message_id: randomUUID(), conversation_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', idempotency_key: queued.idempotency_key, requester: 'followups', status: 'sent' });
+      await eventually(async () => (await effects(e.id))[0].status === 'sent');
+      clock.advance(2 * HOUR);
+      try {
+        expect(await sut.releaseOne()).toBe('idle');
+        expect(await sendCommands(e.id)).toHaveLength(1);
+        expect(await enrollment(e.id)).toMatchObject({ status: 'completed', reason: 'replied' });
+      } finally {
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+      }
+    });
+
+    it('orders a reply that arrives during a release after it: the queued send is cancelled', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const contactId = await contactWhoWrote();
+      const e = await enroll(flowId, contactId);
+      // Slow the release down inside its transaction, after it holds the enrollment and the contact.
+      await sql(`CREATE FUNCTION fu.slow_effects() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$`);
+      await sql(`CREATE TRIGGER slow_effects BEFORE INSERT ON fu.effects FOR EACH ROW EXECUTE FUNCTION fu.slow_effects()`);
+      try {
+        const releasing = sut.releaseOne();
+        await new Promise((r) => setTimeout(r, 400));
+        await reply(contactId);
+        expect(await releasing).toBe('released');
+      } finally {
+        await sql(`DROP TRIGGER slow_effects ON fu.effects`);
+        await sql(`DROP FUNCTION fu.slow_effects()`);
+      }
+      await eventually(async () => (await enrollment(e.id)).status === 'completed');
+      const [queued] = await effects(e.id);
+      expect(queued.status).toBe('queued');
+      expect(await cancels(queued.idempotency_key)).toHaveLength(1);
+    });
+
+    it('takes the replied exit of a reply wait and matches keywords accent- and case-insensitively', async () => {
+      const graph: FlowGraph = {
+        nodes: [
+          { id: 't', type: 'trigger', config: {} },
+          { id: 'ask', type: 'action', config: { mode: 'text', body: 'Confirma?' } },
+          { id: 'wr', type: 'wait', config: { mode: 'reply', timeout_ms: 2 * HOUR } },
+          { id: 'm', type: 'match_reply', config: { branches: [{ id: 'yes', keywords: ['sim', 'confirmo'] }, { id: 'no', keywords: ['não posso'] }] } },
+          { id: 'ok', type: 'end', config: { outcome: 'confirmed' } },
+          { id: 'ko', type: 'end', config: { outcome: 'declined' } },
+          { id: 'other', type: 'end', config: { outcome: 'other' } },
+          { id: 'silent', type: 'end', config: { outcome: 'no_reply' } },
+        ],
+        edges: [
+          { id: 'e1', source: 't', target: 'ask', condition: { type: 'always' } },
+          { id: 'e2', source: 'ask', target: 'wr', condition: { type: 'always' } },
+          { id: 'e3', source: 'wr', target: 'm', condition: { type: 'branch', branch_id: 'replied' } },
+          { id: 'e4', source: 'wr', target: 'silent', condition: { type: 'branch', branch_id: 'timeout' } },
+          { id: 'e5', source: 'm', target: 'ok', condition: { type: 'branch', branch_id: 'yes' } },
+          { id: 'e6', source: 'm', target: 'ko', condition: { type: 'branch', branch_id: 'no' } },
+          { id: 'e7', source: 'm', target: 'other', condition: { type: 'branch', branch_id: 'default' } },
+        ],
+      };
+      const flowId = await activeFlow(graph, { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN });
+      const contactId = await contactWhoWrote();
+      const e = await enroll(flowId, contactId);
+      await sut.releaseOne();
+      expect(await enrollment(e.id)).toMatchObject({ status: 'waiting_reply', node_id: 'wr' });
+      await reply(contactId, 'NAO POSSO, desculpe');
+      await eventually(async () => (await enrollment(e.id)).status === 'active');
+      expect(await sut.releaseOne()).toBe('released');
+      expect(await enrollment(e.id)).toMatchObject({ status: 'completed', reason: 'declined' });
+    });
+
+    it('cancels every live enrollment of a contact who opts out', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const contactId = await contactWhoWrote();
+      const e = await enroll(flowId, contactId);
+      await reply(contactId, 'pare', { opt_out: true });
+      await eventually(async () => (await enrollment(e.id)).status === 'cancelled');
+      expect(await enrollment(e.id)).toMatchObject({ reason: 'opted_out' });
+      await expect(enroll(flowId, contactId)).rejects.toMatchObject({ code: 'conflict', details: { reason: 'opted_out' } });
+    });
+
+    it('pauses on a human message (handoff_policy pause) and the control route answers dispatch_busy while a send is in flight', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const contactId = await contactWhoWrote();
+      const e = await enroll(flowId, contactId);
+      await sut.releaseOne();
+      await expect(control(e.id, 'pause')).rejects.toMatchObject({ code: 'dispatch_busy' });
+      await publishEvent(world, MessagingEvents.HumanMessageSent, org, { message_id: randomUUID(), conversation_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', operator_id: null }, new Date(clock.now().getTime() + 1000));
+      await eventually(async () => (await enrollment(e.id)).status === 'paused_handoff');
+      const [queued] = await effects(e.id);
+      expect(await cancels(queued.idempotency_key)).toHaveLength(1);
+    });
+  });
+});
