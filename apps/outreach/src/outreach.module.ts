@@ -12,6 +12,9 @@ import { EnrollmentsService } from './enrollments/enrollments.service.js';
 import { OutreachEntities, OutreachMigrations } from './migrations/index.js';
 import type { OutreachConfig } from './outreach.config.js';
 import { ActionsRepository } from './review/actions.repository.js';
+import { ReviewController } from './review/review.controller.js';
+import { ReviewRepository } from './review/review.repository.js';
+import { ReviewService } from './review/review.service.js';
 import { TimelineService } from './timeline/timeline.service.js';
 
 /** The outreach service: wires its features onto the shared platform (DESIGN §4, seed 003). */
@@ -21,7 +24,7 @@ export class OutreachModule {
     return {
       module: OutreachModule,
       imports: [PlatformModule.forService({ service: 'outreach', config, entities: OutreachEntities, migrations: OutreachMigrations })],
-      controllers: [CampaignsController, EnrollmentsController],
+      controllers: [CampaignsController, EnrollmentsController, ReviewController],
       providers: [
         PeopleDirectory,
         ThreadReader,
@@ -31,6 +34,8 @@ export class OutreachModule {
         EnrollmentsService,
         DecisionsRepository,
         ActionsRepository,
+        ReviewRepository,
+        ReviewService,
         TimelineService,
       ],
     };

@@ -213,15 +213,4 @@ export class ActionsRepository {
     );
     return row ?? null;
   }
-
-  /** The review queue: pending actions of the organization, oldest first, and their total. */
-  async pending(db: Db, organizationId: string, limit: number): Promise<{ rows: ActionRow[]; total: number }> {
-    const rows = await rowsOf<ActionRow>(
-      db,
-      `SELECT * FROM proposed_actions WHERE organization_id = $1 AND status = 'pending_approval' ORDER BY created_at, id LIMIT $2`,
-      [organizationId, limit],
-    );
-    const [count] = await rowsOf<{ n: number }>(db, `SELECT count(*)::int AS n FROM proposed_actions WHERE organization_id = $1 AND status = 'pending_approval'`, [organizationId]);
-    return { rows, total: count!.n };
-  }
 }
