@@ -191,7 +191,7 @@ describe(ReleaseService.name, () => {
         expect(await sut.releaseOne()).toBe('released');
         const row = await enrollment(e.id);
         expect(row.node_id).toBe('a2');
-        expect(row.next_run_at.getTime()).toBe(first.created_at.getTime() + 24 * HOUR + 1000);
+        expect(row.next_run_at.getTime()).toBe(first!.created_at.getTime() + 24 * HOUR + 1000);
         expect((await effects(e.id)).filter((x) => x.kind === 'send')).toHaveLength(1);
       } finally {
         clock.set(new Date('2026-10-06T13:00:00Z'));

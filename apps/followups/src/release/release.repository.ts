@@ -29,6 +29,17 @@ export class ReleaseRepository {
     return row;
   }
 
+  /**
+   * The flow's status under a share lock, for a release about to park or stop an enrollment
+   * because of it: a status change holds the flow row, so the two are ordered and a flow
+   * re-activated meanwhile cannot miss the enrollment it parks. SKIP LOCKED: never wait.
+   * @returns the status, or undefined when the flow row is being changed right now
+   */
+  async lockFlowStatus(db: Queryable, flowId: string): Promise<FlowStatus | undefined> {
+    const [row] = await rowsOf<{ status: FlowStatus }>(db, `SELECT status FROM flows WHERE id = $1 FOR SHARE SKIP LOCKED`, [flowId]);
+    return row?.status;
+  }
+
   /** Pushes a claimed enrollment's due time (busy contact, pacing): nothing else changes. */
   async deferOnly(db: Queryable, id: string, at: Date): Promise<void> {
     await rowsOf(db, `UPDATE enrollments SET next_run_at = $2 WHERE id = $1`, [id, at]);

@@ -101,7 +101,15 @@ export class ReleaseService {
           await this.release.deferOnly(tx, row.id, new Date(now.getTime() + CONTACT_BUSY_RETRY_MS));
           return 'busy' as const;
         }
-        const { flow_status: flowStatus, ...state } = row;
+        let { flow_status: flowStatus, ...state } = row;
+        if (flowStatus !== 'active') {
+          const locked = await this.release.lockFlowStatus(tx, row.flow_id);
+          if (!locked) {
+            await this.release.deferOnly(tx, row.id, new Date(now.getTime() + CONTACT_BUSY_RETRY_MS));
+            return 'busy' as const;
+          }
+          flowStatus = locked;
+        }
         await this.step(tx, now, state, contact, flowStatus);
         return 'released' as const;
       });
