@@ -82,7 +82,13 @@ async function main(): Promise<void> {
     process.stderr.write(`npm start: ${unreachableMessage(unreachable)}\n`);
     process.exit(1);
   }
-  if (await ensureDatabase(config.DATABASE_URL)) say(`created database ${new URL(config.DATABASE_URL).pathname.slice(1)}`);
+  const database = new URL(config.DATABASE_URL).pathname.slice(1);
+  try {
+    if (await ensureDatabase(config.DATABASE_URL)) say(`created database ${database}`);
+  } catch (err) {
+    process.stderr.write(`npm start: cannot create the database ${database} (${(err as Error).message}); create it yourself or point DATABASE_URL at one that exists\n`);
+    process.exit(1);
+  }
 
   const taken: string[] = [];
   for (const name of names) {
