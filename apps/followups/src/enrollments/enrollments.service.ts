@@ -145,9 +145,9 @@ export class EnrollmentsService {
       sender_id: input.sender_id ?? null,
       repeat_counts: {},
       last_reply_text: null,
-      // Messages and handoffs before the enrollment began are not replies to it.
-      reply_seen_at: now,
-      handoff_seen_at: now,
+      // Messages and handoffs already recorded when the enrollment began are not replies to it.
+      reply_seen_at: latest(now, contact?.last_inbound_at),
+      handoff_seen_at: latest(now, contact?.handoff_at),
       pending_exit: null,
       cancel_on_reply: version.settings.trigger.cancel_on_reply,
       handoff_policy: version.settings.handoff_policy,
@@ -272,6 +272,8 @@ function entryOf(version: CompiledVersion, now: Date): { nodeId: string; status:
   }
   return { nodeId: first, status: 'active', nextRunAt: now };
 }
+
+const latest = (a: Date, b: Date | null | undefined): Date => (b && b > a ? b : a);
 
 function variablesProblems(variables: unknown): string[] {
   if (variables === undefined) return [];

@@ -32,7 +32,13 @@ export class SendOutcomesService {
         RETURNING id, enrollment_id, node_id`,
       [key, organizationId, outcome, isUuid(detail.messageId) ? detail.messageId : null, detail.errorCode ?? null, detail.at, from],
     );
-    if (!effect) return false;
+    if (!effect) {
+      // The dispatcher's report may have settled the effect first; messaging's still names the message.
+      if (isUuid(detail.messageId)) {
+        await rowsOf(tx, `UPDATE effects SET message_id = $3 WHERE idempotency_key = $1 AND organization_id = $2 AND message_id IS NULL`, [key, organizationId, detail.messageId]);
+      }
+      return false;
+    }
     await rowsOf(tx, 
       `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = CASE WHEN $4 THEN NULL ELSE inflight_effect_id END, updated_at = $5
         WHERE id = $1 AND inflight_effect_id = $2`,
