@@ -16,6 +16,8 @@ export class FollowupsMetrics {
   readonly enrollments: Counter<'source' | 'result'>;
   readonly finished: Counter<'status' | 'reason'>;
   readonly releases: Counter<'outcome'>;
+  /** Rule triggers by type and outcome (seed 000); counted by the trigger loop of the follow-up automation. */
+  readonly triggers: Counter<'type' | 'outcome'>;
 
   constructor(metrics: Metrics) {
     const registers = [metrics.registry];
@@ -28,6 +30,7 @@ export class FollowupsMetrics {
     });
     this.enrollments = new Counter({ name: `${METRIC_PREFIX}followup_enrollments_total`, help: 'Enrollment requests by source and result', labelNames: ['source', 'result'], registers });
     this.finished = new Counter({ name: `${METRIC_PREFIX}followup_finished_total`, help: 'Enrollments that left the live statuses, by status and reason', labelNames: ['status', 'reason'], registers });
+    this.triggers = new Counter({ name: `${METRIC_PREFIX}followup_triggers_total`, help: 'Rule triggers by type and outcome (enrolled, rejected, failed)', labelNames: ['type', 'outcome'], registers });
     this.releases = new Counter({ name: `${METRIC_PREFIX}followup_releases_total`, help: 'Release transactions by outcome (released, busy, failed, idle)', labelNames: ['outcome'], registers });
   }
 }
