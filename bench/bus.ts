@@ -9,11 +9,10 @@
  */
 import 'reflect-metadata';
 import amqplib from 'amqplib';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ServiceConfig } from '@touchpoint/config';
-import { SERVICE_PORT } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { createTestWorld } from '@touchpoint/testing';
 import { probeEvent, probeService } from '../test/bus/probe.js';
@@ -132,13 +131,17 @@ async function main(): Promise<void> {
   }
 }
 
-/** Starts every service as its own process, waits for ready, idles 3 s, and prints VmRSS of each. */
+/**
+ * Starts every service as its own process from the compiled build (`npm run build`, as `npm start`
+ * and the image run them), waits for ready, idles 3 s, and prints VmRSS of each.
+ */
 async function reportIdleMemory(env: Record<string, string>): Promise<void> {
+  execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' });
   const services = ['gateway', 'followups', 'outreach', 'messaging', 'outbox-dispatcher', 'abuse', 'ai-gateway'] as const;
   const offset = 20_000 + Math.floor(Math.random() * 20_000);
   const procs = services.map((svc, i) => {
     const port = offset + i;
-    const child = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', `apps/${svc}/src/main.ts`], {
+    const child = spawn(process.execPath, [`dist/apps/${svc}/src/main.js`], {
       env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -167,7 +170,6 @@ async function reportIdleMemory(env: Record<string, string>): Promise<void> {
     line('idle resident memory', `not measured: ${(err as Error).message}`);
   } finally {
     for (const p of procs) p.child.kill('SIGTERM');
-    void SERVICE_PORT;
   }
 }
 

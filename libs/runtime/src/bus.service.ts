@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { BUS_HANDLER, BusConnection, type BusHandler, OutboxRelay } from '@touchpoint/bus';
@@ -11,7 +11,7 @@ import { LOGGER, SERVICE_DEFINITION, type ServiceDefinition, schemaOf } from './
  * for the service's schema. Started after the app has bootstrapped, closed on shutdown.
  */
 @Injectable()
-export class BusService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class BusService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly connection: BusConnection;
   readonly relay: OutboxRelay;
 
@@ -67,7 +67,8 @@ export class BusService implements OnApplicationBootstrap, OnApplicationShutdown
     return this.connection.publishDelayed(message, delayMs);
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Runs before the data source is destroyed (TypeORM closes it on application shutdown). */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.relay.stop();
     await this.connection.close();
   }
