@@ -1,4 +1,4 @@
-import { IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { IsInt, IsString, Max, Min, ServiceConfig } from '@touchpoint/config';
 
 /** Environment of the gateway (the public HTTP API); see libs/config for the shared variables. */
 export class GatewayConfig extends ServiceConfig {
@@ -12,4 +12,12 @@ export class GatewayConfig extends ServiceConfig {
   /** Deadline of a `platform.ping` sent by the `/system/services` routes, ms. */
   @IsInt() @Min(50) @Max(60_000)
   SERVICE_PING_TIMEOUT_MS = 1000;
+
+  /** Meta app secret: `X-Hub-Signature-256` of every Meta webhook is an HMAC of the raw body with it. */
+  @IsString()
+  META_APP_SECRET = 'sandbox-meta-app-secret';
+
+  /** Token Meta echoes in the `GET /webhooks/meta` subscription challenge (`hub.verify_token`). */
+  @IsString()
+  META_VERIFY_TOKEN = 'sandbox-meta-verify-token';
 }

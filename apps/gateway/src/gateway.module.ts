@@ -13,6 +13,8 @@ import { FollowupsRoutesModule } from './followups/followups-routes.module.js';
 import { OrganizationsModule } from './organizations/organizations.module.js';
 import { OutreachRoutesModule } from './outreach/outreach.module.js';
 import { SystemModule } from './system/system.module.js';
+import { MetaWebhookModule } from './webhooks/meta/meta-webhook.module.js';
+import { SendersRoutesModule } from './senders/senders.module.js';
 
 /**
  * The route modules of the public API. To add routes, write a module and add it here; nothing else
@@ -31,7 +33,7 @@ import { SystemModule } from './system/system.module.js';
  * - Document every route: `@ApiTags`, `@ApiOperation`, `@ApiOkResponse({ type })` and
  *   `@ApiErrorResponses(...)` for its failure statuses (401/403 come with `@RequireKey`).
  */
-export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule];
+export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule];
 
 /** The gateway (DESIGN §1): auth, scopes, tenancy, validation, OpenAPI, forwarding by RPC. */
 @Module({})

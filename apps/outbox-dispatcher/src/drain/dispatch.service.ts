@@ -13,6 +13,7 @@ import { ProviderRegistry } from '../providers/provider-registry.js';
 import { ResolutionService } from '../ambiguous/resolution.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { entryEvent } from './entry-events.js';
+import type { Tx } from '@touchpoint/database';
 import { type AttemptEnd, type EntryRow, type EntryTransition, OutboxRepository, type PairLease } from './outbox.repository.js';
 
 /** What one drain step did. */
@@ -29,6 +30,18 @@ export interface StepResult {
 
 /** Retry of a failed sender read (database blip), ms. */
 const SENDER_READ_RETRY_MS = 5000;
+
+/** An attempt that was opened: its id, its number, and when it started (the pacing stamp). */
+interface Opened {
+  attemptId: string;
+  attempts: number;
+  startedAt: Date;
+}
+
+/** The adapter's view of an entry row. */
+function toDispatchEntry(entry: EntryRow): DispatchEntry {
+  return { entryId: entry.id, organizationId: entry.organization_id, recipient: entry.recipient, payload: entry.payload, prepared: entry.prepared };
+}
 
 /** Raised inside the attempt-opening transaction to roll it back when the entry is no longer ours. */
 class LeaseLost extends Error {}
@@ -64,29 +77,100 @@ export class DispatchService {
     return this.config.WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS;
   }
 
-  /** Claims ONE due pair and works its FIFO head. */
+  /**
+   * Claims ONE due pair and works its FIFO head. When preparing the head needs no provider call
+   * (no media upload), it is prepared and its attempt opened in the claim's own transaction: one
+   * commit fewer per send, and nothing variable-length runs under the locks.
+   */
   async step(): Promise<StepResult> {
     const now = this.clock.now();
-    const { claim, nextDueAt } = await this.uow.run(async (tx) => {
-      const claimed = await this.repository.claimPair(tx, now, this.owner, this.config.OUTBOX_LEASE_MS, this.interval);
-      return { claim: claimed, nextDueAt: claimed ? null : await this.repository.nextDue(tx, now) };
-    });
-    if (!claim) {
-      if (nextDueAt && nextDueAt.getTime() > now.getTime()) this.metrics.pacingWaits.inc();
-      return { claimed: false, attempted: false, nextDueAt, requeued: false };
-    }
-    if (!claim.entry) {
-      // The pair was due but its head is backing off (or was cancelled): recompute and let go.
-      await this.uow.run(async (tx) => {
-        await this.repository.lockPair(tx, claim.lease.pairId);
-        await this.repository.releasePair(tx, claim.lease, this.interval);
+    type Claimed =
+      | { kind: 'none'; nextDueAt: Date | null }
+      | { kind: 'released' }
+      | { kind: 'claimed'; lease: PairLease; entry: EntryRow }
+      | { kind: 'opened'; lease: PairLease; entry: EntryRow; opened: Opened; prepared: PreparedSend; sender: SenderCredentials; adapter: ProviderAdapter }
+      | { kind: 'suppressed'; entry: EntryRow };
+    let claimed: Claimed;
+    try {
+      claimed = await this.uow.run(async (tx): Promise<Claimed> => {
+        const claim = await this.repository.claimPair(tx, now, this.owner, this.config.OUTBOX_LEASE_MS, this.interval);
+        if (!claim) return { kind: 'none', nextDueAt: await this.repository.nextDue(tx, now) };
+        if (!claim.entry) {
+          // Due, but its head is backing off (or was cancelled): recompute and let go.
+          await this.repository.releasePair(tx, claim.lease, this.interval);
+          return { kind: 'released' };
+        }
+        const entry = claim.entry;
+        const adapter = this.providers.get(entry.channel);
+        const dispatchEntry = toDispatchEntry(entry);
+        if (!adapter || adapter.needsRemotePreparation(dispatchEntry)) return { kind: 'claimed', lease: claim.lease, entry };
+        const sender = await this.senders.credentialsFor(entry.sender_id, tx);
+        if (!sender || sender.status !== 'connected') return { kind: 'claimed', lease: claim.lease, entry };
+        let prepared: PreparedSend;
+        try {
+          prepared = await adapter.prepare(dispatchEntry, sender);
+        } catch {
+          // The two-phase path records the failure properly.
+          return { kind: 'claimed', lease: claim.lease, entry };
+        }
+        const opened = await this.openAttempt(tx, claim.lease, entry, prepared);
+        if (opened === 'suppressed') return { kind: 'suppressed', entry };
+        return { kind: 'opened', lease: claim.lease, entry, opened, prepared, sender, adapter };
       });
-      return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
+    } catch (err) {
+      if (err instanceof LeaseLost) return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
+      throw err;
     }
-    return this.dispatch(claim.lease, claim.entry);
+    switch (claimed.kind) {
+      case 'none':
+        if (claimed.nextDueAt && claimed.nextDueAt.getTime() > now.getTime()) this.metrics.pacingWaits.inc();
+        return { claimed: false, attempted: false, nextDueAt: claimed.nextDueAt, requeued: false };
+      case 'released':
+        return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
+      case 'suppressed':
+        this.noteSuppressed(claimed.entry);
+        return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
+      case 'opened':
+        return this.sendOpened(claimed.lease, claimed.entry, claimed.adapter, claimed.sender, claimed.prepared, claimed.opened);
+      case 'claimed':
+        return this.dispatch(claimed.lease, claimed.entry);
+    }
   }
 
-  /** Works one claimed entry. Never throws for provider or local faults: they become outcomes. */
+  /**
+   * Opens the attempt (the pre-wire gate), or fails the entry when its recipient is suppressed.
+   * @throws LeaseLost when the lease or the entry is no longer ours (the transaction must roll back)
+   */
+  private async openAttempt(tx: Tx, lease: PairLease, entry: EntryRow, prepared: PreparedSend): Promise<Opened | 'suppressed'> {
+    const now = this.clock.now();
+    const result = await this.repository.openAttempt(tx, {
+      lease,
+      entryId: entry.id,
+      organizationId: entry.organization_id,
+      channel: entry.channel,
+      pacingKey: entry.pacing_key,
+      now,
+      intervalMs: this.interval,
+      prepared: prepared.derived,
+    });
+    if (result.suppressed) {
+      // The do-not-contact gate sits next to the wire: the entry fails without an attempt.
+      const row = await this.repository.transitionClaimed(tx, entry.id, lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), now);
+      if (!row) throw new LeaseLost();
+      await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
+      await this.repository.releasePair(tx, lease, this.interval);
+      return 'suppressed';
+    }
+    if (result.attemptId === null || result.attempts === null) throw new LeaseLost();
+    return { attemptId: result.attemptId, attempts: result.attempts, startedAt: now };
+  }
+
+  private noteSuppressed(entry: EntryRow): void {
+    this.metrics.sends.inc({ channel: entry.channel, outcome: 'failed', classification: 'suppressed' });
+    this.logger.info({ event: 'outbox.suppressed', organization_id: entry.organization_id, entry_id: entry.id, ...entry.log_context }, 'recipient suppressed; not sent');
+  }
+
+  /** Two-phase path: prepare outside any transaction (media upload), then open the attempt. */
   private async dispatch(lease: PairLease, entry: EntryRow): Promise<StepResult> {
     const adapter = this.providers.get(entry.channel);
     let sender: SenderCredentials | null;
@@ -101,43 +185,28 @@ export class DispatchService {
       });
       return { claimed: true, attempted: false, nextDueAt: null, requeued: true };
     }
-    const dispatchEntry: DispatchEntry = { entryId: entry.id, organizationId: entry.organization_id, recipient: entry.recipient, payload: entry.payload, prepared: entry.prepared };
 
     let prepared: PreparedSend;
     try {
       if (!adapter) throw new Error(`no adapter for channel ${entry.channel}`);
       if (!sender || sender.status !== 'connected') throw new SenderUnavailable(sender ? 'the sender is disconnected' : 'the sender was removed');
-      prepared = await adapter.prepare(dispatchEntry, sender);
+      prepared = await adapter.prepare(toDispatchEntry(entry), sender);
     } catch (err) {
       return this.preparationFailed(lease, entry, adapter, err);
     }
 
-    let opened: { attemptId: string; attempts: number; startedAt: Date } | 'suppressed' | 'lease_lost';
+    let opened: Opened | 'suppressed' | 'lease_lost';
     try {
       opened = await this.uow.run(async (tx) => {
-        const now = this.clock.now();
-        // The do-not-contact gate sits next to the wire: checked in the transaction that opens the attempt.
-        if (await this.repository.isSuppressed(tx, entry.organization_id, entry.channel, entry.pacing_key)) {
-          await this.repository.lockPair(tx, lease.pairId);
-          const row = await this.repository.transitionClaimed(tx, entry.id, lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), now);
-          if (!row) throw new LeaseLost();
-          await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
-          await this.repository.releasePair(tx, lease, this.interval);
-          return 'suppressed' as const;
-        }
-        if (!(await this.repository.stampPacingGate(tx, lease, now, this.interval))) throw new LeaseLost();
-        const attempts = await this.repository.bumpAttempt(tx, entry.id, lease.fence, now, prepared.derived);
-        if (attempts === null) throw new LeaseLost();
-        const attemptId = await this.repository.insertAttempt(tx, entry.id, lease, attempts, now);
-        return { attemptId, attempts, startedAt: now };
+        await this.repository.lockPair(tx, lease.pairId);
+        return this.openAttempt(tx, lease, entry, prepared);
       });
     } catch (err) {
       if (!(err instanceof LeaseLost)) throw err;
       opened = 'lease_lost';
     }
     if (opened === 'suppressed') {
-      this.metrics.sends.inc({ channel: entry.channel, outcome: 'failed', classification: 'suppressed' });
-      this.logger.info({ event: 'outbox.suppressed', organization_id: entry.organization_id, entry_id: entry.id, ...entry.log_context }, 'recipient suppressed; not sent');
+      this.noteSuppressed(entry);
       return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
     }
     if (opened === 'lease_lost') {
@@ -146,17 +215,20 @@ export class DispatchService {
       await this.uow.run((tx) => this.repository.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), this.clock.now()));
       return { claimed: true, attempted: false, nextDueAt: null, requeued: true };
     }
+    return this.sendOpened(lease, entry, adapter!, sender!, prepared, opened);
+  }
 
+  /** The wire call, at once after the attempt committed, then its outcome. */
+  private async sendOpened(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, sender: SenderCredentials, prepared: PreparedSend, opened: Opened): Promise<StepResult> {
     this.metrics.attempts.inc({ channel: entry.channel });
     if (opened.attempts === 1) this.metrics.enqueueToWire.observe({ channel: entry.channel }, Math.max(0, opened.startedAt.getTime() - new Date(entry.created_at).getTime()) / 1000);
-
     let result: { accepted: SendAccepted } | { error: unknown };
     try {
-      result = { accepted: await adapter!.send(prepared, sender!, dispatchEntry) };
+      result = { accepted: await adapter.send(prepared, sender, toDispatchEntry(entry)) };
     } catch (err) {
       result = { error: err };
     }
-    return this.recordOutcome(lease, entry, adapter!, opened.attemptId, opened.attempts, result);
+    return this.recordOutcome(lease, entry, adapter, opened.attemptId, opened.attempts, result);
   }
 
   /** Turns a send result into the attempt's end and the entry's transition, and writes them. */

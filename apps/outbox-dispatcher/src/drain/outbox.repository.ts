@@ -250,6 +250,42 @@ export class OutboxRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Opens an attempt in ONE statement — the final pre-wire gate (seed 004
+   * `start_message_outbox_attempt`): the recipient must not be suppressed, the lease must still be
+   * ours and the pacing interval kept (then the attempt start is stamped on the pair), the entry
+   * must still be ours; only then are the attempt counted and its row inserted as `open`.
+   * `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost.
+   */
+  async openAttempt(
+    tx: Tx,
+    a: { lease: PairLease; entryId: string; organizationId: string; channel: string; pacingKey: string; now: Date; intervalMs: number; prepared: Record<string, unknown> | null },
+  ): Promise<{ suppressed: boolean; attemptId: string | null; attempts: number | null }> {
+    const [row] = await rowsOf<{ suppressed: boolean; attempt_id: string | null; attempts: number | null }>(
+      tx,
+      `WITH suppressed AS (
+         SELECT 1 FROM contact_suppressions WHERE organization_id = $6 AND channel = $7 AND value = $8
+       ), gate AS (
+         UPDATE message_outbox_pairs SET last_attempt_started_at = $4
+          WHERE id = $1 AND lease_owner = $2 AND lease_fence = $3 AND lease_expires_at > $4
+            AND (last_attempt_started_at IS NULL OR last_attempt_started_at + $5::interval <= $4)
+            AND NOT EXISTS (SELECT 1 FROM suppressed)
+          RETURNING id
+       ), bumped AS (
+         UPDATE message_outbox SET attempts = attempts + 1, updated_at = $4, prepared = COALESCE($10::jsonb, prepared)
+          WHERE id = $9 AND status = 'sending' AND claim_fence = $3 AND EXISTS (SELECT 1 FROM gate)
+          RETURNING attempts
+       ), attempt AS (
+         INSERT INTO message_outbox_attempts (entry_id, pair_id, fence, dispatcher, attempt_number, started_at, outcome)
+         SELECT $9, $1, $3, $2, bumped.attempts, $4, 'open' FROM bumped
+         RETURNING id, attempt_number
+       )
+       SELECT EXISTS (SELECT 1 FROM suppressed) AS suppressed, (SELECT id FROM attempt) AS attempt_id, (SELECT attempt_number FROM attempt) AS attempts`,
+      [a.lease.pairId, a.lease.owner, a.lease.fence, a.now, ms(a.intervalMs), a.organizationId, a.channel, a.pacingKey, a.entryId, a.prepared === null ? null : JSON.stringify(a.prepared)],
+    );
+    return { suppressed: row.suppressed, attemptId: row.attempt_id === null ? null : String(row.attempt_id), attempts: row.attempts };
+  }
+
   /** Counts the attempt on the entry (still ours) and saves derived preparation output. Null when the entry is no longer ours. */
   async bumpAttempt(tx: Tx, entryId: string, fence: string, now: Date, prepared: Record<string, unknown> | null): Promise<number | null> {
     const [row] = await rowsOf<{ attempts: number }>(tx, 

@@ -72,6 +72,11 @@ export interface ProviderAdapter {
   /** Enqueue-time payload check; returns the problems (empty = valid). Pure. */
   validate(payload: unknown, idempotencyKey: string): string[];
   /**
+   * Whether preparing this entry calls the provider (a media upload). When it does not,
+   * preparation is pure and the dispatcher may open the attempt in the claim's transaction.
+   */
+  needsRemotePreparation(entry: DispatchEntry): boolean;
+  /**
    * Builds the request and does any variable-length work (media upload) BEFORE the attempt is
    * opened (seed 004 "Dispatch order").
    * @throws ProviderCallError when a provider call (upload) fails; any other error is a local fault

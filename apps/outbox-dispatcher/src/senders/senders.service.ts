@@ -152,11 +152,14 @@ export class SendersService {
     return row;
   }
 
-  /** A sender with decrypted credentials for the drain (cached briefly); null when removed. */
-  async credentialsFor(senderId: string): Promise<SenderCredentials | null> {
+  /**
+   * A sender with decrypted credentials for the drain (cached briefly); null when removed. Reads
+   * in `tx` when given: a caller holding a connection must not wait for a second one.
+   */
+  async credentialsFor(senderId: string, tx?: Tx): Promise<SenderCredentials | null> {
     const hit = this.cache.get(senderId);
     if (hit && Date.now() - hit.at < SENDER_CACHE_MS) return hit.sender;
-    const row = await this.uow.run((tx) => this.repository.findAny(tx, senderId));
+    const row = tx ? await this.repository.findAny(tx, senderId) : await this.uow.run((t) => this.repository.findAny(t, senderId));
     if (!row || row.removed_at) {
       this.cache.delete(senderId);
       return null;

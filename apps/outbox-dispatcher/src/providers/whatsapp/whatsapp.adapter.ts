@@ -32,6 +32,10 @@ export class WhatsAppAdapter implements ProviderAdapter {
     return classifyWhatsAppFailure(failure, this.config.WHATSAPP_QUALITY_COOLDOWN_MS);
   }
 
+  needsRemotePreparation(entry: DispatchEntry): boolean {
+    return entry.payload.type === 'media' && Boolean(entry.payload.upload) && typeof entry.prepared?.media_id !== 'string';
+  }
+
   async prepare(entry: DispatchEntry, sender: SenderCredentials): Promise<PreparedSend> {
     const problems = validateWhatsAppPayload(entry.payload, entry.payload.type === 'read_receipt' ? `read:${entry.payload.message_id}` : '');
     if (problems.length) throw new Error(`invalid payload: ${problems.join('; ')}`);

@@ -1,0 +1,75 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
+
+/** Body of `POST /senders`: a WhatsApp business number and its access token (stored encrypted, never returned). */
+export class CreateSenderDto {
+  @ApiProperty({ enum: ['whatsapp'] })
+  @IsIn(['whatsapp'])
+  channel!: 'whatsapp';
+
+  @ApiProperty({ example: '100000000000002', description: 'WhatsApp phone number id (Graph)' })
+  @Matches(/^\d{1,32}$/)
+  phone_number_id!: string;
+
+  @ApiProperty({ example: '5511912345678' })
+  @IsString() @Length(4, 32)
+  display_phone_number!: string;
+
+  @ApiProperty({ example: '100000000000001', description: 'WhatsApp Business Account id' })
+  @IsString() @Length(1, 64)
+  business_account_id!: string;
+
+  @ApiProperty({ description: 'Graph access token; write-only' })
+  @IsString() @Length(1, 4096)
+  access_token!: string;
+
+  @ApiPropertyOptional()
+  @IsOptional() @IsBoolean()
+  is_default?: boolean;
+
+  @ApiPropertyOptional({ enum: ['connected', 'disconnected'] })
+  @IsOptional() @IsIn(['connected', 'disconnected'])
+  status?: 'connected' | 'disconnected';
+
+  @ApiPropertyOptional()
+  @IsOptional() @IsString() @Length(1, 200)
+  label?: string;
+}
+
+/** Body of `PATCH /senders/{sender_id}`. */
+export class UpdateSenderDto {
+  @ApiPropertyOptional() @IsOptional() @IsString() @Length(4, 32) display_phone_number?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @Length(1, 64) business_account_id?: string;
+  @ApiPropertyOptional({ description: 'replaces the stored token; write-only' }) @IsOptional() @IsString() @Length(1, 4096) access_token?: string;
+  @ApiPropertyOptional() @IsOptional() @IsBoolean() is_default?: boolean;
+  @ApiPropertyOptional({ enum: ['connected', 'disconnected'] }) @IsOptional() @IsIn(['connected', 'disconnected']) status?: 'connected' | 'disconnected';
+  @ApiPropertyOptional() @IsOptional() @IsString() @Length(1, 200) label?: string;
+}
+
+export class SenderIdParams {
+  @ApiProperty() @IsUUID() sender_id!: string;
+}
+
+export class ListSendersQuery {
+  @ApiPropertyOptional({ enum: ['whatsapp', 'email', 'linkedin'] }) @IsOptional() @IsIn(['whatsapp', 'email', 'linkedin']) channel?: string;
+}
+
+/** A sender as the API shows it (no credential). */
+export class SenderDto {
+  @ApiProperty() sender_id!: string;
+  @ApiProperty() organization_id!: string;
+  @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
+  @ApiPropertyOptional({ nullable: true }) label!: string | null;
+  @ApiPropertyOptional({ nullable: true }) phone_number_id!: string | null;
+  @ApiPropertyOptional({ nullable: true }) display_phone_number!: string | null;
+  @ApiPropertyOptional({ nullable: true }) business_account_id!: string | null;
+  @ApiProperty({ enum: ['connected', 'disconnected'] }) status!: string;
+  @ApiProperty() is_default!: boolean;
+  @ApiProperty({ description: 'a credential is stored (its value is never returned)' }) has_credentials!: boolean;
+  @ApiProperty() created_at!: string;
+  @ApiProperty() updated_at!: string;
+}
+
+export class SenderListDto {
+  @ApiProperty({ type: SenderDto, isArray: true }) items!: SenderDto[];
+}

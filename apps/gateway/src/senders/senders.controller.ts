@@ -1,0 +1,57 @@
+import { Body, Controller, Delete, Get, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { OutboxRpc, Scope } from '@touchpoint/contracts';
+import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
+import { ServiceForwarder } from '../forwarding/service-forwarder.js';
+import { ApiErrorResponses } from '../http/openapi.js';
+import { CreateSenderDto, ListSendersQuery, SenderDto, SenderIdParams, SenderListDto, UpdateSenderDto } from './dto/sender.dto.js';
+
+/**
+ * Sender administration (issue 3 §0): the organization's WhatsApp business numbers, forwarded to
+ * the outbox-dispatcher, which keeps the credentials encrypted next to the wire. Admin scope.
+ */
+@ApiTags('senders')
+@Controller('senders')
+@RequireKey({ scopes: [Scope.Admin] })
+export class SendersController {
+  constructor(private readonly forwarder: ServiceForwarder) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Add a WhatsApp business number (the first of a channel becomes the default)' })
+  @ApiOkResponse({ type: SenderDto })
+  @ApiErrorResponses(400, 409, 422, 503)
+  create(@CurrentCaller() caller: Caller, @Body() body: CreateSenderDto) {
+    return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderCreate, body);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List senders' })
+  @ApiOkResponse({ type: SenderListDto })
+  @ApiErrorResponses(400, 503)
+  list(@CurrentCaller() caller: Caller, @Query() query: ListSendersQuery) {
+    return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderList, query);
+  }
+
+  @Get(':sender_id')
+  @ApiOperation({ summary: 'Get a sender' })
+  @ApiOkResponse({ type: SenderDto })
+  @ApiErrorResponses(400, 404, 503)
+  get(@CurrentCaller() caller: Caller, @Param() params: SenderIdParams) {
+    return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderGet, params);
+  }
+
+  @Patch(':sender_id')
+  @ApiOperation({ summary: 'Update a sender (token replaced, never returned; status change publishes outbox.sender.connected/disconnected)' })
+  @ApiOkResponse({ type: SenderDto })
+  @ApiErrorResponses(400, 404, 503)
+  update(@CurrentCaller() caller: Caller, @Param() params: SenderIdParams, @Body() body: UpdateSenderDto) {
+    return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderUpdate, { ...body, ...params });
+  }
+
+  @Delete(':sender_id')
+  @ApiOperation({ summary: 'Remove a sender; its queued messages fail as sender_unavailable' })
+  @ApiErrorResponses(400, 404, 503)
+  remove(@CurrentCaller() caller: Caller, @Param() params: SenderIdParams) {
+    return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderRemove, params);
+  }
+}

@@ -1,0 +1,49 @@
+import { Controller, Get, HttpCode, Inject, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
+import { PublicRoute } from '../../auth/auth.decorators.js';
+import type { GatewayConfig } from '../../gateway.config.js';
+import type { RequestWithRawBody } from '../../http/raw-body.js';
+import { isValidMetaSignature } from './meta-signature.js';
+import { MetaWebhookService } from './meta-webhook.service.js';
+
+/**
+ * Meta (WhatsApp Cloud API) webhook ingress (DESIGN §3, issue 3 §12): the subscription challenge,
+ * and deliveries checked against `X-Hub-Signature-256` over the RAW body before anything is read
+ * from them. A bad signature answers 401 and stores nothing; a good one answers 200 only once the
+ * owning services stored it, 503 otherwise (Meta then redelivers).
+ */
+@ApiExcludeController()
+@PublicRoute()
+@Controller('webhooks/meta')
+export class MetaWebhookController {
+  constructor(
+    private readonly webhooks: MetaWebhookService,
+    @Inject(APP_CONFIG) private readonly config: GatewayConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** `hub.mode=subscribe` with our verify token → the challenge as plain text; anything else 403. */
+  @Get()
+  challenge(@Query() query: Record<string, string>, @Res() reply: FastifyReply): void {
+    if (query['hub.mode'] === 'subscribe' && query['hub.verify_token'] === this.config.META_VERIFY_TOKEN && typeof query['hub.challenge'] === 'string') {
+      reply.status(200).header('content-type', 'text/plain; charset=utf-8').send(query['hub.challenge']);
+      return;
+    }
+    reply.status(403).send(new AppError(ErrorCode.Forbidden, 'the verify token does not match').toEnvelope());
+  }
+
+  @Post()
+  @HttpCode(200)
+  async receive(@Req() request: RequestWithRawBody): Promise<{ received: true; statuses: number; messages: number }> {
+    if (!isValidMetaSignature(request.rawBody, request.headers['x-hub-signature-256'], this.config.META_APP_SECRET)) {
+      this.logger.warn({ event: 'gateway.meta_webhook_bad_signature', request_id: request.id }, 'Meta webhook with a bad signature refused');
+      throw new AppError(ErrorCode.Unauthorized, 'the X-Hub-Signature-256 signature does not match the body');
+    }
+    const result = await this.webhooks.deliver(request.body);
+    return { received: true, statuses: result.statuses, messages: result.messages };
+  }
+}

@@ -1,0 +1,78 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { MessagingWhatsAppRpc, OutboxRpc, type WhatsAppInboundBatch, type WhatsAppStatusBatch } from '@touchpoint/contracts';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER, RpcClient } from '@touchpoint/runtime';
+
+/** One `entry[].changes[]` of a Meta webhook. */
+interface MetaChange {
+  field?: string;
+  value?: {
+    metadata?: { phone_number_id?: string; display_phone_number?: string };
+    statuses?: WhatsAppStatusBatch['statuses'];
+    messages?: WhatsAppInboundBatch['messages'];
+    contacts?: WhatsAppInboundBatch['contacts'];
+  };
+}
+
+/** What one webhook delivery carried. */
+export interface MetaDeliveryResult {
+  statuses: number;
+  messages: number;
+  ignored: number;
+}
+
+/**
+ * Hands a verified Meta webhook to the services that own its parts (DESIGN §1): delivery statuses
+ * to the outbox-dispatcher (it stores them, settles ambiguous sends, and tells messaging through
+ * `outbox.provider_status.recorded`), inbound messages to messaging. Resolves only when every owner
+ * confirmed durable storage; otherwise throws `service_unavailable` so Meta redelivers (both owners
+ * deduplicate a redelivery).
+ */
+@Injectable()
+export class MetaWebhookService {
+  constructor(
+    private readonly rpc: RpcClient,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** @throws AppError service_unavailable when an owner did not confirm in time */
+  async deliver(payload: unknown): Promise<MetaDeliveryResult> {
+    const result: MetaDeliveryResult = { statuses: 0, messages: 0, ignored: 0 };
+    const body = payload as { object?: string; entry?: { id?: string; changes?: MetaChange[] }[] } | null;
+    if (body?.object !== 'whatsapp_business_account' || !Array.isArray(body.entry)) {
+      result.ignored++;
+      return result;
+    }
+    const calls: Promise<unknown>[] = [];
+    for (const entry of body.entry) {
+      for (const change of entry?.changes ?? []) {
+        const value = change?.value;
+        const phoneNumberId = value?.metadata?.phone_number_id;
+        if (change?.field !== 'messages' || !value || typeof phoneNumberId !== 'string') {
+          result.ignored++;
+          continue;
+        }
+        const common = { phone_number_id: phoneNumberId, display_phone_number: value.metadata?.display_phone_number, business_account_id: entry.id };
+        if (Array.isArray(value.statuses) && value.statuses.length) {
+          result.statuses += value.statuses.length;
+          const batch: WhatsAppStatusBatch = { ...common, statuses: value.statuses };
+          calls.push(this.rpc.call('outbox-dispatcher', OutboxRpc.WhatsAppStatuses, batch));
+        }
+        if (Array.isArray(value.messages) && value.messages.length) {
+          result.messages += value.messages.length;
+          const batch: WhatsAppInboundBatch = { ...common, contacts: value.contacts ?? [], messages: value.messages };
+          calls.push(this.rpc.call('messaging', MessagingWhatsAppRpc.Inbound, batch));
+        }
+      }
+    }
+    const settled = await Promise.allSettled(calls);
+    const failed = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed.length) {
+      const reason = failed[0].reason as Error;
+      this.logger.warn({ event: 'gateway.meta_webhook_not_stored', failed: failed.length, of: calls.length, err: reason?.message }, 'Meta webhook not acknowledged; Meta will redeliver');
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the webhook could not be stored; retry later', { code: reason instanceof AppError ? reason.code : undefined });
+    }
+    return result;
+  }
+}

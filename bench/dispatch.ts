@@ -1,0 +1,198 @@
+/**
+ * `npm run bench:dispatch` (issue 3): the outbox dispatcher against the Meta sandbox.
+ *   1. the sandbox's raw accept rate (POST /messages as fast as 64 clients can), for reference;
+ *   2. 20,000 entries over 5,000 pairs (4 per pair) drained by ONE dispatcher process →
+ *      sends/s (first to last wire arrival) and pacing violations, from the attempt rows (starts
+ *      closer than 6,500 ms on a pair) and from the wire (arrivals closer than Meta's 6 s);
+ *   3. enqueue (RPC) → wire latency for idle pairs, p50/p99, on the drained system.
+ * Targets on the 2-core reference machine: ≥ 300 sends/s, 0 violations, idle-pair p99 < 250 ms.
+ * Sizes can be changed with BENCH_ENTRIES, BENCH_PAIRS, BENCH_IDLE_SAMPLES.
+ */
+import 'reflect-metadata';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { type OutboxEnqueueData, type OutboxEnqueueResult, OutboxRpc } from '@touchpoint/contracts';
+import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
+import { createTestWorld } from '@touchpoint/testing';
+import { OutboxDispatcherConfig } from '../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
+import { OutboxDispatcherModule } from '../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
+import { EnqueueService } from '../apps/outbox-dispatcher/src/enqueue/enqueue.service.js';
+import { SendersService } from '../apps/outbox-dispatcher/src/senders/senders.service.js';
+
+const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 20_000);
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 5_000);
+const IDLE_SAMPLES = Number(process.env.BENCH_IDLE_SAMPLES ?? 200);
+const CONCURRENCY = process.env.BENCH_DISPATCH_CONCURRENCY ?? '48';
+const POOL = process.env.BENCH_DB_POOL_SIZE ?? '20';
+/** Seed 004 "Pacing": our interval between attempt starts, and Meta's own per-pair window. */
+const PAIR_MIN_SEND_INTERVAL_MS = 6500;
+const META_PAIR_WINDOW_MS = 6000;
+const PHONE_NUMBER_ID = '100000000000002';
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(46)} ${value}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not come up`);
+    await sleep(200);
+  }
+}
+
+function run(script: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', '@swc-node/register/esm-register', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** Runs `fn` over `items` with `width` in flight. */
+async function pool<T>(items: T[], width: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < items.length) await fn(items[next++]);
+  }));
+}
+
+type Call = { seq: number; at: number; operation: string; outcome: string; context: Record<string, string> };
+
+async function receivedCalls(sandboxUrl: string): Promise<Call[]> {
+  const out: Call[] = [];
+  let since = 0;
+  for (;;) {
+    const { calls } = (await (await fetch(`${sandboxUrl}/sandbox/control/meta/received?since_seq=${since}&limit=5000`)).json()) as { calls: Call[] };
+    if (!calls.length) return out;
+    out.push(...calls);
+    since = calls[calls.length - 1].seq;
+  }
+}
+
+async function rawAcceptRate(sandboxUrl: string): Promise<number> {
+  const n = 10_000;
+  const body = JSON.stringify({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '5511987654321', type: 'text', text: { body: 'raw' } });
+  const started = performance.now();
+  await pool(Array.from({ length: n }, (_, i) => i), 64, async () => {
+    const res = await fetch(`${sandboxUrl}/v23.0/${PHONE_NUMBER_ID}/messages`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer raw' }, body });
+    await res.arrayBuffer();
+  });
+  return n / ((performance.now() - started) / 1000);
+}
+
+async function main(): Promise<void> {
+  const world = await createTestWorld('bench_dispatch');
+  const children: ChildProcess[] = [];
+  try {
+    const sandboxPort = await freePort();
+    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    children.push(run('apps/sandbox/src/main.ts', { PORT: String(sandboxPort), LOG_LEVEL: 'silent', GATEWAY_URL: 'http://127.0.0.1:9' }));
+    await waitHttp(`${sandboxUrl}/health/live`);
+    const post = (path: string, body: unknown) => fetch(`${sandboxUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    await post('/sandbox/meta/settings', { status_webhooks: false });
+
+    const raw = await rawAcceptRate(sandboxUrl);
+    await post('/sandbox/control/reset', {});
+    await post('/sandbox/meta/settings', { status_webhooks: false });
+
+    // The enqueue side: an in-process dispatcher app that does not drain (it owns the migrations too).
+    const env = { WHATSAPP_GRAPH_BASE_URL: sandboxUrl, OUTBOX_SWEEP_INTERVAL_MS: '0', DB_POOL_SIZE: POOL, LOG_LEVEL: 'warn' };
+    const host = await world.start(OutboxDispatcherModule.forRoot(world.config(OutboxDispatcherConfig, { ...env, OUTBOX_DRAIN_AUTOSTART: 'false' })));
+    const organizationId = `bench-${randomUUID()}`;
+    await host.get(SendersService).create({ organization_id: organizationId, channel: 'whatsapp', phone_number_id: PHONE_NUMBER_ID, display_phone_number: '5511912345678', business_account_id: '100000000000001', access_token: 'bench-token' });
+    const numbers = Array.from({ length: PAIRS }, (_, i) => `55119${String(10_000_000 + i).padStart(8, '0')}`);
+    const enqueue = host.get(EnqueueService);
+    const items = Array.from({ length: ENTRIES }, (_, i) => ({ to: numbers[i % PAIRS], key: `bench:${i}` }));
+    const enqueueStarted = performance.now();
+    await pool(items, 32, async ({ to, key }) => {
+      await enqueue.enqueue({ organization_id: organizationId, channel: 'whatsapp', to, idempotency_key: key, payload: { type: 'text', body: `bench ${key}` }, log_context: { bench: key } });
+    });
+    const enqueueRate = ENTRIES / ((performance.now() - enqueueStarted) / 1000);
+
+    const dispatcherPort = await freePort();
+    children.push(run('apps/outbox-dispatcher/src/main.ts', { ...world.env, ...env, PORT: String(dispatcherPort), OUTBOX_DISPATCH_CONCURRENCY: CONCURRENCY, OUTBOX_INSTANCE_ID: 'bench-dispatcher' }));
+    const uow = host.get(UnitOfWork);
+    const schema = uow.schema;
+    const deadline = Date.now() + 10 * 60_000;
+    for (;;) {
+      const [{ n }] = await uow.dataSource.query(`SELECT count(*)::int AS n FROM "${schema}".message_outbox WHERE status <> 'pending' AND status <> 'sending'`);
+      if (n >= ENTRIES) break;
+      if (Date.now() > deadline) throw new Error(`only ${n} of ${ENTRIES} settled in 10 minutes`);
+      await sleep(500);
+    }
+    const calls = (await receivedCalls(sandboxUrl)).filter((c) => c.operation === 'messages');
+    const accepted = calls.filter((c) => c.outcome === 'accepted');
+    const first = Math.min(...accepted.map((c) => c.at));
+    const last = Math.max(...accepted.map((c) => c.at));
+    const sendsPerSecond = accepted.length / ((last - first) / 1000);
+    const [{ violations, min_gap_ms }] = await uow.dataSource.query(
+      `SELECT count(*) FILTER (WHERE gap < $1)::int AS violations, min(gap)::float8 AS min_gap_ms FROM (
+         SELECT EXTRACT(EPOCH FROM started_at - lag(started_at) OVER (PARTITION BY pair_id ORDER BY started_at)) * 1000 AS gap
+           FROM "${schema}".message_outbox_attempts) g WHERE gap IS NOT NULL`,
+      [PAIR_MIN_SEND_INTERVAL_MS],
+    );
+    const byRecipient = new Map<string, number[]>();
+    for (const c of accepted) byRecipient.set(c.context.wa_id, [...(byRecipient.get(c.context.wa_id) ?? []), c.at]);
+    let wireViolations = 0;
+    let minWireGap = Infinity;
+    for (const times of byRecipient.values()) {
+      times.sort((a, b) => a - b);
+      for (let i = 1; i < times.length; i++) {
+        const gap = times[i] - times[i - 1];
+        minWireGap = Math.min(minWireGap, gap);
+        if (gap < META_PAIR_WINDOW_MS) wireViolations++;
+      }
+    }
+    const [{ failed }] = await uow.dataSource.query(`SELECT count(*) FILTER (WHERE status <> 'accepted')::int AS failed FROM "${schema}".message_outbox`);
+
+    // Idle pairs on the drained system: one enqueue at a time by RPC, enqueue → sandbox arrival.
+    const rpc = host.get(RpcClient);
+    const started = new Map<string, number>();
+    const sinceSeq = calls.length ? Math.max(...calls.map((c) => c.seq)) : 0;
+    for (let i = 0; i < IDLE_SAMPLES; i++) {
+      const data: OutboxEnqueueData = { organization_id: organizationId, channel: 'whatsapp', to: `55219${String(20_000_000 + i).padStart(8, '0')}`, idempotency_key: `idle:${i}`, payload: { type: 'text', body: 'idle pair' } };
+      const t0 = Date.now();
+      const { entry_id } = await rpc.call<OutboxEnqueueResult>('outbox-dispatcher', OutboxRpc.Enqueue, data);
+      started.set(entry_id, t0);
+      await sleep(25);
+    }
+    await sleep(2000);
+    const idleCalls = (await (await fetch(`${sandboxUrl}/sandbox/control/meta/received?since_seq=${sinceSeq}`)).json()) as { calls: (Call & { body: { biz_opaque_callback_data?: string } })[] };
+    const latencies = idleCalls.calls
+      .filter((c) => started.has(c.body.biz_opaque_callback_data ?? ''))
+      .map((c) => c.at - started.get(c.body.biz_opaque_callback_data!)!)
+      .sort((a, b) => a - b);
+
+    line('sandbox raw accept rate (64 clients)', `${Math.round(raw)} req/s`);
+    line(`enqueue (in-process, ${ENTRIES} entries, ${PAIRS} pairs)`, `${Math.round(enqueueRate)} entries/s`);
+    line('dispatch, 1 process (first→last wire)', `${Math.round(sendsPerSecond)} sends/s (${accepted.length} accepted, ${failed} not accepted, ${((last - first) / 1000).toFixed(1)} s)`);
+    line('pacing violations: attempt starts < 6500 ms', `${violations} (min gap ${Math.round(min_gap_ms)} ms)`);
+    line('pacing violations: wire arrivals < 6000 ms', `${wireViolations} (min gap ${minWireGap === Infinity ? '-' : Math.round(minWireGap)} ms)`);
+    line(`idle pair enqueue(RPC)→wire (${latencies.length}/${IDLE_SAMPLES})`, `p50 ${pct(latencies, 50)} ms, p99 ${pct(latencies, 99)} ms`);
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await sleep(500);
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    await world.close();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench:dispatch failed: ${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  },
+);
