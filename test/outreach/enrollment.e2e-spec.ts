@@ -10,7 +10,7 @@ describe(EnrollmentsService.name, () => {
   let secret: string;
 
   beforeAll(async () => {
-    w = await startOutreachWorld('outreach_enroll', { gateway: true });
+    w = await startOutreachWorld('outreach_enroll', { gateway: true, outreachEnv: { OUTREACH_RUNNER_ENABLED: 'false' } });
     const seeded = await w.builders!.organizationWithKey({ scopes: ['outreach:read', 'outreach:write'] });
     org = seeded.organizationId;
     secret = seeded.secret;

@@ -11,7 +11,7 @@ describe(ReviewService.name, () => {
   let secret: string;
 
   beforeAll(async () => {
-    w = await startOutreachWorld('outreach_review', { gateway: true });
+    w = await startOutreachWorld('outreach_review', { gateway: true, outreachEnv: { OUTREACH_RUNNER_ENABLED: 'false' } });
     b = outreachBuilders(w);
   });
   afterAll(() => w.close());

@@ -1,9 +1,16 @@
-import { IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { IsIn, IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
 
 /** Environment of the outreach service; see libs/config for the shared variables. */
 export class OutreachConfig extends ServiceConfig {
   @IsInt() @Min(0) @Max(65535)
   override PORT = 3102;
+
+  /**
+   * Whether this process runs the runner loops (a replica that only serves the API can turn them
+   * off; its bus handlers still record runs for the others).
+   */
+  @IsIn([true, false])
+  OUTREACH_RUNNER_ENABLED = true;
 
   /** How often an idle runner loop looks for queued runs, ms (a bus handler also wakes it). */
   @IsInt() @Min(10) @Max(60_000)

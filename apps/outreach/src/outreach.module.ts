@@ -3,9 +3,15 @@ import { PlatformModule } from '@touchpoint/runtime';
 import { CampaignsController } from './campaigns/campaigns.controller.js';
 import { CampaignsRepository } from './campaigns/campaigns.repository.js';
 import { CampaignsService } from './campaigns/campaigns.service.js';
+import { ContextBuilder } from './context/context-builder.js';
 import { ThreadReader } from './context/thread-reader.js';
+import { DecisionSaver } from './decisions/decision-saver.js';
+import { DecisionRunner } from './decisions/decision.runner.js';
 import { DecisionsRepository } from './decisions/decisions.repository.js';
 import { PeopleDirectory } from './directory/people.directory.js';
+import { DraftSaver } from './drafting/draft-saver.js';
+import { ExecutionRunner } from './execution/execution.runner.js';
+import { ExecutionOutcomesConsumer } from './execution/outcomes.consumer.js';
 import { EnrollmentsController } from './enrollments/enrollments.controller.js';
 import { EnrollmentsRepository } from './enrollments/enrollments.repository.js';
 import { EnrollmentsService } from './enrollments/enrollments.service.js';
@@ -15,6 +21,9 @@ import { ActionsRepository } from './review/actions.repository.js';
 import { ReviewController } from './review/review.controller.js';
 import { ReviewRepository } from './review/review.repository.js';
 import { ReviewService } from './review/review.service.js';
+import { RunnerService } from './runners/runner.service.js';
+import { RunsConsumer } from './runners/runs.consumer.js';
+import { RunsRepository } from './runners/runs.repository.js';
 import { TimelineService } from './timeline/timeline.service.js';
 
 /** The outreach service: wires its features onto the shared platform (DESIGN §4, seed 003). */
@@ -37,6 +46,15 @@ export class OutreachModule {
         ReviewRepository,
         ReviewService,
         TimelineService,
+        ContextBuilder,
+        DecisionSaver,
+        DraftSaver,
+        DecisionRunner,
+        ExecutionRunner,
+        RunsRepository,
+        RunnerService,
+        RunsConsumer,
+        ExecutionOutcomesConsumer,
       ],
     };
   }

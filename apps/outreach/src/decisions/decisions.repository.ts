@@ -19,13 +19,22 @@ export interface DecisionRow {
   failure_reason: string | null;
   reply_to_message_id: string | null;
   reply_to_text: string | null;
+  /** The answered message's conversation, provider id and subject (for the send in its thread). */
+  reply_to: ReplyRef | null;
   run_id: string | null;
   raw_output: unknown;
   created_at: Date;
   updated_at: Date;
 }
 
-export type NewDecision = Omit<DecisionRow, 'id' | 'created_at' | 'updated_at'> & { now: Date };
+export interface ReplyRef {
+  message_id: string;
+  conversation_id: string | null;
+  external_id: string | null;
+  subject: string | null;
+}
+
+export type NewDecision = Omit<DecisionRow, 'id' | 'created_at' | 'updated_at' | 'reply_to'> & { reply_to?: ReplyRef | null; now: Date };
 
 /** Every SQL statement of decisions (seed 003 §5: one row per decision run, always saved, for audit). */
 @Injectable()
@@ -38,8 +47,8 @@ export class DecisionsRepository {
     const [row] = await rowsOf<DecisionRow>(
       db,
       `INSERT INTO decisions (organization_id, enrollment_id, trigger_event_id, trigger_reason, trigger_ref, context_version, outcome, type, rationale, objective,
-                              goal_met, followup_days, failure_reason, reply_to_message_id, reply_to_text, run_id, raw_output, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18)
+                              goal_met, followup_days, failure_reason, reply_to_message_id, reply_to_text, run_id, raw_output, created_at, updated_at, reply_to)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19)
        ON CONFLICT (enrollment_id, trigger_event_id) DO NOTHING RETURNING *`,
       [
         d.organization_id,
@@ -60,6 +69,7 @@ export class DecisionsRepository {
         d.run_id,
         d.raw_output === undefined || d.raw_output === null ? null : JSON.stringify(d.raw_output),
         d.now,
+        d.reply_to ? JSON.stringify(d.reply_to) : null,
       ],
     );
     if (row) return { row, inserted: true };

@@ -29,6 +29,9 @@ import { type EnrollmentRow, EnrollmentsRepository, toEnrollmentView } from './e
 /** People read from messaging at once while a batch is checked (ours: bounds the RPC fan-out). */
 const PERSON_READ_CONCURRENCY = 10;
 
+/** Compare-and-set tries of the reply interrupt (seed 003 §4.7: read, then compare-and-set; 3 tries). */
+const INTERRUPT_TRIES = 3;
+
 /** A contact that may link a prospect to its CRM person (messaging does not carry the link yet). */
 type LinkableContact = ContactView & { linked_contact_id?: string | null };
 
@@ -195,6 +198,27 @@ export class EnrollmentsService {
     const now = this.clock.now();
     await this.enrollments.compareAndSet(tx, row.id, row.context_version, { status: 'ended', ended_reason: reason, ended_at: now, next_check_at: null }, now);
     await this.actions.invalidate(tx, row.id, ['pending_approval', 'approved'], reason, now);
+  }
+
+  /**
+   * The core write of a reply (seed 003 §4.7, the reply interrupt): the compare-and-set bump
+   * first (read, then `context_version = v`, up to 3 tries), with `next_check_at = now + 30 min`
+   * when the caller sends a decision event right after, else now; then every pending and approved
+   * action is invalidated (a sending one goes on). A draft saved before the bump fails its gate; one
+   * saved after it is caught by the invalidation. Returns the new version, or null when the
+   * enrollment is not live or kept moving.
+   */
+  async interrupt(tx: Tx, enrollmentId: string, eventFollows: boolean): Promise<number | null> {
+    for (let attempt = 0; attempt < INTERRUPT_TRIES; attempt++) {
+      const row = await this.enrollments.findById(tx, enrollmentId);
+      if (!row || row.status === 'ended') return null;
+      const now = this.clock.now();
+      const moved = await this.enrollments.compareAndSet(tx, row.id, row.context_version, { next_check_at: eventFollows ? addMs(now, EVENT_LEASE_MS) : now }, now);
+      if (!moved) continue;
+      await this.actions.invalidate(tx, row.id, ['pending_approval', 'approved'], 'context_changed', now);
+      return moved.context_version;
+    }
+    return null;
   }
 
   /**

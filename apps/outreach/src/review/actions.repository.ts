@@ -94,6 +94,17 @@ export class ActionsRepository {
     return rows.map((r) => r.id);
   }
 
+  /** Draft save step 1 (seed 003 §4.4): an older pending action of the enrollment is invalidated. */
+  async invalidateOlderPending(db: Db, enrollmentId: string, decisionId: string, now: Date): Promise<string[]> {
+    const rows = await rowsOf<{ id: string }>(
+      db,
+      `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = 'newer_draft', updated_at = $3
+        WHERE enrollment_id = $1 AND status = 'pending_approval' AND decision_id <> $2 RETURNING id`,
+      [enrollmentId, decisionId, now],
+    );
+    return rows.map((r) => r.id);
+  }
+
   async invalidateOfCampaign(db: Db, campaignId: string, reason: string, now: Date): Promise<void> {
     await db.query(
       `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $2, next_attempt_at = NULL, updated_at = $3
