@@ -267,8 +267,7 @@ export class DispatchService {
     const write = () =>
       this.uow.run(async (tx) => {
         await this.repository.lockPair(tx, lease.pairId);
-        await this.repository.closeAttempt(tx, attemptId, end, now);
-        const row = await this.repository.transitionClaimed(tx, entry.id, lease.fence, transition, now);
+        const row = await this.repository.settleAttempt(tx, attemptId, end, entry.id, lease.fence, transition, now);
         if (!row) return undefined;
         if (row.status === 'accepted') await tx.publish(entryEvent(OutboxEvents.EntryAccepted, row));
         else if (row.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));

@@ -338,6 +338,42 @@ export class OutboxRepository {
     return row;
   }
 
+  /**
+   * Closes our attempt and moves our entry in one statement (`closeAttempt` + `transitionClaimed`).
+   * Undefined when the entry is no longer ours (recovered while we were on the wire); the attempt
+   * is then left as recovery closed it.
+   */
+  async settleAttempt(tx: Tx, attemptId: string, end: AttemptEnd, entryId: string, fence: string, t: EntryTransition, now: Date): Promise<EntryRow | undefined> {
+    const terminal = t.status !== 'pending';
+    const [row] = await rowsOf<EntryRow>(
+      tx,
+      `WITH entry AS (
+         UPDATE message_outbox
+            SET status = $3,
+                next_attempt_at = COALESCE($4, next_attempt_at),
+                provider_message_id = COALESCE($5, provider_message_id),
+                last_classification = $6, last_error_code = $7, last_error_message = $8, last_http_status = $9,
+                claim_fence = CASE WHEN $3 = 'pending' THEN NULL ELSE claim_fence END,
+                settled_at = CASE WHEN $10 THEN $11::timestamptz ELSE NULL END,
+                updated_at = $11
+          WHERE id = $1 AND status = 'sending' AND claim_fence = $2
+          RETURNING *
+       ), attempt AS (
+         UPDATE message_outbox_attempts
+            SET ended_at = $11, outcome = $13, classification = $14, provider_code = $15, http_status = $16, retry_after_ms = $17, body = $18
+          WHERE id = $12 AND outcome = 'open' AND EXISTS (SELECT 1 FROM entry)
+          RETURNING id
+       )
+       SELECT entry.* FROM entry LEFT JOIN attempt ON true`,
+      [
+        entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage?.slice(0, 1000) ?? null, t.httpStatus,
+        terminal && t.status !== 'ambiguous', now,
+        attemptId, end.outcome, end.classification, end.providerCode, end.httpStatus, end.retryAfterMs, trimBody(end.body),
+      ],
+    );
+    return row;
+  }
+
   /** Puts a claimed entry back to pending without an attempt (lease lost before the gate, sender unreadable). */
   async requeueUnopened(tx: Tx, entryId: string, fence: string, now: Date, at: Date): Promise<boolean> {
     const rows = await rowsOf(tx, 
