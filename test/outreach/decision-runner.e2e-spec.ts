@@ -12,6 +12,9 @@ import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
 
 const DAY = 86_400_000;
 
+/** Milliseconds of a Date, an ISO string or a timestamp column (Date.parse drops a Date's milliseconds). */
+const ms = (value: unknown): number => new Date(value as string).getTime();
+
 describe(DecisionRunner.name, () => {
   let w: OutreachWorld;
   let b: ReturnType<typeof outreachBuilders>;
@@ -166,7 +169,7 @@ describe(DecisionRunner.name, () => {
       const { enrollmentId } = await enrolled();
       let row = await b.enrollmentRow(enrollmentId);
       expect(row).toMatchObject({ status: 'active', context_version: 2 });
-      expect(Date.parse(row.next_check_at) - Date.now()).toBeGreaterThan(DAY - 60_000);
+      expect(ms(row.next_check_at) - Date.now()).toBeGreaterThan(DAY - 60_000);
       await request(enrollmentId, `due:${enrollmentId}:2`);
       await request(enrollmentId, `due:${enrollmentId}:3`);
       row = await b.enrollmentRow(enrollmentId);
@@ -202,7 +205,7 @@ describe(DecisionRunner.name, () => {
       const [decision] = await decisionsOf(enrollmentId);
       expect(decision).toMatchObject({ outcome: 'saved', type: 'wait', followup_days: days });
       const row = await b.enrollmentRow(enrollmentId);
-      expect(Date.parse(row.next_check_at) - Date.parse(decision!.created_at)).toBe(days * DAY);
+      expect(ms(row.next_check_at) - ms(decision!.created_at)).toBe(days * DAY);
       expect(await actionsOf(enrollmentId)).toEqual([]);
     });
 
@@ -237,7 +240,7 @@ describe(DecisionRunner.name, () => {
       expect(await tasks()).toEqual(['outreach_decide']);
       const row = await b.enrollmentRow(enrollmentId);
       expect(row.context_version).toBe(2);
-      expect(Date.parse(row.next_check_at) - Date.now()).toBeGreaterThan(25 * 60_000);
+      expect(ms(row.next_check_at) - Date.now()).toBeGreaterThan(25 * 60_000);
     });
 
     it('keeps a decision whose effect is on the row when its save is retried, and discards it when a reply moved the row', async () => {
@@ -315,7 +318,7 @@ describe(DecisionRunner.name, () => {
       const { enrollmentId } = await enrolled();
       expect((await decisionsOf(enrollmentId))[0]).toMatchObject({ outcome: 'invalid', failure_reason: 'draft_placeholder' });
       expect(await actionsOf(enrollmentId)).toEqual([]);
-      expect(Date.parse((await b.enrollmentRow(enrollmentId)).next_check_at) - Date.now()).toBeGreaterThan(DAY - 60_000);
+      expect(ms((await b.enrollmentRow(enrollmentId)).next_check_at) - Date.now()).toBeGreaterThan(DAY - 60_000);
 
       await w.model!.script([{ reply: { type: 'email', rationale: 'r', objective: 'o' } }, { fault: 'http_error', status: 503 }]);
       await request(enrollmentId, `due:${enrollmentId}:writer`);

@@ -4,6 +4,9 @@ import { AppError } from '@touchpoint/errors';
 import { EnrollmentsService } from '../../apps/outreach/src/enrollments/enrollments.service.js';
 import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
 
+/** Milliseconds of a Date, an ISO string or a timestamp column (Date.parse drops a Date's milliseconds). */
+const ms = (value: unknown): number => new Date(value as string).getTime();
+
 describe(EnrollmentsService.name, () => {
   let w: OutreachWorld;
   let org: string;
@@ -49,7 +52,7 @@ describe(EnrollmentsService.name, () => {
 
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ campaign_id: c.campaign_id, person_kind: 'prospect', person_id: person!.person_id, status: 'active', touch_count: 0, context_version: 1, ended_reason: null });
-      const lease = Date.parse(res.body.next_check_at) - before;
+      const lease = ms(res.body.next_check_at) - before;
       expect(lease).toBeGreaterThanOrEqual(30 * 60_000 - 1000);
       expect(lease).toBeLessThanOrEqual(30 * 60_000 + 5000);
       const [event] = await w.sql(`SELECT payload FROM {o}.outbox_events WHERE event_id = $1`, [`enrolled:${res.body.enrollment_id}`]);

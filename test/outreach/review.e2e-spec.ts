@@ -4,6 +4,9 @@ import { ReviewService } from '../../apps/outreach/src/review/review.service.js'
 import { outreachBuilders } from './builders.js';
 import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
 
+/** Milliseconds of a Date, an ISO string or a timestamp column (Date.parse drops a Date's milliseconds). */
+const ms = (value: unknown): number => new Date(value as string).getTime();
+
 describe(ReviewService.name, () => {
   let w: OutreachWorld;
   let b: ReturnType<typeof outreachBuilders>;
@@ -172,7 +175,7 @@ describe(ReviewService.name, () => {
       expect([other.status, other.body.error.code]).toEqual([409, 'action_not_pending']);
       const after = await b.enrollmentRow(enrollmentId);
       expect(after.context_version).toBe(before.context_version + 1);
-      expect(Date.parse(after.next_check_at) - Date.now()).toBeGreaterThan(29 * 60_000);
+      expect(ms(after.next_check_at) - Date.now()).toBeGreaterThan(29 * 60_000);
       expect(await b.outboxEvent(`rejected:${actionId}`)).toMatchObject({ data: { enrollment_id: enrollmentId, reason: 'draft_rejected', ref: actionId } });
     });
 

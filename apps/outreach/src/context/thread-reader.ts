@@ -35,7 +35,18 @@ export class ThreadReader {
         if (ours[0]!.type === 'email') {
           const threads = new Set(messages.filter((m) => ourIds.has(m.message_id) && m.thread_id).map((m) => m.thread_id));
           const ourExternal = new Set(messages.filter((m) => ourIds.has(m.message_id) && m.external_id).map((m) => m.external_id));
-          out.email.push(...messages.filter((m) => ourIds.has(m.message_id) || (m.thread_id && threads.has(m.thread_id)) || (m.direction === 'inbound' && inReplyTo(m, ourExternal))));
+          // Until the email sender reports the thread id of what it sent, our rows have none: then
+          // every inbound email of the person's conversation since our first send is in the thread.
+          const firstSent = Math.min(...ours.map((a) => (a.executed_at ?? a.updated_at).getTime()));
+          const unthreaded = threads.size === 0;
+          out.email.push(
+            ...messages.filter(
+              (m) =>
+                ourIds.has(m.message_id) ||
+                (m.thread_id && threads.has(m.thread_id)) ||
+                (m.direction === 'inbound' && (inReplyTo(m, ourExternal) || (unthreaded && Date.parse(m.created_at) >= firstSent))),
+            ),
+          );
         } else {
           const first = Math.min(...ours.map((a) => (a.executed_at ?? a.updated_at).getTime()));
           out.linkedin.push(...messages.filter((m) => ourIds.has(m.message_id) || Date.parse(m.created_at) >= first));
