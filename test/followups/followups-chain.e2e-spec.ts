@@ -22,6 +22,9 @@ import { ALWAYS_OPEN, HOUR, startFollowups } from './followups-world.js';
  * The last weekday 10:00 in São Paulo before now: inside the seed example's window (Mon–Fri 9–20),
  * and before the contact's real messages, so those are not replies to enrollments made "then".
  */
+/** Waits for a condition across several services on a busy machine (up to 30 s). */
+const soon = <T>(probe: () => Promise<T>) => eventually(probe, 30_000, 100);
+
 function lastWeekdayMorningInSaoPaulo(): Date {
   let day = DateTime.now().setZone('America/Sao_Paulo').set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
   while (day.weekday > 5 || day.toMillis() > Date.now()) day = day.minus({ days: 1 });
@@ -60,8 +63,8 @@ describe('follow-ups end to end', () => {
     await setLimits(world, org, {});
     const senderId = await addSender(dispatcher.senders, org, phoneNumberId);
     // The dispatcher announces the number; messaging and followups keep it in their read models.
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
+    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
+    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
   });
   afterAll(async () => {
     await world.close();
@@ -117,13 +120,13 @@ describe('follow-ups end to end', () => {
     expect(await followups.get(ReleaseService).releaseOne()).toBe('released');
 
     const [effect] = await sendEffects(e.id);
-    await eventually(async () => (await outboxEntry(effect.idempotency_key))?.status === 'pending');
+    await soon(async () => (await outboxEntry(effect.idempotency_key))?.status === 'pending');
     await drain();
     const wire = await sandbox.received(waId);
     expect(wire.map((c) => (c.body as { text?: { body: string } }).text?.body)).toContain('Oi! Conseguiu ver a proposta que enviamos?');
-    await eventually(async () => (await sendEffects(e.id))[0].status === 'sent');
+    await soon(async () => (await sendEffects(e.id))[0].status === 'sent');
     // Messaging's report names the message row (the dispatcher's may have settled the status first).
-    await eventually(async () => (await sendEffects(e.id))[0].message_id);
+    await soon(async () => (await sendEffects(e.id))[0].message_id);
     const done = await http('GET', `/ai/followups/enrollments/${e.id}?customer_id=${org}`, { secret: key.secret });
     expect(done.body.data.enrollment).toMatchObject({ status: 'completed', reason: 'exhausted' });
     expect(done.body.data.effects).toEqual([expect.objectContaining({ kind: 'send', status: 'sent', text: 'Oi! Conseguiu ver a proposta que enviamos?' })]);
@@ -137,11 +140,11 @@ describe('follow-ups end to end', () => {
     const e = await enroll(flowId, who);
     expect(await followups.get(ReleaseService).releaseOne()).toBe('released');
     const [queued] = await sendEffects(e.id);
-    await eventually(async () => (await outboxEntry(queued.idempotency_key))?.status === 'pending');
+    await soon(async () => (await outboxEntry(queued.idempotency_key))?.status === 'pending');
 
     await contactWrites(waId, 'Já resolvi, obrigado!');
-    await eventually(async () => (await outboxEntry(queued.idempotency_key))?.status === 'cancelled');
-    await eventually(async () => (await sendEffects(e.id))[0].status === 'cancelled');
+    await soon(async () => (await outboxEntry(queued.idempotency_key))?.status === 'cancelled');
+    await soon(async () => (await sendEffects(e.id))[0].status === 'cancelled');
     expect(await enrollment(e.id)).toMatchObject({ status: 'completed', reason: 'replied' });
     await drain();
     expect(await sandbox.received(waId)).toEqual([]);
@@ -154,13 +157,13 @@ describe('follow-ups end to end', () => {
     const e = await enroll(flowId, who);
     await followups.get(ReleaseService).releaseOne();
     const [queued] = await sendEffects(e.id);
-    await eventually(async () => (await outboxEntry(queued.idempotency_key))?.status === 'pending');
+    await soon(async () => (await outboxEntry(queued.idempotency_key))?.status === 'pending');
     await drain();
     expect(await sandbox.received(waId)).toHaveLength(1);
 
     await contactWrites(waId, 'Recebi, valeu');
-    await eventually(async () => (await enrollment(e.id)).status === 'completed');
-    await eventually(async () => (await sendEffects(e.id))[0].status === 'sent');
+    await soon(async () => (await enrollment(e.id)).status === 'completed');
+    await soon(async () => (await sendEffects(e.id))[0].status === 'sent');
     expect((await outboxEntry(queued.idempotency_key)).status).toBe('accepted');
     clock.advance(2 * HOUR);
     try {

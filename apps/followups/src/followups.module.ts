@@ -22,6 +22,7 @@ import { ReleaseService } from './release/release.service.js';
 import { ReleaseSignal } from './release/release-signal.js';
 import { SendOutcomesConsumer } from './release/send-outcomes.consumer.js';
 import { SendOutcomesService } from './release/send-outcomes.service.js';
+import { SenderChoiceCache } from './senders/sender-choice.cache.js';
 import { SendersConsumer } from './senders/senders.consumer.js';
 import { SendersRepository } from './senders/senders.repository.js';
 import { SettingsController } from './settings/settings.controller.js';
@@ -54,6 +55,7 @@ export class FollowupsModule {
       ContactsRepository,
       ContactsConsumer,
       SendersRepository,
+      SenderChoiceCache,
       SendersConsumer,
       EnrollmentsRepository,
       EnrollmentsService,

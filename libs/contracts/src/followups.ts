@@ -459,8 +459,6 @@ export const FollowupsEvents = {
   SettingsUpdated: 'followups.settings.updated',
   /** `{enrollment_id, flow_id, contact_id}`. */
   EnrollmentCreated: 'followups.enrollment.created',
-  /** `{enrollment_id, effect_id, node_id, contact_id, idempotency_key}`: a send was queued through messaging. */
-  StepQueued: 'followups.step.queued',
   /** `{enrollment_id, flow_id, contact_id, status, reason}`. */
   EnrollmentFinished: 'followups.enrollment.finished',
   /** `{enrollment_id, contact_id, conversation_id, node_id, note}`: a step handed the contact to a person. */

@@ -32,17 +32,6 @@ export class ContactsRepository {
     return row;
   }
 
-  /**
-   * The release loop's contact lock: FOR SHARE so two releases of one contact proceed together, SKIP
-   * LOCKED so a stop path that is updating the row makes the release give up at once (seed 000:
-   * "the releaser never waits for a lock"), which rules out a deadlock between the two.
-   * @returns the row, or undefined when it is locked (or missing)
-   */
-  async lockForRelease(db: Queryable, organizationId: string, contactId: string): Promise<ContactActivity | undefined> {
-    const [row] = await rowsOf<ContactActivity>(db, `SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2 FOR SHARE SKIP LOCKED`, [organizationId, contactId]);
-    return row;
-  }
-
   /** Records an inbound message (upsert; never moves last_inbound_at backwards). */
   async recordInbound(db: Queryable, c: { organizationId: string; contactId: string; at: Date; text: string | null; conversationId: string | null; optOut: boolean }): Promise<void> {
     await rowsOf(db, 

@@ -1,7 +1,44 @@
 import { Injectable } from '@nestjs/common';
 import type { FlowStatus, FlowTemplateRef } from '@touchpoint/contracts';
-import type { EnrollmentRow } from '../enrollments/enrollment-row.js';
+import type { ContactActivity } from '../contacts/contacts.repository.js';
+import type { EnrollmentRow, NewEnrollmentEvent } from '../enrollments/enrollment-row.js';
 import { type Queryable, rowsOf } from '../requests/queryable.js';
+
+/** An effect a step records (written with the step by `writeStep`). */
+export interface NewEffect {
+  id: string;
+  organizationId: string;
+  enrollmentId: string;
+  contactId: string;
+  nodeId: string;
+  step: number;
+  kind: 'send' | 'action';
+  status: string;
+  idempotencyKey?: string | null;
+  text?: string | null;
+  template?: FlowTemplateRef | null;
+  senderId?: string | null;
+  reason?: string | null;
+}
+
+/** Enrollment columns a step changes. */
+const STATE_COLUMNS = [
+  'status', 'reason', 'node_id', 'step', 'next_run_at', 'node_entered_at', 'variables', 'sender_id', 'repeat_counts', 'last_reply_text',
+  'reply_seen_at', 'handoff_seen_at', 'pending_exit', 'last_send_status', 'inflight_effect_id', 'sender_unavailable_since', 'failures', 'last_error', 'finished_at',
+] as const satisfies readonly (keyof EnrollmentRow)[];
+const JSON_STATE = new Set<string>(['variables', 'repeat_counts']);
+
+/** The contact row as `to_jsonb` gives it: timestamps back to Dates. */
+function contactFromJson(c: Record<string, unknown>): ContactActivity {
+  const date = (v: unknown) => (typeof v === 'string' ? new Date(v) : null);
+  return {
+    ...(c as unknown as ContactActivity),
+    last_inbound_at: date(c.last_inbound_at),
+    opted_out_at: date(c.opted_out_at),
+    handoff_at: date(c.handoff_at),
+    erased_at: date(c.erased_at),
+  };
+}
 
 /** Statuses the release loop picks up when due. */
 const DUE_STATUSES = `('active', 'waiting_reply')`;
@@ -10,23 +47,91 @@ const DUE_STATUSES = `('active', 'waiting_reply')`;
 @Injectable()
 export class ReleaseRepository {
   /**
-   * Claims the oldest due enrollment (seed 000 "claim … FOR UPDATE SKIP LOCKED"): rows another
-   * release holds are skipped, never waited for, so any number of workers and replicas can run.
-   * The flow's status comes along (no lock on the flow: pausing it is checked, not raced).
+   * Claims the oldest due enrollment and takes its contact, in one statement (seed 000 "claim …
+   * FOR UPDATE SKIP LOCKED", "contact FOR SHARE SKIP LOCKED"). Rows another release holds are
+   * skipped, never waited for, so any number of workers and replicas can run. The contact comes
+   * FOR SHARE (two releases of one contact go together) SKIP LOCKED: a stop path updating the
+   * contact makes it come back null, and the release gives up at once — never waiting on each
+   * other, the two cannot deadlock. The flow's status comes along, unlocked (see lockFlowStatus).
+   * @returns the claimed row with `contact` null when the contact is busy (or missing), or undefined when nothing is due
    */
-  async claimDue(db: Queryable, now: Date): Promise<(EnrollmentRow & { flow_status: FlowStatus }) | undefined> {
-    const [row] = await rowsOf<EnrollmentRow & { flow_status: FlowStatus }>(db, 
-      `SELECT e.*, f.status AS flow_status
-         FROM enrollments e JOIN flows f ON f.id = e.flow_id
-        WHERE e.id = (
-          SELECT id FROM enrollments
-           WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1
-           ORDER BY next_run_at
-           LIMIT 1
-           FOR UPDATE SKIP LOCKED)`,
-      [now],
+  async claimDue(
+    db: Queryable,
+    now: Date,
+  ): Promise<(EnrollmentRow & { flow_status: FlowStatus; contact: ContactActivity | null; recentSends: { count: number; oldest: Date | null } }) | undefined> {
+    const [row] = await rowsOf<EnrollmentRow & { flow_status: FlowStatus; contact: Record<string, unknown> | null; recent_send_count: number; recent_send_oldest: Date | null }>(
+      db,
+      `WITH claimed AS (
+         SELECT id FROM enrollments
+          WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1
+          ORDER BY next_run_at
+          LIMIT 1
+          FOR UPDATE SKIP LOCKED)
+       SELECT e.*, f.status AS flow_status, to_jsonb(c) AS contact, rs.count AS recent_send_count, rs.oldest AS recent_send_oldest
+         FROM claimed
+         JOIN enrollments e ON e.id = claimed.id
+         JOIN flows f ON f.id = e.flow_id
+         LEFT JOIN LATERAL (
+           SELECT * FROM contacts WHERE organization_id = e.organization_id AND contact_id = e.contact_id
+           FOR SHARE SKIP LOCKED) c ON true
+         -- The contact's follow-up sends of the last 24 h (per-contact cap), read here to save a round trip.
+         CROSS JOIN LATERAL (
+           SELECT count(*)::int AS count, min(created_at) AS oldest FROM effects
+            WHERE contact_id = e.contact_id AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at > $2) rs`,
+      [now, new Date(now.getTime() - 24 * 3_600_000)],
     );
-    return row;
+    if (!row) return undefined;
+    const { recent_send_count: count, recent_send_oldest: oldest, ...rest } = row;
+    return { ...rest, contact: row.contact ? contactFromJson(row.contact) : null, recentSends: { count, oldest } };
+  }
+
+  /**
+   * Writes what a step did, in one statement: the enrollment's new state (its row lock is held),
+   * its timeline entries, and its effects. An effect already recorded for the same (enrollment,
+   * node, visit, kind) inserts nothing.
+   * @returns how many effects were inserted
+   */
+  async writeStep(db: Queryable, state: EnrollmentRow, events: NewEnrollmentEvent[], effects: NewEffect[], now: Date): Promise<number> {
+    const params: unknown[] = [state.id, now];
+    const set = STATE_COLUMNS.map((c) => `${c} = $${params.push(JSON_STATE.has(c) ? JSON.stringify(state[c]) : state[c])}${JSON_STATE.has(c) ? '::jsonb' : ''}`);
+    const ev = (f: (e: NewEnrollmentEvent) => unknown) => params.push(events.map(f));
+    const eventArrays = [ev((e) => e.organization_id), ev((e) => e.enrollment_id), ev((e) => e.type), ev((e) => e.node_id), ev((e) => JSON.stringify(e.data)), ev((e) => e.at)];
+    const ef = (f: (e: NewEffect) => unknown) => params.push(effects.map(f));
+    const effectArrays = [
+      ef((e) => e.id),
+      ef((e) => e.organizationId),
+      ef((e) => e.enrollmentId),
+      ef((e) => e.contactId),
+      ef((e) => e.nodeId),
+      ef((e) => e.step),
+      ef((e) => e.kind),
+      ef((e) => e.status),
+      ef((e) => e.idempotencyKey ?? null),
+      ef((e) => e.text ?? null),
+      ef((e) => (e.template ? JSON.stringify(e.template) : null)),
+      ef((e) => e.senderId ?? null),
+      ef((e) => e.reason ?? null),
+    ];
+    const [result] = await rowsOf<{ effects: number }>(
+      db,
+      `WITH saved AS (
+         UPDATE enrollments SET ${set.join(', ')}, revision = revision + 1, updated_at = $2 WHERE id = $1 RETURNING id),
+       timeline AS (
+         INSERT INTO enrollment_events (organization_id, enrollment_id, type, node_id, data, created_at)
+         SELECT * FROM unnest($${eventArrays[0]}::uuid[], $${eventArrays[1]}::uuid[], $${eventArrays[2]}::text[], $${eventArrays[3]}::text[], $${eventArrays[4]}::jsonb[], $${eventArrays[5]}::timestamptz[])),
+       inserted AS (
+         INSERT INTO effects (id, organization_id, enrollment_id, contact_id, node_id, step, kind, status, idempotency_key, text, template, sender_id, reason, created_at, updated_at)
+         SELECT id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, reason, $2, $2
+           FROM unnest($${effectArrays[0]}::uuid[], $${effectArrays[1]}::uuid[], $${effectArrays[2]}::uuid[], $${effectArrays[3]}::uuid[], $${effectArrays[4]}::text[],
+                       $${effectArrays[5]}::int[], $${effectArrays[6]}::text[], $${effectArrays[7]}::text[], $${effectArrays[8]}::text[], $${effectArrays[9]}::text[],
+                       $${effectArrays[10]}::jsonb[], $${effectArrays[11]}::uuid[], $${effectArrays[12]}::text[])
+                AS x(id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, reason)
+         ON CONFLICT (enrollment_id, node_id, step, kind) DO NOTHING
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM inserted)::int AS effects, (SELECT count(*) FROM saved)::int AS saved`,
+      params,
+    );
+    return result.effects;
   }
 
   /**
@@ -68,39 +173,6 @@ export class ReleaseRepository {
     return saved;
   }
 
-  /**
-   * Inserts a step's effect. Unique on (enrollment, node, visit, kind): a second release of the same
-   * step inserts nothing.
-   * @returns the effect id, or undefined when the step already had this effect
-   */
-  async insertEffect(
-    db: Queryable,
-    e: {
-      id: string;
-      organizationId: string;
-      enrollmentId: string;
-      contactId: string;
-      nodeId: string;
-      step: number;
-      kind: 'send' | 'action' | 'schedule_plan';
-      status: string;
-      idempotencyKey?: string | null;
-      text?: string | null;
-      template?: FlowTemplateRef | null;
-      senderId?: string | null;
-      reason?: string | null;
-      now: Date;
-    },
-  ): Promise<string | undefined> {
-    const rows = await rowsOf<{ id: string }>(db, 
-      `INSERT INTO effects (id, organization_id, enrollment_id, contact_id, node_id, step, kind, status, idempotency_key, text, template, sender_id, reason, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $14)
-       ON CONFLICT (enrollment_id, node_id, step, kind) DO NOTHING RETURNING id`,
-      [e.id, e.organizationId, e.enrollmentId, e.contactId, e.nodeId, e.step, e.kind, e.status, e.idempotencyKey ?? null, e.text ?? null, e.template ? JSON.stringify(e.template) : null, e.senderId ?? null, e.reason ?? null, e.now],
-    );
-    return rows[0]?.id;
-  }
-
   /** The latest schedule plan of a step (a deferral to the window, cap or quota), kept up to date. */
   async upsertSchedulePlan(db: Queryable, p: { id: string; organizationId: string; enrollmentId: string; contactId: string; nodeId: string; step: number; reason: string; at: Date; now: Date }): Promise<void> {
     await rowsOf(db, 
@@ -109,16 +181,6 @@ export class ReleaseRepository {
        ON CONFLICT (enrollment_id, node_id, step, kind) DO UPDATE SET reason = EXCLUDED.reason, usage = EXCLUDED.usage, updated_at = EXCLUDED.updated_at`,
       [p.id, p.organizationId, p.enrollmentId, p.contactId, p.nodeId, p.step, p.reason, p.at.toISOString(), p.now],
     );
-  }
-
-  /** The contact's follow-up sends in the 24 hours before `now`, and the oldest of them (per-contact cap). */
-  async recentSends(db: Queryable, contactId: string, now: Date): Promise<{ count: number; oldest: Date | null }> {
-    const [row] = await rowsOf<{ count: number; oldest: Date | null }>(db, 
-      `SELECT count(*)::int AS count, min(created_at) AS oldest FROM effects
-        WHERE contact_id = $1 AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at > $2`,
-      [contactId, new Date(now.getTime() - 24 * 3_600_000)],
-    );
-    return row;
   }
 
   /**

@@ -18,17 +18,17 @@ import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock, nextSendOpening } from '@touchpoint/time';
 import { type ContactActivity, ContactsRepository } from '../contacts/contacts.repository.js';
 import { type EnrollmentRow, type NewEnrollmentEvent, sendKeyOf } from '../enrollments/enrollment-row.js';
-import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { effectiveSendWindow } from '../flows/flow-settings.js';
 import { type CompiledVersion, FlowVersionCache } from '../flows/flow-version-cache.js';
 import type { FollowupsConfig } from '../followups.config.js';
 import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
 import { type ActionConfig, type ExitKey, isSendAction, type ParsedNode } from '../graph/node-config.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
+import { SenderChoiceCache } from '../senders/sender-choice.cache.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { evaluateCondition, failureBackoffMs, matchReply, renderTemplate, type StepFacts } from './step-rules.js';
-import { ReleaseRepository } from './release.repository.js';
+import { type NewEffect, ReleaseRepository } from './release.repository.js';
 
 /** A busy contact is retried this much later, ms (seed 000 "busy → retry in 2 s"). */
 export const CONTACT_BUSY_RETRY_MS = 2000;
@@ -54,6 +54,10 @@ interface ReleaseContext {
   organization: FollowupSettingsView;
   events: NewEnrollmentEvent[];
   messages: OutgoingMessage[];
+  /** Effects of this step, written with it. */
+  effects: NewEffect[];
+  /** The contact's follow-up sends of the last 24 h, as of the claim (per-contact cap). */
+  recentSends: { count: number; oldest: Date | null };
   /** A send was queued in this transaction: the next one waits for its own (seed 000: one step per transaction). */
   sent: boolean;
 }
@@ -69,9 +73,9 @@ export class ReleaseService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly release: ReleaseRepository,
-    private readonly enrollments: EnrollmentsRepository,
     private readonly contacts: ContactsRepository,
     private readonly senders: SendersRepository,
+    private readonly senderChoice: SenderChoiceCache,
     private readonly versions: FlowVersionCache,
     private readonly settings: SettingsService,
     private readonly metrics: FollowupsMetrics,
@@ -90,11 +94,11 @@ export class ReleaseService {
     let claimed: { id: string; revision: number; organization_id: string } | undefined;
     try {
       const outcome = await this.uow.run(async (tx) => {
-        const row = await this.release.claimDue(tx, now);
-        if (!row) return 'idle' as const;
+        const claimedRow = await this.release.claimDue(tx, now);
+        if (!claimedRow) return 'idle' as const;
+        const { contact, recentSends, ...row } = claimedRow;
         claimed = { id: row.id, revision: row.revision, organization_id: row.organization_id };
         this.metrics.releaseLag.observe(Math.max(0, (now.getTime() - (row.next_run_at?.getTime() ?? now.getTime())) / 1000));
-        const contact = await this.contacts.lockForRelease(tx, row.organization_id, row.contact_id);
         if (!contact) {
           // A stop path holds the contact (or the row is missing): never wait, come back in 2 s.
           await this.contacts.ensure(tx, row.organization_id, row.contact_id);
@@ -110,7 +114,7 @@ export class ReleaseService {
           }
           flowStatus = locked;
         }
-        await this.step(tx, now, state, contact, flowStatus);
+        await this.step(tx, now, state, contact, flowStatus, recentSends);
         return 'released' as const;
       });
       this.metrics.releases.inc({ outcome });
@@ -134,13 +138,14 @@ export class ReleaseService {
   }
 
   /** Checks, then nodes; then one write of the enrollment, its timeline, and its messages. */
-  private async step(tx: Tx, now: Date, state: EnrollmentRow, contact: ContactActivity, flowStatus: FlowStatus): Promise<void> {
+  private async step(tx: Tx, now: Date, state: EnrollmentRow, contact: ContactActivity, flowStatus: FlowStatus, recentSends: ReleaseContext['recentSends']): Promise<void> {
     const version = await this.versions.get(tx, state.version_id);
     const organization = await this.settings.get(state.organization_id);
-    const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null }, contact, version, organization, events: [], messages: [], sent: false };
+    const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null }, contact, version, organization, events: [], messages: [], effects: [], sent: false, recentSends };
     if (this.checks(ctx, flowStatus)) await this.runNodes(ctx);
-    await this.enrollments.saveState(tx, ctx.state, now);
-    await this.enrollments.insertEvents(tx, ctx.events);
+    const inserted = await this.release.writeStep(tx, ctx.state, ctx.events, ctx.effects, now);
+    // Unique per (enrollment, node, visit, kind): fewer rows means this step was already released.
+    if (inserted < ctx.effects.length) throw new Error(`step ${state.node_id}#${state.step} of enrollment ${state.id} was already released`);
     await tx.publish(ctx.messages);
   }
 
@@ -253,13 +258,13 @@ export class ReleaseService {
       const pattern = config.mode === 'tag' ? MessagingRpc.ContactTag : MessagingRpc.ContactUntag;
       await this.rpc.call('messaging', pattern, { organization_id: state.organization_id, contact_id: state.contact_id, tags: config.tags, source: 'followups' }, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
       await this.contacts.applyTags(tx, state.organization_id, state.contact_id, config.mode === 'tag' ? config.tags : [], config.mode === 'untag' ? config.tags : []);
-      await this.release.insertEffect(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'action', status: 'done', reason: `${config.mode}:${config.tags.join(',')}`, now });
+      ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'action', status: 'done', reason: `${config.mode}:${config.tags.join(',')}` });
       this.metrics.steps.inc({ action: config.mode, outcome: 'done' });
       return 'always';
     }
     // Handoff: a person takes over; the enrollment waits paused after this node until resumed.
     const note = (config as Extract<ActionConfig, { mode: 'handoff' }>).note ?? null;
-    await this.release.insertEffect(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'action', status: 'done', reason: 'handoff', text: note, now });
+    ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'action', status: 'done', reason: 'handoff', text: note });
     ctx.messages.push({
       event_id: `followups.enrollment.handoff_requested:${state.id}:${nodeId}:${state.step}`,
       type: FollowupsEvents.HandoffRequested,
@@ -340,7 +345,7 @@ export class ReleaseService {
     }
     state.sender_unavailable_since = null;
 
-    const recent = await this.release.recentSends(tx, state.contact_id, now);
+    const recent = ctx.recentSends;
     if (recent.count >= organization.contact_daily_cap && recent.oldest) {
       return this.defer(ctx, nodeId, new Date(recent.oldest.getTime() + 24 * 3_600_000 + 1000), 'contact_cap', true);
     }
@@ -361,7 +366,7 @@ export class ReleaseService {
 
     const key = sendKeyOf(state.id, nodeId, state.step);
     const effectId = randomUUID();
-    const inserted = await this.release.insertEffect(tx, {
+    ctx.effects.push({
       id: effectId,
       organizationId: state.organization_id,
       enrollmentId: state.id,
@@ -374,9 +379,7 @@ export class ReleaseService {
       text,
       template: template ?? null,
       senderId,
-      now,
     });
-    if (!inserted) throw new Error(`step ${key} was already released`);
     const command: MessagingSendData = {
       organization_id: state.organization_id,
       idempotency_key: key,
@@ -390,15 +393,8 @@ export class ReleaseService {
       ...content,
       context: { followup_enrollment_id: state.id, followup_effect_id: effectId, followup_node_id: nodeId },
     };
-    ctx.messages.push(
-      { event_id: key, type: MessagingCommands.Send, organization_id: state.organization_id, data: command as unknown as Record<string, unknown> },
-      {
-        event_id: `followups.step.queued:${key}`,
-        type: FollowupsEvents.StepQueued,
-        organization_id: state.organization_id,
-        data: { enrollment_id: state.id, effect_id: effectId, node_id: nodeId, contact_id: state.contact_id, idempotency_key: key },
-      },
-    );
+    // The step's own record is the effect and the `step_queued` timeline entry; only the command goes on the bus.
+    ctx.messages.push({ event_id: key, type: MessagingCommands.Send, organization_id: state.organization_id, data: command as unknown as Record<string, unknown> });
     state.inflight_effect_id = effectId;
     state.last_send_status = 'queued';
     state.sender_id = senderId;
@@ -427,7 +423,7 @@ export class ReleaseService {
       const sender = await this.senders.find(tx, state.organization_id, named);
       return sender?.status === 'connected' ? sender.sender_id : undefined;
     }
-    return (await this.senders.connectedFallback(tx, state.organization_id, 'whatsapp'))?.sender_id;
+    return this.senderChoice.fallback(state.organization_id, 'whatsapp', () => this.senders.connectedFallback(tx, state.organization_id, 'whatsapp'));
   }
 
   /** Enters a node: a new visit. Waits start their clock; other nodes are due now. @returns whether to run it in this release */
@@ -465,8 +461,8 @@ export class ReleaseService {
   }
 
   private async skip(ctx: ReleaseContext, nodeId: string, reason: string): Promise<true> {
-    const { state, now, tx } = ctx;
-    await this.release.insertEffect(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'send', status: 'skipped', reason, now });
+    const { state } = ctx;
+    ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'send', status: 'skipped', reason });
     this.event(ctx, 'step_skipped', { reason });
     this.metrics.steps.inc({ action: 'send', outcome: 'skipped' });
     return true;

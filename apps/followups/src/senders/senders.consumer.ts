@@ -4,6 +4,7 @@ import { type BusMessage, OutboxEvents, type OutboxSenderEventData } from '@touc
 import type { Tx } from '@touchpoint/database';
 import { Clock } from '@touchpoint/time';
 import { StopPathsService } from '../stop-paths/stop-paths.service.js';
+import { SenderChoiceCache } from './sender-choice.cache.js';
 import { SendersRepository } from './senders.repository.js';
 
 /** Keeps the senders read model from the dispatcher's `outbox.sender.*` events (sender choice). */
@@ -11,6 +12,7 @@ import { SendersRepository } from './senders.repository.js';
 export class SendersConsumer {
   constructor(
     private readonly senders: SendersRepository,
+    private readonly choice: SenderChoiceCache,
     private readonly stopPaths: StopPathsService,
     private readonly clock: Clock,
   ) {}
@@ -18,6 +20,7 @@ export class SendersConsumer {
   private async apply(message: BusMessage<OutboxSenderEventData>, tx: Tx): Promise<void> {
     if (!message.organization_id) return;
     await this.senders.apply(tx, message.organization_id, message.data, new Date(message.occurred_at));
+    this.choice.invalidate(message.organization_id);
     // A number came back: enrollments parked for want of one try again now.
     if (message.data.status === 'connected') await this.stopPaths.resumeParkedBySender(tx, message.organization_id, this.clock.now());
   }

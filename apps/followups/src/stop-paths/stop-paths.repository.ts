@@ -22,7 +22,7 @@ const RETURNING = `RETURNING id, organization_id, flow_id, contact_id, node_id, 
  * The stop paths' statements (seed 000 "Stop flags are copied onto each enrollment, so every stop
  * path is one indexed UPDATE … RETURNING on (contact_id)"). Each runs in the transaction that
  * records the event, after the contact row was updated (which is what makes a release that wants
- * the contact give up: see ContactsRepository.lockForRelease).
+ * the contact give up: see ReleaseRepository.claimDue).
  */
 @Injectable()
 export class StopPathsRepository {

@@ -1,0 +1,219 @@
+/**
+ * `npm run bench:release` (issue 6): the follow-up release loop of ONE followups process.
+ *
+ *   1. raw claim rate: one-row `FOR UPDATE SKIP LOCKED` claims on a scratch table of the same
+ *      database, with as many connections as the release workers — the ceiling of any claim loop;
+ *   2. 10,000 enrollments in the table, all due: per-release time;
+ *   3. 100,000 enrollments due now: releases/s and release lag (p50/p95/max, due → effect written);
+ *   4. 1,000,000 enrollments in the table (990,000 waiting, 10,000 due): per-release time, and its
+ *      ratio to (2).
+ *
+ * Each release is the whole step of seed 000 in one transaction: claim, contact lock, checks, send
+ * window, 24-hour window, sender choice, per-contact cap, render, the effect row, the
+ * `messaging.send` command and the finished event in the outbox, and the enrollment update.
+ * The outbox relay of the same process publishes those commands to RabbitMQ while it runs.
+ * Targets (2-core reference machine): ≥ 500 releases/s; per-release time at 1M within 1.3× of 10k.
+ *
+ * Env: BENCH_CONCURRENCY (release workers, default 8), BENCH_DB_POOL_SIZE (default 20),
+ * BENCH_HEADLINE (default 100000), BENCH_LARGE (default 1000000), BENCH_SAMPLE (default 10000).
+ */
+import 'reflect-metadata';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { FollowupsConfig } from '../apps/followups/src/followups.config.js';
+import { FollowupsModule } from '../apps/followups/src/followups.module.js';
+import { FlowsService } from '../apps/followups/src/flows/flows.service.js';
+
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const POOL = Number(process.env.BENCH_DB_POOL_SIZE ?? 20);
+const HEADLINE = Number(process.env.BENCH_HEADLINE ?? 100_000);
+const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000);
+const SAMPLE = Number(process.env.BENCH_SAMPLE ?? 10_000);
+
+const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(52)} ${value}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One-row claims with SKIP LOCKED from `connections` clients for `seconds`: claims/s. */
+async function rawClaimRate(url: string, schema: string, connections: number, seconds: number): Promise<number> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE TABLE "${schema}".bench_claims (id bigserial PRIMARY KEY, due timestamptz NOT NULL, done boolean NOT NULL DEFAULT false)`);
+  await admin.query(`INSERT INTO "${schema}".bench_claims (due) SELECT now() - make_interval(secs => g) FROM generate_series(1, 200000) g`);
+  await admin.query(`CREATE INDEX ON "${schema}".bench_claims (due) WHERE NOT done`);
+  await admin.query(`ANALYZE "${schema}".bench_claims`);
+  let claims = 0;
+  const deadline = Date.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      while (Date.now() < deadline) {
+        const r = await c.query(
+          `UPDATE "${schema}".bench_claims SET done = true WHERE id = (SELECT id FROM "${schema}".bench_claims WHERE NOT done AND due <= now() ORDER BY due LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`,
+        );
+        claims += r.rowCount ?? 0;
+      }
+      await c.end();
+    }),
+  );
+  await admin.query(`DROP TABLE "${schema}".bench_claims`);
+  await admin.end();
+  return claims / seconds;
+}
+
+interface Fixture {
+  org: string;
+  flowId: string;
+  versionId: string;
+}
+
+/** Inserts `count` contacts (who wrote a minute ago) and their enrollments at the send node, due at `due` (SQL). */
+async function insertEnrollments(world: TestWorld, f: Fixture, count: number, due: string, tag: string): Promise<void> {
+  const s = world.schema('followups');
+  const chunk = 100_000;
+  for (let done = 0; done < count; done += chunk) {
+    const n = Math.min(chunk, count - done);
+    await world.sql(
+      `WITH c AS (INSERT INTO "${s}".contacts (organization_id, contact_id, last_inbound_at)
+                  SELECT $1::uuid, gen_random_uuid(), now() - interval '1 minute' FROM generate_series(1, $4::int) RETURNING contact_id)
+       INSERT INTO "${s}".enrollments (id, organization_id, flow_id, version_id, contact_id, operation_key, status, node_id, step, next_run_at,
+                                       cancel_on_reply, handoff_policy, reply_seen_at, handoff_seen_at)
+       SELECT gen_random_uuid(), $1, $2, $3, contact_id, $5 || contact_id, 'active', 'send', 1, ${due}, true, 'pause', now(), now() FROM c`,
+      [f.org, f.flowId, f.versionId, n, `${tag}-`],
+    );
+  }
+  await world.sql(`ANALYZE "${s}".enrollments`);
+  await world.sql(`ANALYZE "${s}".contacts`);
+}
+
+/** Makes `count` waiting enrollments of `tag` due now; answers the instant (ms) they became due. */
+async function makeDue(world: TestWorld, tag: string): Promise<number> {
+  const s = world.schema('followups');
+  const [row] = await world.sql<{ at: Date }>(`UPDATE "${s}".enrollments SET next_run_at = clock_timestamp() WHERE operation_key LIKE $1 AND status = 'active' RETURNING clock_timestamp() AS at`, [`${tag}-%`]);
+  return row.at.getTime();
+}
+
+/** Waits until every enrollment of `tag` is completed; answers the elapsed seconds since `since`. */
+async function waitCompleted(world: TestWorld, tag: string, total: number, since: number): Promise<number> {
+  const s = world.schema('followups');
+  for (;;) {
+    const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".enrollments WHERE operation_key LIKE $1 AND status = 'completed'`, [`${tag}-%`]);
+    if (n >= total) return (Date.now() - since) / 1000;
+    await sleep(250);
+  }
+}
+
+async function lagOf(world: TestWorld, tag: string, dueAt: number): Promise<{ p50: number; p95: number; max: number }> {
+  const s = world.schema('followups');
+  const [r] = await world.sql<{ p50: number; p95: number; max: number }>(
+    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY lag) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY lag) AS p95, max(lag) AS max
+       FROM (SELECT extract(epoch FROM f.created_at) - $2::float8 / 1000 AS lag
+               FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id
+              WHERE e.operation_key LIKE $1 AND f.kind = 'send') x`,
+    [`${tag}-%`, dueAt],
+  );
+  return r;
+}
+
+async function main(): Promise<void> {
+  const world = await createTestWorld('bench_release');
+  let child: ChildProcess | undefined;
+  try {
+    const s = world.schema('followups');
+    // Setup through the service's own rules: a published, active flow (trigger → text → end) and a sender.
+    const setup = await world.start(FollowupsModule.forRoot(world.config(FollowupsConfig, { FOLLOWUP_RELEASE_ENABLED: 'false' })));
+    const flows = setup.get(FlowsService);
+    const org = randomUUID();
+    const flow = await flows.create({
+      organization_id: org,
+      name: 'bench',
+      graph: {
+        nodes: [
+          { id: 't', type: 'trigger', config: {} },
+          { id: 'send', type: 'action', config: { mode: 'text', body: 'Oi! Conseguiu ver a proposta que enviamos?' } },
+          { id: 'end', type: 'end', config: { outcome: 'exhausted' } },
+        ],
+        edges: [
+          { id: 'e1', source: 't', target: 'send', condition: { type: 'always' } },
+          { id: 'e2', source: 'send', target: 'end', condition: { type: 'always' } },
+        ],
+      },
+      settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC' },
+    });
+    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+    await world.sql(`INSERT INTO "${s}".senders (sender_id, organization_id, channel, status, is_default) VALUES ($1, $2, 'whatsapp', 'connected', true)`, [randomUUID(), org]);
+    const fixture: Fixture = { org, flowId: flow.id, versionId: published.published_version_id! };
+    // Only the process under test runs from here on (its relay is the one that publishes).
+    await setup.close();
+
+    const raw = await rawClaimRate(world.databaseUrl, s, CONCURRENCY, 5);
+
+    // The one followups process under test.
+    child = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', 'apps/followups/src/main.ts'], {
+      env: {
+        ...process.env,
+        ...world.env,
+        LOG_LEVEL: 'info',
+        PORT: '0',
+        DB_POOL_SIZE: String(POOL),
+        FOLLOWUP_RELEASE_ENABLED: 'true',
+        FOLLOWUP_RELEASE_CONCURRENCY: String(CONCURRENCY),
+        FOLLOWUP_SENDER_GAP_MS: '0',
+        FOLLOWUP_POLL_MS: '200',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child!.stdout!.on('data', (d: Buffer) => d.toString().includes('service.started') && resolve());
+      child!.on('exit', (code) => reject(new Error(`followups exited ${code}`)));
+    });
+
+    // (2) 10,000 in the table, all due.
+    await insertEnrollments(world, fixture, SAMPLE, `now() + interval '30 days'`, 'small');
+    let due = await makeDue(world, 'small');
+    const smallSeconds = await waitCompleted(world, 'small', SAMPLE, due);
+    const smallPerRelease = (smallSeconds * 1000) / SAMPLE;
+
+    // (3) the headline: 100,000 due now.
+    await insertEnrollments(world, fixture, HEADLINE, `now() + interval '30 days'`, 'headline');
+    due = await makeDue(world, 'headline');
+    const headlineSeconds = await waitCompleted(world, 'headline', HEADLINE, due);
+    const lag = await lagOf(world, 'headline', due);
+
+    // (4) 1,000,000 in the table: the rows so far, then waiting ones up to the total, then 10,000 due.
+    const [{ n: present }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".enrollments`);
+    const filler = Math.max(0, LARGE - present - SAMPLE);
+    await insertEnrollments(world, fixture, filler, `now() + make_interval(days => 1 + (random() * 60)::int)`, 'filler');
+    await insertEnrollments(world, fixture, SAMPLE, `now() + interval '30 days'`, 'large');
+    const [{ n: tableSize }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".enrollments`);
+    due = await makeDue(world, 'large');
+    const largeSeconds = await waitCompleted(world, 'large', SAMPLE, due);
+    const largePerRelease = (largeSeconds * 1000) / SAMPLE;
+
+    line('raw one-row SKIP LOCKED claims (same DB)', `${Math.round(raw)} claims/s (${CONCURRENCY} connections)`);
+    line(`releases, ${HEADLINE.toLocaleString('en')} due now`, `${Math.round(HEADLINE / headlineSeconds)} releases/s (${headlineSeconds.toFixed(1)} s; target ≥ 500)`);
+    line('  release lag (due → effect written)', `p50 ${lag.p50.toFixed(1)} s, p95 ${lag.p95.toFixed(1)} s, max ${lag.max.toFixed(1)} s (a ${HEADLINE.toLocaleString('en')} backlog drained)`);
+    line('  releases as a share of the raw claim rate', `${((HEADLINE / headlineSeconds / raw) * 100).toFixed(0)} %`);
+    line(`per release, ${SAMPLE.toLocaleString('en')} enrollments in the table`, `${smallPerRelease.toFixed(3)} ms (${Math.round(SAMPLE / smallSeconds)} releases/s)`);
+    line(`per release, ${tableSize.toLocaleString('en')} enrollments in the table`, `${largePerRelease.toFixed(3)} ms (${Math.round(SAMPLE / largeSeconds)} releases/s)`);
+    line('  ratio large / small', `${(largePerRelease / smallPerRelease).toFixed(2)}× (target ≤ 1.3×)`);
+    line('setup', `${CONCURRENCY} release workers, DB pool ${POOL}, one followups process, sender gap off`);
+  } finally {
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child!.once('exit', r));
+    }
+    await world.close();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench:release failed: ${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  },
+);
