@@ -13,6 +13,7 @@ import { DlqReplayCommand } from './commands/dlq-replay.command.js';
 import { MemberAddCommand } from './commands/member-add.command.js';
 import { MigrateCommand } from './commands/migrate.command.js';
 import { OrgCreateCommand } from './commands/org-create.command.js';
+import { OUTREACH_CLI_PROVIDERS } from './outreach/outreach-drafts.commands.js';
 import { GatewayDatabase } from './database/gateway-database.js';
 import { Migrator } from './migrate/migrator.js';
 import { CLI_LOGGER } from './output/cli-logger.js';
@@ -58,6 +59,7 @@ export class CliModule {
         MigrateCommand,
         DlqListCommand,
         DlqReplayCommand,
+        ...OUTREACH_CLI_PROVIDERS,
       ],
     };
   }

@@ -1,0 +1,43 @@
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import type { ServiceConfig } from '@touchpoint/config';
+import { type ActionView, OutreachRpc, type ReviewQueuePage } from '@touchpoint/contracts';
+import type { Logger } from '@touchpoint/observability';
+import { RpcClient } from '@touchpoint/runtime';
+import type { CliConfig } from '../cli.config.js';
+import { CLI_CONFIG } from '../cli.tokens.js';
+import { CLI_LOGGER } from '../output/cli-logger.js';
+
+/**
+ * The review queue of the outreach service, over the same RPC the gateway forwards to (the CLI
+ * holds no outreach rule). Connects to the broker on first use; closed when the command ends.
+ */
+@Injectable()
+export class OutreachClient implements OnApplicationShutdown {
+  private rpc?: RpcClient;
+
+  constructor(
+    @Inject(CLI_CONFIG) private readonly config: CliConfig,
+    @Inject(CLI_LOGGER) private readonly logger: Logger,
+  ) {}
+
+  list(organizationId: string, limit?: number): Promise<ReviewQueuePage> {
+    return this.client().call<ReviewQueuePage>('outreach', OutreachRpc.ActionList, { organization_id: organizationId, limit });
+  }
+
+  approve(organizationId: string, actionId: string, memberId: string, payload?: Record<string, string>): Promise<ActionView> {
+    return this.client().call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: organizationId, action_id: actionId, actor: { member_id: memberId }, payload });
+  }
+
+  reject(organizationId: string, actionId: string, memberId: string, then: string, reason?: string): Promise<ActionView> {
+    return this.client().call<ActionView>('outreach', OutreachRpc.ActionReject, { organization_id: organizationId, action_id: actionId, actor: { member_id: memberId }, then, reason });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.rpc?.onApplicationShutdown();
+  }
+
+  private client(): RpcClient {
+    this.rpc ??= new RpcClient(this.config as unknown as ServiceConfig, this.logger);
+    return this.rpc;
+  }
+}
