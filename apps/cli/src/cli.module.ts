@@ -14,6 +14,7 @@ import { MemberAddCommand } from './commands/member-add.command.js';
 import { MigrateCommand } from './commands/migrate.command.js';
 import { OrgCreateCommand } from './commands/org-create.command.js';
 import { OUTREACH_CLI_PROVIDERS } from './outreach/outreach-drafts.commands.js';
+import { OUTBOX_CLI_PROVIDERS } from './outbox/outbox-ambiguous.commands.js';
 import { GatewayDatabase } from './database/gateway-database.js';
 import { Migrator } from './migrate/migrator.js';
 import { CLI_LOGGER } from './output/cli-logger.js';
@@ -60,6 +61,7 @@ export class CliModule {
         DlqListCommand,
         DlqReplayCommand,
         ...OUTREACH_CLI_PROVIDERS,
+        ...OUTBOX_CLI_PROVIDERS,
       ],
     };
   }

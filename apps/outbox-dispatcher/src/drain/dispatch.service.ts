@@ -10,11 +10,11 @@ import { OutboxMetrics } from '../metrics/outbox.metrics.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../providers/provider-adapter.js';
 import { ProviderRegistry } from '../providers/provider-registry.js';
-import { ResolutionService } from '../ambiguous/resolution.service.js';
+import { ACCEPTING_DELIVERY_STATUSES, REJECTING_DELIVERY_STATUSES, ResolutionService } from '../ambiguous/resolution.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { entryEvent } from './entry-events.js';
 import type { Tx } from '@touchpoint/database';
-import { type AttemptEnd, type EntryRow, type EntryTransition, OutboxRepository, type PairLease } from './outbox.repository.js';
+import { type AttemptEnd, type EntryRow, type EntryTransition, type Evidence, OutboxRepository, type PairLease } from './outbox.repository.js';
 
 /** What one drain step did. */
 export interface StepResult {
@@ -267,7 +267,14 @@ export class DispatchService {
     const write = () =>
       this.uow.run(async (tx) => {
         await this.repository.lockPair(tx, lease.pairId);
-        const row = await this.repository.settleAttempt(tx, attemptId, end, entry.id, lease.fence, transition, now);
+        let [finalEnd, finalTransition] = [end, transition];
+        if (transition.status === 'ambiguous') {
+          // A status webhook may have correlated this send while we waited: evidence beats "unknown".
+          const evidence = (await this.repository.findById(tx, entry.id))?.evidence;
+          const settled = evidence ? settleByEvidence(evidence, end) : null;
+          if (settled) [finalEnd, finalTransition] = settled;
+        }
+        const row = await this.repository.settleAttempt(tx, attemptId, finalEnd, entry.id, lease.fence, finalTransition, now);
         if (!row) return undefined;
         if (row.status === 'accepted') await tx.publish(entryEvent(OutboxEvents.EntryAccepted, row));
         else if (row.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
@@ -395,6 +402,27 @@ export class DispatchService {
     else if (row.status === 'ambiguous') this.logger.warn({ event: 'outbox.send_ambiguous', ...fields }, 'send outcome unknown; parked for correlation');
     else if (row.status === 'pending') this.logger.info({ event: 'outbox.send_retry', next_attempt_at: row.next_attempt_at, ...fields }, 'send failed; retry scheduled');
   }
+}
+
+/**
+ * The attempt end and entry transition that correlation evidence proves, or null when it proves
+ * nothing (a status outside the allow-lists).
+ */
+function settleByEvidence(evidence: Evidence, end: AttemptEnd): [AttemptEnd, EntryTransition] | null {
+  const body = { source: 'evidence', evidence, wire: end.body };
+  if (ACCEPTING_DELIVERY_STATUSES.has(evidence.status)) {
+    return [
+      { ...end, outcome: 'accepted', classification: null, body },
+      { status: 'accepted', providerMessageId: evidence.provider_message_id || null, classification: null, errorCode: null, errorMessage: null, httpStatus: null },
+    ];
+  }
+  if (REJECTING_DELIVERY_STATUSES.has(evidence.status)) {
+    return [
+      { ...end, outcome: 'failed', classification: 'permanent', body },
+      { status: 'failed', classification: 'permanent', errorCode: 'provider_status_failed', errorMessage: 'the provider reported the send failed', httpStatus: null },
+    ];
+  }
+  return null;
 }
 
 function failure(classification: EntryTransition['classification'], code: string | null, message: string, httpStatus: number | null): EntryTransition {

@@ -1,0 +1,146 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createHmac, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { Clock } from '@touchpoint/time';
+import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
+import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
+import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
+import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
+import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
+
+const APP_SECRET = 'test-meta-app-secret';
+const VERIFY_TOKEN = 'test-verify-token';
+const sign = (raw: string, secret = APP_SECRET) => `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`;
+const fixture = (name: string) => readFileSync(new URL(`../../../shared/fixtures/meta/${name}`, import.meta.url), 'utf8');
+
+/**
+ * Meta webhook ingress through the gateway, end to end with the sandbox firing signed webhooks:
+ * the challenge, the signature over the raw body (401 and nothing stored on a mismatch), statuses
+ * settling sends in the dispatcher, 503 when an owner cannot store, and sender administration.
+ */
+describe('Meta webhooks and senders through the gateway', () => {
+  let world: TestWorld;
+  let sandbox: SandboxHandle;
+  let gateway: NestFastifyApplication;
+  let d: Dispatcher;
+  let http: ReturnType<typeof httpClient>;
+  let admin: SeededKey;
+  let senderId: string;
+  const phoneNumberId = '100000000000002';
+  const schema = () => world.schema('outbox-dispatcher');
+  const storedStatuses = async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema()}".provider_statuses`))[0].n;
+  const entry = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0];
+
+  beforeAll(async () => {
+    world = await createTestWorld('outbox_meta');
+    sandbox = await SandboxHandle.start({ META_APP_SECRET: APP_SECRET });
+    d = await startDispatcher(world, sandbox, { WHATSAPP_SEND_TIMEOUT_MS: '400' }, new Clock() as never);
+    const config = world.config(GatewayConfig, { META_APP_SECRET: APP_SECRET, META_VERIFY_TOKEN: VERIFY_TOKEN, RPC_TIMEOUT_MS: '1500' });
+    gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
+    const url = (await gateway.getUrl()).replace('[::1]', '127.0.0.1');
+    http = httpClient(url);
+    admin = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['admin'] });
+    await sandbox.post('/sandbox/meta/settings', { webhook_url: `${url}/webhooks/meta`, status_webhooks: true, statuses: ['sent', 'delivered'], webhook_retries: 0 });
+  }, 60_000);
+  afterAll(async () => {
+    await world.close();
+    await sandbox.close();
+  });
+
+  describe('senders', () => {
+    it('adds, lists, updates and removes a sender without ever returning its token', async () => {
+      const created = await http('POST', '/senders', {
+        secret: admin.secret,
+        json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '5511912345678', business_account_id: '100000000000001', access_token: 'secret-graph-token' },
+      });
+      expect(created.status).toBe(201);
+      expect(created.body).toMatchObject({ organization_id: admin.organizationId, phone_number_id: phoneNumberId, is_default: true, status: 'connected', has_credentials: true });
+      expect(JSON.stringify(created.body)).not.toContain('secret-graph-token');
+      senderId = created.body.sender_id;
+
+      const list = await http('GET', '/senders', { secret: admin.secret });
+      expect(list.body.items.map((s: { sender_id: string }) => s.sender_id)).toEqual([senderId]);
+      const patched = await http('PATCH', `/senders/${senderId}`, { secret: admin.secret, json: { label: 'Support line', access_token: 'rotated-token' } });
+      expect(patched.status).toBe(200);
+      expect(patched.body).toMatchObject({ label: 'Support line' });
+      expect(JSON.stringify(patched.body)).not.toContain('rotated-token');
+      expect((await d.senders.credentialsFor(senderId))?.secrets.access_token).toBe('rotated-token');
+
+      const duplicate = await http('POST', '/senders', { secret: admin.secret, json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '1', business_account_id: '1', access_token: 't' } });
+      expect(duplicate.status).toBe(409);
+    });
+
+    it('needs the admin scope and hides other organizations’ senders', async () => {
+      const reader = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['messaging:read'] });
+      expect((await http('GET', '/senders', { secret: reader.secret })).status).toBe(403);
+      const other = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['admin'] });
+      expect((await http('GET', `/senders/${senderId}`, { secret: other.secret })).status).toBe(404);
+      expect((await http('DELETE', `/senders/${senderId}`, { secret: other.secret })).status).toBe(404);
+    });
+  });
+
+  describe('GET /webhooks/meta', () => {
+    it('echoes the challenge for our verify token, and refuses any other', async () => {
+      const ok = await http('GET', `/webhooks/meta?hub.mode=subscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=1158201444`);
+      expect([ok.status, ok.body]).toEqual([200, 1158201444]);
+      expect((await http('GET', '/webhooks/meta?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1')).status).toBe(403);
+    });
+  });
+
+  describe('POST /webhooks/meta', () => {
+    it.each([
+      ['a wrong secret', (raw: string) => sign(raw, 'not-the-secret')],
+      ['a missing header', () => undefined],
+      ['a signature of other bytes', (raw: string) => sign(`${raw} `)],
+    ])('answers 401 and stores nothing for %s', async (_name, signature) => {
+      const raw = fixture('webhook-status-delivered.json');
+      const before = await storedStatuses();
+      const sig = signature(raw);
+      const res = await http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', ...(sig ? { 'x-hub-signature-256': sig } : {}) } });
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('unauthorized');
+      expect(await storedStatuses()).toBe(before);
+    });
+
+    it('stores a signed status fixture and answers 200 (the signature is over the raw bytes, whitespace included)', async () => {
+      const raw = fixture('webhook-status-read.json');
+      const res = await http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(raw) } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ received: true, statuses: 1 });
+      const [row] = await world.sql<{ status: string; resolution_outcome: string }>(`SELECT status, resolution_outcome FROM "${schema()}".provider_statuses WHERE provider_message_id = $1`, [JSON.parse(raw).entry[0].changes[0].value.statuses[0].id]);
+      expect(row).toEqual({ status: 'read', resolution_outcome: 'no_correlation' });
+    });
+
+    it('settles a timed-out send from the sandbox’s signed delivered status', async () => {
+      const to = '5511977770001';
+      await sandbox.post('/sandbox/meta/settings', { status_delay_ms: 1500 });
+      await sandbox.fault({ kind: 'timeout', hold_ms: 5000, match: { wa_id: to } });
+      const { entry_id } = await d.enqueue.enqueue(textTo(admin.organizationId, to));
+      await d.drain.drain(3000);
+      expect((await entry(entry_id)).status).toBe('ambiguous');
+      await eventually(async () => (await entry(entry_id)).status === 'accepted', 10_000, 100);
+      const row = await entry(entry_id);
+      expect(row).toMatchObject({ resolution: 'accepted', resolved_by: 'provider' });
+      expect(row.provider_message_id).toBe((await sandbox.received(to))[0].provider_id);
+      expect(await sandbox.received(to)).toHaveLength(1);
+    });
+
+    it('settles a send accepted when the status arrived while it was still on the wire', async () => {
+      const to = '5511977770002';
+      await sandbox.post('/sandbox/meta/settings', { status_delay_ms: 30 });
+      await sandbox.fault({ kind: 'timeout', hold_ms: 5000, match: { wa_id: to } });
+      const { entry_id } = await d.enqueue.enqueue(textTo(admin.organizationId, to));
+      await d.drain.drain(3000);
+      const row = await entry(entry_id);
+      expect(row).toMatchObject({ status: 'accepted', evidence: expect.objectContaining({ status: expect.stringMatching(/sent|delivered/) }) });
+      expect(row.provider_message_id).toBe((await sandbox.received(to))[0].provider_id);
+    });
+
+    it('answers 503 for an inbound message when messaging cannot confirm storing it', async () => {
+      const delivery = await sandbox.post<{ status: number; response: string }>('/sandbox/meta/inbound', { from: '5511987654321', text: 'Does it come in another color?', phone_number_id: phoneNumberId });
+      expect(delivery.status).toBe(503);
+      expect(JSON.parse(delivery.response).error.code).toBe('service_unavailable');
+    });
+  });
+});
