@@ -191,4 +191,23 @@ describe(ExecutionRunner.name, () => {
     expect(prompt).not.toContain('Hi Sarah\n');
     expect(prompt).toContain('reason: reply_received');
   });
+
+  it('shows one enrollment on its timeline: enrolled, decision, action, the thread email and ended, newest first', async () => {
+    const { enrollmentId, actionId } = await drafted();
+    await approve(actionId);
+    await w.dispatcher.settle(await entryOf(actionId), 'accepted', { provider_message_id: 'nylas-tl' });
+    await eventually(async () => (await b.action(actionId)).status === 'executed');
+    await w.rpc.call('outreach', OutreachRpc.EnrollmentExit, { organization_id: org, enrollment_id: enrollmentId });
+
+    const timeline = await w.rpc.call<{ items: { id: string; kind: string; at: string | null; data: any }[]; missing: string[] }>('outreach', OutreachRpc.EnrollmentTimeline, { organization_id: org, enrollment_id: enrollmentId });
+
+    expect(timeline.missing).toEqual([]);
+    expect(timeline.items.map((i) => i.kind)).toEqual(['ended', 'action', 'email', 'decision', 'enrolled']);
+    expect(timeline.items[0]!.data).toEqual({ ended_reason: 'user_exit' });
+    expect(timeline.items.find((i) => i.kind === 'email')!.data).toMatchObject({ direction: 'outbound', status: 'sent' });
+    const times = timeline.items.map((i) => ms(i.at));
+    expect([...times].sort((a, b) => b - a)).toEqual(times);
+    const other = await w.rpc.call('outreach', OutreachRpc.EnrollmentTimeline, { organization_id: 'another-org', enrollment_id: enrollmentId }).catch((e) => e);
+    expect(other.code).toBe('not_found');
+  });
 });
