@@ -49,7 +49,7 @@ describe('Meta webhooks and senders through the gateway', () => {
   });
 
   describe('senders', () => {
-    it('adds, lists, updates and removes a sender without ever returning its token', async () => {
+    it('adds, lists and updates a sender without ever returning its token', async () => {
       const created = await http('POST', '/senders', {
         secret: admin.secret,
         json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '5511912345678', business_account_id: '100000000000001', access_token: 'secret-graph-token' },
@@ -67,7 +67,7 @@ describe('Meta webhooks and senders through the gateway', () => {
       expect(JSON.stringify(patched.body)).not.toContain('rotated-token');
       expect((await d.senders.credentialsFor(senderId))?.secrets.access_token).toBe('rotated-token');
 
-      const duplicate = await http('POST', '/senders', { secret: admin.secret, json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '1', business_account_id: '1', access_token: 't' } });
+      const duplicate = await http('POST', '/senders', { secret: admin.secret, json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '5511900000000', business_account_id: '1', access_token: 't' } });
       expect(duplicate.status).toBe(409);
     });
 
@@ -141,6 +141,18 @@ describe('Meta webhooks and senders through the gateway', () => {
       const delivery = await sandbox.post<{ status: number; response: string }>('/sandbox/meta/inbound', { from: '5511987654321', text: 'Does it come in another color?', phone_number_id: phoneNumberId });
       expect(delivery.status).toBe(503);
       expect(JSON.parse(delivery.response).error.code).toBe('service_unavailable');
+    });
+  });
+
+  describe('removing a sender', () => {
+    it('stops listing it, publishes outbox.sender.removed, and frees its number', async () => {
+      expect((await http('DELETE', `/senders/${senderId}`, { secret: admin.secret })).status).toBe(200);
+      expect((await http('GET', '/senders', { secret: admin.secret })).body.items).toEqual([]);
+      expect((await http('GET', `/senders/${senderId}`, { secret: admin.secret })).status).toBe(404);
+      const [event] = await world.sql<{ payload: any }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.sender.removed' AND payload->'data'->>'sender_id' = $1`, [senderId]);
+      expect(event.payload).toMatchObject({ organization_id: admin.organizationId, data: { sender_id: senderId, status: 'removed', phone_number_id: phoneNumberId } });
+      const again = await http('POST', '/senders', { secret: admin.secret, json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '5511912345678', business_account_id: '100000000000001', access_token: 'new-token' } });
+      expect(again.status).toBe(201);
     });
   });
 });
