@@ -207,7 +207,7 @@ describe(ExecutionRunner.name, () => {
     expect(timeline.items.find((i) => i.kind === 'email')!.data).toMatchObject({ direction: 'outbound', status: 'sent' });
     const times = timeline.items.map((i) => ms(i.at));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
-    const other = await w.rpc.call('outreach', OutreachRpc.EnrollmentTimeline, { organization_id: 'another-org', enrollment_id: enrollmentId }).catch((e) => e);
+    const other = (await w.rpc.call('outreach', OutreachRpc.EnrollmentTimeline, { organization_id: 'another-org', enrollment_id: enrollmentId }).catch((e) => e)) as { code: string };
     expect(other.code).toBe('not_found');
   });
 });
