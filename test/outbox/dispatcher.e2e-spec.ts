@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { OutboxEvents, OutboxRpc } from '@touchpoint/contracts';
+import { OutboxCommands, OutboxEvents, OutboxRpc } from '@touchpoint/contracts';
 import { AppError } from '@touchpoint/errors';
-import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
 /**
@@ -69,6 +69,25 @@ describe('outbox dispatcher', () => {
       const b = await rpc.call<{ entry_id: string; created: boolean }>('outbox-dispatcher', OutboxRpc.Enqueue, data);
       expect(a.created).toBe(true);
       expect(b).toMatchObject({ entry_id: a.entry_id, created: false });
+    });
+
+    it('takes the outbox.enqueue and outbox.cancel commands from the bus', async () => {
+      const uow = d.app.get(UnitOfWork);
+      const data = textTo(org, newNumber());
+      const cancelled = textTo(org, newNumber());
+      await uow.run((tx) =>
+        tx.publish([
+          { event_id: `cmd:${data.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: data as unknown as Record<string, unknown> },
+          { event_id: `cmd:${cancelled.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: cancelled as unknown as Record<string, unknown> },
+        ]),
+      );
+      const keyed = async (key: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox WHERE idempotency_key = $1`, [key]))[0];
+      await eventually(async () => (await keyed(data.idempotency_key)) && (await keyed(cancelled.idempotency_key)));
+      await uow.run((tx) => tx.publish({ event_id: `cancel:${cancelled.idempotency_key}`, type: OutboxCommands.Cancel, organization_id: org, data: { organization_id: org, idempotency_key: cancelled.idempotency_key } }));
+      await eventually(async () => (await keyed(cancelled.idempotency_key)).status === 'cancelled');
+      await drain();
+      expect((await keyed(data.idempotency_key)).status).toBe('accepted');
+      expect(await sandbox.received(cancelled.to)).toHaveLength(0);
     });
 
     it.each([
