@@ -79,19 +79,3 @@ describe('normalizeText', () => {
     expect(normalizeText(input)).toBe(output);
   });
 });
-
-describe('isAutoReply', () => {
-  it.each([
-    [{ headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }] }, true],
-    [{ headers: [{ name: 'auto-submitted', value: 'no' }] }, false],
-    [{ headers: [{ name: 'X-Autoreply', value: 'yes' }] }, true],
-    [{ headers: [{ name: 'Precedence', value: 'auto_reply' }] }, true],
-    [{ headers: [{ name: 'Precedence', value: 'bulk' }] }, false],
-    [{ subject: 'Automatic reply: Meeting' }, true],
-    [{ subject: 'Out of Office until Monday' }, true],
-    [{ subject: 'Resposta automática: Reunião' }, true],
-    [{ subject: 'Re: Meeting' }, false],
-  ])('%j → %s', (input, expected) => {
-    expect(isAutoReply(input)).toBe(expected);
-  });
-});
