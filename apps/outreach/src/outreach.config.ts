@@ -46,4 +46,8 @@ export class OutreachConfig extends ServiceConfig {
   /** Deadline of each context read but the required one (seed 003 §4.2: 2 s), ms. */
   @IsInt() @Min(100) @Max(30_000)
   OUTREACH_CONTEXT_READ_TIMEOUT_MS = 2000;
+
+  /** How often the due sweep runs, ms (seed 003 §4.7: every 5 minutes); 0 turns it off in this process. */
+  @IsInt() @Min(0) @Max(3_600_000)
+  OUTREACH_SWEEP_INTERVAL_MS = 300_000;
 }

@@ -25,6 +25,8 @@ import { RunnerService } from './runners/runner.service.js';
 import { RunsConsumer } from './runners/runs.consumer.js';
 import { RunsRepository } from './runners/runs.repository.js';
 import { TimelineService } from './timeline/timeline.service.js';
+import { SweepRepository } from './sweep/sweep.repository.js';
+import { DueSweepService } from './sweep/sweep.service.js';
 
 /** The outreach service: wires its features onto the shared platform (DESIGN §4, seed 003). */
 @Module({})
@@ -55,6 +57,8 @@ export class OutreachModule {
         RunnerService,
         RunsConsumer,
         ExecutionOutcomesConsumer,
+        SweepRepository,
+        DueSweepService,
       ],
     };
   }
