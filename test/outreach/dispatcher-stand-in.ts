@@ -13,6 +13,7 @@ import {
   OutboxEvents,
   OutboxRpc,
   type OutboxSenderView,
+  type OutboxSuppressionData,
   OutreachDispatcherRpc,
   type SuppressionCheckData,
 } from '@touchpoint/contracts';
@@ -75,6 +76,15 @@ export class DispatcherStandIn {
       ...extra,
     };
     await this.uow.run((tx) => tx.publish({ event_id: `${type}:${data.entry_id}`, type, organization_id: entry.organization_id, data: data as unknown as Record<string, unknown> }));
+  }
+
+  /** `outbox.suppress` commands received, in order (the dispatcher upserts each into contact_suppressions). */
+  readonly suppressCommands: OutboxSuppressionData[] = [];
+
+  @OnBusMessage(OutboxCommands.Suppress)
+  async onSuppress(message: BusMessage<OutboxSuppressionData>, _tx: Tx): Promise<void> {
+    this.suppressCommands.push(message.data);
+    this.suppress(message.data.organization_id, message.data.channel as 'email' | 'linkedin', message.data.value);
   }
 
   @OnBusMessage(OutboxCommands.Enqueue)

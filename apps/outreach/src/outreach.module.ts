@@ -27,6 +27,11 @@ import { RunsRepository } from './runners/runs.repository.js';
 import { TimelineService } from './timeline/timeline.service.js';
 import { SweepRepository } from './sweep/sweep.repository.js';
 import { DueSweepService } from './sweep/sweep.service.js';
+import { InterruptsConsumer } from './interrupts/interrupts.consumer.js';
+import { InterruptsRepository } from './interrupts/interrupts.repository.js';
+import { OptOutService } from './interrupts/opt-out.service.js';
+import { ReplyInterruptService } from './interrupts/reply-interrupt.service.js';
+import { SuppressionsController } from './interrupts/suppressions.controller.js';
 
 /** The outreach service: wires its features onto the shared platform (DESIGN §4, seed 003). */
 @Module({})
@@ -35,7 +40,7 @@ export class OutreachModule {
     return {
       module: OutreachModule,
       imports: [PlatformModule.forService({ service: 'outreach', config, entities: OutreachEntities, migrations: OutreachMigrations })],
-      controllers: [CampaignsController, EnrollmentsController, ReviewController],
+      controllers: [CampaignsController, EnrollmentsController, ReviewController, SuppressionsController],
       providers: [
         PeopleDirectory,
         ThreadReader,
@@ -59,6 +64,10 @@ export class OutreachModule {
         ExecutionOutcomesConsumer,
         SweepRepository,
         DueSweepService,
+        InterruptsRepository,
+        OptOutService,
+        ReplyInterruptService,
+        InterruptsConsumer,
       ],
     };
   }

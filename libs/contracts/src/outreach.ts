@@ -157,7 +157,25 @@ export const OutreachDispatcherRpc = {
   SuppressionCheck: 'outbox.suppressions.check',
   /** `LinkedinStateQuery` → `LinkedinStateView`. */
   LinkedinState: 'outbox.linkedin.state',
+  /**
+   * `EmailHeadersQuery` → `EmailHeadersView`: one Nylas message read with its headers
+   * (`fields=include_headers`), for the auto-reply rule of a correlated inbound (seed 003 §4.7).
+   */
+  EmailHeaders: 'outbox.email.headers',
 } as const;
+
+export interface EmailHeadersQuery {
+  organization_id: string;
+  /** The provider (Nylas) message id of the inbound email. */
+  provider_message_id: string;
+  /** The mailbox (dispatcher sender id) that received it, when known; else the organization's default. */
+  sender_id?: string | null;
+}
+
+export interface EmailHeadersView {
+  headers: { name: string; value: string }[];
+  subject: string | null;
+}
 
 export interface SuppressionCheckData {
   organization_id: string;
@@ -399,4 +417,34 @@ export interface ActionView {
   failure_reason: string | null;
   outcome_unknown: boolean;
   created_at: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Email do-not-contact ingress (seed 003 §4.7: the unsubscribe link and Nylas bounce_detected)
+// ---------------------------------------------------------------------------------------------
+
+/** RPCs the gateway's Nylas routes call; both answer only once the writes are durable. */
+export const OutreachSuppressionRpc = {
+  /** `EmailUnsubscribeData` → `EmailSuppressionResult`: the email suppressed, live enrollments ended `opted_out`. */
+  EmailUnsubscribe: 'outreach.email.unsubscribe',
+  /** `EmailBounceData` → `EmailSuppressionResult`: each address suppressed, live enrollments v+1 and due now. */
+  EmailBounce: 'outreach.email.bounce',
+} as const;
+
+export interface EmailUnsubscribeData {
+  organization_id: string;
+  email: string;
+}
+
+export interface EmailBounceData {
+  organization_id: string;
+  /** The bounced message's recipients. */
+  emails: string[];
+  /** The Nylas id of the bounced message (the cause id of the writes). */
+  provider_message_id?: string | null;
+}
+
+export interface EmailSuppressionResult {
+  suppressed: { channel: 'email' | 'linkedin'; value: string }[];
+  enrollment_ids: string[];
 }

@@ -1,0 +1,79 @@
+import { Injectable } from '@nestjs/common';
+import type { EnrollmentStatus, PersonKind } from '@touchpoint/contracts';
+import { type Db, rowsOf } from '../shared/sql.js';
+
+/** The enrollment a reply belongs to, with what decides whether its decision event goes out. */
+export interface CorrelatedEnrollment {
+  action_id: string;
+  enrollment_id: string;
+  enrollment_status: EnrollmentStatus;
+  person_kind: PersonKind;
+  person_id: string;
+  campaign_active: boolean;
+  outreach_stopped: boolean;
+}
+
+/** A live enrollment and its person, for the opt-out and bounce match. */
+export interface LiveEnrollment {
+  id: string;
+  person_kind: PersonKind;
+  person_id: string;
+}
+
+/** The statuses of an action that went (or may have gone) out: a reply to it is ours (seed 003 §4.7). */
+const SENT_ACTION = `(a.status = 'executed' OR (a.status = 'failed' AND a.outcome_unknown))`;
+
+/** Every SQL statement of the reply interrupt, the opt-out and the bounce (seed 003 §4.7). */
+@Injectable()
+export class InterruptsRepository {
+  /**
+   * The action an inbound message answers, and its enrollment. A provider id we sent (`ids`: the
+   * message's in-reply-to, thread or chat id, matched against `provider_message_id` through the
+   * index on (organization_id, provider_message_id)) wins over the conversation (messaging keeps
+   * one per contact and channel, so it holds the thread of every email we sent that person). A live
+   * enrollment wins over an ended one; the newest send wins last.
+   */
+  async correlate(db: Db, organizationId: string, channel: 'email' | 'linkedin', ids: string[], conversationId: string | null): Promise<CorrelatedEnrollment | null> {
+    const types = channel === 'email' ? ['email'] : ['linkedin_connection', 'linkedin_message'];
+    const [row] = await rowsOf<CorrelatedEnrollment>(
+      db,
+      `SELECT a.id AS action_id, e.id AS enrollment_id, e.status AS enrollment_status, e.person_kind, e.person_id,
+              c.status = 'active' AS campaign_active, s.outreach_stopped_at IS NOT NULL AS outreach_stopped
+         FROM proposed_actions a
+         JOIN enrollments e ON e.id = a.enrollment_id
+         JOIN campaigns c ON c.id = a.campaign_id
+         LEFT JOIN organization_settings s ON s.organization_id = a.organization_id
+        WHERE a.organization_id = $1 AND a.type = ANY($2::text[]) AND ${SENT_ACTION}
+          AND (a.provider_message_id = ANY($3::text[]) OR ($4::text IS NOT NULL AND a.conversation_id = $4))
+        ORDER BY (e.status <> 'ended') DESC, (a.provider_message_id = ANY($3::text[])) DESC, a.executed_at DESC NULLS LAST, a.id
+        LIMIT 1`,
+      [organizationId, types, ids, conversationId],
+    );
+    return row ?? null;
+  }
+
+  /** Whether a decision is already saved for this cause (seed 003 §4.7: the guard against a second bump). */
+  async decisionSaved(db: Db, enrollmentId: string, eventId: string): Promise<boolean> {
+    const rows = await rowsOf(db, `SELECT 1 FROM decisions WHERE enrollment_id = $1 AND trigger_event_id = $2 AND outcome = 'saved'`, [enrollmentId, eventId]);
+    return rows.length > 0;
+  }
+
+  /** Every live enrollment of the organization (at most 200 per campaign), for the match by address. */
+  async liveOfOrganization(db: Db, organizationId: string): Promise<LiveEnrollment[]> {
+    return rowsOf<LiveEnrollment>(db, `SELECT id, person_kind, person_id FROM enrollments WHERE organization_id = $1 AND status IN ('active', 'needs_contact_data') ORDER BY id`, [organizationId]);
+  }
+
+  /**
+   * A bounce closes the email channel only (seed 003 §4.7): pending and approved EMAIL actions are
+   * invalidated; LinkedIn drafts stay, and a sending email is left to the sender's own check.
+   */
+  async invalidateEmailActions(db: Db, enrollmentId: string, reason: string, now: Date): Promise<string[]> {
+    const rows = await rowsOf<{ id: string }>(
+      db,
+      `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $2, next_attempt_at = NULL, updated_at = $3
+        WHERE enrollment_id = $1 AND type = 'email' AND status IN ('pending_approval', 'approved') RETURNING id`,
+      [enrollmentId, reason, now],
+    );
+    return rows.map((r) => r.id);
+  }
+}

@@ -1,0 +1,102 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Counter } from 'prom-client';
+import { type EmailHeadersView, type MessageReceivedData, OutreachDispatcherRpc } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { APP_CONFIG, LOGGER, RpcClient } from '@touchpoint/runtime';
+import { isAutoReply } from '@touchpoint/text';
+import { type ChannelValue, channelValuesOf, PeopleDirectory } from '../directory/people.directory.js';
+import { decisionRequested, EnrollmentsService } from '../enrollments/enrollments.service.js';
+import type { OutreachConfig } from '../outreach.config.js';
+import { InterruptsRepository } from './interrupts.repository.js';
+import { OptOutService } from './opt-out.service.js';
+
+/**
+ * What the interrupt did with one inbound message (the metric's `result` label):
+ * `uncorrelated` (no action of ours answered), `not_live`, `duplicate` (a decision is already saved
+ * for `reply:{message_id}`), `auto_reply`, `opt_out`, `interrupted` (bumped; the decision event
+ * sent), `held` (bumped; campaign paused or outreach stopped, the sweep asks after resume), `lost`
+ * (the enrollment ended while we tried).
+ */
+export type InterruptResult = 'uncorrelated' | 'not_live' | 'duplicate' | 'auto_reply' | 'opt_out' | 'interrupted' | 'held' | 'lost';
+
+/**
+ * The reply interrupt (seed 003 §4.7), run from messaging's `messaging.message.received` for
+ * inbound email and LinkedIn. Messaging stores an inbound once per provider id (whichever Nylas
+ * webhook type — `message.created` or `message.updated` — or Unipile delivery stores it first) and
+ * publishes the event once for that row, with an id derived from the row; the bus inbox drops a
+ * redelivery. So the interrupt runs once per message, and the saved decision for
+ * `reply:{message_id}` guards against a replay that starts a second bump.
+ *
+ * In order: correlate → not live: stored only → a saved decision for the event id: nothing → an
+ * auto-reply (email; headers read with one Nylas GET only now, for a correlated inbound): stored
+ * only → an opt-out phrase: the opt-out (no agent) → the compare-and-set bump (3 tries) and the
+ * invalidation of pending and approved actions → `outreach.decision.requested` reason
+ * `reply_received`, ref the message id, id `reply:{message_id}`, when the campaign is active and
+ * outreach is not stopped. All in the consumer's transaction: a failure retries the whole message.
+ */
+@Injectable()
+export class ReplyInterruptService {
+  private readonly results: Counter<'channel' | 'result'>;
+
+  constructor(
+    private readonly repo: InterruptsRepository,
+    private readonly enrollments: EnrollmentsService,
+    private readonly optOut: OptOutService,
+    private readonly people: PeopleDirectory,
+    private readonly rpc: RpcClient,
+    metrics: Metrics,
+    @Inject(APP_CONFIG) private readonly config: OutreachConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.results = new Counter({ name: `${METRIC_PREFIX}outreach_interrupts_total`, help: 'Inbound messages seen by the outreach reply interrupt, by channel and result', labelNames: ['channel', 'result'], registers: [metrics.registry] });
+  }
+
+  async handle(tx: Tx, organizationId: string, m: MessageReceivedData): Promise<InterruptResult> {
+    const result = await this.decide(tx, organizationId, m);
+    this.results.inc({ channel: m.channel, result });
+    this.logger.info({ event: 'outreach.reply_interrupt', organization_id: organizationId, message_id: m.message_id, channel: m.channel, result }, 'inbound message seen by the reply interrupt');
+    return result;
+  }
+
+  private async decide(tx: Tx, org: string, m: MessageReceivedData): Promise<InterruptResult> {
+    const channel = m.channel as 'email' | 'linkedin';
+    const ids = [m.in_reply_to, m.thread_id, m.external_id].filter((v): v is string => typeof v === 'string' && v !== '');
+    const c = await this.repo.correlate(tx, org, channel, ids, m.conversation_id ?? null);
+    if (!c) return 'uncorrelated';
+    if (c.enrollment_status === 'ended') return 'not_live';
+    const eventId = `reply:${m.message_id}`;
+    if (await this.repo.decisionSaved(tx, c.enrollment_id, eventId)) return 'duplicate';
+    if (channel === 'email' && (m.auto_reply || (await this.headersSayAutoReply(org, m)))) return 'auto_reply';
+    if (m.opt_out) {
+      const person = await this.people.person(org, c.person_id);
+      const values: ChannelValue[] = [...(person ? channelValuesOf(person) : []), { channel, value: m.from }];
+      await this.optOut.apply(tx, { organization_id: org, source: 'phrase', cause_id: m.message_id, values, person_ids: [c.person_id, m.contact_id] });
+      return 'opt_out';
+    }
+    // The prospect → CRM promotion on a first real reply is best effort in the seed; messaging has
+    // no link between a prospect and a CRM person yet, so the enrollment keeps its person.
+    const eventFollows = c.campaign_active && !c.outreach_stopped;
+    const version = await this.enrollments.interrupt(tx, c.enrollment_id, eventFollows);
+    if (version === null) return 'lost';
+    if (!eventFollows) return 'held';
+    await tx.publish(decisionRequested(org, eventId, { enrollment_id: c.enrollment_id, reason: 'reply_received', ref: m.message_id }));
+    return 'interrupted';
+  }
+
+  /**
+   * The webhook body has no headers: one read of the message with its headers, only for a
+   * correlated inbound. A failed read counts as "not an auto-reply": a reply that wakes the agent
+   * costs one decision, a missed reply costs the person.
+   */
+  private async headersSayAutoReply(org: string, m: MessageReceivedData): Promise<boolean> {
+    if (!m.external_id) return false;
+    try {
+      const view = await this.rpc.call<EmailHeadersView>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: m.external_id }, this.config.OUTREACH_CONTEXT_READ_TIMEOUT_MS);
+      return isAutoReply({ headers: view?.headers ?? [], subject: view?.subject ?? null });
+    } catch (err) {
+      this.logger.warn({ event: 'outreach.reply_headers_unread', organization_id: org, message_id: m.message_id, err: (err as Error).message }, 'email headers not read; treated as a human reply');
+      return false;
+    }
+  }
+}
