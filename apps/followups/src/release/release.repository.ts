@@ -184,17 +184,25 @@ export class ReleaseRepository {
   }
 
   /**
-   * Counts one send against the monthly quota if there is room (one statement that counts and
-   * refuses, DESIGN §6).
+   * Counts one send against the monthly quota if there is room: a conditional UPDATE that counts
+   * and refuses in one statement (DESIGN §6). The month's row is created on its first use from
+   * the sends already made that month, so a quota set mid-month counts what went out before it.
+   * @param month first day of the month, `YYYY-MM-01` (UTC)
    * @returns whether the send fits
    */
   async takeMonthlySend(db: Queryable, organizationId: string, month: string, quota: number): Promise<boolean> {
-    const rows = await rowsOf(db, 
-      `INSERT INTO monthly_usage AS u (organization_id, month, sends) VALUES ($1, $2::date, 1)
-       ON CONFLICT (organization_id, month) DO UPDATE SET sends = u.sends + 1 WHERE u.sends < $3
-       RETURNING sends`,
-      [organizationId, month, quota],
+    const take = () =>
+      rowsOf(db, `UPDATE monthly_usage SET sends = sends + 1 WHERE organization_id = $1 AND month = $2::date AND sends < $3 RETURNING sends`, [organizationId, month, quota]);
+    if ((await take()).length) return true;
+    if ((await rowsOf(db, `SELECT 1 FROM monthly_usage WHERE organization_id = $1 AND month = $2::date`, [organizationId, month])).length) return false;
+    await rowsOf(
+      db,
+      `INSERT INTO monthly_usage (organization_id, month, sends)
+       SELECT $1, $2::date, count(*) FROM effects
+        WHERE organization_id = $1 AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at >= ($2::date)::timestamp AT TIME ZONE 'UTC'
+       ON CONFLICT DO NOTHING`,
+      [organizationId, month],
     );
-    return rows.length > 0 && quota >= 1;
+    return (await take()).length > 0;
   }
 }

@@ -1,0 +1,104 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { randomUUID } from 'node:crypto';
+import { OutboxEvents } from '@touchpoint/contracts';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { FixedClock } from '@touchpoint/time';
+import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
+import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
+import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
+import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
+import { ALWAYS_OPEN, publishEvent, startFollowups } from './followups-world.js';
+
+const GAP_MS = 60_000;
+
+/** Per-number pacing and the monthly quota of follow-up sends (seed 000 "pacing", "monthly quota → defer"). */
+describe(`${ReleaseService.name} pacing and quota`, () => {
+  let world: TestWorld;
+  let app: NestFastifyApplication;
+  let sut: ReleaseService;
+  const clock = new FixedClock(new Date('2026-10-06T13:00:00Z'));
+  const org = randomUUID();
+  const sender = randomUUID();
+  let flowId: string;
+
+  beforeAll(async () => {
+    world = await createTestWorld('fu_pacing');
+    app = await startFollowups(world, { clock, env: { FOLLOWUP_SENDER_GAP_MS: String(GAP_MS) } });
+    sut = app.get(ReleaseService);
+    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1`, [sender])).length === 1);
+    const flows = app.get(FlowsService);
+    const flow = await flows.create({
+      organization_id: org,
+      name: 'one text',
+      graph: {
+        nodes: [
+          { id: 't', type: 'trigger', config: {} },
+          { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi' } },
+          { id: 'e', type: 'end', config: {} },
+        ],
+        edges: [
+          { id: 'e1', source: 't', target: 'a', condition: { type: 'always' } },
+          { id: 'e2', source: 'a', target: 'e', condition: { type: 'always' } },
+        ],
+      },
+      settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
+    });
+    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+    flowId = flow.id;
+  });
+  afterAll(() => world.close());
+
+  const s = () => world.schema('followups');
+  async function enrollContactWhoWrote(): Promise<string> {
+    const contactId = randomUUID();
+    await world.sql(`INSERT INTO "${s()}".contacts (organization_id, contact_id, last_inbound_at) VALUES ($1, $2, $3)`, [org, contactId, new Date(clock.now().getTime() - 60_000)]);
+    const { enrollment } = await app.get(EnrollmentsService).create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID() });
+    return enrollment.id;
+  }
+  const row = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${s()}".enrollments WHERE id = $1`, [id]))[0];
+  const sends = async (id: string) => world.sql<Record<string, any>>(`SELECT * FROM "${s()}".effects WHERE enrollment_id = $1 AND kind = 'send'`, [id]);
+
+  it('spaces releases on one number by the gap', async () => {
+    const first = await enrollContactWhoWrote();
+    const second = await enrollContactWhoWrote();
+    expect(await sut.releaseOne()).toBe('released');
+    expect(await sut.releaseOne()).toBe('released');
+    const [a, b] = await Promise.all([row(first), row(second)]);
+    const queued = [a, b].filter((r) => r.status === 'completed');
+    const paced = [a, b].filter((r) => r.status === 'active');
+    expect(queued).toHaveLength(1);
+    expect(paced).toHaveLength(1);
+    expect(paced[0].next_run_at.getTime()).toBe(clock.now().getTime() + GAP_MS);
+    expect(await sends(paced[0].id)).toEqual([]);
+    const [pacing] = await world.sql<{ next_release_at: Date }>(`SELECT next_release_at FROM "${s()}".sender_pacing WHERE sender_id = $1`, [sender]);
+    expect(pacing.next_release_at.getTime()).toBe(clock.now().getTime() + GAP_MS);
+
+    clock.advance(GAP_MS);
+    expect(await sut.releaseOne()).toBe('released');
+    expect(await row(paced[0].id)).toMatchObject({ status: 'completed' });
+    expect(await sends(paced[0].id)).toEqual([expect.objectContaining({ status: 'queued', sender_id: sender })]);
+  });
+
+  it('defers sends over the monthly quota by 30 minutes, counting the sends made earlier that month', async () => {
+    const settings = app.get(SettingsService);
+    const current = await settings.get(org);
+    await settings.update({ organization_id: org, expected_revision: current.revision, monthly_send_quota: 3 });
+    // Two sends so far this month (the test above); one more fits.
+    clock.advance(GAP_MS);
+    const fits = await enrollContactWhoWrote();
+    expect(await sut.releaseOne()).toBe('released');
+    expect(await row(fits)).toMatchObject({ status: 'completed' });
+    clock.advance(GAP_MS);
+    const over = await enrollContactWhoWrote();
+    expect(await sut.releaseOne()).toBe('released');
+    const deferred = await row(over);
+    expect(deferred).toMatchObject({ status: 'active', node_id: 'a' });
+    expect(deferred.next_run_at.getTime()).toBe(clock.now().getTime() + 30 * 60_000);
+    const [usage] = await world.sql<{ sends: number }>(`SELECT sends FROM "${s()}".monthly_usage WHERE organization_id = $1`, [org]);
+    expect(usage.sends).toBe(3);
+    const plans = await world.sql(`SELECT reason FROM "${s()}".effects WHERE enrollment_id = $1 AND kind = 'schedule_plan'`, [over]);
+    expect(plans).toEqual([{ reason: 'monthly_quota' }]);
+  });
+});
