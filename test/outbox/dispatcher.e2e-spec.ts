@@ -326,7 +326,29 @@ describe('outbox dispatcher', () => {
       await d.enqueue.enqueue(sent);
       await drain();
       expect(await d.enqueue.cancel({ organization_id: org, idempotency_key: sent.idempotency_key })).toMatchObject({ outcome: 'not_cancellable', status: 'accepted' });
-      expect(await d.enqueue.cancel({ organization_id: org, idempotency_key: 'nope' })).toEqual({ outcome: 'not_found' });
+    });
+
+    it('writes an entry whose cancel arrived first as cancelled, and never sends it (the reply wins)', async () => {
+      const late = textTo(org, newNumber());
+      expect(await d.enqueue.cancel({ organization_id: org, idempotency_key: late.idempotency_key })).toEqual({ outcome: 'cancelled_in_advance' });
+      const { entry_id, status, created } = await d.enqueue.enqueue(late);
+      expect({ status, created }).toEqual({ status: 'cancelled', created: true });
+      await drain();
+      expect(await sandbox.received(late.to)).toHaveLength(0);
+      expect((await events(entry_id)).map((e) => e.type)).toEqual([OutboxEvents.EntryCancelled]);
+      // The same enqueue redelivered stays the one cancelled entry.
+      expect(await d.enqueue.enqueue(late)).toEqual({ entry_id, status: 'cancelled', created: false });
+    });
+
+    it('lets exactly one of a racing cancel and enqueue decide, and the entry is never sent', async () => {
+      const raced = Array.from({ length: 10 }, () => textTo(org, newNumber()));
+      await Promise.all(raced.flatMap((m) => [d.enqueue.enqueue(m), d.enqueue.cancel({ organization_id: org, idempotency_key: m.idempotency_key })]));
+      await drain();
+      for (const m of raced) {
+        expect(await sandbox.received(m.to)).toHaveLength(0);
+        const [row] = await world.sql<{ status: string }>(`SELECT status FROM "${schema()}".message_outbox WHERE organization_id = $1 AND idempotency_key = $2`, [org, m.idempotency_key]);
+        expect(row.status).toBe('cancelled');
+      }
     });
   });
 

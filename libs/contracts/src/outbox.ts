@@ -190,10 +190,11 @@ export interface OutboxCancelData {
 
 /**
  * Answer of the `outbox.cancel` RPC: `cancelled` (was pending), `not_cancellable` (claimed or
- * settled; `status` says which), `not_found`.
+ * settled; `status` says which), `cancelled_in_advance` (no entry yet: one enqueued later with this
+ * key is written cancelled and never sent).
  */
 export interface OutboxCancelResult {
-  outcome: 'cancelled' | 'not_cancellable' | 'not_found';
+  outcome: 'cancelled' | 'not_cancellable' | 'cancelled_in_advance';
   entry_id?: string;
   status?: OutboxEntryStatus;
 }

@@ -412,6 +412,28 @@ export class OutboxRepository {
   }
 
   /** Cancels a pending entry by key (not once claimed). */
+  /**
+   * Serialises enqueue and cancel of one key until the transaction ends, so a cancel that overtakes
+   * its enqueue is either seen by it or sees the entry (never neither).
+   */
+  async lockKey(tx: Tx, organizationId: string, idempotencyKey: string): Promise<void> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [organizationId, idempotencyKey]);
+  }
+
+  /** Remembers a cancel whose entry does not exist yet (idempotent). */
+  async recordCancellation(tx: Tx, organizationId: string, idempotencyKey: string, now: Date): Promise<void> {
+    await tx.query(
+      `INSERT INTO message_outbox_cancellations (organization_id, idempotency_key, cancelled_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+      [organizationId, idempotencyKey, now],
+    );
+  }
+
+  /** Whether a cancel for this key arrived before the entry. */
+  async isCancelledInAdvance(tx: Tx, organizationId: string, idempotencyKey: string): Promise<boolean> {
+    const rows = await rowsOf<{ one: number }>(tx, `SELECT 1 AS one FROM message_outbox_cancellations WHERE organization_id = $1 AND idempotency_key = $2`, [organizationId, idempotencyKey]);
+    return rows.length > 0;
+  }
+
   async cancelPending(tx: Tx, organizationId: string, idempotencyKey: string, now: Date): Promise<EntryRow | undefined> {
     const [row] = await rowsOf<EntryRow>(tx, 
       `UPDATE message_outbox SET status = 'cancelled', settled_at = $3, updated_at = $3
@@ -580,6 +602,8 @@ export class OutboxRepository {
       [batch],
     );
     const statuses = await rowsOf(tx, `DELETE FROM provider_statuses WHERE received_at < $1::timestamptz - make_interval(days => $2) RETURNING id`, [now, failedDays]);
+    // A cancel-in-advance outlives any enqueue that could still be in flight by far.
+    await tx.query(`DELETE FROM message_outbox_cancellations WHERE cancelled_at < $1::timestamptz - make_interval(days => $2)`, [now, failedDays]);
     return { entries: entries.length, pairs: pairs.length, statuses: statuses.length };
   }
 }

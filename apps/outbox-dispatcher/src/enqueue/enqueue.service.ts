@@ -55,6 +55,7 @@ export class EnqueueService {
   async enqueue(data: OutboxEnqueueData, tx?: Tx): Promise<OutboxEnqueueResult> {
     const checked = this.validate(data);
     const work = async (t: Tx): Promise<OutboxEnqueueResult> => {
+      await this.repository.lockKey(t, checked.organization_id, checked.idempotency_key);
       const existing = await this.repository.findByKey(t, checked.organization_id, checked.idempotency_key);
       if (existing) return { entry_id: existing.id, status: existing.status, created: false };
       const now = this.clock.now();
@@ -79,6 +80,14 @@ export class EnqueueService {
         },
         now,
       );
+      if (created && (await this.repository.isCancelledInAdvance(t, checked.organization_id, checked.idempotency_key))) {
+        // The reply won the race: its cancel arrived first, so this entry is born cancelled.
+        const cancelled = await this.repository.cancelPending(t, checked.organization_id, checked.idempotency_key, now);
+        if (cancelled) {
+          await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled));
+          return { entry_id: cancelled.id, status: cancelled.status, created };
+        }
+      }
       // Delivered at commit: idle dispatchers (every replica) look at once instead of at their next timer.
       if (created) await t.query(`SELECT pg_notify($1, '')`, [wakeChannelOf(this.uow.schema)]);
       return { entry_id: row.id, status: row.status, created };
@@ -86,17 +95,24 @@ export class EnqueueService {
     return tx ? work(tx) : this.uow.run(work);
   }
 
-  /** Cancels a pending entry by key; a claimed or settled one is `not_cancellable`. */
+  /**
+   * Cancels a pending entry by key; a claimed or settled one is `not_cancellable`. A key with no
+   * entry yet is remembered, so an enqueue arriving later (it travels through messaging, the cancel
+   * does not) is written cancelled: the reply wins either way (DESIGN §5.3).
+   */
   async cancel(data: OutboxCancelData, tx?: Tx): Promise<OutboxCancelResult> {
     if (typeof data?.organization_id !== 'string' || typeof data.idempotency_key !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and idempotency_key are required');
     const work = async (t: Tx): Promise<OutboxCancelResult> => {
+      await this.repository.lockKey(t, data.organization_id, data.idempotency_key);
       const cancelled = await this.repository.cancelPending(t, data.organization_id, data.idempotency_key, this.clock.now());
       if (cancelled) {
         await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled));
         return { outcome: 'cancelled', entry_id: cancelled.id, status: 'cancelled' };
       }
       const existing = await this.repository.findByKey(t, data.organization_id, data.idempotency_key);
-      return existing ? { outcome: 'not_cancellable', entry_id: existing.id, status: existing.status } : { outcome: 'not_found' };
+      if (existing) return { outcome: 'not_cancellable', entry_id: existing.id, status: existing.status };
+      await this.repository.recordCancellation(t, data.organization_id, data.idempotency_key, this.clock.now());
+      return { outcome: 'cancelled_in_advance' };
     };
     return tx ? work(tx) : this.uow.run(work);
   }
