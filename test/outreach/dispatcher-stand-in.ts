@@ -15,6 +15,8 @@ import {
   type OutboxSenderView,
   type OutboxSuppressionData,
   OutreachDispatcherRpc,
+  type ProviderAccountLookup,
+  type ProviderAccountOwner,
   type SuppressionCheckData,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
@@ -37,6 +39,10 @@ export class DispatcherStandIn {
   readonly enqueued: OutboxEnqueueData[] = [];
   /** When set, the suppression RPC fails (the list is unreadable). */
   suppressionOutage = false;
+  /** `${channel}|${account_id}` → owner (Nylas grants, Unipile accounts), for the webhook ingress. */
+  readonly accounts = new Map<string, ProviderAccountOwner>();
+  /** When set, the account lookup fails (the dispatcher is down for the gateway). */
+  accountLookupOutage = false;
 
   constructor(private readonly uow: UnitOfWork) {}
 
@@ -108,6 +114,12 @@ class DispatcherStandInController {
     const sender = this.state.senders.get(data.sender_id);
     if (!sender || sender.organization_id !== data.organization_id) throw new AppError(ErrorCode.NotFound, 'sender not found');
     return sender;
+  }
+
+  @MessagePattern(OutreachDispatcherRpc.SenderLookupByAccount)
+  account(@Payload() data: ProviderAccountLookup): ProviderAccountOwner {
+    if (this.state.accountLookupOutage) throw new AppError(ErrorCode.ServiceUnavailable, 'dispatcher unavailable');
+    return this.state.accounts.get(`${data.channel}|${data.account_id}`) ?? { organization_id: null, sender_id: null, address: null };
   }
 
   @MessagePattern(OutreachDispatcherRpc.LinkedinState)

@@ -20,4 +20,20 @@ export class GatewayConfig extends ServiceConfig {
   /** Token Meta echoes in the `GET /webhooks/meta` subscription challenge (`hub.verify_token`). */
   @IsString()
   META_VERIFY_TOKEN = 'sandbox-meta-verify-token';
+
+  /** Nylas webhook secret of our destination: `x-nylas-signature` is a hex HMAC-SHA256 of the raw body with it. */
+  @IsString()
+  NYLAS_WEBHOOK_SECRET = 'sandbox-nylas-webhook-secret';
+
+  /** Name of the header Unipile sends on every delivery with the shared secret (registered with the webhook). */
+  @IsString()
+  UNIPILE_WEBHOOK_HEADER = 'unipile-auth';
+
+  /** The shared secret Unipile sends in UNIPILE_WEBHOOK_HEADER (Unipile signs nothing; this is the only check). */
+  @IsString()
+  UNIPILE_WEBHOOK_SECRET = 'sandbox-unipile-webhook-secret';
+
+  /** Key of the signed unsubscribe tokens (the dispatcher signs with the same key). */
+  @IsString()
+  UNSUBSCRIBE_TOKEN_SECRET = 'sandbox-unsubscribe-token-secret';
 }

@@ -14,6 +14,9 @@ import { OrganizationsModule } from './organizations/organizations.module.js';
 import { OutreachRoutesModule } from './outreach/outreach.module.js';
 import { SystemModule } from './system/system.module.js';
 import { MetaWebhookModule } from './webhooks/meta/meta-webhook.module.js';
+import { NylasWebhookModule } from './webhooks/nylas/nylas-webhook.module.js';
+import { UnipileWebhookModule } from './webhooks/unipile/unipile-webhook.module.js';
+import { UnsubscribeModule } from './unsubscribe/unsubscribe.module.js';
 import { SendersRoutesModule } from './senders/senders.module.js';
 
 /**
@@ -33,7 +36,7 @@ import { SendersRoutesModule } from './senders/senders.module.js';
  * - Document every route: `@ApiTags`, `@ApiOperation`, `@ApiOkResponse({ type })` and
  *   `@ApiErrorResponses(...)` for its failure statuses (401/403 come with `@RequireKey`).
  */
-export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule];
+export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule, NylasWebhookModule, UnipileWebhookModule, UnsubscribeModule];
 
 /** The gateway (DESIGN §1): auth, scopes, tenancy, validation, OpenAPI, forwarding by RPC. */
 @Module({})

@@ -162,7 +162,25 @@ export const OutreachDispatcherRpc = {
    * (`fields=include_headers`), for the auto-reply rule of a correlated inbound (seed 003 §4.7).
    */
   EmailHeaders: 'outbox.email.headers',
+  /**
+   * `ProviderAccountLookup` → `ProviderAccountOwner`: which organization's sender is a Nylas grant
+   * or a Unipile account (the gateway's webhook ingress routes a delivery by it).
+   */
+  SenderLookupByAccount: 'outbox.senders.lookup_account',
 } as const;
+
+export interface ProviderAccountLookup {
+  channel: 'email' | 'linkedin';
+  /** The Nylas `grant_id` or the Unipile `account_id`. */
+  account_id: string;
+}
+
+/** All null when nobody owns the account. `address`: the mailbox address or the LinkedIn member id. */
+export interface ProviderAccountOwner {
+  organization_id: string | null;
+  sender_id: string | null;
+  address: string | null;
+}
 
 export interface EmailHeadersQuery {
   organization_id: string;

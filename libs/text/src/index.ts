@@ -231,3 +231,5 @@ export function isAutoReply(input: { headers?: { name: string; value: string }[]
   const subject = normalizeText(input.subject ?? '');
   return AUTO_REPLY_SUBJECT_PREFIXES.some((prefix) => subject.startsWith(normalizeText(prefix)));
 }
+
+export { signUnsubscribeToken, verifyUnsubscribeToken, type UnsubscribeTokenClaims } from './unsubscribe-token.js';

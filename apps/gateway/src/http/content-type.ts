@@ -5,12 +5,19 @@ import { AppError, ErrorCode } from '@touchpoint/errors';
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
 /**
+ * Routes that take the form bodies mail clients send (RFC 8058 one-click unsubscribe:
+ * `List-Unsubscribe=One-Click` as urlencoded or multipart form data).
+ */
+export const FORM_BODY_PATHS = ['/nylas/email/unsubscribe'];
+
+/**
  * The API speaks JSON only: a request that carries a body of another type answers 415
  * `unsupported_media_type` before its body is read (Fastify would otherwise hand a text/plain
  * body to the route as a string).
  */
 export function requireJsonBodies(fastify: FastifyInstance): void {
   fastify.addHook('preParsing', async (request, _reply, payload) => {
+    if (FORM_BODY_PATHS.some((path) => request.url.split('?')[0] === path)) return payload;
     const length = request.headers['content-length'];
     const hasBody = (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
     if (!hasBody) return payload;

@@ -1,0 +1,18 @@
+import { Module, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+import { UnsubscribeController } from './unsubscribe.controller.js';
+
+/** `GET|POST /nylas/email/unsubscribe`: the signed unsubscribe link and RFC 8058 one-click. */
+@Module({ controllers: [UnsubscribeController] })
+export class UnsubscribeModule implements OnModuleInit {
+  constructor(private readonly host: HttpAdapterHost) {}
+
+  /** Mail clients may send the one-click body as multipart form data; the token is in the URL, so the body is read and dropped. */
+  onModuleInit(): void {
+    const fastify = this.host.httpAdapter?.getInstance?.() as FastifyInstance | undefined;
+    if (fastify && !fastify.hasContentTypeParser('multipart/form-data')) {
+      fastify.addContentTypeParser('multipart/form-data', { parseAs: 'string' }, (_request, _body, done) => done(null, {}));
+    }
+  }
+}
