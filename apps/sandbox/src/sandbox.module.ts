@@ -3,6 +3,8 @@ import type { SandboxConfig } from './sandbox.config.js';
 import { ModelSandboxModule } from './model/model.module.js';
 import { ControlModule } from './control/control.module.js';
 import { MetaSandboxModule } from './meta/meta.module.js';
+import { NylasSandboxModule } from './nylas/nylas.module.js';
+import { UnipileSandboxModule } from './unipile/unipile.module.js';
 
 /** Injection token of the sandbox's config. */
 export const SANDBOX_CONFIG = Symbol('sandbox:config');
@@ -29,7 +31,7 @@ export class SandboxModule {
     return {
       module: SandboxModule,
       global: true,
-      imports: [ModelSandboxModule, ControlModule, MetaSandboxModule.forRoot(config)],
+      imports: [ModelSandboxModule, ControlModule, MetaSandboxModule.forRoot(config), NylasSandboxModule.forRoot(config), UnipileSandboxModule.forRoot(config)],
       controllers: [SandboxHealthController],
       providers: [{ provide: SANDBOX_CONFIG, useValue: config }],
       exports: [SANDBOX_CONFIG],

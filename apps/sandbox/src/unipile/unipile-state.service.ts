@@ -1,0 +1,68 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { SandboxConfig } from '../sandbox.config.js';
+
+export const UNIPILE_SANDBOX_CONFIG = Symbol('sandbox:unipile-config');
+/** Name of the Unipile fault queue and request log in the control API. */
+export const UNIPILE_PROVIDER = 'unipile';
+/** Default shared secret the sandbox sends with its webhooks (the gateway's default). */
+export const SANDBOX_UNIPILE_WEBHOOK_SECRET = 'sandbox-unipile-webhook-secret';
+
+/**
+ * How the account relates to a person, as the stand-in answers an invitation:
+ * `connected` → 422 already connected; `held` → 422 cannot resend yet (a pending or recent one).
+ */
+export type UnipileRelation = 'connected' | 'held';
+
+export interface UnipileSettings {
+  webhook_url: string;
+  /** The header and value sent with every delivery (Unipile signs nothing). */
+  webhook_header: string;
+  webhook_secret: string;
+  /** The LinkedIn member id of each account (`account_info.user_id`). */
+  account_users: Record<string, string>;
+}
+
+/** Chats, relations and webhook delivery of the Unipile (API v1) stand-in. */
+@Injectable()
+export class UnipileStateService {
+  settings: UnipileSettings;
+  /** `${account_id}|${provider_id}` → relation. */
+  readonly relations = new Map<string, UnipileRelation>();
+  /** chat id → { account, attendee provider id }. */
+  readonly chats = new Map<string, { account_id: string; provider_id: string }>();
+  private seq = 0;
+
+  constructor(@Inject(UNIPILE_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
+    this.settings = this.defaults();
+  }
+
+  defaults(): UnipileSettings {
+    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/unipile`, webhook_header: 'Unipile-Auth', webhook_secret: SANDBOX_UNIPILE_WEBHOOK_SECRET, account_users: {} };
+  }
+
+  reset(): void {
+    this.settings = this.defaults();
+    this.relations.clear();
+    this.chats.clear();
+  }
+
+  nextId(prefix: string): string {
+    return `${prefix}${(++this.seq).toString().padStart(8, '0')}${randomUUID().slice(0, 6)}`;
+  }
+
+  /** Posts one `message_received` delivery with the shared-secret header. */
+  async deliver(payload: Record<string, unknown>): Promise<{ status: number; body: string }> {
+    try {
+      const res = await fetch(this.settings.webhook_url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [this.settings.webhook_header]: this.settings.webhook_secret },
+        body: JSON.stringify(payload),
+        signal: AbortSignal.timeout(10_000),
+      });
+      return { status: res.status, body: await res.text() };
+    } catch (err) {
+      return { status: 0, body: (err as Error).message };
+    }
+  }
+}
