@@ -3,6 +3,8 @@ import { PlatformModule } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { ContactsConsumer } from './contacts/contacts.consumer.js';
 import { ContactsRepository } from './contacts/contacts.repository.js';
+import { EffectsController } from './effects/effects.controller.js';
+import { EffectsService } from './effects/effects.service.js';
 import { EnrollmentsController } from './enrollments/enrollments.controller.js';
 import { EnrollmentsRepository } from './enrollments/enrollments.repository.js';
 import { EnrollmentsService } from './enrollments/enrollments.service.js';
@@ -70,12 +72,13 @@ export class FollowupsModule {
       SendOutcomesConsumer,
       QueueRepository,
       QueueService,
+      EffectsService,
     ];
     if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });
     return {
       module: FollowupsModule,
       imports: [PlatformModule.forService({ service: 'followups', config, entities: FollowupsEntities, migrations: FollowupsMigrations })],
-      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController],
+      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController],
       providers,
     };
   }

@@ -161,6 +161,11 @@ export interface FlowSettings {
   environment?: 'live' | 'test';
   /** Sender choice; default `{mode: 'default'}` falling back to any connected sender. */
   sender?: { mode: SenderMode; sender_id?: string };
+  /**
+   * Every send waits for a person's decision (`awaiting_decision`) before it goes out (seed 002
+   * "Efeitos"); default false.
+   */
+  require_approval?: boolean;
 }
 
 /** Flow status (seed 002 PATCH): `draft` until first activated. */
@@ -281,8 +286,12 @@ export interface EnrollmentEventView {
   created_at: string;
 }
 
-/** Effect statuses: `queued` and `uncertain` are a send in flight (control answers `dispatch_busy`). */
-export const EFFECT_STATUSES = ['queued', 'sent', 'failed', 'cancelled', 'skipped', 'uncertain', 'done'] as const;
+/**
+ * Effect statuses: `queued` and `uncertain` are a send in flight (control answers `dispatch_busy`);
+ * `awaiting_decision` → `approved` | `rejected` is the approval of a send (seed 002 "Efeitos");
+ * `rejected` is also where an uncertain send reconciled as rejected ends.
+ */
+export const EFFECT_STATUSES = ['queued', 'sent', 'failed', 'cancelled', 'skipped', 'uncertain', 'done', 'awaiting_decision', 'approved', 'rejected'] as const;
 export type EffectStatus = (typeof EFFECT_STATUSES)[number];
 
 /** What a step did: a send, a classification, a schedule plan (deferral), or another action. */
@@ -299,6 +308,10 @@ export interface EffectView {
   message_id: string | null;
   sender_id: string | null;
   reason: string | null;
+  /** When a person approved or rejected the send (flows with `require_approval`). */
+  decided_at: string | null;
+  /** How an uncertain send was reconciled: `{outcome, note, wamid, at}`. */
+  resolution: Record<string, unknown> | null;
   created_at: string;
   updated_at: string;
 }
@@ -354,6 +367,8 @@ export const FollowupsRpc = {
   EnrollmentCreate: 'followups.enrollments.create',
   EnrollmentGet: 'followups.enrollments.get',
   EnrollmentControl: 'followups.enrollments.control',
+  EffectDecide: 'followups.effects.decide',
+  EffectResolve: 'followups.effects.resolve',
   QueueList: 'followups.queue.list',
   SettingsGet: 'followups.settings.get',
   SettingsUpdate: 'followups.settings.update',
@@ -437,6 +452,56 @@ export interface QueueListData extends Scoped {
 }
 export interface SettingsUpdateData extends Scoped, FollowupSettingsUpdate {
   expected_revision: number;
+}
+
+/**
+ * Who acted through the API: the key and the member who created it (the gateway sets both from the
+ * authenticated key; an approval is re-checked against them before the send).
+ */
+export interface FollowupActor {
+  api_key_id: string;
+  member_id: string;
+}
+
+/** `POST /ai/followups/effects/{id}/decision` (seed 002 "Efeitos"). */
+export interface EffectDecisionData extends Scoped, FollowupActor {
+  effect_id: string;
+  approve: boolean;
+}
+/** Answer of a decision: `{ok, id, status}` (seed 002). */
+export interface EffectDecisionView {
+  ok: true;
+  id: string;
+  status: EffectStatus;
+}
+
+/** Outcomes of reconciling an uncertain send (seed 002 "Efeitos"). */
+export const EFFECT_RESOLUTION_OUTCOMES = ['sent', 'rejected', 'cancelled'] as const;
+export type EffectResolutionOutcome = (typeof EFFECT_RESOLUTION_OUTCOMES)[number];
+/** Evidence note bounds of a reconciliation, characters (seed 002: note 10–2,000). */
+export const RESOLUTION_NOTE_MIN = 10;
+export const RESOLUTION_NOTE_MAX = 2000;
+
+/** `POST /ai/followups/effects/{id}/resolve`. */
+export interface EffectResolveData extends Scoped, FollowupActor {
+  effect_id: string;
+  outcome: EffectResolutionOutcome;
+  note: string;
+  wamid?: string;
+}
+
+/**
+ * RPC the gateway answers for followups: is an approval given through this key still good — the key
+ * not revoked and its creator still a member (seed 002 "A aprovação perde o efeito…").
+ */
+export const GatewayApprovalRpc = {
+  Check: 'gateway.followups.approval_check',
+} as const;
+export interface ApprovalCheckData extends Scoped, FollowupActor {}
+export interface ApprovalCheckView {
+  valid: boolean;
+  /** Why not: `key_revoked` or `member_left`; null when valid. */
+  reason: 'key_revoked' | 'member_left' | null;
 }
 
 /** Answer of `followups.enrollments.get` (seed 002: enrollment, events and effects). */

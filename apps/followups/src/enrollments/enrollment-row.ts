@@ -86,6 +86,8 @@ export interface EffectRow {
   message_id: string | null;
   sender_id: string | null;
   reason: string | null;
+  decided_at: Date | null;
+  resolution: Record<string, unknown> | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -102,6 +104,8 @@ export const toEffectView = (r: EffectRow): EffectView => ({
   message_id: r.message_id,
   sender_id: r.sender_id,
   reason: r.reason,
+  decided_at: r.decided_at ? r.decided_at.toISOString() : null,
+  resolution: r.resolution ?? null,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });

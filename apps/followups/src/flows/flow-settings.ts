@@ -8,7 +8,7 @@ import { type SendWindow, sendWindowProblems } from '@touchpoint/time';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const SETTINGS_KEYS = ['trigger', 'handoff_policy', 'send_start_hour', 'send_end_hour', 'send_days', 'timezone', 'purpose', 'environment', 'sender'];
+const SETTINGS_KEYS = ['trigger', 'handoff_policy', 'send_start_hour', 'send_end_hour', 'send_days', 'timezone', 'purpose', 'environment', 'sender', 'require_approval'];
 
 /**
  * Every problem of a flow's settings, as `field: problem` lines (empty when valid). Draft saves
@@ -32,6 +32,7 @@ export function flowSettingsProblems(settings: unknown): string[] {
   }
   if (settings.purpose !== undefined && settings.purpose !== 'utility' && settings.purpose !== 'marketing') problems.push('settings.purpose: must be utility or marketing');
   if (settings.environment !== undefined && settings.environment !== 'live' && settings.environment !== 'test') problems.push('settings.environment: must be live or test');
+  if (settings.require_approval !== undefined && typeof settings.require_approval !== 'boolean') problems.push('settings.require_approval: must be a boolean');
   if (settings.sender !== undefined) {
     const sender = settings.sender;
     if (!isObject(sender) || !SENDER_MODES.includes(sender.mode as never)) problems.push(`settings.sender.mode: must be one of ${SENDER_MODES.join(', ')}`);

@@ -21,6 +21,14 @@ export interface NewEffect {
   reason?: string | null;
 }
 
+/** A send effect found at its step (the approval path). */
+export interface StepSendEffect {
+  id: string;
+  status: string;
+  decided_by_api_key_id: string | null;
+  decided_by_member_id: string | null;
+}
+
 /** Enrollment columns a step changes. */
 const STATE_COLUMNS = [
   'status', 'reason', 'node_id', 'step', 'next_run_at', 'node_entered_at', 'variables', 'sender_id', 'repeat_counts', 'last_reply_text',
@@ -132,6 +140,37 @@ export class ReleaseRepository {
       params,
     );
     return result.effects;
+  }
+
+  /**
+   * The send effect this visit of a node already has (an approval asked for in an earlier release),
+   * locked so a decision arriving now waits for this release.
+   */
+  async stepSendEffect(db: Queryable, enrollmentId: string, nodeId: string, step: number): Promise<StepSendEffect | undefined> {
+    const [row] = await rowsOf<StepSendEffect>(
+      db,
+      `SELECT id, status, decided_by_api_key_id, decided_by_member_id FROM effects
+        WHERE enrollment_id = $1 AND node_id = $2 AND step = $3 AND kind = 'send' FOR UPDATE`,
+      [enrollmentId, nodeId, step],
+    );
+    return row;
+  }
+
+  /** An approved send goes out: the effect takes the send's key, content and sender. */
+  async queueApprovedEffect(db: Queryable, id: string, values: { idempotencyKey: string; text: string | null; template: FlowTemplateRef | null; senderId: string; now: Date }): Promise<void> {
+    await rowsOf(db, `UPDATE effects SET status = 'queued', idempotency_key = $2, text = $3, template = $4::jsonb, sender_id = $5, updated_at = $6 WHERE id = $1`, [
+      id,
+      values.idempotencyKey,
+      values.text,
+      values.template ? JSON.stringify(values.template) : null,
+      values.senderId,
+      values.now,
+    ]);
+  }
+
+  /** An approval that lost its effect before the send (seed 002 "Efeitos": `approval_revoked`). */
+  async rejectEffect(db: Queryable, id: string, reason: string, now: Date): Promise<void> {
+    await rowsOf(db, `UPDATE effects SET status = 'rejected', reason = $2, updated_at = $3 WHERE id = $1`, [id, reason, now]);
   }
 
   /**

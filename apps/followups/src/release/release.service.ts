@@ -2,7 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DateTime } from 'luxon';
 import {
+  type ApprovalCheckData,
+  type ApprovalCheckView,
   FollowupsEvents,
+  GatewayApprovalRpc,
   type FollowupSettingsView,
   type FlowStatus,
   type FlowTemplateRef,
@@ -28,7 +31,7 @@ import { SenderChoiceCache } from '../senders/sender-choice.cache.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { evaluateCondition, failureBackoffMs, matchReply, renderTemplate, type StepFacts } from './step-rules.js';
-import { type NewEffect, ReleaseRepository } from './release.repository.js';
+import { type NewEffect, ReleaseRepository, type StepSendEffect } from './release.repository.js';
 
 /** A busy contact is retried this much later, ms (seed 000 "busy → retry in 2 s"). */
 export const CONTACT_BUSY_RETRY_MS = 2000;
@@ -333,6 +336,13 @@ export class ReleaseService {
       content.media = { media_type: config.media.media_type, link: config.media.link, ...(caption ? { caption } : {}), ...(config.media.filename ? { filename: config.media.filename } : {}) };
     }
 
+    let approved: StepSendEffect | undefined;
+    if (ctx.version.settings.require_approval) {
+      const gate = await this.approvalGate(ctx, nodeId, text, template ?? null);
+      if (gate !== 'approved') return gate === 'done';
+      approved = await this.release.stepSendEffect(tx, state.id, nodeId, state.step);
+    }
+
     const senderId = await this.chooseSender(ctx);
     if (!senderId) {
       state.sender_unavailable_since ??= now;
@@ -365,8 +375,9 @@ export class ReleaseService {
     if (gap > 0) await this.senders.setPacing(tx, senderId, new Date(now.getTime() + gap));
 
     const key = sendKeyOf(state.id, nodeId, state.step);
-    const effectId = randomUUID();
-    ctx.effects.push({
+    const effectId = approved?.id ?? randomUUID();
+    if (approved) await this.release.queueApprovedEffect(tx, approved.id, { idempotencyKey: key, text, template: template ?? null, senderId, now });
+    else ctx.effects.push({
       id: effectId,
       organizationId: state.organization_id,
       enrollmentId: state.id,
@@ -402,6 +413,46 @@ export class ReleaseService {
     this.event(ctx, 'step_queued', { effect_id: effectId, idempotency_key: key, template: template?.name ?? null });
     this.metrics.steps.inc({ action: 'send', outcome: 'queued' });
     return true;
+  }
+
+  /**
+   * The approval of a send (seed 002 "Efeitos"), for flows with `require_approval`. The first visit
+   * records the send as `awaiting_decision` and the enrollment waits (no `next_run_at`) until the
+   * decision wakes it. A rejection ends the step; an approval is checked again now, before the
+   * send: if its key was revoked or the approver left, the send becomes `rejected` /
+   * `approval_revoked` and the step ends without sending.
+   * @returns `approved` to send now, `done` when the step is over without a send, `waiting` otherwise
+   */
+  private async approvalGate(ctx: ReleaseContext, nodeId: string, text: string | null, template: FlowTemplateRef | null): Promise<'approved' | 'done' | 'waiting'> {
+    const { state, tx, now } = ctx;
+    const existing = await this.release.stepSendEffect(tx, state.id, nodeId, state.step);
+    if (!existing) {
+      ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'send', status: 'awaiting_decision', text, template });
+      state.next_run_at = null;
+      this.event(ctx, 'awaiting_decision', {});
+      this.metrics.steps.inc({ action: 'send', outcome: 'awaiting_decision' });
+      return 'waiting';
+    }
+    if (existing.status === 'awaiting_decision') {
+      state.next_run_at = null;
+      return 'waiting';
+    }
+    if (existing.status !== 'approved') {
+      // Rejected by a person (or already settled): the step is over.
+      this.metrics.steps.inc({ action: 'send', outcome: existing.status });
+      return 'done';
+    }
+    const check = await this.rpc.call<ApprovalCheckView>(
+      'gateway',
+      GatewayApprovalRpc.Check,
+      { organization_id: state.organization_id, api_key_id: existing.decided_by_api_key_id, member_id: existing.decided_by_member_id } satisfies Record<keyof ApprovalCheckData, unknown>,
+      this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS,
+    );
+    if (check.valid) return 'approved';
+    await this.release.rejectEffect(tx, existing.id, 'approval_revoked', now);
+    this.event(ctx, 'approval_revoked', { effect_id: existing.id, cause: check.reason });
+    this.metrics.steps.inc({ action: 'send', outcome: 'approval_revoked' });
+    return 'done';
   }
 
   /**

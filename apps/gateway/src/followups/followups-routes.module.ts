@@ -1,7 +1,13 @@
 import { Module } from '@nestjs/common';
+import { AccountsModule } from '../accounts/accounts.module.js';
+import { ApprovalCheckController } from './approval-check.controller.js';
+import { FollowupEffectsController } from './followup-effects.controller.js';
 import { FollowupEnrollmentsController } from './followup-enrollments.controller.js';
 import { FollowupFlowsController } from './followup-flows.controller.js';
 
-/** The seed-002 follow-up routes (`/ai/followup-flows`, `/ai/followups/*`), forwarded to followups by RPC. */
-@Module({ controllers: [FollowupFlowsController, FollowupEnrollmentsController] })
+/**
+ * The seed-002 follow-up routes (`/ai/followup-flows`, `/ai/followups/*`), forwarded to followups
+ * by RPC, and the approval check followups asks the gateway before an approved send.
+ */
+@Module({ imports: [AccountsModule], controllers: [FollowupFlowsController, FollowupEnrollmentsController, FollowupEffectsController, ApprovalCheckController] })
 export class FollowupsRoutesModule {}

@@ -18,10 +18,14 @@ import {
   Max,
   MaxLength,
   Min,
+  MinLength,
   ValidateNested,
 } from 'class-validator';
 import {
   CONSENT_MODES,
+  EFFECT_RESOLUTION_OUTCOMES,
+  RESOLUTION_NOTE_MAX,
+  RESOLUTION_NOTE_MIN,
   ENROLLMENT_CONTROL_ACTIONS,
   FLOW_EDGE_CONDITION_TYPES,
   FLOW_NODE_TYPES,
@@ -123,6 +127,7 @@ export class FlowSettingsDto {
   @ApiPropertyOptional({ enum: ['utility', 'marketing'] }) @IsOptional() @IsIn(['utility', 'marketing']) purpose?: string;
   @ApiPropertyOptional({ enum: ['live', 'test'] }) @IsOptional() @IsIn(['live', 'test']) environment?: string;
   @ApiPropertyOptional({ type: FlowSenderDto }) @IsOptional() @ValidateNested() @Type(() => FlowSenderDto) sender?: FlowSenderDto;
+  @ApiPropertyOptional({ description: 'every send waits for a decision (`awaiting_decision`) before it goes out' }) @IsOptional() @IsBoolean() require_approval?: boolean;
 }
 
 export class CustomerQuery {
@@ -239,4 +244,24 @@ export class UpdateSettingsDto extends CustomerQuery {
   @ApiPropertyOptional({ nullable: true, description: 'live enrollments the plan allows; null = unlimited' }) @IsOptional() @IsInt() @Min(1) max_live_enrollments?: number | null;
   @ApiPropertyOptional({ minimum: 1, maximum: 3650 }) @IsOptional() @IsInt() @Min(1) @Max(3650) retention_days?: number;
   @ApiPropertyOptional({ type: [ApprovedTemplateDto] }) @IsOptional() @IsArray() @ArrayMaxSize(500) @ValidateNested({ each: true }) @Type(() => ApprovedTemplateDto) approved_templates?: ApprovedTemplateDto[];
+}
+
+export class EffectIdParams {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') id!: string;
+}
+
+/** Body of `POST /ai/followups/effects/{id}/decision` (seed 002 "Efeitos"). */
+export class EffectDecisionDto extends CustomerQuery {
+  @ApiProperty({ description: 'true sends it, false rejects it' }) @IsBoolean() approve!: boolean;
+}
+
+/** Body of `POST /ai/followups/effects/{id}/resolve` (seed 002 "Efeitos"). */
+export class EffectResolveDto extends CustomerQuery {
+  @ApiProperty({ enum: EFFECT_RESOLUTION_OUTCOMES }) @IsIn(EFFECT_RESOLUTION_OUTCOMES) outcome!: string;
+  @ApiProperty({ minLength: RESOLUTION_NOTE_MIN, maxLength: RESOLUTION_NOTE_MAX, description: 'the evidence' })
+  @IsString()
+  @MinLength(RESOLUTION_NOTE_MIN)
+  @MaxLength(RESOLUTION_NOTE_MAX)
+  note!: string;
+  @ApiPropertyOptional({ example: 'wamid.HBgNNTUxMTk5OTk5ODg4OBUCABIYIDNBMEY' }) @IsOptional() @IsString() @MaxLength(200) wamid?: string;
 }

@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import {
+  EFFECT_RESOLUTION_OUTCOMES,
+  type EffectDecisionData,
+  type EffectDecisionView,
+  type EffectResolveData,
+  type EffectStatus,
+  RESOLUTION_NOTE_MAX,
+  RESOLUTION_NOTE_MIN,
+} from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
+import { FollowupsMetrics } from '../metrics/followups.metrics.js';
+import { ReleaseSignal } from '../release/release-signal.js';
+import { check, notFound } from '../requests/request-checks.js';
+import { rowsOf } from '../requests/queryable.js';
+
+interface LockedEffect {
+  id: string;
+  enrollment_id: string;
+  node_id: string;
+  step: number;
+  kind: string;
+  status: EffectStatus;
+}
+
+/**
+ * A person's part in a step's effects (seed 002 "Efeitos"): deciding a send that waits for
+ * approval, and reconciling a send whose outcome the dispatcher reported as ambiguous. The
+ * gateway admits only keys created by an admin; the actor is recorded on the effect.
+ */
+@Injectable()
+export class EffectsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly enrollments: EnrollmentsRepository,
+    private readonly signal: ReleaseSignal,
+    private readonly metrics: FollowupsMetrics,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Approves or rejects a send waiting for a decision and wakes its enrollment, which sends (after
+   * re-checking the approval) or moves past the step. Repeating the same decision answers the same.
+   * @returns `{ok, id, status}` with `approved` or `rejected`
+   * @throws AppError not_found (no such effect in the organization); conflict when the effect is not
+   *   waiting for a decision (or was decided the other way)
+   */
+  async decide(input: EffectDecisionData): Promise<EffectDecisionView> {
+    check(input).uuid('organization_id').uuid('effect_id').uuid('api_key_id').uuid('member_id').custom('approve', typeof input.approve === 'boolean' ? [] : ['approve must be a boolean']).done();
+    const target: EffectStatus = input.approve ? 'approved' : 'rejected';
+    const now = this.clock.now();
+    const status = await this.uow.run(async (tx) => {
+      const effect = await this.lock(tx, input.organization_id, input.effect_id);
+      if (effect.status === target && effect.kind === 'send') return target;
+      if (effect.status !== 'awaiting_decision') {
+        throw new AppError(ErrorCode.Conflict, `the effect is ${effect.status}, not awaiting a decision`, { status: effect.status });
+      }
+      await rowsOf(
+        tx,
+        `UPDATE effects SET status = $2, reason = $3, decided_at = $4, decided_by_api_key_id = $5, decided_by_member_id = $6, updated_at = $4 WHERE id = $1`,
+        [effect.id, target, input.approve ? null : 'decision_rejected', now, input.api_key_id, input.member_id],
+      );
+      // Wake the enrollment only if it still stands at that visit of the node.
+      await rowsOf(
+        tx,
+        `UPDATE enrollments SET next_run_at = $4, updated_at = $4, revision = revision + 1
+          WHERE id = $1 AND node_id = $2 AND step = $3 AND status = 'active'`,
+        [effect.enrollment_id, effect.node_id, effect.step, now],
+      );
+      await this.enrollments.insertEvents(tx, [
+        { organization_id: input.organization_id, enrollment_id: effect.enrollment_id, type: 'send_decided', node_id: effect.node_id, data: { effect_id: effect.id, approve: input.approve, api_key_id: input.api_key_id }, at: now },
+      ]);
+      this.metrics.steps.inc({ action: 'decision', outcome: target });
+      return target;
+    });
+    this.signal.wake();
+    return { ok: true, id: input.effect_id, status };
+  }
+
+  /**
+   * Reconciles an uncertain send with the evidence a person found: the effect takes the outcome,
+   * keeps the note (and the WhatsApp message id, when given), and the enrollment's in-flight send
+   * clears (so `dispatch_busy` no longer holds it).
+   * @throws AppError validation_failed (outcome, note 10–2,000 characters); not_found;
+   *   not_ambiguous when the send is not uncertain
+   */
+  async resolve(input: EffectResolveData): Promise<{ resolved: true }> {
+    check(input)
+      .uuid('organization_id')
+      .uuid('effect_id')
+      .uuid('api_key_id')
+      .uuid('member_id')
+      .oneOf('outcome', EFFECT_RESOLUTION_OUTCOMES)
+      .string('note', RESOLUTION_NOTE_MIN, RESOLUTION_NOTE_MAX)
+      .string('wamid', 1, 200, true)
+      .done();
+    const now = this.clock.now();
+    await this.uow.run(async (tx) => {
+      const effect = await this.lock(tx, input.organization_id, input.effect_id);
+      if (effect.kind !== 'send' || effect.status !== 'uncertain') {
+        throw new AppError(ErrorCode.NotAmbiguous, `the effect is ${effect.status}; only an uncertain send is reconciled`, { status: effect.status });
+      }
+      const resolution = { outcome: input.outcome, note: input.note, wamid: input.wamid ?? null, api_key_id: input.api_key_id, member_id: input.member_id, at: now.toISOString() };
+      await rowsOf(tx, `UPDATE effects SET status = $2, resolution = $3::jsonb, reason = coalesce(reason, 'reconciled'), updated_at = $4 WHERE id = $1`, [effect.id, input.outcome, JSON.stringify(resolution), now]);
+      await rowsOf(tx, `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = NULL, updated_at = $4 WHERE id = $1 AND inflight_effect_id = $2`, [effect.enrollment_id, effect.id, input.outcome, now]);
+      await this.enrollments.insertEvents(tx, [
+        { organization_id: input.organization_id, enrollment_id: effect.enrollment_id, type: 'send_resolved', node_id: effect.node_id, data: { effect_id: effect.id, outcome: input.outcome, wamid: input.wamid ?? null }, at: now },
+      ]);
+      this.metrics.steps.inc({ action: 'send', outcome: `resolved_${input.outcome}` });
+    });
+    return { resolved: true };
+  }
+
+  private async lock(tx: Tx, organizationId: string, effectId: string): Promise<LockedEffect> {
+    const [effect] = await rowsOf<LockedEffect>(tx, `SELECT id, enrollment_id, node_id, step, kind, status FROM effects WHERE id = $1 AND organization_id = $2 FOR UPDATE`, [effectId, organizationId]);
+    if (!effect) throw notFound('effect');
+    return effect;
+  }
+}

@@ -1,0 +1,51 @@
+import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { FollowupsRpc, Scope } from '@touchpoint/contracts';
+import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
+import { ServiceForwarder } from '../forwarding/service-forwarder.js';
+import { ApiErrorResponses } from '../http/openapi.js';
+import { EffectDecisionDto, EffectIdParams, EffectResolveDto } from './dto/followups.dto.js';
+
+/**
+ * Effects of follow-up steps (seed 002 "Efeitos"): deciding a send that waits for approval and
+ * reconciling an uncertain one. Both need a key created by an admin (403 `forbidden` otherwise);
+ * the key and its creator travel with the call so the approval can be re-checked before the send.
+ */
+@ApiTags('followups')
+@Controller('ai/followups/effects')
+export class FollowupEffectsController {
+  constructor(private readonly forwarder: ServiceForwarder) {}
+
+  @Post(':id/decision')
+  @HttpCode(200)
+  @RequireKey({ scopes: [Scope.AgentsWrite], adminCreatedKey: true })
+  @ApiOperation({
+    summary: 'Approve or reject a send awaiting a decision: `{data: {ok, id, status}}`',
+    description: '409 `conflict` when the send is not awaiting a decision. The approval loses its effect if, before the send, the key is revoked or its creator leaves (the send becomes `rejected`, reason `approval_revoked`).',
+  })
+  @ApiErrorResponses(400, 401, 403, 404, 409, 503)
+  decide(@CurrentCaller() caller: Caller, @Param() params: EffectIdParams, @Body() body: EffectDecisionDto) {
+    return this.forwarder.forward(caller, 'followups', FollowupsRpc.EffectDecide, {
+      effect_id: params.id,
+      approve: body.approve,
+      api_key_id: caller.apiKeyId,
+      member_id: caller.createdBy.memberId,
+    });
+  }
+
+  @Post(':id/resolve')
+  @HttpCode(200)
+  @RequireKey({ scopes: [Scope.AgentsWrite], adminCreatedKey: true })
+  @ApiOperation({ summary: 'Reconcile an uncertain send (sent | rejected | cancelled, with a 10–2,000 character note): `{data: {resolved: true}}`', description: '409 `not_ambiguous` when the send is not uncertain.' })
+  @ApiErrorResponses(400, 401, 403, 404, 409, 503)
+  resolve(@CurrentCaller() caller: Caller, @Param() params: EffectIdParams, @Body() body: EffectResolveDto) {
+    return this.forwarder.forward(caller, 'followups', FollowupsRpc.EffectResolve, {
+      effect_id: params.id,
+      outcome: body.outcome,
+      note: body.note,
+      ...(body.wamid ? { wamid: body.wamid } : {}),
+      api_key_id: caller.apiKeyId,
+      member_id: caller.createdBy.memberId,
+    });
+  }
+}
