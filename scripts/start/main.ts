@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '@touchpoint/config';
 import { ensureDatabase } from '@touchpoint/database';
 import { AdminCliError, COMPILED_CLI, compiledAdminCli, hasAdminCli, npmAdminCli } from './admin-cli.js';
+import { runDemoOnce } from '../demo/start-hook.js';
 import { checkKeyAtGateway, demoKey, ensureDemo, type DemoAccess } from './demo.js';
 import { renderLogLine } from './log-format.js';
 import { portIsFree, preflight, unreachableMessage } from './preflight.js';
@@ -200,6 +201,20 @@ async function main(): Promise<void> {
   }
   if (stopping) return;
   out(banner({ names, config, gatewayUrl, demo, seconds: (Date.now() - started) / 1000, color }));
+  if (demo?.secret && names.includes('gateway') && names.includes('sandbox')) {
+    await runDemoOnce({
+      stateDir: path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR),
+      gatewayUrl,
+      sandboxUrl: config.urlOf('sandbox'),
+      organizationId: demo.organization_id,
+      secret: demo.secret,
+      say,
+      write: out,
+      stopping: () => stopping,
+    }).catch((err) => {
+      if (!stopping) say(`the demo could not run: ${(err as Error).message}`);
+    });
+  }
 }
 
 /**
@@ -210,6 +225,10 @@ function childEnv(name: StartedProcess, config: StartConfig, inherited: NodeJS.P
   const env: NodeJS.ProcessEnv = { ...inherited, PORT: String(config.portOf(name)) };
   // The sandbox fires provider webhooks at the gateway, wherever it was moved.
   if (name === 'sandbox') env.GATEWAY_URL = config.GATEWAY_URL || config.urlOf('gateway');
+  // The providers' defaults name the sandbox's default port: follow it when SANDBOX_PORT moved it,
+  // unless the user pointed them at a real provider.
+  if (name === 'outbox-dispatcher' && !inherited.WHATSAPP_GRAPH_BASE_URL) env.WHATSAPP_GRAPH_BASE_URL = config.urlOf('sandbox');
+  if (name === 'ai-gateway' && !inherited.AI_BASE_URL) env.AI_BASE_URL = `${config.urlOf('sandbox')}/v1`;
   return env;
 }
 

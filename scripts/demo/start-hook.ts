@@ -1,0 +1,39 @@
+import path from 'node:path';
+import { DemoRuns, runDemo } from './run-demo.js';
+
+export interface DemoOnceOptions {
+  /** `TOUCHPOINT_STATE_DIR`, resolved. */
+  stateDir: string;
+  gatewayUrl: string;
+  sandboxUrl: string;
+  organizationId: string;
+  secret: string;
+  /** Prints an orchestrator line (`[touchpoint] ...`). */
+  say: (text: string) => void;
+  /** Prints a transcript line as is. */
+  write: (line: string) => void;
+  /** True once the user asked `npm start` to stop: the run is then not remembered. */
+  stopping: () => boolean;
+}
+
+/**
+ * What `npm start` does after every process is ready (issue 10): runs the demo the first time for
+ * this demo organization, and remembers it in `<state dir>/demo-runs.json` so the next start
+ * skips it. A failed scenario is printed, not fatal: the platform keeps serving.
+ */
+export async function runDemoOnce(options: DemoOnceOptions): Promise<void> {
+  const runs = new DemoRuns(path.join(options.stateDir, 'demo-runs.json'));
+  if (await runs.hasRun(options.organizationId)) {
+    options.say('the demo already ran for this organization (npm run demo runs it again)');
+    return;
+  }
+  options.say('running the demo once (npm start -- --no-demo skips it): every step goes through the REST API, signed webhooks and the sandbox');
+  const result = await runDemo({ gatewayUrl: options.gatewayUrl, sandboxUrl: options.sandboxUrl, secret: options.secret, organizationId: options.organizationId, write: options.write });
+  if (options.stopping()) return;
+  await runs.markRun(options.organizationId, result.failures.length);
+  options.say(
+    result.failures.length
+      ? `the demo finished with ${result.failures.length} failed scenario(s) (above); the platform keeps serving`
+      : `the demo finished; look the ids up at ${options.gatewayUrl}/docs. The platform keeps serving; Ctrl-C stops everything.`,
+  );
+}
