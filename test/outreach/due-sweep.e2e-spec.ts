@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { OutreachRpc } from '@touchpoint/contracts';
 import pg from 'pg';
 import { ServiceConfig } from '@touchpoint/config';
+import { Metrics } from '@touchpoint/observability';
 import { DueSweepService, SWEEP_LOCK_KEY, SWEEP_MAX_EVENTS_PER_PASS } from '../../apps/outreach/src/sweep/sweep.service.js';
 import { outreachBuilders } from './builders.js';
 import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
@@ -115,5 +116,15 @@ describe(DueSweepService.name, () => {
       const [oldest] = await w.sql(`SELECT id, next_check_at FROM {o}.enrollments WHERE person_id = 'bulk-1'`);
       expect(await event(`due:${oldest!.id}:${new Date(oldest!.next_check_at).toISOString()}`)).toBeDefined();
     }, 60_000);
+  });
+
+  describe('metrics', () => {
+    it('exposes the sweep lag, the events sent, actions by status and the due backlog', async () => {
+      const text = await w.outreach.get(Metrics).registry.metrics();
+      expect(text).toMatch(/touchpoint_outreach_sweep_lag_seconds_count\{[^}]*kind="decision"[^}]*\} [1-9]/);
+      expect(text).toMatch(/touchpoint_outreach_sweep_events_total\{kind="decision"[^}]*\} [1-9]/);
+      expect(text).toMatch(/touchpoint_outreach_actions\{status="approved"[^}]*\} [1-9]/);
+      expect(text).toMatch(/touchpoint_outreach_due_enrollments(\{[^}]*\})? [1-9]/);
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { OutgoingMessage } from '@touchpoint/contracts';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
@@ -58,6 +58,28 @@ export class DueSweepService implements OnApplicationBootstrap, OnApplicationShu
       labelNames: ['kind'],
       buckets: [1, 10, 60, 300, 600, 1800, 3600, 21600, 86400],
       registers: [metrics.registry],
+    });
+    const db = this.uow.dataSource;
+    // Read at scrape time: the tables are the truth, and a gauge kept by hand would drift across replicas.
+    new Gauge({
+      name: `${METRIC_PREFIX}outreach_actions`,
+      help: 'Outreach proposed actions by status (read from the table at scrape time)',
+      labelNames: ['status'],
+      registers: [metrics.registry],
+      async collect() {
+        const rows: { status: string; n: number }[] = await db.query(`SELECT status, count(*)::int AS n FROM proposed_actions GROUP BY status`);
+        this.reset();
+        for (const r of rows) this.set({ status: r.status }, r.n);
+      },
+    });
+    new Gauge({
+      name: `${METRIC_PREFIX}outreach_due_enrollments`,
+      help: 'Active enrollments whose next check has passed (the due sweep backlog)',
+      registers: [metrics.registry],
+      async collect() {
+        const [row] = await db.query(`SELECT count(*)::int AS n FROM enrollments WHERE status = 'active' AND next_check_at <= now()`);
+        this.set(row?.n ?? 0);
+      },
     });
   }
 
