@@ -183,7 +183,7 @@ describe(ExecutionRunner.name, () => {
     await approve(reply!.id);
 
     const entry = await entryOf(reply!.id);
-    expect(entry.payload).toMatchObject({ type: 'text', subject: `Re: ${subject}` });
+    expect(entry.payload).toMatchObject({ type: 'text', subject: `Re: ${subject}`, reply_to: 'nylas-reply-1' });
     const [message] = await w.sql(`SELECT * FROM "${w.world.schema('messaging')}".messages WHERE idempotency_key = $1`, [`outreach:${reply!.id}`]);
     expect(message).toMatchObject({ in_reply_to: 'nylas-reply-1', subject: `Re: ${subject}` });
     const prompt = (await w.model!.requests()).filter((r) => r.task === 'outreach_decide').at(-1)!.messages[1]!.content;

@@ -266,7 +266,8 @@ function payloadOf(data: MessagingSendData): OutboxPayload & { subject?: string 
   if (data.media) return { type: 'media', ...data.media };
   if (data.interactive) return { type: 'interactive', interactive: data.interactive as never };
   const text: OutboxPayload & { subject?: string } = { type: 'text', body: data.text! };
-  if (data.reply_to_external_id && data.channel === 'whatsapp') (text as { reply_to?: string }).reply_to = data.reply_to_external_id;
+  // WhatsApp quotes the wamid; email replies in the thread of the Nylas message (seed 003 §4.6).
+  if (data.reply_to_external_id && (data.channel === 'whatsapp' || data.channel === 'email')) (text as { reply_to?: string }).reply_to = data.reply_to_external_id;
   if (data.subject) text.subject = data.subject;
   return text;
 }
