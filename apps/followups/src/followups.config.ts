@@ -40,4 +40,19 @@ export class FollowupsConfig extends ServiceConfig {
   /** Deadline of the RPC a tag/untag step makes to messaging, ms. */
   @IsInt() @Min(100) @Max(30_000)
   FOLLOWUP_ACTION_RPC_TIMEOUT_MS = 3000;
+
+  /** Whether this process fires due one-off returns (seed 002 "Retornos avulsos"); follows the release loop's switch when unset. */
+  @IsBoolean()
+  FOLLOWUP_PROMISES_ENABLED = true;
+
+  /**
+   * Lease of a model call (AI step or return resumption), ms (seed 000 `FOLLOWUP_AI_LEASE_MS`): a
+   * worker that dies mid-call leaves the row to another after this long.
+   */
+  @IsInt() @Min(1000) @Max(600_000)
+  FOLLOWUP_AI_LEASE_MS = 60_000;
+
+  /** Provider deadline of those model calls, ms (below the lease, so a live worker finishes first). */
+  @IsInt() @Min(1000) @Max(120_000)
+  FOLLOWUP_AI_TIMEOUT_MS = 20_000;
 }

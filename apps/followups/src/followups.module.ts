@@ -15,6 +15,10 @@ import { FlowsService } from './flows/flows.service.js';
 import type { FollowupsConfig } from './followups.config.js';
 import { FollowupsMetrics } from './metrics/followups.metrics.js';
 import { FollowupsEntities, FollowupsMigrations } from './migrations/index.js';
+import { PromiseLoop } from './promises/promise.loop.js';
+import { PromisesController } from './promises/promises.controller.js';
+import { PromisesRepository } from './promises/promises.repository.js';
+import { PromisesService } from './promises/promises.service.js';
 import { QueueController } from './queue/queue.controller.js';
 import { QueueRepository } from './queue/queue.repository.js';
 import { QueueService } from './queue/queue.service.js';
@@ -73,12 +77,15 @@ export class FollowupsModule {
       QueueRepository,
       QueueService,
       EffectsService,
+      PromisesRepository,
+      PromisesService,
+      PromiseLoop,
     ];
     if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });
     return {
       module: FollowupsModule,
       imports: [PlatformModule.forService({ service: 'followups', config, entities: FollowupsEntities, migrations: FollowupsMigrations })],
-      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController],
+      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController],
       providers,
     };
   }

@@ -368,6 +368,11 @@ export const FollowupsRpc = {
   EnrollmentGet: 'followups.enrollments.get',
   EnrollmentControl: 'followups.enrollments.control',
   EffectDecide: 'followups.effects.decide',
+  PromiseList: 'followups.promises.list',
+  PromiseCreate: 'followups.promises.create',
+  PromiseGet: 'followups.promises.get',
+  PromiseCancel: 'followups.promises.cancel',
+  PromiseResolve: 'followups.promises.resolve',
   EffectResolve: 'followups.effects.resolve',
   QueueList: 'followups.queue.list',
   SettingsGet: 'followups.settings.get',
@@ -486,6 +491,91 @@ export const RESOLUTION_NOTE_MAX = 2000;
 export interface EffectResolveData extends Scoped, FollowupActor {
   effect_id: string;
   outcome: EffectResolutionOutcome;
+  note: string;
+  wamid?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One-off returns (seed 002 "Retornos avulsos")
+// ---------------------------------------------------------------------------------------------
+
+/** Statuses of a one-off return (seed 002). */
+export const PROMISE_STATUSES = ['scheduled', 'turn_enqueued', 'template_pending', 'template_dispatching', 'alerted', 'completed', 'skipped', 'failed', 'unknown', 'cancelled'] as const;
+export type PromiseStatus = (typeof PROMISE_STATUSES)[number];
+/** Not fired yet or still on its way: a contact has at most one (409 `already_pending`). */
+export const PENDING_PROMISE_STATUSES: readonly PromiseStatus[] = ['scheduled', 'turn_enqueued', 'template_pending', 'template_dispatching'];
+/** What happens when the return falls due outside the 24-hour window (seed 002). */
+export const PROMISE_OUTSIDE_WINDOW = ['alert', 'template'] as const;
+export type PromiseOutsideWindow = (typeof PROMISE_OUTSIDE_WINDOW)[number];
+/** List bounds (seed 002 "GET /ai/followups/promises": limit 1–100, default 30; q up to 100). */
+export const PROMISE_LIST_DEFAULT_LIMIT = 30;
+export const PROMISE_LIST_MAX_LIMIT = 100;
+
+export interface PromiseView {
+  id: string;
+  customer_id: string;
+  contact_id: string;
+  conversation_id: string | null;
+  agent_id: string | null;
+  operation_key: string;
+  reason: string;
+  promise: string;
+  /** As asked, ISO-8601. */
+  promised_at: string;
+  /** The effective time it fires (the promised time, not before creation, moved into the send window). */
+  due_at: string;
+  outside_window: PromiseOutsideWindow;
+  /** The approved template for `template` (default: the organization's first approved template). */
+  template: FlowTemplateRef | null;
+  status: PromiseStatus;
+  last_error: string | null;
+  cancel_reason: string | null;
+  fired_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** `GET /ai/followups/promises/{id}`: the return with its contact, agent, the turn it fired and the alert. */
+export interface PromiseDetailView extends PromiseView {
+  contact: { id: string; name: string | null; phone: string | null };
+  agent: { id: string; name: string | null } | null;
+  /** The turn (resume or template send) it fired, with why it was skipped when it was. */
+  run: { ai_run_id: string | null; message_key: string | null; skip_reason: string | null; usage: Record<string, unknown> | null } | null;
+  /** The team notification of `outside_window: alert`. */
+  alert: { notification_id: string | null; notified_at: string } | null;
+  /** How an `unknown` template send was reconciled. */
+  resolution: Record<string, unknown> | null;
+}
+
+export interface PromiseCreateData extends Scoped {
+  contact_id: string;
+  conversation_id?: string;
+  agent_id?: string;
+  operation_key: string;
+  /** 1–500 characters. */
+  reason: string;
+  /** 1–1,000 characters. */
+  promise: string;
+  /** ISO-8601 with offset. */
+  promised_at: string;
+  outside_window: PromiseOutsideWindow;
+  template?: FlowTemplateRef;
+}
+export interface PromiseListData extends Scoped {
+  status?: PromiseStatus;
+  q?: string;
+  contact_id?: string;
+  cursor?: string;
+  limit?: number;
+}
+export interface PromiseRef extends Scoped {
+  promise_id: string;
+}
+export interface PromiseCancelData extends PromiseRef {
+  reason?: string;
+}
+export interface PromiseResolveData extends PromiseRef, FollowupActor {
+  outcome: 'sent' | 'rejected';
   note: string;
   wamid?: string;
 }

@@ -18,6 +18,10 @@ export class FollowupsMetrics {
   readonly releases: Counter<'outcome'>;
   /** Rule triggers by type and outcome (seed 000); counted by the trigger loop of the follow-up automation. */
   readonly triggers: Counter<'type' | 'outcome'>;
+  /** One-off returns by outcome (scheduled, resumed, template, alerted, skipped, failed, dropped, cancelled, already_pending). */
+  readonly promises: Counter<'outcome'>;
+  /** Model requests of AI steps and returns through ai-gateway, by kind and run status (seed 000 `ai_requests_total{kind}`). */
+  readonly aiRequests: Counter<'kind' | 'status'>;
 
   constructor(metrics: Metrics) {
     const registers = [metrics.registry];
@@ -31,6 +35,8 @@ export class FollowupsMetrics {
     this.enrollments = new Counter({ name: `${METRIC_PREFIX}followup_enrollments_total`, help: 'Enrollment requests by source and result', labelNames: ['source', 'result'], registers });
     this.finished = new Counter({ name: `${METRIC_PREFIX}followup_finished_total`, help: 'Enrollments that left the live statuses, by status and reason', labelNames: ['status', 'reason'], registers });
     this.triggers = new Counter({ name: `${METRIC_PREFIX}followup_triggers_total`, help: 'Rule triggers by type and outcome (enrolled, rejected, failed)', labelNames: ['type', 'outcome'], registers });
+    this.promises = new Counter({ name: `${METRIC_PREFIX}followup_promises_total`, help: 'One-off returns by outcome', labelNames: ['outcome'], registers });
+    this.aiRequests = new Counter({ name: `${METRIC_PREFIX}followup_ai_requests_total`, help: 'Model requests of follow-up AI steps and one-off returns, by kind and run status', labelNames: ['kind', 'status'], registers });
     this.releases = new Counter({ name: `${METRIC_PREFIX}followup_releases_total`, help: 'Release transactions by outcome (released, busy, failed, idle)', labelNames: ['outcome'], registers });
   }
 }

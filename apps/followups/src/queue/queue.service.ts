@@ -6,14 +6,18 @@ import { poolOf } from '../requests/queryable.js';
 import { check } from '../requests/request-checks.js';
 import { QueueRepository } from './queue.repository.js';
 
+/** (created_at, kind, id) descending: created_at strings are fixed-width UTC, so they compare as text. */
+const byQueueOrder = (a: { cursor_at: string; kind: string; id: string }, b: { cursor_at: string; kind: string; id: string }): number =>
+  b.cursor_at.localeCompare(a.cursor_at) || b.kind.localeCompare(a.kind) || (b.id < a.id ? -1 : b.id > a.id ? 1 : 0);
+
 /** Queue limits (seed 002 "GET /ai/followups/queue": limit 1–100, default 30; q up to 100). */
 export const QUEUE_DEFAULT_LIMIT = 30;
 export const QUEUE_MAX_LIMIT = 100;
 
 /**
  * The follow-up queue (seed 002 "Fila"): enrollments and one-off returns in one cursor-paged list,
- * newest first. One-off returns arrive with the follow-up automation work; until then
- * `kind=promise` is an empty list.
+ * newest first (ties: returns before enrollments, then id), filtered by `kind`; a `flow_id` filter
+ * leaves returns out (they belong to no flow).
  */
 @Injectable()
 export class QueueService {
@@ -37,13 +41,15 @@ export class QueueService {
     const filters = { kind: input.kind, flow_id: input.flow_id, status: input.status, q: input.q, contact_id: input.contact_id };
     const after = input.cursor ? decodeCursor(input.cursor, filters) : undefined;
     const limit = input.limit ?? QUEUE_DEFAULT_LIMIT;
-    if (input.kind === 'promise') return { data: [], next_cursor: null };
-    const rows = await this.queue.enrollmentsPage(
-      poolOf(this.uow.dataSource),
-      { organizationId: input.organization_id, flowId: input.flow_id, status: input.status, contactId: input.contact_id, q: input.q?.trim() || undefined },
-      after && { createdAt: after.createdAt, id: after.id },
-      limit + 1,
-    );
+    const filter = { organizationId: input.organization_id, flowId: input.flow_id, status: input.status, contactId: input.contact_id, q: input.q?.trim() || undefined };
+    const position = after && { createdAt: after.createdAt, kind: after.kind ?? 'enrollment', id: after.id };
+    const db = poolOf(this.uow.dataSource);
+    // Each side is read in the merged order and the pages merged: both are keyset-stable on their own.
+    const [enrollments, promises] = await Promise.all([
+      input.kind === 'promise' ? [] : this.queue.enrollmentsPage(db, filter, position, limit + 1),
+      input.kind === 'enrollment' || input.flow_id ? [] : this.queue.promisesPage(db, filter, position, limit + 1),
+    ]);
+    const rows = [...enrollments, ...promises].sort(byQueueOrder);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {

@@ -6,6 +6,9 @@ import { SendOutcomesService } from './send-outcomes.service.js';
 
 const REQUESTER = 'followups';
 
+/** Keys of our sends at the dispatcher: enrollment steps and one-off returns. */
+const isOurs = (key: string | null | undefined): boolean => !!key && (key.startsWith('followup:') || key.startsWith('promise:'));
+
 /** Bus edge of send outcomes: messaging's message events and the dispatcher's uncertainty events. */
 @Injectable()
 export class SendOutcomesConsumer {
@@ -35,13 +38,13 @@ export class SendOutcomesConsumer {
   /** The dispatcher does not know whether the send went out: the effect is uncertain until resolved. */
   @OnBusMessage(OutboxEvents.EntryAmbiguous)
   async onAmbiguous(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
     await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'uncertain', { at: new Date(message.occurred_at) });
   }
 
   @OnBusMessage(OutboxEvents.EntryResolved)
   async onResolved(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
     const outcome = message.data.resolution === 'accepted' ? 'sent' : 'failed';
     await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, outcome, { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
   }
@@ -49,20 +52,20 @@ export class SendOutcomesConsumer {
   /** The dispatcher's own word on the wire outcome (messaging relays it as well; the first to arrive wins). */
   @OnBusMessage(OutboxEvents.EntryAccepted)
   async onAccepted(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
     await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'sent', { at: new Date(message.occurred_at) });
   }
 
   @OnBusMessage(OutboxEvents.EntryFailed)
   async onEntryFailed(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
     await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'failed', { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
   }
 
   /** A cancel the dispatcher honoured (messaging relays it too; whichever comes first wins). */
   @OnBusMessage(OutboxEvents.EntryCancelled)
   async onEntryCancelled(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !message.data.idempotency_key?.startsWith('followup:')) return;
+    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
     await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'cancelled', { at: new Date(message.occurred_at) });
   }
 }

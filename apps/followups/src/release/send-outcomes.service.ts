@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Tx } from '@touchpoint/database';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
+import { PromisesService } from '../promises/promises.service.js';
 import { rowsOf } from '../requests/queryable.js';
 
 /** A send's outcome as followups records it on the effect. */
@@ -17,6 +18,7 @@ export class SendOutcomesService {
   constructor(
     private readonly enrollments: EnrollmentsRepository,
     private readonly metrics: FollowupsMetrics,
+    private readonly promises: PromisesService,
   ) {}
 
   /**
@@ -25,6 +27,7 @@ export class SendOutcomesService {
    * @returns whether an effect changed
    */
   async apply(tx: Tx, organizationId: string, key: string, outcome: SendOutcome, detail: { messageId?: string | null; errorCode?: string | null; at: Date }): Promise<boolean> {
+    if (await this.promises.applySendOutcome(tx, organizationId, key, outcome, detail.errorCode ?? null, detail.at)) return true;
     const from = outcome === 'uncertain' ? ['queued'] : ['queued', 'uncertain'];
     const [effect] = await rowsOf<{ id: string; enrollment_id: string; node_id: string }>(tx, 
       `UPDATE effects SET status = $3, message_id = coalesce($4::uuid, message_id), reason = coalesce($5, reason), updated_at = $6

@@ -4,10 +4,11 @@ import { ApprovalCheckController } from './approval-check.controller.js';
 import { FollowupEffectsController } from './followup-effects.controller.js';
 import { FollowupEnrollmentsController } from './followup-enrollments.controller.js';
 import { FollowupFlowsController } from './followup-flows.controller.js';
+import { FollowupPromisesController } from './followup-promises.controller.js';
 
 /**
  * The seed-002 follow-up routes (`/ai/followup-flows`, `/ai/followups/*`), forwarded to followups
  * by RPC, and the approval check followups asks the gateway before an approved send.
  */
-@Module({ imports: [AccountsModule], controllers: [FollowupFlowsController, FollowupEnrollmentsController, FollowupEffectsController, ApprovalCheckController] })
+@Module({ imports: [AccountsModule], controllers: [FollowupFlowsController, FollowupEnrollmentsController, FollowupEffectsController, FollowupPromisesController, ApprovalCheckController] })
 export class FollowupsRoutesModule {}

@@ -24,6 +24,8 @@ import {
 import {
   CONSENT_MODES,
   EFFECT_RESOLUTION_OUTCOMES,
+  PROMISE_OUTSIDE_WINDOW,
+  PROMISE_STATUSES,
   RESOLUTION_NOTE_MAX,
   RESOLUTION_NOTE_MIN,
   ENROLLMENT_CONTROL_ACTIONS,
@@ -264,4 +266,45 @@ export class EffectResolveDto extends CustomerQuery {
   @MaxLength(RESOLUTION_NOTE_MAX)
   note!: string;
   @ApiPropertyOptional({ example: 'wamid.HBgNNTUxMTk5OTk5ODg4OBUCABIYIDNBMEY' }) @IsOptional() @IsString() @MaxLength(200) wamid?: string;
+}
+
+export class PromiseIdParams {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') id!: string;
+}
+
+export class PromiseTemplateDto {
+  @ApiProperty({ example: 'retomada_conversa' }) @IsString() @Matches(/^[a-z0-9_]{1,512}$/) name!: string;
+  @ApiProperty({ example: 'pt_BR' }) @IsString() @Matches(/^[a-z]{2,3}(_[A-Z]{2})?$/) language!: string;
+  @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(1024, { each: true }) parameters?: string[];
+}
+
+/** Body of `POST /ai/followups/promises` (seed 002 "Retornos avulsos"). */
+export class CreatePromiseDto extends CustomerQuery {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') contact_id!: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') conversation_id?: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') agent_id?: string;
+  @ApiProperty({ description: 'repeating it returns the same return' }) @IsString() @IsNotEmpty() @MaxLength(200) operation_key!: string;
+  @ApiProperty({ maxLength: 500, example: 'Cliente pediu retorno após falar com o sócio' }) @IsString() @IsNotEmpty() @MaxLength(500) reason!: string;
+  @ApiProperty({ maxLength: 1000, example: 'Retomar a proposta da cadeira ergonômica' }) @IsString() @IsNotEmpty() @MaxLength(1000) promise!: string;
+  @ApiProperty({ example: '2026-10-02T10:00:00-03:00' }) @IsISO8601({ strict: true }) promised_at!: string;
+  @ApiProperty({ enum: PROMISE_OUTSIDE_WINDOW, description: 'outside the 24-hour window: alert the team, or send an approved template' }) @IsIn(PROMISE_OUTSIDE_WINDOW) outside_window!: string;
+  @ApiPropertyOptional({ type: PromiseTemplateDto, description: "for `template` (default: the organization's first approved template)" }) @IsOptional() @ValidateNested() @Type(() => PromiseTemplateDto) template?: PromiseTemplateDto;
+}
+
+export class ListPromisesQuery extends CustomerQuery {
+  @ApiPropertyOptional({ enum: PROMISE_STATUSES }) @IsOptional() @IsIn(PROMISE_STATUSES) status?: string;
+  @ApiPropertyOptional({ maxLength: 100 }) @IsOptional() @IsString() @MaxLength(100) q?: string;
+  @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') contact_id?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(1024) cursor?: string;
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 30 }) @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100) limit?: number;
+}
+
+export class CancelPromiseDto extends CustomerQuery {
+  @ApiPropertyOptional({ maxLength: 500 }) @IsOptional() @IsString() @MaxLength(500) reason?: string;
+}
+
+export class ResolvePromiseDto extends CustomerQuery {
+  @ApiProperty({ enum: ['sent', 'rejected'] }) @IsIn(['sent', 'rejected']) outcome!: string;
+  @ApiProperty({ minLength: RESOLUTION_NOTE_MIN, maxLength: RESOLUTION_NOTE_MAX }) @IsString() @MinLength(RESOLUTION_NOTE_MIN) @MaxLength(RESOLUTION_NOTE_MAX) note!: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) wamid?: string;
 }

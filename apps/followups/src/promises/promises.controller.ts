@@ -1,0 +1,48 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import {
+  type CursorPage,
+  type DataEnvelope,
+  FollowupsRpc,
+  type PromiseCancelData,
+  type PromiseCreateData,
+  type PromiseDetailView,
+  type PromiseListData,
+  type PromiseRef,
+  type PromiseResolveData,
+  type PromiseView,
+} from '@touchpoint/contracts';
+import { PromisesService } from './promises.service.js';
+
+/** RPC edge of one-off returns (seed 002 "Retornos avulsos"). */
+@Controller()
+export class PromisesController {
+  constructor(private readonly promises: PromisesService) {}
+
+  @MessagePattern(FollowupsRpc.PromiseList)
+  async list(@Payload() input: PromiseListData): Promise<DataEnvelope<CursorPage<PromiseView>>> {
+    return { data: await this.promises.list(input) };
+  }
+
+  /** `{data, created}`: `created` is false when the operation key had one already. */
+  @MessagePattern(FollowupsRpc.PromiseCreate)
+  async create(@Payload() input: PromiseCreateData): Promise<DataEnvelope<PromiseView> & { created: boolean }> {
+    const { promise, created } = await this.promises.create(input);
+    return { data: promise, created };
+  }
+
+  @MessagePattern(FollowupsRpc.PromiseGet)
+  async get(@Payload() input: PromiseRef): Promise<DataEnvelope<PromiseDetailView>> {
+    return { data: await this.promises.get(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.PromiseCancel)
+  async cancel(@Payload() input: PromiseCancelData): Promise<DataEnvelope<PromiseView>> {
+    return { data: await this.promises.cancel(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.PromiseResolve)
+  async resolve(@Payload() input: PromiseResolveData): Promise<DataEnvelope<{ resolved: true }>> {
+    return { data: await this.promises.resolve(input) };
+  }
+}
