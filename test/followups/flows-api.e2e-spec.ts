@@ -125,13 +125,13 @@ describe('Follow-up REST API (gateway → followups)', () => {
       expect(unchanged.body.data).toMatchObject({ published_version_id: null, revision: 1 });
     });
 
-    it('refuses to publish AI steps yet with a clear code', async () => {
+    it('publishes AI steps now that they run (ai_step_unavailable only where FOLLOWUP_AI_STEPS_ENABLED is off)', async () => {
       const graph = structuredClone(SEED_002_FLOW_EXAMPLE.graph);
       graph.nodes[2].config = { mode: 'ai', instructions: 'Retome a conversa sobre a proposta' };
       const created = await http('POST', '/ai/followup-flows', { secret: org.secret, json: { ...SEED_002_FLOW_EXAMPLE, graph } });
       const res = await http('POST', `/ai/followup-flows/${created.body.data.id}/publish`, { secret: org.secret, json: { customer_id: SEED_ORG, expected_revision: 1 } });
-      expect(res.status).toBe(422);
-      expect(res.body.error.details.validation_errors).toEqual([expect.objectContaining({ node_id: 'lembrete', code: 'ai_step_unavailable' })]);
+      expect(res.status).toBe(200);
+      expect(res.body.data.published_version_id).toMatch(/^[0-9a-f-]{36}$/);
     });
 
     it('refuses a malformed draft with 400 and unknown fields in the body', async () => {

@@ -30,12 +30,10 @@ export class FollowupsConfig extends ServiceConfig {
   FOLLOWUP_SENDER_GAP_MS = 250;
 
   /**
-   * Whether AI steps (`ai_classify`, AI-written actions) may be published. Their engine comes with
-   * the follow-up AI work; until then publishing them answers 422 `invalid_graph` /
-   * `ai_step_unavailable`.
+   * Whether AI steps (`ai_classify`, AI-written actions) may be published; false makes publishing
+   * them answer 422 `invalid_graph` / `ai_step_unavailable` (an installation without ai-gateway).
    */
-  @IsBoolean()
-  FOLLOWUP_AI_STEPS_ENABLED = false;
+  FOLLOWUP_AI_STEPS_ENABLED = true;
 
   /** Deadline of the RPC a tag/untag step makes to messaging, ms. */
   @IsInt() @Min(100) @Max(30_000)

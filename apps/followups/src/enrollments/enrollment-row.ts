@@ -37,6 +37,10 @@ export interface EnrollmentRow {
   sender_unavailable_since: Date | null;
   failures: number;
   last_error: string | null;
+  /** First passes of AI steps so far: the fence of the model answer in flight (seed 000 "AI step"). */
+  ai_attempts: number;
+  /** Lease of an AI step's model call; `next_run_at` is moved to it as well. */
+  locked_until: Date | null;
   revision: number;
   created_at: Date;
   updated_at: Date;

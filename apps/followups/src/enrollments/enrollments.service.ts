@@ -156,6 +156,8 @@ export class EnrollmentsService {
       sender_unavailable_since: null,
       failures: 0,
       last_error: null,
+      ai_attempts: 0,
+      locked_until: null,
       revision: 1,
       created_at: now,
       updated_at: now,

@@ -12,8 +12,10 @@ export interface NewEffect {
   contactId: string;
   nodeId: string;
   step: number;
-  kind: 'send' | 'action';
+  kind: 'send' | 'action' | 'classification';
   status: string;
+  /** Model usage of an AI-written or AI-classified step. */
+  usage?: Record<string, unknown> | null;
   idempotencyKey?: string | null;
   text?: string | null;
   template?: FlowTemplateRef | null;
@@ -33,6 +35,7 @@ export interface StepSendEffect {
 const STATE_COLUMNS = [
   'status', 'reason', 'node_id', 'step', 'next_run_at', 'node_entered_at', 'variables', 'sender_id', 'repeat_counts', 'last_reply_text',
   'reply_seen_at', 'handoff_seen_at', 'pending_exit', 'last_send_status', 'inflight_effect_id', 'sender_unavailable_since', 'failures', 'last_error', 'finished_at',
+  'ai_attempts', 'locked_until',
 ] as const satisfies readonly (keyof EnrollmentRow)[];
 const JSON_STATE = new Set<string>(['variables', 'repeat_counts']);
 
@@ -66,15 +69,20 @@ export class ReleaseRepository {
   async claimDue(
     db: Queryable,
     now: Date,
+    /** The second pass of an AI step: this enrollment, only while its fence holds (waits for its lock). */
+    fenced?: { id: string; aiAttempts: number; nodeId: string; step: number },
   ): Promise<(EnrollmentRow & { flow_status: FlowStatus; contact: ContactActivity | null; recentSends: { count: number; oldest: Date | null } }) | undefined> {
     const [row] = await rowsOf<EnrollmentRow & { flow_status: FlowStatus; contact: Record<string, unknown> | null; recent_send_count: number; recent_send_oldest: Date | null }>(
       db,
-      `WITH claimed AS (
-         SELECT id FROM enrollments
+      `WITH claimed AS (${
+        fenced
+          ? `SELECT id FROM enrollments WHERE id = $3 AND ai_attempts = $4 AND node_id = $5 AND step = $6 AND status IN ${DUE_STATUSES} AND $1::timestamptz IS NOT NULL FOR UPDATE`
+          : `SELECT id FROM enrollments
           WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1
           ORDER BY next_run_at
           LIMIT 1
-          FOR UPDATE SKIP LOCKED)
+          FOR UPDATE SKIP LOCKED`
+      })
        SELECT e.*, f.status AS flow_status, to_jsonb(c) AS contact, rs.count AS recent_send_count, rs.oldest AS recent_send_oldest
          FROM claimed
          JOIN enrollments e ON e.id = claimed.id
@@ -86,7 +94,7 @@ export class ReleaseRepository {
          CROSS JOIN LATERAL (
            SELECT count(*)::int AS count, min(created_at) AS oldest FROM effects
             WHERE contact_id = e.contact_id AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at > $2) rs`,
-      [now, new Date(now.getTime() - 24 * 3_600_000)],
+      fenced ? [now, new Date(now.getTime() - 24 * 3_600_000), fenced.id, fenced.aiAttempts, fenced.nodeId, fenced.step] : [now, new Date(now.getTime() - 24 * 3_600_000)],
     );
     if (!row) return undefined;
     const { recent_send_count: count, recent_send_oldest: oldest, ...rest } = row;
@@ -118,6 +126,7 @@ export class ReleaseRepository {
       ef((e) => e.text ?? null),
       ef((e) => (e.template ? JSON.stringify(e.template) : null)),
       ef((e) => e.senderId ?? null),
+      ef((e) => (e.usage ? JSON.stringify(e.usage) : null)),
       ef((e) => e.reason ?? null),
     ];
     const [result] = await rowsOf<{ effects: number }>(
@@ -128,12 +137,12 @@ export class ReleaseRepository {
          INSERT INTO enrollment_events (organization_id, enrollment_id, type, node_id, data, created_at)
          SELECT * FROM unnest($${eventArrays[0]}::uuid[], $${eventArrays[1]}::uuid[], $${eventArrays[2]}::text[], $${eventArrays[3]}::text[], $${eventArrays[4]}::jsonb[], $${eventArrays[5]}::timestamptz[])),
        inserted AS (
-         INSERT INTO effects (id, organization_id, enrollment_id, contact_id, node_id, step, kind, status, idempotency_key, text, template, sender_id, reason, created_at, updated_at)
-         SELECT id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, reason, $2, $2
+         INSERT INTO effects (id, organization_id, enrollment_id, contact_id, node_id, step, kind, status, idempotency_key, text, template, sender_id, usage, reason, created_at, updated_at)
+         SELECT id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, usage, reason, $2, $2
            FROM unnest($${effectArrays[0]}::uuid[], $${effectArrays[1]}::uuid[], $${effectArrays[2]}::uuid[], $${effectArrays[3]}::uuid[], $${effectArrays[4]}::text[],
                        $${effectArrays[5]}::int[], $${effectArrays[6]}::text[], $${effectArrays[7]}::text[], $${effectArrays[8]}::text[], $${effectArrays[9]}::text[],
-                       $${effectArrays[10]}::jsonb[], $${effectArrays[11]}::uuid[], $${effectArrays[12]}::text[])
-                AS x(id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, reason)
+                       $${effectArrays[10]}::jsonb[], $${effectArrays[11]}::uuid[], $${effectArrays[12]}::jsonb[], $${effectArrays[13]}::text[])
+                AS x(id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, usage, reason)
          ON CONFLICT (enrollment_id, node_id, step, kind) DO NOTHING
          RETURNING 1)
        SELECT (SELECT count(*) FROM inserted)::int AS effects, (SELECT count(*) FROM saved)::int AS saved`,

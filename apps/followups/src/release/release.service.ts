@@ -2,6 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DateTime } from 'luxon';
 import {
+  AI_DEFAULT_OUTPUT_SCHEMAS,
+  AiClient,
+  type AiInputByKind,
+  type AiRunResult,
   type ApprovalCheckData,
   type ApprovalCheckView,
   FollowupsEvents,
@@ -25,7 +29,7 @@ import { effectiveSendWindow } from '../flows/flow-settings.js';
 import { type CompiledVersion, FlowVersionCache } from '../flows/flow-version-cache.js';
 import type { FollowupsConfig } from '../followups.config.js';
 import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
-import { type ActionConfig, type ExitKey, isSendAction, type ParsedNode } from '../graph/node-config.js';
+import { type ActionConfig, type AiClassifyConfig, type ExitKey, isSendAction, type ParsedNode } from '../graph/node-config.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { SenderChoiceCache } from '../senders/sender-choice.cache.js';
 import { SendersRepository } from '../senders/senders.repository.js';
@@ -44,8 +48,29 @@ export const QUOTA_RETRY_MS = 30 * 60_000;
 /** Node transitions one release may chain (instant nodes); more means a bug, not a flow. */
 const MAX_TRANSITIONS = 64;
 
-/** What one call of `releaseOne` did. */
-export type ReleaseOutcome = 'idle' | 'released' | 'busy' | 'failed';
+/** What one call of `releaseOne` did (`dropped`: an AI step's answer came after its fence moved on). */
+export type ReleaseOutcome = 'idle' | 'released' | 'busy' | 'failed' | 'dropped';
+
+/** AI kinds a step asks ai-gateway for. */
+type StepAiKind = 'followup_classify' | 'followup_message';
+
+/** A model call the first pass of an AI step leaves for after its commit (seed 000 "AI step"). */
+interface AiRequest {
+  enrollmentId: string;
+  organizationId: string;
+  nodeId: string;
+  step: number;
+  /** The fence: `ai_attempts` as the first pass wrote it. */
+  attempts: number;
+  kind: StepAiKind;
+  input: AiInputByKind[StepAiKind];
+}
+
+/** The second pass of an AI step: the fence to claim under, and the model's answer. */
+interface AiAnswer {
+  request: AiRequest;
+  result: AiRunResult;
+}
 
 /** The working state of one release: the row being changed, and what to write with it. */
 interface ReleaseContext {
@@ -63,6 +88,10 @@ interface ReleaseContext {
   recentSends: { count: number; oldest: Date | null };
   /** A send was queued in this transaction: the next one waits for its own (seed 000: one step per transaction). */
   sent: boolean;
+  /** Second pass of an AI step: the model's answer for (node, visit). */
+  ai?: AiAnswer;
+  /** First pass of an AI step: the call to make once this transaction commits. */
+  aiRequest?: AiRequest;
 }
 
 /**
@@ -86,18 +115,57 @@ export class ReleaseService {
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: FollowupsConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    this.ai = new AiClient(rpc);
+  }
+
+  private readonly ai: AiClient;
+
+  /**
+   * Releases at most one due step. An AI step takes two transactions around its model call (seed
+   * 000 "AI step"): the first pass leases the enrollment (`locked_until`, `next_run_at` moved
+   * there) and bumps `ai_attempts`, then commits; the model is called with no lock held; the
+   * second pass claims the same enrollment only while `ai_attempts`, node and visit are unchanged,
+   * re-runs every check under the lock and uses the answer. A worker that died mid-call leaves a
+   * lease that expires: another release runs the step with a new fence, and a late answer finds
+   * the fence moved and is dropped.
+   */
+  async releaseOne(): Promise<ReleaseOutcome> {
+    const first = await this.pass();
+    if (!first.aiRequest) return first.outcome;
+    const request = first.aiRequest;
+    const result = await this.ai.run({
+      organization_id: request.organizationId,
+      kind: request.kind,
+      // One key per attempt: a new fence asks again instead of reading a dead worker's stored answer.
+      idempotency_key: `followup:${request.enrollmentId}:${request.nodeId}:${request.step}:${request.attempts}`,
+      input: request.input,
+      output_schema: AI_DEFAULT_OUTPUT_SCHEMAS[request.kind],
+      timeout_ms: this.config.FOLLOWUP_AI_TIMEOUT_MS,
+    });
+    this.metrics.aiRequests.inc({ kind: request.kind, status: result.status });
+    const second = await this.pass({ request, result });
+    return second.outcome;
+  }
 
   /**
    * Releases at most one due step. An unexpected error rolls the transaction back and backs the
    * enrollment off (30 s … 1 h), marking it `dead` after FOLLOWUP_MAX_FAILURES.
    */
-  async releaseOne(): Promise<ReleaseOutcome> {
+  private async pass(answer?: AiAnswer): Promise<{ outcome: ReleaseOutcome; aiRequest?: AiRequest }> {
     const now = this.clock.now();
     let claimed: { id: string; revision: number; organization_id: string } | undefined;
+    let aiRequest: AiRequest | undefined;
     try {
       const outcome = await this.uow.run(async (tx) => {
-        const claimedRow = await this.release.claimDue(tx, now);
+        const fence = answer && { id: answer.request.enrollmentId, aiAttempts: answer.request.attempts, nodeId: answer.request.nodeId, step: answer.request.step };
+        const claimedRow = await this.release.claimDue(tx, now, fence);
+        if (!claimedRow && answer) {
+          // Another release took the step over with a new fence (our lease ran out), or it moved on.
+          this.metrics.aiRequests.inc({ kind: answer.request.kind, status: 'late_dropped' });
+          this.logger.info({ event: 'followups.ai_late_answer_dropped', enrollment_id: answer.request.enrollmentId, node_id: answer.request.nodeId, attempts: answer.request.attempts }, 'late AI answer dropped');
+          return 'dropped' as const;
+        }
         if (!claimedRow) return 'idle' as const;
         const { contact, recentSends, ...row } = claimedRow;
         claimed = { id: row.id, revision: row.revision, organization_id: row.organization_id };
@@ -117,16 +185,16 @@ export class ReleaseService {
           }
           flowStatus = locked;
         }
-        await this.step(tx, now, state, contact, flowStatus, recentSends);
+        aiRequest = await this.step(tx, now, state, contact, flowStatus, recentSends, answer);
         return 'released' as const;
       });
       this.metrics.releases.inc({ outcome });
-      return outcome;
+      return { outcome, aiRequest };
     } catch (err) {
       this.metrics.releases.inc({ outcome: 'failed' });
       if (!claimed) throw err;
       await this.recordFailure(claimed, err, now);
-      return 'failed';
+      return { outcome: 'failed' };
     }
   }
 
@@ -141,15 +209,16 @@ export class ReleaseService {
   }
 
   /** Checks, then nodes; then one write of the enrollment, its timeline, and its messages. */
-  private async step(tx: Tx, now: Date, state: EnrollmentRow, contact: ContactActivity, flowStatus: FlowStatus, recentSends: ReleaseContext['recentSends']): Promise<void> {
+  private async step(tx: Tx, now: Date, state: EnrollmentRow, contact: ContactActivity, flowStatus: FlowStatus, recentSends: ReleaseContext['recentSends'], ai?: AiAnswer): Promise<AiRequest | undefined> {
     const version = await this.versions.get(tx, state.version_id);
     const organization = await this.settings.get(state.organization_id);
-    const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null }, contact, version, organization, events: [], messages: [], effects: [], sent: false, recentSends };
+    const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null, locked_until: null }, contact, version, organization, events: [], messages: [], effects: [], sent: false, recentSends, ai };
     if (this.checks(ctx, flowStatus)) await this.runNodes(ctx);
     const inserted = await this.release.writeStep(tx, ctx.state, ctx.events, ctx.effects, now);
     // Unique per (enrollment, node, visit, kind): fewer rows means this step was already released.
     if (inserted < ctx.effects.length) throw new Error(`step ${state.node_id}#${state.step} of enrollment ${state.id} was already released`);
     await tx.publish(ctx.messages);
+    return ctx.aiRequest;
   }
 
   /**
@@ -239,7 +308,7 @@ export class ReleaseService {
         this.finish(ctx, 'completed', node.config.outcome, 'end');
         return undefined;
       case 'ai_classify':
-        throw new AppError(ErrorCode.Internal, 'ai_classify steps are not executed by this version of the engine');
+        return this.classify(ctx, node.id, node.config);
       case 'action':
         return this.runAction(ctx, node.id, node.config);
     }
@@ -301,13 +370,31 @@ export class ReleaseService {
     const needsConsent = organization.consent_mode === 'all_opt_in' || (organization.consent_mode === 'marketing_opt_in' && purpose === 'marketing');
     if (needsConsent && !contact.tags.includes(organization.consent_tag)) return this.skip(ctx, nodeId, 'no_consent');
 
-    if (config.mode === 'ai') throw new AppError(ErrorCode.Internal, 'AI-written steps are not executed by this version of the engine');
     const insideServiceWindow = contact.last_inbound_at !== null && now.getTime() - contact.last_inbound_at.getTime() < SERVICE_WINDOW_MS;
     let template: FlowTemplateRef | undefined;
+    let aiText: string | undefined;
+    let usage: Record<string, unknown> | null = null;
     if (config.mode === 'template') template = config.template;
     else if (!insideServiceWindow) {
+      // Free text cannot go outside the window, so an AI-written step does not ask the model either.
       if (!config.template_fallback) return this.skip(ctx, nodeId, 'outside_service_window');
       template = config.template_fallback;
+    } else if (config.mode === 'ai') {
+      const answer = this.answerFor(ctx, nodeId);
+      if (!answer) {
+        this.requestAi(ctx, nodeId, 'followup_message', {
+          objective: config.instructions,
+          ...(contact.name ? { contact: { name: contact.name } } : {}),
+          ...(state.last_reply_text ? { thread: [{ direction: 'inbound' as const, text: state.last_reply_text }] } : {}),
+        });
+        return false;
+      }
+      usage = (answer.usage as unknown as Record<string, unknown>) ?? null;
+      const body = answer.status === 'ok' ? String((answer.output as { body?: unknown } | null)?.body ?? '').trim() : '';
+      if (body) aiText = body;
+      // Model unavailable, budget exhausted or no usable text: the step's template, else skip (seed 000 "Failure behaviour").
+      else if (config.template_fallback) template = config.template_fallback;
+      else return this.skip(ctx, nodeId, `ai_${answer.status === 'ok' ? 'empty' : answer.status}`);
     }
 
     const facts = this.facts(ctx);
@@ -322,6 +409,8 @@ export class ReleaseService {
       }
       content.template = { name: template.name, language: template.language, components: parameters.length ? [{ type: 'body', parameters: parameters.map((t) => ({ type: 'text', text: t })) }] : [] };
       template = { ...template, parameters };
+    } else if (aiText !== undefined) {
+      content.text = text = aiText;
     } else if (config.mode === 'text') {
       const r = renderTemplate(config.body, facts);
       if ('missing' in r) return this.skip(ctx, nodeId, `missing_variable:${r.missing}`);
@@ -390,6 +479,7 @@ export class ReleaseService {
       text,
       template: template ?? null,
       senderId,
+      usage,
     });
     const command: MessagingSendData = {
       organization_id: state.organization_id,
@@ -413,6 +503,63 @@ export class ReleaseService {
     this.event(ctx, 'step_queued', { effect_id: effectId, idempotency_key: key, template: template?.name ?? null });
     this.metrics.steps.inc({ action: 'send', outcome: 'queued' });
     return true;
+  }
+
+  /**
+   * An `ai_classify` node: the newest reply's class from the model (second pass), or the
+   * fallback class when there is no reply, the model failed, answered a class the node does not
+   * have, or was less confident than `min_confidence` (seed 000 "low confidence / failure").
+   */
+  private classify(ctx: ReleaseContext, nodeId: string, config: AiClassifyConfig): ExitKey | undefined {
+    const { state } = ctx;
+    const reply = state.last_reply_text?.trim();
+    let classId = config.fallback_class_id;
+    let fallback: string | null = 'no_reply';
+    let usage: Record<string, unknown> | null = null;
+    let confidence: number | null = null;
+    if (reply) {
+      const answer = this.answerFor(ctx, nodeId);
+      if (!answer) {
+        this.requestAi(ctx, nodeId, 'followup_classify', {
+          reply,
+          classes: config.classes.map((c) => ({ id: c.id, description: c.description ?? c.label })),
+          ...(config.instructions ? { guidance: config.instructions } : {}),
+        });
+        return undefined;
+      }
+      usage = (answer.usage as unknown as Record<string, unknown>) ?? null;
+      const out = answer.output as { class?: unknown; confidence?: unknown } | null;
+      confidence = typeof out?.confidence === 'number' ? out.confidence : null;
+      const known = config.classes.find((c) => c.id === out?.class);
+      if (answer.status !== 'ok') fallback = answer.status;
+      else if (!known) fallback = 'unknown_class';
+      else if (confidence === null || confidence < config.min_confidence) fallback = 'low_confidence';
+      else {
+        classId = known.id;
+        fallback = null;
+      }
+    }
+    ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'classification', status: 'done', text: classId, reason: fallback ? `fallback:${fallback}` : null, usage });
+    this.event(ctx, 'classified', { class_id: classId, confidence, fallback });
+    this.metrics.steps.inc({ action: 'ai_classify', outcome: fallback ? 'fallback' : 'classified' });
+    return `class:${classId}`;
+  }
+
+  /** The model's answer for this visit of `nodeId`, when this is the AI step's second pass. */
+  private answerFor(ctx: ReleaseContext, nodeId: string): AiRunResult | undefined {
+    const ai = ctx.ai;
+    return ai && ai.request.nodeId === nodeId && ai.request.step === ctx.state.step && ai.request.attempts === ctx.state.ai_attempts ? ai.result : undefined;
+  }
+
+  /** First pass of an AI step: lease and fence now, the model call after the commit. */
+  private requestAi(ctx: ReleaseContext, nodeId: string, kind: StepAiKind, input: AiInputByKind[StepAiKind]): void {
+    const { state, now } = ctx;
+    state.ai_attempts += 1;
+    state.locked_until = new Date(now.getTime() + this.config.FOLLOWUP_AI_LEASE_MS);
+    // Nothing claims it before the lease runs out; then another release re-runs the step.
+    state.next_run_at = state.locked_until;
+    ctx.aiRequest = { enrollmentId: state.id, organizationId: state.organization_id, nodeId, step: state.step, attempts: state.ai_attempts, kind, input };
+    this.event(ctx, 'ai_requested', { kind, attempt: state.ai_attempts });
   }
 
   /**
