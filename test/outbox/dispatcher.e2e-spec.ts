@@ -97,7 +97,8 @@ describe('outbox dispatcher', () => {
       ['a read receipt with another key', { payload: { type: 'read_receipt', message_id: 'wamid.X' }, idempotency_key: 'r1' }, 'invalid_payload'],
       ['a recipient that is not a number', { to: 'ana@example.com' }, 'invalid_recipient'],
       ['an unknown sender', { sender_id: randomUUID() }, 'sender_not_found'],
-      ['a channel without adapter', { channel: 'email' }, 'unsupported_channel'],
+      // Every channel has an adapter now (email: Nylas, linkedin: Unipile); an organization without a mailbox has no sender.
+      ['an email from an organization with no mailbox', { channel: 'email' }, 'sender_not_found'],
     ])('rejects %s with %s and writes nothing', async (_name, patch, code) => {
       const data = { ...textTo(org, newNumber()), ...patch } as Parameters<typeof d.enqueue.enqueue>[0];
       const error = await d.enqueue.enqueue(data).catch((e) => e);

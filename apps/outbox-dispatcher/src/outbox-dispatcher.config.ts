@@ -87,4 +87,28 @@ export class OutboxDispatcherConfig extends ServiceConfig {
   /** Name of this process in lease rows; default host:pid:random. */
   @IsOptional() @IsString()
   OUTBOX_INSTANCE_ID?: string = undefined;
+
+  /** Nylas v3 API base URL (the sandbox locally; https://api.us.nylas.com in production). */
+  @IsString()
+  NYLAS_API_BASE_URL = 'http://127.0.0.1:3900';
+
+  /** Deadline of one Nylas call, ms; a send that passes it is parked ambiguous, never resent blindly. */
+  @IsInt() @Min(100) @Max(120_000)
+  NYLAS_SEND_TIMEOUT_MS = 15_000;
+
+  /** Unipile API base URL (the sandbox locally; the account's DSN in production). */
+  @IsString()
+  UNIPILE_API_BASE_URL = 'http://127.0.0.1:3900';
+
+  /** Deadline of one Unipile call, ms. */
+  @IsInt() @Min(100) @Max(120_000)
+  UNIPILE_SEND_TIMEOUT_MS = 15_000;
+
+  /** Key of the signed unsubscribe tokens (the gateway verifies them with the same key). */
+  @IsString()
+  UNSUBSCRIBE_TOKEN_SECRET = 'sandbox-unsubscribe-token-secret';
+
+  /** Public base URL of the gateway, for the unsubscribe link and List-Unsubscribe header. */
+  @IsString()
+  UNSUBSCRIBE_BASE_URL = 'http://127.0.0.1:3000';
 }

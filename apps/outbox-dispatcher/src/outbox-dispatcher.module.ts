@@ -14,6 +14,13 @@ import type { OutboxDispatcherConfig } from './outbox-dispatcher.config.js';
 import { PROVIDER_ADAPTERS, type ProviderAdapter } from './providers/provider-adapter.js';
 import { ProviderRegistry } from './providers/provider-registry.js';
 import { WhatsAppAdapter } from './providers/whatsapp/whatsapp.adapter.js';
+import { NylasEmailAdapter } from './email/nylas.adapter.js';
+import { ProviderAccountsController } from './email/provider-accounts.controller.js';
+import { ProviderAccountsService } from './email/provider-accounts.service.js';
+import { LinkedinStateController } from './linkedin/linkedin-state.controller.js';
+import { UnipileLinkedinAdapter } from './linkedin/unipile.adapter.js';
+import { CorrespondentsConsumer } from './prospect-cap/correspondents.consumer.js';
+import { ProspectCapService } from './prospect-cap/prospect-cap.service.js';
 import { SendersController } from './senders/senders.controller.js';
 import { SendersRepository } from './senders/senders.repository.js';
 import { SendersService } from './senders/senders.service.js';
@@ -39,7 +46,16 @@ export class OutboxDispatcherModule {
       OutboxRepository,
       OutboxMetrics,
       WhatsAppAdapter,
-      { provide: PROVIDER_ADAPTERS, useFactory: (whatsapp: WhatsAppAdapter): ProviderAdapter[] => [whatsapp], inject: [WhatsAppAdapter] },
+      NylasEmailAdapter,
+      UnipileLinkedinAdapter,
+      ProspectCapService,
+      CorrespondentsConsumer,
+      ProviderAccountsService,
+      {
+        provide: PROVIDER_ADAPTERS,
+        useFactory: (whatsapp: WhatsAppAdapter, email: NylasEmailAdapter, linkedin: UnipileLinkedinAdapter): ProviderAdapter[] => [whatsapp, email, linkedin],
+        inject: [WhatsAppAdapter, NylasEmailAdapter, UnipileLinkedinAdapter],
+      },
       ProviderRegistry,
       ResolutionService,
       DispatchService,
@@ -53,7 +69,7 @@ export class OutboxDispatcherModule {
     return {
       module: OutboxDispatcherModule,
       imports: [PlatformModule.forService({ service: 'outbox-dispatcher', config, entities: OutboxDispatcherEntities, migrations: OutboxDispatcherMigrations })],
-      controllers: [SendersController, EnqueueController],
+      controllers: [SendersController, EnqueueController, ProviderAccountsController, LinkedinStateController],
       providers,
     };
   }

@@ -443,3 +443,36 @@ export interface WhatsAppInboundBatch {
   contacts: { wa_id: string; profile?: { name?: string } }[];
   messages: ({ from: string; id: string; timestamp: string; type: string } & Record<string, unknown>)[];
 }
+
+// ---------------------------------------------------------------------------------------------
+// Email and LinkedIn provider accounts, the daily prospect cap (issue 8 item 8, seed 003 §6)
+// ---------------------------------------------------------------------------------------------
+
+/** RPCs of the dispatcher's email (Nylas) and LinkedIn (Unipile) senders and of the prospect cap. */
+export const OutboxAccountRpc = {
+  /** `OutboxAccountCreateData` → `OutboxSenderView`: a mailbox (Nylas grant) or a LinkedIn account (Unipile). */
+  Create: 'outbox.senders.create_account',
+  /** `OutboxProspectCapData` → `{ organization_id, prospect_emails_per_day }`. */
+  ProspectCapSet: 'outbox.prospect_cap.set',
+} as const;
+
+export interface OutboxAccountCreateData {
+  organization_id: string;
+  channel: 'email' | 'linkedin';
+  /** The Nylas `grant_id` or the Unipile `account_id` (webhooks are routed by it). */
+  account_id: string;
+  /** The mailbox address, or the account's LinkedIn member id (`ACo…`). */
+  address: string;
+  /** The Nylas application API key or the Unipile `X-API-KEY`; stored encrypted, never returned. */
+  api_key: string;
+  /** Nylas grant provider (`google`, `microsoft`, `imap`, …): List-Unsubscribe goes only on Google grants. */
+  provider?: string;
+  label?: string;
+  is_default?: boolean;
+}
+
+export interface OutboxProspectCapData {
+  organization_id: string;
+  /** Prospect emails per mailbox and UTC day; 0 stops every prospect send; null → the default (30). */
+  prospect_emails_per_day: number | null;
+}

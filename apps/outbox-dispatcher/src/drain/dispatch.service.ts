@@ -40,7 +40,7 @@ interface Opened {
 
 /** The adapter's view of an entry row. */
 function toDispatchEntry(entry: EntryRow): DispatchEntry {
-  return { entryId: entry.id, organizationId: entry.organization_id, recipient: entry.recipient, payload: entry.payload, prepared: entry.prepared };
+  return { entryId: entry.id, organizationId: entry.organization_id, recipient: entry.recipient, payload: entry.payload, prepared: entry.prepared, logContext: entry.log_context ?? {} };
 }
 
 /** Raised inside the attempt-opening transaction to roll it back when the entry is no longer ours. */

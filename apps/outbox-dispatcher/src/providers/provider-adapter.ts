@@ -24,6 +24,8 @@ export interface DispatchEntry {
   payload: OutboxPayload;
   /** What an earlier preparation derived and saved (uploaded media ids), or null. */
   prepared: Record<string, unknown> | null;
+  /** The caller's correlation fields (requester, `linkedin_action`, ...): the email and LinkedIn adapters read them. */
+  logContext?: Record<string, string | number>;
 }
 
 /** The request an adapter will make, built during preparation. */

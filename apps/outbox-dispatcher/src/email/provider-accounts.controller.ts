@@ -1,0 +1,82 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import {
+  type EmailHeadersQuery,
+  type EmailHeadersView,
+  OutboxAccountRpc,
+  type OutboxAccountCreateData,
+  type OutboxProspectCapData,
+  OutreachDispatcherRpc,
+  type ProviderAccountLookup,
+  type SuppressionCheckData,
+  type SuppressionCheckResult,
+} from '@touchpoint/contracts';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { toRecipientKey } from '@touchpoint/phone';
+import { UnitOfWork } from '@touchpoint/runtime';
+import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
+import { SendersService } from '../senders/senders.service.js';
+import { NylasEmailAdapter } from './nylas.adapter.js';
+import { ProviderAccountsService } from './provider-accounts.service.js';
+
+/** Most values one suppression check reads (ours). */
+const MAX_CHECK_VALUES = 500;
+
+/**
+ * RPCs of the email and LinkedIn side of the dispatcher: provider accounts as senders, the
+ * account → organization lookup of the webhook ingress, the prospect cap override, the
+ * do-not-contact check outreach reads at enroll, decision and execution time (seed 003 §5
+ * `contact_suppressions`: read fresh), and one Nylas message read with its headers.
+ */
+@Controller()
+export class ProviderAccountsController {
+  constructor(
+    private readonly accounts: ProviderAccountsService,
+    private readonly cap: ProspectCapService,
+    private readonly senders: SendersService,
+    private readonly nylas: NylasEmailAdapter,
+    private readonly uow: UnitOfWork,
+  ) {}
+
+  @MessagePattern(OutboxAccountRpc.Create)
+  create(@Payload() data: OutboxAccountCreateData) {
+    return this.accounts.create(data);
+  }
+
+  @MessagePattern(OutreachDispatcherRpc.SenderLookupByAccount)
+  lookup(@Payload() data: ProviderAccountLookup) {
+    return this.accounts.lookup(data);
+  }
+
+  @MessagePattern(OutboxAccountRpc.ProspectCapSet)
+  setCap(@Payload() data: OutboxProspectCapData) {
+    return this.cap.setOrganizationCap(data?.organization_id, data?.prospect_emails_per_day ?? null);
+  }
+
+  /** The subset of `values` on the organization's do-not-contact list, keyed like the senders key them. */
+  @MessagePattern(OutreachDispatcherRpc.SuppressionCheck)
+  async suppressions(@Payload() data: SuppressionCheckData): Promise<SuppressionCheckResult> {
+    if (typeof data?.organization_id !== 'string' || !Array.isArray(data.values) || data.values.length > MAX_CHECK_VALUES) throw new AppError(ErrorCode.ValidationFailed, `organization_id and at most ${MAX_CHECK_VALUES} values are required`);
+    const keyed = data.values.map((v) => ({ v, key: toRecipientKey(v.channel, v.value) })).filter((k): k is { v: SuppressionCheckData['values'][number]; key: string } => k.key !== null);
+    if (keyed.length === 0) return { suppressed: [] };
+    const rows: { channel: string; value: string }[] = await this.uow.dataSource.query(
+      `SELECT channel, value FROM contact_suppressions WHERE organization_id = $1 AND (channel, value) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
+      [data.organization_id, keyed.map((k) => k.v.channel), keyed.map((k) => k.key)],
+    );
+    const hit = new Set(rows.map((r) => `${r.channel}\u0000${r.value}`));
+    return { suppressed: keyed.filter((k) => hit.has(`${k.v.channel}\u0000${k.key}`)).map((k) => k.v) };
+  }
+
+  /** @throws AppError sender_not_found (no mailbox), service_unavailable (Nylas did not answer) */
+  @MessagePattern(OutreachDispatcherRpc.EmailHeaders)
+  async headers(@Payload() query: EmailHeadersQuery): Promise<EmailHeadersView> {
+    const senderId = query?.sender_id ?? (await this.uow.run((tx) => this.senders.resolveForEnqueue(tx, query.organization_id, 'email', null))).id;
+    const sender = await this.senders.credentialsFor(senderId);
+    if (!sender || sender.organizationId !== query.organization_id) throw new AppError(ErrorCode.SenderNotFound, 'no such mailbox');
+    try {
+      return await this.nylas.readHeaders(sender, query.provider_message_id);
+    } catch (err) {
+      throw new AppError(ErrorCode.ServiceUnavailable, `the message could not be read: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { OutboxPayload } from '@touchpoint/contracts';
+import { APP_CONFIG } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { type Classified, parseRetryAfter, type WireFailure } from '../classification/classification.js';
+import { classifyProviderFailure } from '../email/nylas.adapter.js';
+import { providerFetch } from '../email/provider-http.js';
+import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
+import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../providers/provider-adapter.js';
+
+/** Provider codes we give Unipile's refusals (ours): both fail the entry with nothing sent. */
+export const ALREADY_CONNECTED_CODE = 90_101;
+export const CONNECTION_HELD_CODE = 90_102;
+/** LinkedIn's invitation note limit, characters. */
+export const INVITE_NOTE_MAX = 300;
+/** Longest LinkedIn message we send, characters (ours, above the drafting limit). */
+export const LINKEDIN_MESSAGE_MAX = 8000;
+
+/**
+ * Unipile error types (RFC 7807 `type`, developer.unipile.com "Error responses") that mean the
+ * invitation is pointless: the person is already a relation. Seed 003 §5: `already_connected` →
+ * the action is invalidated and the next decision can message instead.
+ */
+const ALREADY_CONNECTED_TYPES = [/already_connected/, /already_in_network/, /already_a_relation/];
+/**
+ * Types that mean "not now": a pending or recent invitation, LinkedIn's invitation throttle.
+ * Seed 003 §5: `connection_held` → nothing was sent; the action goes back to approved for later.
+ */
+const CONNECTION_HELD_TYPES = [/cannot_resend_yet/, /already_invited_recently/, /invitation_pending/, /limit_exceeded/];
+
+/**
+ * Unipile (API v1) LinkedIn adapter (issue 8 item 8, seed 003 §4.6). The sender's credentials hold
+ * `{ api_key, account_id }`; the recipient is the person's LinkedIn provider id.
+ * - `log_context.linkedin_action = 'invite'`: `POST /api/v1/users/invite` (JSON: provider_id,
+ *   account_id, message = the note); the invitation id is the provider id of the send.
+ * - otherwise a chat message: `POST /api/v1/chats` (multipart form: account_id, text,
+ *   attendees_ids), which starts or reuses the 1:1 chat; the message id is the provider id.
+ * Refusals map to `already_connected` and `connection_held`.
+ */
+@Injectable()
+export class UnipileLinkedinAdapter implements ProviderAdapter {
+  readonly channel = 'linkedin' as const;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  validate(payload: unknown): string[] {
+    const p = payload as { type?: unknown; body?: unknown } | null;
+    if (p?.type !== 'text') return ['linkedin supports payload type text only'];
+    if (typeof p.body !== 'string' || p.body.trim() === '' || p.body.length > LINKEDIN_MESSAGE_MAX) return [`body must be 1 to ${LINKEDIN_MESSAGE_MAX} characters`];
+    return [];
+  }
+
+  needsRemotePreparation(): boolean {
+    return false;
+  }
+
+  async prepare(entry: DispatchEntry, sender: SenderCredentials): Promise<PreparedSend> {
+    const payload = entry.payload as OutboxPayload;
+    if (payload.type !== 'text') throw new Error('linkedin supports payload type text only');
+    if (!sender.secrets.account_id || !sender.secrets.api_key) throw new Error('the LinkedIn account has no Unipile account id or API key');
+    const invite = entry.logContext?.linkedin_action === 'invite';
+    if (invite) {
+      if (payload.body.length > INVITE_NOTE_MAX) throw new Error(`an invitation note holds at most ${INVITE_NOTE_MAX} characters`);
+      return { body: { action: 'invite', provider_id: entry.recipient, account_id: sender.secrets.account_id, message: payload.body }, derived: null };
+    }
+    return { body: { action: 'message', account_id: sender.secrets.account_id, text: payload.body, attendees_ids: entry.recipient }, derived: null };
+  }
+
+  async send(prepared: PreparedSend, sender: SenderCredentials): Promise<SendAccepted> {
+    const { action, ...fields } = prepared.body as { action: 'invite' | 'message' } & Record<string, string>;
+    const headers = { 'x-api-key': sender.secrets.api_key ?? '', accept: 'application/json' };
+    let answer;
+    if (action === 'invite') {
+      answer = await providerFetch(`${this.base()}/api/v1/users/invite`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(fields) }, this.config.UNIPILE_SEND_TIMEOUT_MS, 'Unipile');
+    } else {
+      const form = new FormData();
+      form.set('account_id', fields.account_id!);
+      form.set('text', fields.text!);
+      form.append('attendees_ids', fields.attendees_ids!);
+      answer = await providerFetch(`${this.base()}/api/v1/chats`, { method: 'POST', headers, body: form }, this.config.UNIPILE_SEND_TIMEOUT_MS, 'Unipile');
+    }
+    if (answer.status >= 200 && answer.status < 300) {
+      const b = answer.body as { invitation_id?: unknown; message_id?: unknown } | null;
+      const id = action === 'invite' ? b?.invitation_id : b?.message_id;
+      if (typeof id !== 'string') throw new ProviderCallError({ kind: 'network' }, `unreadable ${answer.status} answer from Unipile`, answer.body);
+      return { providerMessageId: id, httpStatus: answer.status, body: answer.body };
+    }
+    const error = answer.body as { type?: unknown; title?: unknown; detail?: unknown } | null;
+    const type = typeof error?.type === 'string' ? error.type : '';
+    const refusal = ALREADY_CONNECTED_TYPES.some((p) => p.test(type)) ? ALREADY_CONNECTED_CODE : CONNECTION_HELD_TYPES.some((p) => p.test(type)) ? CONNECTION_HELD_CODE : null;
+    throw new ProviderCallError(
+      { kind: 'http', httpStatus: answer.status, providerCode: refusal, retryAfterMs: parseRetryAfter(answer.headers.get('retry-after'), this.clock.now()) },
+      typeof error?.detail === 'string' ? error.detail : typeof error?.title === 'string' ? error.title : `Unipile answered ${answer.status}`,
+      answer.body,
+      refusal === ALREADY_CONNECTED_CODE ? 'already_connected' : refusal === CONNECTION_HELD_CODE ? 'connection_held' : type || String(answer.status),
+    );
+  }
+
+  /** As the email adapter; the two refusals are permanent for this entry (the requester decides what follows). */
+  classify(failure: WireFailure): Classified {
+    return classifyProviderFailure(failure, [ALREADY_CONNECTED_CODE, CONNECTION_HELD_CODE]);
+  }
+
+  private base(): string {
+    return this.config.UNIPILE_API_BASE_URL.replace(/\/+$/, '');
+  }
+}

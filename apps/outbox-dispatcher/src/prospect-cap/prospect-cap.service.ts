@@ -1,0 +1,69 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Counter } from 'prom-client';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+
+/** Prospect emails one mailbox sends per UTC day unless the organization overrides it (seed 003 §6). */
+export const PROSPECT_EMAILS_PER_DAY_DEFAULT = 30;
+
+/** What `claim_prospect_email_send` answered (see its migration). */
+export type ProspectClaim = 'claimed' | 'already_claimed' | 'not_prospect' | 'refused';
+
+/**
+ * The daily prospect cap (seed 003 §6): one mailbox sends at most 30 prospect emails per UTC day
+ * (`prospect_cap_settings` overrides it per organization; 0 stops every prospect send). A recipient
+ * is a prospect unless the organization holds a CRM person with the address AND has emailed it; an
+ * address that wrote to the organization never counts. The database function counts and refuses
+ * in one statement, right before the provider call, for every email path (the check sits in the
+ * email adapter, so CRM compose, bulk, scheduled and Outreach sends all go through it).
+ */
+@Injectable()
+export class ProspectCapService {
+  private readonly outcomes: Counter<'outcome'>;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly clock: Clock,
+    metrics: Metrics,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.outcomes = new Counter({ name: `${METRIC_PREFIX}outbox_prospect_cap_total`, help: 'Prospect cap checks of email sends, by outcome (claimed, already_claimed, not_prospect, refused)', labelNames: ['outcome'], registers: [metrics.registry] });
+  }
+
+  /** Counts the send of `entryId` against its mailbox's day, or refuses it. One statement. */
+  async claim(entry: { entryId: string; organizationId: string; recipient: string }, senderId: string): Promise<ProspectClaim> {
+    const [row] = await this.uow.dataSource.query(`SELECT claim_prospect_email_send($1, $2, $3, $4, $5, $6) AS outcome`, [
+      entry.entryId,
+      entry.organizationId,
+      senderId,
+      entry.recipient.trim().toLowerCase(),
+      this.clock.now(),
+      PROSPECT_EMAILS_PER_DAY_DEFAULT,
+    ]);
+    const outcome = row.outcome as ProspectClaim;
+    this.outcomes.inc({ outcome });
+    if (outcome === 'refused') this.logger.warn({ event: 'outbox.prospect_cap_reached', organization_id: entry.organizationId, entry_id: entry.entryId, sender_id: senderId }, 'daily prospect cap reached; not sent');
+    return outcome;
+  }
+
+  /**
+   * Sets the organization's cap (0 stops every prospect send; null goes back to the default).
+   * @throws AppError validation_failed
+   */
+  async setOrganizationCap(organizationId: string, perDay: number | null): Promise<{ organization_id: string; prospect_emails_per_day: number }> {
+    if (typeof organizationId !== 'string' || organizationId === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
+    if (perDay !== null && (!Number.isInteger(perDay) || perDay < 0 || perDay > 100_000)) throw new AppError(ErrorCode.ValidationFailed, 'prospect_emails_per_day must be an integer from 0 to 100000, or null', { field: 'prospect_emails_per_day' });
+    await this.uow.run(async (tx) => {
+      if (perDay === null) await tx.query(`DELETE FROM prospect_cap_settings WHERE organization_id = $1`, [organizationId]);
+      else
+        await tx.query(
+          `INSERT INTO prospect_cap_settings (organization_id, prospect_emails_per_day, updated_at) VALUES ($1, $2, $3)
+           ON CONFLICT (organization_id) DO UPDATE SET prospect_emails_per_day = EXCLUDED.prospect_emails_per_day, updated_at = EXCLUDED.updated_at`,
+          [organizationId, perDay, this.clock.now()],
+        );
+    });
+    return { organization_id: organizationId, prospect_emails_per_day: perDay ?? PROSPECT_EMAILS_PER_DAY_DEFAULT };
+  }
+}
