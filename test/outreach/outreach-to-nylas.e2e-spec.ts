@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { type ActionView, type CampaignView, type ContactView, type EnrollBatchResult, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
+import { RpcClient } from '@touchpoint/runtime';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js';
+import { AiGatewayModule } from '../../apps/ai-gateway/src/ai-gateway.module.js';
+import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
+import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
+import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
+import { nextUtcMidnight } from '../../apps/outreach/src/execution/outcomes.consumer.js';
+import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
+import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
+import { SandboxHandle } from '../outbox/harness.js';
+
+/**
+ * An approved outreach email goes out for real: outreach → messaging.send → the dispatcher's Nylas
+ * adapter → the Nylas sandbox, and the outcome comes back to the action (issue 8 item 8, seed 003
+ * §4.6). With the organization's prospect cap at 0, the same send is refused before the wire and the
+ * action is held until the next 00:00 UTC (seed 003 §6).
+ */
+describe('outreach email through the dispatcher to Nylas', () => {
+  let world: TestWorld;
+  let sandbox: SandboxHandle;
+  let outreach: NestFastifyApplication;
+  let rpc: RpcClient;
+  const org = `org-${randomUUID()}`;
+  let senderId: string;
+  let grant: string;
+
+  beforeAll(async () => {
+    world = await createTestWorld('outreach_nylas');
+    sandbox = await SandboxHandle.start();
+    await world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig, { AI_BASE_URL: `${sandbox.url}/v1` })));
+    await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
+    await world.start(
+      OutboxDispatcherModule.forRoot(
+        world.config(OutboxDispatcherConfig, { NYLAS_API_BASE_URL: sandbox.url, UNIPILE_API_BASE_URL: sandbox.url, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_IDLE_POLL_MS: '100', UNSUBSCRIBE_BASE_URL: 'https://touchpoint.example' }),
+      ),
+    );
+    outreach = await world.start(OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0' })));
+    rpc = outreach.get(RpcClient);
+    for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
+    grant = `grant-${randomUUID()}`;
+    senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+  });
+  afterAll(async () => {
+    await world.close();
+    await sandbox.close();
+  });
+
+  const schema = () => world.schema('outreach');
+  const action = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".proposed_actions WHERE id = $1`, [id]))[0]!;
+  const drafted = async () => {
+    const campaign = await rpc.call<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
+      organization_id: org,
+      name: `Campaign ${randomUUID().slice(0, 6)}`,
+      goal: 'Book a demo of the ergonomic chair line',
+      allowed_channels: ['email'],
+      max_touches: 3,
+      followup_min_days: 2,
+      followup_max_days: 5,
+      email_sender_id: senderId,
+    });
+    const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
+    const [pending] = await eventually(async () => {
+      const rows = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
+      return rows.length ? rows : null;
+    }, 20_000);
+    return { person, enrollmentId, actionId: pending!.id as string };
+  };
+  const approve = (actionId: string) => rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
+
+  it('sends the approved email through Nylas with the unsubscribe line and records it executed', async () => {
+    const { person, enrollmentId, actionId } = await drafted();
+    const approved = await approve(actionId);
+    const executed = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 20_000);
+    const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; provider_id?: string }[] }>('/sandbox/control/nylas/received');
+    const sends = calls.filter((c) => c.operation === 'send' && c.context.to === person.email);
+    expect(sends).toHaveLength(1);
+    expect(sends[0]!.body.subject).toBe((approved.approved_payload as { subject: string }).subject);
+    expect(sends[0]!.body.body).toContain('Unsubscribe: https://touchpoint.example/nylas/email/unsubscribe?token=');
+    expect(sends[0]!.body.custom_headers).toEqual(expect.arrayContaining([{ name: 'List-Unsubscribe-Post', value: 'List-Unsubscribe=One-Click' }]));
+    expect(executed.provider_message_id).toBe(sends[0]!.provider_id);
+    const [enrollment] = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]);
+    expect(enrollment!.touch_count).toBe(1);
+  }, 60_000);
+
+  it('holds the action until the next 00:00 UTC when the prospect cap refuses the send (nothing reaches Nylas)', async () => {
+    await rpc.call('outbox-dispatcher', OutboxAccountRpc.ProspectCapSet, { organization_id: org, prospect_emails_per_day: 0 });
+    const { person, actionId } = await drafted();
+    const before = Date.now();
+    await approve(actionId);
+    const held = await eventually(async () => {
+      const row = await action(actionId);
+      return row.status === 'approved' && row.failure_reason === 'prospect_send_cap_reached' ? row : null;
+    }, 20_000);
+    expect(new Date(held.next_attempt_at).toISOString()).toBe(nextUtcMidnight(new Date(before)).toISOString());
+    const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string> }[] }>('/sandbox/control/nylas/received');
+    expect(calls.filter((c) => c.operation === 'send' && c.context.to === person.email)).toEqual([]);
+  }, 60_000);
+});
