@@ -12,6 +12,10 @@ import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-
 import { nextUtcMidnight } from '../../apps/outreach/src/execution/outcomes.consumer.js';
 import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
 import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
+import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
+import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
+import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
+import { NylasWebhookModule } from '../../apps/gateway/src/webhooks/nylas/nylas-webhook.module.js';
 import { SandboxHandle } from '../outbox/harness.js';
 
 /**
@@ -41,6 +45,9 @@ describe('outreach email through the dispatcher to Nylas', () => {
     );
     outreach = await world.start(OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0' })));
     rpc = outreach.get(RpcClient);
+    const gatewayConfig = world.config(GatewayConfig, { NYLAS_WEBHOOK_SECRET: 'e2e-nylas-secret' });
+    const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [NylasWebhookModule]), gatewayStartOptions(gatewayConfig));
+    await sandbox.post('/sandbox/nylas/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/nylas`, webhook_secret: 'e2e-nylas-secret' });
     for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
     grant = `grant-${randomUUID()}`;
     senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
@@ -87,6 +94,47 @@ describe('outreach email through the dispatcher to Nylas', () => {
     expect(executed.provider_message_id).toBe(sends[0]!.provider_id);
     const [enrollment] = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]);
     expect(enrollment!.touch_count).toBe(1);
+  }, 60_000);
+
+  it('a reply through the signed Nylas webhooks (updated before created, created redelivered) interrupts once; an out-of-office whose headers only the GET shows interrupts nothing', async () => {
+    const { person, enrollmentId, actionId } = await drafted();
+    await approve(actionId);
+    const sent = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 20_000);
+    const before = (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]))[0]!;
+
+    // An out-of-office: the notification carries no headers; outreach reads them with one Nylas GET.
+    const ooo = await sandbox.post<{ message: { id: string }; deliveries: { status: number }[] }>('/sandbox/nylas/inbound', {
+      grant_id: grant,
+      from: person.email,
+      subject: 'Re: your note',
+      body: 'I am away until Monday.',
+      headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }],
+      reply_to_message_id: sent.provider_message_id,
+    });
+    expect(ooo.deliveries.map((d) => d.status)).toEqual([200]);
+    const oooRow = await eventually(async () => (await world.sql<Record<string, any>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [ooo.message.id]))[0], 10_000);
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".inbox_events WHERE event_id = $1`, [`messaging.message.received:${oooRow.id}`]))[0], 10_000);
+    const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string> }[] }>('/sandbox/control/nylas/received');
+    expect(calls.filter((c) => c.operation === 'read' && c.context.message_id === ooo.message.id && c.context.fields === 'include_headers')).toHaveLength(1);
+    expect((await world.sql<Record<string, any>>(`SELECT context_version FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]))[0]!.context_version).toBe(before.context_version);
+
+    // A real reply, its notifications out of order and redelivered.
+    const reply = await sandbox.post<{ message: { id: string }; deliveries: { status: number; body: string }[] }>('/sandbox/nylas/inbound', {
+      grant_id: grant,
+      from: person.email,
+      body: '<div>Yes, Tuesday at 10 works.</div>',
+      reply_to_message_id: sent.provider_message_id,
+      types: ['message.updated', 'message.created', 'message.created'],
+    });
+    expect(reply.deliveries.map((d) => [d.status, JSON.parse(d.body).outcome])).toEqual([
+      [200, 'stored'],
+      [200, 'duplicate'],
+      [200, 'duplicate'],
+    ]);
+    const replyRow = (await world.sql<Record<string, any>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [reply.message.id]))[0]!;
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".outbox_events WHERE event_id = $1`, [`reply:${replyRow.id}`]))[0], 10_000);
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".decisions WHERE trigger_event_id = $1`, [`reply:${replyRow.id}`]))[0], 20_000);
+    expect(await world.sql(`SELECT event_id FROM "${schema()}".outbox_events WHERE event_id LIKE 'reply:%' AND payload->'data'->>'enrollment_id' = $1`, [enrollmentId])).toHaveLength(1);
   }, 60_000);
 
   it('holds the action until the next 00:00 UTC when the prospect cap refuses the send (nothing reaches Nylas)', async () => {
