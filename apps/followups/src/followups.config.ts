@@ -53,4 +53,8 @@ export class FollowupsConfig extends ServiceConfig {
   /** Provider deadline of those model calls, ms (below the lease, so a live worker finishes first). */
   @IsInt() @Min(1000) @Max(120_000)
   FOLLOWUP_AI_TIMEOUT_MS = 20_000;
+
+  /** Whether this process runs the rule trigger loop (seed 000 "Rules"); off with the release loop. */
+  @IsBoolean()
+  FOLLOWUP_TRIGGERS_ENABLED = true;
 }

@@ -19,6 +19,11 @@ import { PromiseLoop } from './promises/promise.loop.js';
 import { PromisesController } from './promises/promises.controller.js';
 import { PromisesRepository } from './promises/promises.repository.js';
 import { PromisesService } from './promises/promises.service.js';
+import { CrmTriggersConsumer } from './rules/crm-triggers.consumer.js';
+import { RuleCache } from './rules/rule-cache.js';
+import { TriggerLoop } from './rules/trigger.loop.js';
+import { TriggerRecorder } from './rules/trigger-recorder.js';
+import { TriggersService } from './rules/triggers.service.js';
 import { QueueController } from './queue/queue.controller.js';
 import { QueueRepository } from './queue/queue.repository.js';
 import { QueueService } from './queue/queue.service.js';
@@ -80,6 +85,11 @@ export class FollowupsModule {
       PromisesRepository,
       PromisesService,
       PromiseLoop,
+      RuleCache,
+      TriggerRecorder,
+      TriggersService,
+      TriggerLoop,
+      CrmTriggersConsumer,
     ];
     if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });
     return {

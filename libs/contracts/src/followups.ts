@@ -620,6 +620,49 @@ export const FollowupsEvents = {
   HandoffRequested: 'followups.enrollment.handoff_requested',
 } as const;
 
+// ---------------------------------------------------------------------------------------------
+// CRM events (rule triggers): any CRM publishes these on the bus and followups' rules react
+// ---------------------------------------------------------------------------------------------
+
+/** Events a CRM publishes so `lead_created`, `lead_status_changed` and `deal_stage_changed` rules fire (seed 000 "Trigger hooks"). */
+export const CrmEvents = {
+  /** `CrmLeadEventData` */
+  LeadCreated: 'crm.lead.created',
+  /** `CrmLeadEventData` with `status` (and `previous_status`). */
+  LeadStatusChanged: 'crm.lead.status_changed',
+  /** `CrmDealEventData`. */
+  DealStageChanged: 'crm.deal.stage_changed',
+} as const;
+
+export interface CrmLeadEventData {
+  lead_id: string;
+  /** The messaging contact the lead is. */
+  contact_id: string;
+  status?: string;
+  previous_status?: string | null;
+}
+export interface CrmDealEventData {
+  deal_id: string;
+  contact_id: string;
+  stage_id: string;
+  previous_stage_id?: string | null;
+}
+
+/**
+ * A flow's `settings.trigger` beyond `manual` (a rule): `kind` plus its filter —
+ * `tag` (tag_added: that tag only), `keywords` (inbound_keyword: whole words, accent- and
+ * case-insensitive), `status` (lead_status_changed), `stage_id` (deal_stage_changed) — and
+ * `segment`, conditions on the contact (`contact.tags`, `contact.name|phone|email`,
+ * `contact.fields.<key>`) compiled to SQL.
+ */
+export interface FlowTriggerFilter {
+  tag?: string;
+  keywords?: string[];
+  status?: string;
+  stage_id?: string;
+  segment?: { match: 'all' | 'any'; rules: { field: string; op: string; value?: string | number | boolean | (string | number)[] }[] };
+}
+
 /** Wake-ups followups sends to itself (delayed messages; hints, not facts). */
 export const FollowupsWakeups = {
   Release: 'followups.release.wake',

@@ -99,6 +99,20 @@ export class EnrollmentsService {
     }
   }
 
+  /**
+   * Enrolls inside the caller's transaction (a rule's savepoint, seed 000 "Rules"): the same
+   * checks as `create`; a repeated operation key answers the enrollment it made.
+   * @throws AppError as `create` (publish_required, conflict with `reason`), or the database's
+   *   unique violation of the one-live index (the caller rolls its savepoint back)
+   */
+  async enrollInTx(tx: Tx, input: EnrollmentCreateData, source: string): Promise<{ enrollment: FollowupEnrollmentView; created: boolean }> {
+    const existing = await this.enrollments.findByOperationKey(tx, input.organization_id, input.operation_key);
+    if (existing) return { enrollment: toEnrollmentView(existing), created: false };
+    const row = await this.insert(tx, input);
+    this.metrics.enrollments.inc({ source, result: 'enrolled' });
+    return { enrollment: toEnrollmentView(row), created: true };
+  }
+
   private repeated(existing: EnrollmentRow, input: EnrollmentCreateData, source: string): { enrollment: FollowupEnrollmentView; created: boolean } {
     if (existing.flow_id !== input.flow_id || existing.contact_id !== input.contact_id) {
       throw new AppError(ErrorCode.IdempotencyConflict, 'this operation_key was used for another flow or contact', { enrollment_id: existing.id });

@@ -1,5 +1,6 @@
 import { FLOW_TRIGGER_KINDS, type FlowSettings, type FollowupSettingsView, HANDOFF_POLICIES, SENDER_MODES } from '@touchpoint/contracts';
 import { type SendWindow, sendWindowProblems } from '@touchpoint/time';
+import { compileSegment, type Segment } from '../rules/segment-sql.js';
 
 /**
  * Rules of a flow's `settings` (seed 002 example body): their shape, and the send window they
@@ -23,6 +24,7 @@ export function flowSettingsProblems(settings: unknown): string[] {
   else {
     if (!FLOW_TRIGGER_KINDS.includes(trigger.kind as never)) problems.push(`settings.trigger.kind: must be one of ${FLOW_TRIGGER_KINDS.join(', ')}`);
     if (typeof trigger.cancel_on_reply !== 'boolean') problems.push('settings.trigger.cancel_on_reply: must be a boolean');
+    problems.push(...triggerFilterProblems(trigger));
   }
   if (!HANDOFF_POLICIES.includes(settings.handoff_policy as never)) problems.push(`settings.handoff_policy: must be one of ${HANDOFF_POLICIES.join(', ')}`);
   const windowKeys = ['send_start_hour', 'send_end_hour', 'send_days', 'timezone'].filter((k) => settings[k] !== undefined);
@@ -57,3 +59,24 @@ export function effectiveSendWindow(settings: FlowSettings, organization: Pick<F
 
 /** Trigger kinds whose enrollment starts in a conversation the contact just wrote in (24-hour window open). */
 export const CONVERSATION_TRIGGERS: readonly string[] = ['manual', 'inbound_keyword', 'conversation_resolved'];
+
+/** Problems of a rule's filter (seed 000 "Rules": trigger filter and segment conditions). */
+function triggerFilterProblems(trigger: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  if (trigger.kind === 'inbound_keyword' && !(Array.isArray(trigger.keywords) && trigger.keywords.length > 0 && trigger.keywords.every((k) => typeof k === 'string' && k.trim() !== ''))) {
+    problems.push('settings.trigger.keywords: an inbound_keyword rule needs at least one keyword');
+  }
+  for (const key of ['tag', 'status', 'stage_id'] as const) if (trigger[key] !== undefined && typeof trigger[key] !== 'string') problems.push(`settings.trigger.${key}: must be a string`);
+  if (trigger.segment !== undefined) {
+    const segment = trigger.segment as Segment;
+    if (!isObject(segment) || (segment.match !== 'all' && segment.match !== 'any') || !Array.isArray(segment.rules)) problems.push('settings.trigger.segment: must be {match: all|any, rules: [...]}');
+    else {
+      try {
+        compileSegment(segment, []);
+      } catch (err) {
+        problems.push(`settings.trigger.segment: ${(err as Error).message}`);
+      }
+    }
+  }
+  return problems;
+}

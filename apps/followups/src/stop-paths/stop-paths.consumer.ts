@@ -11,6 +11,7 @@ import {
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { Clock } from '@touchpoint/time';
+import { TriggerRecorder } from '../rules/trigger-recorder.js';
 import { StopPathsService } from './stop-paths.service.js';
 
 /**
@@ -21,6 +22,7 @@ import { StopPathsService } from './stop-paths.service.js';
 export class StopPathsConsumer {
   constructor(
     private readonly stopPaths: StopPathsService,
+    private readonly recorder: TriggerRecorder,
     private readonly clock: Clock,
   ) {}
 
@@ -33,6 +35,10 @@ export class StopPathsConsumer {
       { organizationId: message.organization_id, contactId: d.contact_id, conversationId: d.conversation_id ?? null, text: d.text, at: new Date(message.occurred_at), optOut: d.opt_out, autoReply: d.auto_reply },
       this.clock.now(),
     );
+    // An inbound text may start a keyword rule (not an auto-reply or an opt-out).
+    if (d.text && !d.auto_reply && !d.opt_out) {
+      await this.recorder.record(tx, { organizationId: message.organization_id, kind: 'inbound_keyword', eventId: message.event_id, contactId: d.contact_id, data: { text: d.text.slice(0, 4096), conversation_id: d.conversation_id ?? null }, at: this.clock.now() });
+    }
   }
 
   @OnBusMessage(MessagingEvents.ContactOptedOut)
@@ -51,6 +57,7 @@ export class StopPathsConsumer {
   async onConversationResolved(message: BusMessage<ConversationResolvedData>, tx: Tx): Promise<void> {
     if (!message.organization_id) return;
     await this.stopPaths.onConversationResolved(tx, message.organization_id, message.data.contact_id, message.data.conversation_id, this.clock.now());
+    await this.recorder.record(tx, { organizationId: message.organization_id, kind: 'conversation_resolved', eventId: message.event_id, contactId: message.data.contact_id, data: { conversation_id: message.data.conversation_id }, at: this.clock.now() });
   }
 
   @OnBusMessage(MessagingEvents.ContactErased)

@@ -104,6 +104,13 @@ export class FlowTriggerDto {
   @ApiProperty({ enum: FLOW_TRIGGER_KINDS, example: 'manual' }) @IsIn(FLOW_TRIGGER_KINDS) kind!: string;
   @ApiProperty({ description: 'a reply stops the enrollment (unless it is waiting for that reply)' }) @IsBoolean() cancel_on_reply!: boolean;
   @ApiPropertyOptional({ description: 'the deal stage that starts the flow (models with requires_stage)' }) @IsOptional() @IsString() @MaxLength(200) stage_id?: string;
+  @ApiPropertyOptional({ description: '`tag_added`: only this tag' }) @IsOptional() @IsString() @MaxLength(100) tag?: string;
+  @ApiPropertyOptional({ type: [String], description: '`inbound_keyword`: whole words, accent- and case-insensitive' }) @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) @MaxLength(100, { each: true }) keywords?: string[];
+  @ApiPropertyOptional({ description: '`lead_status_changed`: only this status' }) @IsOptional() @IsString() @MaxLength(100) status?: string;
+  @ApiPropertyOptional({ description: 'conditions on the contact: `{match: all|any, rules: [{field, op, value?}]}` (contact.tags, contact.name|phone|email, contact.fields.<key>)' })
+  @IsOptional()
+  @IsObject()
+  segment?: Record<string, unknown>;
 }
 
 export class FlowSenderDto {

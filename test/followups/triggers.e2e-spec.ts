@@ -1,0 +1,227 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import amqplib from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { type BusMessage, CrmEvents, type FlowGraph, type FlowSettings, MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
+import { RpcClient } from '@touchpoint/runtime';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { FixedClock, sleep } from '@touchpoint/time';
+import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
+import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
+import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
+import { TriggersService } from '../../apps/followups/src/rules/triggers.service.js';
+import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
+import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+
+type Row = Record<string, any>;
+
+/**
+ * Rule triggers (seed 000 "Rules"): every trigger kind recorded in its event's transaction when a
+ * rule listens, claimed in batches, matched (filter, segment SQL) and enrolled once per event —
+ * also when the event is delivered twice or the trigger processed again; business rejections are
+ * counted; faults retry and are given up after 5 attempts; a tag added by a step fires nothing.
+ */
+describe('Follow-up rule triggers', () => {
+  let world: TestWorld;
+  let followups: NestFastifyApplication;
+  let flows: FlowsService;
+  let triggers: TriggersService;
+  let schema: string;
+  const clock = new FixedClock(new Date('2026-10-06T13:00:00Z'));
+
+  beforeAll(async () => {
+    world = await createTestWorld('fu_triggers');
+    await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
+    followups = await startFollowups(world, { clock });
+    flows = followups.get(FlowsService);
+    triggers = followups.get(TriggersService);
+    schema = world.schema('followups');
+  });
+  afterAll(() => world.close());
+
+  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
+  const enrollmentsOf = (flowId: string) => sql(`SELECT * FROM fu.enrollments WHERE flow_id = $1`, [flowId]);
+  const triggersOf = (org: string) => sql(`SELECT * FROM fu.triggers WHERE organization_id = $1 ORDER BY id`, [org]);
+
+  /** Publishes one message twice, as a broker redelivery would (same event id). */
+  async function deliverTwice<T>(type: string, organizationId: string, data: T): Promise<BusMessage<T>> {
+    const message: BusMessage<T> = { event_id: randomUUID(), type, organization_id: organizationId, occurred_at: clock.now().toISOString(), data };
+    const connection = await amqplib.connect(world.amqpUrl);
+    try {
+      const channel = await connection.createConfirmChannel();
+      for (let i = 0; i < 2; i++) channel.publish(`${world.namespace}.events`, type, Buffer.from(JSON.stringify(message)), { persistent: true, messageId: message.event_id, contentType: 'application/json', type });
+      await channel.waitForConfirms();
+      await channel.close();
+    } finally {
+      await connection.close();
+    }
+    return message;
+  }
+
+  const ruleFlow = (trigger: FlowSettings['trigger']): [FlowGraph, FlowSettings] => [
+    {
+      nodes: [
+        { id: 't', type: 'trigger', config: {} },
+        { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
+        // Not a send: rules that start outside a conversation would need a template to publish.
+        { id: 'a', type: 'action', config: { mode: 'tag', tags: ['seguido'] } },
+        { id: 'e', type: 'end', config: {} },
+      ],
+      edges: [
+        { id: 'e1', source: 't', target: 'w', condition: { type: 'always' } },
+        { id: 'e2', source: 'w', target: 'a', condition: { type: 'always' } },
+        { id: 'e3', source: 'a', target: 'e', condition: { type: 'always' } },
+      ],
+    },
+    { trigger, handoff_policy: 'pause', ...ALWAYS_OPEN },
+  ];
+
+  async function activeFlow(org: string, graph: FlowGraph, settings: FlowSettings): Promise<string> {
+    const flow = await flows.create({ organization_id: org, name: `rule ${randomUUID().slice(0, 6)}`, graph, settings });
+    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+    return flow.id;
+  }
+
+  const conversationId = randomUUID();
+  const cases: { kind: string; filter: Record<string, unknown>; miss: Record<string, unknown>; type: string; data: (contactId: string) => Record<string, unknown> }[] = [
+    { kind: 'contact_created', filter: {}, miss: { segment: { match: 'all', rules: [{ field: 'contact.tags', op: 'contains', value: 'never' }] } }, type: MessagingEvents.ContactCreated, data: (c) => ({ contact_id: c, kind: 'crm', phone: '+5592988880000', tags: ['novo'] }) },
+    { kind: 'tag_added', filter: { tag: 'vip' }, miss: { tag: 'other' }, type: MessagingEvents.ContactTagged, data: (c) => ({ contact_id: c, tags: ['vip'], all_tags: ['vip'] }) },
+    { kind: 'lead_created', filter: {}, miss: { segment: { match: 'all', rules: [{ field: 'contact.email', op: 'exists' }] } }, type: CrmEvents.LeadCreated, data: (c) => ({ lead_id: randomUUID(), contact_id: c, status: 'new' }) },
+    { kind: 'lead_status_changed', filter: { status: 'qualified' }, miss: { status: 'lost' }, type: CrmEvents.LeadStatusChanged, data: (c) => ({ lead_id: randomUUID(), contact_id: c, status: 'qualified', previous_status: 'new' }) },
+    { kind: 'deal_stage_changed', filter: { stage_id: 'proposal' }, miss: { stage_id: 'won' }, type: CrmEvents.DealStageChanged, data: (c) => ({ deal_id: randomUUID(), contact_id: c, stage_id: 'proposal', previous_stage_id: 'lead' }) },
+    {
+      kind: 'inbound_keyword',
+      filter: { keywords: ['preço'] },
+      miss: { keywords: ['cancelar'] },
+      type: MessagingEvents.MessageReceived,
+      data: (c) => ({ message_id: randomUUID(), conversation_id: conversationId, instance_id: randomUUID(), contact_id: c, channel: 'whatsapp', direction: 'inbound', external_id: 'wamid.k', text: 'Qual o PRECO da cadeira?', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777' }),
+    },
+    { kind: 'conversation_resolved', filter: {}, miss: { segment: { match: 'any', rules: [{ field: 'contact.fields.score', op: 'gt', value: 10 }] } }, type: MessagingEvents.ConversationResolved, data: (c) => ({ conversation_id: conversationId, contact_id: c, channel: 'whatsapp', resolved_by: null }) },
+  ];
+
+  it.each(cases)('$kind enrolls exactly once per event, also when the event is delivered twice and the trigger processed again', async ({ kind, filter, miss, type, data }) => {
+    const org = randomUUID();
+    const contactId = randomUUID();
+    const flowId = await activeFlow(org, ...ruleFlow({ kind: kind as never, cancel_on_reply: false, ...filter }));
+    const missId = await activeFlow(org, ...ruleFlow({ kind: kind as never, cancel_on_reply: false, ...miss }));
+    const event = await deliverTwice(type, org, data(contactId));
+
+    await eventually(async () => (await triggersOf(org)).length === 1);
+    await sleep(300); // the second delivery has had its chance
+    const [recorded] = await triggersOf(org);
+    expect(recorded).toMatchObject({ type: kind, contact_id: contactId, processed_at: null });
+    expect(recorded.event_id.startsWith(event.event_id)).toBe(true);
+
+    expect(await triggers.processBatch()).toBeGreaterThanOrEqual(1);
+    const enrolled = await enrollmentsOf(flowId);
+    expect(enrolled).toHaveLength(1);
+    expect(enrolled[0]).toMatchObject({ contact_id: contactId, status: 'active', node_id: 'w' });
+    expect(await enrollmentsOf(missId)).toEqual([]);
+    const [processed] = await triggersOf(org);
+    expect(processed.processed_at).not.toBeNull();
+    expect(processed.outcome).toMatchObject({ rules: 2, enrolled: [enrolled[0].id], no_match: 1 });
+
+    // Processed again (a crash after the enrollment, before the row was marked): still one enrollment.
+    await sql(`UPDATE fu.triggers SET processed_at = NULL WHERE id = $1`, [processed.id]);
+    await triggers.processBatch();
+    expect(await enrollmentsOf(flowId)).toHaveLength(1);
+  });
+
+  it('records nothing when no enabled rule listens for the kind', async () => {
+    const org = randomUUID();
+    await activeFlow(org, ...ruleFlow({ kind: 'lead_created', cancel_on_reply: false }));
+    await publishEvent(world, CrmEvents.DealStageChanged, org, { deal_id: randomUUID(), contact_id: randomUUID(), stage_id: 'proposal' });
+    const marker = await publishEvent(world, CrmEvents.LeadCreated, org, { lead_id: randomUUID(), contact_id: randomUUID() });
+    await eventually(async () => (await triggersOf(org)).length === 1);
+    expect((await triggersOf(org)).map((t) => t.event_id)).toEqual([marker.event_id]);
+  });
+
+  it('counts a business rejection (already enrolled) and gives a failing trigger up after 5 attempts with backoff', async () => {
+    const org = randomUUID();
+    const contactId = randomUUID();
+    const flowId = await activeFlow(org, ...ruleFlow({ kind: 'lead_created', cancel_on_reply: false }));
+    await publishEvent(world, CrmEvents.LeadCreated, org, { lead_id: randomUUID(), contact_id: contactId });
+    await publishEvent(world, CrmEvents.LeadCreated, org, { lead_id: randomUUID(), contact_id: contactId });
+    await eventually(async () => (await triggersOf(org)).length === 2);
+    await triggers.processBatch();
+    const [first, second] = await triggersOf(org);
+    expect(first.outcome.enrolled).toHaveLength(1);
+    expect(second.outcome).toMatchObject({ enrolled: [], rejected: { already_enrolled: 1 } });
+    expect(await enrollmentsOf(flowId)).toHaveLength(1);
+
+    // A fault (not a business rejection): every enrollment insert fails.
+    const other = randomUUID();
+    await publishEvent(world, CrmEvents.LeadCreated, org, { lead_id: randomUUID(), contact_id: other });
+    await eventually(async () => (await triggersOf(org)).length === 3);
+    await sql(`CREATE FUNCTION fu.fail_enroll() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'enrollments on fire'; END $$`);
+    await sql(`CREATE TRIGGER fail_enroll BEFORE INSERT ON fu.enrollments FOR EACH ROW EXECUTE FUNCTION fu.fail_enroll()`);
+    try {
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        await triggers.processBatch();
+        const failing = (await triggersOf(org))[2];
+        expect(failing.attempts).toBe(attempt);
+        expect(failing.last_error).toContain('enrollments on fire');
+        if (attempt < 5) {
+          expect(failing.processed_at).toBeNull();
+          expect(failing.next_attempt_at.getTime()).toBe(clock.now().getTime() + 30_000 * 2 ** (attempt - 1));
+          // Not due before its backoff.
+          expect(await triggers.processBatch()).toBe(0);
+          clock.advance(30_000 * 2 ** (attempt - 1));
+        } else {
+          expect(failing.processed_at).not.toBeNull();
+          expect(failing.outcome).toEqual({ given_up: true });
+        }
+      }
+    } finally {
+      await sql(`DROP TRIGGER fail_enroll ON fu.enrollments`);
+      await sql(`DROP FUNCTION fu.fail_enroll()`);
+    }
+    expect(await triggers.processBatch()).toBe(0);
+    expect(await sql(`SELECT 1 FROM fu.enrollments WHERE contact_id = $1`, [other])).toEqual([]);
+  });
+
+  it('a tag added by a follow-up step fires no rule; the same contact tagged from elsewhere does', async () => {
+    const org = randomUUID();
+    const sender = randomUUID();
+    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
+    const rpc = followups.get(RpcClient);
+    const created = await rpc.call<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: 'Ana', phone: '+5592988881234' });
+    const contactId = (created.data ?? created).contact_id ?? (created.data ?? created).id;
+    await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
+
+    const onStepTag = await activeFlow(org, ...ruleFlow({ kind: 'tag_added', cancel_on_reply: false, tag: 'vip' }));
+    const onOtherTag = await activeFlow(org, ...ruleFlow({ kind: 'tag_added', cancel_on_reply: false, tag: 'indicado' }));
+    const tagger = await activeFlow(
+      org,
+      {
+        nodes: [
+          { id: 't', type: 'trigger', config: {} },
+          { id: 'tag', type: 'action', config: { mode: 'tag', tags: ['vip'] } },
+          { id: 'e', type: 'end', config: {} },
+        ],
+        edges: [
+          { id: 'e1', source: 't', target: 'tag', condition: { type: 'always' } },
+          { id: 'e2', source: 'tag', target: 'e', condition: { type: 'always' } },
+        ],
+      },
+      { trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'pause', ...ALWAYS_OPEN },
+    );
+    const { enrollment } = await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: tagger, contact_id: contactId, operation_key: randomUUID() });
+    const release = followups.get(ReleaseService);
+    for (let i = 0; i < 10 && (await sql(`SELECT status FROM fu.enrollments WHERE id = $1`, [enrollment.id]))[0].status === 'active'; i++) await release.releaseOne();
+    expect((await sql(`SELECT status FROM fu.enrollments WHERE id = $1`, [enrollment.id]))[0].status).toBe('completed');
+
+    // messaging tagged the contact and told us; our read model has the tag, and no trigger was recorded.
+    const messagingContact = await rpc.call<Record<string, any>>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: contactId });
+    expect((messagingContact.data ?? messagingContact).tags).toContain('vip');
+    // A tag from elsewhere, after the step's: its trigger arriving proves the step's event was consumed before it.
+    await rpc.call('messaging', MessagingRpc.ContactTag, { organization_id: org, contact_id: contactId, tags: ['indicado'], source: 'api' });
+    await eventually(async () => (await triggersOf(org)).length >= 1);
+    await sleep(300);
+    expect((await triggersOf(org)).map((t) => t.data.tag)).toEqual(['indicado']);
+    await triggers.processBatch();
+    expect(await enrollmentsOf(onStepTag)).toEqual([]);
+    expect(await enrollmentsOf(onOtherTag)).toHaveLength(1);
+  });
+});
