@@ -1,4 +1,8 @@
+import { loadAll } from 'js-yaml';
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { eventually } from '@touchpoint/testing';
 import { activeFlow, getEnrollment, twoTextsFlowBody } from '../../scripts/demo/followups-scenarios.js';
 import { contactWrites, conversationMessages, type DemoContext, prepareWhatsapp } from '../../scripts/demo/demo-context.js';
@@ -17,6 +21,7 @@ import { Platform, type Tenant } from './platform.js';
 
 const soon = <T>(probe: () => Promise<T>, timeoutMs = 45_000) => eventually(probe, timeoutMs, 250);
 const UNKNOWN = '22222222-2222-4222-8222-222222222222';
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** trigger → text → end, window always open: one send per enrollment, at once. */
 const oneTextFlow = (text: string) => ({
@@ -372,6 +377,26 @@ describe('Touchpoint, black box', () => {
       expect(metrics['ai-gateway']).toContain('# TYPE touchpoint_ai_requests_total counter');
       // The work above was counted.
       expect(metrics.followups).toMatch(/touchpoint_followup_steps_total\{[^}]*\} [1-9]/);
+    });
+
+    it('every Deployment in k8s/ points its probes and scrape annotation at routes that answer on the started service', async () => {
+      const checked: Array<{ service: string; path: string; status: number }> = [];
+      for (const file of readdirSync(path.join(REPO, 'k8s')).filter((f) => f.endsWith('.yaml'))) {
+        for (const doc of loadAll(readFileSync(path.join(REPO, 'k8s', file), 'utf8')) as Array<Record<string, any>>) {
+          if (doc?.kind !== 'Deployment') continue;
+          const service = String(doc.metadata.name).replace(/^touchpoint-/, '') as (typeof STARTED_PROCESSES)[number];
+          const template = doc.spec.template;
+          const paths = new Set<string>();
+          for (const container of template.spec.containers) {
+            for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) if (container[probe]?.httpGet?.path) paths.add(container[probe].httpGet.path);
+          }
+          const scrape = template.metadata?.annotations?.['prometheus.io/path'];
+          if (scrape) paths.add(scrape);
+          for (const route of paths) checked.push({ service, path: route, status: (await fetch(`${platform.url(service)}${route}`)).status });
+        }
+      }
+      expect(new Set(checked.map((c) => c.service))).toEqual(new Set(STARTED_PROCESSES.filter((n) => n !== 'sandbox')));
+      expect(checked.filter((c) => c.status !== 200)).toEqual([]);
     });
 
     it('runs each admin CLI command against the started platform', async () => {
