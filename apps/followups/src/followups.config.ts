@@ -57,4 +57,16 @@ export class FollowupsConfig extends ServiceConfig {
   /** Whether this process runs the rule trigger loop (seed 000 "Rules"); off with the release loop. */
   @IsBoolean()
   FOLLOWUP_TRIGGERS_ENABLED = true;
+
+  /** Whether this process runs bulk enrollment jobs; off with the release loop. */
+  @IsBoolean()
+  FOLLOWUP_BULK_ENABLED = true;
+
+  /** Contacts a bulk job enrolls per transaction (one cursor move). */
+  @IsInt() @Min(1) @Max(1000)
+  FOLLOWUP_BULK_CHUNK = 100;
+
+  /** Lease of a running bulk job, ms: a worker that dies leaves the job to another after this long. */
+  @IsInt() @Min(1000) @Max(600_000)
+  FOLLOWUP_BULK_LEASE_MS = 60_000;
 }

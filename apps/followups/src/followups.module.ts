@@ -24,6 +24,9 @@ import { RuleCache } from './rules/rule-cache.js';
 import { TriggerLoop } from './rules/trigger.loop.js';
 import { TriggerRecorder } from './rules/trigger-recorder.js';
 import { TriggersService } from './rules/triggers.service.js';
+import { BulkLoop } from './bulk/bulk.loop.js';
+import { BulkJobsController } from './bulk/bulk-jobs.controller.js';
+import { BulkJobsService } from './bulk/bulk-jobs.service.js';
 import { QueueController } from './queue/queue.controller.js';
 import { QueueRepository } from './queue/queue.repository.js';
 import { QueueService } from './queue/queue.service.js';
@@ -90,12 +93,14 @@ export class FollowupsModule {
       TriggersService,
       TriggerLoop,
       CrmTriggersConsumer,
+      BulkJobsService,
+      BulkLoop,
     ];
     if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });
     return {
       module: FollowupsModule,
       imports: [PlatformModule.forService({ service: 'followups', config, entities: FollowupsEntities, migrations: FollowupsMigrations })],
-      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController],
+      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController, BulkJobsController],
       providers,
     };
   }

@@ -368,6 +368,8 @@ export const FollowupsRpc = {
   EnrollmentGet: 'followups.enrollments.get',
   EnrollmentControl: 'followups.enrollments.control',
   EffectDecide: 'followups.effects.decide',
+  BulkJobCreate: 'followups.bulk_jobs.create',
+  BulkJobGet: 'followups.bulk_jobs.get',
   PromiseList: 'followups.promises.list',
   PromiseCreate: 'followups.promises.create',
   PromiseGet: 'followups.promises.get',
@@ -619,6 +621,44 @@ export const FollowupsEvents = {
   /** `{enrollment_id, contact_id, conversation_id, node_id, note}`: a step handed the contact to a person. */
   HandoffRequested: 'followups.enrollment.handoff_requested',
 } as const;
+
+// ---------------------------------------------------------------------------------------------
+// Bulk enrollment jobs (seed 000 "followup_bulk_jobs")
+// ---------------------------------------------------------------------------------------------
+
+/** Contacts one job may hold (the frozen list). */
+export const BULK_JOB_MAX_CONTACTS = 50_000;
+export const BULK_JOB_STATUSES = ['pending', 'running', 'completed', 'failed'] as const;
+export type BulkJobStatus = (typeof BULK_JOB_STATUSES)[number];
+
+/** `contact_ids` (a list) or `segment` (frozen at creation: the contacts matching it then). */
+export interface BulkJobCreateData extends Scoped {
+  flow_id: string;
+  operation_key: string;
+  contact_ids?: string[];
+  segment?: FlowTriggerFilter['segment'];
+}
+export interface BulkJobRef extends Scoped {
+  job_id: string;
+}
+/** Progress of a job: `enrolled + sum(rejected) = processed ≤ total`. */
+export interface BulkJobView {
+  id: string;
+  customer_id: string;
+  flow_id: string;
+  operation_key: string;
+  source: 'list' | 'segment';
+  status: BulkJobStatus;
+  total: number;
+  processed: number;
+  enrolled: number;
+  /** Refusals by reason: already_enrolled, opted_out, plan_limit, contact_erased… */
+  rejected: Record<string, number>;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
 
 // ---------------------------------------------------------------------------------------------
 // CRM events (rule triggers): any CRM publishes these on the bus and followups' rules react

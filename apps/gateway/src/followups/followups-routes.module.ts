@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AccountsModule } from '../accounts/accounts.module.js';
 import { ApprovalCheckController } from './approval-check.controller.js';
+import { FollowupBulkJobsController } from './followup-bulk-jobs.controller.js';
 import { FollowupEffectsController } from './followup-effects.controller.js';
 import { FollowupEnrollmentsController } from './followup-enrollments.controller.js';
 import { FollowupFlowsController } from './followup-flows.controller.js';
@@ -10,5 +11,5 @@ import { FollowupPromisesController } from './followup-promises.controller.js';
  * The seed-002 follow-up routes (`/ai/followup-flows`, `/ai/followups/*`), forwarded to followups
  * by RPC, and the approval check followups asks the gateway before an approved send.
  */
-@Module({ imports: [AccountsModule], controllers: [FollowupFlowsController, FollowupEnrollmentsController, FollowupEffectsController, FollowupPromisesController, ApprovalCheckController] })
+@Module({ imports: [AccountsModule], controllers: [FollowupFlowsController, FollowupEnrollmentsController, FollowupEffectsController, FollowupPromisesController, FollowupBulkJobsController, ApprovalCheckController] })
 export class FollowupsRoutesModule {}

@@ -315,3 +315,18 @@ export class ResolvePromiseDto extends CustomerQuery {
   @ApiProperty({ minLength: RESOLUTION_NOTE_MIN, maxLength: RESOLUTION_NOTE_MAX }) @IsString() @MinLength(RESOLUTION_NOTE_MIN) @MaxLength(RESOLUTION_NOTE_MAX) note!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) wamid?: string;
 }
+
+/** Body of `POST /ai/followups/bulk-enrollments`: a contact list or a segment (frozen when the job is created). */
+export class CreateBulkJobDto extends CustomerQuery {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') flow_id!: string;
+  @ApiProperty({ description: 'repeating it returns the same job' }) @IsString() @IsNotEmpty() @MaxLength(200) operation_key!: string;
+  @ApiPropertyOptional({ type: [String], description: 'up to 50,000 contact ids' }) @IsOptional() @IsArray() @ArrayMaxSize(50_000) @IsUUID('all', { each: true }) contact_ids?: string[];
+  @ApiPropertyOptional({ description: '`{match: all|any, rules: [{field, op, value?}]}` over contact.tags, contact.name|phone|email, contact.fields.<key>' })
+  @IsOptional()
+  @IsObject()
+  segment?: Record<string, unknown>;
+}
+
+export class BulkJobIdParams {
+  @ApiProperty({ format: 'uuid' }) @IsUUID('all') id!: string;
+}

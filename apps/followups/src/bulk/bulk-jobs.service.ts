@@ -1,0 +1,214 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { BULK_JOB_MAX_CONTACTS, type BulkJobCreateData, type BulkJobRef, type BulkJobStatus, type BulkJobView } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
+import { EnrollmentsService } from '../enrollments/enrollments.service.js';
+import type { FollowupsConfig } from '../followups.config.js';
+import { ReleaseSignal } from '../release/release-signal.js';
+import { poolOf, rowsOf } from '../requests/queryable.js';
+import { check, isUuid, notFound } from '../requests/request-checks.js';
+import { compileSegment, type Segment } from '../rules/segment-sql.js';
+
+interface BulkJobRow {
+  id: string;
+  organization_id: string;
+  flow_id: string;
+  operation_key: string;
+  source: { kind: 'list' | 'segment'; segment?: Segment };
+  contact_ids: string[];
+  total: number;
+  cursor: number;
+  enrolled: number;
+  rejected: Record<string, number>;
+  status: BulkJobStatus;
+  lease_token: string | null;
+  locked_until: Date | null;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+const toView = (r: BulkJobRow): BulkJobView => ({
+  id: r.id,
+  customer_id: r.organization_id,
+  flow_id: r.flow_id,
+  operation_key: r.operation_key,
+  source: r.source.kind,
+  status: r.status,
+  total: r.total,
+  processed: r.cursor,
+  enrolled: r.enrolled,
+  rejected: r.rejected,
+  last_error: r.last_error,
+  created_at: r.created_at.toISOString(),
+  updated_at: r.updated_at.toISOString(),
+  finished_at: r.finished_at ? r.finished_at.toISOString() : null,
+});
+
+/** A claimed job: its id and the lease token that fences every chunk. */
+export interface BulkLease {
+  jobId: string;
+  token: string;
+}
+
+/**
+ * Bulk enrollment jobs (seed 000 "Worker … bulk enrollment", "followup_bulk_jobs"): a contact list,
+ * or a segment frozen into a list at creation, enrolled in chunks by whoever holds the job's lease.
+ * Each chunk enrolls (a savepoint per contact, operation key per job × contact), moves the cursor,
+ * counts rejections by reason and renews the lease in one transaction, fenced on the lease token:
+ * a worker that died mid-job leaves a lease that runs out, and the next one resumes at the cursor
+ * without enrolling anyone twice. The plan limit of live enrollments applies to every contact.
+ */
+@Injectable()
+export class BulkJobsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly enrollments: EnrollmentsService,
+    private readonly signal: ReleaseSignal,
+    private readonly clock: Clock,
+    @Inject(APP_CONFIG) private readonly config: FollowupsConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Creates (or, for a repeated operation_key, returns) a job.
+   * @throws AppError validation_failed (neither or both of contact_ids and segment, too many
+   *   contacts, a bad segment); not_found (flow); idempotency_conflict (key used for another flow)
+   */
+  async create(input: BulkJobCreateData): Promise<{ job: BulkJobView; created: boolean }> {
+    check(input)
+      .uuid('organization_id')
+      .uuid('flow_id')
+      .string('operation_key', 1, 200)
+      .custom('contact_ids', input.contact_ids === undefined || (Array.isArray(input.contact_ids) && input.contact_ids.length <= BULK_JOB_MAX_CONTACTS && input.contact_ids.every(isUuid)) ? [] : [`contact_ids must be at most ${BULK_JOB_MAX_CONTACTS} UUIDs`])
+      .custom('source', (input.contact_ids === undefined) === (input.segment === undefined) ? ['give contact_ids or segment, not both'] : [])
+      .done();
+    const db = poolOf(this.uow.dataSource);
+    const [existing] = await rowsOf<BulkJobRow>(db, `SELECT * FROM bulk_jobs WHERE organization_id = $1 AND operation_key = $2`, [input.organization_id, input.operation_key]);
+    if (existing) {
+      if (existing.flow_id !== input.flow_id) throw new AppError(ErrorCode.IdempotencyConflict, 'this operation_key was used for another flow', { job_id: existing.id });
+      return { job: toView(existing), created: false };
+    }
+    const now = this.clock.now();
+    const row = await this.uow.run(async (tx) => {
+      const [flow] = await rowsOf(tx, `SELECT 1 FROM flows WHERE id = $1 AND organization_id = $2`, [input.flow_id, input.organization_id]);
+      if (!flow) throw notFound('flow');
+      let contactIds: string[];
+      if (input.contact_ids) contactIds = [...new Set(input.contact_ids)];
+      else {
+        const params: unknown[] = [input.organization_id, BULK_JOB_MAX_CONTACTS + 1];
+        let where: string;
+        try {
+          where = compileSegment(input.segment!, params);
+        } catch (err) {
+          throw new AppError(ErrorCode.ValidationFailed, (err as Error).message, [{ field: 'segment', problems: [(err as Error).message] }]);
+        }
+        // Frozen now: contacts that match later are not added; erased ones are never enrolled.
+        const rows = await rowsOf<{ contact_id: string }>(tx, `SELECT c.contact_id FROM contacts c WHERE c.organization_id = $1 AND c.erased_at IS NULL AND (${where}) ORDER BY c.contact_id LIMIT $2`, params);
+        if (rows.length > BULK_JOB_MAX_CONTACTS) throw new AppError(ErrorCode.ValidationFailed, `the segment holds more than ${BULK_JOB_MAX_CONTACTS} contacts`, [{ field: 'segment', problems: ['too many contacts'] }]);
+        contactIds = rows.map((r) => r.contact_id);
+      }
+      const [inserted] = await rowsOf<BulkJobRow>(
+        tx,
+        `INSERT INTO bulk_jobs (id, organization_id, flow_id, operation_key, source, contact_ids, total, status, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6::uuid[], $7, $8, $9, $9)
+         ON CONFLICT (organization_id, operation_key) DO NOTHING RETURNING *`,
+        [randomUUID(), input.organization_id, input.flow_id, input.operation_key, JSON.stringify(input.segment ? { kind: 'segment', segment: input.segment } : { kind: 'list' }), contactIds, contactIds.length, contactIds.length ? 'pending' : 'completed', now],
+      );
+      return inserted;
+    });
+    if (!row) return this.create(input);
+    this.signal.wake();
+    return { job: toView(row), created: true };
+  }
+
+  /** @throws AppError not_found */
+  async get(input: BulkJobRef): Promise<BulkJobView> {
+    check(input).uuid('organization_id').uuid('job_id').done();
+    const [row] = await rowsOf<BulkJobRow>(poolOf(this.uow.dataSource), `SELECT * FROM bulk_jobs WHERE id = $1 AND organization_id = $2`, [input.job_id, input.organization_id]);
+    if (!row) throw notFound('bulk job');
+    return toView(row);
+  }
+
+  /** Claims the oldest open job whose lease is free or ran out, with a new lease token. */
+  async claim(): Promise<BulkLease | undefined> {
+    const now = this.clock.now();
+    const token = randomUUID();
+    const [row] = await rowsOf<{ id: string }>(
+      poolOf(this.uow.dataSource),
+      `UPDATE bulk_jobs SET status = 'running', lease_token = $2, locked_until = $3, updated_at = $1
+        WHERE id = (SELECT id FROM bulk_jobs WHERE status IN ('pending', 'running') AND (locked_until IS NULL OR locked_until <= $1)
+                     ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+        RETURNING id`,
+      [now, token, new Date(now.getTime() + this.config.FOLLOWUP_BULK_LEASE_MS)],
+    );
+    return row && { jobId: row.id, token };
+  }
+
+  /**
+   * Enrolls the next chunk of a job this worker holds the lease of.
+   * @returns `more` to go on, `done` when the job completed, `lost` when the lease moved to another worker
+   */
+  async runChunk(lease: BulkLease): Promise<'more' | 'done' | 'lost'> {
+    const now = this.clock.now();
+    const outcome = await this.uow.run(async (tx) => {
+      const [job] = await rowsOf<BulkJobRow>(tx, `SELECT * FROM bulk_jobs WHERE id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`, [lease.jobId, lease.token]);
+      if (!job) return 'lost' as const;
+      const chunk = job.contact_ids.slice(job.cursor, job.cursor + this.config.FOLLOWUP_BULK_CHUNK);
+      const rejected = { ...job.rejected };
+      let enrolled = 0;
+      for (const contactId of chunk) {
+        const result = await this.enrollOne(tx, job, contactId);
+        if (result === 'enrolled') enrolled += 1;
+        else rejected[result] = (rejected[result] ?? 0) + 1;
+      }
+      const cursor = job.cursor + chunk.length;
+      const done = cursor >= job.total;
+      await rowsOf(
+        tx,
+        `UPDATE bulk_jobs SET cursor = $2, enrolled = enrolled + $3, rejected = $4::jsonb, locked_until = $5, updated_at = $6,
+                status = CASE WHEN $7 THEN 'completed' ELSE status END, finished_at = CASE WHEN $7 THEN $6::timestamptz ELSE NULL END,
+                lease_token = CASE WHEN $7 THEN NULL ELSE lease_token END
+          WHERE id = $1`,
+        [job.id, cursor, enrolled, JSON.stringify(rejected), done ? null : new Date(now.getTime() + this.config.FOLLOWUP_BULK_LEASE_MS), now, done],
+      );
+      return done ? ('done' as const) : ('more' as const);
+    });
+    this.signal.wake();
+    return outcome;
+  }
+
+  /** Claims a job and runs it to the end (or until its lease is lost). @returns whether a job was claimed */
+  async runOne(): Promise<boolean> {
+    const lease = await this.claim();
+    if (!lease) return false;
+    try {
+      while ((await this.runChunk(lease)) === 'more');
+    } catch (err) {
+      // The chunk rolled back; the lease runs out and the job is resumed at its cursor.
+      this.logger.warn({ event: 'followups.bulk_chunk_failed', job_id: lease.jobId, err: (err as Error).message }, 'bulk enrollment chunk failed');
+      await rowsOf(poolOf(this.uow.dataSource), `UPDATE bulk_jobs SET last_error = $2 WHERE id = $1`, [lease.jobId, (err as Error).message.slice(0, 1000)]);
+    }
+    return true;
+  }
+
+  private async enrollOne(tx: Tx, job: BulkJobRow, contactId: string): Promise<string> {
+    await tx.query('SAVEPOINT bulk_contact');
+    try {
+      const { created } = await this.enrollments.enrollInTx(tx, { organization_id: job.organization_id, flow_id: job.flow_id, contact_id: contactId, operation_key: `bulk:${job.id}:${contactId}` }, 'bulk');
+      await tx.query('RELEASE SAVEPOINT bulk_contact');
+      return created ? 'enrolled' : 'duplicate';
+    } catch (err) {
+      await tx.query('ROLLBACK TO SAVEPOINT bulk_contact');
+      if ((err as { constraint?: string }).constraint === 'enrollments_one_live_idx') return 'already_enrolled';
+      if (err instanceof AppError && err.code === ErrorCode.Conflict) return String((err.details as { reason?: unknown } | undefined)?.reason ?? 'conflict');
+      if (err instanceof AppError && err.code === ErrorCode.PublishRequired) return 'flow_not_published';
+      throw err;
+    }
+  }
+}
