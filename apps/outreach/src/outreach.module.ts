@@ -28,6 +28,7 @@ import { TimelineService } from './timeline/timeline.service.js';
 import { SweepRepository } from './sweep/sweep.repository.js';
 import { DueSweepService } from './sweep/sweep.service.js';
 import { InterruptsConsumer } from './interrupts/interrupts.consumer.js';
+import { InvitationAcceptedConsumer } from './interrupts/invitation-accepted.consumer.js';
 import { InterruptsRepository } from './interrupts/interrupts.repository.js';
 import { OptOutService } from './interrupts/opt-out.service.js';
 import { ReplyInterruptService } from './interrupts/reply-interrupt.service.js';
@@ -68,6 +69,7 @@ export class OutreachModule {
         OptOutService,
         ReplyInterruptService,
         InterruptsConsumer,
+        InvitationAcceptedConsumer,
       ],
     };
   }

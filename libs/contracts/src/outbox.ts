@@ -476,3 +476,29 @@ export interface OutboxProspectCapData {
   /** Prospect emails per mailbox and UTC day; 0 stops every prospect send; null → the default (30). */
   prospect_emails_per_day: number | null;
 }
+
+/** LinkedIn relations learnt from Unipile (`new_relation`: an invitation was accepted). */
+export const OutboxLinkedinRpc = {
+  /** `LinkedinRelationAcceptedData` → `{ stored: boolean; sender_id: string | null }` (false: nobody owns the account). */
+  RelationAccepted: 'outbox.linkedin.relation_accepted',
+} as const;
+
+export const OutboxLinkedinEvents = {
+  /** `LinkedinRelationEventData`: a person accepted the account's invitation (or connected otherwise). */
+  RelationAccepted: 'outbox.linkedin.relation_accepted',
+} as const;
+
+export interface LinkedinRelationAcceptedData {
+  /** The Unipile account id. */
+  account_id: string;
+  /** The person's LinkedIn member id (`ACo…`). */
+  provider_id: string;
+  public_identifier?: string | null;
+  profile_url?: string | null;
+}
+
+export interface LinkedinRelationEventData {
+  sender_id: string;
+  provider_id: string;
+  public_identifier: string | null;
+}

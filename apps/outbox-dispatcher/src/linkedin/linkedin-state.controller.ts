@@ -1,25 +1,42 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { type LinkedinStateQuery, type LinkedinStateView, OutreachDispatcherRpc } from '@touchpoint/contracts';
+import {
+  type LinkedinRelationAcceptedData,
+  type LinkedinRelationEventData,
+  type LinkedinStateQuery,
+  type LinkedinStateView,
+  OutboxLinkedinEvents,
+  OutboxLinkedinRpc,
+  OutreachDispatcherRpc,
+} from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork } from '@touchpoint/runtime';
+import { Clock } from '@touchpoint/time';
 
 /**
- * The LinkedIn relation of a person to a sender account, from what this dispatcher sent (seed 003
- * §4.2 "linkedin_state"): a message that went out → `connected` (LinkedIn only lets relations
- * message); an invitation that went out → `invited`; nothing → `none`. Accepted invitations
- * (Unipile `new_relation`) are not recorded yet, so a person who accepted reads `invited` until we
- * message them. The chat's messages live in messaging, not here.
+ * The LinkedIn relation of a person to a sender account (seed 003 §4.2 "linkedin_state"): an
+ * accepted invitation (Unipile `new_relation`, kept in `linkedin_relations`) or a message that went
+ * out → `connected` (an accepted row wins over any other); an invitation that went out → `invited`;
+ * nothing → `none`. The chat's messages live in messaging, not here.
  */
 @Controller()
 export class LinkedinStateController {
-  constructor(private readonly uow: UnitOfWork) {}
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly clock: Clock,
+  ) {}
 
   @MessagePattern(OutreachDispatcherRpc.LinkedinState)
   async state(@Payload() q: LinkedinStateQuery): Promise<LinkedinStateView> {
     if (typeof q?.organization_id !== 'string' || typeof q.sender_id !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and sender_id are required');
     const [sender] = await this.uow.dataSource.query(`SELECT status FROM senders WHERE id::text = $1 AND organization_id = $2 AND removed_at IS NULL AND channel = 'linkedin'`, [q.sender_id, q.organization_id]);
     const senderConnected = sender?.status === 'connected';
+    const slug = publicIdentifierOf(q.linkedin_url);
+    const [relation] = await this.uow.dataSource.query(
+      `SELECT provider_id FROM linkedin_relations WHERE sender_id::text = $1 AND organization_id = $2 AND (provider_id = $3 OR ($4::text IS NOT NULL AND public_identifier = $4)) LIMIT 1`,
+      [q.sender_id, q.organization_id, q.provider_id ?? '', slug],
+    );
+    if (relation) return { state: 'connected', sender_connected: senderConnected, provider_id: relation.provider_id, messages: [] };
     if (!q.provider_id) return { state: 'none', sender_connected: senderConnected, provider_id: null, messages: [] };
     const [row] = await this.uow.dataSource.query(
       `SELECT bool_or(log_context->>'linkedin_action' = 'message') AS messaged, bool_or(log_context->>'linkedin_action' = 'invite') AS invited
@@ -30,4 +47,34 @@ export class LinkedinStateController {
     const state = row?.messaged ? 'connected' : row?.invited ? 'invited' : 'none';
     return { state, sender_connected: senderConnected, provider_id: q.provider_id, messages: [] };
   }
+
+  /**
+   * Records an accepted relation of a LinkedIn account (idempotent) and tells the others with
+   * `outbox.linkedin.relation_accepted` once per (sender, person).
+   */
+  @MessagePattern(OutboxLinkedinRpc.RelationAccepted)
+  async accepted(@Payload() data: LinkedinRelationAcceptedData): Promise<{ stored: boolean; sender_id: string | null }> {
+    if (typeof data?.account_id !== 'string' || typeof data.provider_id !== 'string' || data.provider_id === '') throw new AppError(ErrorCode.ValidationFailed, 'account_id and provider_id are required');
+    return this.uow.run(async (tx) => {
+      const [sender] = await tx.query<{ id: string; organization_id: string }>(`SELECT id, organization_id FROM senders WHERE channel = 'linkedin' AND provider_account_id = $1 AND removed_at IS NULL`, [data.account_id]);
+      if (!sender) return { stored: false, sender_id: null };
+      const slug = data.public_identifier ?? publicIdentifierOf(data.profile_url ?? null);
+      const inserted = await tx.query<{ provider_id: string }>(
+        `INSERT INTO linkedin_relations (sender_id, provider_id, organization_id, public_identifier, connected_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (sender_id, provider_id) DO NOTHING RETURNING provider_id`,
+        [sender.id, data.provider_id, sender.organization_id, slug, this.clock.now()],
+      );
+      if (inserted.length) {
+        const event: LinkedinRelationEventData = { sender_id: sender.id, provider_id: data.provider_id, public_identifier: slug };
+        await tx.publish({ event_id: `${OutboxLinkedinEvents.RelationAccepted}:${sender.id}:${data.provider_id}`, type: OutboxLinkedinEvents.RelationAccepted, organization_id: sender.organization_id, data: event as unknown as Record<string, unknown> });
+      }
+      return { stored: true, sender_id: sender.id };
+    });
+  }
+}
+
+/** The `/in/{slug}` of a profile URL, lower-cased, or null. */
+export function publicIdentifierOf(url: string | null | undefined): string | null {
+  const match = url ? /linkedin\.com\/in\/([^/?#]+)/i.exec(url) : null;
+  return match ? decodeURIComponent(match[1]!).toLowerCase() : null;
 }

@@ -44,6 +44,26 @@ export class UnipileControlController {
     return { payload, delivery: await this.state.deliver(payload) };
   }
 
+  /** The person accepts the account's invitation: the relation is recorded and `new_relation` fires (fixtures/unipile/webhook-new-relation.json shape). */
+  @Post('accept')
+  async accept(@Body() body: { account_id: string; provider_id: string; public_identifier?: string; full_name?: string }) {
+    if (!body?.account_id || !body.provider_id) throw new BadRequestException('account_id and provider_id are required');
+    this.state.relations.set(`${body.account_id}|${body.provider_id}`, 'connected');
+    const slug = body.public_identifier ?? body.provider_id.toLowerCase();
+    const payload = {
+      event: 'new_relation',
+      account_id: body.account_id,
+      account_type: 'LINKEDIN',
+      webhook_name: 'sandbox',
+      user_full_name: body.full_name ?? 'Sandbox Person',
+      user_provider_id: body.provider_id,
+      user_public_identifier: slug,
+      user_profile_url: `https://www.linkedin.com/in/${slug}/`,
+      user_picture_url: null,
+    };
+    return { payload, delivery: await this.state.deliver(payload) };
+  }
+
   @Post('reset')
   reset() {
     this.state.reset();

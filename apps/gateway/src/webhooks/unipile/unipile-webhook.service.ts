@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { MessagingRpc, type MessagingInboundRecordData, OutreachDispatcherRpc, type ProviderAccountOwner } from '@touchpoint/contracts';
+import { type LinkedinRelationAcceptedData, MessagingRpc, type MessagingInboundRecordData, OutboxLinkedinRpc, OutreachDispatcherRpc, type ProviderAccountOwner } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, RpcClient } from '@touchpoint/runtime';
@@ -26,6 +26,15 @@ interface UnipileMessageEvent {
   quoted?: { provider_id?: string; id?: string } | null;
 }
 
+/** A Unipile `new_relation` delivery (fixtures/unipile/webhook-new-relation.json): an invitation was accepted. */
+interface UnipileRelationEvent {
+  event: 'new_relation';
+  account_id?: string;
+  user_provider_id?: string;
+  user_public_identifier?: string;
+  user_profile_url?: string;
+}
+
 export type UnipileDeliveryResult = { outcome: 'stored' | 'duplicate' | 'ignored'; reason?: string };
 
 /**
@@ -45,6 +54,7 @@ export class UnipileWebhookService {
 
   /** @throws AppError service_unavailable when the owner did not confirm */
   async deliver(payload: unknown): Promise<UnipileDeliveryResult> {
+    if ((payload as { event?: string } | null)?.event === 'new_relation') return this.relation(payload as UnipileRelationEvent);
     const e = payload as UnipileMessageEvent | null;
     if (e?.event !== 'message_received') return { outcome: 'ignored', reason: 'event' };
     const from = e.sender?.attendee_provider_id;
@@ -70,6 +80,19 @@ export class UnipileWebhookService {
       return { outcome: result.duplicate ? 'duplicate' : 'stored' };
     } catch (err) {
       this.logger.warn({ event: 'gateway.unipile_webhook_not_stored', account_id: e.account_id, message_id: e.message_id, err: (err as Error).message }, 'Unipile webhook not acknowledged; Unipile will redeliver');
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the webhook could not be stored; retry later', { code: err instanceof AppError ? err.code : undefined });
+    }
+  }
+
+  /** `new_relation` → the dispatcher records the relation (LinkedIn state `connected`). */
+  private async relation(e: UnipileRelationEvent): Promise<UnipileDeliveryResult> {
+    if (!e.account_id || !e.user_provider_id) return { outcome: 'ignored', reason: 'incomplete' };
+    const data: LinkedinRelationAcceptedData = { account_id: e.account_id, provider_id: e.user_provider_id, public_identifier: e.user_public_identifier ?? null, profile_url: e.user_profile_url ?? null };
+    try {
+      const result = await this.rpc.call<{ stored: boolean }>('outbox-dispatcher', OutboxLinkedinRpc.RelationAccepted, data);
+      return result.stored ? { outcome: 'stored' } : { outcome: 'ignored', reason: 'unknown_account' };
+    } catch (err) {
+      this.logger.warn({ event: 'gateway.unipile_webhook_not_stored', account_id: e.account_id, err: (err as Error).message }, 'Unipile relation not acknowledged; Unipile will redeliver');
       throw new AppError(ErrorCode.ServiceUnavailable, 'the webhook could not be stored; retry later', { code: err instanceof AppError ? err.code : undefined });
     }
   }
