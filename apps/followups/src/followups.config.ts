@@ -69,4 +69,8 @@ export class FollowupsConfig extends ServiceConfig {
   /** Lease of a running bulk job, ms: a worker that dies leaves the job to another after this long. */
   @IsInt() @Min(1000) @Max(600_000)
   FOLLOWUP_BULK_LEASE_MS = 60_000;
+
+  /** Interval of the retention pass, ms (seed 000 "Retention": daily); 0 turns the in-process schedule off (the CronJob runs it). */
+  @IsInt() @Min(0) @Max(7 * 86_400_000)
+  FOLLOWUP_RETENTION_INTERVAL_MS = 86_400_000;
 }

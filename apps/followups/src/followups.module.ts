@@ -27,6 +27,9 @@ import { TriggersService } from './rules/triggers.service.js';
 import { BulkLoop } from './bulk/bulk.loop.js';
 import { BulkJobsController } from './bulk/bulk-jobs.controller.js';
 import { BulkJobsService } from './bulk/bulk-jobs.service.js';
+import { RetentionController } from './retention/retention.controller.js';
+import { RetentionLoop } from './retention/retention.loop.js';
+import { RetentionService } from './retention/retention.service.js';
 import { QueueController } from './queue/queue.controller.js';
 import { QueueRepository } from './queue/queue.repository.js';
 import { QueueService } from './queue/queue.service.js';
@@ -95,12 +98,14 @@ export class FollowupsModule {
       CrmTriggersConsumer,
       BulkJobsService,
       BulkLoop,
+      RetentionService,
+      RetentionLoop,
     ];
     if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });
     return {
       module: FollowupsModule,
       imports: [PlatformModule.forService({ service: 'followups', config, entities: FollowupsEntities, migrations: FollowupsMigrations })],
-      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController, BulkJobsController],
+      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController, BulkJobsController, RetentionController],
       providers,
     };
   }

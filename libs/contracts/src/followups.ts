@@ -368,6 +368,7 @@ export const FollowupsRpc = {
   EnrollmentGet: 'followups.enrollments.get',
   EnrollmentControl: 'followups.enrollments.control',
   EffectDecide: 'followups.effects.decide',
+  RetentionRun: 'followups.retention.run',
   BulkJobCreate: 'followups.bulk_jobs.create',
   BulkJobGet: 'followups.bulk_jobs.get',
   PromiseList: 'followups.promises.list',
@@ -658,6 +659,17 @@ export interface BulkJobView {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+}
+
+/** What a retention pass deleted (`ran: false`: another pass held the lock; nothing was done). */
+export interface RetentionReport {
+  ran: boolean;
+  enrollments: number;
+  events: number;
+  effects: number;
+  promises: number;
+  triggers: number;
+  bulk_jobs: number;
 }
 
 // ---------------------------------------------------------------------------------------------
