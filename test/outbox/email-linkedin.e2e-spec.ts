@@ -231,6 +231,20 @@ describe(ProspectCapService.name, () => {
       expect(calls.find((c) => c.operation === 'chat')).toMatchObject({ outcome: 'accepted', body: { account_id: account, text: 'Thanks for connecting, Ana!', attendees_ids: 'ACoAAANA' } });
     });
 
+    it('resolves a profile URL to the member id before inviting (one Unipile read, kept for a retry); an unknown profile fails profile_not_found', async () => {
+      const org = `org-${randomUUID()}`;
+      await linkedinAccount(org);
+      await sandbox.post('/sandbox/unipile/profiles', { public_identifier: 'ana-lee', provider_id: 'ACoAAANALEE' });
+      const byUrl = await d.enqueue.enqueue(linkedin(org, 'https://www.linkedin.com/in/ana-lee/', 'invite'));
+      const unknown = await d.enqueue.enqueue(linkedin(org, 'https://www.linkedin.com/in/nobody-here', 'invite'));
+      await drain();
+      expect(await entry(byUrl.entry_id)).toMatchObject({ status: 'accepted', prepared: { provider_id: 'ACoAAANALEE' } });
+      expect(await entry(unknown.entry_id)).toMatchObject({ status: 'failed', last_error_code: 'profile_not_found' });
+      const calls = await unipileCalls();
+      expect(calls.find((c) => c.operation === 'invite' && c.context.provider_id === 'ACoAAANALEE')).toBeDefined();
+      expect(calls.filter((c) => c.operation === 'invite' && c.context.provider_id.includes('nobody'))).toEqual([]);
+    });
+
     it('fails an invitation to a relation with already_connected, and one sent too soon with connection_held (nothing sent)', async () => {
       const org = `org-${randomUUID()}`;
       const { account } = await linkedinAccount(org);

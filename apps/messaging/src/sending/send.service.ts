@@ -240,7 +240,8 @@ export function outcomeData(m: MessageRow, status: MessageOutcomeData['status'])
 function addressOf(contact: ContactRow, channel: string): string | null {
   if (channel === 'whatsapp' || channel === 'sms') return contact.phone;
   if (channel === 'email') return contact.email;
-  if (channel === 'linkedin') return contact.linkedin_provider_id;
+  // The member id when known; else the profile URL, which the dispatcher resolves to a member id (Unipile).
+  if (channel === 'linkedin') return contact.linkedin_provider_id ?? contact.linkedin_url;
   return null;
 }
 

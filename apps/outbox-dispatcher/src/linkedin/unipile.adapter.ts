@@ -53,20 +53,28 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
     return [];
   }
 
-  needsRemotePreparation(): boolean {
-    return false;
+  /** A recipient given as a profile URL needs one Unipile read first: the invitation goes by member id. */
+  needsRemotePreparation(entry: DispatchEntry): boolean {
+    return slugOf(entry.recipient) !== null && typeof entry.prepared?.provider_id !== 'string';
   }
 
   async prepare(entry: DispatchEntry, sender: SenderCredentials): Promise<PreparedSend> {
     const payload = entry.payload as OutboxPayload;
     if (payload.type !== 'text') throw new Error('linkedin supports payload type text only');
     if (!sender.secrets.account_id || !sender.secrets.api_key) throw new Error('the LinkedIn account has no Unipile account id or API key');
+    const slug = slugOf(entry.recipient);
+    let member = entry.recipient.trim();
+    let derived: Record<string, unknown> | null = entry.prepared;
+    if (slug) {
+      member = typeof entry.prepared?.provider_id === 'string' ? entry.prepared.provider_id : await this.resolveMember(sender, slug);
+      derived = { ...(entry.prepared ?? {}), provider_id: member };
+    }
     const invite = entry.logContext?.linkedin_action === 'invite';
     if (invite) {
       if (payload.body.length > INVITE_NOTE_MAX) throw new Error(`an invitation note holds at most ${INVITE_NOTE_MAX} characters`);
-      return { body: { action: 'invite', provider_id: entry.recipient, account_id: sender.secrets.account_id, message: payload.body }, derived: null };
+      return { body: { action: 'invite', provider_id: member, account_id: sender.secrets.account_id, message: payload.body }, derived };
     }
-    return { body: { action: 'message', account_id: sender.secrets.account_id, text: payload.body, attendees_ids: entry.recipient }, derived: null };
+    return { body: { action: 'message', account_id: sender.secrets.account_id, text: payload.body, attendees_ids: member }, derived };
   }
 
   async send(prepared: PreparedSend, sender: SenderCredentials): Promise<SendAccepted> {
@@ -99,6 +107,19 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
     );
   }
 
+  /**
+   * The member id of a public profile: `GET /api/v1/users/{public_identifier}?account_id=…`.
+   * @throws ProviderCallError (a 404 fails the entry: no such profile)
+   */
+  private async resolveMember(sender: SenderCredentials, slug: string): Promise<string> {
+    const url = `${this.base()}/api/v1/users/${encodeURIComponent(slug)}?account_id=${encodeURIComponent(sender.secrets.account_id ?? '')}`;
+    const answer = await providerFetch(url, { method: 'GET', headers: { 'x-api-key': sender.secrets.api_key ?? '', accept: 'application/json' } }, this.config.UNIPILE_SEND_TIMEOUT_MS, 'Unipile');
+    const id = (answer.body as { provider_id?: unknown } | null)?.provider_id;
+    if (answer.status === 200 && typeof id === 'string' && id !== '') return id;
+    const type = (answer.body as { type?: unknown } | null)?.type;
+    throw new ProviderCallError({ kind: 'http', httpStatus: answer.status === 200 ? 502 : answer.status, providerCode: null, retryAfterMs: null }, `the profile ${slug} could not be resolved`, answer.body, answer.status === 404 ? 'profile_not_found' : typeof type === 'string' ? type : String(answer.status));
+  }
+
   /** As the email adapter; the two refusals are permanent for this entry (the requester decides what follows). */
   classify(failure: WireFailure): Classified {
     return classifyProviderFailure(failure, [ALREADY_CONNECTED_CODE, CONNECTION_HELD_CODE]);
@@ -107,4 +128,10 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
   private base(): string {
     return this.config.UNIPILE_API_BASE_URL.replace(/\/+$/, '');
   }
+}
+
+/** The public identifier of a LinkedIn profile URL (`https://www.linkedin.com/in/ana-lee/` → `ana-lee`), or null for a member id. */
+export function slugOf(recipient: string): string | null {
+  const match = /linkedin\.com\/in\/([^/?#\s]+)/i.exec(recipient);
+  return match ? decodeURIComponent(match[1]!) : null;
 }

@@ -12,6 +12,14 @@ export class UnipileControlController {
     return this.state.settings;
   }
 
+  /** Makes a public profile known: `GET /api/v1/users/{public_identifier}` answers its member id. */
+  @Post('profiles')
+  profile(@Body() body: { public_identifier: string; provider_id: string }) {
+    if (!body?.public_identifier || !body.provider_id) throw new BadRequestException('public_identifier and provider_id are required');
+    this.state.profiles.set(body.public_identifier.toLowerCase(), body.provider_id);
+    return body;
+  }
+
   /** Sets (or with `state: null` clears) how an account relates to a person. */
   @Post('relations')
   relation(@Body() body: { account_id: string; provider_id: string; state: UnipileRelation | null }) {

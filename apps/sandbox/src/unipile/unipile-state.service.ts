@@ -29,6 +29,8 @@ export class UnipileStateService {
   settings: UnipileSettings;
   /** `${account_id}|${provider_id}` → relation. */
   readonly relations = new Map<string, UnipileRelation>();
+  /** public identifier (lower case) → member id, for `GET /api/v1/users/{identifier}`. */
+  readonly profiles = new Map<string, string>();
   /** chat id → { account, attendee provider id }. */
   readonly chats = new Map<string, { account_id: string; provider_id: string }>();
   private seq = 0;
@@ -45,6 +47,7 @@ export class UnipileStateService {
     this.settings = this.defaults();
     this.relations.clear();
     this.chats.clear();
+    this.profiles.clear();
   }
 
   nextId(prefix: string): string {

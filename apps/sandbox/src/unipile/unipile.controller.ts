@@ -1,4 +1,4 @@
-import { Controller, Param, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FaultRegistry } from '../control/fault-registry.service.js';
 import { UNIPILE_PROVIDER, UnipileStateService } from './unipile-state.service.js';
@@ -21,6 +21,24 @@ export class UnipileController {
     private readonly state: UnipileStateService,
   ) {
     this.faults.register(UNIPILE_PROVIDER);
+  }
+
+  /** A profile by public identifier: a deterministic member id per slug (or the one set through the control API). */
+  @Get('users/:identifier')
+  profile(@Param('identifier') identifier: string, @Query('account_id') accountId: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    const context = { operation: 'profile', account_id: accountId ?? '', identifier };
+    if (typeof req.headers['x-api-key'] !== 'string' || req.headers['x-api-key'] === '') {
+      this.faults.record(UNIPILE_PROVIDER, { operation: 'profile', context, body: null, outcome: 'rejected' });
+      reply.status(401).send(unipileError(401, 'errors/missing_credentials', 'Missing X-API-KEY.'));
+      return;
+    }
+    const providerId = this.state.profiles.get(identifier.toLowerCase());
+    this.faults.record(UNIPILE_PROVIDER, { operation: 'profile', context, body: null, outcome: providerId ? 'accepted' : 'not_found', provider_id: providerId });
+    if (!providerId) {
+      reply.status(404).send(unipileError(404, 'errors/resource_not_found', 'Profile not found.'));
+      return;
+    }
+    reply.status(200).send({ object: 'UserProfile', provider: 'LINKEDIN', provider_id: providerId, public_identifier: identifier });
   }
 
   @Post('users/invite')
