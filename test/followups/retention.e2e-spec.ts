@@ -1,5 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import pg from 'pg';
 import { FollowupsRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
@@ -146,4 +148,15 @@ describe('Follow-up retention', () => {
     }
     expect((await followups.get(RetentionService).run()).enrollments).toBe(1);
   });
+
+  it('`npm run cli -- retention:run --json` runs a pass now through the service', async () => {
+    const old = await enrollment(shortOrg, 'cancelled', 40);
+    const child = spawn('npm', ['run', '-s', 'cli', '--', 'retention:run', '--json'], { env: { ...process.env, ...world.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null')).toMatchObject({ ran: true, enrollments: 1, events: 1, effects: 1 });
+    expect(await sql(`SELECT 1 FROM fu.enrollments WHERE id = $1`, [old])).toEqual([]);
+  }, 60_000);
 });

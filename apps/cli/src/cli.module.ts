@@ -15,6 +15,7 @@ import { MigrateCommand } from './commands/migrate.command.js';
 import { OrgCreateCommand } from './commands/org-create.command.js';
 import { OUTREACH_CLI_PROVIDERS } from './outreach/outreach-drafts.commands.js';
 import { OUTBOX_CLI_PROVIDERS } from './outbox/outbox-ambiguous.commands.js';
+import { FOLLOWUPS_CLI_PROVIDERS } from './followups/followups-retention.command.js';
 import { GatewayDatabase } from './database/gateway-database.js';
 import { Migrator } from './migrate/migrator.js';
 import { CLI_LOGGER } from './output/cli-logger.js';
@@ -62,6 +63,7 @@ export class CliModule {
         DlqReplayCommand,
         ...OUTREACH_CLI_PROVIDERS,
         ...OUTBOX_CLI_PROVIDERS,
+        ...FOLLOWUPS_CLI_PROVIDERS,
       ],
     };
   }
