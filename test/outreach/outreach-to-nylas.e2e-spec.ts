@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { type ActionView, type CampaignView, type ContactView, type EnrollBatchResult, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
+import { AppError, httpStatusOf } from '@touchpoint/errors';
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js';
@@ -149,5 +150,18 @@ describe('outreach email through the dispatcher to Nylas', () => {
     expect(new Date(held.next_attempt_at).toISOString()).toBe(nextUtcMidnight(new Date(before)).toISOString());
     const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string> }[] }>('/sandbox/control/nylas/received');
     expect(calls.filter((c) => c.operation === 'send' && c.context.to === person.email)).toEqual([]);
+
+    // An interactive send to the same prospect answers prospect_send_cap_reached (429) at once, and writes nothing.
+    const [conversation] = await world.sql<{ id: string }>(`SELECT id FROM "${world.schema('messaging')}".conversations WHERE contact_id = $1 AND channel = 'email'`, [person.contact_id]);
+    const refused = (await rpc.call('messaging', MessagingRpc.ConversationSend, { organization_id: org, conversation_id: conversation!.id, idempotency_key: 'op-cap-1', text: 'Hi Sarah, a quick note.', subject: 'Chairs' }).catch((e: unknown) => e)) as AppError;
+    expect(refused).toBeInstanceOf(AppError);
+    expect(refused.code).toBe('prospect_send_cap_reached');
+    expect(httpStatusOf(refused.code)).toBe(429);
+    expect(await world.sql(`SELECT id FROM "${world.schema('messaging')}".messages WHERE idempotency_key = 'operator:op-cap-1'`)).toEqual([]);
+
+    // Back to the default cap: the same interactive send goes.
+    await rpc.call('outbox-dispatcher', OutboxAccountRpc.ProspectCapSet, { organization_id: org, prospect_emails_per_day: null });
+    const sent = await rpc.call<{ message_id: string }>('messaging', MessagingRpc.ConversationSend, { organization_id: org, conversation_id: conversation!.id, idempotency_key: 'op-cap-1', text: 'Hi Sarah, a quick note.', subject: 'Chairs' });
+    expect(sent.message_id).toEqual(expect.any(String));
   }, 60_000);
 });

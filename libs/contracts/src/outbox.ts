@@ -454,6 +454,12 @@ export const OutboxAccountRpc = {
   Create: 'outbox.senders.create_account',
   /** `OutboxProspectCapData` → `{ organization_id, prospect_emails_per_day }`. */
   ProspectCapSet: 'outbox.prospect_cap.set',
+  /**
+   * `OutboxProspectCapCheckData` → `OutboxProspectCapCheckResult`: would an email to `to` be refused
+   * by the cap right now? A read only (the claim at the wire stays the authority); an interactive
+   * send asks it first so it can answer 429 `prospect_send_cap_reached` at once (seed 003 §6).
+   */
+  ProspectCapCheck: 'outbox.prospect_cap.check',
 } as const;
 
 export interface OutboxAccountCreateData {
@@ -501,4 +507,19 @@ export interface LinkedinRelationEventData {
   sender_id: string;
   provider_id: string;
   public_identifier: string | null;
+}
+
+export interface OutboxProspectCapCheckData {
+  organization_id: string;
+  to: string;
+  /** The mailbox; absent → the organization's default email sender. */
+  sender_id?: string | null;
+}
+
+export interface OutboxProspectCapCheckResult {
+  allowed: boolean;
+  prospect: boolean;
+  /** Prospect emails the mailbox sent today (UTC) and its cap. */
+  sent: number;
+  cap: number;
 }

@@ -8,15 +8,20 @@ import {
   type MessagingSendResult,
   type MessageView,
   type MessagingSendContent,
+  OutboxAccountRpc,
+  type OutboxProspectCapCheckResult,
 } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { UnitOfWork } from '@touchpoint/runtime';
+import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { MessagesRepository } from '../messages/messages.repository.js';
 import { SendService } from '../sending/send.service.js';
 import { decodeCursor, encodeCursor, pageSize, requireId, requireString } from '../shared/sql.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { ConversationsRepository, toConversationView } from './conversations.repository.js';
+
+/** Deadline of the prospect-cap check of an interactive email, ms (ours: short; the wire check stays). */
+const PROSPECT_CAP_CHECK_TIMEOUT_MS = 1500;
 
 /** The operator's view of conversations (issue 4 §8): list, read a thread, write, resolve. */
 @Injectable()
@@ -28,6 +33,7 @@ export class ConversationsService {
     private readonly sends: SendService,
     private readonly stream: StreamRepository,
     private readonly clock: Clock,
+    private readonly rpc: RpcClient,
   ) {}
 
   async list(organizationId: string, q: { status?: ConversationStatus; channel?: string; contact_id?: string; cursor?: string; limit?: number }): Promise<MessagingPage<ConversationView>> {
@@ -75,6 +81,7 @@ export class ConversationsService {
     requireString(body?.idempotency_key, 'idempotency_key');
     const conversation = await this.uow.run((tx) => this.repository.findConversation(tx, organizationId, conversationId));
     if (!conversation) throw new AppError(ErrorCode.NotFound, 'conversation not found');
+    if (conversation.channel === 'email') await this.refuseOverProspectCap(organizationId, conversation.contact_id, `operator:${body.idempotency_key}`);
     return this.sends.send({
       organization_id: organizationId,
       idempotency_key: `operator:${body.idempotency_key}`,
@@ -90,6 +97,27 @@ export class ConversationsService {
       interactive: body.interactive,
       subject: body.subject,
     });
+  }
+
+  /**
+   * An interactive email answers 429 `prospect_send_cap_reached` at once when the mailbox reached
+   * its daily prospect cap (seed 003 §6); the dispatcher's claim at the wire stays the authority, so
+   * an unanswered check lets the send through. A retried request of a stored message is not asked.
+   * @throws AppError prospect_send_cap_reached
+   */
+  private async refuseOverProspectCap(organizationId: string, contactId: string, key: string): Promise<void> {
+    const { email, existing } = await this.uow.run(async (tx) => ({
+      email: ((await tx.query<{ email: string | null }>(`SELECT email FROM contacts WHERE id = $1`, [contactId]))[0]?.email ?? null) as string | null,
+      existing: await this.messages.findByIdempotencyKey(tx, organizationId, key),
+    }));
+    if (!email || existing) return;
+    let check: OutboxProspectCapCheckResult;
+    try {
+      check = await this.rpc.call<OutboxProspectCapCheckResult>('outbox-dispatcher', OutboxAccountRpc.ProspectCapCheck, { organization_id: organizationId, to: email }, PROSPECT_CAP_CHECK_TIMEOUT_MS);
+    } catch {
+      return;
+    }
+    if (!check.allowed) throw new AppError(ErrorCode.ProspectSendCapReached, `the mailbox sent its ${check.cap} prospect emails for today (UTC); try again after 00:00 UTC`, { cap: check.cap, sent: check.sent });
   }
 
   /** Marks the conversation resolved; emits `messaging.conversation.resolved` (a stop path, seed 000). */

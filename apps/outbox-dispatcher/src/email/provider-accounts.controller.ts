@@ -6,6 +6,8 @@ import {
   OutboxAccountRpc,
   type OutboxAccountCreateData,
   type OutboxProspectCapData,
+  type OutboxProspectCapCheckData,
+  type OutboxProspectCapCheckResult,
   OutreachDispatcherRpc,
   type ProviderAccountLookup,
   type SuppressionCheckData,
@@ -51,6 +53,12 @@ export class ProviderAccountsController {
   @MessagePattern(OutboxAccountRpc.ProspectCapSet)
   setCap(@Payload() data: OutboxProspectCapData) {
     return this.cap.setOrganizationCap(data?.organization_id, data?.prospect_emails_per_day ?? null);
+  }
+
+  @MessagePattern(OutboxAccountRpc.ProspectCapCheck)
+  checkCap(@Payload() data: OutboxProspectCapCheckData): Promise<OutboxProspectCapCheckResult> {
+    if (typeof data?.organization_id !== 'string' || typeof data.to !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and to are required');
+    return this.cap.peek(data.organization_id, data.sender_id ?? null, data.to);
   }
 
   /** The subset of `values` on the organization's do-not-contact list, keyed like the senders key them. */

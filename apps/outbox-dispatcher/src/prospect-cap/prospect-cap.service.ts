@@ -49,6 +49,32 @@ export class ProspectCapService {
   }
 
   /**
+   * Would the claim refuse an email to `recipient` from `senderId` now? The same rules as
+   * `claim_prospect_email_send`, read only. Null sender → the organization's default mailbox
+   * (no mailbox → allowed: the enqueue refuses it anyway).
+   */
+  async peek(organizationId: string, senderId: string | null, recipient: string): Promise<{ allowed: boolean; prospect: boolean; sent: number; cap: number }> {
+    const [row] = await this.uow.dataSource.query(
+      `WITH s AS (
+         SELECT id FROM senders
+          WHERE organization_id = $1 AND channel = 'email' AND removed_at IS NULL AND ($2::uuid IS NULL AND is_default OR id = $2::uuid)
+          LIMIT 1)
+       SELECT (SELECT id FROM s) AS sender_id,
+              NOT EXISTS (
+                SELECT 1 FROM email_correspondents c
+                 WHERE c.organization_id = $1 AND c.address = $3
+                   AND (c.wrote_in OR (c.crm_person AND EXISTS (
+                         SELECT 1 FROM message_outbox m WHERE m.organization_id = $1 AND m.channel = 'email' AND m.status = 'accepted' AND m.pacing_key = $3)))) AS prospect,
+              COALESCE((SELECT sent FROM prospect_send_counters WHERE sender_id = (SELECT id FROM s) AND day = ($4::timestamptz AT TIME ZONE 'UTC')::date), 0) AS sent,
+              COALESCE((SELECT prospect_emails_per_day FROM prospect_cap_settings WHERE organization_id = $1), $5) AS cap`,
+      [organizationId, senderId, recipient.trim().toLowerCase(), this.clock.now(), PROSPECT_EMAILS_PER_DAY_DEFAULT],
+    );
+    const allowed = !row.sender_id || !row.prospect || row.sent < row.cap;
+    if (!allowed) this.outcomes.inc({ outcome: 'refused_interactive' });
+    return { allowed, prospect: row.prospect, sent: row.sent, cap: row.cap };
+  }
+
+  /**
    * Sets the organization's cap (0 stops every prospect send; null goes back to the default).
    * @throws AppError validation_failed
    */
