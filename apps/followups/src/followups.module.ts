@@ -30,6 +30,8 @@ import { BulkJobsService } from './bulk/bulk-jobs.service.js';
 import { RetentionController } from './retention/retention.controller.js';
 import { RetentionLoop } from './retention/retention.loop.js';
 import { RetentionService } from './retention/retention.service.js';
+import { FlowStatsController } from './stats/flow-stats.controller.js';
+import { FlowStatsService } from './stats/flow-stats.service.js';
 import { QueueController } from './queue/queue.controller.js';
 import { QueueRepository } from './queue/queue.repository.js';
 import { QueueService } from './queue/queue.service.js';
@@ -100,12 +102,13 @@ export class FollowupsModule {
       BulkLoop,
       RetentionService,
       RetentionLoop,
+      FlowStatsService,
     ];
     if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });
     return {
       module: FollowupsModule,
       imports: [PlatformModule.forService({ service: 'followups', config, entities: FollowupsEntities, migrations: FollowupsMigrations })],
-      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController, BulkJobsController, RetentionController],
+      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController, BulkJobsController, RetentionController, FlowStatsController],
       providers,
     };
   }

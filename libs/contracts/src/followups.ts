@@ -369,6 +369,7 @@ export const FollowupsRpc = {
   EnrollmentControl: 'followups.enrollments.control',
   EffectDecide: 'followups.effects.decide',
   RetentionRun: 'followups.retention.run',
+  FlowStats: 'followups.flows.stats',
   BulkJobCreate: 'followups.bulk_jobs.create',
   BulkJobGet: 'followups.bulk_jobs.get',
   PromiseList: 'followups.promises.list',
@@ -659,6 +660,27 @@ export interface BulkJobView {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+}
+
+/** `GET /ai/followup-flows/{id}/stats`: one flow's results. */
+export interface FlowStatsView {
+  flow_id: string;
+  enrolled: number;
+  /** Live now (any live status). */
+  active: number;
+  completed: number;
+  /** Cancelled or dead enrollments by reason (opted_out, handoff, flow_archived, too_many_failures…). */
+  stopped: Record<string, number>;
+  /** Send effects by status (queued, sent, failed, cancelled, skipped, uncertain, awaiting_decision, rejected…). */
+  sends: Record<string, number>;
+  /** Enrollments with at least one send queued or sent. */
+  enrollments_with_send: number;
+  /** Of those, the ones whose contact replied after the first send. */
+  replied: number;
+  /** replied / enrollments_with_send (4 decimals), null with no send yet. */
+  reply_rate: number | null;
+  /** Median time from the first send to the first reply after it, seconds; null with no reply. */
+  median_time_to_reply_seconds: number | null;
 }
 
 /** What a retention pass deleted (`ran: false`: another pass held the lock; nothing was done). */

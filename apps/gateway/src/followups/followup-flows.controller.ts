@@ -99,6 +99,14 @@ export class FollowupFlowsController {
     return this.forwarder.forward(caller, 'followups', FollowupsRpc.FlowVersions, { flow_id: params.id });
   }
 
+  @Get(':id/stats')
+  @RequireKey({ scopes: [Scope.AgentsRead] })
+  @ApiOperation({ summary: "The flow's results: enrolled, active, completed, stopped by reason, sends by status, reply rate, median time to reply" })
+  @ApiErrorResponses(400, 404, 503)
+  stats(@CurrentCaller() caller: Caller, @Param() params: FlowIdParams, @Query() _query: CustomerQuery) {
+    return this.forwarder.forward(caller, 'followups', FollowupsRpc.FlowStats, { flow_id: params.id });
+  }
+
   @Post(':id/rollback')
   @HttpCode(200)
   @RequireKey({ scopes: [Scope.AgentsWrite] })
