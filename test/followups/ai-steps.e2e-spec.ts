@@ -11,6 +11,7 @@ import { startSandbox } from '../../apps/sandbox/src/sandbox.app.js';
 import { SandboxConfig } from '../../apps/sandbox/src/sandbox.config.js';
 import { loadConfig } from '@touchpoint/config';
 import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents, PlatformRpc } from '@touchpoint/contracts';
+import { Metrics } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
@@ -31,6 +32,7 @@ describe('Follow-up AI steps', () => {
   let world: TestWorld;
   let sandbox: NestFastifyApplication;
   let sandboxUrl: string;
+  let followupsA: NestFastifyApplication;
   let workerA: ReleaseService;
   let workerB: ReleaseService;
   let flows: FlowsService;
@@ -49,6 +51,7 @@ describe('Follow-up AI steps', () => {
     const env = { FOLLOWUP_AI_LEASE_MS: String(LEASE_MS) };
     const a = await startFollowups(world, { clock, env });
     const b = await startFollowups(world, { clock, env });
+    followupsA = a;
     workerA = a.get(ReleaseService);
     workerB = b.get(ReleaseService);
     flows = a.get(FlowsService);
@@ -230,5 +233,7 @@ describe('Follow-up AI steps', () => {
     const requested = await sql(`SELECT data FROM fu.enrollment_events WHERE enrollment_id = $1 AND type = 'ai_requested' ORDER BY id`, [id]);
     expect(requested.map((r) => r.data.attempt)).toEqual([1, 2]);
     expect((await requests()).map((r) => r.task)).toEqual(['followup_classify', 'followup_classify']);
+    const counter = await followupsA.get(Metrics).registry.getSingleMetricAsString('touchpoint_followup_ai_requests_total');
+    expect(counter).toContain('touchpoint_followup_ai_requests_total{kind="followup_classify",status="late_dropped",service="followups"} 1');
   }, 30_000);
 });

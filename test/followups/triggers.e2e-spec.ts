@@ -2,6 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import amqplib from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { type BusMessage, CrmEvents, type FlowGraph, type FlowSettings, MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
+import { Metrics } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FixedClock, sleep } from '@touchpoint/time';
@@ -179,6 +180,10 @@ describe('Follow-up rule triggers', () => {
     }
     expect(await triggers.processBatch()).toBe(0);
     expect(await sql(`SELECT 1 FROM fu.enrollments WHERE contact_id = $1`, [other])).toEqual([]);
+    const counter = await followups.get(Metrics).registry.getSingleMetricAsString('touchpoint_followup_triggers_total');
+    expect(counter).toContain('touchpoint_followup_triggers_total{type="lead_created",outcome="failed",service="followups"} 1');
+    expect(counter).toContain('touchpoint_followup_triggers_total{type="lead_created",outcome="retry",service="followups"} 4');
+    expect(counter).toMatch(/touchpoint_followup_triggers_total\{type="lead_created",outcome="rejected",service="followups"\} 1/);
   });
 
   it('a tag added by a follow-up step fires no rule; the same contact tagged from elsewhere does', async () => {

@@ -16,7 +16,7 @@ export class FollowupsMetrics {
   readonly enrollments: Counter<'source' | 'result'>;
   readonly finished: Counter<'status' | 'reason'>;
   readonly releases: Counter<'outcome'>;
-  /** Rule triggers by type and outcome (seed 000); counted by the trigger loop of the follow-up automation. */
+  /** Rule triggers by type and outcome (seed 000 `followup_triggers_total{type,outcome}`), counted per rule by the trigger loop. */
   readonly triggers: Counter<'type' | 'outcome'>;
   /** One-off returns by outcome (scheduled, resumed, template, alerted, skipped, failed, dropped, cancelled, already_pending). */
   readonly promises: Counter<'outcome'>;
@@ -34,7 +34,7 @@ export class FollowupsMetrics {
     });
     this.enrollments = new Counter({ name: `${METRIC_PREFIX}followup_enrollments_total`, help: 'Enrollment requests by source and result', labelNames: ['source', 'result'], registers });
     this.finished = new Counter({ name: `${METRIC_PREFIX}followup_finished_total`, help: 'Enrollments that left the live statuses, by status and reason', labelNames: ['status', 'reason'], registers });
-    this.triggers = new Counter({ name: `${METRIC_PREFIX}followup_triggers_total`, help: 'Rule triggers by type and outcome (enrolled, rejected, failed)', labelNames: ['type', 'outcome'], registers });
+    this.triggers = new Counter({ name: `${METRIC_PREFIX}followup_triggers_total`, help: 'Rule triggers by type and outcome: enrolled, duplicate, rejected (business), no_match, retry, failed (given up after 5 attempts)', labelNames: ['type', 'outcome'], registers });
     this.promises = new Counter({ name: `${METRIC_PREFIX}followup_promises_total`, help: 'One-off returns by outcome', labelNames: ['outcome'], registers });
     this.aiRequests = new Counter({ name: `${METRIC_PREFIX}followup_ai_requests_total`, help: 'Model requests of follow-up AI steps and one-off returns, by kind and run status', labelNames: ['kind', 'status'], registers });
     this.releases = new Counter({ name: `${METRIC_PREFIX}followup_releases_total`, help: 'Release transactions by outcome (released, busy, failed, idle)', labelNames: ['outcome'], registers });

@@ -86,7 +86,8 @@ export class TriggersService {
               WHERE id = $1`,
             [trigger.id, attempts, message.slice(0, 1000), new Date(now.getTime() + triggerBackoffMs(attempts)), giveUp, now],
           );
-          this.metrics.triggers.inc({ type: trigger.type, outcome: giveUp ? 'given_up' : 'retry' });
+          // `failed` is a trigger given up (the FollowUpTriggerFailures alert counts it); `retry` one that will run again.
+          this.metrics.triggers.inc({ type: trigger.type, outcome: giveUp ? 'failed' : 'retry' });
           this.logger.warn({ event: 'followups.trigger_failed', trigger_id: trigger.id, organization_id: trigger.organization_id, attempts, err: message, given_up: giveUp }, 'trigger failed');
         }
       }
