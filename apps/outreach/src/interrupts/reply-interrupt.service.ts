@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { type EmailHeadersView, type MessageReceivedData, OutreachDispatcherRpc } from '@touchpoint/contracts';
+import { type EmailHeadersView, type MessageReceivedData, MessagingRpc, OutreachDispatcherRpc } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient } from '@touchpoint/runtime';
@@ -30,7 +30,8 @@ export type InterruptResult = 'uncorrelated' | 'not_live' | 'duplicate' | 'auto_
  *
  * In order: correlate → not live: stored only → a saved decision for the event id: nothing → an
  * auto-reply (email; headers read with one Nylas GET only now, for a correlated inbound): stored
- * only → an opt-out phrase: the opt-out (no agent) → the compare-and-set bump (3 tries) and the
+ * only → an opt-out phrase: the opt-out (no agent) → a prospect's first real reply: promoted to a
+ * CRM person (best effort) → the compare-and-set bump (3 tries) and the
  * invalidation of pending and approved actions → `outreach.decision.requested` reason
  * `reply_received`, ref the message id, id `reply:{message_id}`, when the campaign is active and
  * outreach is not stopped. All in the consumer's transaction: a failure retries the whole message.
@@ -74,14 +75,35 @@ export class ReplyInterruptService {
       await this.optOut.apply(tx, { organization_id: org, source: 'phrase', cause_id: m.message_id, values, person_ids: [c.person_id, m.contact_id] });
       return 'opt_out';
     }
-    // The prospect → CRM promotion on a first real reply is best effort in the seed; messaging has
-    // no link between a prospect and a CRM person yet, so the enrollment keeps its person.
+    if (c.person_kind === 'prospect') await this.promote(tx, org, c.enrollment_id, c.person_id);
     const eventFollows = c.campaign_active && !c.outreach_stopped;
     const version = await this.enrollments.interrupt(tx, c.enrollment_id, eventFollows);
     if (version === null) return 'lost';
     if (!eventFollows) return 'held';
     await tx.publish(decisionRequested(org, eventId, { enrollment_id: c.enrollment_id, reason: 'reply_received', ref: m.message_id }));
     return 'interrupted';
+  }
+
+  /**
+   * A prospect's first real reply makes them a CRM person (seed 003 §4.7: Outreach adds a person to
+   * the CRM only on a real reply), best effort: messaging turns the contact into `crm`, and the
+   * enrollment follows. A failure is logged and the reply goes on; the next reply tries again.
+   */
+  private async promote(tx: Tx, org: string, enrollmentId: string, contactId: string): Promise<void> {
+    try {
+      await this.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: contactId, kind: 'crm' }, this.config.OUTREACH_CONTEXT_READ_TIMEOUT_MS);
+    } catch (err) {
+      this.logger.warn({ event: 'outreach.promote_failed', organization_id: org, enrollment_id: enrollmentId, contact_id: contactId, err: (err as Error).message }, 'prospect not promoted; the reply goes on');
+      return;
+    }
+    // The live-person index is per kind: never collide with a live CRM enrollment of the same contact.
+    await tx.query(
+      `UPDATE enrollments e SET person_kind = 'crm', updated_at = now()
+        WHERE e.id = $1 AND e.person_kind = 'prospect'
+          AND NOT EXISTS (SELECT 1 FROM enrollments o WHERE o.organization_id = e.organization_id AND o.person_kind = 'crm' AND o.person_id = e.person_id AND o.status IN ('active', 'needs_contact_data'))`,
+      [enrollmentId],
+    );
+    this.logger.info({ event: 'outreach.prospect_promoted', organization_id: org, enrollment_id: enrollmentId, contact_id: contactId }, 'prospect promoted to a CRM person on a first real reply');
   }
 
   /**
