@@ -4,6 +4,7 @@ import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js'
 import { AiGatewayModule } from '../../apps/ai-gateway/src/ai-gateway.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
+import { PromisesService } from '../../apps/followups/src/promises/promises.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import type { ModelScriptStep, ReceivedModelRequest } from '../../apps/sandbox/src/model/model-state.service.js';
@@ -33,6 +34,7 @@ describe('Follow-up AI steps', () => {
   let sandbox: NestFastifyApplication;
   let sandboxUrl: string;
   let followupsA: NestFastifyApplication;
+  let followupsB: NestFastifyApplication;
   let workerA: ReleaseService;
   let workerB: ReleaseService;
   let flows: FlowsService;
@@ -52,6 +54,7 @@ describe('Follow-up AI steps', () => {
     const a = await startFollowups(world, { clock, env });
     const b = await startFollowups(world, { clock, env });
     followupsA = a;
+    followupsB = b;
     workerA = a.get(ReleaseService);
     workerB = b.get(ReleaseService);
     flows = a.get(FlowsService);
@@ -236,4 +239,57 @@ describe('Follow-up AI steps', () => {
     const counter = await followupsA.get(Metrics).registry.getSingleMetricAsString('touchpoint_followup_ai_requests_total');
     expect(counter).toContain('touchpoint_followup_ai_requests_total{kind="followup_classify",status="late_dropped",service="followups"} 1');
   }, 30_000);
+
+  describe('one-off returns due inside the 24-hour window', () => {
+    async function dueReturn(): Promise<{ id: string; contactId: string }> {
+      const contactId = randomUUID();
+      await inbound(contactId, 'vou falar com meu sócio', new Date(clock.now().getTime() - HOUR));
+      await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
+      const { promise } = await followupsA.get(PromisesService).create({
+        organization_id: org,
+        contact_id: contactId,
+        operation_key: randomUUID(),
+        reason: 'Cliente pediu retorno após falar com o sócio',
+        promise: 'Retomar a proposta da cadeira ergonômica',
+        promised_at: clock.now().toISOString(),
+        outside_window: 'alert',
+      });
+      return { id: promise.id, contactId };
+    }
+    const promiseRow = async (id: string) => (await sql(`SELECT * FROM fu.promises WHERE id = $1`, [id]))[0];
+
+    it('resume the conversation with the message ai-gateway writes from the promise (promise_resume)', async () => {
+      const { id, contactId } = await dueReturn();
+      await script([{ reply: { body: 'Oi! Conseguiu falar com seu sócio sobre a cadeira?' } }]);
+      expect(await followupsA.get(PromisesService).fireOne()).toBe('resumed');
+      const row = await promiseRow(id);
+      expect(row).toMatchObject({ status: 'completed', attempts: 1, locked_until: null, run: { message_key: `promise:${id}`, skip_reason: null } });
+      expect(row.run.ai_run_id).toEqual(expect.any(String));
+      const [command] = await sql(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${id}`]);
+      expect(command.payload.data).toMatchObject({ contact_id: contactId, text: 'Oi! Conseguiu falar com seu sócio sobre a cadeira?', requester: 'followups', sender_type: 'followup' });
+      const [request] = await requests();
+      expect(request.task).toBe('promise_resume');
+    });
+
+    it('skip with the reason when the model fails, and drop a late answer after another worker took over', async () => {
+      const failing = await dueReturn();
+      await script([{ fault: 'http_error', status: 500, times: 5 }]);
+      expect(await followupsA.get(PromisesService).fireOne()).toBe('skipped');
+      expect((await promiseRow(failing.id)).run.skip_reason).toMatch(/^ai_(unavailable|timeout|invalid_output)$/);
+      expect(await sql(`SELECT 1 FROM fu.outbox_events WHERE event_id = $1`, [`promise:${failing.id}`])).toEqual([]);
+
+      await model('POST', 'reset', {});
+      const slow = await dueReturn();
+      await script([{ fault: 'timeout', delay_ms: LEASE_MS + 3000 }, { reply: { body: 'Olá de novo!' } }]);
+      const late = followupsA.get(PromisesService).fireOne();
+      await eventually(async () => (await requests()).length === 1);
+      expect(await promiseRow(slow.id)).toMatchObject({ status: 'turn_enqueued', attempts: 1 });
+      clock.advance(LEASE_MS + 1);
+      expect(await followupsB.get(PromisesService).fireOne()).toBe('resumed');
+      expect(await late).toBe('dropped');
+      expect(await promiseRow(slow.id)).toMatchObject({ status: 'completed', attempts: 2 });
+      const commands = await sql(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${slow.id}`]);
+      expect(commands.map((c) => c.payload.data.text)).toEqual(['Olá de novo!']);
+    }, 30_000);
+  });
 });

@@ -138,6 +138,25 @@ describe('Follow-up rule triggers', () => {
     expect((await triggersOf(org)).map((t) => t.event_id)).toEqual([marker.event_id]);
   });
 
+  it('a rule switched on is seen before the 30 s cache expires: the flow status event invalidates it', async () => {
+    const org = randomUUID();
+    await activeFlow(org, ...ruleFlow({ kind: 'lead_created', cancel_on_reply: false }));
+    // This fills the organization's cache with {lead_created}: the deal event records nothing.
+    await publishEvent(world, CrmEvents.DealStageChanged, org, { deal_id: randomUUID(), contact_id: randomUUID(), stage_id: 'proposal' });
+    const marker = await publishEvent(world, CrmEvents.LeadCreated, org, { lead_id: randomUUID(), contact_id: randomUUID() });
+    await eventually(async () => (await triggersOf(org)).some((t) => t.event_id === marker.event_id));
+    expect(await triggersOf(org)).toHaveLength(1);
+
+    await activeFlow(org, ...ruleFlow({ kind: 'deal_stage_changed', cancel_on_reply: false }));
+    const started = Date.now();
+    await eventually(async () => {
+      await publishEvent(world, CrmEvents.DealStageChanged, org, { deal_id: randomUUID(), contact_id: randomUUID(), stage_id: 'proposal' });
+      await sleep(200);
+      return (await triggersOf(org)).some((t) => t.type === 'deal_stage_changed');
+    }, 15_000);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
   it('counts a business rejection (already enrolled) and gives a failing trigger up after 5 attempts with backoff', async () => {
     const org = randomUUID();
     const contactId = randomUUID();
