@@ -1,4 +1,4 @@
-import { conversationMessages, contactWrites, type DemoContext, findWhatsappContact } from './demo-context.js';
+import { conversationMessages, contactWrites, type DemoContext, demoNumber, findWhatsappContact } from './demo-context.js';
 import { expectStatus, waitFor } from './http-clients.js';
 
 /** Messages the flooding contact sends in a row. */
@@ -22,11 +22,14 @@ export interface FloodResult {
  */
 export async function floodScenario(ctx: DemoContext): Promise<FloodResult> {
   const section = 'abuse';
-  const waId = '5511987650099';
-  const first = await contactWrites(ctx, waId, 'oi (1)', 'Carlos Flood');
+  // A new number per run: the penalties of an earlier run's flood (npm run demo) would still hold.
+  const waId = demoNumber(ctx, 9);
+  const known = await findWhatsappContact(ctx, waId);
+  const before = known ? (await conversationMessages(ctx, known.conversationId)).filter((m) => m.direction === 'inbound').length : 0;
+  const first = await contactWrites(ctx, waId, `oi (1) ${ctx.runTag}`, 'Carlos Flood');
   const statuses: number[] = [200];
   for (let i = 2; i <= FLOOD_SIZE; i++) {
-    const delivery = expectStatus('sandbox inbound', await ctx.sandbox.request('POST', '/sandbox/meta/inbound', { from: waId, text: `oi (${i})`, name: 'Carlos Flood', phone_number_id: ctx.phoneNumberId }), 200);
+    const delivery = expectStatus('sandbox inbound', await ctx.sandbox.request('POST', '/sandbox/meta/inbound', { from: waId, text: `oi (${i}) ${ctx.runTag}`, name: 'Carlos Flood', phone_number_id: ctx.phoneNumberId }), 200);
     statuses.push(delivery.status);
   }
   ctx.say(section, `contact ${first.contactId} (+${waId}) sent ${FLOOD_SIZE} messages in a row through the sandbox (gateway answered ${[...new Set(statuses)].join('/')})`);
@@ -34,7 +37,7 @@ export async function floodScenario(ctx: DemoContext): Promise<FloodResult> {
   let stored = 0;
   let stable = 0;
   await waitFor('the flood settled', async () => {
-    const now = (await conversationMessages(ctx, first.conversationId)).filter((m) => m.direction === 'inbound').length;
+    const now = (await conversationMessages(ctx, first.conversationId)).filter((m) => m.direction === 'inbound').length - before;
     stable = now === stored ? stable + 1 : 0;
     stored = now;
     return stable >= 6;

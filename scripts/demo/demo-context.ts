@@ -11,6 +11,16 @@ export interface DemoContext {
   say: (section: string, text: string) => void;
   /** How long to wait for one asynchronous step, ms. */
   stepTimeoutMs: number;
+  /** Tells this run's operation keys and people from an earlier run's (`npm run demo` again). */
+  runTag: string;
+}
+
+/**
+ * The WhatsApp number (wa_id) of the demo's contact number `slot` (0–9) in this run: new each run,
+ * since a contact's daily follow-up cap and abuse penalties outlive a run (`npm run demo` again).
+ */
+export function demoNumber(ctx: DemoContext, slot: number): string {
+  return `551198${slot}${(Number.parseInt(ctx.runTag, 36) % 1_000_000).toString().padStart(6, '0')}`;
 }
 
 /** Contact and conversation ids of a WhatsApp contact, as the gateway shows them. */

@@ -1,5 +1,5 @@
 import { DateTime } from 'luxon';
-import { type ContactRef, conversationMessages, contactWrites, type DemoContext } from './demo-context.js';
+import { type ContactRef, conversationMessages, contactWrites, type DemoContext, demoNumber } from './demo-context.js';
 import { DemoStepError, expectStatus, waitFor } from './http-clients.js';
 import { SEED_002_FLOW_BODY } from './seed-002-flow.js';
 
@@ -65,13 +65,13 @@ function insideSeedWindow(at: Date): boolean {
  */
 export async function seedFlowScenario(ctx: DemoContext): Promise<SeedFlowResult> {
   const section = 'follow-ups';
-  const who = await contactWrites(ctx, '5511987650001', 'Oi, recebi a proposta', 'Ana Souza');
+  const who = await contactWrites(ctx, demoNumber(ctx, 1), 'Oi, recebi a proposta', 'Ana Souza');
   ctx.say(section, `contact ${who.contactId} (+${who.waId}) wrote in: conversation ${who.conversationId}`);
   const flowId = await activeFlow(ctx, SEED_002_FLOW_BODY, section);
 
   let sentFlowId = flowId;
   let deferredTo: string | undefined;
-  let enrollment = await enrollAndAdvance(ctx, flowId, who, `demo:seed-002:${who.contactId}`, section);
+  let enrollment = await enrollAndAdvance(ctx, flowId, who, `demo:${ctx.runTag}:seed-002:${who.contactId}`, section);
   if (!insideSeedWindow(new Date())) {
     const deferred = await waitFor('the reminder deferred to the send window', async () => {
       const e = (await getEnrollment(ctx, enrollment.id)).enrollment;
@@ -86,7 +86,7 @@ export async function seedFlowScenario(ctx: DemoContext): Promise<SeedFlowResult
     const current = (await getEnrollment(ctx, enrollment.id)).enrollment;
     const cancelled = await ctx.gateway.post(`/ai/followups/enrollments/${enrollment.id}/control`, { customer_id: ctx.organizationId, expected_revision: current.revision, action: 'cancel', reason: 'demo: replaced by the always-open copy' });
     if (cancelled.status === 200) ctx.say(section, `enrollment ${enrollment.id} ${cancelled.body.data.status} (${cancelled.body.data.reason})`);
-    enrollment = await enrollAndAdvance(ctx, sentFlowId, who, `demo:seed-002-open:${who.contactId}`, section);
+    enrollment = await enrollAndAdvance(ctx, sentFlowId, who, `demo:${ctx.runTag}:seed-002-open:${who.contactId}`, section);
   }
 
   const sent = await waitFor('the reminder handed to the outbox and accepted', async () => {
@@ -157,9 +157,9 @@ export function twoTextsFlowBody(): object {
 export async function cancelOnReplyScenario(ctx: DemoContext): Promise<CancelOnReplyResult> {
   const section = 'cancel_on_reply';
   const flowId = await activeFlow(ctx, twoTextsFlowBody(), section);
-  const who = await contactWrites(ctx, '5511987650002', 'Pode me mandar os detalhes?', 'Bruno Lima');
+  const who = await contactWrites(ctx, demoNumber(ctx, 2), 'Pode me mandar os detalhes?', 'Bruno Lima');
   ctx.say(section, `contact ${who.contactId} (+${who.waId}) wrote in: conversation ${who.conversationId}`);
-  const enrollment = await enroll(ctx, flowId, who, `demo:cancel-on-reply:${who.contactId}`);
+  const enrollment = await enroll(ctx, flowId, who, `demo:${ctx.runTag}:cancel-on-reply:${who.contactId}`);
   ctx.say(section, `enrollment ${enrollment.id}: ${enrollment.status}; its first text is queued now`);
   const queued = await waitFor('the first text queued', async () => (await getEnrollment(ctx, enrollment.id)).effects.find((e) => e.kind === 'send'), ctx.stepTimeoutMs);
   ctx.say(section, `follow-up effect ${queued.id} "${queued.text}": ${queued.status}`);

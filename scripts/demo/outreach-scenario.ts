@@ -20,17 +20,18 @@ export interface OutreachResult {
 /**
  * Outreach (seed 003): a campaign on email, a CRM person enrolled, the first decision and its
  * draft written by the sandbox model, the draft approved from the review queue, then the send.
- * What the platform cannot do yet is printed as such (no email mailbox can be connected through
- * the API until the Nylas adapter lands), never simulated. To extend: once `POST /senders`
- * accepts an email mailbox, create it in `connectMailbox` and the rest (reply interrupt,
- * opt-out) follows the same pattern as the WhatsApp scenarios, through `/sandbox/nylas`.
+ * What the platform cannot do yet is printed as such, never simulated: the REST API cannot
+ * connect an email mailbox in this version (`POST /senders` takes WhatsApp numbers only), so the
+ * approved email has no mailbox to leave from. To extend: once a route connects a mailbox, create
+ * it in `connectMailbox`; the send then reaches the sandbox's Nylas, and the reply interrupt and
+ * the opt-out follow the pattern of the WhatsApp scenarios through the sandbox's Nylas controls.
  */
 export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult> {
   const section = 'outreach';
-  const created = await ctx.gateway.post('/contacts', { kind: 'crm', name: 'Dana Prospect', email: 'dana@prospect.example' });
-  // A second run finds the person from the first (409 names them).
+  const email = `dana.${ctx.runTag}@prospect.example`;
+  const created = await ctx.gateway.post('/contacts', { kind: 'crm', name: 'Dana Prospect', email });
   const contactId: string = created.status === 409 && created.body?.error?.details?.contact_id ? created.body.error.details.contact_id : expectStatus('POST /contacts', created, 200, 201).contact_id;
-  ctx.say(section, `person ${contactId} (crm, dana@prospect.example) created`);
+  ctx.say(section, `person ${contactId} (crm, ${email}) created`);
   const mailbox = await connectMailbox(ctx);
   const campaign = expectStatus(
     'POST /agentic/outreach/campaigns',
@@ -67,18 +68,23 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
     ctx.say(section, `no draft reached the review queue yet (enrollment ${e.status}${e.ended_reason ? `, ${e.ended_reason}` : ''}; timeline: ${timeline.join(', ') || 'empty'})`);
     return { contactId, campaignId: campaign.campaign_id, enrollmentId, enrollment: e, timeline, emailSent: false };
   }
-  ctx.say(section, `the sandbox model decided: ${action.type} (${timeline.filter((k) => k.includes('decision')).join(', ') || 'decision'}); draft ${action.action_id} awaiting approval, subject "${action.payload?.subject ?? ''}"`);
+  const items = await timelineItems(ctx, enrollmentId);
+  const decision = items.find((i) => i.kind === 'decision')?.data ?? {};
+  const drafted = items.find((i) => i.kind === 'action' && i.id === action.action_id)?.data ?? {};
+  ctx.say(section, `the sandbox model decided ${decision.type ?? action.type} (${decision.trigger_reason ?? 'enrolled'}): "${decision.objective ?? ''}", next check in ${decision.followup_days ?? '?'} days`);
+  ctx.say(section, `draft ${action.action_id} awaiting approval: subject "${drafted.draft?.subject ?? ''}"`);
   const approved = await ctx.gateway.post(`/agentic/outreach/actions/${action.action_id}/approve`, {});
-  ctx.say(section, approved.status < 300 ? `draft ${action.action_id} approved: ${approved.body.status ?? 'approved'}` : `approve answered HTTP ${approved.status} ${approved.body?.error?.code ?? ''}: ${approved.body?.error?.message ?? ''}`);
+  ctx.say(section, approved.status < 300 ? `draft ${action.action_id} approved by the demo admin: ${approved.body.status ?? 'approved'}` : `approve answered HTTP ${approved.status} ${approved.body?.error?.code ?? ''}: ${approved.body?.error?.message ?? ''}`);
 
-  const emailSent = await waitFor('the email at the sandbox Nylas', async () => (await ctx.sandbox.received('nylas')).some((c) => JSON.stringify(c.body).includes('dana@prospect.example')), mailbox ? ctx.stepTimeoutMs : 4000).catch(() => false);
+  const emailSent = await waitFor('the email at the sandbox Nylas', async () => (await ctx.sandbox.received('nylas')).some((c) => JSON.stringify(c.body).includes(email)), mailbox ? ctx.stepTimeoutMs : 5000).catch(() => false);
   timeline = await timelineKinds(ctx, enrollmentId);
   const e = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}`), 200);
-  if (emailSent) ctx.say(section, `email to dana@prospect.example accepted by the sandbox's Nylas; enrollment ${enrollmentId} ${e.status}, ${e.touch_count} touch(es)`);
+  const after = (await timelineItems(ctx, enrollmentId)).find((i) => i.kind === 'action' && i.id === action.action_id)?.data ?? {};
+  if (emailSent) ctx.say(section, `email to ${email} accepted by the sandbox's Nylas; action ${action.action_id} ${after.status}; enrollment ${enrollmentId} ${e.status}, ${e.touch_count} touch(es)`);
   else
     ctx.say(
       section,
-      `not sent: no email mailbox can be connected through the API in this version (the Nylas adapter is not in yet), so the approved draft stays with enrollment ${enrollmentId} (${e.status}; timeline: ${timeline.join(', ')}). The reply interrupt and the opt-out need that send; they are not shown.`,
+      `not sent: the organization has no email mailbox, and this version's REST API cannot connect one (POST /senders takes WhatsApp numbers only; mailboxes are added over the dispatcher's account RPC). Action ${action.action_id} is ${after.status ?? '?'}${after.failure_reason ? ` (${after.failure_reason})` : ''}; enrollment ${enrollmentId} ${e.status}. The reply interrupt and the opt-out need a sent email; they are not shown.`,
     );
   return { contactId, campaignId: campaign.campaign_id, enrollmentId, actionId: action.action_id, enrollment: e, timeline, emailSent };
 }
@@ -90,9 +96,12 @@ async function connectMailbox(ctx: DemoContext): Promise<string | undefined> {
   return existing?.sender_id;
 }
 
-async function timelineKinds(ctx: DemoContext, enrollmentId: string): Promise<string[]> {
+/** The enrollment's timeline, newest first (`GET .../timeline`); empty when it cannot be read. */
+async function timelineItems(ctx: DemoContext, enrollmentId: string): Promise<Array<{ id: string; kind: string; data: Record<string, any> }>> {
   const answer = await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}/timeline`);
-  if (answer.status !== 200) return [];
-  const items = (answer.body.items ?? []) as Array<{ kind: string }>;
-  return items.map((i) => i.kind).reverse();
+  return answer.status === 200 ? (answer.body.items ?? []) : [];
+}
+
+async function timelineKinds(ctx: DemoContext, enrollmentId: string): Promise<string[]> {
+  return (await timelineItems(ctx, enrollmentId)).map((i) => i.kind).reverse();
 }

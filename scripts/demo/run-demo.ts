@@ -52,6 +52,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     organizationId: options.organizationId,
     phoneNumberId: demoPhoneNumberId(options.organizationId),
     stepTimeoutMs: options.stepTimeoutMs ?? 30_000,
+    runTag: Date.now().toString(36),
     say: (section, text) => options.write(`[demo] ${section.padEnd(width)}  ${text}\n`),
   };
   const result: DemoResult = { failures: [] };

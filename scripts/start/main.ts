@@ -227,7 +227,9 @@ function childEnv(name: StartedProcess, config: StartConfig, inherited: NodeJS.P
   if (name === 'sandbox') env.GATEWAY_URL = config.GATEWAY_URL || config.urlOf('gateway');
   // The providers' defaults name the sandbox's default port: follow it when SANDBOX_PORT moved it,
   // unless the user pointed them at a real provider.
-  if (name === 'outbox-dispatcher' && !inherited.WHATSAPP_GRAPH_BASE_URL) env.WHATSAPP_GRAPH_BASE_URL = config.urlOf('sandbox');
+  if (name === 'outbox-dispatcher') {
+    for (const variable of ['WHATSAPP_GRAPH_BASE_URL', 'NYLAS_API_BASE_URL', 'UNIPILE_API_BASE_URL']) if (!inherited[variable]) env[variable] = config.urlOf('sandbox');
+  }
   if (name === 'ai-gateway' && !inherited.AI_BASE_URL) env.AI_BASE_URL = `${config.urlOf('sandbox')}/v1`;
   return env;
 }
