@@ -4,6 +4,8 @@ import { MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contrac
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
+import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
+import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { PromisesService } from '../../apps/followups/src/promises/promises.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
@@ -175,6 +177,52 @@ describe('One-off returns (promises)', () => {
       // Without kind the queue merges both; kind=enrollment leaves returns out.
       expect((await http('GET', `/ai/followups/queue?customer_id=${org}&contact_id=${contacts[0]}`, { secret: operator.secret })).body.data.data.map((i: Row) => i.kind)).toEqual(['promise']);
       expect((await http('GET', `/ai/followups/queue?customer_id=${org}&kind=enrollment&contact_id=${contacts[0]}`, { secret: operator.secret })).body.data.data).toEqual([]);
+    });
+
+    it('the queue merges enrollments and returns newest first, and its cursor walks across both kinds', async () => {
+      const contactId = await contact('Ivo');
+      const flows = followups.get(FlowsService);
+      const flow = await flows.create({
+        organization_id: org,
+        name: 'fila',
+        graph: {
+          nodes: [
+            { id: 't', type: 'trigger', config: {} },
+            { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
+            { id: 'e', type: 'end', config: {} },
+          ],
+          edges: [
+            { id: 'e1', source: 't', target: 'w', condition: { type: 'always' } },
+            { id: 'e2', source: 'w', target: 'e', condition: { type: 'always' } },
+          ],
+        },
+        settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause' },
+      });
+      const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+      await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+      const enrollments = followups.get(EnrollmentsService);
+      const order: { kind: string; id: string }[] = [];
+      clock.advance(1000);
+      order.push({ kind: 'enrollment', id: (await enrollments.create({ organization_id: org, flow_id: flow.id, contact_id: contactId, operation_key: randomUUID() })).enrollment.id });
+      clock.advance(1000);
+      order.push({ kind: 'promise', id: (await create(body(contactId))).body.data.id });
+      clock.advance(1000);
+      const other = await contact('Juca');
+      order.push({ kind: 'enrollment', id: (await enrollments.create({ organization_id: org, flow_id: flow.id, contact_id: other, operation_key: randomUUID() })).enrollment.id });
+
+      const seen: { kind: string; id: string }[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < 5; page++) {
+        const res = await http('GET', `/ai/followups/queue?customer_id=${org}&limit=1${cursor ? `&cursor=${cursor}` : ''}`, { secret: operator.secret });
+        expect(res.status).toBe(200);
+        seen.push(...res.body.data.data.map((i: Row) => ({ kind: i.kind, id: i.id })));
+        cursor = res.body.data.next_cursor ?? undefined;
+        if (seen.length >= 3) break;
+      }
+      expect(seen.slice(0, 3)).toEqual([...order].reverse());
+      const enrollmentItem = (await http('GET', `/ai/followups/queue?customer_id=${org}&contact_id=${contactId}`, { secret: operator.secret })).body.data.data;
+      expect(enrollmentItem.map((i: Row) => i.kind)).toEqual(['promise', 'enrollment']);
+      expect(enrollmentItem[1]).toMatchObject({ flow_id: flow.id, flow_name: 'fila', node_id: 'w', status: 'active' });
     });
 
     it('cancel is idempotent and frees the contact for a new return', async () => {
