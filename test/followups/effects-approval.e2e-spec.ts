@@ -205,4 +205,17 @@ describe('Follow-up effects: approval and reconciliation', () => {
     expect((await enrollment(enrollmentId)).inflight_effect_id).toBeNull();
     expect((await http('POST', `/ai/followups/effects/${effectId}/resolve`, { secret: admin.secret, json: body })).status).toBe(409);
   });
+
+  // Last: it stops the gateway.
+  it('never sends an approval it cannot check: with the gateway down the send waits 15 s, not counted as a failure', async () => {
+    const { enrollmentId, effectId } = await awaitingSend();
+    expect((await decide(effectId, admin, true)).body.data.status).toBe('approved');
+    await gateway.close();
+    expect(await release.releaseOne()).toBe('released');
+    expect(await sendEffect(enrollmentId)).toMatchObject({ id: effectId, status: 'approved' });
+    expect(await sendCommands(enrollmentId)).toEqual([]);
+    const row = await enrollment(enrollmentId);
+    expect(row).toMatchObject({ status: 'active', node_id: 'a', failures: 0 });
+    expect(row.next_run_at.getTime()).toBe(clock.now().getTime() + 15_000);
+  }, 20_000);
 });

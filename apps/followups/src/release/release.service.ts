@@ -589,12 +589,21 @@ export class ReleaseService {
       this.metrics.steps.inc({ action: 'send', outcome: existing.status });
       return 'done';
     }
-    const check = await this.rpc.call<ApprovalCheckView>(
-      'gateway',
-      GatewayApprovalRpc.Check,
-      { organization_id: state.organization_id, api_key_id: existing.decided_by_api_key_id, member_id: existing.decided_by_member_id } satisfies Record<keyof ApprovalCheckData, unknown>,
-      this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS,
-    );
+    let check: ApprovalCheckView;
+    try {
+      check = await this.rpc.call<ApprovalCheckView>(
+        'gateway',
+        GatewayApprovalRpc.Check,
+        { organization_id: state.organization_id, api_key_id: existing.decided_by_api_key_id, member_id: existing.decided_by_member_id } satisfies Record<keyof ApprovalCheckData, unknown>,
+        this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS,
+      );
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === ErrorCode.ServiceUnavailable)) throw err;
+      // The gateway cannot vouch for the approval now: never send unchecked, never count it a failure; ask again soon.
+      state.next_run_at = new Date(now.getTime() + SENDER_RETRY_MS);
+      this.metrics.steps.inc({ action: 'send', outcome: 'approval_check_unavailable' });
+      return 'waiting';
+    }
     if (check.valid) return 'approved';
     await this.release.rejectEffect(tx, existing.id, 'approval_revoked', now);
     this.event(ctx, 'approval_revoked', { effect_id: existing.id, cause: check.reason });
