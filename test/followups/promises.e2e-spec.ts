@@ -304,5 +304,22 @@ describe('One-off returns (promises)', () => {
       expect(detail.body.data).toMatchObject({ status: 'alerted', alert: { notification_id: fired.alert.notification_id } });
       expect((await http('POST', `/ai/followups/promises/${id}/cancel`, { secret: admin.secret, json: { customer_id: org } })).body.error.code).toBe('already_terminal');
     });
+  
+    it('with alert: when messaging refuses the alert the return retries every 30 s and fails after 5 tries (no hot loop)', async () => {
+      // A contact messaging does not know: its notification is refused (not_found).
+      const id = await dueNow(randomUUID(), 'alert');
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        expect(await sut.fireOne()).toBe(attempt < 5 ? 'waiting' : 'failed');
+        const r = await row(id);
+        expect(r.attempts).toBe(attempt);
+        expect(r.last_error).toMatch(/^alert: /);
+        if (attempt < 5) {
+          expect(r).toMatchObject({ status: 'scheduled' });
+          expect(r.due_at.getTime()).toBe(clock.now().getTime() + 30_000);
+          expect(await sut.fireOne()).toBe('idle');
+          clock.advance(30_000);
+        } else expect(r.status).toBe('failed');
+      }
+    });
   });
 });

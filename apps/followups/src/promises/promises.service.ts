@@ -44,6 +44,10 @@ import { PromisesRepository } from './promises.repository.js';
 
 /** A template return with no usable number is retried this much later, ms (seed 000 "retry 15 s"). */
 export const PROMISE_SENDER_RETRY_MS = 15_000;
+/** A team alert messaging could not take is tried again this much later, ms. */
+export const PROMISE_ALERT_RETRY_MS = 30_000;
+/** Tries of a team alert before the return is marked failed. */
+export const PROMISE_ALERT_MAX_ATTEMPTS = 5;
 /** Statuses cancel leaves alone as already cancelled (idempotent) — every other fired one is terminal. */
 const CANCELLABLE: readonly PromiseStatus[] = ['scheduled', 'template_pending'];
 
@@ -319,7 +323,20 @@ export class PromisesService {
       idempotency_key: `promise-alert:${row.id}`,
       data: { kind: 'followup_promise_due', promise_id: row.id, conversation_id: row.conversation_id ?? '' },
     };
-    const view = await this.rpc.call<NotificationView | { data: NotificationView }>('messaging', MessagingRpc.NotificationCreate, notification, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
+    let view: NotificationView | { data: NotificationView };
+    try {
+      view = await this.rpc.call<NotificationView | { data: NotificationView }>('messaging', MessagingRpc.NotificationCreate, notification, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
+    } catch (err) {
+      // Messaging down or refusing: try again later (the key makes a repeat one notification), fail after a few tries.
+      const attempts = row.attempts + 1;
+      const message = err instanceof Error ? err.message : String(err);
+      if (attempts >= PROMISE_ALERT_MAX_ATTEMPTS) {
+        await this.promises.update(tx, row.id, { status: 'failed', attempts, fired_at: row.fired_at ?? now, last_error: `alert: ${message}`.slice(0, 1000) }, now);
+        return 'failed';
+      }
+      await this.promises.update(tx, row.id, { attempts, due_at: new Date(now.getTime() + PROMISE_ALERT_RETRY_MS), last_error: `alert: ${message}`.slice(0, 1000) }, now);
+      return 'waiting';
+    }
     const notificationId = 'notification_id' in view ? view.notification_id : (view.data?.notification_id ?? null);
     await this.promises.update(tx, row.id, { status: 'alerted', fired_at: row.fired_at ?? now, alert: { notification_id: notificationId, notified_at: now.toISOString() } }, now);
     return 'alerted';
