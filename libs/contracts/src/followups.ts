@@ -46,7 +46,8 @@ export interface FlowNodePosition {
  *   `contact.name|phone|email`, `contact.fields.<key>`, `vars.<key>` or `last_send.status`; exits
  *   `cond_result` `true` and `false`.
  * - `ai_classify`: `{classes: [{id, label, description?}], fallback_class_id, min_confidence?,
- *   instructions?}`; one `class_match` exit per class. Executed by the follow-up AI work.
+ *   instructions?}`; one `class_match` exit per class. The newest reply is classified through
+ *   ai-gateway (`followup_classify`); no reply, low confidence or a failed call take `fallback_class_id`.
  * - `match_reply`: `{branches: [{id, keywords: [..]}]}` matched against the last reply (accent-
  *   and case-insensitive, whole words); exits `branch` per branch id plus `branch` `default`.
  * - `repeat`: `{max_count}` (1–20); exits `branch` `again` (taken while the count is below
@@ -134,7 +135,10 @@ export type FlowValidationCode = (typeof FLOW_VALIDATION_CODES)[number];
 // Settings
 // ---------------------------------------------------------------------------------------------
 
-/** How contacts enter a flow. Only `manual` (REST/agent enrollment) is wired today. */
+/**
+ * How contacts enter a flow: `manual` (REST/agent enrollment, bulk jobs) or a rule on an event
+ * (seed 000 "Rules"); a rule's filter and segment are `FlowTriggerFilter` fields of `settings.trigger`.
+ */
 export const FLOW_TRIGGER_KINDS = ['manual', 'contact_created', 'tag_added', 'lead_created', 'lead_status_changed', 'deal_stage_changed', 'inbound_keyword', 'conversation_resolved'] as const;
 export type FlowTriggerKind = (typeof FLOW_TRIGGER_KINDS)[number];
 

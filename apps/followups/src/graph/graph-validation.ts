@@ -26,7 +26,7 @@ export const SERVICE_WINDOW_MS = 24 * 3_600_000;
 export interface PublishContext {
   /** Templates the organization may send (`unknown_template` otherwise). */
   approvedTemplates: readonly { name: string; language: string; parameter_count: number }[];
-  /** Whether AI steps can run yet (issue 7); until then they fail with `ai_step_unavailable`. */
+  /** Whether AI steps may be published here (FOLLOWUP_AI_STEPS_ENABLED); when not, they fail with `ai_step_unavailable`. */
   aiStepsAvailable: boolean;
 }
 
