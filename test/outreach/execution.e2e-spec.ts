@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { type ActionView, MessagingRpc, OutreachRpc } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { eventually } from '@touchpoint/testing';
-import { decisionRequested } from '../../apps/outreach/src/enrollments/enrollments.service.js';
 import { ExecutionRunner } from '../../apps/outreach/src/execution/execution.runner.js';
 import { approvedHash } from '../../apps/outreach/src/review/canonical-json.js';
 import { actionApproved } from '../../apps/outreach/src/review/review.service.js';
@@ -173,7 +172,7 @@ describe(ExecutionRunner.name, () => {
       subject: `Re: ${subject}`,
       text: 'What does it cost per seat?\n\nOn Mon, Oct 27, 2026 Sales <sales@touchpoint.example> wrote:\n> Hi Sarah',
     });
-    await uow.run((tx) => tx.publish(decisionRequested(org, `reply:${inbound.message_id}`, { enrollment_id: enrollmentId, reason: 'reply_received', ref: inbound.message_id })));
+    // The reply interrupt (issue 9) bumps the enrollment and sends reply:{message_id} itself.
     await run(`reply:${inbound.message_id}`);
 
     const [decision] = await w.sql(`SELECT * FROM {o}.decisions WHERE trigger_event_id = $1`, [`reply:${inbound.message_id}`]);
