@@ -240,6 +240,17 @@ describe('Touchpoint, black box', () => {
         ['GET', `/agentic/outreach/campaigns/${o.campaignId}`],
         ['POST', `/agentic/outreach/campaigns/${o.campaignId}/pause`, {}],
         ['POST', `/agentic/outreach/campaigns/${o.campaignId}/enrollments`, { person_kind: 'crm', person_id: o.contactId }],
+        ['POST', `/agentic/outreach/campaigns/${o.campaignId}/archive`, {}],
+        ['DELETE', `/agentic/outreach/campaigns/${o.campaignId}`],
+        ['GET', `/agentic/outreach/enrollments/${o.enrollmentId}`],
+        ['GET', `/agentic/outreach/enrollments/${o.enrollmentId}/timeline`],
+        ['POST', `/agentic/outreach/enrollments/${o.enrollmentId}/exit`, {}],
+        ['POST', `/agentic/outreach/enrollments/${o.enrollmentId}/manual-retry`, {}],
+        ['POST', `/agentic/outreach/actions/${o.actionId}/approve`, {}],
+        ['POST', `/agentic/outreach/actions/${o.actionId}/reject`, { then: 'stop' }],
+        ['DELETE', `/contacts/${s.contact.contactId}/tags/vip`],
+        ['PUT', `/contacts/${s.contact.contactId}/notification-preferences/whatsapp`, { enabled: false }],
+        ['POST', `/contacts/${s.contact.contactId}/erase`, {}],
       ];
       const leaks: string[] = [a.organizationId, s.contact.contactId, s.contact.conversationId, s.flowId, 'Retomada', 'Ana Souza', s.contact.waId];
       const seen = [];
