@@ -113,7 +113,11 @@ export class Platform {
     this.orchestrator = child;
     child.stdout!.on('data', (d: Buffer) => (this.orchestratorOutput += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (this.orchestratorOutput += d.toString()));
-    await eventually(() => this.orchestratorOutput.includes('Ctrl-C stops everything.') || child.exitCode !== null, 170_000, 200);
+    try {
+      await eventually(() => this.orchestratorOutput.includes('Ctrl-C stops everything.') || child.exitCode !== null, 170_000, 200);
+    } catch {
+      throw new Error(`npm start did not get ready:\n${this.orchestratorOutput.slice(-3000)}`);
+    }
     if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${this.orchestratorOutput.slice(-3000)}`);
   }
 
@@ -129,7 +133,11 @@ export class Platform {
   /** Starts (or restarts) the followups service and waits until it is ready. */
   async startFollowups(): Promise<void> {
     this.followups!.start();
-    await eventually(async () => (await fetch(`${this.url('followups')}/health/ready`).catch(() => undefined))?.status === 200, 90_000, 200);
+    try {
+      await eventually(async () => (await fetch(`${this.url('followups')}/health/ready`).catch(() => undefined))?.status === 200, 90_000, 200);
+    } catch {
+      throw new Error(`followups did not get ready:\n${this.followups!.output.slice(-3000)}`);
+    }
   }
 
   /** Kills the followups service with `signal` (SIGKILL: no shutdown hook runs). */
