@@ -97,13 +97,16 @@ export class Platform {
       ...extraEnv,
     };
     platform.cli = compiledAdminCli(ROOT, platform.env);
-    await platform.startOrchestrator();
-    platform.followups = new OwnProcess(path.join(ROOT, 'dist/apps/followups/src/main.js'), {
-      ...platform.env,
-      PORT: String(platform.ports.followups),
-      // The orchestrator gives the same to its children (scripts/start/main.ts childEnv).
-    });
-    await platform.startFollowups();
+    // The orchestrator gives the same to its children (scripts/start/main.ts childEnv).
+    platform.followups = new OwnProcess(path.join(ROOT, 'dist/apps/followups/src/main.js'), { ...platform.env, PORT: String(platform.ports.followups) });
+    try {
+      await platform.startOrchestrator();
+      await platform.startFollowups();
+    } catch (err) {
+      // Nothing may outlive a failed start: the caller never gets a handle to stop it.
+      await platform.stop().catch(() => undefined);
+      throw err;
+    }
     return platform;
   }
 
