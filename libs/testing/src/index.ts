@@ -54,6 +54,9 @@ export async function createTestWorld(label: string): Promise<TestWorld> {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     PORT: '0',
     BUS_RETRY_BASE_MS: '100',
+    // Many services start per test file (and the black-box suite starts the whole platform): keep
+    // each pool small so the suite stays under PostgreSQL's default max_connections (100).
+    DB_POOL_SIZE: '4',
   };
   const world: TestWorld = {
     namespace,
