@@ -77,7 +77,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     const [pending] = await eventually(async () => {
       const rows = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
       return rows.length ? rows : null;
-    }, 20_000);
+    }, 30_000);
     return { person, enrollmentId, actionId: pending!.id as string };
   };
   const approve = (actionId: string) => rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
@@ -85,7 +85,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
   it('sends the approved email through Nylas with the unsubscribe line and records it executed', async () => {
     const { person, enrollmentId, actionId } = await drafted();
     const approved = await approve(actionId);
-    const executed = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 20_000);
+    const executed = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 30_000);
     const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; provider_id?: string }[] }>('/sandbox/control/nylas/received');
     const sends = calls.filter((c) => c.operation === 'send' && c.context.to === person.email);
     expect(sends).toHaveLength(1);
@@ -95,12 +95,12 @@ describe('outreach email through the dispatcher to Nylas', () => {
     expect(executed.provider_message_id).toBe(sends[0]!.provider_id);
     const [enrollment] = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]);
     expect(enrollment!.touch_count).toBe(1);
-  }, 60_000);
+  }, 120_000);
 
   it('a reply through the signed Nylas webhooks (updated before created, created redelivered) interrupts once; an out-of-office whose headers only the GET shows interrupts nothing', async () => {
     const { person, enrollmentId, actionId } = await drafted();
     await approve(actionId);
-    const sent = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 20_000);
+    const sent = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 30_000);
     const before = (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]))[0]!;
 
     // An out-of-office: the notification carries no headers; outreach reads them with one Nylas GET.
@@ -113,8 +113,8 @@ describe('outreach email through the dispatcher to Nylas', () => {
       reply_to_message_id: sent.provider_message_id,
     });
     expect(ooo.deliveries.map((d) => d.status)).toEqual([200]);
-    const oooRow = await eventually(async () => (await world.sql<Record<string, any>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [ooo.message.id]))[0], 10_000);
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".inbox_events WHERE event_id = $1`, [`messaging.message.received:${oooRow.id}`]))[0], 10_000);
+    const oooRow = await eventually(async () => (await world.sql<Record<string, any>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [ooo.message.id]))[0], 30_000);
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".inbox_events WHERE event_id = $1`, [`messaging.message.received:${oooRow.id}`]))[0], 30_000);
     const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string> }[] }>('/sandbox/control/nylas/received');
     expect(calls.filter((c) => c.operation === 'read' && c.context.message_id === ooo.message.id && c.context.fields === 'include_headers')).toHaveLength(1);
     expect((await world.sql<Record<string, any>>(`SELECT context_version FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]))[0]!.context_version).toBe(before.context_version);
@@ -133,10 +133,10 @@ describe('outreach email through the dispatcher to Nylas', () => {
       [200, 'duplicate'],
     ]);
     const replyRow = (await world.sql<Record<string, any>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [reply.message.id]))[0]!;
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".outbox_events WHERE event_id = $1`, [`reply:${replyRow.id}`]))[0], 10_000);
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".decisions WHERE trigger_event_id = $1`, [`reply:${replyRow.id}`]))[0], 20_000);
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".outbox_events WHERE event_id = $1`, [`reply:${replyRow.id}`]))[0], 30_000);
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".decisions WHERE trigger_event_id = $1`, [`reply:${replyRow.id}`]))[0], 30_000);
     expect(await world.sql(`SELECT event_id FROM "${schema()}".outbox_events WHERE event_id LIKE 'reply:%' AND payload->'data'->>'enrollment_id' = $1`, [enrollmentId])).toHaveLength(1);
-  }, 60_000);
+  }, 120_000);
 
   it('holds the action until the next 00:00 UTC when the prospect cap refuses the send (nothing reaches Nylas)', async () => {
     await rpc.call('outbox-dispatcher', OutboxAccountRpc.ProspectCapSet, { organization_id: org, prospect_emails_per_day: 0 });
@@ -146,7 +146,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     const held = await eventually(async () => {
       const row = await action(actionId);
       return row.status === 'approved' && row.failure_reason === 'prospect_send_cap_reached' ? row : null;
-    }, 20_000);
+    }, 30_000);
     expect(new Date(held.next_attempt_at).toISOString()).toBe(nextUtcMidnight(new Date(before)).toISOString());
     const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string> }[] }>('/sandbox/control/nylas/received');
     expect(calls.filter((c) => c.operation === 'send' && c.context.to === person.email)).toEqual([]);
@@ -163,5 +163,5 @@ describe('outreach email through the dispatcher to Nylas', () => {
     await rpc.call('outbox-dispatcher', OutboxAccountRpc.ProspectCapSet, { organization_id: org, prospect_emails_per_day: null });
     const sent = await rpc.call<{ message_id: string }>('messaging', MessagingRpc.ConversationSend, { organization_id: org, conversation_id: conversation!.id, idempotency_key: 'op-cap-1', text: 'Hi Sarah, a quick note.', subject: 'Chairs' });
     expect(sent.message_id).toEqual(expect.any(String));
-  }, 60_000);
+  }, 120_000);
 });

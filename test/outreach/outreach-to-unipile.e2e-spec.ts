@@ -55,9 +55,9 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
 
   const schema = () => world.schema('outreach');
   const rows = (sql: string, params: unknown[]) => world.sql<Record<string, any>>(sql.replaceAll('{o}', `"${schema()}"`), params);
-  const pendingOf = (enrollmentId: string) => eventually(async () => (await rows(`SELECT * FROM {o}.proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 20_000);
+  const pendingOf = (enrollmentId: string) => eventually(async () => (await rows(`SELECT * FROM {o}.proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
   const approve = (actionId: string) => rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
-  const executed = (actionId: string) => eventually(async () => (await rows(`SELECT * FROM {o}.proposed_actions WHERE id = $1 AND status = 'executed'`, [actionId]))[0], 20_000);
+  const executed = (actionId: string) => eventually(async () => (await rows(`SELECT * FROM {o}.proposed_actions WHERE id = $1 AND status = 'executed'`, [actionId]))[0], 30_000);
   const unipile = async () => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; provider_id?: string }[] }>('/sandbox/control/unipile/received')).calls;
 
   it('invites with the note, learns the acceptance, messages, and the answer interrupts the enrollment', async () => {
@@ -92,7 +92,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     const accepted = await sandbox.post<{ delivery: { status: number } }>('/sandbox/unipile/accept', { account_id: account, provider_id: memberId });
     expect(accepted.delivery.status).toBe(200);
     expect((await state()).state).toBe('connected');
-    await eventually(async () => (await rows(`SELECT * FROM {o}.decisions WHERE trigger_event_id = $1 AND outcome = 'saved'`, [`accepted:${invite.id}`]))[0], 20_000);
+    await eventually(async () => (await rows(`SELECT * FROM {o}.decisions WHERE trigger_event_id = $1 AND outcome = 'saved'`, [`accepted:${invite.id}`]))[0], 30_000);
     const message = await pendingOf(enrollmentId);
     expect(message).toMatchObject({ type: 'linkedin_message' });
 
@@ -109,7 +109,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     expect(answer.delivery.status).toBe(200);
     const [stored] = await world.sql<Record<string, any>>(`SELECT * FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [answer.payload.message_id]);
     expect(stored).toMatchObject({ channel: 'linkedin', direction: 'inbound', body: 'Happy to talk on Tuesday!' });
-    await eventually(async () => (await rows(`SELECT 1 FROM {o}.outbox_events WHERE event_id = $1`, [`reply:${stored!.id}`]))[0], 10_000);
+    await eventually(async () => (await rows(`SELECT 1 FROM {o}.outbox_events WHERE event_id = $1`, [`reply:${stored!.id}`]))[0], 30_000);
     expect((await rows(`SELECT context_version FROM {o}.enrollments WHERE id = $1`, [enrollmentId]))[0]!.context_version).toBeGreaterThan(before.context_version);
-  }, 90_000);
+  }, 120_000);
 });
