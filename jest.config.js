@@ -18,6 +18,9 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', swc] },
   moduleNameMapper: {
+    // Its ES build imports JSON without an import attribute, which Jest's ESM loader warns about on
+    // every file; the CommonJS build is the same code.
+    '^libphonenumber-js$': '<rootDir>/node_modules/libphonenumber-js/index.cjs',
     '^@touchpoint/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
