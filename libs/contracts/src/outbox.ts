@@ -460,6 +460,11 @@ export const OutboxAccountRpc = {
    * send asks it first so it can answer 429 `prospect_send_cap_reached` at once (seed 003 §6).
    */
   ProspectCapCheck: 'outbox.prospect_cap.check',
+  /**
+   * `OutboxSuppressionData` → `{ removed: true, channel, value }`: a person removes a do-not-contact
+   * row (seed 003 §5: never cleared by code; a user removes one, e.g. when asked to be contacted again).
+   */
+  SuppressionRemove: 'outbox.suppressions.remove',
 } as const;
 
 export interface OutboxAccountCreateData {

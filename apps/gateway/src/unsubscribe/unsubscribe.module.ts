@@ -1,10 +1,14 @@
 import { Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
+import { SuppressionsController } from './suppressions.controller.js';
 import { UnsubscribeController } from './unsubscribe.controller.js';
 
-/** `GET|POST /nylas/email/unsubscribe`: the signed unsubscribe link and RFC 8058 one-click. */
-@Module({ controllers: [UnsubscribeController] })
+/**
+ * `GET|POST /nylas/email/unsubscribe`: the signed unsubscribe link and RFC 8058 one-click; and
+ * `DELETE /suppressions`: an admin removes a do-not-contact row.
+ */
+@Module({ controllers: [UnsubscribeController, SuppressionsController] })
 export class UnsubscribeModule implements OnModuleInit {
   constructor(private readonly host: HttpAdapterHost) {}
 

@@ -8,6 +8,7 @@ import {
   type OutboxProspectCapData,
   type OutboxProspectCapCheckData,
   type OutboxProspectCapCheckResult,
+  type OutboxSuppressionData,
   OutreachDispatcherRpc,
   type ProviderAccountLookup,
   type SuppressionCheckData,
@@ -16,6 +17,7 @@ import {
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
+import { EnqueueService } from '../enqueue/enqueue.service.js';
 import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { NylasEmailAdapter } from './nylas.adapter.js';
@@ -38,6 +40,7 @@ export class ProviderAccountsController {
     private readonly senders: SendersService,
     private readonly nylas: NylasEmailAdapter,
     private readonly uow: UnitOfWork,
+    private readonly enqueue: EnqueueService,
   ) {}
 
   @MessagePattern(OutboxAccountRpc.Create)
@@ -59,6 +62,13 @@ export class ProviderAccountsController {
   checkCap(@Payload() data: OutboxProspectCapCheckData): Promise<OutboxProspectCapCheckResult> {
     if (typeof data?.organization_id !== 'string' || typeof data.to !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and to are required');
     return this.cap.peek(data.organization_id, data.sender_id ?? null, data.to);
+  }
+
+  /** @throws AppError validation_failed, invalid_recipient */
+  @MessagePattern(OutboxAccountRpc.SuppressionRemove)
+  async removeSuppression(@Payload() data: OutboxSuppressionData): Promise<{ removed: true; channel: string; value: string }> {
+    const { value } = await this.enqueue.suppression(data, true);
+    return { removed: true, channel: data.channel, value };
   }
 
   /** The subset of `values` on the organization's do-not-contact list, keyed like the senders key them. */
