@@ -22,9 +22,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { FollowupsConfig } from '../apps/followups/src/followups.config.js';
-import { FollowupsModule } from '../apps/followups/src/followups.module.js';
-import { FlowsService } from '../apps/followups/src/flows/flows.service.js';
+import { FollowupsConfig } from '../../apps/followups/src/followups.config.js';
+import { FollowupsModule } from '../../apps/followups/src/followups.module.js';
+import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const POOL = Number(process.env.BENCH_DB_POOL_SIZE ?? 20);

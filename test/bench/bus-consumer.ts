@@ -5,7 +5,7 @@
 import 'reflect-metadata';
 import { loadConfig, ServiceConfig } from '@touchpoint/config';
 import { startService } from '@touchpoint/runtime';
-import { probeService } from '../test/bus/probe.js';
+import { probeService } from '../bus/probe.js';
 
 const app = await startService(probeService('followups', loadConfig(ServiceConfig), true));
 process.stdout.write('ready\n');

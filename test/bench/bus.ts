@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { ServiceConfig } from '@touchpoint/config';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { createTestWorld } from '@touchpoint/testing';
-import { probeEvent, probeService } from '../test/bus/probe.js';
+import { probeEvent, probeService } from '../bus/probe.js';
 
 const PAYLOAD = randomBytes(384).toString('base64'); // 512 chars ≈ with the envelope, ~1 KB on the wire
 const THROUGHPUT_EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
   try {
     const raw = await rawPublishRate(world.amqpUrl, world.namespace);
 
-    const consumer = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', 'bench/bus-consumer.ts'], {
+    const consumer = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', 'test/bench/bus-consumer.ts'], {
       env: { ...process.env, ...world.env, PORT: '0', BUS_PREFETCH: '200', DB_POOL_SIZE: POOL },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

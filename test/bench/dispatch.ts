@@ -15,10 +15,10 @@ import { createServer } from 'node:net';
 import { type OutboxEnqueueData, type OutboxEnqueueResult, OutboxRpc } from '@touchpoint/contracts';
 import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { createTestWorld } from '@touchpoint/testing';
-import { OutboxDispatcherConfig } from '../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
-import { OutboxDispatcherModule } from '../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
-import { EnqueueService } from '../apps/outbox-dispatcher/src/enqueue/enqueue.service.js';
-import { SendersService } from '../apps/outbox-dispatcher/src/senders/senders.service.js';
+import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
+import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
+import { EnqueueService } from '../../apps/outbox-dispatcher/src/enqueue/enqueue.service.js';
+import { SendersService } from '../../apps/outbox-dispatcher/src/senders/senders.service.js';
 
 const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 20_000);
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 5_000);
