@@ -28,4 +28,5 @@ export default {
   testMatch: ['**/?(*.)+(spec|e2e-spec).ts'],
   globalSetup: '<rootDir>/test/global-setup.js',
   testTimeout: 60000,
+  reporters: ['default', '<rootDir>/test/summary-reporter.js'],
 };
