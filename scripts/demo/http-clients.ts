@@ -38,7 +38,7 @@ export class GatewayClient {
     private readonly secret: string,
   ) {}
 
-  /** Same key, other gateway path prefix: for a second organization's view in tests. */
+  /** The same gateway seen with another API key (another organization, a revoked key). */
   as(secret: string): GatewayClient {
     return new GatewayClient(this.baseUrl, secret);
   }

@@ -40,7 +40,7 @@ describe('npm start and the demo', () => {
     const ports: Record<string, string> = {};
     for (const name of STARTED_PROCESSES) ports[portVariable(name)] = String(await freePort());
     const { PORT: _port, ...worldEnv } = world.env;
-    env = { PATH: process.env.PATH, HOME: process.env.HOME, ...worldEnv, LOG_LEVEL: 'warn', NO_COLOR: '1', TOUCHPOINT_STATE_DIR: stateDir, START_TIMEOUT_MS: '150000', ...ports };
+    env = { PATH: process.env.PATH, HOME: process.env.HOME, ...worldEnv, LOG_LEVEL: 'warn', NO_COLOR: '1', DB_POOL_SIZE: '3', TOUCHPOINT_STATE_DIR: stateDir, START_TIMEOUT_MS: '150000', ...ports };
   });
   afterEach(async () => {
     if (running && running.child.exitCode === null) {

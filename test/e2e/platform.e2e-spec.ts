@@ -63,7 +63,7 @@ describe('Touchpoint, black box', () => {
   }, 240_000);
   afterAll(async () => {
     await platform?.stop();
-  }, 60_000);
+  }, 120_000);
 
   describe('the demo', () => {
     beforeAll(async () => {
@@ -188,7 +188,7 @@ describe('Touchpoint, black box', () => {
     });
 
     it('publishing a graph that does not validate → 422 invalid_graph; controlling a finished enrollment → 409 already_terminal', async () => {
-      const bad = await ga.post('/ai/followup-flows', { customer_id: org(), name: 'Sem fim', graph: { nodes: [{ id: 't', type: 'trigger', config: {} }], edges: [] }, settings: twoTextsFlowBody() && (twoTextsFlowBody() as any).settings });
+      const bad = await ga.post('/ai/followup-flows', { customer_id: org(), name: 'Sem fim', graph: { nodes: [{ id: 't', type: 'trigger', config: {} }], edges: [] }, settings: (twoTextsFlowBody() as { settings: object }).settings });
       expect(bad.status).toBe(201);
       const published = await ga.post(`/ai/followup-flows/${bad.body.data.id}/publish`, { customer_id: org(), expected_revision: bad.body.data.revision });
       expect({ status: published.status, code: published.body.error?.code }).toEqual({ status: 422, code: 'invalid_graph' });

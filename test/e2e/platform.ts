@@ -43,12 +43,15 @@ class OwnProcess {
     this.child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
   }
 
-  async stop(signal: NodeJS.Signals): Promise<void> {
+  /** Sends `signal`; a process still alive after `graceMs` gets SIGKILL. */
+  async stop(signal: NodeJS.Signals, graceMs = 10_000): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
     await exited;
+    clearTimeout(timer);
   }
 }
 
@@ -93,6 +96,8 @@ export class Platform {
       TOUCHPOINT_STATE_DIR: platform.stateDir,
       START_TIMEOUT_MS: '150000',
       NO_COLOR: '1',
+      // Eight processes share the machine's PostgreSQL with every other test file: small pools.
+      DB_POOL_SIZE: '3',
       ...Object.fromEntries(STARTED_PROCESSES.map((name) => [portVariable(name), String(platform.ports[name])])),
       ...extraEnv,
     };
@@ -139,7 +144,8 @@ export class Platform {
     try {
       await eventually(async () => (await fetch(`${this.url('followups')}/health/ready`).catch(() => undefined))?.status === 200, 90_000, 200);
     } catch {
-      throw new Error(`followups did not get ready:\n${this.followups!.output.slice(-3000)}`);
+      const ready = await fetch(`${this.url('followups')}/health/ready`).then((r) => r.text()).catch((e: Error) => e.message);
+      throw new Error(`followups did not get ready (${ready}):\n${this.followups!.output.slice(-3000)}`);
     }
   }
 
@@ -163,7 +169,10 @@ export class Platform {
     if (child && child.exitCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGINT');
+      // The orchestrator gives its children STOP_TIMEOUT_MS (10 s) before SIGKILL; past that, end it too.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
       await exited;
+      clearTimeout(timer);
     }
     await this.broker.stop();
     await rm(this.stateDir, { recursive: true, force: true });
