@@ -1,3 +1,4 @@
+import { DeadLetterAdmin } from '@touchpoint/bus';
 import { randomUUID } from 'node:crypto';
 import { OutboxCommands, OutboxEvents, OutboxRpc } from '@touchpoint/contracts';
 import { AppError } from '@touchpoint/errors';
@@ -88,6 +89,18 @@ describe('outbox dispatcher', () => {
       await drain();
       expect((await keyed(data.idempotency_key)).status).toBe('accepted');
       expect(await sandbox.received(cancelled.to)).toHaveLength(0);
+    });
+
+    it('answers a rejected outbox.enqueue command with outbox.entry.failed (enqueue stage), queues nothing and parks nothing', async () => {
+      const uow = d.app.get(UnitOfWork);
+      const data = { ...textTo(org, newNumber()), sender_id: randomUUID(), log_context: { message_id: 'm-rejected' } };
+      await uow.run((tx) => tx.publish({ event_id: `cmd:${data.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: data as unknown as Record<string, unknown> }));
+      const failed = await eventually(async () =>
+        (await world.sql<{ payload: { data: Record<string, unknown> } }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'idempotency_key' = $1`, [data.idempotency_key]))[0],
+      );
+      expect(failed.payload.data).toMatchObject({ entry_id: '', error_code: 'sender_not_found', attempts: 0, classification: null, log_context: { message_id: 'm-rejected' } });
+      expect(await world.sql(`SELECT 1 FROM "${schema()}".message_outbox WHERE idempotency_key = $1`, [data.idempotency_key])).toHaveLength(0);
+      expect((await new DeadLetterAdmin(world.amqpUrl, world.namespace).list('outbox-dispatcher')).filter((m) => m.event_id === `cmd:${data.idempotency_key}`)).toHaveLength(0);
     });
 
     it.each([

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
-import { type BusMessage, type OutboxCancelData, OutboxCommands, type OutboxEnqueueData, type OutboxSuppressionData } from '@touchpoint/contracts';
+import { type BusMessage, type OutboxCancelData, OutboxCommands, type OutboxEnqueueData, type OutboxEntryEventData, OutboxEvents, type OutboxSuppressionData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -8,7 +8,10 @@ import { LOGGER } from '@touchpoint/runtime';
 import { DrainService } from '../drain/drain.service.js';
 import { EnqueueService } from './enqueue.service.js';
 
-/** Codes that say the command itself is wrong: retrying cannot help, so it is dead-lettered at once. */
+/**
+ * Codes that say the command itself is wrong: retrying cannot help, so nothing is queued and the
+ * requester is told by an `outbox.entry.failed` with no entry (the enqueue stage of seed 004).
+ */
 const REJECTED = new Set<string>([ErrorCode.ValidationFailed, ErrorCode.InvalidPayload, ErrorCode.InvalidRecipient, ErrorCode.UnsupportedChannel, ErrorCode.SenderNotFound, ErrorCode.SenderDisconnected]);
 
 /** Bus edge of the outbox: the `outbox.enqueue`, `outbox.cancel` and suppression commands. */
@@ -32,7 +35,27 @@ export class EnqueueConsumer {
           { event: 'outbox.enqueue_failed', organization_id: data.organization_id, idempotency_key: data.idempotency_key, code: err.code, details: err.details, requester: data.requester, ...(data.log_context ?? {}) },
           'outbox.enqueue command rejected; nothing queued',
         );
-        throw new AppError(ErrorCode.InvalidMessage, `outbox.enqueue rejected: ${err.code}: ${err.message}`, err.details);
+        // The requester learns it the same way as a delivery failure, so its row never stays queued.
+        const failed: OutboxEntryEventData = {
+          entry_id: '',
+          idempotency_key: String(data.idempotency_key ?? ''),
+          channel: data.channel,
+          to: String(data.to ?? ''),
+          sender_id: data.sender_id ?? null,
+          payload_type: data.payload?.type,
+          classification: null,
+          error_code: err.code,
+          error_message: err.message,
+          attempts: 0,
+          log_context: data.log_context ?? {},
+        };
+        await tx.publish({
+          event_id: `${OutboxEvents.EntryFailed}:rejected:${data.organization_id}:${data.idempotency_key}`,
+          type: OutboxEvents.EntryFailed,
+          organization_id: data.organization_id || null,
+          data: failed as unknown as Record<string, unknown>,
+        });
+        return;
       }
       throw err;
     }
