@@ -25,7 +25,8 @@ export function decodeCursor(cursor: string | null | undefined): Cursor | null {
   if (!cursor) return null;
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Cursor;
-    if (typeof parsed.at !== 'string' || Number.isNaN(Date.parse(parsed.at)) || typeof parsed.id !== 'string') throw new Error('shape');
+    // Every row id is a UUID: a hand-made id must fail here, not as a type error in the query.
+    if (typeof parsed.at !== 'string' || Number.isNaN(Date.parse(parsed.at)) || typeof parsed.id !== 'string' || !UUID.test(parsed.id)) throw new Error('shape');
     return parsed;
   } catch {
     throw new AppError(ErrorCode.InvalidCursor, 'the cursor is not valid');
