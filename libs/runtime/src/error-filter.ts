@@ -65,6 +65,15 @@ export function toEnvelope(exception: unknown, logger: Logger, context: Record<s
   if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
     return { status: fastifyStatus, body: { error: { code: codeOfStatus(fastifyStatus), message: (exception as Error).message } } };
   }
+  if (isDatabaseUnavailable(exception)) {
+    // Out of connections, shutting down, or unreachable: the caller should retry later, not file a bug.
+    logger.warn({ event: 'http.database_unavailable', err: (exception as Error).message, ...context }, 'database unavailable');
+    return { status: 503, body: { error: { code: ErrorCode.ServiceUnavailable, message: 'the service cannot reach its database right now; retry later' } } };
+  }
+  if (exception instanceof RangeError && /call stack/i.test(exception.message)) {
+    // A body nested deeper than validation can walk (it recurses): the request is at fault.
+    return { status: 400, body: { error: { code: ErrorCode.ValidationFailed, message: 'the request body is nested too deeply' } } };
+  }
   const errorId = randomUUID();
   logger.error({ event: 'http.unhandled_error', error_id: errorId, err: exception instanceof Error ? { message: exception.message, stack: exception.stack } : exception, ...context }, 'unhandled error');
   return { status: 500, body: { error: { code: ErrorCode.Internal, message: 'internal error', details: { error_id: errorId } } } };
@@ -87,4 +96,13 @@ export class AllErrorsFilter implements ExceptionFilter {
     reply.status(status).send(body);
     return undefined;
   }
+}
+
+/** PostgreSQL error classes that mean "not now" rather than "wrong": too many connections (53300),
+ * server shutting down or starting (57P01-57P03), connection failures (08xxx), refused sockets. */
+function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
+  const code = typeof e?.code === 'string' ? e.code : e?.driverError?.code;
+  if (typeof code !== 'string') return false;
+  return code === '53300' || code === '57P01' || code === '57P02' || code === '57P03' || code.startsWith('08') || code === 'ECONNREFUSED';
 }
