@@ -300,6 +300,9 @@ async function main(): Promise<void> {
     let end = await sandboxSends(sandboxUrl);
     for (const stop = Date.now() + 60_000; end.n < released && Date.now() < stop; end = await sandboxSends(sandboxUrl)) await sleep(2000);
     clearInterval(loadTimer);
+    // Where the sends that have not reached the sandbox are: not yet a message, or queued in the dispatcher.
+    const [{ n: messages }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${world.schema('messaging')}".messages WHERE requester = 'followups'`);
+    const queued = await world.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM "${world.schema('outbox-dispatcher')}".message_outbox GROUP BY status ORDER BY status`);
     const headlineSent = atReleaseEnd.n - before.n;
 
     line('raw one-row SKIP LOCKED claims (same DB)', `${Math.round(raw)} claims/s (${CONCURRENCY} connections)`);
@@ -311,6 +314,7 @@ async function main(): Promise<void> {
     line(`per release, ${tableSize.toLocaleString('en')} enrollments in the table`, `${largePerRelease.toFixed(3)} ms (${Math.round(SAMPLE / largeSeconds)} releases/s)`);
     line('  ratio large / small', `${(largePerRelease / smallPerRelease).toFixed(2)}× (target ≤ 1.3×)`);
     line('sends accepted by the sandbox, whole run', `${end.n.toLocaleString('en')} of ${released.toLocaleString('en')} released (${Math.round(end.n / Math.max(1, (end.last - end.first) / 1000))} sends/s first → last)`);
+    line('  behind the sandbox at the end', `${messages.toLocaleString('en')} messaging messages; dispatcher ${queued.map((q) => `${q.status} ${q.n.toLocaleString('en')}`).join(', ') || 'none'}`);
     line('load average (1 min) during the run', `mean ${(loads.reduce((a, b) => a + b, 0) / Math.max(1, loads.length)).toFixed(1)}, max ${Math.max(...loads).toFixed(1)} (${os.cpus().length} cores)`);
     line('setup', `${CONCURRENCY} release workers, DB pool ${POOL}, sender gap off; messaging + dispatcher + sandbox in own processes`);
   } finally {
