@@ -96,14 +96,16 @@ export class Platform {
       TOUCHPOINT_STATE_DIR: platform.stateDir,
       START_TIMEOUT_MS: '150000',
       NO_COLOR: '1',
-      // Eight processes share the machine's PostgreSQL with every other test file: small pools.
-      DB_POOL_SIZE: '3',
+      // Eight processes share the machine's PostgreSQL with every other test file: smaller pools
+      // (followups keeps the default below: after a SIGKILL its recovery work would starve the
+      // readiness probe's `SELECT 1` in a pool this small).
+      DB_POOL_SIZE: '4',
       ...Object.fromEntries(STARTED_PROCESSES.map((name) => [portVariable(name), String(platform.ports[name])])),
       ...extraEnv,
     };
     platform.cli = compiledAdminCli(ROOT, platform.env);
     // The orchestrator gives the same to its children (scripts/start/main.ts childEnv).
-    platform.followups = new OwnProcess(path.join(ROOT, 'dist/apps/followups/src/main.js'), { ...platform.env, PORT: String(platform.ports.followups) });
+    platform.followups = new OwnProcess(path.join(ROOT, 'dist/apps/followups/src/main.js'), { ...platform.env, PORT: String(platform.ports.followups), DB_POOL_SIZE: '10' });
     try {
       await platform.startOrchestrator();
       await platform.startFollowups();
