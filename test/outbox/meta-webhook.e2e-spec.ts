@@ -71,6 +71,27 @@ describe('Meta webhooks and senders through the gateway', () => {
       expect(duplicate.status).toBe(409);
     });
 
+    it('adds an email mailbox and a LinkedIn account over REST, never returning their API keys', async () => {
+      const owner = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['admin'] });
+      const mailbox = await http('POST', '/senders/accounts', {
+        secret: owner.secret,
+        json: { channel: 'email', account_id: `grant-${owner.organizationId}`, address: 'sales@example.com', api_key: 'nylas-secret-key', provider: 'google' },
+      });
+      expect(mailbox.status).toBe(201);
+      expect(mailbox.body).toMatchObject({ organization_id: owner.organizationId, channel: 'email', is_default: true, status: 'connected', has_credentials: true });
+      const linkedin = await http('POST', '/senders/accounts', {
+        secret: owner.secret,
+        json: { channel: 'linkedin', account_id: `unipile-${owner.organizationId}`, address: 'ACoAAB-member', api_key: 'unipile-secret-key' },
+      });
+      expect(linkedin.status).toBe(201);
+      expect(JSON.stringify([mailbox.body, linkedin.body])).not.toMatch(/nylas-secret-key|unipile-secret-key/);
+      const list = await http('GET', '/senders', { secret: owner.secret });
+      expect(list.body.items.map((s: { channel: string }) => s.channel).sort()).toEqual(['email', 'linkedin']);
+      const bad = await http('POST', '/senders/accounts', { secret: owner.secret, json: { channel: 'whatsapp', account_id: 'x', address: 'x@y.z', api_key: 'k' } });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.code).toBe('validation_failed');
+    });
+
     it('needs the admin scope and hides other organizations’ senders', async () => {
       const reader = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['messaging:read'] });
       expect((await http('GET', '/senders', { secret: reader.secret })).status).toBe(403);

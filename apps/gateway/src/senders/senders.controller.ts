@@ -1,14 +1,15 @@
 import { Body, Controller, Delete, Get, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { OutboxRpc, Scope } from '@touchpoint/contracts';
+import { OutboxAccountRpc, OutboxRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
-import { CreateSenderDto, ListSendersQuery, SenderDto, SenderIdParams, SenderListDto, UpdateSenderDto } from './dto/sender.dto.js';
+import { CreateAccountSenderDto, CreateSenderDto, ListSendersQuery, SenderDto, SenderIdParams, SenderListDto, UpdateSenderDto } from './dto/sender.dto.js';
 
 /**
- * Sender administration (issue 3 §0): the organization's WhatsApp business numbers, forwarded to
- * the outbox-dispatcher, which keeps the credentials encrypted next to the wire. Admin scope.
+ * Sender administration (issue 3 §0, issue 8 §8): the organization's WhatsApp business numbers,
+ * email mailboxes and LinkedIn accounts, forwarded to the outbox-dispatcher, which keeps the
+ * credentials encrypted next to the wire. Admin scope.
  */
 @ApiTags('senders')
 @Controller('senders')
@@ -22,6 +23,14 @@ export class SendersController {
   @ApiErrorResponses(400, 409, 422, 503)
   create(@CurrentCaller() caller: Caller, @Body() body: CreateSenderDto) {
     return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderCreate, body);
+  }
+
+  @Post('accounts')
+  @ApiOperation({ summary: 'Add an email mailbox (Nylas grant) or a LinkedIn account (Unipile) to send outreach from' })
+  @ApiOkResponse({ type: SenderDto })
+  @ApiErrorResponses(400, 409, 422, 503)
+  createAccount(@CurrentCaller() caller: Caller, @Body() body: CreateAccountSenderDto) {
+    return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxAccountRpc.Create, body);
   }
 
   @Get()

@@ -73,3 +73,38 @@ export class SenderDto {
 export class SenderListDto {
   @ApiProperty({ type: SenderDto, isArray: true }) items!: SenderDto[];
 }
+
+/**
+ * Body of `POST /senders/accounts`: an email mailbox (a Nylas grant) or a LinkedIn account (a
+ * Unipile account) that outreach sends from (issue 8 §8). The API key is stored encrypted and never
+ * returned; provider webhooks are routed to the organization by `account_id`.
+ */
+export class CreateAccountSenderDto {
+  @ApiProperty({ enum: ['email', 'linkedin'] })
+  @IsIn(['email', 'linkedin'])
+  channel!: 'email' | 'linkedin';
+
+  @ApiProperty({ example: 'grant-3f2a…', description: 'The Nylas grant_id (email) or the Unipile account_id (linkedin)' })
+  @IsString() @Length(1, 200)
+  account_id!: string;
+
+  @ApiProperty({ example: 'sales@example.com', description: 'The mailbox address, or the LinkedIn member id (ACo…)' })
+  @IsString() @Length(3, 320)
+  address!: string;
+
+  @ApiProperty({ description: 'The Nylas application API key or the Unipile X-API-KEY; write-only' })
+  @IsString() @Length(1, 4096)
+  api_key!: string;
+
+  @ApiPropertyOptional({ example: 'google', description: 'Nylas grant provider (google, microsoft, imap, …); List-Unsubscribe headers go only on Google grants' })
+  @IsOptional() @IsString() @Length(1, 40)
+  provider?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional() @IsString() @Length(1, 200)
+  label?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional() @IsBoolean()
+  is_default?: boolean;
+}
