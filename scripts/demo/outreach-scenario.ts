@@ -13,6 +13,8 @@ export interface OutreachResult {
   timeline: string[];
   /** Whether an email reached the sandbox's Nylas. */
   emailSent: boolean;
+  /** Whether the person's opt-out reply ended the enrollment as `opted_out`. */
+  optedOut?: boolean;
   /** The step a missing dependency stopped the scenario at, when it did. */
   stoppedAt?: 'enroll';
 }
@@ -80,20 +82,84 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
   timeline = await timelineKinds(ctx, enrollmentId);
   const e = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}`), 200);
   const after = (await timelineItems(ctx, enrollmentId)).find((i) => i.kind === 'action' && i.id === action.action_id)?.data ?? {};
-  if (emailSent) ctx.say(section, `email to ${email} accepted by the sandbox's Nylas; action ${action.action_id} ${after.status}; enrollment ${enrollmentId} ${e.status}, ${e.touch_count} touch(es)`);
-  else
+  if (emailSent) {
+    ctx.say(section, `email to ${email} accepted by the sandbox's Nylas; action ${action.action_id} ${after.status}; enrollment ${enrollmentId} ${e.status}, ${e.touch_count} touch(es)`);
+    const replied = await replyAndOptOut(ctx, { email, enrollmentId, grantId: `demo-grant-${ctx.organizationId}` }).catch((err: Error) => {
+      ctx.say(section, `reply and opt-out not shown: ${err.message}`);
+      return undefined;
+    });
+    const final = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}`), 200);
+    return { contactId, campaignId: campaign.campaign_id, enrollmentId, actionId: action.action_id, enrollment: final, timeline: await timelineKinds(ctx, enrollmentId), emailSent, optedOut: replied?.optedOut ?? false };
+  } else
     ctx.say(
       section,
-      `not sent: the organization has no email mailbox, and this version's REST API cannot connect one (POST /senders takes WhatsApp numbers only; mailboxes are added over the dispatcher's account RPC). Action ${action.action_id} is ${after.status ?? '?'}${after.failure_reason ? ` (${after.failure_reason})` : ''}; enrollment ${enrollmentId} ${e.status}. The reply interrupt and the opt-out need a sent email; they are not shown.`,
+      `not sent${mailbox ? '' : ' (no email mailbox could be connected)'}: action ${action.action_id} is ${after.status ?? '?'}${after.failure_reason ? ` (${after.failure_reason})` : ''}; enrollment ${enrollmentId} ${e.status}. The reply interrupt and the opt-out need a sent email; they are not shown.`,
     );
   return { contactId, campaignId: campaign.campaign_id, enrollmentId, actionId: action.action_id, enrollment: e, timeline, emailSent };
 }
 
-/** The organization's email mailbox, when the API can connect one (not yet: undefined). */
+/**
+ * The organization's email mailbox: the connected one if there is, else one connected now through
+ * `POST /senders/accounts` as a grant of the sandbox's Nylas (one per organization, kept by later runs).
+ */
 async function connectMailbox(ctx: DemoContext): Promise<string | undefined> {
   const listed = await ctx.gateway.get('/senders?channel=email');
   const existing = listed.status === 200 ? (listed.body.items as Array<{ sender_id: string; status: string }>).find((s) => s.status === 'connected') : undefined;
-  return existing?.sender_id;
+  if (existing) return existing.sender_id;
+  const created = await ctx.gateway.post('/senders/accounts', {
+    channel: 'email',
+    account_id: `demo-grant-${ctx.organizationId}`,
+    address: 'sales@touchpoint-demo.example',
+    api_key: 'sandbox-nylas-api-key',
+    provider: 'google',
+    label: 'Demo mailbox (sandbox Nylas)',
+  });
+  if (created.status !== 201 && created.status !== 200) {
+    ctx.say('outreach', `connecting a mailbox answered HTTP ${created.status} ${created.body?.error?.code ?? ''}: ${created.body?.error?.message ?? ''}`);
+    return undefined;
+  }
+  ctx.say('outreach', `mailbox ${created.body.sender_id} (${created.body.address ?? 'sales@touchpoint-demo.example'}, sandbox Nylas grant) connected`);
+  return created.body.sender_id;
+}
+
+/**
+ * The person answers the email through the sandbox's Nylas (a signed `message.created` to the
+ * gateway): the reply interrupts the enrollment; then a second answer, "Please unsubscribe me",
+ * is an opt-out that ends the enrollment and suppresses the address.
+ */
+async function replyAndOptOut(ctx: DemoContext, p: { email: string; enrollmentId: string; grantId: string }): Promise<{ optedOut: boolean }> {
+  const section = 'outreach';
+  const sent = (await ctx.sandbox.received('nylas')).find((c) => JSON.stringify(c.body).includes(p.email));
+  const answer = await ctx.sandbox.request('POST', '/sandbox/nylas/inbound', {
+    grant_id: p.grantId,
+    from: p.email,
+    from_name: 'Dana Prospect',
+    body: 'Thanks! What would the new plan cost for a team of ten?',
+    ...(sent?.provider_id ? { reply_to_message_id: sent.provider_id } : {}),
+  });
+  if (answer.status >= 300) throw new Error(`the sandbox refused the reply (HTTP ${answer.status})`);
+  await waitFor('the reply on the enrollment timeline', async () => (await timelineItems(ctx, p.enrollmentId)).some((i) => i.kind === 'email' && i.data.direction === 'inbound'), ctx.stepTimeoutMs);
+  const interrupted = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${p.enrollmentId}`), 200);
+  ctx.say(section, `Dana replied by email (signed Nylas webhook): the reply interrupts enrollment ${p.enrollmentId} (${interrupted.status}); a new decision is requested with the reply as its trigger`);
+
+  const optOut = await ctx.sandbox.request('POST', '/sandbox/nylas/inbound', {
+    grant_id: p.grantId,
+    from: p.email,
+    from_name: 'Dana Prospect',
+    body: 'Please unsubscribe me from this.',
+    ...(sent?.provider_id ? { reply_to_message_id: sent.provider_id } : {}),
+  });
+  if (optOut.status >= 300) throw new Error(`the sandbox refused the opt-out (HTTP ${optOut.status})`);
+  const ended = await waitFor(
+    'the enrollment ended by the opt-out',
+    async () => {
+      const en = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${p.enrollmentId}`), 200);
+      return en.status === 'ended' ? en : undefined;
+    },
+    ctx.stepTimeoutMs,
+  );
+  ctx.say(section, `"Please unsubscribe me from this." is an opt-out: enrollment ${p.enrollmentId} ${ended.status} (${ended.ended_reason}); ${p.email} is suppressed on email`);
+  return { optedOut: ended.ended_reason === 'opted_out' };
 }
 
 /** The enrollment's timeline, newest first (`GET .../timeline`); empty when it cannot be read. */

@@ -108,16 +108,20 @@ describe('Touchpoint, black box', () => {
       expect(inbound).toHaveLength(f.stored);
     });
 
-    it('outreach runs as far as this build allows and says where it stopped, sending nothing it cannot', async () => {
+    it('outreach: a mailbox connected over REST, the model decides and drafts, the draft is approved and the email reaches the sandbox Nylas', async () => {
       const o = demo.outreach!;
       expect(o.campaignId).toMatch(/^[0-9a-f-]{36}$/);
       // The decision and the draft by the sandbox model, the draft approved through the review route.
       expect(o.actionId).toMatch(/^[0-9a-f-]{36}$/);
       expect(o.timeline).toEqual(expect.arrayContaining(['enrolled', 'decision', 'action']));
       expect(transcript).toContain(`draft ${o.actionId} approved`);
-      // No mailbox can be connected through the REST API yet: nothing reaches the sandbox's Nylas, and the transcript says so.
-      expect(o.emailSent).toBe(false);
-      expect(transcript).toMatch(/\[demo\] outreach +not sent: the organization has no email mailbox/);
+      expect(transcript).toMatch(/\[demo\] outreach +mailbox [0-9a-f-]{36} .* connected/);
+      expect(o.emailSent).toBe(true);
+      expect(transcript).toMatch(/\[demo\] outreach +email to \S+ accepted by the sandbox's Nylas; action [0-9a-f-]{36} executed/);
+      // The reply interrupts; the opt-out reply ends the enrollment and suppresses the address.
+      expect(transcript).toMatch(/Dana replied by email .* the reply interrupts enrollment/);
+      expect(o.optedOut).toBe(true);
+      expect(o.enrollment).toMatchObject({ status: 'ended', ended_reason: 'opted_out' });
     });
   });
 
