@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
 import { type ContactRef, conversationMessages, contactWrites, type DemoContext, demoNumber } from './demo-context.js';
 import { DemoStepError, expectStatus, waitFor } from './http-clients.js';
-import { SEED_002_FLOW_BODY } from './seed-002-flow.js';
+import { SEED_002_FLOW_EXAMPLE as SEED_002_FLOW_BODY } from '@touchpoint/contracts';
 
 /** A send window open every hour of every day, for the copies the demo runs outside business hours. */
 const ALWAYS_OPEN_WINDOW = { send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC' };

@@ -8,7 +8,7 @@ import { activeFlow, getEnrollment, twoTextsFlowBody } from '../../scripts/demo/
 import { contactWrites, conversationMessages, type DemoContext, prepareWhatsapp } from '../../scripts/demo/demo-context.js';
 import { GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
 import { type DemoResult, demoPhoneNumberId, runDemo } from '../../scripts/demo/run-demo.js';
-import { SEED_002_FLOW_BODY } from '../../scripts/demo/seed-002-flow.js';
+import { SEED_002_FLOW_EXAMPLE as SEED_002_FLOW_BODY } from '@touchpoint/contracts';
 import { STARTED_PROCESSES } from '../../scripts/start/start.config.js';
 import { Platform, type Tenant } from './platform.js';
 

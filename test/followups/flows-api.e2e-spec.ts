@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { SEED_002_FLOW_EXAMPLE } from '../../apps/followups/src/graph/__tests__/seed-002-example.js';
+import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';

@@ -5,7 +5,7 @@ import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing
 import { FixedClock } from '@touchpoint/time';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
-import { SEED_002_FLOW_EXAMPLE } from '../../apps/followups/src/graph/__tests__/seed-002-example.js';
+import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';

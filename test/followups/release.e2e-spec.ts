@@ -6,7 +6,7 @@ import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
-import { SEED_002_FLOW_EXAMPLE } from '../../apps/followups/src/graph/__tests__/seed-002-example.js';
+import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';

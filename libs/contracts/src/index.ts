@@ -8,3 +8,4 @@ export * from './abuse.js';
 export * from './ai.js';
 export * from './followups.js';
 export * from './outreach.js';
+export * from './followups-example.js';

@@ -1,6 +1,6 @@
 import { FLOW_VALIDATION_CODES, type FlowEdge, type FlowGraph, type FlowNode, type FlowSettings, type FlowValidationCode } from '@touchpoint/contracts';
 import { compileGraph, type PublishContext, sendsOutsideServiceWindow, validateForPublish } from '../graph-validation.js';
-import { SEED_002_FLOW_EXAMPLE } from './seed-002-example.js';
+import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 
 const HOUR = 3_600_000;
 const settings: FlowSettings = { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause' };

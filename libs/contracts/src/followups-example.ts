@@ -1,12 +1,11 @@
-import type { FlowGraph, FlowSettings } from '@touchpoint/contracts';
+import type { FlowGraph, FlowSettings } from './followups.js';
 
 /**
- * The documented example body of `POST /ai/followup-flows` (seed 002, "Retomada em 4 horas"), as
- * the demo sends it. Same value as apps/followups/src/graph/__tests__/seed-002-example.ts, which
- * the build leaves out of dist/ (tests are not compiled), hence this copy; the demo replaces only
- * `customer_id` with the demo organization, as the route requires.
+ * The example body of `POST /ai/followup-flows` in seed 002 ("Retomada em 4 horas"), verbatim: the
+ * route must accept it as written and it must publish cleanly (seed 002 asks for a test of both).
+ * The demo sends it with `customer_id` replaced by its organization; tests use it as is.
  */
-export const SEED_002_FLOW_BODY: { customer_id: string; name: string; graph: FlowGraph; settings: FlowSettings } = {
+export const SEED_002_FLOW_EXAMPLE: { customer_id: string; name: string; graph: FlowGraph; settings: FlowSettings } = {
   "customer_id": "11111111-1111-4111-8111-111111111111",
   "name": "Retomada em 4 horas",
   "graph": {
