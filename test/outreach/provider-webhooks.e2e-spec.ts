@@ -62,6 +62,9 @@ describe('provider webhooks and the unsubscribe link', () => {
     const e = await b.enrollment(org, campaign.campaign_id);
     const earlier = await w.rpc.call<{ message_id: string }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', from: e.person.email, external_id: `old-${randomUUID()}`, text: 'Hello' });
     const [stored] = await w.sql(`SELECT conversation_id FROM "${w.world.schema('messaging')}".messages WHERE id = $1`, [earlier.message_id]);
+    // The reply interrupt must see "Hello" before the executed action ties the conversation to this
+    // enrollment; seen later, it correlates and bumps the version under the test's feet.
+    await eventually(async () => (await w.sql(`SELECT 1 FROM {o}.inbox_events WHERE event_id = $1`, [`messaging.message.received:${earlier.message_id}`]))[0], 10_000);
     const sent = await b.pendingAction(org, e.enrollmentId);
     await w.sql(`UPDATE {o}.proposed_actions SET status = 'executed', executed_at = now(), provider_message_id = $2, conversation_id = $3 WHERE id = $1`, [sent.actionId, `nylas-${randomUUID()}`, stored!.conversation_id]);
     const pending = await b.pendingAction(org, e.enrollmentId);
