@@ -67,7 +67,7 @@ describe('inbound when the abuse check fails', () => {
     expect(await sut.whatsapp(inboundText(later, from, 'back', ts++, pnid))).toMatchObject({ stored: 1 });
   });
 
-  it('aborts (503, Meta redelivers) when the read model itself cannot be read, storing nothing', async () => {
+  it('aborts (service_unavailable: the receipt worker tries again later) when the read model itself cannot be read, storing nothing', async () => {
     const wamid = newWamid();
     await world.sql(`ALTER TABLE "${m()}".abuse_restrictions RENAME TO abuse_restrictions_away`);
     try {

@@ -9,6 +9,26 @@ export class MessagingConfig extends ServiceConfig {
   @IsInt() @Min(50) @Max(30_000)
   ABUSE_CHECK_TIMEOUT_MS = 2000;
 
+  /** Inbound receipts claimed per worker pass (the webhook is acknowledged on the receipt; the worker stores the message). */
+  @IsInt() @Min(1) @Max(1000)
+  INBOUND_BATCH = 64;
+
+  /** Senders whose receipts one worker processes at once (a sender's own messages go one by one, in order). */
+  @IsInt() @Min(1) @Max(64)
+  INBOUND_CONCURRENCY = 8;
+
+  /** How long a claimed receipt is held by its worker before another may take it (a crashed worker's lease), ms. */
+  @IsInt() @Min(1000) @Max(600_000)
+  INBOUND_LEASE_MS = 30_000;
+
+  /** How often an idle receipt worker looks for due receipts, ms (a new receipt wakes it at once; 0 turns the worker off). */
+  @IsInt() @Min(0) @Max(60_000)
+  INBOUND_POLL_MS = 1000;
+
+  /** Longest wait before a failed receipt is tried again, ms (the wait doubles from 1 s up to this). */
+  @IsInt() @Min(1000) @Max(3_600_000)
+  INBOUND_RETRY_MAX_MS = 300_000;
+
   /** How often idle instances are closed and missing summaries retried, ms (seed 004: hourly; 0 disables). */
   @IsInt() @Min(0) @Max(86_400_000)
   INSTANCE_SWEEP_INTERVAL_MS = 3_600_000;

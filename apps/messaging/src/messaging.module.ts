@@ -10,6 +10,8 @@ import { ConversationsService } from './conversations/conversations.service.js';
 import { InstanceSweepService } from './conversations/instance-sweep.service.js';
 import { InstancesService } from './conversations/instances.service.js';
 import { InboundController } from './inbound/inbound.controller.js';
+import { InboundReceiptsRepository } from './inbound/inbound-receipts.repository.js';
+import { InboundReceiptsWorker } from './inbound/inbound-receipts.worker.js';
 import { InboundService } from './inbound/inbound.service.js';
 import { MessagesRepository } from './messages/messages.repository.js';
 import type { MessagingConfig } from './messaging.config.js';
@@ -59,6 +61,8 @@ export class MessagingModule {
       OutcomesService,
       OutcomesConsumer,
       InboundService,
+      InboundReceiptsRepository,
+      InboundReceiptsWorker,
     ];
     if (options.clock) providers.push({ provide: Clock, useValue: options.clock });
     return {

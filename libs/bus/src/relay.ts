@@ -32,6 +32,7 @@ export class OutboxRelay {
   private pendingWake = false;
   private listener?: pg.Client;
   private loop?: Promise<void>;
+  private lastLagAt = 0;
   private lastPrune = 0;
   private lagSeconds = 0;
 
@@ -136,6 +137,9 @@ export class OutboxRelay {
   }
 
   private async measureLag(): Promise<void> {
+    // Once a second is enough for the gauge and the health check; per wake-up it cost a round trip per commit under load.
+    if (Date.now() - this.lastLagAt < 1000) return;
+    this.lastLagAt = Date.now();
     const rows: { age: number | null }[] = await this.dataSource.query(
       `SELECT EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age
          FROM outbox_events WHERE published_at IS NULL ORDER BY id LIMIT 1`,

@@ -17,6 +17,37 @@ export interface ServiceDatabaseOptions {
   poolSize?: number;
 }
 
+/** Distinct statement texts one process prepares by name; past it, new texts run unnamed. */
+const MAX_PREPARED_STATEMENTS = 400;
+const statementNames = new Map<string, string>();
+
+/** The name a parameterized statement text is prepared under, or undefined once the cap is reached. */
+function statementName(text: string): string | undefined {
+  const known = statementNames.get(text);
+  if (known !== undefined || statementNames.size >= MAX_PREPARED_STATEMENTS) return known;
+  const name = `tp_${statementNames.size}`;
+  statementNames.set(text, name);
+  return name;
+}
+
+/**
+ * A pg client that prepares each parameterized statement once per connection (a named statement)
+ * and afterwards only binds and executes it: the server skips parsing and analysis, the largest
+ * part of its work for the short statements our services run many times a second. Statements
+ * without parameters keep the simple protocol (several statements in one string keep working).
+ * The names live per process and are bounded; texts built with a varying number of placeholders
+ * add at most MAX_PREPARED_STATEMENTS of them.
+ */
+class PreparingClient extends pg.Client {
+  override query(config: unknown, values?: unknown, callback?: unknown): never {
+    if (typeof config === 'string' && Array.isArray(values) && values.length > 0) {
+      const name = statementName(config);
+      if (name) return (super.query as (...args: unknown[]) => never)({ name, text: config, values }, callback);
+    }
+    return (super.query as (...args: unknown[]) => never)(config, values, callback);
+  }
+}
+
 /**
  * A TypeORM data source bound to one service's schema. The connection's `search_path` is that
  * schema, so migrations and raw SQL use unqualified table names and a test can run the same
@@ -37,6 +68,7 @@ export function createServiceDataSource(options: ServiceDatabaseOptions): DataSo
       max: options.poolSize ?? 10,
       options: `-c search_path=${quoteIdent(options.schema)},public`,
       application_name: `touchpoint:${options.schema}`,
+      Client: PreparingClient,
     },
   });
 }

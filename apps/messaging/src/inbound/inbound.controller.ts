@@ -10,7 +10,7 @@ export class InboundController {
 
   @MessagePattern(MessagingWhatsAppRpc.Inbound)
   whatsapp(@Payload() batch: WhatsAppInboundBatch & { organization_id?: string }) {
-    return this.inbound.whatsapp(batch);
+    return this.inbound.accept(batch);
   }
 
   @MessagePattern(MessagingRpc.InboundRecord)

@@ -29,6 +29,7 @@ import { AbuseGuardService, type GuardVerdict } from '../restrictions/abuse-guar
 import { SendService } from '../sending/send.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { StreamRepository } from '../stream/stream.repository.js';
+import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt } from './inbound-receipts.repository.js';
 import { parseWhatsAppMessage, type ParsedWhatsAppMessage } from './whatsapp-message.js';
 
 /** How many rollovers one message may go through before it is stored anyway (a cap of 0 would loop). */
@@ -39,6 +40,15 @@ export interface InboundResult {
   stored: number;
   duplicates: number;
   denied: number;
+  ignored: number;
+}
+
+/** What `accept` did with the messages of one webhook change. */
+export interface AcceptResult {
+  /** New receipts stored (acknowledged; the worker makes them messages). */
+  accepted: number;
+  /** Provider ids already waiting as receipts. */
+  duplicates: number;
   ignored: number;
 }
 
@@ -65,13 +75,15 @@ interface InboundMessage {
 /**
  * Inbound messages (issue 4 §4, seed 004 "Scenario 2"): store once per provider id, find or
  * create the contact, conversation and instance, ask abuse (rolling over on the instance verdict),
- * mark read through the outbox, and emit `messaging.message.received`. The RPC answers only after
- * the message is committed, so the gateway's 2xx means "durably stored".
+ * mark read through the outbox, and emit `messaging.message.received`. WhatsApp messages arrive as
+ * receipts (`accept`, one insert, then the gateway answers) and are processed by the receipt
+ * worker; the other channels' `record` RPC runs the pipeline before it answers.
  */
 @Injectable()
 export class InboundService {
   private readonly received: Counter<'channel' | 'outcome'>;
   private readonly seconds: Histogram<'channel'>;
+  private readonly acceptedListeners: (() => void)[] = [];
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -84,12 +96,13 @@ export class InboundService {
     private readonly sends: SendService,
     private readonly senders: SendersService,
     private readonly stream: StreamRepository,
+    private readonly receipts: InboundReceiptsRepository,
     private readonly clock: Clock,
     metrics: Metrics,
     @Inject(APP_CONFIG) private readonly config: MessagingConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
-    this.received = new Counter({ name: `${METRIC_PREFIX}messaging_inbound_total`, help: 'Inbound messages by channel and outcome (stored, duplicate, denied, ignored)', labelNames: ['channel', 'outcome'], registers: [metrics.registry] });
+    this.received = new Counter({ name: `${METRIC_PREFIX}messaging_inbound_total`, help: 'Inbound messages by channel and outcome (accepted as a receipt, stored, duplicate, denied, ignored)', labelNames: ['channel', 'outcome'], registers: [metrics.registry] });
     this.seconds = new Histogram({
       name: `${METRIC_PREFIX}messaging_inbound_seconds`,
       help: 'Time to take one inbound message from the RPC to its commit, seconds',
@@ -100,12 +113,80 @@ export class InboundService {
   }
 
   /**
-   * The `messaging.inbound.whatsapp` RPC: the messages of one Meta webhook change.
-   * @throws AppError service_unavailable when a message could not be stored or judged (→ 503, Meta redelivers)
+   * The `messaging.inbound.whatsapp` RPC (the gateway's Meta ingress): stores each message of one
+   * webhook change as an inbound receipt, in one statement, and answers; the receipt worker does
+   * the rest (`processReceipt`). So the gateway's 2xx means "durably stored", and a failure after
+   * that point (abuse unreachable with nothing in the read model, a lost database) is retried here
+   * rather than by Meta. A message without an id or a sender, or from a number that is not a
+   * phone, is ignored (a redelivery would not change it).
+   * @throws AppError service_unavailable when the receipts could not be stored or the owner of the number not learned (→ 503, Meta redelivers)
+   */
+  async accept(batch: WhatsAppInboundBatch & { organization_id?: string }): Promise<AcceptResult> {
+    const result: AcceptResult = { accepted: 0, duplicates: 0, ignored: 0 };
+    const owner = await this.ownerOf(batch, result);
+    if (!owner) return result;
+    const names = new Map((batch.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
+    const receipts: NewInboundReceipt[] = [];
+    for (const raw of batch.messages) {
+      if (typeof raw?.id !== 'string' || typeof raw?.from !== 'string' || !toPhoneKey(raw.from)) {
+        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: raw?.id, from: raw?.from }, 'inbound message without an id or a phone sender ignored');
+        result.ignored++;
+        continue;
+      }
+      receipts.push({ organization_id: owner.organization_id, channel: 'whatsapp', external_id: raw.id, sender_id: owner.sender_id, contact_name: names.get(raw.from) ?? null, message: raw });
+    }
+    try {
+      const fresh = await this.receipts.insert(receipts);
+      result.accepted = fresh.size;
+      result.duplicates = receipts.length - fresh.size;
+    } catch (err) {
+      this.logger.error({ event: 'messaging.inbound_receipt_failed', organization_id: owner.organization_id, count: receipts.length, err: (err as Error).message }, 'inbound receipts not stored');
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the message could not be stored; retry');
+    }
+    this.received.inc({ channel: 'whatsapp', outcome: 'accepted' }, result.accepted);
+    if (result.duplicates) this.received.inc({ channel: 'whatsapp', outcome: 'duplicate' }, result.duplicates);
+    if (result.accepted) for (const listener of this.acceptedListeners) listener();
+    return result;
+  }
+
+  /** Registers what runs after `accept` stored new receipts (the worker's wake-up). */
+  onAccepted(listener: () => void): void {
+    this.acceptedListeners.push(listener);
+  }
+
+  /**
+   * Processes one inbound receipt through the whole pipeline (`take`).
+   * @throws AppError service_unavailable (or the pipeline's own code) when it could not be stored or judged; the worker retries
+   */
+  async processReceipt(r: InboundReceiptRow): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
+    if (r.channel !== 'whatsapp') throw new AppError(ErrorCode.Internal, `no receipt processing for channel ${r.channel}`);
+    return this.take(this.fromWhatsApp(r.message as unknown as WhatsAppInboundBatch['messages'][number], r.organization_id, r.sender_id), r.contact_name, true);
+  }
+
+  /**
+   * The messages of one Meta webhook change, processed at once in order (what the receipt worker
+   * does one receipt at a time); tests and tools use it to run the pipeline without the worker.
+   * @throws AppError service_unavailable when a message could not be stored or judged
    */
   async whatsapp(batch: WhatsAppInboundBatch & { organization_id?: string }): Promise<InboundResult> {
     const result: InboundResult = { stored: 0, duplicates: 0, denied: 0, ignored: 0 };
-    if (!batch || !Array.isArray(batch.messages) || batch.messages.length === 0) return result;
+    const owner = await this.ownerOf(batch, result);
+    if (!owner) return result;
+    const names = new Map((batch.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
+    for (const raw of batch.messages) {
+      if (typeof raw?.id !== 'string' || typeof raw?.from !== 'string') {
+        result.ignored++;
+        continue;
+      }
+      const outcome = await this.take(this.fromWhatsApp(raw, owner.organization_id, owner.sender_id), names.get(raw.from) ?? null, true);
+      result[outcome === 'stored' ? 'stored' : outcome === 'duplicate' ? 'duplicates' : outcome === 'denied' ? 'denied' : 'ignored']++;
+    }
+    return result;
+  }
+
+  /** The organization and sender owning the batch's number, or null (counted ignored) when nobody does. */
+  private async ownerOf(batch: (WhatsAppInboundBatch & { organization_id?: string }) | null | undefined, result: { ignored: number }): Promise<{ organization_id: string; sender_id: string | null } | null> {
+    if (!batch || !Array.isArray(batch.messages) || batch.messages.length === 0) return null;
     const owner = batch.organization_id
       ? { organization_id: batch.organization_id, sender_id: null as string | null }
       : batch.phone_number_id
@@ -116,36 +197,26 @@ export class InboundService {
       this.logger.warn({ event: 'messaging.inbound_unknown_number', phone_number_id: batch.phone_number_id, count: batch.messages.length }, 'inbound for an unregistered number ignored');
       result.ignored = batch.messages.length;
       this.received.inc({ channel: 'whatsapp', outcome: 'ignored' }, batch.messages.length);
-      return result;
     }
-    const names = new Map((batch.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
-    for (const raw of batch.messages) {
-      if (typeof raw?.id !== 'string' || typeof raw?.from !== 'string') {
-        result.ignored++;
-        continue;
-      }
-      const parsed: ParsedWhatsAppMessage = parseWhatsAppMessage(raw);
-      const outcome = await this.take(
-        {
-          organizationId: owner.organization_id,
-          channel: 'whatsapp',
-          externalId: parsed.wamid,
-          from: parsed.from,
-          text: parsed.text,
-          messageType: parsed.type,
-          inReplyTo: parsed.inReplyTo,
-          attachments: parsed.attachments,
-          sentAt: parsed.sentAt,
-          autoReply: false,
-          optOut: parsed.typedText && isOptOut(parsed.text),
-          senderId: owner.sender_id,
-        },
-        names.get(parsed.from) ?? null,
-        true,
-      );
-      result[outcome === 'stored' ? 'stored' : outcome === 'duplicate' ? 'duplicates' : outcome === 'denied' ? 'denied' : 'ignored']++;
-    }
-    return result;
+    return owner;
+  }
+
+  private fromWhatsApp(raw: WhatsAppInboundBatch['messages'][number], organizationId: string, senderId: string | null): InboundMessage {
+    const parsed: ParsedWhatsAppMessage = parseWhatsAppMessage(raw);
+    return {
+      organizationId,
+      channel: 'whatsapp',
+      externalId: parsed.wamid,
+      from: parsed.from,
+      text: parsed.text,
+      messageType: parsed.type,
+      inReplyTo: parsed.inReplyTo,
+      attachments: parsed.attachments,
+      sentAt: parsed.sentAt,
+      autoReply: false,
+      optOut: parsed.typedText && isOptOut(parsed.text),
+      senderId,
+    };
   }
 
   /** The `messaging.inbound.record` RPC: an inbound message of email, LinkedIn, SMS or web. */
