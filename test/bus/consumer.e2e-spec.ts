@@ -51,6 +51,27 @@ describe('BusConnection (consumer side)', () => {
     expect(inbox).toEqual([{ handler: 'ProbeConsumer.onProbe' }]);
   });
 
+  it('shares one transaction among messages that queue up, and a failing one among them is retried alone while the rest are handled once', async () => {
+    const prefix = `burst-${randomUUID()}-`;
+    const ids = Array.from({ length: 60 }, (_, i) => `${prefix}${i}`);
+    const failing = ids[17]!;
+    probeControl.failing.add(failing);
+    try {
+      for (const id of ids) channel.publish(`${world.namespace}.events`, PlatformEvents.ProbeRecorded, Buffer.from(JSON.stringify(message(id))), { persistent: true, messageId: id });
+      await channel.waitForConfirms();
+      const rows = () => world.sql<{ event_id: string; tx: string }>(`SELECT event_id, xmin::text AS tx FROM "${world.schema('followups')}".probe_handled WHERE event_id LIKE $1`, [`${prefix}%`]);
+      await eventually(async () => (await rows()).length === ids.length - 1, 15_000);
+      // The failing message was tried again on its own (the retry queue), not stored.
+      await eventually(() => (probeControl.attempts.get(failing)?.length ?? 0) >= 3, 15_000);
+      const handledRows = await rows();
+      expect(handledRows.map((r) => r.event_id).sort()).toEqual(ids.filter((id) => id !== failing).sort());
+      // Rows written by one transaction share its xmin: fewer transactions than messages.
+      expect(new Set(handledRows.map((r) => r.tx)).size).toBeLessThan(handledRows.length);
+    } finally {
+      probeControl.failing.delete(failing);
+    }
+  });
+
   it('retries a failing handler with growing delays, dead-letters it after N attempts, and replays it', async () => {
     const id = `fail-${randomUUID()}`;
     probeControl.failing.add(id);

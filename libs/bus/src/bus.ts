@@ -18,6 +18,18 @@ export interface BusOptions {
   retryBaseMs: number;
   prefetch: number;
   queueType?: 'quorum' | 'classic';
+  /** Most messages one consumer transaction takes when they queue up; 1 (the default) turns batching off. */
+  batchSize?: number;
+  /** Consumer transactions at once (each holds a pool connection); default 8. */
+  transactionSlots?: number;
+}
+
+/** A consumed message waiting for a transaction slot. */
+interface Waiting {
+  channel: ChannelWrapper;
+  msg: ConsumeMessage;
+  message: BusMessage;
+  settle: () => void;
 }
 
 /** Header carrying how many times a message has been attempted by this service. */
@@ -38,6 +50,8 @@ export class BusConnection {
   private connected = false;
   private stopping = false;
   private inFlight = 0;
+  private readonly waiting: Waiting[] = [];
+  private busySlots = 0;
 
   constructor(
     private readonly options: BusOptions,
@@ -156,7 +170,8 @@ export class BusConnection {
   private async onMessage(channel: ChannelWrapper, msg: ConsumeMessage): Promise<void> {
     this.inFlight++;
     try {
-      await this.process(channel, msg);
+      const message = await this.readable(channel, msg);
+      if (message) await new Promise<void>((settle) => this.enqueue({ channel, msg, message, settle }));
     } catch (err) {
       // Only a broker failure gets here (republish not confirmed): leave the message unacked so the
       // broker redelivers it after the channel closes; the inbox makes that harmless.
@@ -166,7 +181,8 @@ export class BusConnection {
     }
   }
 
-  private async process(channel: ChannelWrapper, msg: ConsumeMessage): Promise<void> {
+  /** The message, or undefined when it was unreadable or had no handler here (dead-lettered and acked). */
+  private async readable(channel: ChannelWrapper, msg: ConsumeMessage): Promise<BusMessage | undefined> {
     let message: BusMessage;
     try {
       message = JSON.parse(msg.content.toString('utf8')) as BusMessage;
@@ -174,24 +190,83 @@ export class BusConnection {
     } catch (err) {
       await this.deadLetter(msg, 'unreadable', (err as Error).message);
       channel.ack(msg);
-      return;
+      return undefined;
     }
-    const handlers = this.handlers.get(message.type);
-    if (!handlers?.length) {
+    if (!this.handlers.get(message.type)?.length) {
       this.logger.warn({ event: 'bus.no_handler', type: message.type, event_id: message.event_id }, 'no handler; dead-lettered');
       await this.deadLetter(msg, ErrorCode.NoHandler, `no handler for ${message.type} in ${this.options.service}`);
       channel.ack(msg);
-      return;
+      return undefined;
     }
+    return message;
+  }
+
+  /**
+   * Runs a readable message in a free transaction slot; with none free it waits, and the messages
+   * waiting when a slot frees up (at most `batchSize`) go together in one transaction.
+   */
+  private enqueue(item: Waiting): void {
+    this.waiting.push(item);
+    this.startBatches();
+  }
+
+  private startBatches(): void {
+    const slots = this.options.transactionSlots ?? 8;
+    while (this.waiting.length > 0 && this.busySlots < slots) {
+      const batch = this.waiting.splice(0, Math.max(1, this.options.batchSize ?? 1));
+      this.busySlots++;
+      void this.runBatch(batch).finally(() => {
+        this.busySlots--;
+        for (const item of batch) item.settle();
+        this.startBatches();
+      });
+    }
+  }
+
+  /**
+   * One message: its handlers, each in its own transaction (the retry rules below). Several: every
+   * handler of every message in one transaction and one commit, acked after it; if anything in it
+   * fails, it is rolled back and each message runs again on its own, so a failure is retried or
+   * dead-lettered for that message alone and the others are not held back.
+   */
+  private async runBatch(batch: Waiting[]): Promise<void> {
+    if (batch.length > 1) {
+      const outcomes: { handler: string; handled: boolean; message: BusMessage }[] = [];
+      try {
+        await runInTransaction(this.dataSource, this.options.schema, async (tx) => {
+          for (const { message } of batch) {
+            for (const handler of this.handlers.get(message.type) ?? []) {
+              outcomes.push({ handler: handler.name, handled: await this.claimAndHandle(tx, handler.name, handler.fn, message), message });
+            }
+          }
+        });
+      } catch (err) {
+        this.logger.info({ event: 'bus.batch_rolled_back', messages: batch.length, err: (err as Error).message }, 'consumer batch rolled back; its messages run one by one');
+        outcomes.length = 0;
+      }
+      if (outcomes.length > 0) {
+        for (const o of outcomes) this.countHandled(o.handler, o.handled, o.message);
+        for (const { channel, msg } of batch) channel.ack(msg);
+        return;
+      }
+    }
+    await Promise.all(batch.map(({ channel, msg, message }) => this.process(channel, msg, message).catch((err: Error) => this.logger.error({ event: 'bus.consume_failed', err: err.message }, 'could not settle a message'))));
+  }
+
+  private countHandled(handler: string, handled: boolean, message: BusMessage): void {
+    this.metrics.busConsumed.inc({ handler, outcome: handled ? 'handled' : 'duplicate' });
+    if (!handled) return;
+    const ageSeconds = (Date.now() - Date.parse(message.occurred_at)) / 1000;
+    if (Number.isFinite(ageSeconds)) this.metrics.busHandleSeconds.observe({ handler }, Math.max(0, ageSeconds));
+  }
+
+  private async process(channel: ChannelWrapper, msg: ConsumeMessage, message: BusMessage): Promise<void> {
+    const handlers = this.handlers.get(message.type) ?? [];
     const attempt = Number(msg.properties.headers?.[ATTEMPT_HEADER] ?? 0) + 1;
     for (const handler of handlers) {
       try {
-        const handled = await this.runHandler(handler.name, handler.fn, message);
-        this.metrics.busConsumed.inc({ handler: handler.name, outcome: handled ? 'handled' : 'duplicate' });
-        if (handled) {
-          const ageSeconds = (Date.now() - Date.parse(message.occurred_at)) / 1000;
-          if (Number.isFinite(ageSeconds)) this.metrics.busHandleSeconds.observe({ handler: handler.name }, Math.max(0, ageSeconds));
-        }
+        const handled = await runInTransaction(this.dataSource, this.options.schema, (tx) => this.claimAndHandle(tx, handler.name, handler.fn, message));
+        this.countHandled(handler.name, handled, message);
       } catch (err) {
         this.metrics.busConsumed.inc({ handler: handler.name, outcome: 'failed' });
         const retry = isRetryable(err) && attempt < this.options.maxAttempts;
@@ -224,17 +299,12 @@ export class BusConnection {
     channel.ack(msg);
   }
 
-  /** Runs one handler in a transaction that first claims `(event_id, handler)` in the inbox. */
-  private async runHandler(name: string, fn: BusHandler, message: BusMessage): Promise<boolean> {
-    return runInTransaction(this.dataSource, this.options.schema, async (tx) => {
-      const claimed = await tx.query(
-        `INSERT INTO inbox_events (event_id, handler) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id`,
-        [message.event_id, name],
-      );
-      if (claimed.length === 0) return false;
-      await fn(message, tx);
-      return true;
-    });
+  /** Claims `(event_id, handler)` in the inbox, then runs the handler; false for a duplicate. */
+  private async claimAndHandle(tx: Tx, name: string, fn: BusHandler, message: BusMessage): Promise<boolean> {
+    const claimed = await tx.query(`INSERT INTO inbox_events (event_id, handler) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id`, [message.event_id, name]);
+    if (claimed.length === 0) return false;
+    await fn(message, tx);
+    return true;
   }
 
   /** Parks a raw message in this service's dead-letter queue with the reason in its headers. */

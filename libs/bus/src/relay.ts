@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import type { BusMessage } from '@touchpoint/contracts';
-import { outboxChannel, quoteIdent } from '@touchpoint/database';
+import { onOutboxCommitted, outboxChannel, quoteIdent, runInTransaction } from '@touchpoint/database';
 import type { Logger, Metrics } from '@touchpoint/observability';
 import type { BusConnection } from './bus.js';
 
@@ -20,8 +20,9 @@ export interface RelayOptions {
 export const RELAY_BATCH_SIZE = 500;
 
 /**
- * Publishes a schema's unpublished `outbox_events` rows to the broker (DESIGN §2). Woken by
- * LISTEN/NOTIFY, backed by polling; claims rows with `FOR UPDATE SKIP LOCKED` so any number of
+ * Publishes a schema's unpublished `outbox_events` rows to the broker (DESIGN §2). Woken right
+ * after each commit of this process that wrote outbox rows, by LISTEN/NOTIFY for writers in other
+ * processes, and backed by polling; claims rows with `FOR UPDATE SKIP LOCKED` so any number of
  * replicas can run it; marks rows published only after the broker confirmed every message of the
  * batch, in the same transaction that locked them. A crash before that commit publishes the batch
  * again later: at-least-once, deduplicated by the consumers' inbox.
@@ -32,6 +33,7 @@ export class OutboxRelay {
   private pendingWake = false;
   private listener?: pg.Client;
   private loop?: Promise<void>;
+  private unregister?: () => void;
   private lastLagAt = 0;
   private lastPrune = 0;
   private lagSeconds = 0;
@@ -52,12 +54,15 @@ export class OutboxRelay {
   start(): void {
     if (this.running) return;
     this.running = true;
+    // Commits of this process wake the relay directly; NOTIFY covers writers in other processes.
+    this.unregister = onOutboxCommitted(this.options.schema, () => this.wake());
     void this.listen();
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    this.unregister?.();
     this.wake();
     await this.loop;
     await this.listener?.end().catch(() => undefined);
@@ -107,33 +112,19 @@ export class OutboxRelay {
   private async publishBatch(): Promise<number> {
     if (!this.bus.isConnected()) return 0;
     const limit = this.options.batchSize ?? RELAY_BATCH_SIZE;
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
-    try {
-      await runner.startTransaction();
+    const published = await runInTransaction(this.dataSource, this.options.schema, async (tx) => {
       // SKIP LOCKED: a second relay replica takes the next rows instead of waiting on these.
-      const rows: { id: string; payload: BusMessage }[] = await runner.query(
+      const rows = await tx.query<{ id: string; payload: BusMessage }>(
         `SELECT id, payload FROM outbox_events WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [limit],
       );
-      if (rows.length === 0) {
-        await runner.commitTransaction();
-        return 0;
-      }
+      if (rows.length === 0) return rows;
       await this.bus.publishConfirmed(rows.map((r) => r.payload));
-      await runner.query(
-        `UPDATE outbox_events SET published_at = clock_timestamp(), publish_attempts = publish_attempts + 1 WHERE id = ANY($1::bigint[])`,
-        [rows.map((r) => r.id)],
-      );
-      await runner.commitTransaction();
-      for (const r of rows) this.metrics.busPublished.inc({ type: r.payload.type });
-      return rows.length;
-    } catch (err) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-      throw err;
-    } finally {
-      await runner.release();
-    }
+      await tx.query(`UPDATE outbox_events SET published_at = clock_timestamp(), publish_attempts = publish_attempts + 1 WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
+      return rows;
+    });
+    for (const r of published) this.metrics.busPublished.inc({ type: r.payload.type });
+    return published.length;
   }
 
   private async measureLag(): Promise<void> {

@@ -82,6 +82,14 @@ export class BaseConfig {
   @IsInt() @Min(1) @Max(5000)
   BUS_PREFETCH = 100;
 
+  /**
+   * Most messages one consumer transaction takes when they queue up (1 turns batching off). A
+   * message that finds a free transaction slot runs alone; under load, waiting messages share one
+   * commit. A failing batch is rolled back and each message runs again on its own (DESIGN §2).
+   */
+  @IsInt() @Min(1) @Max(500)
+  BUS_CONSUMER_BATCH = 16;
+
   /** Relay backlog age (ms) above which /health/ready fails. */
   @IsInt() @Min(1000)
   RELAY_MAX_LAG_MS = 60_000;

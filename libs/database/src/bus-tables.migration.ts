@@ -65,5 +65,24 @@ export class AddOutboxNotifyTrigger1764460000100 implements MigrationInterface {
   }
 }
 
+/**
+ * Drops the NOTIFY trigger: a notifying commit holds PostgreSQL's global notify-queue lock through
+ * its WAL flush, so the trigger serialised every outbox commit of the database. The relay is now
+ * woken by its own process after the commit, and writers elsewhere NOTIFY outside their
+ * transaction (`runInTransaction`).
+ */
+export class DropOutboxNotifyTrigger1764460000200 implements MigrationInterface {
+  name = 'DropOutboxNotifyTrigger1764460000200';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TRIGGER IF EXISTS outbox_events_notify ON outbox_events`);
+    await q.query(`DROP FUNCTION IF EXISTS notify_outbox_relay()`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await new AddOutboxNotifyTrigger1764460000100().up(q);
+  }
+}
+
 /** The platform's own migrations, in order, that every service schema runs before its own. */
-export const BUS_MIGRATIONS = [CreateBusTables1764460000000, AddOutboxNotifyTrigger1764460000100];
+export const BUS_MIGRATIONS = [CreateBusTables1764460000000, AddOutboxNotifyTrigger1764460000100, DropOutboxNotifyTrigger1764460000200];

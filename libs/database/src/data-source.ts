@@ -68,7 +68,7 @@ export function createServiceDataSource(options: ServiceDatabaseOptions): DataSo
       max: options.poolSize ?? 10,
       options: `-c search_path=${quoteIdent(options.schema)},public`,
       application_name: `touchpoint:${options.schema}`,
-      Client: PreparingClient,
+      ...(process.env.TP_NO_PREPARE ? {} : { Client: PreparingClient }),
     },
   });
 }

@@ -1,4 +1,5 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type pg from 'pg';
+import type { DataSource } from 'typeorm';
 import type { OutgoingMessage } from '@touchpoint/contracts';
 
 /** The notification channel the relay of a schema listens on (notified by a trigger on insert). */
@@ -6,8 +7,7 @@ export const outboxChannel = (schema: string): string => `outbox_${schema}`;
 
 /** A unit of work: the transaction's manager plus the outbox (DESIGN §2). */
 export interface Tx {
-  readonly manager: EntityManager;
-  /** Runs raw SQL in the transaction; returns the rows. */
+  /** Runs SQL in the transaction; returns the rows (also of an UPDATE or DELETE … RETURNING). */
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /**
    * Writes events or commands into this schema's `outbox_events` in the same transaction, so they
@@ -15,13 +15,68 @@ export interface Tx {
    * in the outbox is ignored (same cause → same id → one message).
    */
   publish(messages: OutgoingMessage | OutgoingMessage[]): Promise<void>;
+  /**
+   * Runs `callback` right after this transaction commits (never after a rollback); for signals
+   * that must not hold up the commit, such as waking workers of other processes.
+   */
+  afterCommit(callback: () => void): void;
 }
 
 export type IsolationLevel = 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
 
+/** Relays of this process by schema: what a commit that wrote outbox rows wakes. */
+const localRelays = new Map<string, Set<() => void>>();
+/** Channels with a NOTIFY queued for the next tick (one per tick, however many commits). */
+const notifyQueued = new Set<string>();
+
+/**
+ * Registers `wake` as a relay of this process for `schema`: every transaction of this process that
+ * wrote outbox rows of the schema calls it right after its commit.
+ * @returns the function that unregisters it
+ */
+export function onOutboxCommitted(schema: string, wake: () => void): () => void {
+  const set = localRelays.get(schema) ?? new Set();
+  set.add(wake);
+  localRelays.set(schema, set);
+  return () => {
+    set.delete(wake);
+    if (set.size === 0) localRelays.delete(schema);
+  };
+}
+
+/**
+ * After the commit of outbox rows: wakes this process's relays of the schema; with none here (the
+ * admin CLI, a tool), sends one `NOTIFY outbox_<schema>` outside any transaction, coalesced per
+ * tick, for the service's relay elsewhere. Never a NOTIFY inside the business transaction: a
+ * notifying commit takes PostgreSQL's global notify-queue lock and holds it through the WAL flush,
+ * which serialised every outbox commit of the database (measured: 13,000 → 4,100 commits/s).
+ */
+function outboxCommitted(dataSource: DataSource, schema: string): void {
+  const relays = localRelays.get(schema);
+  if (relays?.size) {
+    for (const wake of relays) wake();
+    return;
+  }
+  notifySoon(dataSource, outboxChannel(schema));
+}
+
+/**
+ * Sends `NOTIFY channel` on its own, outside any transaction, at most once per tick however many
+ * callers ask in it. Best effort: listeners poll as a backstop, so a lost one costs latency only.
+ */
+export function notifySoon(dataSource: DataSource, channel: string): void {
+  if (notifyQueued.has(channel)) return;
+  notifyQueued.add(channel);
+  setImmediate(() => {
+    notifyQueued.delete(channel);
+    dataSource.query(`SELECT pg_notify($1, '')`, [channel]).catch(() => undefined);
+  });
+}
+
 /**
  * Runs `work` in one transaction that also carries the outbox. `now` stamps `occurred_at`
- * (UTC ISO-8601).
+ * (UTC ISO-8601). After a commit that wrote outbox rows, the schema's relay is woken (see
+ * `onOutboxCommitted`).
  */
 export async function runInTransaction<T>(
   dataSource: DataSource,
@@ -30,28 +85,49 @@ export async function runInTransaction<T>(
   options: { isolation?: IsolationLevel; now?: () => Date } = {},
 ): Promise<T> {
   const now = options.now ?? (() => new Date());
-  const run = async (manager: EntityManager): Promise<T> => {
-    const tx: Tx = {
-      manager,
-      query: (sql, params) => manager.query(sql, params),
-      publish: async (input) => {
-        const messages = Array.isArray(input) ? input : [input];
-        if (messages.length === 0) return;
-        const occurredAt = now().toISOString();
-        const values: unknown[] = [];
-        const rows = messages.map((m, i) => {
-          values.push(m.event_id, m.type, m.organization_id, JSON.stringify({ ...m, occurred_at: occurredAt }));
-          const b = i * 4;
-          return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}::jsonb)`;
-        });
-        await manager.query(
-          `INSERT INTO outbox_events (event_id, type, organization_id, payload) VALUES ${rows.join(', ')}
+  // The data source's own pg pool, used directly: TypeORM's query runner cost as much CPU per
+  // statement as the statement, and nothing here needs an entity manager.
+  const pool = (dataSource.driver as unknown as { master?: pg.Pool }).master;
+  if (!pool) throw new Error('the data source is not initialized');
+  const client = await pool.connect();
+  let published = false;
+  const committed: (() => void)[] = [];
+  const query = async <R>(sql: string, params?: unknown[]): Promise<R[]> => (await client.query(sql, params as unknown[])).rows as R[];
+  const tx: Tx = {
+    query,
+    publish: async (input) => {
+      const messages = Array.isArray(input) ? input : [input];
+      if (messages.length === 0) return;
+      const occurredAt = now().toISOString();
+      const values: unknown[] = [];
+      const rows = messages.map((m, i) => {
+        values.push(m.event_id, m.type, m.organization_id, JSON.stringify({ ...m, occurred_at: occurredAt }));
+        const b = i * 4;
+        return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}::jsonb)`;
+      });
+      await query(
+        `INSERT INTO outbox_events (event_id, type, organization_id, payload) VALUES ${rows.join(', ')}
            ON CONFLICT (event_id) DO NOTHING`,
-          values,
-        );
-      },
-    };
-    return work(tx);
+        values,
+      );
+      published = true;
+    },
+    afterCommit: (callback) => void committed.push(callback),
   };
-  return options.isolation ? dataSource.transaction(options.isolation, run) : dataSource.transaction(run);
+  let broken: Error | undefined;
+  let result: T;
+  try {
+    await client.query(options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation}` : 'BEGIN');
+    result = await work(tx);
+    await client.query('COMMIT');
+  } catch (err) {
+    // A connection that cannot even roll back is dropped from the pool, not reused.
+    await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+  if (published) outboxCommitted(dataSource, schema);
+  for (const callback of committed) callback();
+  return result;
 }

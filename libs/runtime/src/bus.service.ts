@@ -35,6 +35,9 @@ export class BusService implements OnApplicationBootstrap, BeforeApplicationShut
         maxAttempts: config.BUS_MAX_ATTEMPTS,
         retryBaseMs: config.BUS_RETRY_BASE_MS,
         prefetch: config.BUS_PREFETCH,
+        batchSize: config.BUS_CONSUMER_BATCH,
+        // Leave half the pool to requests, loops and the relay.
+        transactionSlots: Math.max(1, Math.floor(config.DB_POOL_SIZE / 2)),
         queueType: config.BUS_QUEUE_TYPE,
       },
       dataSource,

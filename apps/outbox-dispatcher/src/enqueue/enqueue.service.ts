@@ -11,7 +11,7 @@ import {
   type OutboxPayload,
   type OutboxSuppressionData,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { notifySoon, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
@@ -88,8 +88,9 @@ export class EnqueueService {
           return { entry_id: cancelled.id, status: cancelled.status, created };
         }
       }
-      // Delivered at commit: idle dispatchers (every replica) look at once instead of at their next timer.
-      if (created) await t.query(`SELECT pg_notify($1, '')`, [wakeChannelOf(this.uow.schema)]);
+      // After the commit, outside it (a NOTIFY in the transaction would serialise commits on the
+      // notify-queue lock): idle dispatchers of every replica look at once, not at their next timer.
+      if (created) t.afterCommit(() => notifySoon(this.uow.dataSource, wakeChannelOf(this.uow.schema)));
       return { entry_id: row.id, status: row.status, created };
     };
     return tx ? work(tx) : this.uow.run(work);
