@@ -90,7 +90,10 @@ describe('follow-ups end to end', () => {
       `SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`,
       [text],
     );
-    return { contactId: row.contact_id, conversationId: row.conversation_id };
+    // Followups has taken the message in (its stop path holds the contact row while it does, and a
+    // release that meets the lock comes back later instead of waiting).
+    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".contacts WHERE contact_id = $1 AND last_inbound_text = $2`, [row!.contact_id, text])).length === 1);
+    return { contactId: row!.contact_id, conversationId: row!.conversation_id };
   }
 
   async function activeFlow(body: object): Promise<string> {
