@@ -118,6 +118,11 @@ describe('gateway messaging routes', () => {
     expect(sent.status).toBe(201);
     const again = await http('POST', `/conversations/${conversation.conversation_id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Hi, Ana here' } });
     expect(again.body).toMatchObject({ message_id: sent.body.message_id, created: false });
+    // The same key for another text is a client mistake, not a retry: 409, nothing written.
+    const reused = await http('POST', `/conversations/${conversation.conversation_id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Something else entirely' } });
+    expect(reused.status).toBe(409);
+    expect(reused.body.error).toMatchObject({ code: 'idempotency_conflict', details: { field: 'idempotency_key', message_id: sent.body.message_id } });
+    expect(await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".messages WHERE body = 'Something else entirely'`)).toEqual([]);
     const handoffs = (await outboxEvents<{ message_id: string; operator_id: string }>(world, 'messaging', 'messaging.human_message_sent')).filter((e) => e.payload.data.message_id === sent.body.message_id);
     expect(handoffs).toHaveLength(1);
     expect(handoffs[0].payload.data.operator_id).toBe(key.memberId);

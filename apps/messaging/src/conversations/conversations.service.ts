@@ -96,7 +96,7 @@ export class ConversationsService {
       media: body.media,
       interactive: body.interactive,
       subject: body.subject,
-    });
+    }, { sameRequestOnly: true });
   }
 
   /**

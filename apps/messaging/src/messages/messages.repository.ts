@@ -20,6 +20,8 @@ export interface MessageRow {
   external_id: string | null;
   thread_id: string | null;
   in_reply_to: string | null;
+  /** What was asked of the provider for an outbound message (the outbox payload), else null. */
+  payload: unknown;
   idempotency_key: string | null;
   requester: string | null;
   context: Record<string, string | number> | null;

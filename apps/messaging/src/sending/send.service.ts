@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import {
@@ -65,9 +66,9 @@ export class SendService {
    * The RPC form: one transaction, answered after it committed.
    * @throws AppError validation_failed, not_found (contact, conversation); the enqueue failure is logged as `messaging.send_enqueue_failed`
    */
-  async send(data: MessagingSendData): Promise<MessagingSendResult> {
+  async send(data: MessagingSendData, options: SendOptions = {}): Promise<MessagingSendResult> {
     try {
-      const { message, created } = await this.uow.run((tx) => this.sendInTx(tx, data));
+      const { message, created } = await this.uow.run((tx) => this.sendInTx(tx, data, undefined, options));
       return {
         message_id: message.id,
         conversation_id: message.conversation_id,
@@ -121,11 +122,14 @@ export class SendService {
    * deliveries, the `messaging.send` command). Returns the existing message for a repeated key.
    * @throws AppError validation_failed, not_found
    */
-  async sendInTx(tx: Tx, data: MessagingSendData, known?: { contact: ContactRow; conversation: ConversationRow }): Promise<SendWrite> {
+  async sendInTx(tx: Tx, data: MessagingSendData, known?: { contact: ContactRow; conversation: ConversationRow }, options: SendOptions = {}): Promise<SendWrite> {
     validate(data);
     const now = this.clock.now();
     const existing = await this.messages.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key);
-    if (existing) return { message: existing, created: false };
+    if (existing) {
+      if (options.sameRequestOnly) refuseDifferentRequest(existing, data);
+      return { message: existing, created: false };
+    }
 
     const contact = known?.contact ?? (await this.resolveContact(tx, data));
     if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
@@ -171,6 +175,7 @@ export class SendService {
       // A concurrent send with the same key won the unique index: answer with its row.
       const winner = await this.messages.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key);
       if (!winner) throw new AppError(ErrorCode.ServiceUnavailable, 'send raced; retry');
+      if (options.sameRequestOnly) refuseDifferentRequest(winner, data);
       return { message: winner, created: false };
     }
 
@@ -262,6 +267,30 @@ function validate(data: MessagingSendData): void {
 }
 
 /** The dispatcher payload of a send (outbox.ts shapes). */
+/** How a caller wants a repeated idempotency key treated. */
+export interface SendOptions {
+  /**
+   * A key already used for a different message (another conversation, channel or content) is an
+   * error rather than an answer with the first message: for REST clients, whose key stands for
+   * one request (the operator route). Bus callers derive keys from their cause and keep the default.
+   */
+  sameRequestOnly?: boolean;
+}
+
+/**
+ * @throws AppError idempotency_conflict when `existing` was written for another request than `data`
+ */
+function refuseDifferentRequest(existing: MessageRow, data: MessagingSendData): void {
+  const normalized = (value: unknown) => JSON.parse(JSON.stringify(value ?? null)) as unknown;
+  const same =
+    existing.channel === data.channel &&
+    (!data.conversation_id || existing.conversation_id === data.conversation_id) &&
+    isDeepStrictEqual(normalized(existing.payload), normalized(payloadOf(data)));
+  if (!same) {
+    throw new AppError(ErrorCode.IdempotencyConflict, 'this idempotency_key was already used for a different message', { field: 'idempotency_key', message_id: existing.id });
+  }
+}
+
 function payloadOf(data: MessagingSendData): OutboxPayload & { subject?: string } {
   if (data.template) return { type: 'template', name: data.template.name, language: data.template.language, components: data.template.components as never };
   if (data.media) return { type: 'media', ...data.media };
