@@ -264,11 +264,9 @@ describe('Touchpoint, black box', () => {
         seen.push({ route: `${method} ${route.replace(/\?.*/, '')}`, status: answer.status, leaked: leaks.filter((l) => text.includes(l) && !route.includes(l)) });
       }
       expect(seen.filter((x) => x.status !== 404 || x.leaked.length)).toEqual([]);
-      // Known deviation (outreach): listing the enrollments of another organization's campaign
-      // answers 200 with an empty list instead of 404. Nothing leaks; this pins that down.
+      // Listing the enrollments of another organization's campaign is a 404 like every other route.
       const campaignEnrollments = await gb.get(`/agentic/outreach/campaigns/${o.campaignId}/enrollments`);
-      expect([404, 200]).toContain(campaignEnrollments.status);
-      if (campaignEnrollments.status === 200) expect(campaignEnrollments.body.items).toEqual([]);
+      expect(campaignEnrollments).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
       // Nothing changed on A's side.
       expect((await ga.get(`/contacts/${s.contact.contactId}`)).body.name).toBe('Ana Souza');
       expect((await ga.get(`/senders/${senders[0].sender_id}`)).body).toMatchObject({ status: 'connected' });

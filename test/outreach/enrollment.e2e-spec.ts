@@ -224,6 +224,11 @@ describe(EnrollmentsService.name, () => {
       const c = await campaign();
       const res = await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}`, { secret: other.secret });
       expect(res.status).toBe(404);
+      for (const id of [c.campaign_id, randomUUID()]) {
+        const enrollments = await w.http!('GET', `/agentic/outreach/campaigns/${id}/enrollments`, { secret: other.secret });
+        expect([enrollments.status, enrollments.body.error?.code]).toEqual([404, 'not_found']);
+      }
+      expect((await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments`, { secret })).body).toEqual({ items: [] });
     });
 
     it('stops and resumes outreach for the organization', async () => {

@@ -172,10 +172,17 @@ export class EnrollmentsService {
     return toEnrollmentView(row);
   }
 
+  /** @throws AppError not_found (no such campaign in the organization), validation_failed (limit) */
   async list(query: EnrollmentListQuery): Promise<{ items: EnrollmentView[] }> {
     const limit = query.limit ?? 200;
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError(ErrorCode.ValidationFailed, 'limit must be an integer from 1 to 500', { field: 'limit' });
-    const rows = await this.uow.run((tx) => this.enrollments.list(tx, requireId(query.organization_id, 'organization_id'), requireCampaignId(query.campaign_id), query.status, limit));
+    const organizationId = requireId(query.organization_id, 'organization_id');
+    const campaignId = requireCampaignId(query.campaign_id);
+    const rows = await this.uow.run(async (tx) => {
+      // Another organization's campaign, like a missing one, is not found (never an empty list).
+      if (!(await this.campaigns.find(tx, organizationId, campaignId))) throw new AppError(ErrorCode.NotFound, 'campaign not found');
+      return this.enrollments.list(tx, organizationId, campaignId, query.status, limit);
+    });
     return { items: rows.map(toEnrollmentView) };
   }
 
