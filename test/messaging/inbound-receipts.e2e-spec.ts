@@ -97,6 +97,16 @@ describe('inbound receipts', () => {
     }
   });
 
+  it('files both notations of a Brazilian mobile (with and without the ninth digit) in one batch under one conversation, in order', async () => {
+    const [withNine, withoutNine] = [newWamid(), newWamid()];
+    await inbound.accept(inboundText(withNine, '5511987650001', 'com nove', ts++, pnid));
+    await inbound.accept(inboundText(withoutNine, '551187650001', 'sem nove', ts++, pnid));
+    await drain();
+    const rows = await world.sql<{ external_id: string; conversation_id: string }>(`SELECT external_id, conversation_id FROM "${m()}".messages WHERE external_id = ANY($1) ORDER BY created_at, id`, [[withNine, withoutNine]]);
+    expect(rows.map((r) => r.external_id)).toEqual([withNine, withoutNine]);
+    expect(new Set(rows.map((r) => r.conversation_id)).size).toBe(1);
+  });
+
   it('puts a message back with a doubling wait when it cannot be judged, holds the same sender behind it, and stores both once it can', async () => {
     const from = '5511970005555';
     const [first, second] = [newWamid(), newWamid()];

@@ -2,10 +2,11 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { AppError } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { toPhoneKey } from '@touchpoint/phone';
 import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
 import type { MessagingConfig } from '../messaging.config.js';
 import { type InboundReceiptRow, InboundReceiptsRepository } from './inbound-receipts.repository.js';
-import { InboundService } from './inbound.service.js';
+import { InboundService, type ReceiptHints } from './inbound.service.js';
 
 /** First wait before a failed receipt is tried again, ms; it doubles per attempt up to INBOUND_RETRY_MAX_MS. */
 const FIRST_RETRY_MS = 1000;
@@ -92,13 +93,16 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
     if (batch.length === 0) return 0;
     const bySender = new Map<string, InboundReceiptRow[]>();
     for (const r of batch) {
-      const key = `${r.organization_id}|${r.channel}|${String(r.message.from ?? r.external_id)}`;
+      // By phone key: both notations of a Brazilian mobile are one sender, in one lane.
+      const from = String(r.message.from ?? r.external_id);
+      const key = `${r.organization_id}|${r.channel}|${toPhoneKey(from) ?? from}`;
       bySender.set(key, [...(bySender.get(key) ?? []), r]);
     }
     const queues = [...bySender.values()];
+    const hints = await this.inbound.hintsFor(batch);
     const done: string[] = [];
     const lanes = Array.from({ length: Math.min(this.config.INBOUND_CONCURRENCY, queues.length) }, async () => {
-      for (let queue = queues.shift(); queue; queue = queues.shift()) await this.processSender(queue, done);
+      for (let queue = queues.shift(); queue; queue = queues.shift()) await this.processSender(queue, done, hints);
     });
     await Promise.all(lanes);
     await this.receipts.remove(done);
@@ -107,11 +111,11 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
   }
 
   /** The receipts of one sender, in order; at the first failure, that one and the rest go back. */
-  private async processSender(queue: InboundReceiptRow[], done: string[]): Promise<void> {
+  private async processSender(queue: InboundReceiptRow[], done: string[], hints: Map<string, ReceiptHints>): Promise<void> {
     for (let i = 0; i < queue.length; i++) {
       const r = queue[i]!;
       try {
-        await this.inbound.processReceipt(r);
+        await this.inbound.processReceipt(r, hints.get(r.id));
         done.push(r.id);
         this.waited.observe((Date.now() - new Date(r.received_at).getTime()) / 1000);
       } catch (err) {

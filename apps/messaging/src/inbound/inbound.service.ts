@@ -52,6 +52,16 @@ export interface AcceptResult {
   ignored: number;
 }
 
+/**
+ * What the receipt worker already knows about one receipt (`InboundService.hintsFor`): `known` — its
+ * provider id is stored; `open` — the sender's contact, conversation and active instance (null: none
+ * yet). An absent field is read by the pipeline itself.
+ */
+export interface ReceiptHints {
+  known?: boolean;
+  open?: { contact: ContactRow; conversation: ConversationRow; instance: InstanceRow } | null;
+}
+
 /** An inbound message on its way to storage, whatever the channel. */
 interface InboundMessage {
   organizationId: string;
@@ -158,9 +168,48 @@ export class InboundService {
    * Processes one inbound receipt through the whole pipeline (`take`).
    * @throws AppError service_unavailable (or the pipeline's own code) when it could not be stored or judged; the worker retries
    */
-  async processReceipt(r: InboundReceiptRow): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
+  async processReceipt(r: InboundReceiptRow, hints: ReceiptHints = {}): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
     if (r.channel !== 'whatsapp') throw new AppError(ErrorCode.Internal, `no receipt processing for channel ${r.channel}`);
-    return this.take(this.fromWhatsApp(r.message as unknown as WhatsAppInboundBatch['messages'][number], r.organization_id, r.sender_id), r.contact_name, true);
+    return this.take(this.fromWhatsApp(r.message as unknown as WhatsAppInboundBatch['messages'][number], r.organization_id, r.sender_id), r.contact_name, true, hints);
+  }
+
+  /**
+   * What two queries tell about a whole batch of receipts, instead of two per message: which
+   * provider ids are stored already, and the contact, conversation and active instance of each
+   * sender's first receipt in the batch (its later ones read their own: the first may roll over).
+   * @param batch receipts in arrival order
+   * @returns hints by receipt id, for `processReceipt`
+   */
+  async hintsFor(batch: InboundReceiptRow[]): Promise<Map<string, ReceiptHints>> {
+    const hints = new Map<string, ReceiptHints>();
+    if (batch.length === 0) return hints;
+    const reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
+    const stored = await reader.query<{ organization_id: string; external_id: string }>(
+      `SELECT organization_id, external_id FROM messages
+        WHERE channel = 'whatsapp' AND external_id IS NOT NULL
+          AND (organization_id, external_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      [batch.map((r) => r.organization_id), batch.map((r) => r.external_id)],
+    );
+    const storedIds = new Set(stored.map((r) => `${r.organization_id}|${r.external_id}`));
+    const firstOfSender = new Map<string, InboundReceiptRow>();
+    for (const r of batch) {
+      const key = toPhoneKey(String(r.message.from ?? ''));
+      if (key && !firstOfSender.has(`${r.organization_id}|${key}`)) firstOfSender.set(`${r.organization_id}|${key}`, r);
+    }
+    const entries = [...firstOfSender.keys()].map((k) => k.split('|') as [string, string]);
+    const open = await reader.query<{ organization_id: string; phone_key: string; contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
+      `SELECT DISTINCT ON (ct.organization_id, ct.phone_key) ct.organization_id, ct.phone_key, to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
+         FROM contacts ct
+         JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = 'whatsapp' AND cv.organization_id = ct.organization_id
+         JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
+        WHERE (ct.organization_id, ct.phone_key) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ct.erased_at IS NULL
+        ORDER BY ct.organization_id, ct.phone_key, (ct.kind = 'crm') DESC, ct.created_at`,
+      [entries.map((e) => e[0]), entries.map((e) => e[1])],
+    );
+    const openBySender = new Map(open.map((o) => [`${o.organization_id}|${o.phone_key}`, { contact: o.contact, conversation: o.conversation, instance: o.instance }]));
+    for (const r of batch) hints.set(r.id, { known: storedIds.has(`${r.organization_id}|${r.external_id}`) });
+    for (const [sender, r] of firstOfSender) hints.get(r.id)!.open = openBySender.get(sender) ?? null;
+    return hints;
   }
 
   /**
@@ -250,17 +299,18 @@ export class InboundService {
   }
 
   /** One message through the pipeline; never half-stored (each write is one transaction). */
-  private async take(m: InboundMessage, name: string | null, checkAbuse: boolean): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
+  private async take(m: InboundMessage, name: string | null, checkAbuse: boolean, hints: ReceiptHints = {}): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
     const end = this.seconds.startTimer({ channel: m.channel });
     try {
       // Plain reads outside a transaction: the common redelivery and known-contact cases cost one round trip each.
       const reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
-      const known = await this.messages.existsExternal(reader, m.organizationId, m.channel, m.externalId);
+      const known = hints.known ?? (await this.messages.existsExternal(reader, m.organizationId, m.channel, m.externalId));
       if (known) {
         this.received.inc({ channel: m.channel, outcome: 'duplicate' });
         return 'duplicate';
       }
-      let { contact, conversation, instance } = (await this.findOpen(reader, m)) ?? (await this.uow.run((tx) => this.open(tx, m, name)));
+      const found = hints.open !== undefined ? hints.open : await this.findOpen(reader, m);
+      let { contact, conversation, instance } = found ?? (await this.uow.run((tx) => this.open(tx, m, name)));
 
       let verdict: GuardVerdict | null = null;
       if (checkAbuse) {
