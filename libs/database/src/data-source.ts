@@ -68,7 +68,10 @@ export function createServiceDataSource(options: ServiceDatabaseOptions): DataSo
       max: options.poolSize ?? 10,
       options: `-c search_path=${quoteIdent(options.schema)},public`,
       application_name: `touchpoint:${options.schema}`,
-      ...(process.env.TP_NO_PREPARE ? {} : { Client: PreparingClient }),
+      // A connection asked for while every one is held by callers that each wait for a second one
+      // would never come: fail after 30 s (the caller's error path runs) instead of hanging.
+      connectionTimeoutMillis: 30_000,
+      Client: PreparingClient,
     },
   });
 }

@@ -211,7 +211,7 @@ export class ReleaseService {
   /** Checks, then nodes; then one write of the enrollment, its timeline, and its messages. */
   private async step(tx: Tx, now: Date, state: EnrollmentRow, contact: ContactActivity, flowStatus: FlowStatus, recentSends: ReleaseContext['recentSends'], ai?: AiAnswer): Promise<AiRequest | undefined> {
     const version = await this.versions.get(tx, state.version_id);
-    const organization = await this.settings.get(state.organization_id);
+    const organization = await this.settings.get(state.organization_id, tx);
     const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null, locked_until: null }, contact, version, organization, events: [], messages: [], effects: [], sent: false, recentSends, ai };
     if (this.checks(ctx, flowStatus)) await this.runNodes(ctx);
     const inserted = await this.release.writeStep(tx, ctx.state, ctx.events, ctx.effects, now);

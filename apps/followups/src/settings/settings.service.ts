@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
 import { CONSENT_MODES, FollowupsEvents, type FollowupSettingsView, type SettingsUpdateData } from '@touchpoint/contracts';
-import { quoteIdent } from '@touchpoint/database';
+import { quoteIdent, type Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock, sendWindowProblems } from '@touchpoint/time';
@@ -38,10 +38,12 @@ export class SettingsService implements OnApplicationBootstrap, OnApplicationShu
   }
 
   /** The organization's settings (cached up to SETTINGS_CACHE_TTL_MS). */
-  async get(organizationId: string): Promise<FollowupSettingsView> {
+  async get(organizationId: string, tx?: Tx): Promise<FollowupSettingsView> {
     const hit = this.cache.get(organizationId);
     if (hit && hit.expires > Date.now()) return hit.value;
-    const value = await this.repository.get(poolOf(this.uow.dataSource), organizationId);
+    // Inside a transaction, read on its connection: a second one from the pool, asked for while
+    // every release worker holds one, would never come (the pool waits without a deadline).
+    const value = await this.repository.get(tx ?? poolOf(this.uow.dataSource), organizationId);
     this.cache.set(organizationId, { value, expires: Date.now() + SETTINGS_CACHE_TTL_MS });
     return value;
   }
