@@ -80,6 +80,30 @@ describe('inbound receipts', () => {
     await drain();
   });
 
+  it('takes odd but signed shapes without a retry loop: ids out of bounds are ignored, wrong field types read as no text, NUL characters dropped', async () => {
+    const from = '5511970008888';
+    const batch = inboundText(newWamid(), from, 'ok', ts++, pnid);
+    const [numericBody, futureTime, nul, longId] = [newWamid(), newWamid(), newWamid(), `wamid.long.${'y'.repeat(4000)}`];
+    batch.contacts = 'x' as never;
+    batch.messages = [
+      { from, id: '', timestamp: String(ts), type: 'text', text: { body: 'empty id' } },
+      { from, id: longId, timestamp: String(ts), type: 'text', text: { body: 'long id' } },
+      { from, id: numericBody, timestamp: String(ts++), type: 'text', text: { body: 42 } } as never,
+      { from, id: futureTime, timestamp: '99999999999999', type: 'text', text: { body: 'from the future' } },
+      { from, id: nul, timestamp: String(ts++), type: 'text', text: { body: 'a\u0000b' } },
+    ];
+    expect(await inbound.accept(batch)).toEqual({ accepted: 3, duplicates: 0, ignored: 2 });
+    await drain();
+    const rows = await world.sql<{ external_id: string; body: string | null; provider_timestamp: Date }>(`SELECT external_id, body, provider_timestamp FROM "${m()}".messages WHERE external_id = ANY($1) ORDER BY created_at, id`, [[numericBody, futureTime, nul]]);
+    expect(rows.map((r) => [r.external_id, r.body])).toEqual([
+      [numericBody, null],
+      [futureTime, 'from the future'],
+      [nul, 'ab'],
+    ]);
+    expect(rows[1]!.provider_timestamp.getTime()).toBeLessThan(Date.now() + 60_000);
+    expect(await world.sql(`SELECT 1 FROM "${m()}".inbound_receipts WHERE organization_id = $1`, [org])).toEqual([]);
+  });
+
   it("stores each sender's messages in arrival order while several senders run at once", async () => {
     const senders = ['5511970004401', '5511970004402', '5511970004403'];
     const sent: Record<string, string[]> = {};

@@ -133,6 +133,15 @@ describe('Meta webhooks and senders through the gateway', () => {
       expect(row).toEqual({ status: 'read', resolution_outcome: 'no_correlation' });
     });
 
+    it('answers 200 (ignored), never a 5xx Meta would retry forever, to signed bodies of other shapes', async () => {
+      for (const body of [{ object: 'whatsapp_business_account', entry: [{ changes: { a: 1 } }] }, { object: 'whatsapp_business_account', entry: [null, { changes: 'x' }] }, { object: 'page', entry: [] }]) {
+        const raw = JSON.stringify(body);
+        const res = await http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(raw) } });
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({ received: true, statuses: 0, messages: 0 });
+      }
+    });
+
     it('settles a timed-out send from the sandbox’s signed delivered status', async () => {
       const to = '5511977770001';
       await sandbox.post('/sandbox/meta/settings', { status_delay_ms: 1500 });

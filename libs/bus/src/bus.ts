@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { DataSource } from 'typeorm';
@@ -139,7 +140,7 @@ export class BusConnection {
       messages.map((m) =>
         this.publisher.publish(this.names.eventsExchange, m.type, Buffer.from(JSON.stringify(m)), {
           persistent: true,
-          messageId: m.event_id,
+          messageId: amqpMessageId(m.event_id),
           contentType: 'application/json',
           timestamp: Math.floor(Date.parse(m.occurred_at) / 1000),
           type: m.type,
@@ -161,7 +162,7 @@ export class BusConnection {
     }
     await this.publisher.sendToQueue(queue, Buffer.from(JSON.stringify(message)), {
       persistent: true,
-      messageId: message.event_id,
+      messageId: amqpMessageId(message.event_id),
       contentType: 'application/json',
       type: message.type,
     });
@@ -337,6 +338,14 @@ export class BusConnection {
     await this.publisher.close().catch(() => undefined);
     await this.connection.close().catch(() => undefined);
   }
+}
+
+/**
+ * The AMQP `message-id` of an event: its id, or a SHA-256 of it when the id is longer than the 255
+ * characters AMQP allows (the body keeps the full id, which is what consumers and the inbox read).
+ */
+export function amqpMessageId(eventId: string): string {
+  return eventId.length <= 255 ? eventId : `sha256:${createHash('sha256').update(eventId).digest('hex')}`;
 }
 
 /** Hides the password of a URL for logs and error lines. */

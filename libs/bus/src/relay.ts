@@ -90,12 +90,14 @@ export class OutboxRelay {
       this.pendingWake = false;
       try {
         await this.drain();
-        await this.measureLag();
         await this.pruneIfDue();
       } catch (err) {
         this.logger.warn({ event: 'bus.relay_failed', err: (err as Error).message }, 'relay batch failed; will retry');
         await new Promise((r) => setTimeout(r, 500));
       }
+      // Measured whether or not the drain worked: a relay stuck on a batch must show its lag
+      // (metric and /health/ready), not the last good value.
+      await this.measureLag().catch((err: Error) => this.logger.warn({ event: 'bus.relay_lag_unread', err: err.message }, 'relay lag not measured'));
       if (!this.running) break;
       if (this.pendingWake) continue;
       await new Promise<void>((resolve) => {

@@ -48,7 +48,7 @@ export function decodeCursor(cursor: string, filters: Record<string, unknown>): 
   } catch {
     throw invalidCursor('the cursor is not one this API issued');
   }
-  if (raw.v !== CURSOR_VERSION || typeof raw.t !== 'string' || !TIMESTAMP.test(raw.t) || typeof raw.i !== 'string' || !UUID.test(raw.i)) {
+  if (!raw || typeof raw !== 'object' || raw.v !== CURSOR_VERSION || typeof raw.t !== 'string' || !TIMESTAMP.test(raw.t) || typeof raw.i !== 'string' || !UUID.test(raw.i)) {
     throw invalidCursor('the cursor is malformed or from an older version');
   }
   if (raw.f !== digestOf(filters)) throw invalidCursor('the cursor was issued for other filters');

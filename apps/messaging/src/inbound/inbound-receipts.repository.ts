@@ -43,7 +43,8 @@ export class InboundReceiptsRepository {
     if (receipts.length === 0) return new Set();
     const params: unknown[] = [];
     const rows = receipts.map((r) => {
-      params.push(r.organization_id, r.channel, r.external_id, r.sender_id, r.contact_name, JSON.stringify(r.message));
+      // jsonb refuses the NUL character: it goes, wherever a provider put it.
+      params.push(r.organization_id, r.channel, r.external_id, r.sender_id, r.contact_name?.replace(/\u0000/g, '') ?? null, JSON.stringify(r.message, (_key, value: unknown) => (typeof value === 'string' ? value.replace(/\u0000/g, '') : value)));
       const b = params.length - 6;
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}::jsonb)`;
     });

@@ -16,9 +16,10 @@ const FIRST_RETRY_MS = 1000;
  * INBOUND_CONCURRENCY senders at once and each sender's messages one by one in arrival order
  * (flooding and spam detection, and the conversation, see them as they came), then deletes what
  * was processed. A message that fails (abuse unreachable with no answer from the read model, the
- * database gone) goes back with a doubling wait and is never dropped; the messages of the same
- * sender behind it wait with it. A crash between processing and the delete is harmless: the message
- * row's unique provider id makes the second pass a duplicate.
+ * database gone) goes back with a doubling wait and is never dropped; the same sender's later
+ * messages of that batch wait with it (one that arrives in a later batch may overtake it). A crash
+ * between processing and the delete is harmless: the message row's unique provider id makes the
+ * second pass a duplicate. Shapes the pipeline cannot read are refused at `accept`, not retried.
  *
  * One worker per process, woken at once by `accept` and polling every INBOUND_POLL_MS for due
  * retries and for receipts other replicas accepted.

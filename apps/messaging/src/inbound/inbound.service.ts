@@ -30,7 +30,7 @@ import { SendService } from '../sending/send.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt } from './inbound-receipts.repository.js';
-import { parseWhatsAppMessage, type ParsedWhatsAppMessage } from './whatsapp-message.js';
+import { parseWhatsAppMessage, type ParsedWhatsAppMessage, unusableWhatsAppMessage } from './whatsapp-message.js';
 
 /** How many rollovers one message may go through before it is stored anyway (a cap of 0 would loop). */
 const MAX_ROLLOVERS_PER_MESSAGE = 3;
@@ -41,6 +41,16 @@ export interface InboundResult {
   duplicates: number;
   denied: number;
   ignored: number;
+}
+
+/** Profile names by wa_id from a change's `contacts` (any other shape: none). */
+function contactNames(contacts: unknown): Map<string, string | null> {
+  const names = new Map<string, string | null>();
+  if (!Array.isArray(contacts)) return names;
+  for (const c of contacts as { wa_id?: unknown; profile?: { name?: unknown } }[]) {
+    if (c && typeof c.wa_id === 'string') names.set(c.wa_id, typeof c.profile?.name === 'string' ? c.profile.name : null);
+  }
+  return names;
 }
 
 /** What `accept` did with the messages of one webhook change. */
@@ -135,11 +145,12 @@ export class InboundService {
     const result: AcceptResult = { accepted: 0, duplicates: 0, ignored: 0 };
     const owner = await this.ownerOf(batch, result);
     if (!owner) return result;
-    const names = new Map((batch.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
+    const names = contactNames(batch.contacts);
     const receipts: NewInboundReceipt[] = [];
     for (const raw of batch.messages) {
-      if (typeof raw?.id !== 'string' || typeof raw?.from !== 'string' || !toPhoneKey(raw.from)) {
-        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: raw?.id, from: raw?.from }, 'inbound message without an id or a phone sender ignored');
+      const problem = unusableWhatsAppMessage(raw) ?? (toPhoneKey(raw.from) ? null : 'sender is not a phone');
+      if (problem) {
+        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: typeof raw?.id === 'string' ? raw.id.slice(0, 100) : undefined, reason: problem }, 'unusable inbound message ignored');
         result.ignored++;
         continue;
       }
@@ -221,9 +232,9 @@ export class InboundService {
     const result: InboundResult = { stored: 0, duplicates: 0, denied: 0, ignored: 0 };
     const owner = await this.ownerOf(batch, result);
     if (!owner) return result;
-    const names = new Map((batch.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
+    const names = contactNames(batch.contacts);
     for (const raw of batch.messages) {
-      if (typeof raw?.id !== 'string' || typeof raw?.from !== 'string') {
+      if (unusableWhatsAppMessage(raw)) {
         result.ignored++;
         continue;
       }
@@ -241,11 +252,12 @@ export class InboundService {
       : batch.phone_number_id
         ? await this.senders.resolve(batch.phone_number_id)
         : null;
-    if (!owner) {
+    if (!owner?.organization_id) {
       // Nobody owns this number here: storing is impossible and a redelivery will not change that.
       this.logger.warn({ event: 'messaging.inbound_unknown_number', phone_number_id: batch.phone_number_id, count: batch.messages.length }, 'inbound for an unregistered number ignored');
       result.ignored = batch.messages.length;
       this.received.inc({ channel: 'whatsapp', outcome: 'ignored' }, batch.messages.length);
+      return null;
     }
     return owner;
   }

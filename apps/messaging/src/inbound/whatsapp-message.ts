@@ -18,6 +18,26 @@ export interface ParsedWhatsAppMessage {
 
 type Json = Record<string, any>;
 
+/** Longest provider message id we take (Meta's wamids are about 60 characters; AMQP ids stop at 255). */
+export const MAX_WAMID_LENGTH = 255;
+
+/** A string field as text: other types (a number where Meta sends a string) become null, NUL characters go. */
+const str = (value: unknown): string | null => (typeof value === 'string' ? value.replace(/\u0000/g, '') : null);
+/** A coordinate: finite numbers only. */
+const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+
+/**
+ * Why a `value.messages[]` item cannot be taken at all (null when it can): no id or an id out of
+ * bounds, or no sender that is a string. A message that fails here is ignored, never retried.
+ */
+export function unusableWhatsAppMessage(m: unknown): string | null {
+  const item = m as Json | null;
+  if (!item || typeof item !== 'object') return 'not an object';
+  if (typeof item.id !== 'string' || item.id.trim() === '' || item.id.length > MAX_WAMID_LENGTH) return 'no usable id';
+  if (typeof item.from !== 'string' || item.from.trim() === '') return 'no sender';
+  return null;
+}
+
 const MEDIA_TYPES = ['image', 'video', 'audio', 'document', 'sticker'];
 
 /**
@@ -26,35 +46,38 @@ const MEDIA_TYPES = ['image', 'video', 'audio', 'document', 'sticker'];
  * locations and contacts. Unknown types keep their type with no text.
  */
 export function parseWhatsAppMessage(m: Json): ParsedWhatsAppMessage {
-  const type = String(m.type ?? 'unknown');
+  const type = str(m.type) ?? 'unknown';
   const seconds = Number(m.timestamp);
+  // A timestamp out of Date's range (or in the future by more than a day) is not Meta's: use now.
+  const sentAtMs = seconds * 1000;
   const base = {
     wamid: String(m.id),
     from: String(m.from),
-    sentAt: Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : new Date(),
+    sentAt: Number.isFinite(sentAtMs) && sentAtMs > 0 && sentAtMs < Date.now() + 86_400_000 ? new Date(sentAtMs) : new Date(),
     type,
-    inReplyTo: typeof m.context?.id === 'string' ? m.context.id : null,
+    inReplyTo: str(m.context?.id),
     attachments: [] as NewAttachment[],
     typedText: false,
   };
-  if (type === 'text') return { ...base, text: m.text?.body ?? null, typedText: true };
+  if (type === 'text') return { ...base, text: str(m.text?.body), typedText: true };
   if (MEDIA_TYPES.includes(type)) {
     const media = m[type] ?? {};
     return {
       ...base,
-      text: media.caption ?? null,
-      attachments: [{ media_type: type, mime_type: media.mime_type ?? null, provider_media_id: media.id ?? null, sha256: media.sha256 ?? null, url: media.url ?? null, caption: media.caption ?? null, filename: media.filename ?? null }],
+      text: str(media.caption),
+      attachments: [{ media_type: type, mime_type: str(media.mime_type), provider_media_id: str(media.id), sha256: str(media.sha256), url: str(media.url), caption: str(media.caption), filename: str(media.filename) }],
     };
   }
   if (type === 'interactive') {
     const reply = m.interactive?.button_reply ?? m.interactive?.list_reply;
-    return { ...base, text: reply?.title ?? null, typedText: true };
+    return { ...base, text: str(reply?.title), typedText: true };
   }
-  if (type === 'button') return { ...base, text: m.button?.text ?? null, typedText: true };
-  if (type === 'reaction') return { ...base, text: m.reaction?.emoji ?? null, inReplyTo: m.reaction?.message_id ?? base.inReplyTo };
+  if (type === 'button') return { ...base, text: str(m.button?.text), typedText: true };
+  if (type === 'reaction') return { ...base, text: str(m.reaction?.emoji), inReplyTo: str(m.reaction?.message_id) ?? base.inReplyTo };
   if (type === 'location') {
     const l = m.location ?? {};
-    return { ...base, text: [l.name, l.address, l.latitude !== undefined ? `${l.latitude},${l.longitude}` : null].filter(Boolean).join(' · ') || null };
+    const [lat, lng] = [num(l.latitude), num(l.longitude)];
+    return { ...base, text: [str(l.name), str(l.address), lat !== null && lng !== null ? `${lat},${lng}` : null].filter(Boolean).join(' · ') || null };
   }
   return { ...base, text: null };
 }

@@ -46,7 +46,12 @@ export class MetaWebhookService {
     }
     const calls: Promise<unknown>[] = [];
     for (const entry of body.entry) {
-      for (const change of entry?.changes ?? []) {
+      // A signed body of another shape is Meta's mistake or a new format: ignored (200), never a 5xx that Meta would retry forever.
+      if (!Array.isArray(entry?.changes)) {
+        result.ignored++;
+        continue;
+      }
+      for (const change of entry.changes) {
         const value = change?.value;
         const phoneNumberId = value?.metadata?.phone_number_id;
         if (change?.field !== 'messages' || !value || typeof phoneNumberId !== 'string') {
@@ -61,7 +66,7 @@ export class MetaWebhookService {
         }
         if (Array.isArray(value.messages) && value.messages.length) {
           result.messages += value.messages.length;
-          const batch: WhatsAppInboundBatch = { ...common, contacts: value.contacts ?? [], messages: value.messages };
+          const batch: WhatsAppInboundBatch = { ...common, contacts: Array.isArray(value.contacts) ? value.contacts : [], messages: value.messages };
           calls.push(this.rpc.call('messaging', MessagingWhatsAppRpc.Inbound, batch));
         }
       }
