@@ -79,6 +79,10 @@ describe('gateway messaging routes', () => {
     expect(duplicate.status).toBe(409);
     expect(duplicate.body.error.details).toEqual({ contact_id: id });
     expect((await http('POST', '/contacts', { secret: key.secret, json: { phone: 'not a phone' } })).body.error.code).toBe('validation_failed');
+    for (const empty of [{}, { tags: ['lead'] }, { name: '' }]) {
+      const refused = await http('POST', '/contacts', { secret: key.secret, json: empty });
+      expect([refused.status, refused.body.error?.code]).toEqual([400, 'validation_failed']);
+    }
     expect((await http('POST', '/contacts', { secret: readOnly.secret, json: { name: 'x' } })).status).toBe(403);
 
     for (let i = 0; i < 3; i++) await http('POST', '/contacts', { secret: key.secret, json: { name: `Lead ${i}`, email: `lead${i}@example.com`, tags: ['bulk'] } });

@@ -110,6 +110,10 @@ export class ContactsService {
   /** @throws AppError conflict (with the existing contact id) when the phone or email is taken */
   async create(data: ContactCreateData): Promise<ContactView> {
     const fields = this.fieldsOf(data, true) as ContactFields;
+    // A contact nobody can name or reach is not a record anyone asked for.
+    if (!fields.name && !fields.phone && !fields.email && !fields.linkedin_url && !fields.linkedin_provider_id) {
+      throw new AppError(ErrorCode.ValidationFailed, 'a contact needs at least one of name, phone, email, linkedin_url or linkedin_provider_id');
+    }
     return this.uow.run(async (tx) => {
       const row = await this.repository.insert(tx, data.organization_id, fields, this.clock.now());
       if (!row) {
