@@ -1,6 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { MessagingEvents } from '@touchpoint/contracts';
+import { Metrics } from '@touchpoint/observability';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { InboundReceiptsWorker } from '../../apps/messaging/src/inbound/inbound-receipts.worker.js';
 import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
@@ -47,11 +48,16 @@ describe('inbound receipts', () => {
     expect(await inbound.accept(inboundText(wamid, '5511970001111', 'is it in stock?', ts++, pnid))).toEqual({ accepted: 1, duplicates: 0, ignored: 0 });
     expect(await receipts(wamid)).toEqual([{ attempts: 0, last_error: null, due_later: false }]);
     expect(await messages(wamid)).toEqual([]);
+    const gauge = async (name: string) => Number(new RegExp(`^touchpoint_${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(await app.get(Metrics).registry.metrics())?.[1]);
+    expect(await gauge('messaging_inbound_receipts_waiting')).toBeGreaterThanOrEqual(1);
+    expect(await gauge('messaging_inbound_receipt_oldest_seconds')).toBeGreaterThanOrEqual(0);
 
     await drain();
     expect((await messages(wamid)).map((r) => r.body)).toEqual(['is it in stock?']);
     expect(await receivedEvents(wamid)).toHaveLength(1);
     expect(await receipts(wamid)).toEqual([]);
+    expect(await gauge('messaging_inbound_receipts_waiting')).toBe(0);
+    expect(await gauge('messaging_inbound_receipt_oldest_seconds')).toBe(0);
   });
 
   it('keeps one receipt, one message and one event when the same wamid is delivered three times at once', async () => {

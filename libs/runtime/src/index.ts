@@ -8,3 +8,4 @@ export * from './platform.module.js';
 export * from './platform-rpc.controller.js';
 export * from './bootstrap.js';
 export * from './locks.js';
+export * from './wake-signal.js';

@@ -3,7 +3,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { AppError } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { toPhoneKey } from '@touchpoint/phone';
-import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
+import { APP_CONFIG, LOGGER, WakeSignal } from '@touchpoint/runtime';
 import type { MessagingConfig } from '../messaging.config.js';
 import { type InboundReceiptRow, InboundReceiptsRepository } from './inbound-receipts.repository.js';
 import { InboundService, type ReceiptHints } from './inbound.service.js';
@@ -28,7 +28,7 @@ const FIRST_RETRY_MS = 1000;
 export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicationShutdown {
   private running = false;
   private worker?: Promise<void>;
-  private wakeUp?: () => void;
+  private readonly signal = new WakeSignal();
   private pending = false;
   private readonly processed: Counter<'result'>;
   private readonly waited: Histogram;
@@ -47,23 +47,19 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: [metrics.registry],
     });
-    const repository = receipts;
+    // One backlog query per scrape fills both gauges (the first one's collect runs it).
+    const oldest = new Gauge({ name: `${METRIC_PREFIX}messaging_inbound_receipt_oldest_seconds`, help: 'Age of the oldest inbound receipt not processed yet, seconds (0 when none)', registers: [] });
     new Gauge({
       name: `${METRIC_PREFIX}messaging_inbound_receipts_waiting`,
       help: 'Inbound receipts acknowledged to the provider and not processed yet',
       registers: [metrics.registry],
       async collect() {
-        this.set((await repository.backlog()).waiting);
+        const backlog = await receipts.backlog();
+        this.set(backlog.waiting);
+        oldest.set(backlog.oldest_seconds);
       },
     });
-    new Gauge({
-      name: `${METRIC_PREFIX}messaging_inbound_receipt_oldest_seconds`,
-      help: 'Age of the oldest inbound receipt not processed yet, seconds (0 when none)',
-      registers: [metrics.registry],
-      async collect() {
-        this.set((await repository.backlog()).oldest_seconds);
-      },
-    });
+    metrics.registry.registerMetric(oldest);
   }
 
   onApplicationBootstrap(): void {
@@ -82,7 +78,7 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
   /** Wakes the worker now (a receipt was accepted in this process). */
   wake(): void {
     this.pending = true;
-    this.wakeUp?.();
+    this.signal.wake();
   }
 
   /**
@@ -151,16 +147,6 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.pending || !this.running) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(finish, ms);
-      const self = this;
-      function finish() {
-        clearTimeout(timer);
-        self.wakeUp = undefined;
-        resolve();
-      }
-      this.wakeUp = finish;
-    });
+    return this.pending || !this.running ? Promise.resolve() : this.signal.sleep(ms);
   }
 }

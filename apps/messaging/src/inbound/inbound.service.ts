@@ -104,6 +104,8 @@ export class InboundService {
   private readonly received: Counter<'channel' | 'outcome'>;
   private readonly seconds: Histogram<'channel'>;
   private readonly acceptedListeners: (() => void)[] = [];
+  /** Plain reads outside a transaction (one round trip, any pool connection). */
+  private readonly reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -194,8 +196,7 @@ export class InboundService {
   async hintsFor(batch: InboundReceiptRow[]): Promise<Map<string, ReceiptHints>> {
     const hints = new Map<string, ReceiptHints>();
     if (batch.length === 0) return hints;
-    const reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
-    const stored = await reader.query<{ organization_id: string; external_id: string }>(
+    const stored = await this.reader.query<{ organization_id: string; external_id: string }>(
       `SELECT organization_id, external_id FROM messages
         WHERE channel = 'whatsapp' AND external_id IS NOT NULL
           AND (organization_id, external_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
@@ -208,7 +209,7 @@ export class InboundService {
       if (key && !firstOfSender.has(`${r.organization_id}|${key}`)) firstOfSender.set(`${r.organization_id}|${key}`, r);
     }
     const entries = [...firstOfSender.keys()].map((k) => k.split('|') as [string, string]);
-    const open = await reader.query<{ organization_id: string; phone_key: string; contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
+    const open = await this.reader.query<{ organization_id: string; phone_key: string; contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
       `SELECT DISTINCT ON (ct.organization_id, ct.phone_key) ct.organization_id, ct.phone_key, to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
          FROM contacts ct
          JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = 'whatsapp' AND cv.organization_id = ct.organization_id
@@ -315,13 +316,12 @@ export class InboundService {
     const end = this.seconds.startTimer({ channel: m.channel });
     try {
       // Plain reads outside a transaction: the common redelivery and known-contact cases cost one round trip each.
-      const reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
-      const known = hints.known ?? (await this.messages.existsExternal(reader, m.organizationId, m.channel, m.externalId));
+        const known = hints.known ?? (await this.messages.existsExternal(this.reader, m.organizationId, m.channel, m.externalId));
       if (known) {
         this.received.inc({ channel: m.channel, outcome: 'duplicate' });
         return 'duplicate';
       }
-      const found = hints.open !== undefined ? hints.open : await this.findOpen(reader, m);
+      const found = hints.open !== undefined ? hints.open : await this.findOpen(m);
       let { contact, conversation, instance } = found ?? (await this.uow.run((tx) => this.open(tx, m, name)));
 
       let verdict: GuardVerdict | null = null;
@@ -362,11 +362,11 @@ export class InboundService {
   }
 
   /** The contact, conversation and active instance of a phone that has them all already (one query), or null. */
-  private async findOpen(reader: Tx, m: InboundMessage): Promise<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow } | null> {
+  private async findOpen(m: InboundMessage): Promise<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow } | null> {
     if (m.channel !== 'whatsapp' && m.channel !== 'sms') return null;
     const key = toPhoneKey(m.from);
     if (!key) return null;
-    const rows = await reader.query<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
+    const rows = await this.reader.query<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
       `SELECT to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
          FROM contacts ct
          JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = $3 AND cv.organization_id = ct.organization_id

@@ -1,0 +1,30 @@
+/**
+ * Wakes idle workers of this process early (new work arrived here). A hint only: workers poll
+ * anyway, so a wake-up nobody waits for is simply dropped.
+ */
+export class WakeSignal {
+  private waiters: (() => void)[] = [];
+
+  /** Resolves at the next `wake()` or after `ms`, whichever comes first. */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const waiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      // A sleep that ran out leaves the list: an idle worker must not grow it once a poll.
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve();
+      }, ms);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Ends every pending `sleep` now. */
+  wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+}
