@@ -66,7 +66,12 @@ export function createServiceDataSource(options: ServiceDatabaseOptions): DataSo
     logging: false,
     extra: {
       max: options.poolSize ?? 10,
-      options: `-c search_path=${quoteIdent(options.schema)},public`,
+      // Custom plans only: a named statement otherwise switches to a generic plan after five runs,
+      // chosen once from the statistics of that moment and kept until the table is analyzed again.
+      // On a young table (every fresh install, and any database without autovacuum) messaging's
+      // `messages WHERE organization_id = $1 AND idempotency_key = $2` took the organization's
+      // index and read every message of the organization on each send. Parsing stays cached.
+      options: `-c search_path=${quoteIdent(options.schema)},public -c plan_cache_mode=force_custom_plan`,
       application_name: `touchpoint:${options.schema}`,
       // A connection asked for while every one is held by callers that each wait for a second one
       // would never come: fail after 30 s (the caller's error path runs) instead of hanging.

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { BusNames } from '@touchpoint/bus';
 import { loadConfig, type ServiceConfig } from '@touchpoint/config';
 import { SERVICE_SCHEMA, SERVICES } from '@touchpoint/contracts';
+import { ensureDatabase } from '@touchpoint/database';
 import { startService, type StartOptions } from '@touchpoint/runtime';
 
 /**
@@ -41,6 +42,8 @@ export interface TestWorld {
 /** Creates a test world; call `close()` in `afterAll`. */
 export async function createTestWorld(label: string): Promise<TestWorld> {
   const namespace = `t_${label.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 20)}_${randomBytes(3).toString('hex')}`;
+  // Benchmarks call this without Jest's global setup: on a fresh machine the database is not there yet.
+  await ensureDatabase(TEST_DATABASE_URL);
   const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 3 });
   await pool.query(`CREATE TABLE IF NOT EXISTS public.test_namespaces (namespace text PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now())`);
   await pool.query(`INSERT INTO public.test_namespaces (namespace) VALUES ($1) ON CONFLICT DO NOTHING`, [namespace]);
