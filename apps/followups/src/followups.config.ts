@@ -14,6 +14,14 @@ export class FollowupsConfig extends ServiceConfig {
   @IsInt() @Min(1) @Max(64)
   FOLLOWUP_RELEASE_CONCURRENCY = 4;
 
+  /**
+   * Due enrollments one release transaction may claim (group commit: one claim, one outbox insert
+   * and one commit for all of them; each still moves one step, see ReleaseService.releaseBatch).
+   * 1 releases one enrollment per transaction.
+   */
+  @IsInt() @Min(1) @Max(200)
+  FOLLOWUP_RELEASE_BATCH = 16;
+
   /** Poll interval of an idle release worker, ms (seed 000 "loops poll every second"). */
   @IsInt() @Min(50) @Max(5000)
   FOLLOWUP_POLL_MS = 1000;

@@ -7,7 +7,8 @@ import { ReleaseSignal } from './release-signal.js';
 
 /**
  * The release workers of this process (FOLLOWUP_RELEASE_CONCURRENCY of them, DESIGN §1): each
- * releases due steps back to back while there are any, then sleeps until woken or the poll
+ * releases due steps back to back while there are any, up to FOLLOWUP_RELEASE_BATCH enrollments per
+ * transaction, then sleeps until woken or the poll
  * interval passes (seed 000: loops poll every second). Safe with any number of replicas: the claim
  * skips rows another worker holds.
  */
@@ -36,12 +37,23 @@ export class ReleaseLoop implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   private async work(worker: number): Promise<void> {
+    const batch = this.config.FOLLOWUP_RELEASE_BATCH;
+    // After a batch failed as a whole (not in one enrollment's step), this many releases run one
+    // enrollment per transaction, so an error only a single release can pin on its row is recorded
+    // there instead of failing every batch that claims it.
+    let singles = 0;
     while (this.running) {
       try {
-        const outcome = await this.release.releaseOne();
-        if (outcome === 'idle') await this.signal.sleep(this.config.FOLLOWUP_POLL_MS);
+        let idle: boolean;
+        if (batch > 1 && singles === 0) idle = (await this.release.releaseBatch(batch)) === 0;
+        else {
+          singles = Math.max(0, singles - 1);
+          idle = (await this.release.releaseOne()) === 'idle';
+        }
+        if (idle) await this.signal.sleep(this.config.FOLLOWUP_POLL_MS);
       } catch (err) {
-        // The database itself failed (not one enrollment): keep the worker alive and retry later.
+        // The database itself failed, or a batch did as a whole: keep the worker alive, retry later one at a time.
+        singles = batch;
         this.logger.error({ event: 'followups.release_loop_error', worker, err: (err as Error).message }, 'release loop error');
         await this.signal.sleep(this.config.FOLLOWUP_POLL_MS);
       }

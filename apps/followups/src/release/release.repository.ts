@@ -51,6 +51,9 @@ function contactFromJson(c: Record<string, unknown>): ContactActivity {
   };
 }
 
+/** A claimed enrollment: its row, its flow's status, its contact (null when busy or missing) and its recent sends. */
+export type ClaimedRow = EnrollmentRow & { flow_status: FlowStatus; contact: ContactActivity | null; recentSends: { count: number; oldest: Date | null } };
+
 /** Statuses the release loop picks up when due. */
 const DUE_STATUSES = `('active', 'waiting_reply')`;
 
@@ -71,18 +74,28 @@ export class ReleaseRepository {
     now: Date,
     /** The second pass of an AI step: this enrollment, only while its fence holds (waits for its lock). */
     fenced?: { id: string; aiAttempts: number; nodeId: string; step: number },
-  ): Promise<(EnrollmentRow & { flow_status: FlowStatus; contact: ContactActivity | null; recentSends: { count: number; oldest: Date | null } }) | undefined> {
-    const [row] = await rowsOf<EnrollmentRow & { flow_status: FlowStatus; contact: Record<string, unknown> | null; recent_send_count: number; recent_send_oldest: Date | null }>(
+  ): Promise<ClaimedRow | undefined> {
+    const claim = fenced
+      ? `SELECT id FROM enrollments WHERE id = $3 AND ai_attempts = $4 AND node_id = $5 AND step = $6 AND status IN ${DUE_STATUSES} AND $1::timestamptz IS NOT NULL FOR UPDATE`
+      : `SELECT id FROM enrollments WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1 ORDER BY next_run_at LIMIT 1 FOR UPDATE SKIP LOCKED`;
+    const [row] = await this.claim(db, now, claim, fenced ? [fenced.id, fenced.aiAttempts, fenced.nodeId, fenced.step] : []);
+    return row;
+  }
+
+  /**
+   * Claims up to `limit` of the oldest due enrollments in one statement, each as `claimDue` claims
+   * one (SKIP LOCKED on the enrollment, FOR SHARE SKIP LOCKED on its contact), oldest first.
+   * @returns the claimed rows (empty when nothing is due)
+   */
+  async claimDueBatch(db: Queryable, now: Date, limit: number): Promise<ClaimedRow[]> {
+    return this.claim(db, now, `SELECT id FROM enrollments WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1 ORDER BY next_run_at LIMIT $3 FOR UPDATE SKIP LOCKED`, [limit]);
+  }
+
+  /** Runs a claim (`$1` now, `$2` 24 h ago, then `extra`) and reads each claimed row with its flow status, contact and recent sends. */
+  private async claim(db: Queryable, now: Date, claim: string, extra: unknown[]): Promise<ClaimedRow[]> {
+    const rows = await rowsOf<EnrollmentRow & { flow_status: FlowStatus; contact: Record<string, unknown> | null; recent_send_count: number; recent_send_oldest: Date | null }>(
       db,
-      `WITH claimed AS (${
-        fenced
-          ? `SELECT id FROM enrollments WHERE id = $3 AND ai_attempts = $4 AND node_id = $5 AND step = $6 AND status IN ${DUE_STATUSES} AND $1::timestamptz IS NOT NULL FOR UPDATE`
-          : `SELECT id FROM enrollments
-          WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1
-          ORDER BY next_run_at
-          LIMIT 1
-          FOR UPDATE SKIP LOCKED`
-      })
+      `WITH claimed AS (${claim})
        SELECT e.*, f.status AS flow_status, to_jsonb(c) AS contact, rs.count AS recent_send_count, rs.oldest AS recent_send_oldest
          FROM claimed
          JOIN enrollments e ON e.id = claimed.id
@@ -93,12 +106,15 @@ export class ReleaseRepository {
          -- The contact's follow-up sends of the last 24 h (per-contact cap), read here to save a round trip.
          CROSS JOIN LATERAL (
            SELECT count(*)::int AS count, min(created_at) AS oldest FROM effects
-            WHERE contact_id = e.contact_id AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at > $2) rs`,
-      fenced ? [now, new Date(now.getTime() - 24 * 3_600_000), fenced.id, fenced.aiAttempts, fenced.nodeId, fenced.step] : [now, new Date(now.getTime() - 24 * 3_600_000)],
+            WHERE contact_id = e.contact_id AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at > $2) rs
+        ORDER BY e.next_run_at, e.id`,
+      [now, new Date(now.getTime() - 24 * 3_600_000), ...extra],
     );
-    if (!row) return undefined;
-    const { recent_send_count: count, recent_send_oldest: oldest, ...rest } = row;
-    return { ...rest, contact: row.contact ? contactFromJson(row.contact) : null, recentSends: { count, oldest } };
+    return rows.map(({ recent_send_count: count, recent_send_oldest: oldest, ...rest }) => ({
+      ...rest,
+      contact: rest.contact ? contactFromJson(rest.contact) : null,
+      recentSends: { count, oldest },
+    }));
   }
 
   /**

@@ -35,7 +35,7 @@ import { SenderChoiceCache } from '../senders/sender-choice.cache.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { evaluateCondition, failureBackoffMs, matchReply, renderTemplate, type StepFacts } from './step-rules.js';
-import { type NewEffect, ReleaseRepository, type StepSendEffect } from './release.repository.js';
+import { type ClaimedRow, type NewEffect, ReleaseRepository, type StepSendEffect } from './release.repository.js';
 
 /** A busy contact is retried this much later, ms (seed 000 "busy → retry in 2 s"). */
 export const CONTACT_BUSY_RETRY_MS = 2000;
@@ -133,7 +133,59 @@ export class ReleaseService {
   async releaseOne(): Promise<ReleaseOutcome> {
     const first = await this.pass();
     if (!first.aiRequest) return first.outcome;
-    const request = first.aiRequest;
+    return this.answerAi(first.aiRequest);
+  }
+
+  /**
+   * Releases up to `limit` due steps of different enrollments in one transaction (group commit):
+   * one claim statement, then each claimed enrollment runs exactly as in `releaseOne` — its checks,
+   * its nodes, one write of its step — and one outbox insert and one commit serve them all. Each
+   * enrollment still moves at most one step per transaction (seed 000 "Release (one step, one
+   * transaction)"), and a step is written whole or not at all: if one enrollment's step throws,
+   * the whole batch rolls back, that enrollment alone records the failure and backs off, and the
+   * others stay due for the next claim. An error that belongs to no single step (the outbox insert,
+   * the commit) is thrown: the caller releases one at a time for a while (see ReleaseLoop).
+   * AI steps leave their model calls for after the commit, as in `releaseOne`.
+   * @returns how many enrollments were claimed (0: nothing is due)
+   */
+  async releaseBatch(limit: number): Promise<number> {
+    const now = this.clock.now();
+    let current: { id: string; revision: number; organization_id: string } | undefined;
+    const outcomes: ReleaseOutcome[] = [];
+    const aiRequests: AiRequest[] = [];
+    let claimedCount = 0;
+    try {
+      await this.uow.run(async (tx) => {
+        const rows = await this.release.claimDueBatch(tx, now, limit);
+        claimedCount = rows.length;
+        const outbox: OutgoingMessage[] = [];
+        // Sends queued earlier in this batch count against the per-contact cap of the later rows.
+        const batchSends = new Map<string, number>();
+        for (const row of rows) {
+          current = { id: row.id, revision: row.revision, organization_id: row.organization_id };
+          const earlier = batchSends.get(row.contact_id) ?? 0;
+          const recentSends = earlier ? { count: row.recentSends.count + earlier, oldest: row.recentSends.oldest ?? now } : row.recentSends;
+          const result = await this.releaseClaimed(tx, now, { ...row, recentSends }, outbox);
+          if (result.sent) batchSends.set(row.contact_id, earlier + 1);
+          if (result.aiRequest) aiRequests.push(result.aiRequest);
+          outcomes.push(result.outcome);
+        }
+        current = undefined;
+        if (outbox.length) await tx.publish(outbox);
+      });
+    } catch (err) {
+      if (!current) throw err;
+      this.metrics.releases.inc({ outcome: 'failed' });
+      await this.recordFailure(current, err, now);
+      return claimedCount;
+    }
+    for (const outcome of outcomes) this.metrics.releases.inc({ outcome });
+    await Promise.all(aiRequests.map((request) => this.answerAi(request)));
+    return claimedCount;
+  }
+
+  /** The model call of an AI step's first pass, made with no lock held, then the fenced second pass. */
+  private async answerAi(request: AiRequest): Promise<ReleaseOutcome> {
     const result = await this.ai.run({
       organization_id: request.organizationId,
       kind: request.kind,
@@ -167,26 +219,12 @@ export class ReleaseService {
           return 'dropped' as const;
         }
         if (!claimedRow) return 'idle' as const;
-        const { contact, recentSends, ...row } = claimedRow;
-        claimed = { id: row.id, revision: row.revision, organization_id: row.organization_id };
-        this.metrics.releaseLag.observe(Math.max(0, (now.getTime() - (row.next_run_at?.getTime() ?? now.getTime())) / 1000));
-        if (!contact) {
-          // A stop path holds the contact (or the row is missing): never wait, come back in 2 s.
-          await this.contacts.ensure(tx, row.organization_id, row.contact_id);
-          await this.release.deferOnly(tx, row.id, new Date(now.getTime() + CONTACT_BUSY_RETRY_MS));
-          return 'busy' as const;
-        }
-        let { flow_status: flowStatus, ...state } = row;
-        if (flowStatus !== 'active') {
-          const locked = await this.release.lockFlowStatus(tx, row.flow_id);
-          if (!locked) {
-            await this.release.deferOnly(tx, row.id, new Date(now.getTime() + CONTACT_BUSY_RETRY_MS));
-            return 'busy' as const;
-          }
-          flowStatus = locked;
-        }
-        aiRequest = await this.step(tx, now, state, contact, flowStatus, recentSends, answer);
-        return 'released' as const;
+        claimed = { id: claimedRow.id, revision: claimedRow.revision, organization_id: claimedRow.organization_id };
+        const outbox: OutgoingMessage[] = [];
+        const result = await this.releaseClaimed(tx, now, claimedRow, outbox, answer);
+        if (outbox.length) await tx.publish(outbox);
+        aiRequest = result.aiRequest;
+        return result.outcome;
       });
       this.metrics.releases.inc({ outcome });
       return { outcome, aiRequest };
@@ -196,6 +234,33 @@ export class ReleaseService {
       await this.recordFailure(claimed, err, now);
       return { outcome: 'failed' };
     }
+  }
+
+  /**
+   * One claimed enrollment inside the release transaction: a busy contact or a flow row being
+   * changed defers it 2 s; otherwise its step runs. The step's bus messages go to `outbox`, for the
+   * caller to insert once per transaction.
+   */
+  private async releaseClaimed(tx: Tx, now: Date, claimedRow: ClaimedRow, outbox: OutgoingMessage[], answer?: AiAnswer): Promise<{ outcome: 'released' | 'busy'; sent: boolean; aiRequest?: AiRequest }> {
+    const { contact, recentSends, ...row } = claimedRow;
+    this.metrics.releaseLag.observe(Math.max(0, (now.getTime() - (row.next_run_at?.getTime() ?? now.getTime())) / 1000));
+    if (!contact) {
+      // A stop path holds the contact (or the row is missing): never wait, come back in 2 s.
+      await this.contacts.ensure(tx, row.organization_id, row.contact_id);
+      await this.release.deferOnly(tx, row.id, new Date(now.getTime() + CONTACT_BUSY_RETRY_MS));
+      return { outcome: 'busy', sent: false };
+    }
+    let { flow_status: flowStatus, ...state } = row;
+    if (flowStatus !== 'active') {
+      const locked = await this.release.lockFlowStatus(tx, row.flow_id);
+      if (!locked) {
+        await this.release.deferOnly(tx, row.id, new Date(now.getTime() + CONTACT_BUSY_RETRY_MS));
+        return { outcome: 'busy', sent: false };
+      }
+      flowStatus = locked;
+    }
+    const stepped = await this.step(tx, now, state, contact, flowStatus, recentSends, outbox, answer);
+    return { outcome: 'released', sent: stepped.sent, aiRequest: stepped.aiRequest };
   }
 
   private async recordFailure(claimed: { id: string; revision: number; organization_id: string }, err: unknown, now: Date): Promise<void> {
@@ -209,7 +274,16 @@ export class ReleaseService {
   }
 
   /** Checks, then nodes; then one write of the enrollment, its timeline, and its messages. */
-  private async step(tx: Tx, now: Date, state: EnrollmentRow, contact: ContactActivity, flowStatus: FlowStatus, recentSends: ReleaseContext['recentSends'], ai?: AiAnswer): Promise<AiRequest | undefined> {
+  private async step(
+    tx: Tx,
+    now: Date,
+    state: EnrollmentRow,
+    contact: ContactActivity,
+    flowStatus: FlowStatus,
+    recentSends: ReleaseContext['recentSends'],
+    outbox: OutgoingMessage[],
+    ai?: AiAnswer,
+  ): Promise<{ sent: boolean; aiRequest?: AiRequest }> {
     const version = await this.versions.get(tx, state.version_id);
     const organization = await this.settings.get(state.organization_id, tx);
     const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null, locked_until: null }, contact, version, organization, events: [], messages: [], effects: [], sent: false, recentSends, ai };
@@ -217,8 +291,8 @@ export class ReleaseService {
     const inserted = await this.release.writeStep(tx, ctx.state, ctx.events, ctx.effects, now);
     // Unique per (enrollment, node, visit, kind): fewer rows means this step was already released.
     if (inserted < ctx.effects.length) throw new Error(`step ${state.node_id}#${state.step} of enrollment ${state.id} was already released`);
-    await tx.publish(ctx.messages);
-    return ctx.aiRequest;
+    outbox.push(...ctx.messages);
+    return { sent: ctx.sent, aiRequest: ctx.aiRequest };
   }
 
   /**
