@@ -8,9 +8,10 @@
  *   4. 1,000,000 enrollments in the table (990,000 waiting, 10,000 due): per-release time, and its
  *      ratio to (2).
  *
- * Each release is the whole step of seed 000 in one transaction: claim, contact lock, checks, send
- * window, 24-hour window, sender choice, per-contact cap, render, the effect row, the
- * `messaging.send` command and the finished event in the outbox, and the enrollment update.
+ * Each release is the whole step of seed 000: claim, contact lock, checks, send window, 24-hour
+ * window, sender choice, per-contact cap, render, the effect row, the `messaging.send` command and
+ * the finished event in the outbox, and the enrollment update. A worker's transaction holds up to
+ * FOLLOWUP_RELEASE_BATCH such steps of different enrollments (group commit), each moving one step.
  * The outbox relay of the same process publishes those commands to RabbitMQ; messaging and the
  * outbox-dispatcher (each its own process, from the compiled build) turn them into WhatsApp sends
  * to the Meta sandbox. Every released contact is a distinct number, so the dispatcher's per-pair
@@ -18,7 +19,8 @@
  * a longer pipeline than the release), and is reported with its own rate.
  * Targets (2-core reference machine): ≥ 500 releases/s; per-release time at 1M within 1.3× of 10k.
  *
- * Env: BENCH_CONCURRENCY (release workers, default 8), BENCH_DB_POOL_SIZE (default 20),
+ * Env: BENCH_CONCURRENCY (release workers, default 8), BENCH_BATCH (enrollments per release
+ * transaction, default 16, the service's default), BENCH_DB_POOL_SIZE (default 20),
  * BENCH_HEADLINE (default 100000), BENCH_LARGE (default 1000000), BENCH_SAMPLE (default 10000),
  * BENCH_PROF (a directory: the followups process writes a `--cpu-prof` profile there).
  */
@@ -37,6 +39,7 @@ import { SendersService } from '../../apps/outbox-dispatcher/src/senders/senders
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const POOL = Number(process.env.BENCH_DB_POOL_SIZE ?? 20);
+const BATCH = Number(process.env.BENCH_BATCH ?? 16);
 const HEADLINE = Number(process.env.BENCH_HEADLINE ?? 100_000);
 const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000);
 const SAMPLE = Number(process.env.BENCH_SAMPLE ?? 10_000);
@@ -252,6 +255,7 @@ async function main(): Promise<void> {
         DB_POOL_SIZE: String(POOL),
         FOLLOWUP_RELEASE_ENABLED: 'true',
         FOLLOWUP_RELEASE_CONCURRENCY: String(CONCURRENCY),
+        FOLLOWUP_RELEASE_BATCH: String(BATCH),
         FOLLOWUP_SENDER_GAP_MS: '0',
         FOLLOWUP_POLL_MS: '200',
       },
@@ -316,7 +320,7 @@ async function main(): Promise<void> {
     line('sends accepted by the sandbox, whole run', `${end.n.toLocaleString('en')} of ${released.toLocaleString('en')} released (${Math.round(end.n / Math.max(1, (end.last - end.first) / 1000))} sends/s first → last)`);
     line('  behind the sandbox at the end', `${messages.toLocaleString('en')} messaging messages; dispatcher ${queued.map((q) => `${q.status} ${q.n.toLocaleString('en')}`).join(', ') || 'none'}`);
     line('load average (1 min) during the run', `mean ${(loads.reduce((a, b) => a + b, 0) / Math.max(1, loads.length)).toFixed(1)}, max ${Math.max(...loads).toFixed(1)} (${os.cpus().length} cores)`);
-    line('setup', `${CONCURRENCY} release workers, DB pool ${POOL}, sender gap off; messaging + dispatcher + sandbox in own processes`);
+    line('setup', `${CONCURRENCY} release workers × up to ${BATCH} per transaction, DB pool ${POOL}, sender gap off; messaging + dispatcher + sandbox in own processes`);
   } finally {
     for (const child of children.reverse()) {
       if (child.exitCode === null) {

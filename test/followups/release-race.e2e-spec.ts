@@ -69,4 +69,57 @@ describe(`${ReleaseLoop.name} (two processes)`, () => {
     const [failures] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".enrollments WHERE failures > 0 OR last_error IS NOT NULL`);
     expect(failures.n).toBe(0);
   });
+
+  it('releases one at a time after a batch fails as a whole, so an outbox insert that keeps failing lands on its own enrollment', async () => {
+    const app = await startFollowups(world, { env: { FOLLOWUP_RELEASE_ENABLED: 'true', FOLLOWUP_RELEASE_CONCURRENCY: '1', FOLLOWUP_RELEASE_BATCH: '16', FOLLOWUP_POLL_MS: '100' } });
+    const schema = world.schema('followups');
+    const org = randomUUID();
+    const sender = randomUUID();
+    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema}".senders WHERE sender_id = $1`, [sender])).length === 1);
+    const flows = app.get(FlowsService);
+    const flow = await flows.create({
+      organization_id: org,
+      name: 'poison',
+      graph: {
+        nodes: [
+          { id: 't', type: 'trigger', config: {} },
+          { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi' } },
+          { id: 'e', type: 'end', config: {} },
+        ],
+        edges: [
+          { id: 'e1', source: 't', target: 'a', condition: { type: 'always' } },
+          { id: 'e2', source: 'a', target: 'e', condition: { type: 'always' } },
+        ],
+      },
+      settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
+    });
+    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+    const ids = await world.sql<{ id: string }>(
+      `WITH c AS (INSERT INTO "${schema}".contacts (organization_id, contact_id, last_inbound_at)
+                  SELECT $1::uuid, gen_random_uuid(), now() - interval '1 minute' FROM generate_series(1, 6) RETURNING contact_id)
+       INSERT INTO "${schema}".enrollments (id, organization_id, flow_id, version_id, contact_id, operation_key, status, node_id, step, next_run_at, cancel_on_reply, handoff_policy, reply_seen_at, handoff_seen_at)
+       SELECT gen_random_uuid(), $1, $2, $3, contact_id, 'poison-' || contact_id, 'active', 'a', 1, now(), true, 'pause', now(), now() FROM c RETURNING id`,
+      [org, flow.id, published.published_version_id],
+    );
+    const poison = ids[0].id;
+    // The fault: every outbox insert that carries the poison enrollment's send fails. In a batch
+    // it fails the one insert of all rows, which no single step can be blamed for.
+    await world.sql(`CREATE FUNCTION "${schema}".fail_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'outbox refused'; END $$`);
+    await world.sql(`CREATE TRIGGER fail_poison BEFORE INSERT ON "${schema}".outbox_events FOR EACH ROW WHEN (NEW.event_id LIKE 'followup:${poison}:%') EXECUTE FUNCTION "${schema}".fail_poison()`);
+    try {
+      await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+      const others = ids.slice(1).map((r) => r.id);
+      await eventually(async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".enrollments WHERE id = ANY($1::uuid[]) AND status = 'completed'`, [others]))[0].n === others.length, 20_000, 100);
+      const [row] = await eventually(async () => {
+        const rows = await world.sql<{ failures: number; last_error: string; status: string }>(`SELECT failures, last_error, status FROM "${schema}".enrollments WHERE id = $1 AND failures > 0`, [poison]);
+        return rows.length ? rows : null;
+      }, 20_000, 100);
+      expect(row).toMatchObject({ status: 'active', failures: 1 });
+      expect(row.last_error).toContain('outbox refused');
+      expect((await world.sql(`SELECT 1 FROM "${schema}".effects WHERE enrollment_id = $1`, [poison])).length).toBe(0);
+    } finally {
+      await world.sql(`DROP TRIGGER fail_poison ON "${schema}".outbox_events`);
+    }
+  });
 });

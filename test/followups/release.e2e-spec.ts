@@ -295,6 +295,88 @@ describe(ReleaseService.name, () => {
     });
   });
 
+  describe('group commit (releaseBatch)', () => {
+    const sendEffects = (ids: string[]) => sql(`SELECT enrollment_id, status, xmin::text AS tx FROM fu.effects WHERE kind = 'send' AND enrollment_id = ANY($1::uuid[])`, [ids]);
+
+    it('releases several due enrollments in one transaction, one step and one send each', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await enroll(flowId, await contactWhoWrote())).id);
+
+      expect(await sut.releaseBatch(10)).toBe(3);
+      const sends = await sendEffects(ids);
+      expect(sends.map((x) => x.enrollment_id).sort()).toEqual([...ids].sort());
+      expect(new Set(sends.map((x) => x.tx)).size).toBe(1);
+      for (const id of ids) {
+        expect(await enrollment(id)).toMatchObject({ status: 'active', node_id: 'w', step: 2 });
+        expect(await sendCommands(id)).toHaveLength(1);
+      }
+      // Each moved one step: the waits are not due, so nothing more is claimed.
+      expect(await sut.releaseBatch(10)).toBe(0);
+    });
+
+    it('rolls the batch back when one step throws, records the failure on that enrollment only, and releases the others on the next claim', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const [first, poison, last] = [await enroll(flowId, await contactWhoWrote()), await enroll(flowId, await contactWhoWrote()), await enroll(flowId, await contactWhoWrote())];
+      // The middle one of the claim order points at a node its version does not have.
+      await sql(`UPDATE fu.enrollments SET node_id = 'ghost', next_run_at = $2 WHERE id = $1`, [poison.id, new Date(clock.now().getTime() - 1000)]);
+      await sql(`UPDATE fu.enrollments SET next_run_at = $2 WHERE id = $1`, [first.id, new Date(clock.now().getTime() - 2000)]);
+      const outboxBefore = (await sql(`SELECT count(*)::int AS n FROM fu.outbox_events`))[0].n;
+
+      expect(await sut.releaseBatch(10)).toBe(3);
+      const failed = await enrollment(poison.id);
+      expect(failed).toMatchObject({ status: 'active', node_id: 'ghost', failures: 1 });
+      expect(failed.last_error).toContain('ghost');
+      expect(failed.next_run_at.getTime()).toBe(clock.now().getTime() + 30_000);
+      // The first row's step ran before the failure and was rolled back with it.
+      for (const id of [first.id, last.id]) expect(await enrollment(id)).toMatchObject({ status: 'active', node_id: 'a1', step: 1, failures: 0 });
+      expect(await sendEffects([first.id, poison.id, last.id])).toEqual([]);
+      expect((await sql(`SELECT count(*)::int AS n FROM fu.outbox_events`))[0].n).toBe(outboxBefore);
+
+      expect(await sut.releaseBatch(10)).toBe(2);
+      expect((await sendEffects([first.id, poison.id, last.id])).map((x) => x.enrollment_id).sort()).toEqual([first.id, last.id].sort());
+    });
+
+    it('counts a send queued earlier in the same batch against the contact\'s 24 h cap', async () => {
+      const settings = app.get(SettingsService);
+      const current = await settings.get(org);
+      await settings.update({ organization_id: org, expected_revision: current.revision, contact_daily_cap: 1 });
+      try {
+        const contactId = await contactWhoWrote();
+        const a = await enroll(await activeFlow(...twoTexts()), contactId);
+        const b = await enroll(await activeFlow(...twoTexts()), contactId);
+        expect(await sut.releaseBatch(10)).toBe(2);
+        const sends = await sendEffects([a.id, b.id]);
+        expect(sends).toHaveLength(1);
+        const deferred = await enrollment(sends[0].enrollment_id === a.id ? b.id : a.id);
+        expect(deferred).toMatchObject({ status: 'active', node_id: 'a1', step: 1 });
+        expect(deferred.next_run_at.getTime()).toBe(clock.now().getTime() + 24 * HOUR + 1000);
+      } finally {
+        const now = await settings.get(org);
+        await settings.update({ organization_id: org, expected_revision: now.revision, contact_daily_cap: 3 });
+      }
+    });
+
+    it('never releases one step twice when four workers claim batches at once', async () => {
+      const flowId = await activeFlow(...twoTexts());
+      const ids: string[] = [];
+      for (let i = 0; i < 40; i++) ids.push((await enroll(flowId, await contactWhoWrote())).id);
+      const claimed = await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          let n = 0;
+          for (let got = -1; got !== 0; n += got) got = await sut.releaseBatch(7);
+          return n;
+        }),
+      );
+      expect(claimed.reduce((a, b) => a + b, 0)).toBe(40);
+      const sends = await sendEffects(ids);
+      expect(sends).toHaveLength(40);
+      expect(new Set(sends.map((x) => x.enrollment_id)).size).toBe(40);
+      const commands = await sql(`SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS d FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE ANY($1)`, [ids.map((id) => `followup:${id}:%`)]);
+      expect(commands[0]).toEqual({ n: 40, d: 40 });
+    });
+  });
+
   describe('the reply wins', () => {
     const reply = (contactId: string, text = 'Já vi, obrigado', extra: Record<string, unknown> = {}) =>
       publishEvent(
