@@ -4,9 +4,12 @@
  *   1. raw claim rate: one-row `FOR UPDATE SKIP LOCKED` claims on a scratch table of the same
  *      database, with as many connections as the release workers — the ceiling of any claim loop;
  *   2. 10,000 enrollments in the table, all due: per-release time;
- *   3. 100,000 enrollments due now: releases/s and release lag (p50/p95/max, due → effect written);
- *   4. 1,000,000 enrollments in the table (990,000 waiting, 10,000 due): per-release time, and its
- *      ratio to (2).
+ *   3. 1,000,000 enrollments in the table (990,000 waiting, 10,000 due): per-release time, and its
+ *      ratio to (2);
+ *   4. 100,000 more enrollments due now: releases/s and release lag (p50/p95/max, due → effect
+ *      written).
+ * Each timed phase starts once the sends of the earlier ones have reached the sandbox, so the
+ * phases compare the release loop under the same load, not behind different backlogs.
  *
  * Each release is the whole step of seed 000: claim, contact lock, checks, send window, 24-hour
  * window, sender choice, per-contact cap, render, the effect row, the `messaging.send` command and
@@ -271,9 +274,19 @@ async function main(): Promise<void> {
     const loads: number[] = [];
     const loadTimer = setInterval(() => loads.push(os.loadavg()[0]), 5000);
 
+    // Each timed phase starts with the send pipeline idle: until every earlier release has reached
+    // the sandbox (at most 5 min), so no phase shares the machine with an earlier phase's backlog.
+    let drainSeconds = 0;
+    const drain = async (released: number) => {
+      const started = Date.now();
+      for (const stop = started + 300_000; (await sandboxSends(sandboxUrl)).n < released && Date.now() < stop; ) await sleep(1000);
+      drainSeconds += (Date.now() - started) / 1000;
+    };
+
     // Warm-up (JIT, pool connections, plan caches), so the first measured phase is not the cold one.
     await insertEnrollments(world, fixture, 2000, `now() + interval '30 days'`, 'warmup', true);
     await waitCompleted(world, 'warmup', 2000, await makeDue(world, 'warmup'));
+    await drain(2000);
 
     // (2) 10,000 in the table, all due.
     await insertEnrollments(world, fixture, SAMPLE, `now() + interval '30 days'`, 'small', true);
@@ -281,23 +294,25 @@ async function main(): Promise<void> {
     const smallSeconds = await waitCompleted(world, 'small', SAMPLE, due);
     const smallPerRelease = (smallSeconds * 1000) / SAMPLE;
 
-    // (3) the headline: 100,000 due now, each a real send to the sandbox.
-    await insertEnrollments(world, fixture, HEADLINE, `now() + interval '30 days'`, 'headline', true);
-    const before = await sandboxSends(sandboxUrl);
-    due = await makeDue(world, 'headline');
-    const headlineSeconds = await waitCompleted(world, 'headline', HEADLINE, due);
-    const atReleaseEnd = await sandboxSends(sandboxUrl);
-    const lag = await lagOf(world, 'headline', due);
-
     // (4) 1,000,000 in the table: the rows so far, then waiting ones up to the total, then 10,000 due.
     const [{ n: present }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".enrollments`);
     const filler = Math.max(0, LARGE - present - SAMPLE);
     await insertEnrollments(world, fixture, filler, `now() + make_interval(days => 1 + (random() * 60)::int)`, 'filler');
     await insertEnrollments(world, fixture, SAMPLE, `now() + interval '30 days'`, 'large', true);
     const [{ n: tableSize }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".enrollments`);
+    await drain(2000 + SAMPLE);
     due = await makeDue(world, 'large');
     const largeSeconds = await waitCompleted(world, 'large', SAMPLE, due);
     const largePerRelease = (largeSeconds * 1000) / SAMPLE;
+
+    // (3) the headline: 100,000 due now (in a table of more than 1,000,000), each a real send to the sandbox.
+    await insertEnrollments(world, fixture, HEADLINE, `now() + interval '30 days'`, 'headline', true);
+    await drain(2000 + 2 * SAMPLE);
+    const before = await sandboxSends(sandboxUrl);
+    due = await makeDue(world, 'headline');
+    const headlineSeconds = await waitCompleted(world, 'headline', HEADLINE, due);
+    const atReleaseEnd = await sandboxSends(sandboxUrl);
+    const lag = await lagOf(world, 'headline', due);
 
     // The sends still on their way: give the pipeline up to 60 s more to reach the sandbox.
     const released = 2000 + SAMPLE + HEADLINE + SAMPLE;
@@ -320,6 +335,7 @@ async function main(): Promise<void> {
     line('sends accepted by the sandbox, whole run', `${end.n.toLocaleString('en')} of ${released.toLocaleString('en')} released (${Math.round(end.n / Math.max(1, (end.last - end.first) / 1000))} sends/s first → last)`);
     line('  behind the sandbox at the end', `${messages.toLocaleString('en')} messaging messages; dispatcher ${queued.map((q) => `${q.status} ${q.n.toLocaleString('en')}`).join(', ') || 'none'}`);
     line('load average (1 min) during the run', `mean ${(loads.reduce((a, b) => a + b, 0) / Math.max(1, loads.length)).toFixed(1)}, max ${Math.max(...loads).toFixed(1)} (${os.cpus().length} cores)`);
+    line('waited for the pipeline to drain between phases', `${drainSeconds.toFixed(0)} s`);
     line('setup', `${CONCURRENCY} release workers × up to ${BATCH} per transaction, DB pool ${POOL}, sender gap off; messaging + dispatcher + sandbox in own processes`);
   } finally {
     for (const child of children.reverse()) {

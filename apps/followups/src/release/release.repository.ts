@@ -31,13 +31,21 @@ export interface StepSendEffect {
   decided_by_member_id: string | null;
 }
 
-/** Enrollment columns a step changes. */
+/** Enrollment columns a step changes, with their SQL types (for the unnest arrays of `writeSteps`). */
 const STATE_COLUMNS = [
-  'status', 'reason', 'node_id', 'step', 'next_run_at', 'node_entered_at', 'variables', 'sender_id', 'repeat_counts', 'last_reply_text',
-  'reply_seen_at', 'handoff_seen_at', 'pending_exit', 'last_send_status', 'inflight_effect_id', 'sender_unavailable_since', 'failures', 'last_error', 'finished_at',
-  'ai_attempts', 'locked_until',
-] as const satisfies readonly (keyof EnrollmentRow)[];
-const JSON_STATE = new Set<string>(['variables', 'repeat_counts']);
+  ['status', 'text'], ['reason', 'text'], ['node_id', 'text'], ['step', 'int'], ['next_run_at', 'timestamptz'], ['node_entered_at', 'timestamptz'],
+  ['variables', 'jsonb'], ['sender_id', 'uuid'], ['repeat_counts', 'jsonb'], ['last_reply_text', 'text'], ['reply_seen_at', 'timestamptz'],
+  ['handoff_seen_at', 'timestamptz'], ['pending_exit', 'text'], ['last_send_status', 'text'], ['inflight_effect_id', 'uuid'],
+  ['sender_unavailable_since', 'timestamptz'], ['failures', 'int'], ['last_error', 'text'], ['finished_at', 'timestamptz'], ['ai_attempts', 'int'],
+  ['locked_until', 'timestamptz'],
+] as const satisfies readonly (readonly [keyof EnrollmentRow, string])[];
+
+/** What one step writes: the enrollment's new state, its timeline entries, and its effects. */
+export interface StepWrite {
+  state: EnrollmentRow;
+  events: NewEnrollmentEvent[];
+  effects: NewEffect[];
+}
 
 /** The contact row as `to_jsonb` gives it: timestamps back to Dates. */
 function contactFromJson(c: Record<string, unknown>): ContactActivity {
@@ -118,53 +126,60 @@ export class ReleaseRepository {
   }
 
   /**
-   * Writes what a step did, in one statement: the enrollment's new state (its row lock is held),
-   * its timeline entries, and its effects. An effect already recorded for the same (enrollment,
-   * node, visit, kind) inserts nothing.
-   * @returns how many effects were inserted
+   * Writes what one or more steps did, in one statement: each enrollment's new state (its row lock
+   * is held), their timeline entries, and their effects. An effect already recorded for the same
+   * (enrollment, node, visit, kind) inserts nothing.
+   * @returns how many effects were inserted, per enrollment id (absent: none)
    */
-  async writeStep(db: Queryable, state: EnrollmentRow, events: NewEnrollmentEvent[], effects: NewEffect[], now: Date): Promise<number> {
-    const params: unknown[] = [state.id, now];
-    const set = STATE_COLUMNS.map((c) => `${c} = $${params.push(JSON_STATE.has(c) ? JSON.stringify(state[c]) : state[c])}${JSON_STATE.has(c) ? '::jsonb' : ''}`);
-    const ev = (f: (e: NewEnrollmentEvent) => unknown) => params.push(events.map(f));
-    const eventArrays = [ev((e) => e.organization_id), ev((e) => e.enrollment_id), ev((e) => e.type), ev((e) => e.node_id), ev((e) => JSON.stringify(e.data)), ev((e) => e.at)];
-    const ef = (f: (e: NewEffect) => unknown) => params.push(effects.map(f));
-    const effectArrays = [
-      ef((e) => e.id),
-      ef((e) => e.organizationId),
-      ef((e) => e.enrollmentId),
-      ef((e) => e.contactId),
-      ef((e) => e.nodeId),
-      ef((e) => e.step),
-      ef((e) => e.kind),
-      ef((e) => e.status),
-      ef((e) => e.idempotencyKey ?? null),
-      ef((e) => e.text ?? null),
-      ef((e) => (e.template ? JSON.stringify(e.template) : null)),
-      ef((e) => e.senderId ?? null),
-      ef((e) => (e.usage ? JSON.stringify(e.usage) : null)),
-      ef((e) => e.reason ?? null),
+  async writeSteps(db: Queryable, steps: StepWrite[], now: Date): Promise<Map<string, number>> {
+    const params: unknown[] = [now];
+    const arg = (values: unknown[], type: string) => `$${params.push(values)}::${type}[]`;
+    const stateArgs = [
+      arg(steps.map((w) => w.state.id), 'uuid'),
+      ...STATE_COLUMNS.map(([column, type]) => arg(steps.map((w) => (type === 'jsonb' ? JSON.stringify(w.state[column]) : w.state[column])), type)),
     ];
-    const [result] = await rowsOf<{ effects: number }>(
+    const events = steps.flatMap((w) => w.events);
+    const ev = (f: (e: NewEnrollmentEvent) => unknown, type: string) => arg(events.map(f), type);
+    const eventArgs = [ev((e) => e.organization_id, 'uuid'), ev((e) => e.enrollment_id, 'uuid'), ev((e) => e.type, 'text'), ev((e) => e.node_id, 'text'), ev((e) => JSON.stringify(e.data), 'jsonb'), ev((e) => e.at, 'timestamptz')];
+    const effects = steps.flatMap((w) => w.effects);
+    const ef = (f: (e: NewEffect) => unknown, type: string) => arg(effects.map(f), type);
+    const effectArgs = [
+      ef((e) => e.id, 'uuid'),
+      ef((e) => e.organizationId, 'uuid'),
+      ef((e) => e.enrollmentId, 'uuid'),
+      ef((e) => e.contactId, 'uuid'),
+      ef((e) => e.nodeId, 'text'),
+      ef((e) => e.step, 'int'),
+      ef((e) => e.kind, 'text'),
+      ef((e) => e.status, 'text'),
+      ef((e) => e.idempotencyKey ?? null, 'text'),
+      ef((e) => e.text ?? null, 'text'),
+      ef((e) => (e.template ? JSON.stringify(e.template) : null), 'jsonb'),
+      ef((e) => e.senderId ?? null, 'uuid'),
+      ef((e) => (e.usage ? JSON.stringify(e.usage) : null), 'jsonb'),
+      ef((e) => e.reason ?? null, 'text'),
+    ];
+    const columns = STATE_COLUMNS.map(([column]) => column);
+    const rows = await rowsOf<{ enrollment_id: string; n: number }>(
       db,
-      `WITH saved AS (
-         UPDATE enrollments SET ${set.join(', ')}, revision = revision + 1, updated_at = $2 WHERE id = $1 RETURNING id),
+      `WITH v AS (
+         SELECT * FROM unnest(${stateArgs.join(', ')}) AS v(id, ${columns.join(', ')})),
+       saved AS (
+         UPDATE enrollments e SET ${columns.map((c) => `${c} = v.${c}`).join(', ')}, revision = e.revision + 1, updated_at = $1
+           FROM v WHERE e.id = v.id RETURNING e.id),
        timeline AS (
          INSERT INTO enrollment_events (organization_id, enrollment_id, type, node_id, data, created_at)
-         SELECT * FROM unnest($${eventArrays[0]}::uuid[], $${eventArrays[1]}::uuid[], $${eventArrays[2]}::text[], $${eventArrays[3]}::text[], $${eventArrays[4]}::jsonb[], $${eventArrays[5]}::timestamptz[])),
+         SELECT * FROM unnest(${eventArgs.join(', ')})),
        inserted AS (
          INSERT INTO effects (id, organization_id, enrollment_id, contact_id, node_id, step, kind, status, idempotency_key, text, template, sender_id, usage, reason, created_at, updated_at)
-         SELECT id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, usage, reason, $2, $2
-           FROM unnest($${effectArrays[0]}::uuid[], $${effectArrays[1]}::uuid[], $${effectArrays[2]}::uuid[], $${effectArrays[3]}::uuid[], $${effectArrays[4]}::text[],
-                       $${effectArrays[5]}::int[], $${effectArrays[6]}::text[], $${effectArrays[7]}::text[], $${effectArrays[8]}::text[], $${effectArrays[9]}::text[],
-                       $${effectArrays[10]}::jsonb[], $${effectArrays[11]}::uuid[], $${effectArrays[12]}::jsonb[], $${effectArrays[13]}::text[])
-                AS x(id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, usage, reason)
+         SELECT id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, usage, reason, $1, $1
+           FROM unnest(${effectArgs.join(', ')}) AS x(id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, usage, reason)
          ON CONFLICT (enrollment_id, node_id, step, kind) DO NOTHING
-         RETURNING 1)
-       SELECT (SELECT count(*) FROM inserted)::int AS effects, (SELECT count(*) FROM saved)::int AS saved`,
+         RETURNING enrollment_id)
+       SELECT enrollment_id, count(*)::int AS n FROM inserted GROUP BY enrollment_id`,
       params,
     );
-    return result.effects;
+    return new Map(rows.map((r) => [r.enrollment_id, r.n]));
   }
 
   /**

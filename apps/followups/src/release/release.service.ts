@@ -35,7 +35,7 @@ import { SenderChoiceCache } from '../senders/sender-choice.cache.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { evaluateCondition, failureBackoffMs, matchReply, renderTemplate, type StepFacts } from './step-rules.js';
-import { type ClaimedRow, type NewEffect, ReleaseRepository, type StepSendEffect } from './release.repository.js';
+import { type ClaimedRow, type NewEffect, ReleaseRepository, type StepSendEffect, type StepWrite } from './release.repository.js';
 
 /** A busy contact is retried this much later, ms (seed 000 "busy → retry in 2 s"). */
 export const CONTACT_BUSY_RETRY_MS = 2000;
@@ -47,6 +47,18 @@ export const SENDER_PARK_AFTER_MS = 30 * 60_000;
 export const QUOTA_RETRY_MS = 30 * 60_000;
 /** Node transitions one release may chain (instant nodes); more means a bug, not a flow. */
 const MAX_TRANSITIONS = 64;
+
+/** What the steps of one release transaction write at its end: their rows, then their bus messages. */
+interface PendingWrites {
+  writes: StepWrite[];
+  messages: OutgoingMessage[];
+}
+
+/** The error of a step whose effects were already recorded: another release got there first. */
+function alreadyReleased(write: StepWrite): Error {
+  const effect = write.effects[0];
+  return new Error(`step ${effect?.nodeId}#${effect?.step} of enrollment ${write.state.id} was already released`);
+}
 
 /** What one call of `releaseOne` did (`dropped`: an AI step's answer came after its fence moved on). */
 export type ReleaseOutcome = 'idle' | 'released' | 'busy' | 'failed' | 'dropped';
@@ -158,20 +170,26 @@ export class ReleaseService {
       await this.uow.run(async (tx) => {
         const rows = await this.release.claimDueBatch(tx, now, limit);
         claimedCount = rows.length;
-        const outbox: OutgoingMessage[] = [];
+        const pending: PendingWrites = { writes: [], messages: [] };
         // Sends queued earlier in this batch count against the per-contact cap of the later rows.
         const batchSends = new Map<string, number>();
         for (const row of rows) {
           current = { id: row.id, revision: row.revision, organization_id: row.organization_id };
           const earlier = batchSends.get(row.contact_id) ?? 0;
           const recentSends = earlier ? { count: row.recentSends.count + earlier, oldest: row.recentSends.oldest ?? now } : row.recentSends;
-          const result = await this.releaseClaimed(tx, now, { ...row, recentSends }, outbox);
+          const result = await this.releaseClaimed(tx, now, { ...row, recentSends }, pending);
           if (result.sent) batchSends.set(row.contact_id, earlier + 1);
           if (result.aiRequest) aiRequests.push(result.aiRequest);
           outcomes.push(result.outcome);
         }
+        // One write for every step, then one outbox insert: a failure here is the batch's, not a row's.
         current = undefined;
-        if (outbox.length) await tx.publish(outbox);
+        const again = await this.writePending(tx, pending, now);
+        if (again) {
+          const row = rows.find((r) => r.id === again.state.id)!;
+          current = { id: row.id, revision: row.revision, organization_id: row.organization_id };
+          throw alreadyReleased(again);
+        }
       });
     } catch (err) {
       if (!current) throw err;
@@ -220,9 +238,10 @@ export class ReleaseService {
         }
         if (!claimedRow) return 'idle' as const;
         claimed = { id: claimedRow.id, revision: claimedRow.revision, organization_id: claimedRow.organization_id };
-        const outbox: OutgoingMessage[] = [];
-        const result = await this.releaseClaimed(tx, now, claimedRow, outbox, answer);
-        if (outbox.length) await tx.publish(outbox);
+        const pending: PendingWrites = { writes: [], messages: [] };
+        const result = await this.releaseClaimed(tx, now, claimedRow, pending, answer);
+        const again = await this.writePending(tx, pending, now);
+        if (again) throw alreadyReleased(again);
         aiRequest = result.aiRequest;
         return result.outcome;
       });
@@ -238,10 +257,10 @@ export class ReleaseService {
 
   /**
    * One claimed enrollment inside the release transaction: a busy contact or a flow row being
-   * changed defers it 2 s; otherwise its step runs. The step's bus messages go to `outbox`, for the
-   * caller to insert once per transaction.
+   * changed defers it 2 s; otherwise its step runs. What the step writes and publishes goes to
+   * `pending`, for the caller to write once per transaction (`writePending`).
    */
-  private async releaseClaimed(tx: Tx, now: Date, claimedRow: ClaimedRow, outbox: OutgoingMessage[], answer?: AiAnswer): Promise<{ outcome: 'released' | 'busy'; sent: boolean; aiRequest?: AiRequest }> {
+  private async releaseClaimed(tx: Tx, now: Date, claimedRow: ClaimedRow, pending: PendingWrites, answer?: AiAnswer): Promise<{ outcome: 'released' | 'busy'; sent: boolean; aiRequest?: AiRequest }> {
     const { contact, recentSends, ...row } = claimedRow;
     this.metrics.releaseLag.observe(Math.max(0, (now.getTime() - (row.next_run_at?.getTime() ?? now.getTime())) / 1000));
     if (!contact) {
@@ -259,8 +278,23 @@ export class ReleaseService {
       }
       flowStatus = locked;
     }
-    const stepped = await this.step(tx, now, state, contact, flowStatus, recentSends, outbox, answer);
+    const stepped = await this.step(tx, now, state, contact, flowStatus, recentSends, pending, answer);
     return { outcome: 'released', sent: stepped.sent, aiRequest: stepped.aiRequest };
+  }
+
+  /**
+   * Writes the pending steps (one statement) and inserts their messages into the outbox.
+   * @returns a step whose effects were already recorded (released before: the caller throws), or undefined
+   */
+  private async writePending(tx: Tx, pending: PendingWrites, now: Date): Promise<StepWrite | undefined> {
+    if (pending.writes.length) {
+      const inserted = await this.release.writeSteps(tx, pending.writes, now);
+      // Unique per (enrollment, node, visit, kind): fewer rows means this step was already released.
+      const again = pending.writes.find((w) => (inserted.get(w.state.id) ?? 0) < w.effects.length);
+      if (again) return again;
+    }
+    if (pending.messages.length) await tx.publish(pending.messages);
+    return undefined;
   }
 
   private async recordFailure(claimed: { id: string; revision: number; organization_id: string }, err: unknown, now: Date): Promise<void> {
@@ -273,7 +307,7 @@ export class ReleaseService {
     if (result?.status === 'dead') this.metrics.finished.inc({ status: 'dead', reason: 'too_many_failures' });
   }
 
-  /** Checks, then nodes; then one write of the enrollment, its timeline, and its messages. */
+  /** Checks, then nodes; the enrollment's new state, its timeline, effects and messages go to `pending`. */
   private async step(
     tx: Tx,
     now: Date,
@@ -281,17 +315,15 @@ export class ReleaseService {
     contact: ContactActivity,
     flowStatus: FlowStatus,
     recentSends: ReleaseContext['recentSends'],
-    outbox: OutgoingMessage[],
+    pending: PendingWrites,
     ai?: AiAnswer,
   ): Promise<{ sent: boolean; aiRequest?: AiRequest }> {
     const version = await this.versions.get(tx, state.version_id);
     const organization = await this.settings.get(state.organization_id, tx);
     const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null, locked_until: null }, contact, version, organization, events: [], messages: [], effects: [], sent: false, recentSends, ai };
     if (this.checks(ctx, flowStatus)) await this.runNodes(ctx);
-    const inserted = await this.release.writeStep(tx, ctx.state, ctx.events, ctx.effects, now);
-    // Unique per (enrollment, node, visit, kind): fewer rows means this step was already released.
-    if (inserted < ctx.effects.length) throw new Error(`step ${state.node_id}#${state.step} of enrollment ${state.id} was already released`);
-    outbox.push(...ctx.messages);
+    pending.writes.push({ state: ctx.state, events: ctx.events, effects: ctx.effects });
+    pending.messages.push(...ctx.messages);
     return { sent: ctx.sent, aiRequest: ctx.aiRequest };
   }
 
