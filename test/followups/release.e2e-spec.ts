@@ -7,6 +7,7 @@ import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
+import { FollowupsMetrics } from '../../apps/followups/src/metrics/followups.metrics.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
@@ -322,8 +323,12 @@ describe(ReleaseService.name, () => {
       await sql(`UPDATE fu.enrollments SET node_id = 'ghost', next_run_at = $2 WHERE id = $1`, [poison.id, new Date(clock.now().getTime() - 1000)]);
       await sql(`UPDATE fu.enrollments SET next_run_at = $2 WHERE id = $1`, [first.id, new Date(clock.now().getTime() - 2000)]);
       const outboxBefore = (await sql(`SELECT count(*)::int AS n FROM fu.outbox_events`))[0].n;
+      const queuedSends = async () => (await app.get(FollowupsMetrics).steps.get()).values.find((v) => v.labels.action === 'send' && v.labels.outcome === 'queued')?.value ?? 0;
+      const countedBefore = await queuedSends();
 
       expect(await sut.releaseBatch(10)).toBe(3);
+      // The first row's send was rolled back with the batch: not counted.
+      expect(await queuedSends()).toBe(countedBefore);
       const failed = await enrollment(poison.id);
       expect(failed).toMatchObject({ status: 'active', node_id: 'ghost', failures: 1 });
       expect(failed.last_error).toContain('ghost');
@@ -335,6 +340,7 @@ describe(ReleaseService.name, () => {
 
       expect(await sut.releaseBatch(10)).toBe(2);
       expect((await sendEffects([first.id, poison.id, last.id])).map((x) => x.enrollment_id).sort()).toEqual([first.id, last.id].sort());
+      expect(await queuedSends()).toBe(countedBefore + 2);
     });
 
     it('counts a send queued earlier in the same batch against the contact\'s 24 h cap', async () => {

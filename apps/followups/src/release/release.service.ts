@@ -388,18 +388,18 @@ export class ReleaseService {
       case 'wait': {
         const exit = state.pending_exit ?? (node.config.mode === 'fixed' ? 'always' : 'branch:timeout');
         state.pending_exit = null;
-        this.metrics.steps.inc({ action: 'wait', outcome: exit === 'branch:replied' ? 'replied' : 'elapsed' });
+        this.countStep(ctx, { action: 'wait', outcome: exit === 'branch:replied' ? 'replied' : 'elapsed' });
         return exit;
       }
       case 'condition': {
         const result = evaluateCondition(node.config, this.facts(ctx));
-        this.metrics.steps.inc({ action: 'condition', outcome: String(result) });
+        this.countStep(ctx, { action: 'condition', outcome: String(result) });
         this.event(ctx, 'condition_evaluated', { result });
         return `cond:${result}`;
       }
       case 'match_reply': {
         const branch = matchReply(node.config, state.last_reply_text);
-        this.metrics.steps.inc({ action: 'match_reply', outcome: branch === 'default' ? 'default' : 'matched' });
+        this.countStep(ctx, { action: 'match_reply', outcome: branch === 'default' ? 'default' : 'matched' });
         this.event(ctx, 'reply_matched', { branch_id: branch });
         return `branch:${branch}`;
       }
@@ -407,7 +407,7 @@ export class ReleaseService {
         const count = state.repeat_counts[node.id] ?? 0;
         const again = count < node.config.max_count;
         state.repeat_counts = { ...state.repeat_counts, [node.id]: again ? count + 1 : 0 };
-        this.metrics.steps.inc({ action: 'repeat', outcome: again ? 'again' : 'done' });
+        this.countStep(ctx, { action: 'repeat', outcome: again ? 'again' : 'done' });
         return again ? 'branch:again' : 'branch:done';
       }
       case 'end':
@@ -437,7 +437,7 @@ export class ReleaseService {
       await this.rpc.call('messaging', pattern, { organization_id: state.organization_id, contact_id: state.contact_id, tags: config.tags, source: 'followups' }, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
       await this.contacts.applyTags(tx, state.organization_id, state.contact_id, config.mode === 'tag' ? config.tags : [], config.mode === 'untag' ? config.tags : []);
       ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'action', status: 'done', reason: `${config.mode}:${config.tags.join(',')}` });
-      this.metrics.steps.inc({ action: config.mode, outcome: 'done' });
+      this.countStep(ctx, { action: config.mode, outcome: 'done' });
       return 'always';
     }
     // Handoff: a person takes over; the enrollment waits paused after this node until resumed.
@@ -449,7 +449,7 @@ export class ReleaseService {
       organization_id: state.organization_id,
       data: { enrollment_id: state.id, contact_id: state.contact_id, conversation_id: state.conversation_id, node_id: nodeId, note },
     });
-    this.metrics.steps.inc({ action: 'handoff', outcome: 'done' });
+    this.countStep(ctx, { action: 'handoff', outcome: 'done' });
     const target = ctx.version.graph.next.get(nodeId)?.get('always');
     if (!target) throw new Error(`node ${nodeId} has no edge for exit always`);
     this.enter(ctx, target, false);
@@ -543,7 +543,7 @@ export class ReleaseService {
       state.sender_unavailable_since ??= now;
       if (now.getTime() - state.sender_unavailable_since.getTime() >= SENDER_PARK_AFTER_MS) {
         this.park(ctx, 'sender_unavailable');
-        this.metrics.steps.inc({ action: 'send', outcome: 'parked' });
+        this.countStep(ctx, { action: 'send', outcome: 'parked' });
         return false;
       }
       return this.defer(ctx, nodeId, new Date(now.getTime() + SENDER_RETRY_MS), 'sender_unavailable', false);
@@ -607,7 +607,7 @@ export class ReleaseService {
     state.sender_id = senderId;
     ctx.sent = true;
     this.event(ctx, 'step_queued', { effect_id: effectId, idempotency_key: key, template: template?.name ?? null });
-    this.metrics.steps.inc({ action: 'send', outcome: 'queued' });
+    this.countStep(ctx, { action: 'send', outcome: 'queued' });
     return true;
   }
 
@@ -647,7 +647,7 @@ export class ReleaseService {
     }
     ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'classification', status: 'done', text: classId, reason: fallback ? `fallback:${fallback}` : null, usage });
     this.event(ctx, 'classified', { class_id: classId, confidence, fallback });
-    this.metrics.steps.inc({ action: 'ai_classify', outcome: fallback ? 'fallback' : 'classified' });
+    this.countStep(ctx, { action: 'ai_classify', outcome: fallback ? 'fallback' : 'classified' });
     return `class:${classId}`;
   }
 
@@ -683,7 +683,7 @@ export class ReleaseService {
       ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'send', status: 'awaiting_decision', text, template });
       state.next_run_at = null;
       this.event(ctx, 'awaiting_decision', {});
-      this.metrics.steps.inc({ action: 'send', outcome: 'awaiting_decision' });
+      this.countStep(ctx, { action: 'send', outcome: 'awaiting_decision' });
       return 'waiting';
     }
     if (existing.status === 'awaiting_decision') {
@@ -692,7 +692,7 @@ export class ReleaseService {
     }
     if (existing.status !== 'approved') {
       // Rejected by a person (or already settled): the step is over.
-      this.metrics.steps.inc({ action: 'send', outcome: existing.status });
+      this.countStep(ctx, { action: 'send', outcome: existing.status });
       return 'done';
     }
     let check: ApprovalCheckView;
@@ -707,13 +707,13 @@ export class ReleaseService {
       if (!(err instanceof AppError && err.code === ErrorCode.ServiceUnavailable)) throw err;
       // The gateway cannot vouch for the approval now: never send unchecked, never count it a failure; ask again soon.
       state.next_run_at = new Date(now.getTime() + SENDER_RETRY_MS);
-      this.metrics.steps.inc({ action: 'send', outcome: 'approval_check_unavailable' });
+      this.countStep(ctx, { action: 'send', outcome: 'approval_check_unavailable' });
       return 'waiting';
     }
     if (check.valid) return 'approved';
     await this.release.rejectEffect(tx, existing.id, 'approval_revoked', now);
     this.event(ctx, 'approval_revoked', { effect_id: existing.id, cause: check.reason });
-    this.metrics.steps.inc({ action: 'send', outcome: 'approval_revoked' });
+    this.countStep(ctx, { action: 'send', outcome: 'approval_revoked' });
     return 'done';
   }
 
@@ -765,7 +765,7 @@ export class ReleaseService {
   private async defer(ctx: ReleaseContext, nodeId: string, at: Date, reason: string, plan: boolean): Promise<false> {
     const { state, now, tx } = ctx;
     state.next_run_at = at;
-    this.metrics.steps.inc({ action: 'send', outcome: `deferred_${reason}` });
+    this.countStep(ctx, { action: 'send', outcome: `deferred_${reason}` });
     if (plan) {
       await this.release.upsertSchedulePlan(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, reason, at, now });
       this.event(ctx, 'deferred', { reason, until: at.toISOString() });
@@ -777,7 +777,7 @@ export class ReleaseService {
     const { state } = ctx;
     ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'send', status: 'skipped', reason });
     this.event(ctx, 'step_skipped', { reason });
-    this.metrics.steps.inc({ action: 'send', outcome: 'skipped' });
+    this.countStep(ctx, { action: 'send', outcome: 'skipped' });
     return true;
   }
 
@@ -802,9 +802,14 @@ export class ReleaseService {
       organization_id: state.organization_id,
       data: { enrollment_id: state.id, flow_id: state.flow_id, contact_id: state.contact_id, status, reason },
     });
-    this.metrics.finished.inc({ status, reason });
-    this.metrics.steps.inc({ action, outcome: status });
+    ctx.tx.afterCommit(() => this.metrics.finished.inc({ status, reason }));
+    this.countStep(ctx, { action, outcome: status });
     return false;
+  }
+
+  /** Counts a step outcome once its transaction commits: a batch that rolls back runs its rows again. */
+  private countStep(ctx: ReleaseContext, labels: { action: string; outcome: string }): void {
+    ctx.tx.afterCommit(() => this.metrics.steps.inc(labels));
   }
 
   private event(ctx: ReleaseContext, type: string, data: Record<string, unknown>): void {
