@@ -1,6 +1,7 @@
 import { Body, Controller, Module, Post, Req } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
@@ -29,6 +30,7 @@ describe('Gateway (HTTP)', () => {
   let world: TestWorld;
   let app: NestFastifyApplication;
   let http: ReturnType<typeof httpClient>;
+  let appUrl: string;
   let build: ReturnType<typeof gatewayBuilders>;
   let orgA: SeededKey;
   let orgB: SeededKey;
@@ -37,7 +39,8 @@ describe('Gateway (HTTP)', () => {
     world = await createTestWorld('gateway');
     const config = world.config(GatewayConfig, { SERVICE_PING_TIMEOUT_MS: String(PING_DEADLINE_MS), BODY_LIMIT_BYTES: String(64 * 1024) });
     app = await world.start(GatewayModule.forRoot(config, [...GATEWAY_ROUTE_MODULES, EchoWebhookModule]), gatewayStartOptions(config));
-    http = httpClient(await app.getUrl());
+    appUrl = await app.getUrl();
+    http = httpClient(appUrl);
     build = gatewayBuilders(app);
     orgA = await build.organizationWithKey({ scopes: ['admin', 'agents:read'] });
     orgB = await build.organizationWithKey({ scopes: ['admin'] });
@@ -221,6 +224,26 @@ describe('Gateway (HTTP)', () => {
       const res = await http('POST', '/api-keys', { secret: orgA.secret, json: { name: 'x'.repeat(70 * 1024), scopes: ['agents:read'] } });
       expect(res.status).toBe(413);
       expect(res.body.error.code).toBe('payload_too_large');
+    });
+
+    it('answers 431 headers_too_large and 400 malformed_request in our envelope when Node refuses the request before any route', async () => {
+      // Raw TCP: a client that would refuse to send such a request itself.
+      const raw = (request: string) =>
+        new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+          const { hostname, port } = new URL(appUrl);
+          const socket = connect(Number(port), hostname, () => socket.write(request));
+          let data = '';
+          socket.on('data', (chunk) => (data += chunk.toString('utf8')));
+          socket.on('error', reject);
+          socket.on('close', () => {
+            const [head, body] = data.split('\r\n\r\n');
+            resolve({ status: Number(head.split(' ')[1]), body: JSON.parse(body) });
+          });
+        });
+      const oversized = await raw(`GET /health/live HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`);
+      expect(oversized).toEqual({ status: 431, body: { error: { code: 'headers_too_large', message: expect.any(String) } } });
+      const malformed = await raw(`NOT HTTP AT ALL\r\n\r\n`);
+      expect(malformed).toEqual({ status: 400, body: { error: { code: 'malformed_request', message: expect.any(String) } } });
     });
 
     it('answers 415 unsupported_media_type to a body that is not JSON', async () => {

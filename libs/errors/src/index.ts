@@ -11,6 +11,9 @@ export enum ErrorCode {
   InvalidJson = 'invalid_json',
   ValidationFailed = 'validation_failed',
   PayloadTooLarge = 'payload_too_large',
+  HeadersTooLarge = 'headers_too_large',
+  RequestTimeout = 'request_timeout',
+  MalformedRequest = 'malformed_request',
   UnsupportedMediaType = 'unsupported_media_type',
   Unauthorized = 'unauthorized',
   Forbidden = 'forbidden',
@@ -102,6 +105,7 @@ export function httpStatusOf(code: ErrorCode | string): number {
   const known = code as ErrorCode;
   switch (known) {
     case ErrorCode.InvalidJson:
+    case ErrorCode.MalformedRequest:
     case ErrorCode.ValidationFailed:
     case ErrorCode.InvalidMessage:
     case ErrorCode.InvalidPayload:
@@ -139,6 +143,10 @@ export function httpStatusOf(code: ErrorCode | string): number {
       return 409;
     case ErrorCode.PayloadTooLarge:
       return 413;
+    case ErrorCode.HeadersTooLarge:
+      return 431;
+    case ErrorCode.RequestTimeout:
+      return 408;
     case ErrorCode.UnsupportedMediaType:
       return 415;
     case ErrorCode.StageRequired:

@@ -3,7 +3,10 @@ import type { DynamicModule, INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { ConfigError } from '@touchpoint/config';
+import { ErrorCode } from '@touchpoint/errors';
 import { createLogger, type Logger, PinoNestLogger } from '@touchpoint/observability';
 import { BusService } from './bus.service.js';
 import { rpcServerOptions, TouchpointRmqServer } from './rpc.js';
@@ -18,12 +21,33 @@ export interface StartOptions {
 }
 
 /**
+ * Answers a request Node's HTTP parser refused before any route saw it (headers over the size
+ * limit, a request that timed out, malformed HTTP) with our error envelope instead of Fastify's
+ * own body, then closes the connection as Node does.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, ErrorCode.HeadersTooLarge, 'the request headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, ErrorCode.RequestTimeout, 'the request did not arrive in time']
+        : [400, ErrorCode.MalformedRequest, 'the request is not valid HTTP'];
+  const body = JSON.stringify({ error: { code, message } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
+}
+
+/**
  * Creates, wires and starts a service: HTTP on PORT (Fastify), the RPC server on its queue, the bus
  * consumer and relay. Resolves once it is listening and consuming.
  */
 export async function startService(rootModule: DynamicModule, options: StartOptions = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    clientErrorHandler: answerClientError,
     genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
