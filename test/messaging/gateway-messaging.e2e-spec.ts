@@ -92,6 +92,11 @@ describe('gateway messaging routes', () => {
     expect(page2.body.items).toHaveLength(1);
     expect(page2.body.next_cursor).toBeNull();
     expect((await http('GET', '/contacts?cursor=garbage', { secret: key.secret })).body.error.code).toBe('invalid_cursor');
+    // A limit of the wrong type names that problem alone, not also the range it cannot be checked against.
+    const notANumber = await http('GET', '/contacts?limit=abc', { secret: key.secret });
+    expect([notANumber.status, notANumber.body.error.details]).toEqual([400, [{ field: 'limit', problems: [expect.stringContaining('integer')] }]]);
+    const tooMany = await http('GET', '/contacts?limit=100000', { secret: key.secret });
+    expect([tooMany.status, tooMany.body.error.details]).toEqual([400, [{ field: 'limit', problems: [expect.stringContaining('must not be greater than')] }]]);
 
     expect((await http('GET', `/contacts/${id}`, { secret: other.secret })).status).toBe(404);
     expect((await http('PATCH', `/contacts/${id}`, { secret: key.secret, json: { time_zone: 'America/Sao_Paulo' } })).body.time_zone).toBe('America/Sao_Paulo');
