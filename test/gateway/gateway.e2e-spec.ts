@@ -257,6 +257,13 @@ describe('Gateway (HTTP)', () => {
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: { code: 'route_not_found', message: expect.any(String) } });
     });
+
+    it('answers 404 route_not_found for an unknown route whatever its body (an empty or malformed JSON body is not checked first)', async () => {
+      for (const body of ['', '{not json']) {
+        const res = await http('PATCH', '/conversations', { secret: orgA.secret, body, headers: { 'content-type': 'application/json' } });
+        expect([res.status, res.body]).toEqual([404, { error: { code: 'route_not_found', message: 'no route PATCH /conversations' } }]);
+      }
+    });
   });
 
   describe('request id', () => {

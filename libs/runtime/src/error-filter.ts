@@ -91,8 +91,11 @@ export class AllErrorsFilter implements ExceptionFilter {
     }
     const http = host.switchToHttp();
     const reply = http.getResponse<{ status(code: number): { send(body: unknown): void }; header?: (k: string, v: string) => void }>();
-    const request = http.getRequest<{ id?: string; url?: string; method?: string }>();
-    const { status, body } = toEnvelope(exception, this.logger, { request_id: request?.id, url: request?.url, method: request?.method });
+    const request = http.getRequest<{ id?: string; url?: string; method?: string; is404?: boolean }>();
+    // Fastify parses the body of a request for no route too: a bad body there is still a 404.
+    const { status, body } = request?.is404
+      ? { status: 404, body: { error: { code: ErrorCode.RouteNotFound, message: `no route ${request.method} ${request.url?.split('?')[0]}` } } }
+      : toEnvelope(exception, this.logger, { request_id: request?.id, url: request?.url, method: request?.method });
     reply.status(status).send(body);
     return undefined;
   }
