@@ -158,6 +158,31 @@ describe(EnrollmentsService.name, () => {
       expect(result.results.map((r) => r.result)).toEqual(['added', 'added']);
     });
 
+    it('pages a campaign\'s enrollments by cursor: rows sharing one timestamp each come exactly once; a bad or foreign cursor is 422', async () => {
+      const c = await campaign();
+      await batch(c.campaign_id, await people(12));
+      // One instant for all of them, so only the id orders the page boundaries.
+      await w.sql(`UPDATE {o}.enrollments SET created_at = '2026-11-30T12:00:00.123456Z' WHERE campaign_id = $1`, [c.campaign_id]);
+      const seen: string[] = [];
+      const sizes: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const res: { status: number; body: { items: EnrollmentView[]; next_cursor: string | null } } = await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments?limit=5${cursor ? `&cursor=${cursor}` : ''}`, { secret });
+        expect(res.status).toBe(200);
+        seen.push(...res.body.items.map((e) => e.enrollment_id));
+        sizes.push(res.body.items.length);
+        cursor = res.body.next_cursor;
+      } while (cursor);
+      expect(sizes).toEqual([5, 5, 2]);
+      expect(new Set(seen).size).toBe(12);
+
+      const first = await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments?limit=5`, { secret });
+      const otherStatus = await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments?limit=5&status=ended&cursor=${first.body.next_cursor}`, { secret });
+      expect([otherStatus.status, otherStatus.body.error.code]).toEqual([422, 'invalid_cursor']);
+      const garbage = await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments?cursor=garbage`, { secret });
+      expect([garbage.status, garbage.body.error.code]).toEqual([422, 'invalid_cursor']);
+    });
+
     it('answers campaign_full past 200 live enrollments', async () => {
       const c = await campaign();
       const list = await people(203);
@@ -228,7 +253,7 @@ describe(EnrollmentsService.name, () => {
         const enrollments = await w.http!('GET', `/agentic/outreach/campaigns/${id}/enrollments`, { secret: other.secret });
         expect([enrollments.status, enrollments.body.error?.code]).toEqual([404, 'not_found']);
       }
-      expect((await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments`, { secret })).body).toEqual({ items: [] });
+      expect((await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments`, { secret })).body).toEqual({ items: [], next_cursor: null });
     });
 
     it('stops and resumes outreach for the organization', async () => {

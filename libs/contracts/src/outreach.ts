@@ -335,7 +335,10 @@ export interface EnrollmentListQuery {
   organization_id: string;
   campaign_id: string;
   status?: EnrollmentStatus;
+  /** 1–500, default 200. */
   limit?: number;
+  /** `next_cursor` of the previous page (same campaign and status). */
+  cursor?: string;
 }
 
 /** One item of the enrollment drawer's timeline (seed 003 §4.5), newest first, tie on id. */

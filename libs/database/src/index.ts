@@ -1,3 +1,4 @@
 export * from './data-source.js';
 export * from './bus-tables.migration.js';
 export * from './transaction.js';
+export * from './keyset-cursor.js';

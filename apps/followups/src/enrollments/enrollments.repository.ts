@@ -1,3 +1,4 @@
+import { cursorAtSql } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
 import type { FollowupEnrollmentStatus } from '@touchpoint/contracts';
 import { type Queryable, rowsOf } from '../requests/queryable.js';
@@ -122,9 +123,8 @@ export class EnrollmentsRepository {
     if (filter.status) where.push(`status = $${params.push(filter.status)}`);
     if (after) where.push(`(created_at, id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)`);
     params.push(limit);
-    // cursor_at keeps the microseconds a JS Date would drop.
     return rowsOf(db, 
-      `SELECT *, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+      `SELECT *, ${cursorAtSql('created_at')} AS cursor_at
          FROM enrollments WHERE ${where.join(' AND ')}
         ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
       params,

@@ -21,7 +21,7 @@ import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { type CompiledVersion, FlowVersionCache } from '../flows/flow-version-cache.js';
 import { FlowsRepository } from '../flows/flows.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { decodeCursor, encodeCursor } from '../paging/keyset-cursor.js';
+import { decodeCursor, encodeCursor } from '@touchpoint/database';
 import { poolOf } from '../requests/queryable.js';
 import { check, notFound, revisionConflict } from '../requests/request-checks.js';
 import { ReleaseSignal } from '../release/release-signal.js';

@@ -1,3 +1,4 @@
+import { cursorAtSql } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
 import type { PromiseStatus } from '@touchpoint/contracts';
 import { type Queryable, rowsOf } from '../requests/queryable.js';
@@ -48,7 +49,7 @@ export class PromisesRepository {
     return rowsOf(
       db,
       `SELECT p.*, c.name AS contact_name, c.phone AS contact_phone,
-              to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+              ${cursorAtSql('p.created_at')} AS cursor_at
          FROM promises p
          LEFT JOIN contacts c ON c.organization_id = p.organization_id AND c.contact_id = p.contact_id
         WHERE ${where.join(' AND ')}

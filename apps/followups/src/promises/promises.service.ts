@@ -34,7 +34,7 @@ import { ContactsRepository } from '../contacts/contacts.repository.js';
 import type { FollowupsConfig } from '../followups.config.js';
 import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { decodeCursor, encodeCursor } from '../paging/keyset-cursor.js';
+import { decodeCursor, encodeCursor } from '@touchpoint/database';
 import { poolOf } from '../requests/queryable.js';
 import { check, notFound } from '../requests/request-checks.js';
 import { SendersRepository } from '../senders/senders.repository.js';

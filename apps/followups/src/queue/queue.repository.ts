@@ -1,3 +1,4 @@
+import { cursorAtSql } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
 import type { QueueItemView } from '@touchpoint/contracts';
 import { type Queryable, rowsOf } from '../requests/queryable.js';
@@ -60,7 +61,7 @@ export class QueueRepository {
     const rows = await rowsOf<QueueRow>(db, 
       `SELECT e.id, e.contact_id, c.name AS contact_name, c.phone AS contact_phone, e.conversation_id, e.flow_id, f.name AS flow_name,
               e.agent_id, e.status, e.node_id, e.next_run_at, e.reason, e.updated_at, e.created_at, e.last_error,
-              to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+              ${cursorAtSql('e.created_at')} AS cursor_at
          FROM enrollments e
          JOIN flows f ON f.id = e.flow_id
          LEFT JOIN contacts c ON c.organization_id = e.organization_id AND c.contact_id = e.contact_id
@@ -110,7 +111,7 @@ export class QueueRepository {
       db,
       `SELECT p.id, p.contact_id, c.name AS contact_name, c.phone AS contact_phone, p.conversation_id, p.agent_id, p.status, p.due_at, p.reason,
               p.updated_at, p.created_at, p.last_error,
-              to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+              ${cursorAtSql('p.created_at')} AS cursor_at
          FROM promises p
          LEFT JOIN contacts c ON c.organization_id = p.organization_id AND c.contact_id = p.contact_id
         WHERE ${where.join(' AND ')}

@@ -133,7 +133,7 @@ export class OutreachController {
   @Get('campaigns/:campaign_id/enrollments')
   @RequireKey({ scopes: [Scope.OutreachRead] })
   @ApiOkResponse({ type: EnrollmentListDto })
-  @ApiErrorResponses(400, 404, 503)
+  @ApiErrorResponses(400, 404, 422, 503)
   listEnrollments(@CurrentCaller() caller: Caller, @Param() params: CampaignParams, @Query() query: ListEnrollmentsQuery) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.EnrollmentList, { ...params, ...query });
   }

@@ -1,3 +1,4 @@
+import { cursorAtSql } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
 import type { EnrollmentEndReason, EnrollmentStatus, EnrollmentView, PersonKind } from '@touchpoint/contracts';
 import { type Db, iso, rowsOf } from '../shared/sql.js';
@@ -119,12 +120,25 @@ export class EnrollmentsRepository {
     return row ?? null;
   }
 
-  async list(db: Db, organizationId: string, campaignId: string, status: EnrollmentStatus | undefined, limit: number): Promise<EnrollmentRow[]> {
-    return rowsOf<EnrollmentRow>(
+  /**
+   * A keyset page of a campaign's enrollments, newest first, strictly after `after` in
+   * (created_at DESC, id DESC) order: rows sharing a timestamp are neither repeated nor skipped.
+   */
+  async list(
+    db: Db,
+    organizationId: string,
+    campaignId: string,
+    status: EnrollmentStatus | undefined,
+    after: { createdAt: string; id: string } | undefined,
+    limit: number,
+  ): Promise<(EnrollmentRow & { cursor_at: string })[]> {
+    return rowsOf<EnrollmentRow & { cursor_at: string }>(
       db,
-      `SELECT e.*, ${AWAITING} FROM enrollments e WHERE e.organization_id = $1 AND e.campaign_id = $2 AND ($3::text IS NULL OR e.status = $3)
+      `SELECT e.*, ${AWAITING}, ${cursorAtSql('e.created_at')} AS cursor_at
+         FROM enrollments e WHERE e.organization_id = $1 AND e.campaign_id = $2 AND ($3::text IS NULL OR e.status = $3)
+          AND ($5::timestamptz IS NULL OR (e.created_at, e.id) < ($5::timestamptz, $6::uuid))
         ORDER BY e.created_at DESC, e.id DESC LIMIT $4`,
-      [organizationId, campaignId, status ?? null, limit],
+      [organizationId, campaignId, status ?? null, limit, after?.createdAt ?? null, after?.id ?? null],
     );
   }
 

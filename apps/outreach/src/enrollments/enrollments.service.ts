@@ -1,3 +1,4 @@
+import { decodeCursor, encodeCursor } from '@touchpoint/database';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   type ContactView,
@@ -172,18 +173,25 @@ export class EnrollmentsService {
     return toEnrollmentView(row);
   }
 
-  /** @throws AppError not_found (no such campaign in the organization), validation_failed (limit) */
-  async list(query: EnrollmentListQuery): Promise<{ items: EnrollmentView[] }> {
+  /**
+   * A keyset page of a campaign's enrollments, newest first; `next_cursor` is null on the last page.
+   * @throws AppError not_found (no such campaign in the organization), validation_failed (limit), invalid_cursor (malformed, or issued for another campaign or status)
+   */
+  async list(query: EnrollmentListQuery): Promise<{ items: EnrollmentView[]; next_cursor: string | null }> {
     const limit = query.limit ?? 200;
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError(ErrorCode.ValidationFailed, 'limit must be an integer from 1 to 500', { field: 'limit' });
     const organizationId = requireId(query.organization_id, 'organization_id');
     const campaignId = requireCampaignId(query.campaign_id);
+    const filters = { campaign_id: campaignId, status: query.status };
+    const after = query.cursor === undefined ? undefined : decodeCursor(String(query.cursor), filters);
     const rows = await this.uow.run(async (tx) => {
       // Another organization's campaign, like a missing one, is not found (never an empty list).
       if (!(await this.campaigns.find(tx, organizationId, campaignId))) throw new AppError(ErrorCode.NotFound, 'campaign not found');
-      return this.enrollments.list(tx, organizationId, campaignId, query.status, limit);
+      return this.enrollments.list(tx, organizationId, campaignId, query.status, after, limit + 1);
     });
-    return { items: rows.map(toEnrollmentView) };
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { items: page.map(toEnrollmentView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
   }
 
   /**

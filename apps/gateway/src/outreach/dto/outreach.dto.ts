@@ -117,11 +117,17 @@ export class EnrollBatchResultDto {
 
 export class ListEnrollmentsQuery {
   @ApiPropertyOptional({ enum: ENROLLMENT_STATUSES }) @IsOptional() @IsIn(ENROLLMENT_STATUSES) status?: string;
-  @ApiPropertyOptional({ minimum: 1, maximum: 500 }) @IsOptional() @Type(() => Number) @IsInt() limit?: number;
+  @ApiPropertyOptional({ minimum: 1, maximum: 500, default: 200 }) @IsOptional() @Type(() => Number) @IsInt() limit?: number;
+  @ApiPropertyOptional({ description: '`next_cursor` of the previous page (same status filter); a bad or stale one answers 422 invalid_cursor' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(1024)
+  cursor?: string;
 }
 
 export class EnrollmentListDto {
   @ApiProperty({ type: EnrollmentDto, isArray: true }) items!: EnrollmentDto[];
+  @ApiProperty({ type: String, nullable: true, description: 'Cursor of the next page; null on the last one' }) next_cursor!: string | null;
 }
 
 export class SettingsDto {

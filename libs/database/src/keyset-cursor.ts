@@ -3,13 +3,21 @@ import { AppError, ErrorCode } from '@touchpoint/errors';
 
 /**
  * Opaque keyset cursors (seed 002 "Fila": cursor pagination; a bad or stale cursor answers 422
- * `invalid_cursor`, start again without one).
+ * `invalid_cursor`, start again without one), shared by every keyset-paged list.
  *
  * A cursor names the last row of a page by its immutable sort key `(created_at with microseconds,
  * kind, id)`, so the next page starts strictly after it: rows sharing a timestamp are neither
  * repeated nor skipped, and rows changing status between pages do not shift the boundary. It also
  * carries a digest of the filters it was issued for: replaying it with other filters is stale.
  */
+
+/**
+ * SQL for a timestamptz column as a cursor position (`YYYY-MM-DDTHH:MM:SS.ffffffZ`): the
+ * microseconds a JS Date would drop, so a page boundary never falls between rows of one millisecond.
+ */
+export function cursorAtSql(column: string): string {
+  return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+}
 
 /** Format version; a cursor of another version is stale. */
 const CURSOR_VERSION = 1;
