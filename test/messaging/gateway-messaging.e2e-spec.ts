@@ -165,8 +165,14 @@ describe('gateway messaging routes', () => {
       ['in_app', 'sent'],
       ['whatsapp', 'pending'],
     ]);
-    const same = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.contact_id, body: 'other', channels: ['in_app'], idempotency_key: 'pay-1' } });
-    expect(same.body.notification_id).toBe(created.body.notification_id);
+    // A retry (same request, keys and channels in another order) answers the same notification; another request with the key is refused.
+    const retry = await http('POST', '/notifications', {
+      secret: key.secret,
+      json: { idempotency_key: 'pay-1', channels: ['in_app', 'whatsapp'], variables: { amount: 'R$ 10', name: 'Bruno' }, template_key: 'payment_received', contact_id: contact.body.contact_id },
+    });
+    expect([retry.status, retry.body.notification_id]).toEqual([201, created.body.notification_id]);
+    const reused = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.contact_id, body: 'other', channels: ['in_app'], idempotency_key: 'pay-1' } });
+    expect([reused.status, reused.body.error]).toEqual([409, { code: 'idempotency_conflict', message: expect.any(String), details: { field: 'idempotency_key', notification_id: created.body.notification_id } }]);
     expect((await http('GET', `/notifications/${created.body.notification_id}`, { secret: key.secret })).body.notification_id).toBe(created.body.notification_id);
     expect((await http('GET', `/notifications?contact_id=${contact.body.contact_id}`, { secret: key.secret })).body.items).toHaveLength(1);
     expect((await http('GET', `/notifications/${created.body.notification_id}`, { secret: other.secret })).status).toBe(404);

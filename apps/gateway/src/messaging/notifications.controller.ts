@@ -14,8 +14,8 @@ export class NotificationsController {
 
   @Post('notifications')
   @RequireKey({ scopes: [Scope.MessagingWrite] })
-  @ApiOperation({ summary: 'Create a notification: one delivery per channel, pending until the dispatcher reports' })
-  @ApiErrorResponses(400, 404, 503)
+  @ApiOperation({ summary: 'Create a notification: one delivery per channel, pending until the dispatcher reports. A retry with the same idempotency_key and request answers the same notification; another request with that key answers 409 idempotency_conflict' })
+  @ApiErrorResponses(400, 404, 409, 503)
   create(@CurrentCaller() caller: Caller, @Body() body: CreateNotificationDto) {
     return this.forwarder.forward(caller, 'messaging', MessagingRpc.NotificationCreate, body);
   }

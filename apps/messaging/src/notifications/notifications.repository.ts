@@ -13,6 +13,8 @@ export interface NotificationRow {
   priority: string;
   data: Record<string, unknown>;
   idempotency_key: string | null;
+  /** sha256 of the creating request when it carried an idempotency key (null on older rows). */
+  request_hash: string | null;
   conversation_instance_id: string | null;
   created_at: Date;
 }
@@ -76,13 +78,23 @@ export class NotificationsRepository {
   /** Inserts a notification; null when its idempotency key already has one. */
   async insert(
     tx: Tx,
-    n: { organization_id: string; contact_id: string; template_key: string | null; title: string | null; body: string; priority: string; data: Record<string, unknown>; idempotency_key: string | null },
+    n: {
+      organization_id: string;
+      contact_id: string;
+      template_key: string | null;
+      title: string | null;
+      body: string;
+      priority: string;
+      data: Record<string, unknown>;
+      idempotency_key: string | null;
+      request_hash: string | null;
+    },
     now: Date,
   ): Promise<NotificationRow | null> {
     const rows = await tx.query<NotificationRow>(
-      `INSERT INTO notifications (organization_id, contact_id, template_key, title, body, priority, data, idempotency_key, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9) ON CONFLICT DO NOTHING RETURNING *`,
-      [n.organization_id, n.contact_id, n.template_key, n.title, n.body, n.priority, JSON.stringify(n.data), n.idempotency_key, now],
+      `INSERT INTO notifications (organization_id, contact_id, template_key, title, body, priority, data, idempotency_key, request_hash, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10) ON CONFLICT DO NOTHING RETURNING *`,
+      [n.organization_id, n.contact_id, n.template_key, n.title, n.body, n.priority, JSON.stringify(n.data), n.idempotency_key, n.request_hash, now],
     );
     return rows[0] ?? null;
   }

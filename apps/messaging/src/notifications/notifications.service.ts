@@ -1,4 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { stringify as stableStringify } from 'safe-stable-stringify';
 import {
   NOTIFICATION_CHANNELS,
   type NotificationChannel,
@@ -54,7 +56,7 @@ export class NotificationsService {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  /** @throws AppError validation_failed, not_found (contact, template) */
+  /** @throws AppError validation_failed, not_found (contact, template), idempotency_conflict (the key created a different notification) */
   async create(data: NotificationCreateData): Promise<NotificationView> {
     requireId(data?.contact_id, 'contact');
     const channels = [...new Set(data.channels ?? [])];
@@ -62,10 +64,11 @@ export class NotificationsService {
       throw new AppError(ErrorCode.ValidationFailed, `channels must be a non-empty list of ${NOTIFICATION_CHANNELS.join(', ')}`, { field: 'channels' });
     }
     if (data.priority && !['low', 'normal', 'high'].includes(data.priority)) throw new AppError(ErrorCode.ValidationFailed, 'priority must be low, normal or high', { field: 'priority' });
+    const requestHash = data.idempotency_key ? requestHashOf(data, channels) : null;
     const notificationId = await this.uow.run(async (tx) => {
       if (data.idempotency_key) {
         const existing = await this.repository.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key);
-        if (existing) return existing.id;
+        if (existing) return sameRequest(existing, requestHash);
       }
       const contact = await this.contacts.mustFind(tx, data.organization_id, data.contact_id);
       if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
@@ -90,12 +93,13 @@ export class NotificationsService {
           priority: data.priority ?? 'normal',
           data: data.data ?? {},
           idempotency_key: data.idempotency_key ?? null,
+          request_hash: requestHash,
         },
         now,
       );
       if (!notification) {
         const winner = await this.repository.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key!);
-        return winner!.id;
+        return sameRequest(winner!, requestHash);
       }
       const disabled = await this.repository.disabledChannels(tx, data.organization_id, contact.id);
       for (const channel of channels) await this.deliver(tx, notification, channel, disabled.has(channel), now);
@@ -196,4 +200,34 @@ export class NotificationsService {
       return { items: await this.repository.listPreferences(tx, organizationId, contactId) };
     });
   }
+}
+
+/**
+ * The fingerprint of a create request: what the caller asked for (contact, channels, template and
+ * variables or title and body, priority, data), key order and channel order aside.
+ */
+function requestHashOf(data: NotificationCreateData, channels: string[]): string {
+  const request = {
+    contact_id: data.contact_id,
+    channels: [...channels].sort(),
+    template_key: data.template_key ?? null,
+    variables: data.variables ?? null,
+    title: data.title ?? null,
+    body: data.body ?? null,
+    priority: data.priority ?? 'normal',
+    data: data.data ?? {},
+  };
+  return createHash('sha256').update(stableStringify(request) ?? '').digest('hex');
+}
+
+/**
+ * The notification a reused idempotency key answers: the same one for the same request (a retry),
+ * 409 for another (rows from before request fingerprints answer every retry).
+ * @throws AppError idempotency_conflict
+ */
+function sameRequest(existing: NotificationRow, requestHash: string | null): string {
+  if (existing.request_hash && requestHash && existing.request_hash !== requestHash) {
+    throw new AppError(ErrorCode.IdempotencyConflict, 'this idempotency_key was already used for a different notification', { field: 'idempotency_key', notification_id: existing.id });
+  }
+  return existing.id;
 }
