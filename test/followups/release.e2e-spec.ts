@@ -363,6 +363,25 @@ describe(ReleaseService.name, () => {
       }
     });
 
+    it('holds the contact\'s 24 h cap when four workers\' batches reach one contact at once (the contact is theirs one at a time)', async () => {
+      const settings = app.get(SettingsService);
+      await settings.update({ organization_id: org, expected_revision: (await settings.get(org)).revision, contact_daily_cap: 3 });
+      const contactId = await contactWhoWrote();
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) ids.push((await enroll(await activeFlow(...twoTexts()), contactId)).id);
+      try {
+        for (let round = 0; round < 5; round++) {
+          await Promise.all(Array.from({ length: 4 }, async () => { while ((await sut.releaseBatch(2)) > 0); }));
+          clock.advance(2000);
+        }
+        expect(await sendEffects(ids)).toHaveLength(3);
+        const [{ n }] = await sql(`SELECT count(*)::int AS n FROM fu.enrollments WHERE id = ANY($1::uuid[]) AND node_id = 'a1' AND next_run_at > $2`, [ids, new Date(clock.now().getTime() + 23 * HOUR)]);
+        expect(n).toBe(9);
+      } finally {
+        clock.set(new Date('2026-10-06T13:00:00Z'));
+      }
+    });
+
     it('never releases one step twice when four workers claim batches at once', async () => {
       const flowId = await activeFlow(...twoTexts());
       const ids: string[] = [];

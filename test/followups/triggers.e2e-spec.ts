@@ -9,6 +9,7 @@ import { FixedClock, sleep } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
+import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { TriggersService } from '../../apps/followups/src/rules/triggers.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
@@ -247,5 +248,75 @@ describe('Follow-up rule triggers', () => {
     await triggers.processBatch();
     expect(await enrollmentsOf(onStepTag)).toEqual([]);
     expect(await enrollmentsOf(onOtherTag)).toHaveLength(1);
+  });
+
+  describe('release steps that change a contact\'s tags', () => {
+    /** An organization with a connected sender, and a contact known to messaging and to followups who wrote an hour ago. */
+    async function contactOf(org: string, tags: string[] = []): Promise<string> {
+      await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: randomUUID(), channel: 'whatsapp', is_default: true, status: 'connected' });
+      const rpc = followups.get(RpcClient);
+      const created = await rpc.call<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: 'Ana', phone: `+55929${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}` });
+      const contactId = (created.data ?? created).contact_id ?? (created.data ?? created).id;
+      await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
+      await eventually(async () => (await sql(`SELECT 1 FROM fu.senders WHERE organization_id = $1`, [org])).length === 1);
+      await sql(`UPDATE fu.contacts SET tags = $2, last_inbound_at = $3 WHERE contact_id = $1`, [contactId, tags, new Date(clock.now().getTime() - HOUR)]);
+      return contactId;
+    }
+    const oneAction = (id: string, config: Record<string, unknown>): [FlowGraph, FlowSettings] => [
+      {
+        nodes: [
+          { id: 't', type: 'trigger', config: {} },
+          { id, type: 'action', config } as FlowGraph['nodes'][number],
+          { id: 'e', type: 'end', config: {} },
+        ],
+        edges: [
+          { id: 'e1', source: 't', target: id, condition: { type: 'always' } },
+          { id: 'e2', source: id, target: 'e', condition: { type: 'always' } },
+        ],
+      },
+      { trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'pause', ...ALWAYS_OPEN },
+    ];
+    const enroll = async (org: string, flowId: string, contactId: string) =>
+      (await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID() })).enrollment.id;
+
+    it('a send after an untag of the same contact in one batch checks consent against the tags the untag left', async () => {
+      const org = randomUUID();
+      const settings = followups.get(SettingsService);
+      await settings.update({ organization_id: org, expected_revision: (await settings.get(org)).revision, consent_mode: 'all_opt_in', consent_tag: 'opt_in' });
+      const contactId = await contactOf(org, ['opt_in']);
+      const untag = await enroll(org, await activeFlow(org, ...oneAction('untag', { mode: 'untag', tags: ['opt_in'] })), contactId);
+      const send = await enroll(org, await activeFlow(org, ...oneAction('send', { mode: 'text', body: 'Promo' })), contactId);
+      await sql(`UPDATE fu.enrollments SET next_run_at = $2 WHERE id = $1`, [untag, new Date(clock.now().getTime() - 2000)]);
+      await sql(`UPDATE fu.enrollments SET next_run_at = $2 WHERE id = $1`, [send, new Date(clock.now().getTime() - 1000)]);
+
+      await followups.get(ReleaseService).releaseBatch(16);
+      expect((await sql(`SELECT status FROM fu.enrollments WHERE id = $1`, [untag]))[0].status).toBe('completed');
+      const effects = await sql(`SELECT kind, status, reason FROM fu.effects WHERE enrollment_id = $1`, [send]);
+      expect(effects).toEqual([{ kind: 'send', status: 'skipped', reason: 'no_consent' }]);
+    });
+
+    it('ten tag steps of one contact due at once, released by four workers, all complete with no deadlock and no failure', async () => {
+      const org = randomUUID();
+      const contactId = await contactOf(org);
+      const ids: string[] = [];
+      for (let i = 0; i < 10; i++) ids.push(await enroll(org, await activeFlow(org, ...oneAction('tag', { mode: 'tag', tags: [`t${i}`] })), contactId));
+      const release = followups.get(ReleaseService);
+      const start = clock.now();
+      try {
+        // A worker that finds the contact busy defers its rows 2 s: move the clock on between rounds.
+        for (let round = 0; round < 10; round++) {
+          await Promise.all(Array.from({ length: 4 }, async () => { while ((await release.releaseBatch(3)) > 0); }));
+          const [{ n }] = await sql(`SELECT count(*)::int AS n FROM fu.enrollments WHERE id = ANY($1::uuid[]) AND status = 'completed'`, [ids]);
+          if (n === ids.length) break;
+          clock.advance(2000);
+        }
+        const rows = await sql(`SELECT status, failures, last_error FROM fu.enrollments WHERE id = ANY($1::uuid[])`, [ids]);
+        expect(rows.map((r) => [r.status, r.failures, r.last_error])).toEqual(ids.map(() => ['completed', 0, null]));
+        const [contact] = await sql(`SELECT tags FROM fu.contacts WHERE contact_id = $1`, [contactId]);
+        expect([...contact.tags].sort()).toEqual(ids.map((_, i) => `t${i}`).sort());
+      } finally {
+        clock.set(start);
+      }
+    });
   });
 });

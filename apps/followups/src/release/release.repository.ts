@@ -70,10 +70,14 @@ const DUE_STATUSES = `('active', 'waiting_reply')`;
 export class ReleaseRepository {
   /**
    * Claims the oldest due enrollment and takes its contact, in one statement (seed 000 "claim …
-   * FOR UPDATE SKIP LOCKED", "contact FOR SHARE SKIP LOCKED"). Rows another release holds are
-   * skipped, never waited for, so any number of workers and replicas can run. The contact comes
-   * FOR SHARE (two releases of one contact go together) SKIP LOCKED: a stop path updating the
-   * contact makes it come back null, and the release gives up at once — never waiting on each
+   * FOR UPDATE SKIP LOCKED", "contact … SKIP LOCKED"). Rows another release holds are skipped,
+   * never waited for, so any number of workers and replicas can run. The contact comes FOR NO KEY
+   * UPDATE SKIP LOCKED, where seed 000 says FOR SHARE: with a shared lock two releases of one
+   * contact ran together, each counted only its own sends against the per-contact 24 h cap (40
+   * flows due at once for one contact sent 9 where the cap is 3), and two tag steps of one contact
+   * each waited for the other's share lock to update the row (deadlock). Held exclusively, a
+   * second release of the contact finds it busy and comes back in 2 s. A stop path updating the
+   * contact still makes it come back null, and the release gives up at once — never waiting on each
    * other, the two cannot deadlock. The flow's status comes along, unlocked (see lockFlowStatus).
    * @returns the claimed row with `contact` null when the contact is busy (or missing), or undefined when nothing is due
    */
@@ -92,7 +96,8 @@ export class ReleaseRepository {
 
   /**
    * Claims up to `limit` of the oldest due enrollments in one statement, each as `claimDue` claims
-   * one (SKIP LOCKED on the enrollment, FOR SHARE SKIP LOCKED on its contact), oldest first.
+   * one (SKIP LOCKED on the enrollment and on its contact), oldest first. Several rows of one
+   * contact in the batch share its lock (the same transaction holds it).
    * @returns the claimed rows (empty when nothing is due)
    */
   async claimDueBatch(db: Queryable, now: Date, limit: number): Promise<ClaimedRow[]> {
@@ -110,7 +115,7 @@ export class ReleaseRepository {
          JOIN flows f ON f.id = e.flow_id
          LEFT JOIN LATERAL (
            SELECT * FROM contacts WHERE organization_id = e.organization_id AND contact_id = e.contact_id
-           FOR SHARE SKIP LOCKED) c ON true
+           FOR NO KEY UPDATE SKIP LOCKED) c ON true
          -- The contact's follow-up sends of the last 24 h (per-contact cap), read here to save a round trip.
          CROSS JOIN LATERAL (
            SELECT count(*)::int AS count, min(created_at) AS oldest FROM effects

@@ -173,11 +173,16 @@ export class ReleaseService {
         const pending: PendingWrites = { writes: [], messages: [] };
         // Sends queued earlier in this batch count against the per-contact cap of the later rows.
         const batchSends = new Map<string, number>();
+        // Rows of one contact share one contact object, so a tag step's change is what a later
+        // row of that contact checks its consent against.
+        const contacts = new Map<string, ContactActivity>();
         for (const row of rows) {
           current = { id: row.id, revision: row.revision, organization_id: row.organization_id };
           const earlier = batchSends.get(row.contact_id) ?? 0;
           const recentSends = earlier ? { count: row.recentSends.count + earlier, oldest: row.recentSends.oldest ?? now } : row.recentSends;
-          const result = await this.releaseClaimed(tx, now, { ...row, recentSends }, pending);
+          const contactKey = `${row.organization_id}:${row.contact_id}`;
+          const contact = row.contact && (contacts.get(contactKey) ?? contacts.set(contactKey, row.contact).get(contactKey)!);
+          const result = await this.releaseClaimed(tx, now, { ...row, contact, recentSends }, pending);
           if (result.sent) batchSends.set(row.contact_id, earlier + 1);
           if (result.aiRequest) aiRequests.push(result.aiRequest);
           outcomes.push(result.outcome);
@@ -435,7 +440,11 @@ export class ReleaseService {
       // Tags are idempotent, so calling messaging (their owner) before our commit is safe to repeat.
       const pattern = config.mode === 'tag' ? MessagingRpc.ContactTag : MessagingRpc.ContactUntag;
       await this.rpc.call('messaging', pattern, { organization_id: state.organization_id, contact_id: state.contact_id, tags: config.tags, source: 'followups' }, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
-      await this.contacts.applyTags(tx, state.organization_id, state.contact_id, config.mode === 'tag' ? config.tags : [], config.mode === 'untag' ? config.tags : []);
+      const add = config.mode === 'tag' ? config.tags : [];
+      const remove = config.mode === 'untag' ? config.tags : [];
+      await this.contacts.applyTags(tx, state.organization_id, state.contact_id, add, remove);
+      // What the rest of this release (and later rows of the contact in the batch) check consent against.
+      ctx.contact.tags = [...new Set([...ctx.contact.tags, ...add])].filter((t) => !remove.includes(t));
       ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'action', status: 'done', reason: `${config.mode}:${config.tags.join(',')}` });
       this.countStep(ctx, { action: config.mode, outcome: 'done' });
       return 'always';
