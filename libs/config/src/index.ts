@@ -1,5 +1,20 @@
 import 'reflect-metadata';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, type ValidationError, validateSync } from 'class-validator';
+
+/** class-validator's type checks, and the size or range checks that only repeat a failed type check (`limit=abc`). */
+const TYPE_CONSTRAINTS = new Set(['isInt', 'isNumber', 'isNumberString', 'isString', 'isBoolean', 'isUuid', 'isArray', 'isObject', 'isDate', 'isDateString', 'isIso8601', 'isEnum']);
+const RANGE_CONSTRAINTS = new Set(['min', 'max', 'minLength', 'maxLength', 'isLength', 'arrayMinSize', 'arrayMaxSize', 'arrayNotEmpty', 'isPositive', 'isNegative']);
+
+/**
+ * The problems of one class-validator error: all of them, except that a value of the wrong type
+ * lists that alone, not also the ranges it cannot be checked against. Used for config and for the
+ * gateway's request validation.
+ */
+export function problemsOf(error: ValidationError): string[] {
+  const constraints = Object.entries(error.constraints ?? {});
+  const typeFailed = constraints.some(([name]) => TYPE_CONSTRAINTS.has(name));
+  return constraints.filter(([name]) => !typeFailed || !RANGE_CONSTRAINTS.has(name)).map(([, problem]) => problem);
+}
 
 /** Thrown at start-up when an environment variable is missing or invalid; names every bad variable. */
 export class ConfigError extends Error {
@@ -30,7 +45,7 @@ export function loadConfig<T extends object>(cls: new () => T, env: NodeJS.Proce
   if (errors.length > 0) {
     const names = errors.map((e) => e.property);
     const detail = errors
-      .map((e) => `${e.property}=${JSON.stringify(raw[e.property])}: ${Object.values(e.constraints ?? {}).join('; ')}`)
+      .map((e) => `${e.property}=${JSON.stringify(raw[e.property])}: ${problemsOf(e).join('; ')}`)
       .join(', ');
     throw new ConfigError(names, detail);
   }

@@ -1,4 +1,5 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { problemsOf } from '@touchpoint/config';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { FieldProblem } from '../accounts/accounts.errors.js';
 
@@ -22,10 +23,6 @@ export function createValidationPipe(): ValidationPipe {
   });
 }
 
-/** class-validator's type checks, and the size or range checks that only repeat a failed type check (`?limit=abc`). */
-const TYPE_CONSTRAINTS = new Set(['isInt', 'isNumber', 'isNumberString', 'isString', 'isBoolean', 'isUuid', 'isArray', 'isObject', 'isDate', 'isDateString', 'isIso8601', 'isEnum']);
-const RANGE_CONSTRAINTS = new Set(['min', 'max', 'minLength', 'maxLength', 'isLength', 'arrayMinSize', 'arrayMaxSize', 'arrayNotEmpty', 'isPositive', 'isNegative']);
-
 /**
  * class-validator's error tree → one entry per field path. A field whose type is wrong lists that
  * problem alone, not also the ranges a value of the wrong type cannot be checked against.
@@ -34,9 +31,7 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
   const out: FieldProblem[] = [];
   for (const error of errors) {
     const field = parent ? `${parent}.${error.property}` : error.property;
-    const constraints = Object.entries(error.constraints ?? {});
-    const typeFailed = constraints.some(([name]) => TYPE_CONSTRAINTS.has(name));
-    const problems = constraints.filter(([name]) => !typeFailed || !RANGE_CONSTRAINTS.has(name)).map(([, problem]) => problem);
+    const problems = problemsOf(error);
     if (problems.length) out.push({ field, problems });
     if (error.children?.length) out.push(...flattenValidationErrors(error.children, field));
   }

@@ -6,6 +6,21 @@ describe(loadConfig.name, () => {
     expect(sut).toMatchObject({ BUS_NAMESPACE: 'tp', RPC_TIMEOUT_MS: 5000, BUS_MAX_ATTEMPTS: 5, BUS_QUEUE_TYPE: 'quorum' });
   });
 
+  it('names only the type problem of a value of the wrong type, and the range problem of a number out of range', () => {
+    const messageOf = (env: Record<string, string>) => {
+      try {
+        loadConfig(ServiceConfig, env);
+      } catch (err) {
+        return (err as ConfigError).message;
+      }
+      throw new Error('expected a ConfigError');
+    };
+    const wrongType = messageOf({ RPC_TIMEOUT_MS: 'soon' });
+    expect(wrongType).toContain('RPC_TIMEOUT_MS="soon": ');
+    expect(wrongType).not.toMatch(/less than|greater than/);
+    expect(messageOf({ RPC_TIMEOUT_MS: '5' })).toMatch(/RPC_TIMEOUT_MS=5: .*less than/);
+  });
+
   it('converts numbers from the environment', () => {
     expect(loadConfig(ServiceConfig, { RPC_TIMEOUT_MS: '1500', PORT: '0' })).toMatchObject({ RPC_TIMEOUT_MS: 1500, PORT: 0 });
   });
