@@ -210,6 +210,52 @@ describe('Follow-up AI steps', () => {
     expect((await effectsOf(fallback, 'send'))[0]).toMatchObject({ status: 'queued', text: null, template: { name: 'retomada_conversa', language: 'pt_BR' } });
   });
 
+  it('an AI-written send deferred after the model answered (pacing) sends that answer later without asking the model again', async () => {
+    // A worker that paces its sender: 1 s between two sends of one number.
+    const paced = (await startFollowups(world, { clock, env: { FOLLOWUP_AI_LEASE_MS: String(LEASE_MS), FOLLOWUP_SENDER_GAP_MS: '1000' } })).get(ReleaseService);
+    const graph: FlowGraph = {
+      nodes: [
+        { id: 't', type: 'trigger', config: {} },
+        { id: 'ai', type: 'action', config: { mode: 'ai', instructions: 'Retome a conversa' } },
+        { id: 'e', type: 'end', config: {} },
+      ],
+      edges: [
+        { id: 'e1', source: 't', target: 'ai', condition: { type: 'always' } },
+        { id: 'e2', source: 'ai', target: 'e', condition: { type: 'always' } },
+      ],
+    };
+    const flowId = await activeFlow(graph, { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN });
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const contactId = randomUUID();
+      await inbound(contactId, 'oi', new Date(clock.now().getTime() - HOUR));
+      await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
+      ids.push((await enrollments.create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID() })).enrollment.id);
+    }
+    await script([{ reply: { body: 'Texto 1' } }, { reply: { body: 'Texto 2' } }, { reply: { body: 'Texto 3' } }]);
+    const start = clock.now();
+    try {
+      expect(await paced.releaseOne()).toBe('released');
+      expect(await paced.releaseOne()).toBe('released');
+      const sends = (await Promise.all(ids.map((id) => effectsOf(id, 'send')))).map((rows) => rows.map((r) => r.text));
+      // One went out; the other's answer came back while the number was paced: it waits, answer kept.
+      expect(sends.flat()).toHaveLength(1);
+      const waiting = ids[sends.findIndex((rows) => rows.length === 0)];
+      expect((await enrollment(waiting)).ai_draft).toMatchObject({ node_id: 'ai', result: { status: 'ok' } });
+
+      clock.advance(1000);
+      expect(await paced.releaseOne()).toBe('released');
+      const [late] = await effectsOf(waiting, 'send');
+      expect(late).toMatchObject({ status: 'queued' });
+      expect(['Texto 1', 'Texto 2']).toContain(late.text);
+      expect(sends.flat()).not.toContain(late.text);
+      expect((await requests()).filter((r) => r.task === 'followup_message')).toHaveLength(2);
+      expect(await enrollment(waiting)).toMatchObject({ status: 'completed', ai_draft: null });
+    } finally {
+      clock.set(start);
+    }
+  });
+
   it('worker dies during the model call: after the lease another runs the step with a new fence, and the late answer is dropped', async () => {
     const id = await replied('Quanto custa?');
     // Worker A's call is held by the model past the lease; worker B's call is answered at once.

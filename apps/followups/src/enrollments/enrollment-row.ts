@@ -1,4 +1,4 @@
-import type { EnrollmentEventView, FollowupEnrollmentStatus, FollowupEnrollmentView, EffectStatus, EffectView, FlowTemplateRef, HandoffPolicy } from '@touchpoint/contracts';
+import type { AiRunResult, EnrollmentEventView, FollowupEnrollmentStatus, FollowupEnrollmentView, EffectStatus, EffectView, FlowTemplateRef, HandoffPolicy } from '@touchpoint/contracts';
 
 /** An enrollment row as the engine reads and writes it (one per contact × flow run). */
 export interface EnrollmentRow {
@@ -41,10 +41,20 @@ export interface EnrollmentRow {
   ai_attempts: number;
   /** Lease of an AI step's model call; `next_run_at` is moved to it as well. */
   locked_until: Date | null;
+  /** The model's answer of an AI-written send waiting to go out, for this node and visit (see AddAiDraft). */
+  ai_draft: AiDraft | null;
   revision: number;
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
+}
+
+/** An AI-written send's model answer, kept while the send waits. `at`: ISO instant it was answered. */
+export interface AiDraft {
+  node_id: string;
+  step: number;
+  at: string;
+  result: AiRunResult;
 }
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);

@@ -172,6 +172,7 @@ export class EnrollmentsService {
       last_error: null,
       ai_attempts: 0,
       locked_until: null,
+      ai_draft: null,
       revision: 1,
       created_at: now,
       updated_at: now,

@@ -37,7 +37,7 @@ const STATE_COLUMNS = [
   ['variables', 'jsonb'], ['sender_id', 'uuid'], ['repeat_counts', 'jsonb'], ['last_reply_text', 'text'], ['reply_seen_at', 'timestamptz'],
   ['handoff_seen_at', 'timestamptz'], ['pending_exit', 'text'], ['last_send_status', 'text'], ['inflight_effect_id', 'uuid'],
   ['sender_unavailable_since', 'timestamptz'], ['failures', 'int'], ['last_error', 'text'], ['finished_at', 'timestamptz'], ['ai_attempts', 'int'],
-  ['locked_until', 'timestamptz'],
+  ['locked_until', 'timestamptz'], ['ai_draft', 'jsonb'],
 ] as const satisfies readonly (readonly [keyof EnrollmentRow, string])[];
 
 /** What one step writes: the enrollment's new state, its timeline entries, and its effects. */
@@ -141,7 +141,7 @@ export class ReleaseRepository {
     const arg = (values: unknown[], type: string) => `$${params.push(values)}::${type}[]`;
     const stateArgs = [
       arg(steps.map((w) => w.state.id), 'uuid'),
-      ...STATE_COLUMNS.map(([column, type]) => arg(steps.map((w) => (type === 'jsonb' ? JSON.stringify(w.state[column]) : w.state[column])), type)),
+      ...STATE_COLUMNS.map(([column, type]) => arg(steps.map((w) => (type === 'jsonb' && w.state[column] !== null ? JSON.stringify(w.state[column]) : w.state[column])), type)),
     ];
     const events = steps.flatMap((w) => w.events);
     const ev = (f: (e: NewEnrollmentEvent) => unknown, type: string) => arg(events.map(f), type);

@@ -45,6 +45,8 @@ export const SENDER_RETRY_MS = 15_000;
 export const SENDER_PARK_AFTER_MS = 30 * 60_000;
 /** A send over the monthly quota waits this long, ms (seed 000 "Quota used up: deferred 30 min at a time"). */
 export const QUOTA_RETRY_MS = 30 * 60_000;
+/** How long an AI-written send's answer stays usable while the send waits, ms (then the model is asked again). */
+export const AI_DRAFT_TTL_MS = 60 * 60_000;
 /** Node transitions one release may chain (instant nodes); more means a bug, not a flow. */
 const MAX_TRANSITIONS = 64;
 
@@ -495,7 +497,10 @@ export class ReleaseService {
       if (!config.template_fallback) return this.skip(ctx, nodeId, 'outside_service_window');
       template = config.template_fallback;
     } else if (config.mode === 'ai') {
-      const answer = this.answerFor(ctx, nodeId);
+      const fresh = this.answerFor(ctx, nodeId);
+      // Kept until the send goes out: a deferral below (pacing, cap, sender) does not ask the model again.
+      if (fresh) state.ai_draft = { node_id: nodeId, step: state.step, at: now.toISOString(), result: fresh };
+      const answer = fresh ?? this.storedDraft(ctx, nodeId);
       if (!answer) {
         this.requestAi(ctx, nodeId, 'followup_message', {
           objective: config.instructions,
@@ -666,6 +671,19 @@ export class ReleaseService {
     return ai && ai.request.nodeId === nodeId && ai.request.step === ctx.state.step && ai.request.attempts === ctx.state.ai_attempts ? ai.result : undefined;
   }
 
+  /**
+   * The answer kept from an earlier release of this visit of `nodeId` whose send was deferred:
+   * only while it is younger than AI_DRAFT_TTL_MS and the contact has not written since.
+   */
+  private storedDraft(ctx: ReleaseContext, nodeId: string): AiRunResult | undefined {
+    const draft = ctx.state.ai_draft;
+    if (!draft || draft.node_id !== nodeId || draft.step !== ctx.state.step) return undefined;
+    const at = Date.parse(draft.at);
+    if (ctx.now.getTime() - at > AI_DRAFT_TTL_MS) return undefined;
+    if (ctx.contact.last_inbound_at && ctx.contact.last_inbound_at.getTime() > at) return undefined;
+    return draft.result;
+  }
+
   /** First pass of an AI step: lease and fence now, the model call after the commit. */
   private requestAi(ctx: ReleaseContext, nodeId: string, kind: StepAiKind, input: AiInputByKind[StepAiKind]): void {
     const { state, now } = ctx;
@@ -757,6 +775,7 @@ export class ReleaseService {
     state.step += 1;
     state.node_entered_at = now;
     state.pending_exit = null;
+    state.ai_draft = null;
     if (node.type === 'wait') {
       const ms = node.config.mode === 'fixed' ? node.config.duration_ms : node.config.timeout_ms;
       state.next_run_at = new Date(now.getTime() + ms);
