@@ -250,6 +250,18 @@ describe('Follow-up rule triggers', () => {
     expect(await enrollmentsOf(onOtherTag)).toHaveLength(1);
   });
 
+  it('keeps the newest tag list when messaging\'s tag events arrive out of order', async () => {
+    const org = randomUUID();
+    const contactId = randomUUID();
+    const base = Date.now();
+    const newer = await publishEvent(world, MessagingEvents.ContactTagged, org, { contact_id: contactId, tags: ['b'], all_tags: ['a', 'b'] }, new Date(base + 2000));
+    await eventually(async () => (await sql(`SELECT 1 FROM fu.inbox_events WHERE event_id = $1`, [newer.event_id])).length > 0);
+    const older = await publishEvent(world, MessagingEvents.ContactTagged, org, { contact_id: contactId, tags: ['a'], all_tags: ['a'] }, new Date(base + 1000));
+    await eventually(async () => (await sql(`SELECT 1 FROM fu.inbox_events WHERE event_id = $1`, [older.event_id])).length > 0);
+    const [contact] = await sql(`SELECT tags, tags_at FROM fu.contacts WHERE organization_id = $1 AND contact_id = $2`, [org, contactId]);
+    expect(contact).toEqual({ tags: ['a', 'b'], tags_at: new Date(base + 2000) });
+  });
+
   describe('release steps that change a contact\'s tags', () => {
     /** An organization with a connected sender, and a contact known to messaging and to followups who wrote an hour ago. */
     async function contactOf(org: string, tags: string[] = []): Promise<string> {

@@ -21,7 +21,7 @@ export class ContactsConsumer {
 
   private async upsert(message: BusMessage<ContactEventData & { name?: string | null }>, tx: Tx): Promise<void> {
     const d = message.data;
-    await this.contacts.upsertProfile(tx, { organizationId: message.organization_id!, contactId: d.contact_id, name: d.name, phone: d.phone, email: d.email, tags: d.tags });
+    await this.contacts.upsertProfile(tx, { organizationId: message.organization_id!, contactId: d.contact_id, name: d.name, phone: d.phone, email: d.email, tags: d.tags, tagsAt: new Date(message.occurred_at) });
   }
 
   @OnBusMessage(MessagingEvents.ContactCreated)
@@ -49,7 +49,7 @@ export class ContactsConsumer {
     const organizationId = message.organization_id;
     const [prior] = await rowsOf<{ tags: string[] }>(tx, `SELECT tags FROM contacts WHERE organization_id = $1 AND contact_id = $2 FOR UPDATE`, [organizationId, message.data.contact_id]);
     const known = new Set(prior?.tags ?? []);
-    await this.contacts.upsertProfile(tx, { organizationId, contactId: message.data.contact_id, tags: message.data.all_tags });
+    await this.contacts.upsertProfile(tx, { organizationId, contactId: message.data.contact_id, tags: message.data.all_tags, tagsAt: new Date(message.occurred_at) });
     for (const tag of new Set(message.data.tags)) {
       if (known.has(tag)) continue;
       await this.recorder.record(tx, { organizationId, kind: 'tag_added', eventId: `${message.event_id}:${tag}`, contactId: message.data.contact_id, data: { tag }, at: this.clock.now() });
@@ -59,6 +59,6 @@ export class ContactsConsumer {
   @OnBusMessage(MessagingEvents.ContactUntagged)
   async onUntagged(message: BusMessage<ContactTagEventData>, tx: Tx): Promise<void> {
     if (!message.organization_id) return;
-    await this.contacts.upsertProfile(tx, { organizationId: message.organization_id, contactId: message.data.contact_id, tags: message.data.all_tags });
+    await this.contacts.upsertProfile(tx, { organizationId: message.organization_id, contactId: message.data.contact_id, tags: message.data.all_tags, tagsAt: new Date(message.occurred_at) });
   }
 }

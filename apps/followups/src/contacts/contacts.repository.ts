@@ -74,18 +74,27 @@ export class ContactsRepository {
     );
   }
 
-  /** Applies what a contact event tells (created, updated, tagged, untagged); absent fields stay. */
-  async upsertProfile(db: Queryable, p: { organizationId: string; contactId: string; name?: string | null; phone?: string | null; email?: string | null; tags?: string[] }): Promise<void> {
+  /**
+   * Applies what a contact event tells (created, updated, tagged, untagged); absent fields stay.
+   * `tags` is the contact's whole list as of `tagsAt` (the event's instant): a list older than the
+   * one held is ignored, so events applied out of order never bring back an old list.
+   */
+  async upsertProfile(
+    db: Queryable,
+    p: { organizationId: string; contactId: string; name?: string | null; phone?: string | null; email?: string | null; tags?: string[]; tagsAt?: Date },
+  ): Promise<void> {
+    const newerTags = `$6::text[] IS NOT NULL AND (c.tags_at IS NULL OR $10::timestamptz IS NULL OR $10::timestamptz >= c.tags_at)`;
     await rowsOf(db, 
-      `INSERT INTO contacts AS c (organization_id, contact_id, name, phone, email, tags) VALUES ($1, $2, $3, $4, $5, coalesce($6::text[], '{}'))
+      `INSERT INTO contacts AS c (organization_id, contact_id, name, phone, email, tags, tags_at) VALUES ($1, $2, $3, $4, $5, coalesce($6::text[], '{}'), $10::timestamptz)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET
          name = CASE WHEN $7 THEN EXCLUDED.name ELSE c.name END,
          phone = CASE WHEN $8 THEN EXCLUDED.phone ELSE c.phone END,
          email = CASE WHEN $9 THEN EXCLUDED.email ELSE c.email END,
-         tags = CASE WHEN $6::text[] IS NOT NULL THEN $6::text[] ELSE c.tags END,
+         tags = CASE WHEN ${newerTags} THEN $6::text[] ELSE c.tags END,
+         tags_at = CASE WHEN ${newerTags} THEN coalesce($10::timestamptz, c.tags_at) ELSE c.tags_at END,
          updated_at = now()
        WHERE c.erased_at IS NULL`,
-      [p.organizationId, p.contactId, p.name ?? null, p.phone ?? null, p.email ?? null, p.tags ?? null, p.name !== undefined, p.phone !== undefined, p.email !== undefined],
+      [p.organizationId, p.contactId, p.name ?? null, p.phone ?? null, p.email ?? null, p.tags ?? null, p.name !== undefined, p.phone !== undefined, p.email !== undefined, p.tags ? (p.tagsAt ?? null) : null],
     );
   }
 
