@@ -135,6 +135,12 @@ async function main(): Promise<void> {
     process.exit(code);
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0, `${signal}: stopping every process`));
+  // npm exits on SIGTERM without passing it on, which would leave this process (and every service)
+  // running under init: when the process that started us is gone, stop as if signalled.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stop(0, 'the process that ran npm start is gone: stopping every process');
+  }, 1000).unref();
 
   say(`starting ${names.join(', ')}${names.includes('gateway') ? `; the gateway will answer at ${gatewayUrl}` : ''}`);
   const started = Date.now();

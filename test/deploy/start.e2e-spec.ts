@@ -158,6 +158,34 @@ describe('npm start', () => {
       expect(await running.exit).toBe(0);
     }, 200_000);
 
+    it('stops everything when the process that ran it dies without passing a signal on (npm on SIGTERM)', async () => {
+      // A stand-in for npm: starts the orchestrator, then is killed outright (no signal reaches its child).
+      const wrapperCode = `const { spawn } = require('node:child_process'); const c = spawn(process.execPath, ['scripts/start.mjs', '--only', 'gateway', '--no-demo'], { stdio: 'inherit' }); console.log('orchestrator pid ' + c.pid); setInterval(() => {}, 1e6);`;
+      const wrapper = spawn(process.execPath, ['-e', wrapperCode], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let text = '';
+      wrapper.stdout!.on('data', (d: Buffer) => (text += d.toString()));
+      wrapper.stderr!.on('data', (d: Buffer) => (text += d.toString()));
+      try {
+        await eventually(() => text.includes('Ctrl-C stops everything.'), 170_000, 200);
+        expect(await status(`${gateway()}/health/live`)).toBe(200);
+        wrapper.kill('SIGKILL');
+        await eventually(() => text.includes('[touchpoint] stopped'), 30_000, 200);
+        expect(text).toContain('the process that ran npm start is gone');
+        expect(await status(`${gateway()}/health/live`)).toBe('ECONNREFUSED');
+      } finally {
+        if (wrapper.exitCode === null) wrapper.kill('SIGKILL');
+        // Should this ever fail, the orchestrator would outlive the test holding its ports: stop it.
+        const orchestrator = Number(/orchestrator pid (\d+)/.exec(text)?.[1]);
+        if (orchestrator) {
+          try {
+            process.kill(orchestrator, 'SIGTERM');
+          } catch {
+            // Already gone, as it should be.
+          }
+        }
+      }
+    }, 200_000);
+
     it('accepts --no-demo: no demo key is printed', async () => {
       running = runStart(['--only', 'gateway', '--no-demo'], env);
       await started(running);
