@@ -210,8 +210,12 @@ describe('Follow-up AI steps', () => {
     expect((await effectsOf(fallback, 'send'))[0]).toMatchObject({ status: 'queued', text: null, template: { name: 'retomada_conversa', language: 'pt_BR' } });
   });
 
-  it('an AI-written send deferred after the model answered (pacing) sends that answer later without asking the model again', async () => {
-    // A worker that paces its sender: 1 s between two sends of one number.
+  it.each([
+    ['sends that answer later without asking the model again', false],
+    ['asks the model again once the kept answer is more than an hour old', true],
+  ])('an AI-written send deferred after the model answered (pacing) %s', async (_name, expired) => {
+    // A worker that paces its sender: 1 s between two sends of one number (from a free number: the clock is reset between cases).
+    await sql(`DELETE FROM fu.sender_pacing`);
     const paced = (await startFollowups(world, { clock, env: { FOLLOWUP_AI_LEASE_MS: String(LEASE_MS), FOLLOWUP_SENDER_GAP_MS: '1000' } })).get(ReleaseService);
     const graph: FlowGraph = {
       nodes: [
@@ -243,13 +247,18 @@ describe('Follow-up AI steps', () => {
       const waiting = ids[sends.findIndex((rows) => rows.length === 0)];
       expect((await enrollment(waiting)).ai_draft).toMatchObject({ node_id: 'ai', result: { status: 'ok' } });
 
+      // An answer kept longer than AI_DRAFT_TTL_MS no longer fits the moment: the model is asked again.
+      if (expired) await sql(`UPDATE fu.enrollments SET ai_draft = jsonb_set(ai_draft, '{at}', to_jsonb($2::text)) WHERE id = $1`, [waiting, new Date(clock.now().getTime() - 2 * HOUR).toISOString()]);
       clock.advance(1000);
       expect(await paced.releaseOne()).toBe('released');
       const [late] = await effectsOf(waiting, 'send');
       expect(late).toMatchObject({ status: 'queued' });
-      expect(['Texto 1', 'Texto 2']).toContain(late.text);
-      expect(sends.flat()).not.toContain(late.text);
-      expect((await requests()).filter((r) => r.task === 'followup_message')).toHaveLength(2);
+      if (expired) expect(late.text).toBe('Texto 3');
+      else {
+        expect(['Texto 1', 'Texto 2']).toContain(late.text);
+        expect(sends.flat()).not.toContain(late.text);
+      }
+      expect((await requests()).filter((r) => r.task === 'followup_message')).toHaveLength(expired ? 3 : 2);
       expect(await enrollment(waiting)).toMatchObject({ status: 'completed', ai_draft: null });
     } finally {
       clock.set(start);

@@ -1,8 +1,8 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import amqplib from 'amqplib';
 import { randomUUID } from 'node:crypto';
-import type { BusMessage } from '@touchpoint/contracts';
-import type { TestWorld } from '@touchpoint/testing';
+import { type BusMessage, type FlowGraph, type FlowSettings, OutboxEvents } from '@touchpoint/contracts';
+import { eventually, type TestWorld } from '@touchpoint/testing';
 import type { Clock } from '@touchpoint/time';
 import { FollowupsConfig } from '../../apps/followups/src/followups.config.js';
 import { FollowupsModule } from '../../apps/followups/src/followups.module.js';
@@ -36,3 +36,25 @@ export const HOUR = 3_600_000;
 
 /** Settings of a manual flow whose window is always open (engine tests that are not about the window). */
 export const ALWAYS_OPEN = { send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC' };
+
+/** trigger → text "Oi" → end, manual, window always open: the smallest flow that sends. */
+export const ONE_TEXT_FLOW: { graph: FlowGraph; settings: FlowSettings } = {
+  graph: {
+    nodes: [
+      { id: 't', type: 'trigger', config: {} },
+      { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi' } },
+      { id: 'e', type: 'end', config: {} },
+    ],
+    edges: [
+      { id: 'e1', source: 't', target: 'a', condition: { type: 'always' } },
+      { id: 'e2', source: 'a', target: 'e', condition: { type: 'always' } },
+    ],
+  },
+  settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
+};
+
+/** Tells followups (as the dispatcher would) that `sender` is the organization's connected default number, and waits until it knows. */
+export async function connectSender(world: TestWorld, organizationId: string, sender: string): Promise<void> {
+  await publishEvent(world, OutboxEvents.SenderConnected, organizationId, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
+  await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1`, [sender])).length === 1);
+}

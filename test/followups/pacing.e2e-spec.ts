@@ -1,13 +1,12 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { OutboxEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
-import { ALWAYS_OPEN, publishEvent, startFollowups } from './followups-world.js';
+import { connectSender, ONE_TEXT_FLOW, startFollowups } from './followups-world.js';
 
 const GAP_MS = 60_000;
 
@@ -25,25 +24,9 @@ describe(`${ReleaseService.name} pacing and quota`, () => {
     world = await createTestWorld('fu_pacing');
     app = await startFollowups(world, { clock, env: { FOLLOWUP_SENDER_GAP_MS: String(GAP_MS) } });
     sut = app.get(ReleaseService);
-    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1`, [sender])).length === 1);
+    await connectSender(world, org, sender);
     const flows = app.get(FlowsService);
-    const flow = await flows.create({
-      organization_id: org,
-      name: 'one text',
-      graph: {
-        nodes: [
-          { id: 't', type: 'trigger', config: {} },
-          { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi' } },
-          { id: 'e', type: 'end', config: {} },
-        ],
-        edges: [
-          { id: 'e1', source: 't', target: 'a', condition: { type: 'always' } },
-          { id: 'e2', source: 'a', target: 'e', condition: { type: 'always' } },
-        ],
-      },
-      settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-    });
+    const flow = await flows.create({ organization_id: org, name: 'one text', ...ONE_TEXT_FLOW });
     const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
     await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
     flowId = flow.id;

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { OutboxEvents } from '@touchpoint/contracts';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseLoop } from '../../apps/followups/src/release/release.loop.js';
-import { ALWAYS_OPEN, publishEvent, startFollowups } from './followups-world.js';
+import { connectSender, ONE_TEXT_FLOW, startFollowups } from './followups-world.js';
 
 const ENROLLMENTS = 400;
 
@@ -19,43 +19,35 @@ describe(`${ReleaseLoop.name} (two processes)`, () => {
   });
   afterAll(() => world.close());
 
+  /**
+   * A connected sender and a published, not yet active one-text flow in a new organization, and
+   * `count` contacts who wrote a minute ago (24-hour window open) with their enrollments due now,
+   * inserted in bulk (a worker that claims one before activation parks it; activation wakes it).
+   */
+  async function publishedFlowWithDueEnrollments(app: NestFastifyApplication, name: string, count: number) {
+    const schema = world.schema('followups');
+    const org = randomUUID();
+    await connectSender(world, org, randomUUID());
+    const flows = app.get(FlowsService);
+    const flow = await flows.create({ organization_id: org, name, ...ONE_TEXT_FLOW });
+    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+    const ids = await world.sql<{ id: string }>(
+      `WITH c AS (INSERT INTO "${schema}".contacts (organization_id, contact_id, last_inbound_at)
+                  SELECT $1::uuid, gen_random_uuid(), now() - interval '1 minute' FROM generate_series(1, $4::int) RETURNING contact_id)
+       INSERT INTO "${schema}".enrollments (id, organization_id, flow_id, version_id, contact_id, operation_key, status, node_id, step, next_run_at, cancel_on_reply, handoff_policy, reply_seen_at, handoff_seen_at)
+       SELECT gen_random_uuid(), $1, $2, $3, contact_id, $5 || '-' || contact_id, 'active', 'a', 1, now(), true, 'pause', now(), now() FROM c RETURNING id`,
+      [org, flow.id, published.published_version_id, count, name],
+    );
+    return { org, flow, published, ids };
+  }
+
   it('never releases one step twice', async () => {
     const env = { FOLLOWUP_RELEASE_ENABLED: 'true', FOLLOWUP_RELEASE_CONCURRENCY: '4', FOLLOWUP_POLL_MS: '100' };
     const first = await startFollowups(world, { env });
     await startFollowups(world, { env });
     const schema = world.schema('followups');
-    const org = randomUUID();
-    const sender = randomUUID();
-    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema}".senders WHERE sender_id = $1`, [sender])).length === 1);
-
+    const { org, flow, published } = await publishedFlowWithDueEnrollments(first, 'race', ENROLLMENTS);
     const flows = first.get(FlowsService);
-    const flow = await flows.create({
-      organization_id: org,
-      name: 'race',
-      graph: {
-        nodes: [
-          { id: 't', type: 'trigger', config: {} },
-          { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi' } },
-          { id: 'e', type: 'end', config: {} },
-        ],
-        edges: [
-          { id: 'e1', source: 't', target: 'a', condition: { type: 'always' } },
-          { id: 'e2', source: 'a', target: 'e', condition: { type: 'always' } },
-        ],
-      },
-      settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-    });
-    // Not active while the rows go in (a worker that claims one parks it; activation wakes it).
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    // Contacts who wrote a minute ago (24-hour window open), and their due enrollments, in bulk.
-    await world.sql(
-      `WITH c AS (INSERT INTO "${schema}".contacts (organization_id, contact_id, last_inbound_at)
-                  SELECT $1::uuid, gen_random_uuid(), now() - interval '1 minute' FROM generate_series(1, $4::int) RETURNING contact_id)
-       INSERT INTO "${schema}".enrollments (id, organization_id, flow_id, version_id, contact_id, operation_key, status, node_id, step, next_run_at, cancel_on_reply, handoff_policy, reply_seen_at, handoff_seen_at)
-       SELECT gen_random_uuid(), $1, $2, $3, contact_id, 'race-' || contact_id, 'active', 'a', 1, now(), true, 'pause', now(), now() FROM c`,
-      [org, flow.id, published.published_version_id, ENROLLMENTS],
-    );
     await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
 
     await eventually(async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".enrollments WHERE status = 'completed'`))[0].n === ENROLLMENTS, 60_000, 200);
@@ -73,35 +65,8 @@ describe(`${ReleaseLoop.name} (two processes)`, () => {
   it('releases one at a time after a batch fails as a whole, so an outbox insert that keeps failing lands on its own enrollment', async () => {
     const app = await startFollowups(world, { env: { FOLLOWUP_RELEASE_ENABLED: 'true', FOLLOWUP_RELEASE_CONCURRENCY: '1', FOLLOWUP_RELEASE_BATCH: '16', FOLLOWUP_POLL_MS: '100' } });
     const schema = world.schema('followups');
-    const org = randomUUID();
-    const sender = randomUUID();
-    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema}".senders WHERE sender_id = $1`, [sender])).length === 1);
+    const { org, flow, published, ids } = await publishedFlowWithDueEnrollments(app, 'poison', 6);
     const flows = app.get(FlowsService);
-    const flow = await flows.create({
-      organization_id: org,
-      name: 'poison',
-      graph: {
-        nodes: [
-          { id: 't', type: 'trigger', config: {} },
-          { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi' } },
-          { id: 'e', type: 'end', config: {} },
-        ],
-        edges: [
-          { id: 'e1', source: 't', target: 'a', condition: { type: 'always' } },
-          { id: 'e2', source: 'a', target: 'e', condition: { type: 'always' } },
-        ],
-      },
-      settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-    });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    const ids = await world.sql<{ id: string }>(
-      `WITH c AS (INSERT INTO "${schema}".contacts (organization_id, contact_id, last_inbound_at)
-                  SELECT $1::uuid, gen_random_uuid(), now() - interval '1 minute' FROM generate_series(1, 6) RETURNING contact_id)
-       INSERT INTO "${schema}".enrollments (id, organization_id, flow_id, version_id, contact_id, operation_key, status, node_id, step, next_run_at, cancel_on_reply, handoff_policy, reply_seen_at, handoff_seen_at)
-       SELECT gen_random_uuid(), $1, $2, $3, contact_id, 'poison-' || contact_id, 'active', 'a', 1, now(), true, 'pause', now(), now() FROM c RETURNING id`,
-      [org, flow.id, published.published_version_id],
-    );
     const poison = ids[0].id;
     // The fault: every outbox insert that carries the poison enrollment's send fails. In a batch
     // it fails the one insert of all rows, which no single step can be blamed for.

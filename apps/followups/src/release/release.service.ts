@@ -183,7 +183,11 @@ export class ReleaseService {
           const earlier = batchSends.get(row.contact_id) ?? 0;
           const recentSends = earlier ? { count: row.recentSends.count + earlier, oldest: row.recentSends.oldest ?? now } : row.recentSends;
           const contactKey = `${row.organization_id}:${row.contact_id}`;
-          const contact = row.contact && (contacts.get(contactKey) ?? contacts.set(contactKey, row.contact).get(contactKey)!);
+          let contact = row.contact;
+          if (contact) {
+            contact = contacts.get(contactKey) ?? contact;
+            contacts.set(contactKey, contact);
+          }
           const result = await this.releaseClaimed(tx, now, { ...row, contact, recentSends }, pending);
           if (result.sent) batchSends.set(row.contact_id, earlier + 1);
           if (result.aiRequest) aiRequests.push(result.aiRequest);

@@ -78,17 +78,7 @@ export class NotificationsRepository {
   /** Inserts a notification; null when its idempotency key already has one. */
   async insert(
     tx: Tx,
-    n: {
-      organization_id: string;
-      contact_id: string;
-      template_key: string | null;
-      title: string | null;
-      body: string;
-      priority: string;
-      data: Record<string, unknown>;
-      idempotency_key: string | null;
-      request_hash: string | null;
-    },
+    n: Omit<NotificationRow, 'id' | 'conversation_instance_id' | 'created_at'>,
     now: Date,
   ): Promise<NotificationRow | null> {
     const rows = await tx.query<NotificationRow>(
