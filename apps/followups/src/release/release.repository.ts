@@ -88,7 +88,7 @@ export class ReleaseRepository {
     fenced?: { id: string; aiAttempts: number; nodeId: string; step: number },
   ): Promise<ClaimedRow | undefined> {
     const claim = fenced
-      ? `SELECT id FROM enrollments WHERE id = $3 AND ai_attempts = $4 AND node_id = $5 AND step = $6 AND status IN ${DUE_STATUSES} AND $1::timestamptz IS NOT NULL FOR UPDATE`
+      ? `SELECT id FROM enrollments WHERE id = $2 AND ai_attempts = $3 AND node_id = $4 AND step = $5 AND status IN ${DUE_STATUSES} AND $1::timestamptz IS NOT NULL FOR UPDATE`
       : `SELECT id FROM enrollments WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1 ORDER BY next_run_at LIMIT 1 FOR UPDATE SKIP LOCKED`;
     const [row] = await this.claim(db, now, claim, fenced ? [fenced.id, fenced.aiAttempts, fenced.nodeId, fenced.step] : []);
     return row;
@@ -101,32 +101,42 @@ export class ReleaseRepository {
    * @returns the claimed rows (empty when nothing is due)
    */
   async claimDueBatch(db: Queryable, now: Date, limit: number): Promise<ClaimedRow[]> {
-    return this.claim(db, now, `SELECT id FROM enrollments WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1 ORDER BY next_run_at LIMIT $3 FOR UPDATE SKIP LOCKED`, [limit]);
+    return this.claim(db, now, `SELECT id FROM enrollments WHERE status IN ${DUE_STATUSES} AND next_run_at <= $1 ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED`, [limit]);
   }
 
-  /** Runs a claim (`$1` now, `$2` 24 h ago, then `extra`) and reads each claimed row with its flow status, contact and recent sends. */
+  /** Runs a claim (`$1` now, then `extra` from `$2`) and reads each claimed row with its flow status, contact and recent sends. */
   private async claim(db: Queryable, now: Date, claim: string, extra: unknown[]): Promise<ClaimedRow[]> {
-    const rows = await rowsOf<EnrollmentRow & { flow_status: FlowStatus; contact: Record<string, unknown> | null; recent_send_count: number; recent_send_oldest: Date | null }>(
+    const rows = await rowsOf<EnrollmentRow & { flow_status: FlowStatus; contact: Record<string, unknown> | null }>(
       db,
       `WITH claimed AS (${claim})
-       SELECT e.*, f.status AS flow_status, to_jsonb(c) AS contact, rs.count AS recent_send_count, rs.oldest AS recent_send_oldest
+       SELECT e.*, f.status AS flow_status, to_jsonb(c) AS contact
          FROM claimed
          JOIN enrollments e ON e.id = claimed.id
          JOIN flows f ON f.id = e.flow_id
          LEFT JOIN LATERAL (
            SELECT * FROM contacts WHERE organization_id = e.organization_id AND contact_id = e.contact_id
            FOR NO KEY UPDATE SKIP LOCKED) c ON true
-         -- The contact's follow-up sends of the last 24 h (per-contact cap), read here to save a round trip.
-         CROSS JOIN LATERAL (
-           SELECT count(*)::int AS count, min(created_at) AS oldest FROM effects
-            WHERE contact_id = e.contact_id AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at > $2) rs
         ORDER BY e.next_run_at, e.id`,
-      [now, new Date(now.getTime() - 24 * 3_600_000), ...extra],
+      [now, ...extra],
     );
-    return rows.map(({ recent_send_count: count, recent_send_oldest: oldest, ...rest }) => ({
-      ...rest,
-      contact: rest.contact ? contactFromJson(rest.contact) : null,
-      recentSends: { count, oldest },
+    // The contacts' follow-up sends of the last 24 h (per-contact cap), read by a statement of its
+    // own: its snapshot is taken after the contact locks, so it sees the sends of a release of the
+    // same contact that committed while the claim waited (the claim's own snapshot predates them).
+    const locked = [...new Set(rows.filter((r) => r.contact).map((r) => r.contact_id))];
+    const recent = locked.length
+      ? await rowsOf<{ contact_id: string; count: number; oldest: Date | null }>(
+          db,
+          `SELECT contact_id, count(*)::int AS count, min(created_at) AS oldest FROM effects
+            WHERE contact_id = ANY($1::uuid[]) AND kind = 'send' AND status IN ('queued', 'sent', 'uncertain') AND created_at > $2
+            GROUP BY contact_id`,
+          [locked, new Date(now.getTime() - 24 * 3_600_000)],
+        )
+      : [];
+    const byContact = new Map(recent.map((r) => [r.contact_id, r]));
+    return rows.map((row) => ({
+      ...row,
+      contact: row.contact ? contactFromJson(row.contact) : null,
+      recentSends: { count: byContact.get(row.contact_id)?.count ?? 0, oldest: byContact.get(row.contact_id)?.oldest ?? null },
     }));
   }
 
