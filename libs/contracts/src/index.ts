@@ -9,3 +9,4 @@ export * from './ai.js';
 export * from './followups.js';
 export * from './outreach.js';
 export * from './followups-example.js';
+export * from './leaves-platform.js';
