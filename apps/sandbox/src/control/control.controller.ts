@@ -1,5 +1,5 @@
 import { BadRequestException, Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post, Query } from '@nestjs/common';
-import { type Fault, FaultRegistry, faultProblem, type ReceivedCall } from './fault-registry.service.js';
+import { type Fault, FaultRegistry, faultProblem, type ReceivedCall, type TakenFault } from './fault-registry.service.js';
 
 /**
  * The sandbox's control API, provider-generic (DESIGN §7): script faults for the next N calls of a
@@ -33,6 +33,16 @@ export class ControlController {
   faults(@Param('provider') provider: string): { faults: Fault[] } {
     this.known(provider);
     return { faults: this.registry.faults(provider) };
+  }
+
+  /**
+   * `?since_ms=` (epoch ms) → `{ taken: TakenFault[] }`: the scripted faults calls consumed, listed
+   * the moment each call arrived, so a test can wait until a held call is on the wire.
+   */
+  @Get(':provider/faults/taken')
+  taken(@Param('provider') provider: string, @Query('since_ms') since?: string): { taken: TakenFault[] } {
+    this.known(provider);
+    return { taken: this.registry.taken(provider, Number(since ?? 0) || 0) };
   }
 
   @Delete(':provider/faults')

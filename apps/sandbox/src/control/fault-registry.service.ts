@@ -34,15 +34,29 @@ export interface ReceivedCall {
   /** Correlation values of the call (recipient, type, ...). */
   context: Record<string, string>;
   body: unknown;
+  /**
+   * Epoch ms at which the request reached the provider's fault check, before any scripted hold:
+   * the moment the caller's wire attempt had certainly started (`at` comes after a `latency` hold).
+   */
+  arrived_at: number;
   /** What the sandbox did: `accepted`, `timeout`, `drop`, `error_<code>`, `rejected`. */
   outcome: string;
   /** The id the provider assigned, when it took the message. */
   provider_id?: string;
 }
 
+/** A scripted fault a call consumed, listed as soon as the call arrives (while it is still held). */
+export interface TakenFault {
+  /** Epoch ms at which the call arrived and took the fault. */
+  taken_at: number;
+  fault: Fault;
+  context: Record<string, string>;
+}
+
 interface ProviderState {
   faults: Fault[];
   received: ReceivedCall[];
+  taken: TakenFault[];
   seq: number;
 }
 
@@ -58,10 +72,12 @@ const RECEIVED_LOG_MAX = 200_000;
 export class FaultRegistry implements OnModuleDestroy {
   private readonly providers = new Map<string, ProviderState>();
   private readonly holds = new Set<() => void>();
+  /** Arrival time of each call's context object, from its fault check to its record. */
+  private readonly arrivals = new WeakMap<object, number>();
 
   /** Makes a provider known (idempotent). */
   register(provider: string): void {
-    if (!this.providers.has(provider)) this.providers.set(provider, { faults: [], received: [], seq: 0 });
+    if (!this.providers.has(provider)) this.providers.set(provider, { faults: [], received: [], taken: [], seq: 0 });
   }
 
   registered(): string[] {
@@ -82,9 +98,19 @@ export class FaultRegistry implements OnModuleDestroy {
   /** The first queued fault whose `match` fits the call's context (consumed), if any. */
   take(provider: string, context: Record<string, string>): Fault | undefined {
     const state = this.state(provider);
+    const now = Date.now();
+    this.arrivals.set(context, now);
     const index = state.faults.findIndex((f) => !f.match || Object.entries(f.match).every(([k, v]) => context[k] === v));
     if (index < 0) return undefined;
-    return state.faults.splice(index, 1)[0];
+    const fault = state.faults.splice(index, 1)[0]!;
+    state.taken.push({ taken_at: now, fault, context });
+    if (state.taken.length > RECEIVED_LOG_MAX) state.taken.splice(0, state.taken.length - RECEIVED_LOG_MAX);
+    return fault;
+  }
+
+  /** Faults consumed by calls that arrived at or after `sinceMs` (epoch ms), oldest first. */
+  taken(provider: string, sinceMs = 0): TakenFault[] {
+    return this.state(provider).taken.filter((t) => t.taken_at >= sinceMs);
   }
 
   faults(provider: string): Fault[] {
@@ -95,10 +121,10 @@ export class FaultRegistry implements OnModuleDestroy {
     this.state(provider).faults = [];
   }
 
-  record(provider: string, call: Omit<ReceivedCall, 'seq' | 'received_at' | 'at'>): ReceivedCall {
+  record(provider: string, call: Omit<ReceivedCall, 'seq' | 'received_at' | 'at' | 'arrived_at'>): ReceivedCall {
     const state = this.state(provider);
     const at = Date.now();
-    const entry: ReceivedCall = { seq: ++state.seq, at, received_at: new Date(at).toISOString(), ...call };
+    const entry: ReceivedCall = { seq: ++state.seq, at, received_at: new Date(at).toISOString(), arrived_at: this.arrivals.get(call.context) ?? at, ...call };
     state.received.push(entry);
     if (state.received.length > RECEIVED_LOG_MAX) state.received.splice(0, state.received.length - RECEIVED_LOG_MAX);
     return entry;
@@ -125,6 +151,7 @@ export class FaultRegistry implements OnModuleDestroy {
     for (const state of this.providers.values()) {
       state.faults = [];
       state.received = [];
+      state.taken = [];
     }
     this.releaseHolds();
   }

@@ -1,0 +1,212 @@
+import type { SandboxClient } from '../../scripts/demo/http-clients.js';
+
+/** An address a message can go to, keyed as the wire shows it (WhatsApp digits, email lower case, LinkedIn member id). */
+export interface Address {
+  channel: 'whatsapp' | 'email' | 'linkedin';
+  value: string;
+}
+
+export const addressKey = (a: Address) => `${a.channel}:${a.channel === 'email' ? a.value.toLowerCase() : a.channel === 'whatsapp' ? a.value.replace(/\D/g, '') : a.value}`;
+
+/** One message that reached a sandboxed provider (a send, not a read receipt or a read of headers). */
+export interface WireCall {
+  provider: 'meta' | 'nylas' | 'unipile';
+  seq: number;
+  /** Epoch ms the request reached the sandbox (before any scripted hold): its attempt had started. */
+  arrivedAt: number;
+  address: Address;
+  /** Grant (Nylas), phone-number id (Meta) or account (Unipile) it left from. */
+  from: string;
+  text: string;
+  subject: string | null;
+  outcome: string;
+}
+
+/** Every message send the sandbox received, in one list (read receipts and provider reads left out). */
+export async function wireLog(sandbox: SandboxClient): Promise<WireCall[]> {
+  const out: WireCall[] = [];
+  for (const provider of ['meta', 'nylas', 'unipile'] as const) {
+    const answer = await sandbox.request('GET', `/sandbox/control/${provider}/received`);
+    for (const call of (answer.body?.calls ?? []) as Array<{ seq: number; at: number; arrived_at?: number; operation: string; context: Record<string, string>; body: any; outcome: string }>) {
+      if (call.outcome === 'rejected') continue;
+      const arrivedAt = call.arrived_at ?? call.at;
+      if (provider === 'meta') {
+        if (call.operation !== 'messages' || call.context.type === 'read') continue;
+        const b = call.body ?? {};
+        const text = b.text?.body ?? b.template?.name ?? b.interactive?.body?.text ?? b[b.type]?.caption ?? '';
+        out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'whatsapp', value: call.context.wa_id ?? '' }, from: call.context.phone_number_id ?? '', text: String(text), subject: null, outcome: call.outcome });
+      } else if (provider === 'nylas') {
+        if (call.operation !== 'send') continue;
+        out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'email', value: (call.context.to ?? '').toLowerCase() }, from: call.context.grant_id ?? '', text: String(call.body?.body ?? ''), subject: call.body?.subject ?? null, outcome: call.outcome });
+      } else {
+        if (!['invite', 'chat', 'message'].includes(call.operation)) continue;
+        out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'linkedin', value: call.context.provider_id ?? '' }, from: call.context.account_id ?? '', text: String(call.body?.text ?? call.body?.message ?? ''), subject: null, outcome: call.outcome });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * A stop event, recorded when the platform acknowledged it (the webhook's 2xx, the REST answer).
+ * `forbids` says which later sends to the person it rules out: every automation text of the
+ * scenario (a reply, a handoff, a resolution, an erasure), or everything (an opt-out: see
+ * suppressions).
+ */
+export interface StopEvent {
+  scenario: string;
+  kind: string;
+  ackedAt: number;
+  addresses: Address[];
+  /** The automation texts that must not start a wire attempt after `ackedAt`. */
+  texts: string[];
+}
+
+/** An address on the do-not-contact list from `ackedAt` on: nothing may go to it, whoever asks. */
+export interface Suppression {
+  scenario: string;
+  cause: string;
+  ackedAt: number;
+  addresses: Address[];
+}
+
+/** One approved outreach message: what the approver saw and approved. */
+export interface Approval {
+  scenario: string;
+  actionId: string;
+  /** Grant of the campaign's mailbox (only outreach sends from it). */
+  grant: string;
+  to: string;
+  subject: string | null;
+  body: string;
+}
+
+/** A violation found by an invariant, with what the wire (or the API) showed. */
+export interface Violation {
+  invariant: string;
+  scenario: string;
+  detail: string;
+}
+
+export const INVARIANTS = {
+  stopWins: 'after a stop is acknowledged, no later automation attempt to that person',
+  suppressed: 'nothing sent to a suppressed address, by any caller',
+  approvedOnly: 'outreach sends only approved text, to the approved address, once per approval',
+  oneLive: 'one live outreach enrollment per person across campaigns',
+  autoReplyInert: 'an auto-reply never stops, opts out or interrupts anything',
+} as const;
+export type InvariantName = keyof typeof INVARIANTS;
+
+/** What the scenarios did, and the checks that read it against the wire. */
+export class Ledger {
+  readonly stops: StopEvent[] = [];
+  readonly suppressions: Suppression[] = [];
+  readonly approvals: Approval[] = [];
+  /** Outreach grants whose every send must be an approval. */
+  readonly outreachGrants = new Set<string>();
+  /** Violations found through the API (enrollments, auto-replies), and barriers that never settled. */
+  readonly observed: Violation[] = [];
+  /** Scenarios run per invariant. */
+  readonly runs: Record<InvariantName, Set<string>> = { stopWins: new Set(), suppressed: new Set(), approvedOnly: new Set(), oneLive: new Set(), autoReplyInert: new Set() };
+
+  ran(invariant: InvariantName, scenario: string): void {
+    this.runs[invariant].add(scenario);
+  }
+
+  stop(event: StopEvent): void {
+    this.stops.push(event);
+    this.ran('stopWins', event.scenario);
+  }
+
+  suppress(s: Suppression): void {
+    this.suppressions.push(s);
+    this.ran('suppressed', s.scenario);
+  }
+
+  approve(a: Approval): void {
+    this.approvals.push(a);
+    this.outreachGrants.add(a.grant);
+    this.ran('approvedOnly', a.scenario);
+  }
+
+  violation(invariant: InvariantName, scenario: string, detail: string): void {
+    this.ran(invariant, scenario);
+    this.observed.push({ invariant, scenario, detail });
+  }
+
+  /** Every invariant over the wire log, plus what the API showed. */
+  check(log: WireCall[]): Violation[] {
+    return [...stopWins(log, this.stops), ...suppressed(log, this.suppressions), ...approvedOnly(log, this.approvals, this.outreachGrants), ...this.observed];
+  }
+
+  table(violations: Violation[]): string {
+    const rows = (Object.keys(INVARIANTS) as InvariantName[]).map((name) => [INVARIANTS[name], String(this.runs[name].size), String(violations.filter((v) => v.invariant === name).length)]);
+    const head = ['invariant', 'scenarios', 'violations'];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ');
+    return [line(head), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map(line)].join('\n');
+  }
+}
+
+/** Text of an HTML email body or a plain one, for comparing what was approved with what was sent. */
+export function plain(text: string): string {
+  return text
+    .replace(/<br\s*\/?>/gi, ' ')
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&(amp|lt|gt|quot|#39|nbsp);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", nbsp: ' ' })[e]!)
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+const short = (text: string) => (text.length > 60 ? `${text.slice(0, 57)}...` : text);
+const at = (ms: number) => new Date(ms).toISOString().slice(11, 23);
+
+/** Automation texts to a stopped person whose attempt started after the stop was acknowledged. */
+export function stopWins(log: WireCall[], stops: StopEvent[]): Violation[] {
+  const out: Violation[] = [];
+  for (const stop of stops) {
+    const keys = new Set(stop.addresses.map(addressKey));
+    for (const call of log) {
+      if (!keys.has(addressKey(call.address)) || call.arrivedAt <= stop.ackedAt) continue;
+      if (!stop.texts.some((t) => call.text.includes(t))) continue;
+      out.push({ invariant: 'stopWins', scenario: stop.scenario, detail: `${stop.kind} acknowledged ${at(stop.ackedAt)}; ${call.provider} got "${short(call.text)}" for ${addressKey(call.address)} at ${at(call.arrivedAt)} (+${call.arrivedAt - stop.ackedAt} ms, ${call.outcome})` });
+    }
+  }
+  return out;
+}
+
+/** Any send to a suppressed address that started after the suppression was acknowledged. */
+export function suppressed(log: WireCall[], suppressions: Suppression[]): Violation[] {
+  const out: Violation[] = [];
+  for (const s of suppressions) {
+    const keys = new Set(s.addresses.map(addressKey));
+    for (const call of log) {
+      if (!keys.has(addressKey(call.address)) || call.arrivedAt <= s.ackedAt) continue;
+      out.push({ invariant: 'suppressed', scenario: s.scenario, detail: `${s.cause} acknowledged ${at(s.ackedAt)}; ${call.provider} got "${short(call.text)}" for ${addressKey(call.address)} at ${at(call.arrivedAt)} (+${call.arrivedAt - s.ackedAt} ms)` });
+    }
+  }
+  return out;
+}
+
+/**
+ * Every send from an outreach mailbox is one approval's text to that approval's address, and no
+ * approval is sent twice (an ambiguous attempt that the provider took counts as sent).
+ */
+export function approvedOnly(log: WireCall[], approvals: Approval[], grants: Set<string>): Violation[] {
+  const out: Violation[] = [];
+  const used = new Map<string, number>();
+  for (const call of log) {
+    if (call.provider !== 'nylas' || !grants.has(call.from) || call.outcome === 'drop') continue;
+    const sent = plain(call.text);
+    const sameText = approvals.filter((a) => a.grant === call.from && sent.includes(plain(a.body)) && (a.subject === null || call.subject === a.subject));
+    const match = sameText.find((a) => a.to.toLowerCase() === call.address.value);
+    if (!match) {
+      const scenario = sameText[0]?.scenario ?? 'outreach';
+      out.push({ invariant: 'approvedOnly', scenario, detail: sameText.length ? `approved for ${sameText.map((a) => a.to).join(', ')} but sent to ${call.address.value}: "${short(call.subject ?? call.text)}"` : `no approval for "${short(call.subject ?? call.text)}" to ${call.address.value}` });
+      continue;
+    }
+    used.set(match.actionId, (used.get(match.actionId) ?? 0) + 1);
+  }
+  for (const a of approvals) if ((used.get(a.actionId) ?? 0) > 1) out.push({ invariant: 'approvedOnly', scenario: a.scenario, detail: `action ${a.actionId} sent ${used.get(a.actionId)} times` });
+  return out;
+}
