@@ -79,6 +79,8 @@ export interface Approval {
   to: string;
   subject: string | null;
   body: string;
+  /** Every address the person had or was given in the scenario (to attribute a send to this approval). */
+  personAddresses: string[];
 }
 
 /** A violation found by an invariant, with what the wire (or the API) showed. */
@@ -201,8 +203,8 @@ export function approvedOnly(log: WireCall[], approvals: Approval[], grants: Set
     const sameText = approvals.filter((a) => a.grant === call.from && sent.includes(plain(a.body)) && (a.subject === null || call.subject === a.subject));
     const match = sameText.find((a) => a.to.toLowerCase() === call.address.value);
     if (!match) {
-      const scenario = sameText[0]?.scenario ?? 'outreach';
-      out.push({ invariant: 'approvedOnly', scenario, detail: sameText.length ? `approved for ${sameText.map((a) => a.to).join(', ')} but sent to ${call.address.value}: "${short(call.subject ?? call.text)}"` : `no approval for "${short(call.subject ?? call.text)}" to ${call.address.value}` });
+      const owner = approvals.find((a) => a.grant === call.from && a.personAddresses.some((x) => x.toLowerCase() === call.address.value));
+      out.push({ invariant: 'approvedOnly', scenario: owner?.scenario ?? 'outreach', detail: owner ? `action ${owner.actionId} approved for ${owner.to} but "${short(call.subject ?? call.text)}" went to ${call.address.value}` : `no approval for "${short(call.subject ?? call.text)}" to ${call.address.value}` });
       continue;
     }
     used.set(match.actionId, (used.get(match.actionId) ?? 0) + 1);

@@ -86,7 +86,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     const scenario = `whatsapp ${stop} ${timing} (+${waId} on ${number})`;
     const email = `p${waId}@safety.example`;
     const since = Date.now();
-    if (timing === 'slow_provider') await sandbox.request('POST', '/sandbox/control/meta/faults', { kind: 'latency', latency_ms: 9000, match: { wa_id: waId, type: 'read' } });
+    if (timing === 'slow_provider') await sandbox.request('POST', '/sandbox/control/meta/faults', { kind: 'latency', latency_ms: 20_000, match: { wa_id: waId, type: 'read' } });
     if (timing === 'retry_backoff') await sandbox.request('POST', '/sandbox/control/meta/faults', { kind: 'error', code: 131000, match: { wa_id: waId, type: 'text' } });
     if (timing === 'in_flight') await sandbox.request('POST', '/sandbox/control/meta/faults', { kind: 'latency', latency_ms: 4000, match: { wa_id: waId, type: 'text' } });
     const who = await w.writes(waId, v.pick(['Oi, tudo bem?', 'Hello, I saw your ad', 'Hola, ¿me cuentan más?']), number);
@@ -117,11 +117,18 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     if (stop === 'opt_out') ledger.suppress({ scenario, cause: 'WhatsApp opt-out phrase', ackedAt, addresses });
 
     if (timing === 'before_queued') {
+      // "Before the send is queued": the stop is in the API's view (it is processed after the ACK) before the enrollment.
+      await until(async () => {
+        const c = await w.contact(who.contactId).catch(() => undefined);
+        return !c || c.opted_out_at || c.erased;
+      }, 30_000);
       const answer = await enroll();
       if (answer.status >= 500) throw new Error(`${scenario}: enrolling after the stop answered ${answer.status}`);
     }
     if (timing === 'future_wait' && enrollmentId) {
-      // The wait would release the text now; after the stop it must be refused (or find nothing to send).
+      // The wait would release the text now; once the stop is in the API's view it must be refused
+      // (or find nothing to send). A stop that never takes effect gets the advance anyway.
+      await until(async () => !['active', 'waiting_reply', 'dormente'].includes((await w.followup(enrollmentId!)).enrollment.status), 20_000);
       const current = (await w.followup(enrollmentId)).enrollment;
       await w.gateway.post(`/ai/followups/enrollments/${enrollmentId}/control`, { customer_id: w.id, expected_revision: current.revision, action: 'advance_now' });
     }
@@ -211,7 +218,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       const action = expectOk(`${scenario}: approve`, approved, 200);
       const payload = (action.approved_payload ?? {}) as Record<string, any>;
       const to = typeof payload.to === 'string' ? payload.to : (payload.to?.email ?? card.to);
-      ledger.approve({ scenario, actionId: card.action_id, grant: grantCampaign, to, subject: payload.subject ?? card.draft?.subject ?? null, body: String(payload.body ?? card.draft?.body ?? '') });
+      ledger.approve({ scenario, actionId: card.action_id, grant: grantCampaign, to, subject: payload.subject ?? card.draft?.subject ?? null, body: String(payload.body ?? card.draft?.body ?? ''), personAddresses: [p.email, ...(options.editAddressTo ? [options.editAddressTo] : [])] });
       const sent = await until(async () => (await sandbox.received('nylas')).find((c) => c.context.grant_id === grantCampaign && (c.context.to === p.email || c.context.to === options.editAddressTo) && c.provider_id), 60_000);
       if (!sent) throw new Error(`${scenario}: the approved email never reached the sandbox`);
       return { actionId: card.action_id as string, providerId: sent.provider_id!, body: String((sent.body as any)?.body ?? '') };
@@ -219,6 +226,12 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
 
     const enrollment = async (id: string) => expectOk('GET outreach enrollment', await e.gateway.get(`/agentic/outreach/enrollments/${id}`), 200);
     const replyDecisions = async (id: string) => (((await e.gateway.get(`/agentic/outreach/enrollments/${id}/timeline`)).body?.items ?? []) as Array<Record<string, any>>).filter((i) => i.kind === 'decision' && i.data?.trigger_reason === 'reply_received').length;
+    /** The enrollment's status and timeline kinds (decision reasons, action statuses), oldest first, for a violation's detail. */
+    const timelineSummary = async (id: string) => {
+      const en = await enrollment(id);
+      const items = (((await e.gateway.get(`/agentic/outreach/enrollments/${id}/timeline`)).body?.items ?? []) as Array<Record<string, any>>).reverse();
+      return `${en.status}${en.ended_reason ? ` ${en.ended_reason}` : ''}; ${items.map((i) => (i.kind === 'decision' ? `decision:${i.data?.trigger_reason}` : i.kind === 'action' ? `action:${i.data?.status}` : i.kind === 'email' ? `email:${i.data?.direction}` : i.kind)).join(' → ')}`;
+    };
     const inbound = async (p: { email: string }, providerId: string, body: string, extra: { subject?: string; headers?: { name: string; value: string }[] } = {}) => {
       const answer = expectOk('sandbox nylas inbound', await sandbox.request('POST', '/sandbox/nylas/inbound', { grant_id: grantCampaign, from: p.email, from_name: 'Safety Prospect', body, reply_to_message_id: providerId, ...extra }), 200, 201);
       const status = answer.deliveries?.[0]?.status;
@@ -255,7 +268,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           ledger.stop({ scenario, kind: 'email opt-out', ackedAt, addresses: p.addresses, texts: [LATER_TEXT] });
           ledger.suppress({ scenario, cause: 'email opt-out phrase', ackedAt, addresses: p.addresses });
           const ended = await until(async () => ((await enrollment(p.enrollmentId)).status === 'ended' ? true : undefined), 45_000);
-          if (!ended) ledger.violation('stopWins', scenario, `outreach enrollment ${p.enrollmentId} still live after the opt-out`);
+          if (!ended) ledger.violation('stopWins', scenario, `outreach enrollment ${p.enrollmentId} still live 45 s after the opt-out (${await timelineSummary(p.enrollmentId)})`);
           const open = await e.settleFollowup(p.followup, p.conversationId, [LATER_TEXT]);
           if (open) ledger.violation('stopWins', scenario, `WhatsApp follow-up still open after the email opt-out: ${open}`);
           await everyCallerTriesEmail(scenario, p, ['whatsapp', 'email']);
@@ -307,8 +320,8 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           // before it, not at all.
           const human = v.pick(HUMAN_REPLIES).text;
           await inbound(p, sent.providerId, human);
-          const interrupted = await until(async () => ((await replyDecisions(p.enrollmentId)) >= 1 ? true : undefined), 60_000);
-          if (!interrupted) throw new Error(`${scenario}: the human reply after the auto-reply never interrupted the enrollment`);
+          const interrupted = await until(async () => ((await replyDecisions(p.enrollmentId)) >= 1 || (await enrollment(p.enrollmentId)).status === 'ended' ? true : undefined), 60_000);
+          if (!interrupted) ledger.violation('autoReplyInert', scenario, `barrier never settled: the human reply after the auto-reply neither interrupted nor found the enrollment ended (${await timelineSummary(p.enrollmentId)})`);
           const after = await enrollment(p.enrollmentId);
           const decisions = await replyDecisions(p.enrollmentId);
           if (decisions !== 1) ledger.violation('autoReplyInert', scenario, `${decisions} reply decisions for one human reply (the auto-reply interrupted too)`);
@@ -326,6 +339,40 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
         }),
       );
     }, 500_000);
+
+    it('a LinkedIn opt-out (a Unipile message) suppresses the person on LinkedIn, email and WhatsApp for every caller', async () => {
+      const account = `safety-li-${randomUUID().slice(0, 8)}`;
+      expectOk('POST /senders/accounts linkedin', await e.gateway.post('/senders/accounts', { channel: 'linkedin', account_id: account, address: 'Safety LinkedIn', api_key: 'sandbox-unipile-api-key', label: 'Safety LinkedIn' }), 200, 201);
+      const phrases = v.sample(OPT_OUT_PHRASES, 2);
+      await pool(
+        2,
+        phrases.map((phrase) => async () => {
+          const waId = freshWaId();
+          const memberId = `ACoSAFETY${waId}`;
+          const email = `li.${waId}@prospect.example`;
+          const scenario = `linkedin opt-out "${phrase.text}" (${memberId})`;
+          const contact = expectOk('POST /contacts', await e.gateway.post('/contacts', { kind: 'crm', name: 'Safety LinkedIn Person', phone: `+${waId}`, email, linkedin_provider_id: memberId }), 200, 201);
+          const unipile = async (text: string) => {
+            const answer = expectOk('sandbox unipile inbound', await sandbox.request('POST', '/sandbox/unipile/inbound', { account_id: account, from_provider_id: memberId, text, from_name: 'Safety LinkedIn Person' }), 200, 201);
+            if (answer.delivery?.status !== 200) throw new Error(`${scenario}: the gateway answered the Unipile webhook with ${answer.delivery?.status}`);
+            return Date.now();
+          };
+          await unipile(v.pick(HUMAN_REPLIES).text);
+          const conversation = await until(async () => (expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${contact.contact_id}&channel=linkedin`), 200).items as Array<{ conversation_id: string }>)[0]?.conversation_id);
+          if (!conversation) throw new Error(`${scenario}: the LinkedIn message made no conversation`);
+          const addresses: Address[] = [{ channel: 'linkedin', value: memberId }, { channel: 'email', value: email }, { channel: 'whatsapp', value: waId }];
+          const ackedAt = await unipile(phrase.text);
+          ledger.suppress({ scenario, cause: 'LinkedIn opt-out phrase', ackedAt, addresses });
+          await until(async () => (await e.contact(contact.contact_id)).opted_out_at, 30_000);
+          const opens: Array<string | null> = [];
+          const operator = await e.gateway.post(`/conversations/${conversation}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator LinkedIn message after the opt-out' });
+          if (operator.status < 300) opens.push(await e.settleMessage(conversation, operator.body?.message_id ?? operator.body?.data?.message_id));
+          const notification = await e.gateway.post('/notifications', { contact_id: contact.contact_id, title: 'Safety', body: 'Notification after the LinkedIn opt-out', channels: ['whatsapp', 'email'], idempotency_key: `after-stop:${randomUUID()}` });
+          if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.notification_id));
+          for (const open of opens) if (open) ledger.violation('suppressed', scenario, `barrier never settled after the opt-out: ${open}`);
+        }),
+      );
+    }, 300_000);
 
     it('the approved address is the one the wire gets, even when the contact is edited during the send', async () => {
       const scenario = 'approved address, edited while sending';
