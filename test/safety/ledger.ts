@@ -108,6 +108,11 @@ export class Ledger {
   readonly outreachGrants = new Set<string>();
   /** Violations found through the API (enrollments, auto-replies), and barriers that never settled. */
   readonly observed: Violation[] = [];
+  /**
+   * Scenarios whose stop did not land inside the window they meant to test (a loaded machine made
+   * the set-up slower than the window): not judged by `stopWins`, listed with the table.
+   */
+  readonly missed: string[] = [];
   /** Scenarios run per invariant. */
   readonly runs: Record<InvariantName, Set<string>> = { stopWins: new Set(), suppressed: new Set(), approvedOnly: new Set(), oneLive: new Set(), autoReplyInert: new Set() };
 
@@ -146,7 +151,8 @@ export class Ledger {
     const head = ['invariant', 'scenarios', 'violations'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ');
-    return [line(head), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map(line)].join('\n');
+    const missed = this.missed.length ? [`timing missed (not judged): ${this.missed.length}`, ...this.missed.map((m) => `  - ${m}`)] : [];
+    return [line(head), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map(line), ...missed].join('\n');
   }
 }
 

