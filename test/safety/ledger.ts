@@ -60,6 +60,8 @@ export interface StopEvent {
   addresses: Address[];
   /** The automation texts that must not start a wire attempt after `ackedAt`. */
   texts: string[];
+  /** When the send lane could first have taken the text (epoch ms), for a violation's detail. */
+  lanePickup?: number | null;
 }
 
 /** An address on the do-not-contact list from `ackedAt` on: nothing may go to it, whoever asks. */
@@ -177,7 +179,7 @@ export function stopWins(log: WireCall[], stops: StopEvent[]): Violation[] {
     for (const call of log) {
       if (!keys.has(addressKey(call.address)) || call.arrivedAt <= stop.ackedAt) continue;
       if (!stop.texts.some((t) => call.text.includes(t))) continue;
-      out.push({ invariant: 'stopWins', scenario: stop.scenario, detail: `${stop.kind} acknowledged ${at(stop.ackedAt)}; ${call.provider} got "${short(call.text)}" for ${addressKey(call.address)} at ${at(call.arrivedAt)} (+${call.arrivedAt - stop.ackedAt} ms, ${call.outcome})` });
+      out.push({ invariant: 'stopWins', scenario: stop.scenario, detail: `${stop.kind} acknowledged ${at(stop.ackedAt)}; ${call.provider} got "${short(call.text)}" for ${addressKey(call.address)} at ${at(call.arrivedAt)} (+${call.arrivedAt - stop.ackedAt} ms, ${call.outcome}${stop.lanePickup ? `; the lane could take it from ${at(stop.lanePickup)}` : ''})` });
     }
   }
   return out;

@@ -128,7 +128,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     const late = earliest !== null && ackedAt > earliest - STOP_MARGIN_MS;
     if (late) ledger.missed.push(`${scenario}: stop ${ackedAt - earliest!} ms after the lane could take the text`);
     else {
-      ledger.stop({ scenario, kind: stop, ackedAt, addresses, texts });
+      ledger.stop({ scenario, kind: stop, ackedAt, addresses, texts, lanePickup: earliest });
       if (stop === 'opt_out') ledger.suppress({ scenario, cause: 'WhatsApp opt-out phrase', ackedAt, addresses });
     }
 
@@ -355,7 +355,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           // Barrier: a human reply in the same thread must interrupt exactly once; the auto-reply
           // before it, not at all.
           const human = v.pick(HUMAN_REPLIES).text;
-          await inbound(p, sent.providerId, human);
+          const humanAckedAt = await inbound(p, sent.providerId, human);
           const interrupted = await until(async () => ((await replyDecisions(p.enrollmentId)) >= 1 || (await enrollment(p.enrollmentId)).status === 'ended' ? true : undefined), 60_000);
           if (!interrupted) ledger.violation('autoReplyInert', scenario, `barrier never settled: the human reply after the auto-reply neither interrupted nor found the enrollment ended (${await timelineSummary(p.enrollmentId)})`);
           const after = await enrollment(p.enrollmentId);
@@ -365,8 +365,10 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           if (after.status === 'ended') ledger.violation('autoReplyInert', scenario, `outreach enrollment ended (${after.ended_reason})`);
           const contact = await e.contact(p.contactId);
           if (contact.opted_out_at) ledger.violation('autoReplyInert', scenario, `contact opted out at ${contact.opted_out_at}`);
+          // The human reply may stop the WhatsApp follow-up (a reply on any channel); the auto-reply before it may not.
           const followup = (await e.followup(p.followup)).enrollment;
-          if (followup.status !== 'active' && followup.status !== 'waiting_reply') ledger.violation('autoReplyInert', scenario, `WhatsApp follow-up ${p.followup} ${followup.status} (${followup.reason})`);
+          const finishedAt = followup.finished_at ? Date.parse(followup.finished_at) : null;
+          if (finishedAt !== null && (followup.reason === 'opted_out' || finishedAt < humanAckedAt)) ledger.violation('autoReplyInert', scenario, `WhatsApp follow-up ${p.followup} ${followup.status} (${followup.reason}) at ${followup.finished_at}, before the human reply`);
           // Not suppressed: an email notification still reaches the wire.
           const notification = expectOk('notification', await e.gateway.post('/notifications', { contact_id: p.contactId, title: 'Safety', body: `Still reachable ${randomUUID().slice(0, 8)}`, channels: ['email'] }), 200, 201);
           await e.settleNotification(notification.notification_id);
