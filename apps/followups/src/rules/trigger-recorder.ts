@@ -1,6 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { FlowTriggerKind } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER } from '@touchpoint/runtime';
 import { rowsOf } from '../requests/queryable.js';
 import { RuleCache } from './rule-cache.js';
 
@@ -11,21 +13,47 @@ export type EventTriggerKind = Exclude<FlowTriggerKind, 'manual'>;
  * `recordTrigger` of seed 000 "Rules": in the transaction of the event, a small row — only when
  * the organization has an enabled rule for that kind. The event id makes it idempotent: an event
  * delivered twice records one trigger.
+ *
+ * The trigger is a side write of an event whose own work comes first: an inbound reply or a
+ * resolution must stop enrollments (a stop path commits whatever else fails), and a contact event
+ * must update the read model. So the write runs in a savepoint: when PostgreSQL refuses it (a value
+ * it cannot store, a constraint, a missing table), only the savepoint rolls back, the failure is
+ * logged (`followups.trigger_record_failed`, with the SQLSTATE) and the caller's transaction goes
+ * on without the trigger.
  */
 @Injectable()
 export class TriggerRecorder {
-  constructor(private readonly rules: RuleCache) {}
+  constructor(
+    private readonly rules: RuleCache,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
 
-  /** @returns whether a trigger row was written */
+  /** @returns whether a trigger row was written (false also when the write failed and was logged) */
   async record(tx: Tx, t: { organizationId: string; kind: EventTriggerKind; eventId: string; contactId: string; data?: Record<string, unknown>; at: Date }): Promise<boolean> {
+    // Outside the savepoint: a read of our own flows (mostly from the cache), so the common case
+    // (no rule listens) costs no savepoint round trips.
     if (!(await this.rules.has(tx, t.organizationId, t.kind))) return false;
-    const inserted = await rowsOf(
-      tx,
-      `INSERT INTO triggers (organization_id, type, event_id, contact_id, data, next_attempt_at, created_at)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $6)
-       ON CONFLICT (organization_id, event_id, type) DO NOTHING RETURNING id`,
-      [t.organizationId, t.kind, t.eventId, t.contactId, JSON.stringify(t.data ?? {}), t.at],
-    );
-    return inserted.length === 1;
+    await tx.query('SAVEPOINT trigger_record');
+    try {
+      const inserted = await rowsOf(
+        tx,
+        `INSERT INTO triggers (organization_id, type, event_id, contact_id, data, next_attempt_at, created_at)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $6)
+         ON CONFLICT (organization_id, event_id, type) DO NOTHING RETURNING id`,
+        [t.organizationId, t.kind, t.eventId, t.contactId, JSON.stringify(t.data ?? {}), t.at],
+      );
+      await tx.query('RELEASE SAVEPOINT trigger_record');
+      return inserted.length === 1;
+    } catch (err) {
+      // When the connection itself broke, this rollback fails too and its error reaches the caller.
+      await tx.query('ROLLBACK TO SAVEPOINT trigger_record');
+      await tx.query('RELEASE SAVEPOINT trigger_record');
+      const e = err as Error & { code?: string };
+      this.logger.error(
+        { event: 'followups.trigger_record_failed', organization_id: t.organizationId, kind: t.kind, event_id: t.eventId, contact_id: t.contactId, code: e.code ?? null, err: { type: e.name, message: e.message } },
+        'trigger not recorded; the event was applied without it',
+      );
+      return false;
+    }
   }
 }
