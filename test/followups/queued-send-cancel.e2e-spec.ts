@@ -182,6 +182,22 @@ describe('queued follow-up sends lose to stop events', () => {
     expect((await timeline(queued.enrollmentId)).map((e) => e.type)).not.toContain('send_cancel_requested');
   });
 
+  it('lets the queued text go when the reply that arrives is older than the enrollment (its event came late)', async () => {
+    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const late = await publishEvent(
+      world,
+      MessagingEvents.MessageReceived,
+      org,
+      { message_id: randomUUID(), conversation_id: queued.who.conversationId, instance_id: randomUUID(), contact_id: queued.who.contactId, channel: 'whatsapp', direction: 'inbound', external_id: newWamid(), text: 'mensagem antiga', message_type: 'text', auto_reply: false, opt_out: false, from: `+${queued.waId}` },
+      new Date(clock.now().getTime() - 3_600_000),
+    );
+    await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('inbox_events')} WHERE event_id = $1`, [late.event_id])).length > 0);
+    await drain();
+    expect(await textsTo(queued.waId)).toEqual(['Oi']);
+    await soon(async () => (await sendEffect(queued.enrollmentId)).status === 'sent');
+    expect((await timeline(queued.enrollmentId)).map((e) => e.type)).not.toContain('send_cancel_requested');
+  });
+
   it('sends the text the send lane had already claimed when the reply lands, and records it sent', async () => {
     const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
     await sandbox.fault({ kind: 'latency', latency_ms: CLAIMED_SEND_HOLD_MS, match: { wa_id: queued.waId, type: 'text' } });

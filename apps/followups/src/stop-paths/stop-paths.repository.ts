@@ -116,11 +116,13 @@ export class StopPathsRepository {
     else filters.push(`f.contact_id = $${params.push(scope.contactId)}`);
     switch (scope.only) {
       case 'cancel_on_reply':
-        // An enrollment the reply moved on to its `replied` exit keeps its sends: the flow answers the reply itself.
-        filters.push(`e.cancel_on_reply`, `e.status NOT IN ('active', 'waiting_reply')`);
+        // An enrollment the reply moved on to its `replied` exit keeps its sends: the flow answers
+        // the reply itself. A reply older than what the enrollment has seen (it began after the
+        // reply, whose event came late) is not a reply to it: the same rule as applyReply.
+        filters.push(`e.cancel_on_reply`, `e.status NOT IN ('active', 'waiting_reply')`, `(e.reply_seen_at IS NULL OR e.reply_seen_at <= $${params.push(scope.at)})`);
         break;
       case 'handoff':
-        filters.push(`e.handoff_policy <> 'continue'`);
+        filters.push(`e.handoff_policy <> 'continue'`, `(e.handoff_seen_at IS NULL OR e.handoff_seen_at <= $${params.push(scope.at)})`);
         break;
       case 'conversation':
         filters.push(`(e.conversation_id = $${params.push(scope.conversationId)} OR e.conversation_id IS NULL)`);
@@ -154,7 +156,9 @@ export interface QueuedSend {
  * the flow's (archived).
  */
 export type QueuedSendScope = { organizationId: string } & (
-  | { contactId: string; flowId?: undefined; only?: 'cancel_on_reply' | 'handoff' }
+  | { contactId: string; flowId?: undefined; only?: undefined }
+  /** `at`: when the reply or human message was written (the event's `occurred_at`). */
+  | { contactId: string; flowId?: undefined; only: 'cancel_on_reply' | 'handoff'; at: Date }
   | { contactId: string; flowId?: undefined; only: 'conversation'; conversationId: string }
   | { flowId: string; contactId?: undefined; only?: undefined }
 );

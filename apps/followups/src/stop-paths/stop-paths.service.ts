@@ -48,7 +48,7 @@ export class StopPathsService {
     await this.contacts.recordInbound(tx, { organizationId: m.organizationId, contactId: m.contactId, at: m.at, text: m.text, conversationId: m.conversationId, optOut: m.optOut });
     if (m.optOut) return this.onOptOut(tx, m.organizationId, m.contactId, m.at, now);
     const touched = await this.repository.applyReply(tx, m.organizationId, m.contactId, m.text, m.at, now);
-    await this.settle(tx, touched, now, 'reply', { organizationId: m.organizationId, contactId: m.contactId, only: 'cancel_on_reply' });
+    await this.settle(tx, touched, now, 'reply', { organizationId: m.organizationId, contactId: m.contactId, only: 'cancel_on_reply', at: m.at });
     if (touched.some((t) => t.status === 'active')) this.signal.wake();
     return touched;
   }
@@ -65,7 +65,7 @@ export class StopPathsService {
   async onHumanMessage(tx: Tx, organizationId: string, contactId: string, conversationId: string | null, at: Date, now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.markHandoff(tx, organizationId, contactId, at, conversationId);
     const touched = await this.repository.applyHandoff(tx, organizationId, contactId, at, now);
-    await this.settle(tx, touched, now, 'handoff', { organizationId, contactId, only: 'handoff' });
+    await this.settle(tx, touched, now, 'handoff', { organizationId, contactId, only: 'handoff', at });
     return touched;
   }
 
