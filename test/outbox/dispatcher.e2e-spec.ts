@@ -170,7 +170,7 @@ describe('outbox dispatcher', () => {
 
     it('never sends to a suppressed recipient', async () => {
       const to = newNumber();
-      await d.enqueue.suppression({ organization_id: org, channel: 'whatsapp', value: `+${to}`, reason: 'opt-out' }, false);
+      await d.suppressions.add({ organization_id: org, channel: 'whatsapp', value: `+${to}`, reason: 'opt-out' });
       const { entry_id } = await d.enqueue.enqueue(textTo(org, to));
       await drain();
       d.clock.advance(3_600_000);

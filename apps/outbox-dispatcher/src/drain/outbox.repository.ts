@@ -245,11 +245,6 @@ export class OutboxRepository {
     return rows.length === 1;
   }
 
-  async isSuppressed(tx: Tx, organizationId: string, channel: string, value: string): Promise<boolean> {
-    const rows = await rowsOf(tx, `SELECT 1 FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
-    return rows.length > 0;
-  }
-
   /**
    * Opens an attempt in ONE statement — the final pre-wire gate (seed 004
    * `start_message_outbox_attempt`): the recipient must not be suppressed, the lease must still be
@@ -551,20 +546,6 @@ export class OutboxRepository {
 
   async noteStatusOutcome(tx: Tx, statusId: string, entryId: string | null, outcome: string): Promise<void> {
     await rowsOf(tx, `UPDATE provider_statuses SET entry_id = $2, resolution_outcome = $3 WHERE id = $1`, [statusId, entryId, outcome]);
-  }
-
-  // --- suppressions ----------------------------------------------------------------------------
-
-  async addSuppression(tx: Tx, organizationId: string, channel: string, value: string, reason: string | null, now: Date): Promise<void> {
-    await rowsOf(tx, 
-      `INSERT INTO contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (organization_id, channel, value) DO NOTHING`,
-      [organizationId, channel, value, reason, now],
-    );
-  }
-
-  async removeSuppression(tx: Tx, organizationId: string, channel: string, value: string): Promise<void> {
-    await rowsOf(tx, `DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
   }
 
   // --- sweep probes and pruning ----------------------------------------------------------------
