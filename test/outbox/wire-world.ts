@@ -31,6 +31,7 @@ export interface WireWorld {
   world: TestWorld;
   sandbox: SandboxHandle;
   d: Dispatcher;
+  gateway: NestFastifyApplication;
   http: ReturnType<typeof httpClient>;
   key: SeededKey;
   org: string;
@@ -68,6 +69,7 @@ export async function startWireWorld(label: string): Promise<WireWorld> {
     world,
     sandbox,
     d,
+    gateway,
     http,
     key,
     org,

@@ -1,6 +1,7 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { PlatformModule } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { AmbiguousController } from './ambiguous/ambiguous.controller.js';
 import { ResolutionService } from './ambiguous/resolution.service.js';
 import { DispatchService } from './drain/dispatch.service.js';
 import { DrainService } from './drain/drain.service.js';
@@ -76,7 +77,7 @@ export class OutboxDispatcherModule {
     return {
       module: OutboxDispatcherModule,
       imports: [PlatformModule.forService({ service: 'outbox-dispatcher', config, entities: OutboxDispatcherEntities, migrations: OutboxDispatcherMigrations })],
-      controllers: [SendersController, EnqueueController, ProviderAccountsController, LinkedinStateController],
+      controllers: [SendersController, EnqueueController, AmbiguousController, ProviderAccountsController, LinkedinStateController],
       providers,
     };
   }

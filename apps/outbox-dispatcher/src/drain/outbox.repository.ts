@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { cursorAtSql, type Tx } from '@touchpoint/database';
 import { rowsOf } from './sql.js';
 
 /** A `message_outbox` row. */
@@ -522,10 +522,19 @@ export class OutboxRepository {
     return row;
   }
 
-  async listAmbiguous(tx: Tx, organizationId: string | undefined, limit: number): Promise<EntryRow[]> {
-    return rowsOf<EntryRow>(tx, 
-      `SELECT * FROM message_outbox WHERE status = 'ambiguous' AND ($1::text IS NULL OR organization_id = $1) ORDER BY created_at LIMIT $2`,
-      [organizationId ?? null, limit],
+  /**
+   * Ambiguous entries, oldest first, of one organization (or all: the platform operator), after the
+   * keyset position `after` (`created_at` to the microsecond, then id), with each row's cursor
+   * position in `cursor_at`.
+   */
+  async listAmbiguous(tx: Tx, organizationId: string | undefined, limit: number, after: { createdAt: string; id: string } | null = null): Promise<(EntryRow & { cursor_at: string })[]> {
+    return rowsOf<EntryRow & { cursor_at: string }>(
+      tx,
+      `SELECT *, ${cursorAtSql('created_at')} AS cursor_at FROM message_outbox
+        WHERE status = 'ambiguous' AND ($1::text IS NULL OR organization_id = $1)
+          AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4::uuid))
+        ORDER BY created_at, id LIMIT $2`,
+      [organizationId ?? null, limit, after?.createdAt ?? null, after?.id ?? null],
     );
   }
 

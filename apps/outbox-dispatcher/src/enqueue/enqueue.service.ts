@@ -124,11 +124,6 @@ export class EnqueueService {
     return toEntryView(row);
   }
 
-  async listAmbiguous(organizationId: string | undefined, limit = 100): Promise<OutboxEntryView[]> {
-    const rows = await this.uow.run((tx) => this.repository.listAmbiguous(tx, organizationId, Math.min(Math.max(1, limit), 1000)));
-    return rows.map(toEntryView);
-  }
-
   private validate(data: OutboxEnqueueData): Omit<OutboxEnqueueData, 'requester'> & { pacingKey: string; log_context: Record<string, string | number>; requester: string | null } {
     if (!data || typeof data !== 'object') throw new AppError(ErrorCode.ValidationFailed, 'enqueue data must be an object');
     if (typeof data.organization_id !== 'string' || data.organization_id === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
