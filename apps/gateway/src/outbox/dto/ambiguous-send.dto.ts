@@ -30,11 +30,16 @@ export class AmbiguousSendDto {
   @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
   @ApiProperty({ nullable: true }) sender_id!: string | null;
   @ApiProperty({ description: 'The recipient address as the requester gave it' }) to!: string;
+  @ApiProperty({ description: 'The recipient as the outbox keys it (phone digits, a lower-cased email)' }) pacing_key!: string;
   @ApiProperty() idempotency_key!: string;
   @ApiProperty() payload_type!: string;
   @ApiProperty({ enum: ['ambiguous'] }) status!: string;
   @ApiProperty() attempts!: number;
-  @ApiProperty({ nullable: true }) last_error_code!: string | null;
+  @ApiProperty() max_attempts!: number;
+  @ApiProperty({ nullable: true, description: 'Always null here: no answer came' }) next_attempt_at!: string | null;
+  @ApiProperty({ nullable: true }) provider_message_id!: string | null;
+  @ApiProperty({ nullable: true, description: 'lease_expired when the dispatcher stopped mid-send; else the provider code, if any' }) last_error_code!: string | null;
+  @ApiProperty({ nullable: true }) last_classification!: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'Correlation ids: message_id, conversation_id, requester…' }) log_context!: Record<string, string | number>;
   @ApiProperty() created_at!: string;
   @ApiProperty() updated_at!: string;
