@@ -17,9 +17,10 @@ export type ContactKind = (typeof CONTACT_KINDS)[number];
 
 /**
  * Outbound message status. Moves forward only (`queued → sent → delivered → read`); `failed` and
- * `cancelled` are terminal. Inbound messages are `received`.
+ * `cancelled` are terminal. `ambiguous`: the send's outcome is unknown (never retried), until the
+ * provider's status or an operator resolves it to `sent` or `failed`. Inbound messages are `received`.
  */
-export const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'cancelled', 'received'] as const;
+export const MESSAGE_STATUSES = ['queued', 'ambiguous', 'sent', 'delivered', 'read', 'failed', 'cancelled', 'received'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 /** Instance lifecycle (seed 004 "Instance Lifecycle"): one way only. */
@@ -113,7 +114,7 @@ export const MessagingEvents = {
   SuppressionRequested: 'messaging.suppression.requested',
   /** `NotificationCreatedData`. */
   NotificationCreated: 'messaging.notification.created',
-  /** `NotificationDeliveryUpdatedData`: a delivery left `pending`. */
+  /** `NotificationDeliveryUpdatedData`: a delivery left `pending`, or a `sent` one failed later. */
   NotificationDeliveryUpdated: 'messaging.notification.delivery_updated',
 } as const;
 
@@ -374,6 +375,8 @@ export interface MessageView {
   read_at: string | null;
   failed_at: string | null;
   error_code: string | null;
+  /** The dispatcher's entry of an outbound send once its outcome is unknown (`ambiguous`), for `/outbox/ambiguous`; else null. */
+  outbox_entry_id: string | null;
 }
 
 /** Data of `messaging.human_message_sent`. */

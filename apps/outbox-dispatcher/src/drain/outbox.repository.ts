@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { cursorAtSql, type Tx } from '@touchpoint/database';
 import { rowsOf } from './sql.js';
 
 /** A `message_outbox` row. */
@@ -243,11 +243,6 @@ export class OutboxRepository {
       [lease.pairId, lease.owner, lease.fence, now, ms(intervalMs)],
     );
     return rows.length === 1;
-  }
-
-  async isSuppressed(tx: Tx, organizationId: string, channel: string, value: string): Promise<boolean> {
-    const rows = await rowsOf(tx, `SELECT 1 FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
-    return rows.length > 0;
   }
 
   /**
@@ -527,10 +522,19 @@ export class OutboxRepository {
     return row;
   }
 
-  async listAmbiguous(tx: Tx, organizationId: string | undefined, limit: number): Promise<EntryRow[]> {
-    return rowsOf<EntryRow>(tx, 
-      `SELECT * FROM message_outbox WHERE status = 'ambiguous' AND ($1::text IS NULL OR organization_id = $1) ORDER BY created_at LIMIT $2`,
-      [organizationId ?? null, limit],
+  /**
+   * Ambiguous entries, oldest first, of one organization (or all: the platform operator), after the
+   * keyset position `after` (`created_at` to the microsecond, then id), with each row's cursor
+   * position in `cursor_at`.
+   */
+  async listAmbiguous(tx: Tx, organizationId: string | undefined, limit: number, after: { createdAt: string; id: string } | null = null): Promise<(EntryRow & { cursor_at: string })[]> {
+    return rowsOf<EntryRow & { cursor_at: string }>(
+      tx,
+      `SELECT *, ${cursorAtSql('created_at')} AS cursor_at FROM message_outbox
+        WHERE status = 'ambiguous' AND ($1::text IS NULL OR organization_id = $1)
+          AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4::uuid))
+        ORDER BY created_at, id LIMIT $2`,
+      [organizationId ?? null, limit, after?.createdAt ?? null, after?.id ?? null],
     );
   }
 
@@ -551,20 +555,6 @@ export class OutboxRepository {
 
   async noteStatusOutcome(tx: Tx, statusId: string, entryId: string | null, outcome: string): Promise<void> {
     await rowsOf(tx, `UPDATE provider_statuses SET entry_id = $2, resolution_outcome = $3 WHERE id = $1`, [statusId, entryId, outcome]);
-  }
-
-  // --- suppressions ----------------------------------------------------------------------------
-
-  async addSuppression(tx: Tx, organizationId: string, channel: string, value: string, reason: string | null, now: Date): Promise<void> {
-    await rowsOf(tx, 
-      `INSERT INTO contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (organization_id, channel, value) DO NOTHING`,
-      [organizationId, channel, value, reason, now],
-    );
-  }
-
-  async removeSuppression(tx: Tx, organizationId: string, channel: string, value: string): Promise<void> {
-    await rowsOf(tx, `DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
   }
 
   // --- sweep probes and pruning ----------------------------------------------------------------

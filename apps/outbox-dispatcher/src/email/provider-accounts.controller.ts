@@ -17,9 +17,9 @@ import {
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { EnqueueService } from '../enqueue/enqueue.service.js';
 import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
 import { SendersService } from '../senders/senders.service.js';
+import { SuppressionsService } from '../suppressions/suppressions.service.js';
 import { NylasEmailAdapter } from './nylas.adapter.js';
 import { ProviderAccountsService } from './provider-accounts.service.js';
 
@@ -40,7 +40,7 @@ export class ProviderAccountsController {
     private readonly senders: SendersService,
     private readonly nylas: NylasEmailAdapter,
     private readonly uow: UnitOfWork,
-    private readonly enqueue: EnqueueService,
+    private readonly suppressionList: SuppressionsService,
   ) {}
 
   @MessagePattern(OutboxAccountRpc.Create)
@@ -67,7 +67,7 @@ export class ProviderAccountsController {
   /** @throws AppError validation_failed, invalid_recipient */
   @MessagePattern(OutboxAccountRpc.SuppressionRemove)
   async removeSuppression(@Payload() data: OutboxSuppressionData): Promise<{ removed: true; channel: string; value: string }> {
-    const { value } = await this.enqueue.suppression(data, true);
+    const { value } = await this.suppressionList.remove(data);
     return { removed: true, channel: data.channel, value };
   }
 
