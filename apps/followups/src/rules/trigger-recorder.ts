@@ -14,12 +14,13 @@ export type EventTriggerKind = Exclude<FlowTriggerKind, 'manual'>;
  * the organization has an enabled rule for that kind. The event id makes it idempotent: an event
  * delivered twice records one trigger.
  *
- * The trigger is a side write of an event whose own work comes first: an inbound reply or a
- * resolution must stop enrollments (a stop path commits whatever else fails), and a contact event
- * must update the read model. So the write runs in a savepoint: when PostgreSQL refuses it (a value
- * it cannot store, a constraint, a missing table), only the savepoint rolls back, the failure is
- * logged (`followups.trigger_record_failed`, with the SQLSTATE) and the caller's transaction goes
- * on without the trigger.
+ * Two modes. Where the trigger is the event's own work (contact and CRM events), a failed write
+ * throws, so the event is retried and, if it keeps failing, dead-lettered where an admin can replay
+ * it: never dropped. Where it is a side write of a stop path (an inbound reply, a resolution), the
+ * stop must commit whatever else fails (DESIGN §5.3), so `optional` runs the write in a savepoint:
+ * when PostgreSQL refuses it (a value it cannot store, a constraint, a missing table), only the
+ * savepoint rolls back, the failure is logged (`followups.trigger_record_failed`, with the
+ * SQLSTATE) and the caller's transaction goes on without the trigger.
  */
 @Injectable()
 export class TriggerRecorder {
@@ -28,22 +29,26 @@ export class TriggerRecorder {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  /** @returns whether a trigger row was written (false also when the write failed and was logged) */
-  async record(tx: Tx, t: { organizationId: string; kind: EventTriggerKind; eventId: string; contactId: string; data?: Record<string, unknown>; at: Date }): Promise<boolean> {
-    // Outside the savepoint: a read of our own flows (mostly from the cache), so the common case
+  /**
+   * @param options.optional a stop path's side write: a refused row is logged and skipped instead
+   *   of failing the caller's transaction
+   * @returns whether a trigger row was written (false also when an optional write failed and was logged)
+   * @throws the database error of a refused row unless `optional`
+   */
+  async record(
+    tx: Tx,
+    t: { organizationId: string; kind: EventTriggerKind; eventId: string; contactId: string; data?: Record<string, unknown>; at: Date },
+    options: { optional?: boolean } = {},
+  ): Promise<boolean> {
+    // Before any savepoint: a read of our own flows (mostly from the cache), so the common case
     // (no rule listens) costs no savepoint round trips.
     if (!(await this.rules.has(tx, t.organizationId, t.kind))) return false;
+    if (!options.optional) return this.insert(tx, t);
     await tx.query('SAVEPOINT trigger_record');
     try {
-      const inserted = await rowsOf(
-        tx,
-        `INSERT INTO triggers (organization_id, type, event_id, contact_id, data, next_attempt_at, created_at)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $6)
-         ON CONFLICT (organization_id, event_id, type) DO NOTHING RETURNING id`,
-        [t.organizationId, t.kind, t.eventId, t.contactId, JSON.stringify(t.data ?? {}), t.at],
-      );
+      const inserted = await this.insert(tx, t);
       await tx.query('RELEASE SAVEPOINT trigger_record');
-      return inserted.length === 1;
+      return inserted;
     } catch (err) {
       // When the connection itself broke, this rollback fails too and its error reaches the caller.
       await tx.query('ROLLBACK TO SAVEPOINT trigger_record');
@@ -55,5 +60,16 @@ export class TriggerRecorder {
       );
       return false;
     }
+  }
+
+  private async insert(tx: Tx, t: { organizationId: string; kind: EventTriggerKind; eventId: string; contactId: string; data?: Record<string, unknown>; at: Date }): Promise<boolean> {
+    const inserted = await rowsOf(
+      tx,
+      `INSERT INTO triggers (organization_id, type, event_id, contact_id, data, next_attempt_at, created_at)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $6)
+       ON CONFLICT (organization_id, event_id, type) DO NOTHING RETURNING id`,
+      [t.organizationId, t.kind, t.eventId, t.contactId, JSON.stringify(t.data ?? {}), t.at],
+    );
+    return inserted.length === 1;
   }
 }
