@@ -168,13 +168,14 @@ describe('auto-replies and the mailbox they arrive on', () => {
   const unsubscribeFooter = '\n\nYou received this automatic notice. To unsubscribe from these notices, reply UNSUBSCRIBE.';
 
   it.each([
-    ['Auto-Submitted header, English', { subject: 'Re: your note', body: `I am away until Monday.${unsubscribeFooter}`, headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }] }],
-    ['X-Autoreply header, Portuguese', { subject: 'Re: Cadeiras', body: 'Estou de férias até segunda. Para sair da lista, clique em descadastrar.', headers: [{ name: 'X-Autoreply', value: 'yes' }] }],
-    ['Precedence: auto_reply header, Spanish', { subject: 'RE: Sillas', body: 'Estoy fuera de la oficina. Para darme de baja de estos avisos, responda BAJA.', headers: [{ name: 'Precedence', value: 'auto_reply' }] }],
-    ['subject only, English', { subject: 'Automatic reply: your note', body: `Back on the 3rd.${unsubscribeFooter}` }],
-    ['subject only, Portuguese', { subject: 'Resposta automática: Cadeiras', body: 'Volto dia 3. unsubscribe' }],
-    ['subject only, Spanish', { subject: 'Respuesta automática: Sillas', body: 'Vuelvo el lunes. Unsubscribe.' }],
-  ] as [string, { subject: string; body: string; headers?: { name: string; value: string }[] }][])('an out-of-office on the campaign (non-default) mailbox with "unsubscribe" in it (%s) opts nobody out, stops no follow-up and interrupts nothing', async (_label, email) => {
+    ['Auto-Submitted header, English, "unsubscribe" in it', { subject: 'Re: your note', body: `I am away until Monday.${unsubscribeFooter}`, headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }] }],
+    ['Auto-Submitted header only, no opt-out words', { subject: 'Re: your note', body: 'I am away until Monday, with limited access to email.', headers: [{ name: 'Auto-Submitted', value: 'auto-generated' }] }],
+    ['X-Autoreply header, Portuguese, "descadastrar" in it', { subject: 'Re: Cadeiras', body: 'Estou de férias até segunda. Para sair da lista, clique em descadastrar.', headers: [{ name: 'X-Autoreply', value: 'yes' }] }],
+    ['Precedence: auto_reply header, Spanish, "darme de baja" in it', { subject: 'RE: Sillas', body: 'Estoy fuera de la oficina. Para darme de baja de estos avisos, responda BAJA.', headers: [{ name: 'Precedence', value: 'auto_reply' }] }],
+    ['subject only, English, "unsubscribe" in it', { subject: 'Automatic reply: your note', body: `Back on the 3rd.${unsubscribeFooter}` }],
+    ['subject only, Portuguese, "unsubscribe" in it', { subject: 'Resposta automática: Cadeiras', body: 'Volto dia 3. unsubscribe' }],
+    ['subject only, Spanish, "Unsubscribe" in it', { subject: 'Respuesta automática: Sillas', body: 'Vuelvo el lunes. Unsubscribe.' }],
+  ] as [string, { subject: string; body: string; headers?: { name: string; value: string }[] }][])('an out-of-office on the campaign\'s non-default mailbox (%s) opts nobody out, stops no follow-up and interrupts nothing', async (_label, email) => {
     const s = await emailed();
     const { nylasId, message } = await answer(s.person, s.sentId, email);
     expect(message).toMatchObject({ auto_reply: true, opt_out: false });
