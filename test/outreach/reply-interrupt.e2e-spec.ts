@@ -36,7 +36,7 @@ describe(ReplyInterruptService.name, () => {
     return { campaign, ...e, sentId, pendingId: pending.actionId, before };
   };
   const inbound = (data: Partial<MessagingInboundRecordData> & { from: string }) =>
-    w.rpc.call<{ message_id: string; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', external_id: `in-${randomUUID()}`, text: 'Sounds good, tell me more', subject: 'Re: Chairs for Acme', ...data });
+    w.rpc.call<{ message_id: string; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', external_id: `in-${randomUUID()}`, text: 'Sounds good, tell me more', subject: 'Re: Chairs for Acme', headers: [], ...data });
   const replyEvents = (enrollmentId: string) =>
     w.sql(`SELECT event_id, payload FROM {o}.outbox_events WHERE type = 'outreach.decision.requested' AND payload->'data'->>'enrollment_id' = $1 AND event_id LIKE 'reply:%'`, [enrollmentId]);
   /** Waits until outreach consumed messaging's event for `messageId` (its inbox row). */

@@ -296,8 +296,10 @@ export class InboundService {
 
   /**
    * The `messaging.inbound.record` RPC: an inbound message of email, LinkedIn, SMS or web. An email
-   * that came without headers on a known mailbox (`sender_id`) has them read first
-   * (`readEmailHeaders`), so the verdict sees them; a redelivery of a stored message reads nothing.
+   * that came without headers has them read first with the mailbox it arrived on (`sender_id`,
+   * `readEmailHeaders`), so the verdict sees them; a redelivery of a stored message reads nothing.
+   * Without headers and without a mailbox, or when the read failed, the verdict is uncertain
+   * (libs/text `judgeInbound`).
    */
   async record(data: MessagingInboundRecordData): Promise<{ message_id: string | null; duplicate: boolean }> {
     for (const f of ['organization_id', 'channel', 'from', 'external_id'] as const) {
@@ -307,12 +309,17 @@ export class InboundService {
     let headers: EmailHeader[] | null = Array.isArray(data.headers) ? data.headers : null;
     let subject = data.subject ?? null;
     let headersUnreadable = false;
-    if (data.channel === 'email' && !headers && typeof data.sender_id === 'string' && data.sender_id !== '' && !(await this.messages.existsExternal(this.reader, data.organization_id, 'email', data.external_id))) {
-      const read = await this.readEmailHeaders(data.organization_id, data.sender_id, data.external_id);
-      if (read) {
-        headers = read.headers;
-        subject = subject ?? read.subject;
-      } else headersUnreadable = true;
+    if (data.channel === 'email' && !headers) {
+      const mailbox = typeof data.sender_id === 'string' && data.sender_id !== '' ? data.sender_id : null;
+      // No mailbox named: nobody can read its headers, so the verdict is made without them.
+      if (!mailbox) headersUnreadable = true;
+      else if (!(await this.messages.existsExternal(this.reader, data.organization_id, 'email', data.external_id))) {
+        const read = await this.readEmailHeaders(data.organization_id, mailbox, data.external_id);
+        if (read) {
+          headers = read.headers;
+          subject = subject ?? read.subject;
+        } else headersUnreadable = true;
+      }
     }
     const outcome = await this.take(
       {
