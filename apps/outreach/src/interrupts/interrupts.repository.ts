@@ -62,10 +62,20 @@ export class InterruptsRepository {
   /**
    * Remembers that `threadId` is an Outreach thread of `actionId` (an inbound in it answered that
    * email), so a later message of the thread that names none of our ids still correlates. The
-   * first action to claim a thread keeps it.
+   * first action to claim a thread keeps it. In a savepoint: it is a side write of the interrupt
+   * and of the opt-out, whose own writes must commit even when this one fails.
+   * @returns false when the row could not be written (rolled back to the savepoint)
    */
-  async learnThread(db: Db, organizationId: string, threadId: string, actionId: string): Promise<void> {
-    await db.query(`INSERT INTO email_threads (organization_id, thread_id, action_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [organizationId, threadId, actionId]);
+  async learnThread(db: Db, organizationId: string, threadId: string, actionId: string): Promise<boolean> {
+    await db.query('SAVEPOINT learn_thread');
+    try {
+      await db.query(`INSERT INTO email_threads (organization_id, thread_id, action_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [organizationId, threadId, actionId]);
+      await db.query('RELEASE SAVEPOINT learn_thread');
+      return true;
+    } catch {
+      await db.query('ROLLBACK TO SAVEPOINT learn_thread');
+      return false;
+    }
   }
 
   /** Whether a decision is already saved for this cause (seed 003 §4.7: the guard against a second bump). */

@@ -71,7 +71,9 @@ export class ReplyInterruptService {
     const threadId = m.thread_id || null;
     const c = await this.repo.correlate(tx, org, channel, ids, m.conversation_id ?? null, threadId);
     if (!c) return 'uncorrelated';
-    if (channel === 'email' && threadId) await this.repo.learnThread(tx, org, threadId, c.action_id);
+    if (channel === 'email' && threadId && !(await this.repo.learnThread(tx, org, threadId, c.action_id))) {
+      this.logger.warn({ event: 'outreach.thread_not_learned', organization_id: org, message_id: m.message_id, action_id: c.action_id }, 'email thread not remembered; the interrupt goes on');
+    }
     if (c.enrollment_status === 'ended') return 'not_live';
     const eventId = `reply:${m.message_id}`;
     if (await this.repo.decisionSaved(tx, c.enrollment_id, eventId)) return 'duplicate';
