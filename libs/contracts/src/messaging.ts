@@ -229,10 +229,20 @@ export interface MessageReceivedData {
   message_type: string;
   /** The provider id of the outbound message this one answers, when it quotes one. */
   in_reply_to?: string | null;
-  /** An automatic answer (out-of-office), which is not a human reply. */
+  /**
+   * An automatic answer (out-of-office): never an opt-out, never a reply. With `opt_out` this is
+   * libs/text `judgeInbound`'s verdict, made once by messaging; consumers act on it and never judge
+   * again. Neither flag set: a reply.
+   */
   auto_reply: boolean;
-  /** The shared opt-out phrase rule matched (libs/text `isOptOut`). */
+  /** The person opted out (the phrase rule, never on an auto-reply; libs/text `judgeInbound`). */
   opt_out: boolean;
+  /**
+   * False only for an email whose headers could not be read, judged by its subject alone
+   * (`judgeInbound`'s `certain`): act on it, but not on what only a human reply may cause
+   * (outreach's promotion of a prospect). Absent: true.
+   */
+  judgement_certain?: boolean;
   /** Contact address the message came from (E.164 phone, email, LinkedIn id). */
   from: string;
 }
@@ -248,8 +258,13 @@ export interface MessagingInboundRecordData {
   thread_id?: string;
   text?: string;
   subject?: string;
-  /** Email headers `{ name, value }` (auto-reply detection reads them). */
+  /**
+   * Email headers `{ name, value }` (the auto-reply rule reads them). Absent on an email with
+   * `sender_id`: messaging reads them from the provider with that mailbox's grant.
+   */
   headers?: { name: string; value: string }[];
+  /** The dispatcher sender (the mailbox: its Nylas grant) the message arrived on, when known. */
+  sender_id?: string;
   in_reply_to?: string;
   /** ISO-8601 instant the provider received it. */
   received_at?: string;

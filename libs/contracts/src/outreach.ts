@@ -159,7 +159,8 @@ export const OutreachDispatcherRpc = {
   LinkedinState: 'outbox.linkedin.state',
   /**
    * `EmailHeadersQuery` → `EmailHeadersView`: one Nylas message read with its headers
-   * (`fields=include_headers`), for the auto-reply rule of a correlated inbound (seed 003 §4.7).
+   * (`fields=include_headers`), for the auto-reply rule (seed 003 §4.7). Messaging asks it for a new
+   * inbound email, with the mailbox the email arrived on.
    */
   EmailHeaders: 'outbox.email.headers',
   /**
@@ -186,8 +187,11 @@ export interface EmailHeadersQuery {
   organization_id: string;
   /** The provider (Nylas) message id of the inbound email. */
   provider_message_id: string;
-  /** The mailbox (dispatcher sender id) that received it, when known; else the organization's default. */
-  sender_id?: string | null;
+  /**
+   * The mailbox (dispatcher sender id) that received it. Required: Nylas answers 404 for a message
+   * read with another mailbox's grant, so no default mailbox is ever assumed.
+   */
+  sender_id: string;
 }
 
 export interface EmailHeadersView {

@@ -233,3 +233,4 @@ export function isAutoReply(input: { headers?: { name: string; value: string }[]
 }
 
 export { signUnsubscribeToken, verifyUnsubscribeToken, type UnsubscribeTokenClaims } from './unsubscribe-token.js';
+export { type EmailHeader, type InboundFacts, type InboundJudgement, judgeInbound } from './inbound-judgement.js';
