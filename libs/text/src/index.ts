@@ -233,3 +233,4 @@ export function isAutoReply(input: { headers?: { name: string; value: string }[]
 }
 
 export { signUnsubscribeToken, verifyUnsubscribeToken, type UnsubscribeTokenClaims } from './unsubscribe-token.js';
+export { codePointLength, toWellFormedText, truncateText, type TruncateTextOptions } from './truncate.js';
