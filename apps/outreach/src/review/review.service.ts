@@ -13,7 +13,7 @@ import {
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
-import { truncateText } from '@touchpoint/text';
+import { codePointLength, truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
@@ -141,7 +141,7 @@ export class ReviewService {
     if (data.then !== 'regenerate' && data.then !== 'stop') throw new AppError(ErrorCode.ValidationFailed, 'then must be regenerate or stop', { field: 'then' });
     const reason = typeof data.reason === 'string' ? data.reason.trim() : '';
     if (data.then === 'regenerate' && reason.length === 0) throw new AppError(ErrorCode.ValidationFailed, 'regenerate needs a reason', { field: 'reason' });
-    if (reason.length > OUTREACH_REJECT_REASON_MAX) throw new AppError(ErrorCode.ValidationFailed, `reason must be at most ${OUTREACH_REJECT_REASON_MAX} characters`, { field: 'reason' });
+    if (codePointLength(reason) > OUTREACH_REJECT_REASON_MAX) throw new AppError(ErrorCode.ValidationFailed, `reason must be at most ${OUTREACH_REJECT_REASON_MAX} characters`, { field: 'reason' });
     const row = await this.mustFind(organizationId, data.action_id);
 
     const now = this.clock.now();
