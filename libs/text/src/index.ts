@@ -146,4 +146,4 @@ export function isAutoReply(input: { headers?: { name: string; value: string }[]
 
 export { signUnsubscribeToken, verifyUnsubscribeToken, type UnsubscribeTokenClaims } from './unsubscribe-token.js';
 export { isOptOut } from './opt-out.js';
-export { codePointLength, toWellFormedText, truncateText, type TruncateTextOptions } from './truncate.js';
+export { codePointLength, toWellFormedJson, toWellFormedText, truncateText, type TruncateTextOptions } from './truncate.js';

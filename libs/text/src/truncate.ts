@@ -89,3 +89,23 @@ function indexAfterCodePoints(text: string, count: number): number {
 function isLowSurrogate(unit: number): boolean {
   return unit >= LOW_SURROGATE_MIN && unit <= LOW_SURROGATE_MAX;
 }
+
+/**
+ * A parsed JSON value with every string (values and keys, at any depth) made well-formed by
+ * `toWellFormedText`. JSON may spell a lone surrogate as `\ud83d`; JavaScript accepts it but
+ * PostgreSQL refuses it in `jsonb`, so a body from outside is repaired once where it enters.
+ * Values that need no repair come back as the same reference; others are copied, never mutated.
+ */
+export function toWellFormedJson<T>(value: T): T {
+  if (typeof value === 'string') return toWellFormedText(value) as T;
+  if (Array.isArray(value)) {
+    const items = value.map((item) => toWellFormedJson(item));
+    return (items.some((item, i) => item !== value[i]) ? items : value) as T;
+  }
+  if (value !== null && typeof value === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
+    const entries = Object.entries(value);
+    const repaired = entries.map(([key, item]) => [toWellFormedText(key), toWellFormedJson(item)] as const);
+    return (repaired.some(([key, item], i) => key !== entries[i]![0] || item !== entries[i]![1]) ? Object.fromEntries(repaired) : value) as T;
+  }
+  return value;
+}

@@ -1,4 +1,4 @@
-import { codePointLength, toWellFormedText, truncateText } from '../index.js';
+import { codePointLength, toWellFormedJson, toWellFormedText, truncateText } from '../index.js';
 
 const FLAG_BR = '\u{1F1E7}\u{1F1F7}'; // 🇧🇷: two regional indicators
 const FLAG_PT = '\u{1F1F5}\u{1F1F9}';
@@ -115,5 +115,20 @@ describe('toWellFormedText', () => {
     ['\uDE00\uD83D', '\uFFFD\uFFFD'],
   ])('%j → %j', (text, expected) => {
     expect(toWellFormedText(text)).toBe(expected);
+  });
+});
+
+describe('toWellFormedJson', () => {
+  it('repairs lone surrogates in strings and keys at any depth, as JSON.parse gives them', () => {
+    const parsed = JSON.parse('{"entry":[{"text":{"body":"oi \\ud83d"},"n":1,"ok":true,"none":null}],"k\\ude00":"v"}');
+    expect(toWellFormedJson(parsed)).toEqual({ entry: [{ text: { body: 'oi \uFFFD' }, n: 1, ok: true, none: null }], 'k\uFFFD': 'v' });
+    expect(parsed.entry[0].text.body).toBe('oi \uD83D');
+  });
+
+  it('gives back the same value when nothing needs repair', () => {
+    const body = { entry: [{ text: { body: `oi ${GRINNING}` } }], n: 2 };
+    expect(toWellFormedJson(body)).toBe(body);
+    expect(toWellFormedJson(null)).toBeNull();
+    expect(toWellFormedJson(3)).toBe(3);
   });
 });
