@@ -5,8 +5,8 @@
  * extended to WhatsApp's carrier-style keywords and to Portuguese and Spanish. Pure, no I/O.
  *
  * How a message is read:
- * 1. Quoted earlier text is dropped (`stripQuotedText`), then a signature after a `-- ` line and
- *    trailing "Sent from my iPhone"-style lines.
+ * 1. Quoted earlier text is dropped (`stripQuotedText`), then a signature (after a `-- ` line or a
+ *    sign-off line such as "Best," or "Atenciosamente,") and trailing "Sent from my iPhone" lines.
  * 2. The rest is split into clauses at sentence punctuation and line breaks; each clause is
  *    normalised (lower case, accents dropped, emoji and symbols dropped, apostrophes kept).
  * 3. Whole-message commands: after dropping courtesy words at each clause's ends ("please",
@@ -200,10 +200,20 @@ const CLAUSE_BREAK = /[.,!?;:¡¿…\n\r]+|\s[-–—]+\s/u;
 const SIGNATURE_SEPARATOR = /^--\s?$/;
 const MOBILE_FOOTER = /^(sent from my|sent from (outlook|yahoo|mail)|get outlook for|enviado (do|de|desde) (meu|mi|o)|enviado pelo|obtener outlook para|obter o outlook para)\b/;
 
-/** The new text only: quoted text, a signature after `-- `, and trailing mobile footers dropped. */
+/** A line that is only a sign-off ("Best,", "Atenciosamente", "Un saludo"): the signature follows. */
+const SIGN_OFFS = new Set([
+  'best', 'best regards', 'kind regards', 'regards', 'thanks', 'thank you', 'many thanks', 'cheers', 'sincerely', 'br',
+  'atenciosamente', 'att', 'abs', 'abraco', 'abracos', 'um abraco', 'obrigado', 'obrigada', 'cordialmente',
+  'saludos', 'un saludo', 'atentamente', 'gracias', 'muchas gracias',
+]);
+
+/**
+ * The new text only: quoted text dropped, then a signature (from a `-- ` line, or from a sign-off
+ * line that is not the first line) and trailing mobile footers.
+ */
 function newTextOf(text: string): string {
   const lines = stripQuotedText(text).split('\n');
-  const separator = lines.findIndex((l) => SIGNATURE_SEPARATOR.test(l.trimEnd()));
+  const separator = lines.findIndex((l, i) => SIGNATURE_SEPARATOR.test(l.trimEnd()) || (i > 0 && SIGN_OFFS.has(wordsOf(l).join(' '))));
   const kept = separator >= 0 ? lines.slice(0, separator) : lines;
   while (kept.length > 0 && (kept[kept.length - 1]!.trim() === '' || MOBILE_FOOTER.test(normalizeText(kept[kept.length - 1]!)))) kept.pop();
   return kept.join('\n');

@@ -43,6 +43,7 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['Stop now'],
       ['STOP\n\nSent from my iPhone'],
       ['Stop\n-- \nAna Silva\nAcme Ltd'],
+      ['Hi,\n\nPlease stop.\n\nBest,\nAna Silva\nHead of Sales, Acme'],
       // phrases anywhere
       ['Please stop texting me'],
       ['No, stop messaging me'],
@@ -98,6 +99,7 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['Não tenho interesse, pare'],
       ['Bom dia, parem por favor'],
       ['Cancelar a inscrição'],
+      ['Parem\n\nAtenciosamente,\nJoão Souza\nDiretor'],
       ['Não tenho interesse pare de me enviar isso'],
     ])('Portuguese %j', (text) => {
       expect(isOptOut(text)).toBe(true);
@@ -163,6 +165,7 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['🛑'],
       ['Stop. Who is this?'],
       ['Sounds good, end of day works'],
+      ['Thanks\nWe will end the trial on Friday'],
     ])('English %j', (text) => {
       expect(isOptOut(text)).toBe(false);
     });
