@@ -166,6 +166,8 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['Stop. Who is this?'],
       ['Sounds good, end of day works'],
       ['Thanks\nWe will end the trial on Friday'],
+      ['We should stop sending the invoices to the old address'],
+      ['I changed phones, delete my number and save this one'],
     ])('English %j', (text) => {
       expect(isOptOut(text)).toBe(false);
     });
@@ -195,6 +197,8 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['Fim de semana é melhor'],
       ['Não quero me descadastrar, só mudar o horário'],
       ['Não quero que vocês parem de me mandar novidades'],
+      ['Minha impressora para de enviar os arquivos'],
+      ['Quero cancelar minha inscrição no curso de inglês'],
     ])('Portuguese %j', (text) => {
       expect(isOptOut(text)).toBe(false);
     });
@@ -216,6 +220,8 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['No, gracias'],
       ['Déjame pensarlo'],
       ['Quita el IVA de la lista de precios'],
+      ['Quiero dar de baja mi pedido'],
+      ['Quiero cancelar mi suscripción al gimnasio'],
     ])('Spanish %j', (text) => {
       expect(isOptOut(text)).toBe(false);
     });
