@@ -228,6 +228,16 @@ describe('outbox dispatcher', () => {
       expect(attempt.body.error.code).toBe(131026);
     });
 
+    it('records the attempt of an error answer whose text holds half an emoji (a lone \\ud83d escape)', async () => {
+      const to = newNumber();
+      await sandbox.fault({ kind: 'error', code: 131026, message: 'Message undeliverable \uD83D', match: { wa_id: to } });
+      const { entry_id } = await d.enqueue.enqueue(textTo(org, to));
+      await drain();
+      expect(await entry(entry_id)).toMatchObject({ status: 'failed', attempts: 1, last_classification: 'recipient_undeliverable', last_error_code: '131026' });
+      const [attempt] = await attempts(entry_id);
+      expect(attempt.body.error.message).toBe('(#131026) Message undeliverable \uFFFD');
+    });
+
     it('does not retry a read receipt that failed', async () => {
       const to = newNumber();
       await sandbox.fault({ kind: 'error', code: 131000, match: { type: 'read' } });

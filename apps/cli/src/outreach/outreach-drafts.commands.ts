@@ -1,5 +1,6 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 import type { ActionView, ReviewCard } from '@touchpoint/contracts';
+import { truncateText } from '@touchpoint/text';
 import { badOption, type JsonOption } from '../commands/options.js';
 import { CliOutput } from '../output/cli-output.js';
 import { OutreachClient } from './outreach-client.js';
@@ -19,7 +20,7 @@ function describeAction(a: ActionView): string {
 
 function describeCard(c: ReviewCard): string {
   const draft = c.draft.subject ? `${c.draft.subject} — ${c.draft.body ?? ''}` : (c.draft.note ?? c.draft.body ?? '');
-  return `${c.action_id}  ${c.type}  ${c.person.name ?? c.person.person_id}  → ${c.to ?? '(no address)'}  [${c.campaign.name}, ${c.campaign.status}]  ${Math.round(c.age_seconds / 60)} min\n    ${draft.replace(/\s+/g, ' ').slice(0, 160)}`;
+  return `${c.action_id}  ${c.type}  ${c.person.name ?? c.person.person_id}  → ${c.to ?? '(no address)'}  [${c.campaign.name}, ${c.campaign.status}]  ${Math.round(c.age_seconds / 60)} min\n    ${truncateText(draft.replace(/\s+/g, ' '), 160)}`;
 }
 
 /** `outreach:drafts:list --org <id> [--limit N]` → `{items: [card…], total}` (seed 003 §4.5, oldest first). */

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { API_SCOPES, type ApiScope, type MemberRole, Scope } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
+import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { invalidField, notFound, UUID_PATTERN } from '../accounts/accounts.errors.js';
 import { MembersService } from '../members/members.service.js';
@@ -57,7 +58,7 @@ export class ApiKeysService {
   async create(input: { organizationId: string; createdByMemberId: string; name?: string | null; scopes: string[] }): Promise<{ key: ApiKeyView; secret: string }> {
     const scopes = parseScopes(input.scopes);
     const name = (input.name ?? '').trim() || 'api key';
-    if (name.length > API_KEY_NAME_MAX) throw invalidField('name', `name must be at most ${API_KEY_NAME_MAX} characters`);
+    if (codePointLength(name) > API_KEY_NAME_MAX) throw invalidField('name', `name must be at most ${API_KEY_NAME_MAX} characters`);
     const creator = await this.members.get(input.organizationId, input.createdByMemberId);
     if (!creator.active) throw new AppError(ErrorCode.Forbidden, 'the member has left the organization');
     if (scopes.includes(Scope.Admin) && creator.role !== 'admin') throw new AppError(ErrorCode.Forbidden, 'only an admin member can create a key with the admin scope');

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { isEmail } from 'class-validator';
 import { MEMBER_ROLES, type MemberRole } from '@touchpoint/contracts';
+import { codePointLength } from '@touchpoint/text';
 import { invalidField, notFound, PG_FOREIGN_KEY_VIOLATION, UUID_PATTERN } from '../accounts/accounts.errors.js';
 import { type MemberRow, MembersRepository } from './members.repository.js';
 
@@ -37,7 +38,7 @@ export class MembersService {
     if (!isEmail(email)) throw invalidField('email', 'email must be an email address');
     const role = parseRole(input.role);
     const name = input.name?.trim() || null;
-    if (name && name.length > MEMBER_NAME_MAX) throw invalidField('name', `name must be at most ${MEMBER_NAME_MAX} characters`);
+    if (name && codePointLength(name) > MEMBER_NAME_MAX) throw invalidField('name', `name must be at most ${MEMBER_NAME_MAX} characters`);
     if (!UUID_PATTERN.test(input.organizationId)) throw notFound('organization');
     try {
       const row = await this.members.upsert({ organizationId: input.organizationId, email, role, name });

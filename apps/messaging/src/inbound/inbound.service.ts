@@ -19,7 +19,7 @@ import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { toPhoneKey } from '@touchpoint/phone';
 import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
-import { type EmailHeader, type InboundJudgement, judgeInbound } from '@touchpoint/text';
+import { type EmailHeader, type InboundJudgement, judgeInbound, truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
@@ -166,7 +166,7 @@ export class InboundService {
     for (const raw of batch.messages) {
       const problem = unusableWhatsAppMessage(raw) ?? (toPhoneKey(raw.from) ? null : 'sender is not a phone');
       if (problem) {
-        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: typeof raw?.id === 'string' ? raw.id.slice(0, 100) : undefined, reason: problem }, 'unusable inbound message ignored');
+        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: typeof raw?.id === 'string' ? truncateText(raw.id, 100) : undefined, reason: problem }, 'unusable inbound message ignored');
         result.ignored++;
         continue;
       }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
 import { cursorAtSql, type Tx } from '@touchpoint/database';
+import { codePointLength, toWellFormedText, truncateText } from '@touchpoint/text';
 import { rowsOf } from './sql.js';
 
 /** A `message_outbox` row. */
@@ -328,7 +329,7 @@ export class OutboxRepository {
               updated_at = $11
         WHERE id = $1 AND status = 'sending' AND claim_fence = $2
         RETURNING *`,
-      [entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage?.slice(0, 1000) ?? null, t.httpStatus, terminal && t.status !== 'ambiguous', now],
+      [entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus, terminal && t.status !== 'ambiguous', now],
     );
     return row;
   }
@@ -361,7 +362,7 @@ export class OutboxRepository {
        )
        SELECT entry.* FROM entry LEFT JOIN attempt ON true`,
       [
-        entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage?.slice(0, 1000) ?? null, t.httpStatus,
+        entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus,
         terminal && t.status !== 'ambiguous', now,
         attemptId, end.outcome, end.classification, end.providerCode, end.httpStatus, end.retryAfterMs, trimBody(end.body),
       ],
@@ -600,6 +601,7 @@ export class OutboxRepository {
 
 function trimBody(body: unknown): string | null {
   if (body === undefined || body === null) return null;
-  const text = JSON.stringify(body);
-  return text.length <= ATTEMPT_BODY_MAX_CHARS ? text : JSON.stringify({ truncated: text.slice(0, ATTEMPT_BODY_MAX_CHARS) });
+  // jsonb refuses the escape of a lone surrogate, and a provider's answer may hold one.
+  const text = JSON.stringify(body, (_key, value: unknown) => (typeof value === 'string' ? toWellFormedText(value) : value));
+  return codePointLength(text) <= ATTEMPT_BODY_MAX_CHARS ? text : JSON.stringify({ truncated: truncateText(text, ATTEMPT_BODY_MAX_CHARS) });
 }

@@ -14,6 +14,7 @@ import { notifySoon, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
+import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
 import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
@@ -138,7 +139,7 @@ export class EnqueueService {
     if (problems.length) throw new AppError(ErrorCode.InvalidPayload, 'the payload is not valid', { errors: problems });
     if (typeof data.to !== 'string') throw new AppError(ErrorCode.InvalidRecipient, 'to is required');
     const pacingKey = toRecipientKey(data.channel, data.to);
-    if (!pacingKey) throw new AppError(ErrorCode.InvalidRecipient, `"${data.to.slice(0, 64)}" is not a ${data.channel} address`);
+    if (!pacingKey) throw new AppError(ErrorCode.InvalidRecipient, `"${truncateText(data.to, 64)}" is not a ${data.channel} address`);
     const logContext: Record<string, string | number> = {};
     if (data.log_context !== undefined) {
       if (typeof data.log_context !== 'object' || data.log_context === null || Array.isArray(data.log_context)) throw new AppError(ErrorCode.ValidationFailed, 'log_context must be an object', { field: 'log_context' });
