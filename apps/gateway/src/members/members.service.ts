@@ -95,9 +95,9 @@ export class MembersService {
   }
 
   /**
-   * Changes a member's role or marks them as having left (`active: false`). A demoted or departed
-   * admin's keys stop working on routes that need a key created by an admin, at once (the guard
-   * reads the creator on every call).
+   * Changes a member's role or marks them as having left (`active: false`). At once (the guard
+   * reads the creator on every call): a demoted admin's keys lose every admin-scope route and those
+   * needing a key created by an admin; a departed member's keys are refused everywhere (403).
    * @throws AppError validation_failed (`role`); not_found when the member is not in that organization
    */
   async update(organizationId: string, memberId: string, change: { role?: string; active?: boolean }): Promise<MemberView> {
