@@ -104,8 +104,8 @@ describe('outreach sends to the approved address only', () => {
     return email;
   };
 
-  /** Holds an ACCESS EXCLUSIVE lock on `table` until `release()`; `waited()` resolves once some query waits on it. */
-  const holdLock = async (table: string, waitingQuery: string) => {
+  /** Holds an ACCESS EXCLUSIVE lock on `table` until `release()`; `waited()` resolves once another session waits for it. */
+  const holdLock = async (table: string) => {
     const client = new pg.Client({ connectionString: world.databaseUrl });
     await client.connect();
     await client.query('BEGIN');
@@ -113,7 +113,7 @@ describe('outreach sends to the approved address only', () => {
     return {
       waited: () =>
         eventually(async () => {
-          const rows = await world.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, [`%${waitingQuery}%`]);
+          const rows = await world.sql(`SELECT 1 FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, [table]);
           return rows.length > 0 || null;
         }, 20_000, 20),
       release: async () => {
@@ -126,7 +126,7 @@ describe('outreach sends to the approved address only', () => {
   it('sends to the approved address when the email is edited after the recheck read it: the claim closes the gap', async () => {
     const { person, actionId } = await drafted();
     // The recheck reads the person, then asks the dispatcher about suppressions: that read waits here.
-    const lock = await holdLock(`"${world.schema('outbox-dispatcher')}".contact_suppressions`, 'FROM contact_suppressions');
+    const lock = await holdLock(`"${world.schema('outbox-dispatcher')}".contact_suppressions`);
     let edited: string;
     try {
       const approved = await approve(actionId);
@@ -147,7 +147,7 @@ describe('outreach sends to the approved address only', () => {
   it('invalidates the approval and sends nothing when the email is edited before execution rechecks it', async () => {
     const { person, actionId } = await drafted();
     // The approved event cannot start its execution run while this lock is held.
-    const lock = await holdLock(outreachTable('workflow_runs'), 'workflow_runs');
+    const lock = await holdLock(outreachTable('workflow_runs'));
     let edited: string;
     try {
       const approved = await approve(actionId);
