@@ -146,7 +146,13 @@ export interface MessagingSendData extends MessagingSendContent {
   organization_id: string;
   idempotency_key: string;
   channel: MessagingChannel;
-  /** The recipient: a contact id, or an address (`to`) for which a contact is found or created. */
+  /**
+   * The recipient: a contact id, or an address (`to`) for which a contact is found or created.
+   * Both together fix the address: the message is the contact's, and the wire gets exactly `to`,
+   * whatever the contact holds by the time the command is consumed (an approved outreach send goes
+   * to the address the reviewer approved, `approved_payload.to`, seed 003 §4.5–4.6). For LinkedIn,
+   * `to` is the member's provider id, or the profile URL when none is known.
+   */
   contact_id?: string;
   to?: string;
   /** Send in this conversation (must belong to the contact); default: the contact's on the channel. */

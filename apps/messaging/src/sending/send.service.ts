@@ -134,7 +134,8 @@ export class SendService {
 
     const contact = known?.contact ?? (await this.resolveContact(tx, data));
     if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
-    const address = addressOf(contact, data.channel);
+    // A caller that names the contact and the address gets that address, never a newer one.
+    const address = data.contact_id && data.to ? data.to : addressOf(contact, data.channel);
     if (!address && !STORED_CHANNELS.has(data.channel)) {
       throw new AppError(ErrorCode.ValidationFailed, `the contact has no address for ${data.channel}`, { field: 'contact_id' });
     }

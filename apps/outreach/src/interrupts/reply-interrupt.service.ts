@@ -108,13 +108,9 @@ export class ReplyInterruptService {
       this.logger.warn({ event: 'outreach.promote_failed', organization_id: org, enrollment_id: enrollmentId, contact_id: contactId, err: (err as Error).message }, 'prospect not promoted; the reply goes on');
       return;
     }
-    // The live-person index is per kind: never collide with a live CRM enrollment of the same contact.
-    await tx.query(
-      `UPDATE enrollments e SET person_kind = 'crm', updated_at = now()
-        WHERE e.id = $1 AND e.person_kind = 'prospect'
-          AND NOT EXISTS (SELECT 1 FROM enrollments o WHERE o.organization_id = e.organization_id AND o.person_kind = 'crm' AND o.person_id = e.person_id AND o.status IN ('active', 'needs_contact_data'))`,
-      [enrollmentId],
-    );
+    // The contact keeps its id, so the CRM person is the same id; a duplicate live elsewhere loses to this reply.
+    const ended = await this.enrollments.promote(tx, enrollmentId, contactId, 'reply');
+    if (ended) this.logger.info({ event: 'outreach.enrollment_duplicate', organization_id: org, enrollment_id: ended, kept_enrollment_id: enrollmentId }, 'promotion ended a duplicate live enrollment of the person');
     this.logger.info({ event: 'outreach.prospect_promoted', organization_id: org, enrollment_id: enrollmentId, contact_id: contactId }, 'prospect promoted to a CRM person on a first real reply');
   }
 }

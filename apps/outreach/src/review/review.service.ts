@@ -120,7 +120,7 @@ export class ReviewService {
       return moved;
     });
     if (approved) {
-      this.logger.info({ event: 'outreach.action_approved', organization_id: organizationId, action_id: row.id, edited: data.payload !== undefined, approved_by: actor }, 'action approved');
+      this.logger.info({ event: 'outreach.action_approved', organization_id: organizationId, action_id: row.id, edited: data.payload !== undefined, approved_by: actor, api_key_id: data.actor?.api_key_id ?? null }, 'action approved');
       return toActionView(approved);
     }
     const current = await this.uow.run((tx) => this.actions.find(tx, organizationId, row.id));
@@ -159,7 +159,7 @@ export class ReviewService {
       return moved;
     });
     if (rejected) {
-      this.logger.info({ event: 'outreach.action_rejected', organization_id: organizationId, action_id: row.id, then: data.then, rejected_by: actor }, 'action rejected');
+      this.logger.info({ event: 'outreach.action_rejected', organization_id: organizationId, action_id: row.id, then: data.then, rejected_by: actor, api_key_id: data.actor?.api_key_id ?? null }, 'action rejected');
       return toActionView(rejected);
     }
     const current = await this.uow.run((tx) => this.actions.find(tx, organizationId, row.id));
