@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { truncateText } from '@touchpoint/text';
 
 /** The admin CLI failed: exit code, its error envelope when it printed one, and its stderr tail. */
 export class AdminCliError extends Error {
@@ -78,7 +79,7 @@ function spawnedCli(command: string, prefix: string[], root: string, env: NodeJS
           const tail = stderr.filter(Boolean).slice(-STDERR_TAIL_LINES).join(' | ');
           if (exitCode === 0 && body && !('error' in body)) return resolve(body as T);
           const envelope = body?.error as { code?: string; message?: string } | undefined;
-          reject(new AdminCliError(shown, exitCode, envelope?.code, envelope?.message ?? (tail || `exit code ${exitCode}, output: ${stdout.trim().slice(0, 300)}`)));
+          reject(new AdminCliError(shown, exitCode, envelope?.code, envelope?.message ?? (tail || `exit code ${exitCode}, output: ${truncateText(stdout.trim(), 300)}`)));
         });
       });
     },

@@ -4,6 +4,8 @@
  * raw text for anything that is not a pino record.
  */
 
+import { truncateText } from '@touchpoint/text';
+
 /** pino's numeric levels (https://getpino.io/#/docs/api?id=levels). */
 const LEVEL_NAMES: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
@@ -125,7 +127,7 @@ function renderValue(key: string, value: unknown): string {
   } else {
     text = JSON.stringify(value) ?? String(value);
   }
-  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 1)}…` : text;
+  return truncateText(text, MAX_VALUE_CHARS, { ellipsis: '…' });
 }
 
 /** The stack lines after the first (which repeats the message), from `err.stack` or Nest's `trace`. */

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { truncateText } from '@touchpoint/text';
 import { renderLogLine, tagColor, type LogFormatOptions } from './log-format.js';
 
 /** Lines of each child's output kept to show when it dies. */
@@ -161,7 +162,7 @@ export class Supervisor {
     try {
       const response = await fetch(c.spec.readyUrl, { signal: AbortSignal.timeout(READY_PROBE_TIMEOUT_MS) });
       c.ready = response.ok;
-      c.lastProbe = `HTTP ${response.status}${response.ok ? '' : ` ${(await response.text()).slice(0, 200)}`}`;
+      c.lastProbe = `HTTP ${response.status}${response.ok ? '' : ` ${truncateText(await response.text(), 200)}`}`;
       if (!response.ok) return;
       await response.body?.cancel().catch(() => undefined);
     } catch (err) {

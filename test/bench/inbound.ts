@@ -5,13 +5,17 @@
  *   - messages stored (must equal webhooks acknowledged; duplicates must be 0), after waiting for
  *     the receipt worker to finish, with the worker's processing rate and how far it lagged
  *   - beside them, a bare Node HTTP endpoint's rate measured with the same client in the same run
+ *   - opt-out → suppression in force: BENCH_OPTOUTS of the webhooks (spread over the run, each from
+ *     a contact of its own) are a "STOP"; from each one's ACK at the gateway to its WhatsApp
+ *     suppression row being committed (visible) at the outbox-dispatcher, p50/p99 (read by polling
+ *     every 10 ms, so each figure may be up to one poll late)
  * Target on the 2-core reference machine: ≥ 300 webhooks/s with ACK p99 < 100 ms.
  *
  * When the gateway has no Meta ingress (`POST /webhooks/meta` answers 404), the same load goes to
  * messaging's `messaging.inbound.whatsapp` RPC directly, and the report says so.
  *
- * Env: BENCH_RATE (300), BENCH_SECONDS (20), BENCH_CONTACTS (3000), BENCH_DRAIN_SECONDS (180), META_APP_SECRET (the secret the
- * gateway verifies `X-Hub-Signature-256` with).
+ * Env: BENCH_RATE (300), BENCH_SECONDS (20), BENCH_CONTACTS (3000), BENCH_DRAIN_SECONDS (180), BENCH_OPTOUTS (60; 0: none
+ * and no dispatcher), META_APP_SECRET (the secret the gateway verifies `X-Hub-Signature-256` with).
  */
 import 'reflect-metadata';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -30,6 +34,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 3000);
 const SECRET = process.env.META_APP_SECRET ?? 'sandbox-meta-app-secret';
 const PHONE_NUMBER_ID = '100000000000002';
+/** STOP webhooks among the load, from contacts outside the load's own. */
+const OPTOUTS = Number(process.env.BENCH_OPTOUTS ?? 60);
+/** How often the suppression list is read while waiting for the STOPs, ms. */
+const SUPPRESSION_POLL_MS = 10;
 
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
 const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(46)} ${value}\n`);
@@ -68,6 +76,33 @@ function webhook(wamid: string, from: string, text: string, ts: number) {
         ],
       },
     ],
+  };
+}
+
+/**
+ * Reads the dispatcher's suppression list every SUPPRESSION_POLL_MS and notes when each STOP's row
+ * first shows (committed); `finish` keeps reading until every acknowledged STOP is in force or
+ * `deadline` (wall-clock ms), and answers each one's delay from its ACK, ms.
+ */
+function pollSuppressions(world: TestWorld, org: string, acks: Map<string, number>): { finish: (deadline: number) => Promise<{ latencies: number[] }> } {
+  const seen = new Map<string, number>();
+  let stopAt = Number.POSITIVE_INFINITY;
+  const sql = `SELECT value FROM "${world.schema('outbox-dispatcher')}".contact_suppressions WHERE organization_id = $1 AND channel = 'whatsapp'`;
+  const loop = (async () => {
+    while (Date.now() < stopAt && !(stopAt !== Number.POSITIVE_INFINITY && seen.size >= acks.size)) {
+      const rows = await world.sql<{ value: string }>(sql, [org]).catch(() => [] as { value: string }[]);
+      const now = Date.now();
+      for (const r of rows) if (!seen.has(r.value)) seen.set(r.value, now);
+      await new Promise((r) => setTimeout(r, SUPPRESSION_POLL_MS));
+    }
+  })();
+  return {
+    finish: async (deadline) => {
+      stopAt = deadline;
+      await loop;
+      const latencies = [...acks.entries()].filter(([v]) => seen.has(v)).map(([v, ack]) => Math.max(0, seen.get(v)! - ack));
+      return { latencies };
+    },
   };
 }
 
@@ -125,9 +160,11 @@ async function main(): Promise<void> {
 
     const base = 21_000 + Math.floor(Math.random() * 20_000);
     const env = { ...world.env, META_APP_SECRET: SECRET, DB_POOL_SIZE: '20', BUS_PREFETCH: '200' };
-    const ports = { abuse: base, messaging: base + 1, gateway: base + 2 };
-    for (const svc of ['abuse', 'messaging', 'gateway'] as const) children.push(startService(svc, env, ports[svc]));
-    await Promise.all((['abuse', 'messaging', 'gateway'] as const).map((svc, i) => waitReady(children[i], ports[svc], svc)));
+    const ports = { abuse: base, messaging: base + 1, gateway: base + 2, 'outbox-dispatcher': base + 3 };
+    // The dispatcher takes the suppressions (and the read receipts' enqueues: refused, no sender) only when STOPs are measured.
+    const services = OPTOUTS > 0 ? (['abuse', 'messaging', 'gateway', 'outbox-dispatcher'] as const) : (['abuse', 'messaging', 'gateway'] as const);
+    for (const svc of services) children.push(startService(svc, env, ports[svc]));
+    await Promise.all(services.map((svc, i) => waitReady(children[i], ports[svc], svc)));
     await world.sql(
       `INSERT INTO "${world.schema('messaging')}".whatsapp_senders (phone_number_id, organization_id, sender_id, status, updated_at) VALUES ($1, $2, 'bench-sender', 'connected', now())`,
       [PHONE_NUMBER_ID, org],
@@ -159,15 +196,23 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     const t0Wall = Date.now();
     const inflight: Promise<void>[] = [];
+    /** STOP sender (phone digits, the suppression's value) → wall-clock ms of its ACK. */
+    const stopAcks = new Map<string, number>();
+    let stopsSent = 0;
+    const stopEvery = OPTOUTS > 0 ? Math.max(1, Math.floor(total / OPTOUTS)) : 0;
+    const poller = OPTOUTS > 0 ? pollSuppressions(world, org, stopAcks) : null;
     for (let i = 0; i < total; i++) {
       const due = t0 + (i * 1000) / RATE;
       const wait = due - performance.now();
       if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      const from = `55119${String(10_000_000 + (i % CONTACTS)).slice(-8)}`;
-      const body = webhook(`${prefix}${i}`, from, `question ${i} about the order`, 1_760_000_000 + i);
+      const stop = stopEvery > 0 && i % stopEvery === Math.floor(stopEvery / 2) && stopsSent < OPTOUTS;
+      const from = stop ? `55219${String(10_000_000 + i).slice(-8)}` : `55119${String(10_000_000 + (i % CONTACTS)).slice(-8)}`;
+      const body = webhook(`${prefix}${i}`, from, stop ? 'STOP' : `question ${i} about the order`, 1_760_000_000 + i);
+      if (stop) stopsSent++;
       inflight.push(fire(body).then(({ status, ms }) => {
         latencies.push(ms);
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        if (stop && status >= 200 && status < 300) stopAcks.set(from, Date.now());
       }));
     }
     const sendSeconds = (performance.now() - t0) / 1000;
@@ -193,6 +238,7 @@ async function main(): Promise<void> {
       settled = await count();
     }
     const { stored, dup } = settled;
+    const optOut = poller ? await poller.finish(Date.now() + 60_000) : null;
     const processSeconds = settled.first && settled.last ? (settled.last.getTime() - settled.first.getTime()) / 1000 : NaN;
     latencies.sort((a, b) => a - b);
 
@@ -205,6 +251,10 @@ async function main(): Promise<void> {
     line('messages stored / acknowledged / duplicates', `${stored} / ${acked} / ${dup}${stored === acked && dup === 0 ? ' (ok)' : ' (MISMATCH)'}`);
     line('processing behind the ACK', `${storedAtLastAck} stored when the last ACK went out; all stored ${(settled.last ? (settled.last.getTime() - t0Wall) / 1000 - elapsed : NaN).toFixed(1)} s after it`);
     line('processing rate (first → last message stored)', `${Math.round(stored / processSeconds)} messages/s`);
+    if (optOut) {
+      const lag = optOut.latencies.sort((a, b) => a - b);
+      line('opt-out ACK → suppression in force', `p50 ${pct(lag, 50).toFixed(0)} ms, p99 ${pct(lag, 99).toFixed(0)} ms, max ${lag[lag.length - 1]?.toFixed(0)} ms (${lag.length}/${stopAcks.size} STOPs in force; poll ${SUPPRESSION_POLL_MS} ms)`);
+    }
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));

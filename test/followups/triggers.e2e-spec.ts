@@ -139,6 +139,29 @@ describe('Follow-up rule triggers', () => {
     expect((await triggersOf(org)).map((t) => t.event_id)).toEqual([marker.event_id]);
   });
 
+  it('records a 4,096-character reply that ends in an emoji whole, and the reply still stops its enrollment', async () => {
+    const org = randomUUID();
+    const contactId = randomUUID();
+    await activeFlow(org, ...ruleFlow({ kind: 'inbound_keyword', cancel_on_reply: false, keywords: ['preço'] }));
+    const stopsOnReply = await activeFlow(org, ...ruleFlow({ kind: 'manual', cancel_on_reply: true }));
+    const { enrollment } = await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: stopsOnReply, contact_id: contactId, operation_key: randomUUID() });
+    expect(enrollment).toMatchObject({ status: 'active', node_id: 'w' });
+    // 4,096 code points, 4,097 UTF-16 units: a cut at 4,096 units would keep half of the emoji.
+    const text = `${'a'.repeat(4095)}\u{1F600}`;
+
+    const reply = await publishEvent(world, MessagingEvents.MessageReceived, org, {
+      message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound',
+      external_id: `wamid.${randomUUID()}`, text, message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777',
+    }, new Date(clock.now().getTime() + 1000));
+
+    await eventually(async () => (await triggersOf(org)).length === 1);
+    const [recorded] = await triggersOf(org);
+    expect(recorded).toMatchObject({ type: 'inbound_keyword', contact_id: contactId, event_id: reply.event_id });
+    expect(recorded.data.text).toBe(text);
+    const [stopped] = await sql(`SELECT status, reason FROM fu.enrollments WHERE id = $1`, [enrollment.id]);
+    expect(stopped).toEqual({ status: 'completed', reason: 'replied' });
+  });
+
   it('a rule switched on is seen before the 30 s cache expires: the flow status event invalidates it', async () => {
     const org = randomUUID();
     await activeFlow(org, ...ruleFlow({ kind: 'lead_created', cancel_on_reply: false }));

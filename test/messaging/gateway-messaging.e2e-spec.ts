@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { createHmac, randomUUID } from 'node:crypto';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
@@ -108,6 +109,28 @@ describe('gateway messaging routes', () => {
     const erased = await http('POST', `/contacts/${id}/erase`, { secret: key.secret });
     expect(erased.body).toMatchObject({ erased: true, name: null, phone: null, tags: [] });
     expect((await outboxEvents<{ contact_id: string }>(world, 'messaging', 'messaging.contact.erased')).filter((e) => e.payload.data.contact_id === id)).toHaveLength(1);
+  });
+
+  it('stores a signed Meta webhook whose text ends in half an emoji (a lone \\ud83d escape), and its STOP still opts out', async () => {
+    const organizationId = (await gatewayBuilders(gateway).organizationWithKey({ scopes: ['messaging:read'] })).organizationId;
+    const phoneNumberId = `pn-${randomUUID()}`;
+    await registerSender(world, organizationId, phoneNumberId);
+    const wamid = newWamid();
+    const waId = '5511960007777';
+    const value = { messaging_product: 'whatsapp', metadata: { display_phone_number: '5511912345678', phone_number_id: phoneNumberId }, ...inboundText(wamid, waId, 'STOP \uD83D', Math.floor(Date.now() / 1000), phoneNumberId) };
+    // JSON.stringify writes the lone surrogate as the escape \ud83d, as a provider's JSON may.
+    const raw = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '100000000000001', changes: [{ field: 'messages', value }] }] });
+    expect(raw).toContain('\\ud83d');
+    const signature = `sha256=${createHmac('sha256', world.config(GatewayConfig).META_APP_SECRET).update(raw).digest('hex')}`;
+
+    const res = await http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+    expect(res.status).toBe(200);
+    const stored = () => world.sql<{ body: string; contact_id: string }>(`SELECT body, contact_id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [wamid]);
+    await eventually(async () => (await stored()).length === 1);
+    const [message] = await stored();
+    expect(message.body).toBe('STOP \uFFFD');
+    const [contact] = await world.sql<{ opted_out_at: Date | null }>(`SELECT opted_out_at FROM "${world.schema('messaging')}".contacts WHERE id = $1`, [message.contact_id]);
+    expect(contact.opted_out_at).not.toBeNull();
   });
 
   it('lists conversations, reads a thread newest first, lets an operator write and resolve', async () => {

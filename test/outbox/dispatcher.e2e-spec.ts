@@ -170,7 +170,7 @@ describe('outbox dispatcher', () => {
 
     it('never sends to a suppressed recipient', async () => {
       const to = newNumber();
-      await d.enqueue.suppression({ organization_id: org, channel: 'whatsapp', value: `+${to}`, reason: 'opt-out' }, false);
+      await d.suppressions.add({ organization_id: org, channel: 'whatsapp', value: `+${to}`, reason: 'opt-out' });
       const { entry_id } = await d.enqueue.enqueue(textTo(org, to));
       await drain();
       d.clock.advance(3_600_000);
@@ -226,6 +226,16 @@ describe('outbox dispatcher', () => {
       expect(await entry(eb.entry_id)).toMatchObject({ status: 'failed', attempts: 1, last_classification: 'account_restricted', last_error_code: '131048' });
       const [attempt] = await attempts(ea.entry_id);
       expect(attempt.body.error.code).toBe(131026);
+    });
+
+    it('records the attempt of an error answer whose text holds half an emoji (a lone \\ud83d escape)', async () => {
+      const to = newNumber();
+      await sandbox.fault({ kind: 'error', code: 131026, message: 'Message undeliverable \uD83D', match: { wa_id: to } });
+      const { entry_id } = await d.enqueue.enqueue(textTo(org, to));
+      await drain();
+      expect(await entry(entry_id)).toMatchObject({ status: 'failed', attempts: 1, last_classification: 'recipient_undeliverable', last_error_code: '131026' });
+      const [attempt] = await attempts(entry_id);
+      expect(attempt.body.error.message).toBe('(#131026) Message undeliverable \uFFFD');
     });
 
     it('does not retry a read receipt that failed', async () => {
@@ -318,8 +328,8 @@ describe('outbox dispatcher', () => {
       await sandbox.fault({ kind: 'drop', match: { wa_id: to } });
       const { entry_id } = await d.enqueue.enqueue(textTo(org, to));
       await drain();
-      const listed = await d.enqueue.listAmbiguous(org);
-      expect(listed.map((e) => e.entry_id)).toContain(entry_id);
+      const listed = await d.resolution.listAmbiguous({ organization_id: org });
+      expect(listed.items.map((e) => e.entry_id)).toContain(entry_id);
       expect(await d.resolution.resolveByOperator({ organization_id: org, entry_id, status: 'accepted', note: '' })).toMatchObject({ outcome: 'invalid_resolution' });
       expect(await d.resolution.resolveByOperator({ organization_id: 'other-org', entry_id, status: 'accepted', note: 'seen on phone' })).toMatchObject({ outcome: 'not_found' });
       expect(await d.resolution.resolveByOperator({ organization_id: org, entry_id, status: 'accepted', note: 'seen on the phone', actor: 'ops@example.com' })).toEqual({ outcome: 'resolved', entry_id, status: 'accepted' });

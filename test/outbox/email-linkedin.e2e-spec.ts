@@ -188,12 +188,18 @@ describe(ProspectCapService.name, () => {
       expect((await nylasSends(grant)).filter((c) => c.context.to === 'slow@lead.example')).toHaveLength(1);
     });
 
-    it('answers outbox.email.headers with the headers of a message (one Nylas read)', async () => {
+    it('answers outbox.email.headers with the headers of a message, read with the grant of the mailbox it arrived on (one Nylas read)', async () => {
       const org = `org-${randomUUID()}`;
-      const { grant } = await mailbox(org);
+      const other = await mailbox(org);
+      const { grant, senderId } = await mailbox(org);
       const inbound = await sandbox.post<{ message: { id: string } }>('/sandbox/nylas/inbound', { grant_id: grant, from: 'ooo@lead.example', subject: 'Automatic reply: Chairs', headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }], types: [] });
-      const view = await rpc.call<{ headers: { name: string; value: string }[]; subject: string }>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id });
+      const view = await rpc.call<{ headers: { name: string; value: string }[]; subject: string }>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id, sender_id: senderId });
       expect(view).toEqual({ headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }], subject: 'Automatic reply: Chairs' });
+      // Another mailbox's grant cannot read it (Nylas: 404), and a read that names no mailbox is refused (no default is assumed).
+      const wrong = (await rpc.call('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id, sender_id: other.senderId }).catch((e: unknown) => e)) as { code?: string; message?: string };
+      expect(wrong).toMatchObject({ code: 'service_unavailable', message: expect.stringContaining('404') });
+      const unnamed = (await rpc.call('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id }).catch((e: unknown) => e)) as { code?: string };
+      expect(unnamed).toMatchObject({ code: 'validation_failed' });
     });
   });
 

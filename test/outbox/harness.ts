@@ -8,6 +8,7 @@ import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-
 import { DrainService } from '../../apps/outbox-dispatcher/src/drain/drain.service.js';
 import { EnqueueService } from '../../apps/outbox-dispatcher/src/enqueue/enqueue.service.js';
 import { SendersService } from '../../apps/outbox-dispatcher/src/senders/senders.service.js';
+import { SuppressionsService } from '../../apps/outbox-dispatcher/src/suppressions/suppressions.service.js';
 import { SweepService } from '../../apps/outbox-dispatcher/src/sweep/sweep.service.js';
 import { ResolutionService } from '../../apps/outbox-dispatcher/src/ambiguous/resolution.service.js';
 import { SandboxConfig } from '../../apps/sandbox/src/sandbox.config.js';
@@ -78,6 +79,7 @@ export interface Dispatcher {
   drain: DrainService;
   enqueue: EnqueueService;
   senders: SendersService;
+  suppressions: SuppressionsService;
   sweep: SweepService;
   resolution: ResolutionService;
 }
@@ -90,6 +92,7 @@ export async function startDispatcher(world: TestWorld, sandbox: SandboxHandle, 
     drain: app.get(DrainService),
     enqueue: app.get(EnqueueService),
     senders: app.get(SendersService),
+    suppressions: app.get(SuppressionsService),
     sweep: app.get(SweepService),
     resolution: app.get(ResolutionService),
   };

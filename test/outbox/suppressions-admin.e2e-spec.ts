@@ -42,7 +42,7 @@ describe('DELETE /suppressions', () => {
 
   it('removes a row for an admin key (the address can be contacted again), refuses other scopes, and validates the body', async () => {
     const email = `Ana.${randomUUID().slice(0, 6)}@Example.com`;
-    await d.enqueue.suppression({ organization_id: admin.organizationId, channel: 'email', value: email, reason: 'unsubscribed' }, false);
+    await d.suppressions.add({ organization_id: admin.organizationId, channel: 'email', value: email, reason: 'unsubscribed' });
     expect((await check(admin.organizationId, email)).suppressed).toHaveLength(1);
 
     expect((await http('DELETE', '/suppressions', { secret: reader.secret, json: { channel: 'email', value: email } })).status).toBe(403);
@@ -57,7 +57,7 @@ describe('DELETE /suppressions', () => {
   it('only touches the caller organization', async () => {
     const other = `org-${randomUUID()}`;
     const email = `bo.${randomUUID().slice(0, 6)}@example.com`;
-    await d.enqueue.suppression({ organization_id: other, channel: 'email', value: email }, false);
+    await d.suppressions.add({ organization_id: other, channel: 'email', value: email });
     await http('DELETE', '/suppressions', { secret: admin.secret, json: { channel: 'email', value: email } });
     expect((await check(other, email)).suppressed).toHaveLength(1);
     expect(OutboxAccountRpc.SuppressionRemove).toBe('outbox.suppressions.remove');

@@ -18,11 +18,16 @@ async function cli(w: OutreachWorld, args: string[]): Promise<{ code: number | n
 describe('outreach:drafts commands', () => {
   let w: OutreachWorld;
   let b: ReturnType<typeof outreachBuilders>;
-  const org = `org-${randomUUID()}`;
+  let org: string;
+  let member: string;
 
   beforeAll(async () => {
-    w = await startOutreachWorld('outreach_cli', { outreachEnv: { OUTREACH_RUNNER_ENABLED: 'false' } });
+    // The gateway's schema holds the members the commands check `--member` against.
+    w = await startOutreachWorld('outreach_cli', { gateway: true, outreachEnv: { OUTREACH_RUNNER_ENABLED: 'false' } });
     b = outreachBuilders(w);
+    const seeded = await w.builders!.organizationWithKey({ role: 'operator', scopes: ['outreach:read'] });
+    org = seeded.organizationId;
+    member = seeded.memberId;
   });
   afterAll(() => w.close());
 
@@ -38,19 +43,38 @@ describe('outreach:drafts commands', () => {
     expect(list.json.total).toBe(2);
     expect(list.json.items.map((i: { action_id: string }) => i.action_id)).toEqual([a1.actionId, a2.actionId]);
 
-    const badEdit = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', 'm-1', '--subject', 'Hi {name}', '--body', 'b']);
+    const badEdit = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Hi {name}', '--body', 'b']);
     expect([badEdit.code, badEdit.json.error.code]).toEqual([1, 'draft_placeholder']);
-    const approved = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', 'm-1', '--subject', 'Chairs', '--body', 'Hi Sarah, a call?']);
+    const approved = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Chairs', '--body', 'Hi Sarah, a call?']);
     expect(approved.code).toBe(0);
-    expect(approved.json).toMatchObject({ status: 'approved', approved_by: 'm-1', approved_payload: { subject: 'Chairs', body: 'Hi Sarah, a call?', to: first.person.email } });
+    expect(approved.json).toMatchObject({ status: 'approved', approved_by: member, approved_payload: { subject: 'Chairs', body: 'Hi Sarah, a call?', to: first.person.email } });
 
-    const noReason = await cli(w, ['outreach:drafts:reject', '--org', org, '--action', a2.actionId, '--member', 'm-1', '--then', 'regenerate']);
+    const noReason = await cli(w, ['outreach:drafts:reject', '--org', org, '--action', a2.actionId, '--member', member, '--then', 'regenerate']);
     expect([noReason.code, noReason.json.error.code]).toEqual([1, 'validation_failed']);
-    const rejected = await cli(w, ['outreach:drafts:reject', '--org', org, '--action', a2.actionId, '--member', 'm-1', '--then', 'regenerate', '--reason', 'Mention the free trial.']);
-    expect(rejected.json).toMatchObject({ status: 'rejected', reject_then: 'regenerate', rejected_by: 'm-1' });
+    const rejected = await cli(w, ['outreach:drafts:reject', '--org', org, '--action', a2.actionId, '--member', member, '--then', 'regenerate', '--reason', 'Mention the free trial.']);
+    expect(rejected.json).toMatchObject({ status: 'rejected', reject_then: 'regenerate', rejected_by: member });
 
     const empty = await cli(w, ['outreach:drafts:list', '--org', org]);
     expect(empty.json).toEqual({ items: [], total: 0 });
     // Each command is a fresh process (TypeScript compiled on start): several seconds apiece here.
+  }, 180_000);
+
+  it('refuses a --member who is not a current member of the organization (exit 1) and records nothing', async () => {
+    const c = await b.campaign(org);
+    const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+    const { actionId } = await b.pendingAction(org, enrollmentId);
+    const stranger = await w.builders!.organizationWithKey({ scopes: ['outreach:read'] });
+    const leaver = await w.builders!.organizationWithKey({ organizationId: org, role: 'operator', scopes: ['outreach:read'], email: `leaver.${randomUUID().slice(0, 6)}@example.com` });
+    await w.builders!.members.remove(org, leaver.memberId);
+
+    const invented = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', actionId, '--member', 'm-1']);
+    expect([invented.code, invented.json.error.code]).toEqual([1, 'not_found']);
+    expect(invented.json.error.message).toContain('--member');
+    const foreign = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', actionId, '--member', stranger.memberId]);
+    expect([foreign.code, foreign.json.error.code]).toEqual([1, 'not_found']);
+    const gone = await cli(w, ['outreach:drafts:reject', '--org', org, '--action', actionId, '--member', leaver.memberId, '--then', 'stop']);
+    expect([gone.code, gone.json.error.code]).toEqual([1, 'forbidden']);
+
+    expect(await b.action(actionId)).toMatchObject({ status: 'pending_approval', approved_by: null, rejected_by: null });
   }, 180_000);
 });

@@ -5,6 +5,8 @@ import { OnBusMessage } from '@touchpoint/bus';
 import type { ServiceConfig } from '@touchpoint/config';
 import {
   type BusMessage,
+  type EmailHeadersQuery,
+  type EmailHeadersView,
   type LinkedinStateQuery,
   type LinkedinStateView,
   OutboxCommands,
@@ -43,6 +45,10 @@ export class DispatcherStandIn {
   readonly accounts = new Map<string, ProviderAccountOwner>();
   /** When set, the account lookup fails (the dispatcher is down for the gateway). */
   accountLookupOutage = false;
+  /** `${sender_id}|${provider_message_id}` → the headers a Nylas read answers (none by default). */
+  readonly emailHeaders = new Map<string, EmailHeadersView>();
+  /** Every header read asked of the stand-in. */
+  readonly headerReads: EmailHeadersQuery[] = [];
 
   constructor(private readonly uow: UnitOfWork) {}
 
@@ -120,6 +126,12 @@ class DispatcherStandInController {
   account(@Payload() data: ProviderAccountLookup): ProviderAccountOwner {
     if (this.state.accountLookupOutage) throw new AppError(ErrorCode.ServiceUnavailable, 'dispatcher unavailable');
     return this.state.accounts.get(`${data.channel}|${data.account_id}`) ?? { organization_id: null, sender_id: null, address: null };
+  }
+
+  @MessagePattern(OutreachDispatcherRpc.EmailHeaders)
+  headers(@Payload() data: EmailHeadersQuery): EmailHeadersView {
+    this.state.headerReads.push(data);
+    return this.state.emailHeaders.get(`${data.sender_id}|${data.provider_message_id}`) ?? { headers: [], subject: null };
   }
 
   @MessagePattern(OutreachDispatcherRpc.LinkedinState)

@@ -169,6 +169,8 @@ describe(ExecutionRunner.name, () => {
       from: person.email,
       external_id: 'nylas-reply-1',
       thread_id: 'thread-1',
+      in_reply_to: 'nylas-first',
+      headers: [],
       subject: `Re: ${subject}`,
       text: 'What does it cost per seat?\n\nOn Mon, Oct 27, 2026 Sales <sales@touchpoint.example> wrote:\n> Hi Sarah',
     });

@@ -49,11 +49,11 @@ describe('provider webhooks and the unsubscribe link', () => {
     const body = JSON.stringify(payload);
     return http('POST', '/webhooks/nylas', { body, headers: { 'content-type': 'application/json', 'x-nylas-signature': createHmac('sha256', secret).update(body).digest('hex') } });
   };
-  const nylasMessage = (type: string, m: { id: string; from: string; thread?: string; body?: string; subject?: string }) => {
+  const nylasMessage = (type: string, m: { id: string; from: string; thread?: string; body?: string; subject?: string; replyTo?: string }) => {
     const n = fixture('nylas/webhook-message-created.json');
     n.type = type;
     n.id = randomUUID();
-    Object.assign(n.data.object, { id: m.id, grant_id: grant, from: [{ email: m.from, name: 'Sarah Lee' }], to: [{ email: 'sales@ours.example' }], folders: ['INBOX'], thread_id: m.thread ?? 'thread-x', body: m.body ?? '<div>Yes, <b>Tuesday</b> works.</div>', subject: m.subject ?? 'Re: Chairs for Acme' });
+    Object.assign(n.data.object, { id: m.id, grant_id: grant, from: [{ email: m.from, name: 'Sarah Lee' }], to: [{ email: 'sales@ours.example' }], folders: ['INBOX'], thread_id: m.thread ?? 'thread-x', body: m.body ?? '<div>Yes, <b>Tuesday</b> works.</div>', subject: m.subject ?? 'Re: Chairs for Acme', ...(m.replyTo ? { reply_to_message_id: m.replyTo } : {}) });
     return n;
   };
   /** An enrollment with an executed email in the person's email conversation and a pending follow-up draft. */
@@ -66,9 +66,10 @@ describe('provider webhooks and the unsubscribe link', () => {
     // enrollment; seen later, it correlates and bumps the version under the test's feet.
     await eventually(async () => (await w.sql(`SELECT 1 FROM {o}.inbox_events WHERE event_id = $1`, [`messaging.message.received:${earlier.message_id}`]))[0], 10_000);
     const sent = await b.pendingAction(org, e.enrollmentId);
-    await w.sql(`UPDATE {o}.proposed_actions SET status = 'executed', executed_at = now(), provider_message_id = $2, conversation_id = $3 WHERE id = $1`, [sent.actionId, `nylas-${randomUUID()}`, stored!.conversation_id]);
+    const sentId = `nylas-${randomUUID()}`;
+    await w.sql(`UPDATE {o}.proposed_actions SET status = 'executed', executed_at = now(), provider_message_id = $2, conversation_id = $3 WHERE id = $1`, [sent.actionId, sentId, stored!.conversation_id]);
     const pending = await b.pendingAction(org, e.enrollmentId);
-    return { ...e, campaign, pendingId: pending.actionId, before: await b.enrollmentRow(e.enrollmentId) };
+    return { ...e, campaign, sentId, pendingId: pending.actionId, before: await b.enrollmentRow(e.enrollmentId) };
   };
 
   describe('Nylas', () => {
@@ -90,7 +91,7 @@ describe('provider webhooks and the unsubscribe link', () => {
       const s = await sentAndDrafted();
       const id = `nylas-${randomUUID()}`;
       const answers = [];
-      for (const type of ['message.updated', 'message.created', 'message.updated', 'message.created']) answers.push(await nylas(nylasMessage(type, { id, from: s.person.email! })));
+      for (const type of ['message.updated', 'message.created', 'message.updated', 'message.created']) answers.push(await nylas(nylasMessage(type, { id, from: s.person.email!, replyTo: s.sentId })));
       expect(answers.map((a) => [a.status, a.body.outcome])).toEqual([
         [200, 'stored'],
         [200, 'duplicate'],
@@ -99,6 +100,8 @@ describe('provider webhooks and the unsubscribe link', () => {
       ]);
       const [message] = await messagesOf(id);
       expect(message).toMatchObject({ direction: 'inbound', channel: 'email', body: 'Yes, Tuesday works.', thread_id: 'thread-x' });
+      // Its headers were read once, with the mailbox of the webhook's grant; the redeliveries read nothing.
+      expect(w.dispatcher.headerReads.filter((r) => r.provider_message_id === id)).toEqual([{ organization_id: org, provider_message_id: id, sender_id: 'mailbox-1' }]);
       await eventually(async () => (await b.enrollmentRow(s.enrollmentId)).context_version === s.before.context_version + 1);
       await sleep(300);
       expect((await b.enrollmentRow(s.enrollmentId)).context_version).toBe(s.before.context_version + 1);

@@ -36,7 +36,7 @@ describe(ReplyInterruptService.name, () => {
     return { campaign, ...e, sentId, pendingId: pending.actionId, before };
   };
   const inbound = (data: Partial<MessagingInboundRecordData> & { from: string }) =>
-    w.rpc.call<{ message_id: string; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', external_id: `in-${randomUUID()}`, text: 'Sounds good, tell me more', subject: 'Re: Chairs for Acme', ...data });
+    w.rpc.call<{ message_id: string; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', external_id: `in-${randomUUID()}`, text: 'Sounds good, tell me more', subject: 'Re: Chairs for Acme', headers: [], ...data });
   const replyEvents = (enrollmentId: string) =>
     w.sql(`SELECT event_id, payload FROM {o}.outbox_events WHERE type = 'outreach.decision.requested' AND payload->'data'->>'enrollment_id' = $1 AND event_id LIKE 'reply:%'`, [enrollmentId]);
   /** Waits until outreach consumed messaging's event for `messageId` (its inbox row). */
@@ -121,14 +121,22 @@ describe(ReplyInterruptService.name, () => {
       expect(await replyEvents(s.enrollmentId)).toHaveLength(1);
     });
 
-    it('correlates by the conversation when the reply names none of our ids (a new message in the thread)', async () => {
+    it('correlates email by the Outreach threads only: a later message of the thread interrupts, an email the person starts on a new thread does not', async () => {
       const s = await sentAndDrafted();
-      const first = await inbound({ from: s.person.email!, in_reply_to: s.sentId });
+      const thread = `thread-${randomUUID()}`;
+      const first = await inbound({ from: s.person.email!, in_reply_to: s.sentId, thread_id: thread });
       await consumed(first.message_id);
+      // Execution records the conversation the email went out in (messaging's one email conversation of the person).
       const [stored] = await w.sql(`SELECT conversation_id FROM "${w.world.schema('messaging')}".messages WHERE id = $1`, [first.message_id]);
       await w.sql(`UPDATE {o}.proposed_actions SET conversation_id = $2 WHERE provider_message_id = $1`, [s.sentId, stored!.conversation_id]);
-      const second = await inbound({ from: s.person.email!, text: 'One more thing: do you ship to Lisbon?' });
+      // The same thread, naming none of our ids (the person adds a line to their own answer).
+      const second = await inbound({ from: s.person.email!, thread_id: thread, text: 'One more thing: do you ship to Lisbon?' });
       await consumed(second.message_id);
+      // A new thread from the same address, in the same messaging conversation: outside Outreach.
+      const fresh = await inbound({ from: s.person.email!, thread_id: `thread-${randomUUID()}`, subject: 'Invoice for last month', text: 'Can you resend the invoice?' });
+      await consumed(fresh.message_id);
+      const [again] = await w.sql(`SELECT conversation_id FROM "${w.world.schema('messaging')}".messages WHERE id = $1`, [fresh.message_id]);
+      expect(again!.conversation_id).toBe(stored!.conversation_id);
       expect((await replyEvents(s.enrollmentId)).map((e) => e.event_id).sort()).toEqual([`reply:${first.message_id}`, `reply:${second.message_id}`].sort());
     });
 

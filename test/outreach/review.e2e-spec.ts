@@ -12,6 +12,7 @@ describe(ReviewService.name, () => {
   let b: ReturnType<typeof outreachBuilders>;
   let org: string;
   let secret: string;
+  let memberId: string;
 
   beforeAll(async () => {
     w = await startOutreachWorld('outreach_review', { gateway: true, outreachEnv: { OUTREACH_RUNNER_ENABLED: 'false' } });
@@ -23,6 +24,7 @@ describe(ReviewService.name, () => {
     const seeded = await w.builders!.organizationWithKey({ scopes: ['outreach:read', 'outreach:write'] });
     org = seeded.organizationId;
     secret = seeded.secret;
+    memberId = seeded.memberId;
   });
 
   const approve = (id: string, json: unknown = {}, headers: Record<string, string> = {}) => w.http!('POST', `/agentic/outreach/actions/${id}/approve`, { secret, json, headers });
@@ -115,16 +117,42 @@ describe(ReviewService.name, () => {
       expect(res.body.approved_payload).toEqual({ body: 'It is 300 USD a seat.', to: expect.any(String) });
     });
 
-    it('refuses an impersonated session with 403 and changes nothing', async () => {
+    it('refuses a key issued for support impersonation with 403 and changes nothing', async () => {
+      const c = await b.campaign(org);
+      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { actionId } = await b.pendingAction(org, enrollmentId);
+      const support = await w.builders!.apiKeys.create({ organizationId: org, createdByMemberId: memberId, scopes: ['outreach:write'], name: 'support', impersonatedBy: 'support@touchpoint.example' });
+
+      const res = await w.http!('POST', `/agentic/outreach/actions/${actionId}/approve`, { secret: support.secret, json: {} });
+      const rej = await w.http!('POST', `/agentic/outreach/actions/${actionId}/reject`, { secret: support.secret, json: { then: 'stop' } });
+
+      expect([res.status, res.body.error.code]).toEqual([403, 'forbidden']);
+      expect(rej.status).toBe(403);
+      expect((await b.action(actionId)).status).toBe('pending_approval');
+    });
+
+    it('records the member the key acts for as approved_by, whatever headers the request carries', async () => {
       const c = await b.campaign(org);
       const { enrollmentId } = await b.enrollment(org, c.campaign_id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
 
-      const res = await approve(actionId, {}, { 'x-touchpoint-impersonator': 'support@touchpoint.example' });
-      const rej = await w.http!('POST', `/agentic/outreach/actions/${actionId}/reject`, { secret, json: { then: 'stop' }, headers: { 'x-touchpoint-impersonator': 'support' } });
+      // The header that once marked an impersonated session is only a header now.
+      const res = await approve(actionId, {}, { 'x-touchpoint-impersonator': 'support@touchpoint.example', 'x-touchpoint-member': 'someone-else' });
+
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ status: 'approved', approved_by: memberId });
+      expect((await b.action(actionId)).approved_by).toBe(memberId);
+    });
+
+    it('answers 403 to the key of a member who left, and approves nothing', async () => {
+      const c = await b.campaign(org);
+      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { actionId } = await b.pendingAction(org, enrollmentId);
+      await w.builders!.members.update(org, memberId, { active: false });
+
+      const res = await approve(actionId);
 
       expect([res.status, res.body.error.code]).toEqual([403, 'forbidden']);
-      expect(rej.status).toBe(403);
       expect((await b.action(actionId)).status).toBe('pending_approval');
     });
 

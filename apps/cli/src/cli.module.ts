@@ -11,6 +11,7 @@ import { DeadLetters } from './commands/dead-letters.js';
 import { DlqListCommand } from './commands/dlq-list.command.js';
 import { DlqReplayCommand } from './commands/dlq-replay.command.js';
 import { MemberAddCommand } from './commands/member-add.command.js';
+import { MemberRemoveCommand } from './commands/member-remove.command.js';
 import { MigrateCommand } from './commands/migrate.command.js';
 import { OrgCreateCommand } from './commands/org-create.command.js';
 import { OUTREACH_CLI_PROVIDERS } from './outreach/outreach-drafts.commands.js';
@@ -56,6 +57,7 @@ export class CliModule {
         DeadLetters,
         OrgCreateCommand,
         MemberAddCommand,
+        MemberRemoveCommand,
         ApiKeyCreateCommand,
         ApiKeyRevokeCommand,
         MigrateCommand,

@@ -7,13 +7,14 @@ import { setupOpenApi } from './http/openapi.js';
 import { requireJsonBodies } from './http/content-type.js';
 import { captureRawBody } from './http/raw-body.js';
 import { installRequestContext } from './http/request-context.js';
+import { repairLoneSurrogates } from './http/well-formed-body.js';
 
 /** Paths whose requests keep their raw body bytes (`request.rawBody`) for signature checks. */
 export const RAW_BODY_PATH_PREFIXES = ['/webhooks/'];
 
 /**
  * How the gateway's HTTP server is set up on top of the shared bootstrap: body limit, request
- * context and access log, JSON-only bodies, raw bodies for webhooks, OpenAPI at /docs. Tests pass these to
+ * context and access log, JSON-only bodies, raw bodies for webhooks, well-formed text in bodies, OpenAPI at /docs. Tests pass these to
  * `world.start(GatewayModule.forRoot(config), gatewayStartOptions(config))`.
  */
 export function gatewayStartOptions(config: GatewayConfig): StartOptions {
@@ -25,6 +26,7 @@ export function gatewayStartOptions(config: GatewayConfig): StartOptions {
       installRequestContext(fastify, logger, app.get(Metrics));
       requireJsonBodies(fastify);
       captureRawBody(fastify, RAW_BODY_PATH_PREFIXES);
+      repairLoneSurrogates(fastify);
       await setupOpenApi(app, logger);
     },
   };

@@ -8,9 +8,11 @@ import { ForwardingModule } from './forwarding/forwarding.module.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { createValidationPipe } from './http/validation.js';
 import { GatewayEntities, GatewayMigrations } from './migrations/index.js';
+import { MembersModule } from './members/members.module.js';
 import { MessagingRoutesModule } from './messaging/messaging-routes.module.js';
 import { FollowupsRoutesModule } from './followups/followups-routes.module.js';
 import { OrganizationsModule } from './organizations/organizations.module.js';
+import { OutboxRoutesModule } from './outbox/outbox-routes.module.js';
 import { OutreachRoutesModule } from './outreach/outreach.module.js';
 import { SystemModule } from './system/system.module.js';
 import { MetaWebhookModule } from './webhooks/meta/meta-webhook.module.js';
@@ -36,7 +38,7 @@ import { SendersRoutesModule } from './senders/senders.module.js';
  * - Document every route: `@ApiTags`, `@ApiOperation`, `@ApiOkResponse({ type })` and
  *   `@ApiErrorResponses(...)` for its failure statuses (401/403 come with `@RequireKey`).
  */
-export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule, NylasWebhookModule, UnipileWebhookModule, UnsubscribeModule];
+export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, MembersModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule, NylasWebhookModule, UnipileWebhookModule, UnsubscribeModule, OutboxRoutesModule];
 
 /** The gateway (DESIGN §1): auth, scopes, tenancy, validation, OpenAPI, forwarding by RPC. */
 @Module({})

@@ -1,6 +1,7 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { PlatformModule } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { AmbiguousController } from './ambiguous/ambiguous.controller.js';
 import { ResolutionService } from './ambiguous/resolution.service.js';
 import { DispatchService } from './drain/dispatch.service.js';
 import { DrainService } from './drain/drain.service.js';
@@ -24,6 +25,9 @@ import { ProspectCapService } from './prospect-cap/prospect-cap.service.js';
 import { SendersController } from './senders/senders.controller.js';
 import { SendersRepository } from './senders/senders.repository.js';
 import { SendersService } from './senders/senders.service.js';
+import { SuppressionsConsumer } from './suppressions/suppressions.consumer.js';
+import { SuppressionsRepository } from './suppressions/suppressions.repository.js';
+import { SuppressionsService } from './suppressions/suppressions.service.js';
 import { LeaseRecoveryService } from './sweep/lease-recovery.service.js';
 import { SweepService } from './sweep/sweep.service.js';
 
@@ -35,7 +39,8 @@ export interface OutboxDispatcherOverrides {
 
 /**
  * The outbox-dispatcher service (DESIGN §4, seed 004 "Outbound WhatsApp outbox & dispatcher"):
- * senders, enqueue, the paced drain with its provider adapters, ambiguous resolution and the sweep.
+ * senders, enqueue, the do-not-contact list, the paced drain with its provider adapters, ambiguous
+ * resolution and the sweep.
  */
 @Module({})
 export class OutboxDispatcherModule {
@@ -62,6 +67,9 @@ export class OutboxDispatcherModule {
       DrainService,
       EnqueueService,
       EnqueueConsumer,
+      SuppressionsRepository,
+      SuppressionsService,
+      SuppressionsConsumer,
       LeaseRecoveryService,
       SweepService,
     ];
@@ -69,7 +77,7 @@ export class OutboxDispatcherModule {
     return {
       module: OutboxDispatcherModule,
       imports: [PlatformModule.forService({ service: 'outbox-dispatcher', config, entities: OutboxDispatcherEntities, migrations: OutboxDispatcherMigrations })],
-      controllers: [SendersController, EnqueueController, ProviderAccountsController, LinkedinStateController],
+      controllers: [SendersController, EnqueueController, AmbiguousController, ProviderAccountsController, LinkedinStateController],
       providers,
     };
   }

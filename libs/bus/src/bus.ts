@@ -6,6 +6,7 @@ import type { BusMessage } from '@touchpoint/contracts';
 import { type Tx, runInTransaction } from '@touchpoint/database';
 import { AppError, ErrorCode, isRetryable } from '@touchpoint/errors';
 import type { Logger, Metrics } from '@touchpoint/observability';
+import { truncateText } from '@touchpoint/text';
 import { assertDelayQueue, assertServiceTopology, assertSharedTopology, BusNames } from './topology.js';
 
 export type BusHandler = (message: BusMessage, tx: Tx) => Promise<void>;
@@ -319,7 +320,7 @@ export class BusConnection {
       headers: {
         ...msg.properties.headers,
         'x-touchpoint-reason': reason,
-        'x-touchpoint-error': error.slice(0, 1000),
+        'x-touchpoint-error': truncateText(error, 1000),
         'x-touchpoint-routing-key': msg.fields.routingKey,
         'x-touchpoint-dead-lettered-at': new Date().toISOString(),
         ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`x-touchpoint-${k}`, v])),

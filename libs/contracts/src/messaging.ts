@@ -17,9 +17,10 @@ export type ContactKind = (typeof CONTACT_KINDS)[number];
 
 /**
  * Outbound message status. Moves forward only (`queued → sent → delivered → read`); `failed` and
- * `cancelled` are terminal. Inbound messages are `received`.
+ * `cancelled` are terminal. `ambiguous`: the send's outcome is unknown (never retried), until the
+ * provider's status or an operator resolves it to `sent` or `failed`. Inbound messages are `received`.
  */
-export const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'cancelled', 'received'] as const;
+export const MESSAGE_STATUSES = ['queued', 'ambiguous', 'sent', 'delivered', 'read', 'failed', 'cancelled', 'received'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 /** Instance lifecycle (seed 004 "Instance Lifecycle"): one way only. */
@@ -113,7 +114,7 @@ export const MessagingEvents = {
   SuppressionRequested: 'messaging.suppression.requested',
   /** `NotificationCreatedData`. */
   NotificationCreated: 'messaging.notification.created',
-  /** `NotificationDeliveryUpdatedData`: a delivery left `pending`. */
+  /** `NotificationDeliveryUpdatedData`: a delivery left `pending`, or a `sent` one failed later. */
   NotificationDeliveryUpdated: 'messaging.notification.delivery_updated',
 } as const;
 
@@ -145,7 +146,13 @@ export interface MessagingSendData extends MessagingSendContent {
   organization_id: string;
   idempotency_key: string;
   channel: MessagingChannel;
-  /** The recipient: a contact id, or an address (`to`) for which a contact is found or created. */
+  /**
+   * The recipient: a contact id, or an address (`to`) for which a contact is found or created.
+   * Both together fix the address: the message is the contact's, and the wire gets exactly `to`,
+   * whatever the contact holds by the time the command is consumed (an approved outreach send goes
+   * to the address the reviewer approved, `approved_payload.to`, seed 003 §4.5–4.6). For LinkedIn,
+   * `to` is the member's provider id, or the profile URL when none is known.
+   */
   contact_id?: string;
   to?: string;
   /** Send in this conversation (must belong to the contact); default: the contact's on the channel. */
@@ -228,10 +235,20 @@ export interface MessageReceivedData {
   message_type: string;
   /** The provider id of the outbound message this one answers, when it quotes one. */
   in_reply_to?: string | null;
-  /** An automatic answer (out-of-office), which is not a human reply. */
+  /**
+   * An automatic answer (out-of-office): never an opt-out, never a reply. With `opt_out` this is
+   * libs/text `judgeInbound`'s verdict, made once by messaging; consumers act on it and never judge
+   * again. Neither flag set: a reply.
+   */
   auto_reply: boolean;
-  /** The shared opt-out phrase rule matched (libs/text `isOptOut`). */
+  /** The person opted out (the phrase rule, never on an auto-reply; libs/text `judgeInbound`). */
   opt_out: boolean;
+  /**
+   * False only for an email whose headers could not be read, judged by its subject alone
+   * (`judgeInbound`'s `certain`): act on it, but not on what only a human reply may cause
+   * (outreach's promotion of a prospect). Absent: true.
+   */
+  judgement_certain?: boolean;
   /** Contact address the message came from (E.164 phone, email, LinkedIn id). */
   from: string;
 }
@@ -247,8 +264,13 @@ export interface MessagingInboundRecordData {
   thread_id?: string;
   text?: string;
   subject?: string;
-  /** Email headers `{ name, value }` (auto-reply detection reads them). */
+  /**
+   * Email headers `{ name, value }` (the auto-reply rule reads them). Absent on an email with
+   * `sender_id`: messaging reads them from the provider with that mailbox's grant.
+   */
   headers?: { name: string; value: string }[];
+  /** The dispatcher sender (the mailbox: its Nylas grant) the message arrived on, when known. */
+  sender_id?: string;
   in_reply_to?: string;
   /** ISO-8601 instant the provider received it. */
   received_at?: string;
@@ -374,6 +396,8 @@ export interface MessageView {
   read_at: string | null;
   failed_at: string | null;
   error_code: string | null;
+  /** The dispatcher's entry of an outbound send once its outcome is unknown (`ambiguous`), for `/outbox/ambiguous`; else null. */
+  outbox_entry_id: string | null;
 }
 
 /** Data of `messaging.human_message_sent`. */

@@ -124,7 +124,10 @@ export const OutboxCommands = {
   Enqueue: 'outbox.enqueue',
   /** `OutboxCancelData` → the pending entry becomes cancelled (not once claimed). */
   Cancel: 'outbox.cancel',
-  /** `OutboxSuppressionData` → the value is never sent to again on that channel. */
+  /**
+   * `OutboxSuppressionData` → the value is never sent to again on that channel; its queued entries
+   * that have not started an attempt are cancelled (`reason: 'suppressed'`) in the same transaction.
+   */
   Suppress: 'outbox.suppress',
   /** `OutboxSuppressionData` → removes a suppression. */
   Unsuppress: 'outbox.unsuppress',
@@ -138,10 +141,19 @@ export const OutboxRpc = {
   Cancel: 'outbox.cancel',
   /** `{ organization_id, entry_id }` → `OutboxEntryView`; `not_found` otherwise. */
   GetEntry: 'outbox.entry.get',
-  /** `{ organization_id?, limit? }` → `{ items: OutboxEntryView[] }` (ambiguous entries, oldest first). */
+  /**
+   * `OutboxAmbiguousListData` → `OutboxAmbiguousPage` (ambiguous entries, oldest first, keyset
+   * cursor); throws `invalid_cursor`, `validation_failed` (limit).
+   */
   ListAmbiguous: 'outbox.ambiguous.list',
-  /** `OutboxResolveData` → `OutboxResolveResult` (an operator settles an ambiguous entry). */
+  /** `OutboxResolveData` → `OutboxResolveResult` (an operator settles an ambiguous entry; refusals are outcomes: the CLI). */
   ResolveAmbiguous: 'outbox.ambiguous.resolve',
+  /**
+   * `OutboxResolveData` with `organization_id` → `OutboxResolveResult` (`resolved` | `resolved_failed`):
+   * the same resolution, refusals thrown instead (the REST API): `not_found` (also another
+   * organization's entry), `not_ambiguous` (details.status), `invalid_resolution`.
+   */
+  ResolveAmbiguousOrFail: 'outbox.ambiguous.resolve_or_fail',
   /** `WhatsAppStatusBatch` → `{ stored: number }`, answered only after the statuses are durable. */
   WhatsAppStatuses: 'outbox.whatsapp.statuses',
   /** `OutboxSenderCreateData` → `OutboxSenderView`. */
@@ -205,6 +217,22 @@ export interface OutboxSuppressionData {
   channel: OutboxChannel;
   value: string;
   reason?: string;
+}
+
+/** Data of `outbox.ambiguous.list`. */
+export interface OutboxAmbiguousListData {
+  /** Absent → platform operator (every organization; the CLI). */
+  organization_id?: string;
+  /** 1..1000, default 100. */
+  limit?: number;
+  /** `next_cursor` of the previous page. */
+  cursor?: string;
+}
+
+/** Answer of `outbox.ambiguous.list`. `next_cursor` is null on the last page. */
+export interface OutboxAmbiguousPage {
+  items: OutboxEntryView[];
+  next_cursor: string | null;
 }
 
 /** Data of `outbox.ambiguous.resolve` (operator). */
@@ -287,7 +315,7 @@ export const OutboxEvents = {
   EntryFailed: 'outbox.entry.failed',
   /** Outcome unknown (timeout/network); never retried; waits for correlation or an operator. */
   EntryAmbiguous: 'outbox.entry.ambiguous',
-  /** Cancelled before it was claimed. */
+  /** Cancelled before it was claimed: by key (`outbox.cancel`) or because its address was suppressed (`reason`). */
   EntryCancelled: 'outbox.entry.cancelled',
   /** An ambiguous entry was settled; `resolution` says accepted or rejected. */
   EntryResolved: 'outbox.entry.resolved',
@@ -301,6 +329,9 @@ export const OutboxEvents = {
   SenderRemoved: 'outbox.sender.removed',
   SenderUpdated: 'outbox.sender.updated',
 } as const;
+
+/** Why an entry was cancelled (`OutboxEntryEventData.reason`). */
+export type OutboxCancelReason = 'requested' | 'suppressed';
 
 /** Data of every `outbox.entry.*` event. */
 export interface OutboxEntryEventData {
@@ -317,6 +348,11 @@ export interface OutboxEntryEventData {
   error_code?: string | null;
   error_message?: string | null;
   http_status?: number | null;
+  /**
+   * `outbox.entry.cancelled` only: why — `requested` (an `outbox.cancel` for its key) or
+   * `suppressed` (its address was put on the do-not-contact list before its attempt started).
+   */
+  reason?: OutboxCancelReason;
   /** `outbox.entry.resolved` only: how the ambiguous entry settled, and who settled it. */
   resolution?: 'accepted' | 'rejected';
   resolved_by?: 'provider' | 'operator';

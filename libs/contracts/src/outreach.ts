@@ -80,11 +80,6 @@ export const OUTREACH_MAX_LIVE_PER_CAMPAIGN = 200;
 /** Longest regenerate reason, characters (seed 003 §4.5). */
 export const OUTREACH_REJECT_REASON_MAX = 1000;
 
-/**
- * Header the gateway reads to know that a support person is acting as a member (an impersonated
- * session). Approve and reject refuse such a session with 403 (seed 003 §4.5, step 1).
- */
-export const OUTREACH_IMPERSONATION_HEADER = 'x-touchpoint-impersonator';
 
 // ---------------------------------------------------------------------------------------------
 // Events and commands (its own, consumed by its runners; seed 003 §3, §5 "Events")
@@ -159,7 +154,8 @@ export const OutreachDispatcherRpc = {
   LinkedinState: 'outbox.linkedin.state',
   /**
    * `EmailHeadersQuery` → `EmailHeadersView`: one Nylas message read with its headers
-   * (`fields=include_headers`), for the auto-reply rule of a correlated inbound (seed 003 §4.7).
+   * (`fields=include_headers`), for the auto-reply rule (seed 003 §4.7). Messaging asks it for a new
+   * inbound email, with the mailbox the email arrived on.
    */
   EmailHeaders: 'outbox.email.headers',
   /**
@@ -186,8 +182,11 @@ export interface EmailHeadersQuery {
   organization_id: string;
   /** The provider (Nylas) message id of the inbound email. */
   provider_message_id: string;
-  /** The mailbox (dispatcher sender id) that received it, when known; else the organization's default. */
-  sender_id?: string | null;
+  /**
+   * The mailbox (dispatcher sender id) that received it. Required: Nylas answers 404 for a message
+   * read with another mailbox's grant, so no default mailbox is ever assumed.
+   */
+  sender_id: string;
 }
 
 export interface EmailHeadersView {
@@ -354,7 +353,12 @@ export interface TimelineItem {
 // Review queue (seed 003 §4.5)
 // ---------------------------------------------------------------------------------------------
 
-/** Who acts on a review route: the member behind the API key, and whether it is an impersonated session. */
+/**
+ * Who acts on a review route, as the caller's credential proves it: a current member of the
+ * organization (the gateway: the member its API key acts for; the admin CLI: the `--member` it
+ * checked), the key when there is one, and whether a support person acts as that member (a key
+ * issued for impersonation). Approve and reject refuse an impersonated session (seed 003 §4.5).
+ */
 export interface OutreachActor {
   member_id: string;
   api_key_id?: string;

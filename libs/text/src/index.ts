@@ -50,94 +50,6 @@ export function stripQuotedText(text: string): string {
 }
 
 /**
- * Messages that opt out when they are the WHOLE message (after quotes are stripped, accents and
- * punctuation dropped). Seed 003 "The phrase rule": the whole message "stop"; we add the same
- * one-word commands in Portuguese and Spanish, and their polite forms.
- */
-const WHOLE_MESSAGE_OPT_OUTS = new Set([
-  'stop',
-  'stop please',
-  'please stop',
-  'stop all',
-  'unsubscribe',
-  'opt out',
-  'optout',
-  'pare',
-  'parem',
-  'parar',
-  'para',
-  'pare por favor',
-  'por favor pare',
-  'sair',
-  'quero sair',
-  'descadastrar',
-  'cancelar inscricao',
-  'baja',
-  'darme de baja',
-  'alto',
-  'basta',
-]);
-
-/**
- * Phrases that opt out wherever they appear in the message (normalised, punctuation as spaces).
- * Seed 003 "The phrase rule": "unsubscribe", "remove me", "stop emailing", "not interested, please
- * stop"; we add the equivalents for WhatsApp and LinkedIn and their Portuguese and Spanish forms.
- * Verb phrases exclude a negation right before them ("não pare de me enviar" keeps them coming).
- */
-const CONTAINED_OPT_OUTS: RegExp[] = [
-  // English
-  /\bunsubscribe\b/,
-  /\bremove me\b/,
-  // "please don't stop sending me updates" asks for more, not less.
-  /(?<!\b(do not|dont|don't|never) )\bstop (emailing|messaging|texting|sending|contacting|writing to|calling) me\b/,
-  /(?<!\b(do not|dont|don't|never) )\bstop emailing\b/,
-  /\bnot interested please stop\b/,
-  /\b(do not|dont|don't) (contact|message|text|email) me( again| anymore| any more)?\b/,
-  /\btake me off (your|the|this) (list|mailing list)\b/,
-  /\bopt me out\b/,
-  // Portuguese
-  /\b(me )?descadastr(ar|e|em)\b/,
-  /\bme (remova|remove|removam|tire|tirem)\b/,
-  /\b(remova|remover|removam|tire|tirar|tirem) (o )?meu (numero|contato|email|e-mail)\b/,
-  /\b(tire|tirar|tirem)( me)? da (lista|sua lista)\b/,
-  /\bnao (quero|desejo) (mais )?receber\b/,
-  /\bnao (me )?(mande|mandem|envie|enviem) mais\b/,
-  /(?<!\bnao )\bparem? de me (enviar|mandar|contatar|ligar|escrever)\b/,
-  /\bcancelar (minha )?inscricao\b/,
-  // Spanish
-  /\b(darme|dar|darse|denme|deme) de baja\b/,
-  /\bno (quiero|deseo) recibir mas\b/,
-  /\bno (me )?(envies|envien|mandes|manden|escribas|escriban) mas\b/,
-  /(?<!\bno )\b(deja|dejen) de (enviarme|escribirme|mandarme|contactarme)\b/,
-  /\b(eliminame|sacame|quitame|borrame|eliminenme|saquenme|quitenme|borrenme) de (la|su|tu) lista\b/,
-  /\bcancelar (mi )?suscripcion\b/,
-];
-
-/** Normalised text with punctuation turned into spaces (apostrophes kept), collapsed. */
-function wordsOf(text: string): string {
-  return normalizeText(text)
-    .replace(/[^\p{L}\p{N}' ]+/gu, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
-
-/**
- * The shared opt-out phrase rule (seed 003 "The phrase rule", extended to Portuguese and Spanish;
- * used by messaging on every inbound message and by outreach on replies). Quoted text is stripped
- * first, then accents, case and punctuation are ignored. Opts out when the whole message is a stop
- * command (`"STOP!"`, `"Pare."`, `"baja"`) or when it contains an opt-out phrase (`"please remove
- * me from this list"`, `"não quero mais receber"`). "stop" inside a longer sentence that is not an
- * opt-out (`"I can't stop laughing"`) does not opt out.
- */
-export function isOptOut(text: string | null | undefined): boolean {
-  if (!text) return false;
-  const words = wordsOf(stripQuotedText(text));
-  if (words.length === 0) return false;
-  if (WHOLE_MESSAGE_OPT_OUTS.has(words)) return true;
-  return CONTAINED_OPT_OUTS.some((p) => p.test(words));
-}
-
-/**
  * Subject prefixes of automatic replies (seed 003 "Auto-reply": "Automatic reply", "Auto:", "Out of
  * office", "Autoreply"), plus the out-of-office subjects that Exchange/Outlook, Gmail, Apple Mail
  * and common hosts write in the languages of our users. Compared on the normalised subject (lower
@@ -233,3 +145,6 @@ export function isAutoReply(input: { headers?: { name: string; value: string }[]
 }
 
 export { signUnsubscribeToken, verifyUnsubscribeToken, type UnsubscribeTokenClaims } from './unsubscribe-token.js';
+export { type EmailHeader, type InboundFacts, type InboundJudgement, judgeInbound } from './inbound-judgement.js';
+export { isOptOut } from './opt-out.js';
+export { codePointLength, toWellFormedJson, toWellFormedText, truncateText, type TruncateTextOptions } from './truncate.js';

@@ -1,4 +1,5 @@
 import type { AiContact, AiThreadMessage, OutreachContextSections } from '@touchpoint/contracts';
+import { codePointLength } from '@touchpoint/text';
 
 /**
  * Shape checks of prompt inputs. Each returns problems in words (`input.reply must be a string`);
@@ -24,7 +25,7 @@ export function checkString(problems: string[], obj: Obj, field: string, path: s
   }
   if (typeof value !== 'string') problems.push(`${path}.${field} must be a string`);
   else if (required && value.trim() === '') problems.push(`${path}.${field} must not be empty`);
-  else if (value.length > max) problems.push(`${path}.${field} is longer than ${max} characters`);
+  else if (codePointLength(value) > max) problems.push(`${path}.${field} is longer than ${max} characters`);
 }
 
 export function checkThread(problems: string[], obj: Obj, field: string, path: string, required: boolean): void {

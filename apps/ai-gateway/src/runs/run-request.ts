@@ -1,5 +1,6 @@
 import { AI_FIELD_TYPES, AI_KINDS, AI_DEFAULT_TIMEOUT_MS, AI_MAX_TIMEOUT_MS, type AiFieldType, type AiKind, type AiOutputSchema, type AiRunRequest } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
+import { codePointLength } from '@touchpoint/text';
 import { PROMPT_TEMPLATES } from '../prompts/prompt-templates.js';
 
 /** Shortest provider deadline a request may ask for, ms. */
@@ -21,7 +22,7 @@ export function parseRunRequest(data: unknown): ValidRunRequest {
   const text = (field: string, max: number) => {
     const v = body[field];
     if (typeof v !== 'string' || v.trim() === '') problems.push(`${field} is required`);
-    else if (v.length > max) problems.push(`${field} is longer than ${max} characters`);
+    else if (codePointLength(v) > max) problems.push(`${field} is longer than ${max} characters`);
   };
   text('organization_id', 100);
   text('idempotency_key', MAX_KEY_CHARS);

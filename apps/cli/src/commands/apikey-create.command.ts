@@ -10,11 +10,14 @@ interface Options extends JsonOption {
   member?: string;
   scopes?: string[];
   name?: string;
+  impersonatedBy?: string;
 }
 
 /**
- * `apikey:create --org <id> --member <id> --scopes a,b [--name <label>]` →
- * `{api_key_id, secret, scopes}`; the secret is printed this once and stored only hashed.
+ * `apikey:create --org <id> --member <id> --scopes a,b [--name <label>] [--impersonated-by <who>]` →
+ * `{api_key_id, secret, scopes}`; the secret is printed this once and stored only hashed. With
+ * `--impersonated-by`, the key is issued to that support person acting as the member: an
+ * impersonated session, which may not approve or reject outreach drafts (seed 003 §4.5).
  */
 @Command({ name: 'apikey:create', description: 'Create an API key for a member (prints the secret once)' })
 export class ApiKeyCreateCommand extends CommandRunner {
@@ -34,9 +37,10 @@ export class ApiKeyCreateCommand extends CommandRunner {
         createdByMemberId: options.member ?? '',
         scopes: options.scopes ?? [],
         name: options.name ?? 'cli',
+        impersonatedBy: options.impersonatedBy,
       });
       this.output.success(
-        { api_key_id: key.api_key_id, secret, scopes: key.scopes, organization_id: key.organization_id, name: key.name },
+        { api_key_id: key.api_key_id, secret, scopes: key.scopes, organization_id: key.organization_id, name: key.name, impersonated_by: key.impersonated_by },
         options.json,
         `API key ${key.api_key_id} (${key.scopes.join(', ')})\nsecret (shown once, store it now): ${secret}`,
       );
@@ -62,6 +66,11 @@ export class ApiKeyCreateCommand extends CommandRunner {
 
   @Option({ flags: '--name <label>', description: 'A label for the key (default "cli")' })
   parseName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--impersonated-by <who>', description: 'Issue the key to this support person acting as the member (an impersonated session)' })
+  parseImpersonatedBy(value: string): string {
     return value;
   }
 

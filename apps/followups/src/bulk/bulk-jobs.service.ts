@@ -5,6 +5,7 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsService } from '../enrollments/enrollments.service.js';
 import type { FollowupsConfig } from '../followups.config.js';
@@ -192,7 +193,7 @@ export class BulkJobsService {
     } catch (err) {
       // The chunk rolled back; the lease runs out and the job is resumed at its cursor.
       this.logger.warn({ event: 'followups.bulk_chunk_failed', job_id: lease.jobId, err: (err as Error).message }, 'bulk enrollment chunk failed');
-      await rowsOf(poolOf(this.uow.dataSource), `UPDATE bulk_jobs SET last_error = $2 WHERE id = $1`, [lease.jobId, (err as Error).message.slice(0, 1000)]);
+      await rowsOf(poolOf(this.uow.dataSource), `UPDATE bulk_jobs SET last_error = $2 WHERE id = $1`, [lease.jobId, truncateText((err as Error).message, 1000)]);
     }
     return true;
   }

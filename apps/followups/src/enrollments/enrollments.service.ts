@@ -22,6 +22,7 @@ import { type CompiledVersion, FlowVersionCache } from '../flows/flow-version-ca
 import { FlowsRepository } from '../flows/flows.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { decodeCursor, encodeCursor } from '@touchpoint/database';
+import { codePointLength } from '@touchpoint/text';
 import { poolOf } from '../requests/queryable.js';
 import { check, notFound, revisionConflict } from '../requests/request-checks.js';
 import { ReleaseSignal } from '../release/release-signal.js';
@@ -297,5 +298,5 @@ function variablesProblems(variables: unknown): string[] {
   if (typeof variables !== 'object' || variables === null || Array.isArray(variables)) return ['variables must be an object'];
   const entries = Object.entries(variables);
   if (entries.length > 50) return ['variables: at most 50'];
-  return entries.filter(([k, v]) => !/^[A-Za-z0-9_]{1,64}$/.test(k) || !['string', 'number', 'boolean'].includes(typeof v) || String(v).length > 1000).map(([k]) => `variables.${k}: a name of letters, digits or _ with a string, number or boolean value`);
+  return entries.filter(([k, v]) => !/^[A-Za-z0-9_]{1,64}$/.test(k) || !['string', 'number', 'boolean'].includes(typeof v) || codePointLength(String(v)) > 1000).map(([k]) => `variables.${k}: a name of letters, digits or _ with a string, number or boolean value`);
 }

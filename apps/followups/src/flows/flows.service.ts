@@ -18,6 +18,7 @@ import {
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
+import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import type { FollowupsConfig } from '../followups.config.js';
 import { validateForPublish } from '../graph/graph-validation.js';
@@ -235,7 +236,7 @@ export function graphShapeProblems(graph: unknown): string[] {
     if (!isObject(n)) return problems.push(`graph.nodes.${i}: must be an object`);
     if (!isId(n.id)) problems.push(`graph.nodes.${i}.id: 1-64 letters, digits, _ or -`);
     if (typeof n.type !== 'string' || n.type.length === 0 || n.type.length > 40) problems.push(`graph.nodes.${i}.type: a node type`);
-    if (n.label !== undefined && (typeof n.label !== 'string' || n.label.length > 200)) problems.push(`graph.nodes.${i}.label: up to 200 characters`);
+    if (n.label !== undefined && (typeof n.label !== 'string' || codePointLength(n.label) > 200)) problems.push(`graph.nodes.${i}.label: up to 200 characters`);
     if (n.position !== undefined && (!isObject(n.position) || typeof n.position.x !== 'number' || typeof n.position.y !== 'number')) problems.push(`graph.nodes.${i}.position: {x, y} numbers`);
     if (!isObject(n.config)) problems.push(`graph.nodes.${i}.config: must be an object`);
     for (const key of Object.keys(n)) if (!['id', 'type', 'label', 'position', 'config'].includes(key)) problems.push(`graph.nodes.${i}.${key}: unknown field`);

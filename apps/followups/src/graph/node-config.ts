@@ -1,4 +1,5 @@
 import { FLOW_MAX_WAIT_MS, FLOW_MIN_WAIT_MS, type FlowEdgeCondition, type FlowNode, type FlowTemplateRef } from '@touchpoint/contracts';
+import { codePointLength } from '@touchpoint/text';
 
 /**
  * The typed configs of each node type (documented on `FlowNode` in @touchpoint/contracts) and the
@@ -77,7 +78,7 @@ export interface ConfigProblem {
 export type ParseResult = { ok: true; node: ParsedNode } | { ok: false; problems: ConfigProblem[] };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isNonEmptyString = (v: unknown, max = 4096): v is string => typeof v === 'string' && v.trim().length > 0 && v.length <= max;
+const isNonEmptyString = (v: unknown, max = 4096): v is string => typeof v === 'string' && v.trim().length > 0 && codePointLength(v) <= max;
 
 /** Parses a template reference; pushes problems under `path`. */
 function parseTemplate(value: unknown, path: string, problems: ConfigProblem[]): FlowTemplateRef | undefined {

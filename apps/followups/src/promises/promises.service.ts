@@ -35,6 +35,7 @@ import type { FollowupsConfig } from '../followups.config.js';
 import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { decodeCursor, encodeCursor } from '@touchpoint/database';
+import { truncateText } from '@touchpoint/text';
 import { poolOf } from '../requests/queryable.js';
 import { check, notFound } from '../requests/request-checks.js';
 import { SendersRepository } from '../senders/senders.repository.js';
@@ -331,10 +332,10 @@ export class PromisesService {
       const attempts = row.attempts + 1;
       const message = err instanceof Error ? err.message : String(err);
       if (attempts >= PROMISE_ALERT_MAX_ATTEMPTS) {
-        await this.promises.update(tx, row.id, { status: 'failed', attempts, fired_at: row.fired_at ?? now, last_error: `alert: ${message}`.slice(0, 1000) }, now);
+        await this.promises.update(tx, row.id, { status: 'failed', attempts, fired_at: row.fired_at ?? now, last_error: truncateText(`alert: ${message}`, 1000) }, now);
         return 'failed';
       }
-      await this.promises.update(tx, row.id, { attempts, due_at: new Date(now.getTime() + PROMISE_ALERT_RETRY_MS), last_error: `alert: ${message}`.slice(0, 1000) }, now);
+      await this.promises.update(tx, row.id, { attempts, due_at: new Date(now.getTime() + PROMISE_ALERT_RETRY_MS), last_error: truncateText(`alert: ${message}`, 1000) }, now);
       return 'waiting';
     }
     const notificationId = 'notification_id' in view ? view.notification_id : (view.data?.notification_id ?? null);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FlowStatus, FlowTemplateRef } from '@touchpoint/contracts';
+import { truncateText } from '@touchpoint/text';
 import type { ContactActivity } from '../contacts/contacts.repository.js';
 import type { EnrollmentRow, NewEnrollmentEvent } from '../enrollments/enrollment-row.js';
 import { type Queryable, rowsOf } from '../requests/queryable.js';
@@ -262,7 +263,7 @@ export class ReleaseRepository {
               next_run_at = CASE WHEN $4 THEN NULL ELSE $6::timestamptz END,
               revision = revision + 1, updated_at = $5
         WHERE id = $1 RETURNING failures, status`,
-      [id, failures, error.slice(0, 1000), dead, now, new Date(now.getTime() + backoffMs(failures))],
+      [id, failures, truncateText(error, 1000), dead, now, new Date(now.getTime() + backoffMs(failures))],
     );
     return saved;
   }

@@ -1,4 +1,5 @@
 import { AppError, ErrorCode } from '@touchpoint/errors';
+import { codePointLength } from '@touchpoint/text';
 
 /**
  * Checks of RPC inputs at the followups edge. The gateway validates its DTOs first; these keep the
@@ -44,7 +45,7 @@ export class RequestChecks {
     const v = this.input[field];
     if (v === undefined || v === null) {
       if (!optional) this.add(field, `${field} is required`);
-    } else if (typeof v !== 'string' || v.trim().length < min || v.length > max) this.add(field, `${field} must be ${min} to ${max} characters`);
+    } else if (typeof v !== 'string' || v.trim().length < min || codePointLength(v) > max) this.add(field, `${field} must be ${min} to ${max} characters`);
     return this;
   }
 

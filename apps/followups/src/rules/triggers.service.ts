@@ -4,6 +4,7 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsService } from '../enrollments/enrollments.service.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
@@ -84,7 +85,7 @@ export class TriggersService {
             `UPDATE triggers SET attempts = $2, last_error = $3, next_attempt_at = $4, processed_at = CASE WHEN $5 THEN $6::timestamptz ELSE NULL END,
                     outcome = CASE WHEN $5 THEN '{"given_up": true}'::jsonb ELSE outcome END
               WHERE id = $1`,
-            [trigger.id, attempts, message.slice(0, 1000), new Date(now.getTime() + triggerBackoffMs(attempts)), giveUp, now],
+            [trigger.id, attempts, truncateText(message, 1000), new Date(now.getTime() + triggerBackoffMs(attempts)), giveUp, now],
           );
           // `failed` is a trigger given up (the FollowUpTriggerFailures alert counts it); `retry` one that will run again.
           this.metrics.triggers.inc({ type: trigger.type, outcome: giveUp ? 'failed' : 'retry' });

@@ -10,9 +10,13 @@ import {
   type MessageReceivedData,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
+import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { TriggerRecorder } from '../rules/trigger-recorder.js';
 import { StopPathsService } from './stop-paths.service.js';
+
+/** The longest inbound text a keyword trigger keeps, code points (WhatsApp's text limit). */
+const INBOUND_KEYWORD_TEXT_MAX = 4096;
 
 /**
  * Bus edge of the stop paths (seed 000 "Stop hooks"): each of messaging's events is applied in the
@@ -37,7 +41,7 @@ export class StopPathsConsumer {
     );
     // An inbound text may start a keyword rule (not an auto-reply or an opt-out).
     if (d.text && !d.auto_reply && !d.opt_out) {
-      await this.recorder.record(tx, { organizationId: message.organization_id, kind: 'inbound_keyword', eventId: message.event_id, contactId: d.contact_id, data: { text: d.text.slice(0, 4096), conversation_id: d.conversation_id ?? null }, at: this.clock.now() });
+      await this.recorder.record(tx, { organizationId: message.organization_id, kind: 'inbound_keyword', eventId: message.event_id, contactId: d.contact_id, data: { text: truncateText(d.text, INBOUND_KEYWORD_TEXT_MAX), conversation_id: d.conversation_id ?? null }, at: this.clock.now() }, { optional: true });
     }
   }
 
@@ -57,7 +61,7 @@ export class StopPathsConsumer {
   async onConversationResolved(message: BusMessage<ConversationResolvedData>, tx: Tx): Promise<void> {
     if (!message.organization_id) return;
     await this.stopPaths.onConversationResolved(tx, message.organization_id, message.data.contact_id, message.data.conversation_id, this.clock.now());
-    await this.recorder.record(tx, { organizationId: message.organization_id, kind: 'conversation_resolved', eventId: message.event_id, contactId: message.data.contact_id, data: { conversation_id: message.data.conversation_id }, at: this.clock.now() });
+    await this.recorder.record(tx, { organizationId: message.organization_id, kind: 'conversation_resolved', eventId: message.event_id, contactId: message.data.contact_id, data: { conversation_id: message.data.conversation_id }, at: this.clock.now() }, { optional: true });
   }
 
   @OnBusMessage(MessagingEvents.ContactErased)

@@ -100,9 +100,65 @@ export class StopPathsRepository {
     );
   }
 
-  /** The keys of sends still queued among these effects (the ones `outbox.cancel` may still stop). */
-  async queuedSendKeys(db: Queryable, effectIds: string[]): Promise<{ id: string; idempotency_key: string }[]> {
-    if (effectIds.length === 0) return [];
-    return rowsOf(db, `SELECT id, idempotency_key FROM effects WHERE id = ANY($1::uuid[]) AND kind = 'send' AND status = 'queued' AND idempotency_key IS NOT NULL`, [effectIds]);
+  /**
+   * The follow-up sends of `scope` still `queued` (handed to messaging and the dispatcher, no
+   * outcome yet), whatever their enrollment's status: an enrollment whose last step was a send is
+   * `completed` as soon as that send is queued, and its send must still lose to the reply (seed 000
+   * "Stop paths and ordering"). One statement on `effects_queued_sends_idx`; the enrollment is
+   * joined by its key only to read the stop flags copied onto it. Run it after the statement that
+   * updated the contact row: a release of the contact that committed before then is seen here, and
+   * none can commit a send after it (ReleaseRepository.claimDue skips a locked contact).
+   */
+  async queuedSends(db: Queryable, scope: QueuedSendScope): Promise<QueuedSend[]> {
+    const params: unknown[] = [scope.organizationId];
+    const filters = [`f.organization_id = $1`, `f.kind = 'send'`, `f.status = 'queued'`, `f.idempotency_key IS NOT NULL`];
+    if (scope.flowId) filters.push(`e.flow_id = $${params.push(scope.flowId)}`);
+    else filters.push(`f.contact_id = $${params.push(scope.contactId)}`);
+    switch (scope.only) {
+      case 'cancel_on_reply':
+        // An enrollment the reply moved on to its `replied` exit keeps its sends: the flow answers
+        // the reply itself. A reply older than what the enrollment has seen (it began after the
+        // reply, whose event came late) is not a reply to it: the same rule as applyReply.
+        filters.push(`e.cancel_on_reply`, `e.status NOT IN ('active', 'waiting_reply')`, `(e.reply_seen_at IS NULL OR e.reply_seen_at <= $${params.push(scope.at)})`);
+        break;
+      case 'handoff':
+        filters.push(`e.handoff_policy <> 'continue'`, `(e.handoff_seen_at IS NULL OR e.handoff_seen_at <= $${params.push(scope.at)})`);
+        break;
+      case 'conversation':
+        filters.push(`(e.conversation_id = $${params.push(scope.conversationId)} OR e.conversation_id IS NULL)`);
+        break;
+      case undefined:
+        break;
+    }
+    return rowsOf<QueuedSend>(db, 
+      `SELECT f.id, f.idempotency_key, f.enrollment_id, f.node_id, e.status AS enrollment_status
+         FROM effects f JOIN enrollments e ON e.id = f.enrollment_id
+        WHERE ${filters.join(' AND ')}
+        ORDER BY f.created_at`,
+      params,
+    );
   }
 }
+
+/** A follow-up send still queued: what `outbox.cancel` needs, and where its timeline is. */
+export interface QueuedSend {
+  id: string;
+  idempotency_key: string;
+  enrollment_id: string;
+  node_id: string;
+  enrollment_status: FollowupEnrollmentStatus;
+}
+
+/**
+ * Which queued sends a stop event takes back (seed 000 "Stop hooks"): the contact's (opt-out,
+ * erasure: all of them; a reply: those of enrollments that stop on reply; a human message: those
+ * whose handoff policy is not `continue`; a resolution: those of that conversation or of none), or
+ * the flow's (archived).
+ */
+export type QueuedSendScope = { organizationId: string } & (
+  | { contactId: string; flowId?: undefined; only?: undefined }
+  /** `at`: when the reply or human message was written (the event's `occurred_at`). */
+  | { contactId: string; flowId?: undefined; only: 'cancel_on_reply' | 'handoff'; at: Date }
+  | { contactId: string; flowId?: undefined; only: 'conversation'; conversationId: string }
+  | { flowId: string; contactId?: undefined; only?: undefined }
+);

@@ -7,7 +7,7 @@ import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { ReleaseSignal } from '../release/release-signal.js';
-import { StopPathsRepository, type TouchedEnrollment } from './stop-paths.repository.js';
+import { type QueuedSendScope, StopPathsRepository, type TouchedEnrollment } from './stop-paths.repository.js';
 import { rowsOf } from '../requests/queryable.js';
 
 const FINISHED = new Set(['completed', 'cancelled', 'dead']);
@@ -15,8 +15,9 @@ const FINISHED = new Set(['completed', 'cancelled', 'dead']);
 /**
  * The reply wins (DESIGN §5.3; seed 000 "Stop paths and ordering"): a reply, opt-out, human
  * message, resolution or erasure stops or interrupts every affected enrollment in the transaction
- * that records it, and asks the dispatcher to cancel a follow-up still queued (`outbox.cancel`),
- * which it does unless its send lane has already claimed it.
+ * that records it, and asks the dispatcher to cancel each of the affected follow-up sends still
+ * queued (`outbox.cancel`), whatever its enrollment's status, which it does unless its send lane
+ * has already claimed it.
  *
  * Every method takes the caller's transaction: the bus edge (messaging's events) and the REST edge
  * (flow archived) both call here.
@@ -47,7 +48,7 @@ export class StopPathsService {
     await this.contacts.recordInbound(tx, { organizationId: m.organizationId, contactId: m.contactId, at: m.at, text: m.text, conversationId: m.conversationId, optOut: m.optOut });
     if (m.optOut) return this.onOptOut(tx, m.organizationId, m.contactId, m.at, now);
     const touched = await this.repository.applyReply(tx, m.organizationId, m.contactId, m.text, m.at, now);
-    await this.settle(tx, touched, now, 'reply');
+    await this.settle(tx, touched, now, 'reply', { organizationId: m.organizationId, contactId: m.contactId, only: 'cancel_on_reply', at: m.at });
     if (touched.some((t) => t.status === 'active')) this.signal.wake();
     return touched;
   }
@@ -56,7 +57,7 @@ export class StopPathsService {
   async onOptOut(tx: Tx, organizationId: string, contactId: string, at: Date, now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.markOptedOut(tx, organizationId, contactId, at);
     const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', 'opted_out', now);
-    await this.settle(tx, touched, now, 'opt_out');
+    await this.settle(tx, touched, now, 'opt_out', { organizationId, contactId });
     return touched;
   }
 
@@ -64,7 +65,7 @@ export class StopPathsService {
   async onHumanMessage(tx: Tx, organizationId: string, contactId: string, conversationId: string | null, at: Date, now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.markHandoff(tx, organizationId, contactId, at, conversationId);
     const touched = await this.repository.applyHandoff(tx, organizationId, contactId, at, now);
-    await this.settle(tx, touched, now, 'handoff');
+    await this.settle(tx, touched, now, 'handoff', { organizationId, contactId, only: 'handoff', at });
     return touched;
   }
 
@@ -74,7 +75,7 @@ export class StopPathsService {
     // Touch the contact row so a release of this contact in flight is ordered with us.
     await rowsOf(tx, `UPDATE contacts SET updated_at = now() WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
     const touched = await this.repository.stop(tx, { organizationId, contactId, conversationId }, 'completed', 'conversation_resolved', now);
-    await this.settle(tx, touched, now, 'conversation_resolved');
+    await this.settle(tx, touched, now, 'conversation_resolved', { organizationId, contactId, only: 'conversation', conversationId });
     return touched;
   }
 
@@ -82,14 +83,14 @@ export class StopPathsService {
   async onContactErased(tx: Tx, organizationId: string, contactId: string, now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.markErased(tx, organizationId, contactId, now);
     const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', 'contact_erased', now);
-    await this.settle(tx, touched, now, 'contact_erased');
+    await this.settle(tx, touched, now, 'contact_erased', { organizationId, contactId });
     return touched;
   }
 
   /** The flow was archived: its live enrollments are cancelled (`flow_archived`). */
   async stopFlow(tx: Tx, organizationId: string, flowId: string, now: Date): Promise<TouchedEnrollment[]> {
     const touched = await this.repository.stop(tx, { organizationId, flowId }, 'cancelled', 'flow_archived', now);
-    await this.settle(tx, touched, now, 'flow_archived');
+    await this.settle(tx, touched, now, 'flow_archived', { organizationId, flowId });
     return touched;
   }
 
@@ -114,13 +115,15 @@ export class StopPathsService {
   }
 
   /**
-   * After an UPDATE … RETURNING: the timeline, the finished events and metrics, and the cancel of
-   * every follow-up still queued for an enrollment that stopped or paused.
+   * After an UPDATE … RETURNING: the timeline, the finished events and metrics of the enrollments
+   * it touched, and an `outbox.cancel` for every follow-up send of `scope` still queued — also
+   * those of enrollments that had already finished by queuing their last send, which the UPDATE
+   * does not touch. The dispatcher cancels what its send lane has not claimed and reports it
+   * (`outbox.entry.cancelled`, applied to the effect by SendOutcomesService); a send it already
+   * claimed goes out and is reported sent.
    */
-  private async settle(tx: Tx, touched: TouchedEnrollment[], now: Date, cause: string): Promise<void> {
-    if (touched.length === 0) return;
+  private async settle(tx: Tx, touched: TouchedEnrollment[], now: Date, cause: string, scope: QueuedSendScope): Promise<void> {
     const messages: OutgoingMessage[] = [];
-    const interrupted = touched.filter((t) => FINISHED.has(t.status) || t.status === 'paused_handoff');
     for (const t of touched) {
       if (FINISHED.has(t.status)) {
         messages.push({
@@ -132,17 +135,13 @@ export class StopPathsService {
         this.metrics.finished.inc({ status: t.status, reason: t.reason ?? cause });
       }
     }
-    const queued = await this.repository.queuedSendKeys(
-      tx,
-      interrupted.map((t) => t.inflight_effect_id).filter((id): id is string => id !== null),
-    );
+    const queued = await this.repository.queuedSends(tx, scope);
     for (const effect of queued) {
-      const data: OutboxCancelData = { organization_id: touched[0].organization_id, idempotency_key: effect.idempotency_key };
+      const data: OutboxCancelData = { organization_id: scope.organizationId, idempotency_key: effect.idempotency_key };
       messages.push({ event_id: `outbox.cancel:${effect.idempotency_key}`, type: OutboxCommands.Cancel, organization_id: data.organization_id, data: data as unknown as Record<string, unknown> });
     }
-    await this.enrollments.insertEvents(
-      tx,
-      touched.map((t) => ({
+    await this.enrollments.insertEvents(tx, [
+      ...touched.map((t) => ({
         organization_id: t.organization_id,
         enrollment_id: t.id,
         type: FINISHED.has(t.status) ? 'stopped' : t.status === 'paused_handoff' ? 'paused' : cause === 'reply' && t.status === 'active' ? 'reply_received' : 'noted',
@@ -150,8 +149,17 @@ export class StopPathsService {
         data: { cause, status: t.status, reason: t.reason },
         at: now,
       })),
-    );
+      // Why the send that follows may end `cancelled` (or `sent`, if the send lane had claimed it).
+      ...queued.map((q) => ({
+        organization_id: scope.organizationId,
+        enrollment_id: q.enrollment_id,
+        type: 'send_cancel_requested',
+        node_id: q.node_id,
+        data: { cause, effect_id: q.id, idempotency_key: q.idempotency_key, enrollment_status: q.enrollment_status },
+        at: now,
+      })),
+    ]);
     await tx.publish(messages);
-    if (queued.length) this.logger.info({ event: 'followups.queued_send_cancel_requested', organization_id: touched[0].organization_id, cause, keys: queued.map((q) => q.idempotency_key) }, 'asked the dispatcher to cancel queued follow-ups');
+    if (queued.length) this.logger.info({ event: 'followups.queued_send_cancel_requested', organization_id: scope.organizationId, cause, keys: queued.map((q) => q.idempotency_key) }, 'asked the dispatcher to cancel queued follow-ups');
   }
 }

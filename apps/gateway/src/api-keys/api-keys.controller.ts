@@ -8,7 +8,8 @@ import { ApiKeyIdParams, ApiKeyListDto, CreateApiKeyDto, CreatedApiKeyDto, Revok
 
 /**
  * Key management over HTTP for admins: scope `admin` and a key created by an admin, checked on
- * every call. A new key's creator is the calling key's creator.
+ * every call. A new key's creator is the calling key's creator, and a key made with an
+ * impersonation key is one too.
  */
 @ApiTags('api keys')
 @Controller('api-keys')
@@ -33,6 +34,7 @@ export class ApiKeysController {
       createdByMemberId: caller.createdBy.memberId,
       name: body.name,
       scopes: body.scopes,
+      impersonatedBy: caller.impersonatedBy,
     });
     return { ...key, secret };
   }

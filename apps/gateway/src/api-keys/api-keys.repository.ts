@@ -13,6 +13,7 @@ export interface ApiKeyRow {
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  impersonated_by: string | null;
 }
 
 /** What the auth check needs: the key, its hash, and its creator as they are right now. */
@@ -23,24 +24,25 @@ export interface ApiKeyAuthRow {
   secret_hash: Buffer;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  impersonated_by: string | null;
   creator_id: string;
   creator_role: MemberRole;
   creator_active: boolean;
 }
 
-const KEY_COLUMNS = 'id, organization_id, created_by_member_id, name, secret_hint, scopes, created_at, last_used_at, revoked_at';
+const KEY_COLUMNS = 'id, organization_id, created_by_member_id, name, secret_hint, scopes, created_at, last_used_at, revoked_at, impersonated_by';
 
 /** Every statement on `api_keys`. */
 @Injectable()
 export class ApiKeysRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  async insert(input: { organizationId: string; createdByMemberId: string; name: string; secretHash: Buffer; secretHint: string; scopes: ApiScope[] }): Promise<ApiKeyRow> {
+  async insert(input: { organizationId: string; createdByMemberId: string; name: string; secretHash: Buffer; secretHint: string; scopes: ApiScope[]; impersonatedBy: string | null }): Promise<ApiKeyRow> {
     const [row] = await this.dataSource.query(
-      `INSERT INTO api_keys (organization_id, created_by_member_id, name, secret_hash, secret_hint, scopes)
-       VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO api_keys (organization_id, created_by_member_id, name, secret_hash, secret_hint, scopes, impersonated_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
        RETURNING ${KEY_COLUMNS}`,
-      [input.organizationId, input.createdByMemberId, input.name, input.secretHash, input.secretHint, input.scopes],
+      [input.organizationId, input.createdByMemberId, input.name, input.secretHash, input.secretHint, input.scopes, input.impersonatedBy],
     );
     return row;
   }
@@ -51,7 +53,7 @@ export class ApiKeysRepository {
    */
   async findForAuth(secretHash: Buffer): Promise<ApiKeyAuthRow | undefined> {
     const [row] = await this.dataSource.query(
-      `SELECT k.id, k.organization_id, k.scopes, k.secret_hash, k.last_used_at, k.revoked_at,
+      `SELECT k.id, k.organization_id, k.scopes, k.secret_hash, k.last_used_at, k.revoked_at, k.impersonated_by,
               m.id AS creator_id, m.role AS creator_role, m.active AS creator_active
          FROM api_keys k
          JOIN members m ON m.id = k.created_by_member_id

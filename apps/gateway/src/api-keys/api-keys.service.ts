@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { API_SCOPES, type ApiScope, type MemberRole, Scope } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
+import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { invalidField, notFound, UUID_PATTERN } from '../accounts/accounts.errors.js';
 import { MembersService } from '../members/members.service.js';
@@ -11,13 +12,21 @@ import { type ApiKeyRow, ApiKeysRepository } from './api-keys.repository.js';
 export const LAST_USED_TOUCH_INTERVAL_MS = 60_000;
 /** Longest key name, characters (ours). */
 export const API_KEY_NAME_MAX = 100;
+/** Longest name of the support person an impersonation key is issued to, characters (ours). */
+export const IMPERSONATOR_MAX = 200;
 
-/** Who is calling: the key, its organization and scopes, and its creator as they are now. */
+/**
+ * Who is calling: the key, its organization and scopes, and its creator as they are now. The
+ * creator is the member the key acts for, and is a current member of the organization (a key whose
+ * creator left never authenticates). `impersonatedBy` comes from the key itself, set when it was
+ * issued: non-null means a support person acts as the member (an impersonated session).
+ */
 export interface ApiKeyIdentity {
   apiKeyId: string;
   organizationId: string;
   scopes: ApiScope[];
   createdBy: { memberId: string; role: MemberRole; active: boolean };
+  impersonatedBy: string | null;
 }
 
 /** Public view of a key (no secret, no hash). */
@@ -32,6 +41,8 @@ export interface ApiKeyView {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** The support person this key was issued to, acting as its creator; null for the member's own key. */
+  impersonated_by: string | null;
 }
 
 /**
@@ -50,14 +61,21 @@ export class ApiKeysService {
   /**
    * Creates a key for `organizationId` on behalf of member `createdByMemberId` and returns it with
    * its secret (the only time the secret is visible). Only an admin may grant the `admin` scope
-   * (ours: an operator could otherwise mint keys that manage keys).
-   * @throws AppError validation_failed naming `scopes` or `name`; not_found when the member is not
-   *   in the organization; forbidden when the member has left or grants `admin` without being one
+   * (ours: an operator could otherwise mint keys that manage keys). `impersonatedBy` issues the key
+   * to a support person acting as the member (the admin CLI's `--impersonated-by`); a key created
+   * with an impersonation key passes its mark on, so impersonation never mints a member's own key.
+   * @throws AppError validation_failed naming `scopes`, `name` or `impersonated_by`; not_found when
+   *   the member is not in the organization; forbidden when the member has left or grants `admin`
+   *   without being one
    */
-  async create(input: { organizationId: string; createdByMemberId: string; name?: string | null; scopes: string[] }): Promise<{ key: ApiKeyView; secret: string }> {
+  async create(input: { organizationId: string; createdByMemberId: string; name?: string | null; scopes: string[]; impersonatedBy?: string | null }): Promise<{ key: ApiKeyView; secret: string }> {
     const scopes = parseScopes(input.scopes);
     const name = (input.name ?? '').trim() || 'api key';
-    if (name.length > API_KEY_NAME_MAX) throw invalidField('name', `name must be at most ${API_KEY_NAME_MAX} characters`);
+    if (codePointLength(name) > API_KEY_NAME_MAX) throw invalidField('name', `name must be at most ${API_KEY_NAME_MAX} characters`);
+    const impersonatedBy = input.impersonatedBy === undefined || input.impersonatedBy === null ? null : input.impersonatedBy.trim();
+    if (impersonatedBy !== null && (impersonatedBy === '' || codePointLength(impersonatedBy) > IMPERSONATOR_MAX)) {
+      throw invalidField('impersonated_by', `impersonated_by must be 1 to ${IMPERSONATOR_MAX} characters`);
+    }
     const creator = await this.members.get(input.organizationId, input.createdByMemberId);
     if (!creator.active) throw new AppError(ErrorCode.Forbidden, 'the member has left the organization');
     if (scopes.includes(Scope.Admin) && creator.role !== 'admin') throw new AppError(ErrorCode.Forbidden, 'only an admin member can create a key with the admin scope');
@@ -69,14 +87,16 @@ export class ApiKeysService {
       secretHash: this.secrets.hash(secret),
       secretHint: this.secrets.hint(secret),
       scopes,
+      impersonatedBy,
     });
     return { key: viewOf(row), secret };
   }
 
   /**
    * Resolves a bearer secret to the caller. Unknown, malformed and revoked keys are all the same
-   * 401, so a caller learns nothing about which it was.
-   * @throws AppError unauthorized
+   * 401, so a caller learns nothing about which it was. A key whose creator has left the
+   * organization stops at once (403): every key acts for a current member.
+   * @throws AppError unauthorized, forbidden
    */
   async authenticate(secret: string): Promise<ApiKeyIdentity> {
     if (!this.secrets.looksValid(secret)) throw unauthorized();
@@ -85,6 +105,7 @@ export class ApiKeysService {
     // The lookup is by hash, so the secret itself is never compared; the constant-time check
     // guards against a future lookup that is not an exact match.
     if (!row || !this.secrets.sameHash(row.secret_hash, hash) || row.revoked_at) throw unauthorized();
+    if (!row.creator_active) throw new AppError(ErrorCode.Forbidden, 'the member this API key acts for has left the organization');
     const now = this.clock.now();
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_TOUCH_INTERVAL_MS) {
       await this.keys.touch(row.id, now, LAST_USED_TOUCH_INTERVAL_MS);
@@ -94,6 +115,7 @@ export class ApiKeysService {
       organizationId: row.organization_id,
       scopes: row.scopes,
       createdBy: { memberId: row.creator_id, role: row.creator_role, active: row.creator_active },
+      impersonatedBy: row.impersonated_by,
     };
   }
 
@@ -141,5 +163,6 @@ function viewOf(row: ApiKeyRow): ApiKeyView {
     created_at: row.created_at.toISOString(),
     last_used_at: row.last_used_at?.toISOString() ?? null,
     revoked_at: row.revoked_at?.toISOString() ?? null,
+    impersonated_by: row.impersonated_by,
   };
 }

@@ -4,7 +4,7 @@ import { AppError, ErrorCode } from '@touchpoint/errors';
 import { HealthController } from '@touchpoint/runtime';
 import { ApiKeysService } from '../api-keys/api-keys.service.js';
 import { noteOrganization } from '../http/request-context.js';
-import { type Caller, KEY_REQUIREMENT, type KeyRequirement, PUBLIC_ROUTE } from './auth.decorators.js';
+import { type Caller, KEY_REQUIREMENT, type KeyRequirement, needsAdminCreator, PUBLIC_ROUTE } from './auth.decorators.js';
 import { assertSameTenant } from './tenancy.js';
 
 /** Routes of the shared platform that answer without a key (probes and Prometheus scrapes). */
@@ -17,11 +17,13 @@ type GuardedRequest = { headers: Record<string, string | string[] | undefined>; 
 
 /**
  * The gateway's one guard, applied to every HTTP route (DESIGN §3), in this order:
- * 1. `Authorization: Bearer <secret>` names a live key, else 401 `unauthorized`;
+ * 1. `Authorization: Bearer <secret>` names a live key, else 401 `unauthorized`, and its creator is
+ *    still a member of the organization, else 403 `forbidden`;
  * 2. the key has every scope the route requires, else 403 `forbidden`;
- * 3. for routes needing a key created by an admin, its creator is an active admin right now, else 403;
+ * 3. for routes of the `admin` scope and those needing a key created by an admin, its creator is an
+ *    admin right now, else 403;
  * 4. every `customer_id` in path, query or body is the key's organization, else 404 `not_found`.
- * Nothing is cached: a revoked key fails on the next request.
+ * Nothing is cached: a revoked key, a removed member or a demoted admin fails on the next request.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -44,7 +46,7 @@ export class ApiKeyGuard implements CanActivate {
 
     const missing = requirement.scopes.filter((scope) => !caller.scopes.includes(scope));
     if (missing.length) throw new AppError(ErrorCode.Forbidden, `the API key lacks the scope ${missing.join(', ')}`, { required_scopes: requirement.scopes });
-    if (requirement.adminCreatedKey && !(caller.createdBy.role === 'admin' && caller.createdBy.active)) {
+    if (needsAdminCreator(requirement) && !(caller.createdBy.role === 'admin' && caller.createdBy.active)) {
       throw new AppError(ErrorCode.Forbidden, 'this route needs a key created by a member who is an admin of the organization');
     }
     assertSameTenant(caller.organizationId, request);

@@ -1,6 +1,6 @@
 import { applyDecorators, createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension } from '@nestjs/swagger';
-import type { ApiScope } from '@touchpoint/contracts';
+import { type ApiScope, Scope } from '@touchpoint/contracts';
 import type { ApiKeyIdentity } from '../api-keys/api-keys.service.js';
 import { ApiErrorResponses, BEARER_SCHEME } from '../http/openapi.js';
 
@@ -16,6 +16,15 @@ export interface KeyRequirement {
    * active admin of the organization.
    */
   adminCreatedKey: boolean;
+}
+
+/**
+ * Whether a route needs a key whose creator is, at call time, an admin of the organization: seed
+ * 002's "key created by an Administrator" routes, and every route of the `admin` scope (the scope
+ * was granted by an admin; a creator demoted to operator or gone loses it at once).
+ */
+export function needsAdminCreator(requirement: KeyRequirement): boolean {
+  return requirement.adminCreatedKey || requirement.scopes.includes(Scope.Admin);
 }
 
 export const KEY_REQUIREMENT = 'touchpoint:key-requirement';
@@ -35,7 +44,7 @@ export function RequireKey(options: { scopes?: ApiScope[]; adminCreatedKey?: boo
     SetMetadata(KEY_REQUIREMENT, requirement),
     ApiBearerAuth(BEARER_SCHEME),
     ApiExtension('x-required-scopes', requirement.scopes),
-    ...(requirement.adminCreatedKey ? [ApiExtension('x-admin-created-key', true)] : []),
+    ...(needsAdminCreator(requirement) ? [ApiExtension('x-admin-created-key', true)] : []),
     ApiErrorResponses(401, 403),
   );
 }

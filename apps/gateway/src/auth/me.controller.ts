@@ -10,7 +10,7 @@ class KeyCreatorDto {
   @ApiProperty({ enum: MEMBER_ROLES })
   role!: MemberRole;
 
-  @ApiProperty({ description: 'False once the member has left the organization' })
+  @ApiProperty({ description: 'Whether the member is still in the organization; always true here, since a key whose creator left is refused (403)' })
   active!: boolean;
 }
 

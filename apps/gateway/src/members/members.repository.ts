@@ -47,6 +47,32 @@ export class MembersRepository {
     return row;
   }
 
+  /** The organization's members, oldest first (those who left included). */
+  listByOrganization(organizationId: string): Promise<MemberRow[]> {
+    return this.dataSource.query(`SELECT ${MEMBER_COLUMNS} FROM members WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
+  }
+
+  /**
+   * Removes a member: marks them as having left and revokes every key they created, in one
+   * transaction, so no key of theirs outlives the removal. Revoking twice keeps the first instant.
+   * Undefined when the member is not in that organization.
+   */
+  async remove(organizationId: string, memberId: string, now: Date): Promise<(MemberRow & { revoked_api_key_ids: string[] }) | undefined> {
+    return this.dataSource.transaction(async (manager) => {
+      const [rows] = await manager.query(
+        `UPDATE members SET active = false, updated_at = $3 WHERE organization_id = $1 AND id = $2 RETURNING ${MEMBER_COLUMNS}`,
+        [organizationId, memberId, now],
+      );
+      const row = rows?.[0] as MemberRow | undefined;
+      if (!row) return undefined;
+      const [keys] = await manager.query(
+        `UPDATE api_keys SET revoked_at = $3 WHERE organization_id = $1 AND created_by_member_id = $2 AND revoked_at IS NULL RETURNING id`,
+        [organizationId, memberId, now],
+      );
+      return { ...row, revoked_api_key_ids: ((keys ?? []) as { id: string }[]).map((k) => k.id) };
+    });
+  }
+
   /** Changes role and/or active flag; undefined fields keep their value. */
   async update(organizationId: string, memberId: string, change: { role?: MemberRole; active?: boolean }): Promise<MemberRow | undefined> {
     const [rows] = await this.dataSource.query(

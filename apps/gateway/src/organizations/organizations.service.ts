@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { codePointLength } from '@touchpoint/text';
 import { invalidField, notFound, UUID_PATTERN } from '../accounts/accounts.errors.js';
 import type { OrganizationEntity } from './entities/organization.entity.js';
 import { OrganizationsRepository } from './organizations.repository.js';
@@ -25,7 +26,7 @@ export class OrganizationsService {
   async create(name: string): Promise<OrganizationView> {
     const trimmed = (name ?? '').trim();
     if (!trimmed) throw invalidField('name', 'name must not be empty');
-    if (trimmed.length > ORGANIZATION_NAME_MAX) throw invalidField('name', `name must be at most ${ORGANIZATION_NAME_MAX} characters`);
+    if (codePointLength(trimmed) > ORGANIZATION_NAME_MAX) throw invalidField('name', `name must be at most ${ORGANIZATION_NAME_MAX} characters`);
     return viewOf(await this.organizations.insert(trimmed));
   }
 

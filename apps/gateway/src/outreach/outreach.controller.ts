@@ -1,6 +1,6 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { type EnrollmentView, OUTREACH_IMPERSONATION_HEADER, type OutreachActor, OutreachRpc, Scope } from '@touchpoint/contracts';
+import { type EnrollmentView, type OutreachActor, OutreachRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
@@ -27,9 +27,13 @@ import {
   TimelineDto,
 } from './dto/outreach.dto.js';
 
-/** Who acts on a review route: the key's member, and whether a support person impersonates them. */
-function actorOf(caller: Caller, impersonator: string | undefined): OutreachActor {
-  return { member_id: caller.createdBy.memberId, api_key_id: caller.apiKeyId, impersonated: typeof impersonator === 'string' && impersonator.trim() !== '' };
+/**
+ * Who acts on a review route, as the credential proves it: the current member the key acts for
+ * (any member may review, seed 003 §4.5), the key, and whether the key was issued for support
+ * impersonation. Nothing in the request can change any of it.
+ */
+function actorOf(caller: Caller): OutreachActor {
+  return { member_id: caller.createdBy.memberId, api_key_id: caller.apiKeyId, impersonated: caller.impersonatedBy !== null };
 }
 
 /**
@@ -190,12 +194,12 @@ export class OutreachController {
   @ApiOperation({
     summary: 'Approves a draft, as written or edited',
     description:
-      '403 for an impersonated session; 409 enrollment_not_active, campaign_not_active, outreach_stopped, action_not_pending; 422 with the draft check code for an edit that fails it. A retry with the same text answers 200.',
+      '403 for an impersonated session (a key issued for support impersonation); 409 enrollment_not_active, campaign_not_active, outreach_stopped, action_not_pending; 422 with the draft check code for an edit that fails it. A retry with the same text answers 200.',
   })
   @ApiOkResponse({ type: ActionDto })
   @ApiErrorResponses(400, 403, 404, 409, 422, 503)
-  approve(@CurrentCaller() caller: Caller, @Param() params: ActionParams, @Body() body: ApproveBody, @Headers(OUTREACH_IMPERSONATION_HEADER) impersonator?: string) {
-    return this.forwarder.forward(caller, 'outreach', OutreachRpc.ActionApprove, { ...params, payload: body.payload, actor: actorOf(caller, impersonator) });
+  approve(@CurrentCaller() caller: Caller, @Param() params: ActionParams, @Body() body: ApproveBody) {
+    return this.forwarder.forward(caller, 'outreach', OutreachRpc.ActionApprove, { ...params, payload: body.payload, actor: actorOf(caller) });
   }
 
   @Post('actions/:action_id/reject')
@@ -204,8 +208,8 @@ export class OutreachController {
   @ApiOperation({ summary: 'Rejects a draft: regenerate (a reason of 1 to 1000 characters) asks for a new one; stop ends the enrollment (user_exit)' })
   @ApiOkResponse({ type: ActionDto })
   @ApiErrorResponses(400, 403, 404, 409, 503)
-  reject(@CurrentCaller() caller: Caller, @Param() params: ActionParams, @Body() body: RejectBody, @Headers(OUTREACH_IMPERSONATION_HEADER) impersonator?: string) {
-    return this.forwarder.forward(caller, 'outreach', OutreachRpc.ActionReject, { ...params, then: body.then, reason: body.reason, actor: actorOf(caller, impersonator) });
+  reject(@CurrentCaller() caller: Caller, @Param() params: ActionParams, @Body() body: RejectBody) {
+    return this.forwarder.forward(caller, 'outreach', OutreachRpc.ActionReject, { ...params, then: body.then, reason: body.reason, actor: actorOf(caller) });
   }
 
   @Get('settings')

@@ -22,6 +22,14 @@ describe('nextStatus', () => {
     ['cancelled', 'sent', null],
     ['queued', 'deleted', null],
     ['received', 'read', null],
+    ['queued', 'ambiguous', 'ambiguous'],
+    ['ambiguous', 'sent', 'sent'],
+    ['ambiguous', 'delivered', 'delivered'],
+    ['ambiguous', 'failed', 'failed'],
+    ['ambiguous', 'cancelled', null],
+    ['ambiguous', 'ambiguous', null],
+    ['sent', 'ambiguous', null],
+    ['failed', 'ambiguous', null],
   ] as const)('%s + %s → %s', (current, incoming, expected) => {
     expect(nextStatus(current, incoming)).toBe(expected);
   });

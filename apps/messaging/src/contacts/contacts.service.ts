@@ -15,6 +15,7 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toPhoneKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
+import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { decodeCursor, encodeCursor, pageSize, requireId } from '../shared/sql.js';
 import { StreamRepository } from '../stream/stream.repository.js';
@@ -41,7 +42,7 @@ export function normalizePhone(phone: unknown): { phone: string; phone_key: stri
 
 function normalizeTags(tags: unknown): string[] {
   if (tags === undefined || tags === null) return [];
-  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.trim() === '' || t.length > MAX_TAG_LENGTH)) {
+  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.trim() === '' || codePointLength(t) > MAX_TAG_LENGTH)) {
     throw invalid('tags', `tags must be non-empty strings of at most ${MAX_TAG_LENGTH} characters`);
   }
   const unique = [...new Set(tags.map((t: string) => t.trim()))];
@@ -72,7 +73,7 @@ export class ContactsService {
       f.kind = kind;
     }
     if (creating || data.name !== undefined) {
-      if (data.name !== undefined && data.name !== null && (typeof data.name !== 'string' || data.name.length > 200)) throw invalid('name', 'name must be a string of at most 200 characters');
+      if (data.name !== undefined && data.name !== null && (typeof data.name !== 'string' || codePointLength(data.name) > 200)) throw invalid('name', 'name must be a string of at most 200 characters');
       f.name = data.name?.trim() || null;
     }
     if (creating || data.phone !== undefined) {

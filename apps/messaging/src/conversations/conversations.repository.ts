@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ConversationStatus, ConversationView, InstanceCloseReason, InstanceStatus, MessagingChannel } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
+import { truncateText } from '@touchpoint/text';
 import { iso, returnedRows } from '../shared/sql.js';
 
 export interface ConversationRow {
@@ -148,7 +149,7 @@ export class ConversationsRepository {
   }
 
   async recordSummaryFailure(tx: Tx, instanceId: string, reason: string): Promise<void> {
-    await tx.query(`UPDATE conversation_instances SET summary_attempts = summary_attempts + 1, summary_error = $2 WHERE id = $1`, [instanceId, reason.slice(0, 500)]);
+    await tx.query(`UPDATE conversation_instances SET summary_attempts = summary_attempts + 1, summary_error = $2 WHERE id = $1`, [instanceId, truncateText(reason, 500)]);
   }
 
   async resolve(tx: Tx, conversationId: string, by: string | null, now: Date): Promise<void> {

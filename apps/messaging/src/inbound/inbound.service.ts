@@ -2,12 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Counter, Histogram } from 'prom-client';
 import {
   type AbuseCheckData,
+  type EmailHeadersQuery,
+  type EmailHeadersView,
   type MessageReceivedData,
   MessagingEvents,
   type MessagingChannel,
   type MessagingInboundRecordData,
   type OutgoingMessage,
   OutboxCommands,
+  OutreachDispatcherRpc,
   type OutboxEnqueueData,
   type WhatsAppInboundBatch,
 } from '@touchpoint/contracts';
@@ -15,8 +18,8 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { toPhoneKey } from '@touchpoint/phone';
-import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
-import { isAutoReply, isOptOut } from '@touchpoint/text';
+import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
+import { type EmailHeader, type InboundJudgement, judgeInbound, truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
@@ -34,6 +37,16 @@ import { parseWhatsAppMessage, type ParsedWhatsAppMessage, unusableWhatsAppMessa
 
 /** How many rollovers one message may go through before it is stored anyway (a cap of 0 would loop). */
 const MAX_ROLLOVERS_PER_MESSAGE = 3;
+
+/**
+ * The header read of an inbound email (seed 003 §4.7 "Auto-reply": the webhook body has no
+ * headers, one Nylas GET with `fields=include_headers` has them). It runs before the gateway's
+ * acknowledgement, inside its RPC deadline (RPC_TIMEOUT_MS, 5 s by default): at most 3 tries of
+ * 800 ms, 100 ms then 300 ms apart, 2.8 s at worst. Then the message is judged without them.
+ */
+export const EMAIL_HEADER_READ_ATTEMPTS = 3;
+export const EMAIL_HEADER_READ_TIMEOUT_MS = 800;
+const EMAIL_HEADER_READ_BACKOFF_MS = [100, 300];
 
 /** What became of the messages of one webhook change. */
 export interface InboundResult {
@@ -86,8 +99,8 @@ interface InboundMessage {
   headers?: { name: string; value: string }[] | null;
   attachments: NewAttachment[];
   sentAt: Date;
-  autoReply: boolean;
-  optOut: boolean;
+  /** The one verdict (libs/text `judgeInbound`) every consumer acts on. */
+  judgement: InboundJudgement;
   /** WhatsApp only: the business number it came to, for the read receipt and replies. */
   senderId?: string | null;
 }
@@ -119,6 +132,7 @@ export class InboundService {
     private readonly senders: SendersService,
     private readonly stream: StreamRepository,
     private readonly receipts: InboundReceiptsRepository,
+    private readonly rpc: RpcClient,
     private readonly clock: Clock,
     metrics: Metrics,
     @Inject(APP_CONFIG) private readonly config: MessagingConfig,
@@ -152,7 +166,7 @@ export class InboundService {
     for (const raw of batch.messages) {
       const problem = unusableWhatsAppMessage(raw) ?? (toPhoneKey(raw.from) ? null : 'sender is not a phone');
       if (problem) {
-        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: typeof raw?.id === 'string' ? raw.id.slice(0, 100) : undefined, reason: problem }, 'unusable inbound message ignored');
+        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: typeof raw?.id === 'string' ? truncateText(raw.id, 100) : undefined, reason: problem }, 'unusable inbound message ignored');
         result.ignored++;
         continue;
       }
@@ -275,18 +289,38 @@ export class InboundService {
       inReplyTo: parsed.inReplyTo,
       attachments: parsed.attachments,
       sentAt: parsed.sentAt,
-      autoReply: false,
-      optOut: parsed.typedText && isOptOut(parsed.text),
+      judgement: judgeInbound({ channel: 'whatsapp', text: parsed.text, textMayOptOut: parsed.typedText }),
       senderId,
     };
   }
 
-  /** The `messaging.inbound.record` RPC: an inbound message of email, LinkedIn, SMS or web. */
+  /**
+   * The `messaging.inbound.record` RPC: an inbound message of email, LinkedIn, SMS or web. An email
+   * that came without headers has them read first with the mailbox it arrived on (`sender_id`,
+   * `readEmailHeaders`), so the verdict sees them; a redelivery of a stored message reads nothing.
+   * Without headers and without a mailbox, or when the read failed, the verdict is uncertain
+   * (libs/text `judgeInbound`).
+   */
   async record(data: MessagingInboundRecordData): Promise<{ message_id: string | null; duplicate: boolean }> {
     for (const f of ['organization_id', 'channel', 'from', 'external_id'] as const) {
       if (typeof data?.[f] !== 'string' || data[f].trim() === '') throw new AppError(ErrorCode.ValidationFailed, `${f} is required`, { field: f });
     }
     if (data.channel === ('whatsapp' as string)) throw new AppError(ErrorCode.ValidationFailed, 'WhatsApp messages come through messaging.inbound.whatsapp', { field: 'channel' });
+    let headers: EmailHeader[] | null = Array.isArray(data.headers) ? data.headers : null;
+    let subject = data.subject ?? null;
+    let headersUnreadable = false;
+    if (data.channel === 'email' && !headers) {
+      const mailbox = typeof data.sender_id === 'string' && data.sender_id !== '' ? data.sender_id : null;
+      // No mailbox named: nobody can read its headers, so the verdict is made without them.
+      if (!mailbox) headersUnreadable = true;
+      else if (!(await this.messages.existsExternal(this.reader, data.organization_id, 'email', data.external_id))) {
+        const read = await this.readEmailHeaders(data.organization_id, mailbox, data.external_id);
+        if (read) {
+          headers = read.headers;
+          subject = subject ?? read.subject;
+        } else headersUnreadable = true;
+      }
+    }
     const outcome = await this.take(
       {
         organizationId: data.organization_id,
@@ -294,21 +328,44 @@ export class InboundService {
         externalId: data.external_id,
         from: data.from,
         text: data.text ?? null,
-        subject: data.subject ?? null,
+        subject,
         messageType: data.channel === 'email' ? 'email' : 'text',
         inReplyTo: data.in_reply_to ?? null,
         threadId: data.thread_id ?? null,
-        headers: data.headers ?? null,
+        headers,
         attachments: [],
         sentAt: data.received_at ? new Date(data.received_at) : this.clock.now(),
-        autoReply: data.channel === 'email' ? isAutoReply({ headers: data.headers, subject: data.subject }) : false,
-        optOut: isOptOut(data.text),
+        judgement: judgeInbound({ channel: data.channel, text: data.text ?? null, subject, headers, headersUnreadable }),
       },
       data.from_name ?? null,
       false,
     );
     const row = await this.uow.run((tx) => this.messages.findByExternalId(tx, data.organization_id, data.channel, data.external_id));
     return { message_id: row?.id ?? null, duplicate: outcome === 'duplicate' };
+  }
+
+  /**
+   * The headers of an inbound email, read through the dispatcher with the grant of the mailbox it
+   * arrived on (another mailbox's grant answers 404). Retried (`EMAIL_HEADER_READ_ATTEMPTS`) unless
+   * the mailbox is unknown; null when no try succeeded: the caller judges the message without them,
+   * and `judgeInbound` marks that verdict uncertain.
+   */
+  private async readEmailHeaders(organizationId: string, senderId: string, externalId: string): Promise<EmailHeadersView | null> {
+    const query: EmailHeadersQuery = { organization_id: organizationId, provider_message_id: externalId, sender_id: senderId };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const view = await this.rpc.call<EmailHeadersView>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, query, EMAIL_HEADER_READ_TIMEOUT_MS);
+        return { headers: Array.isArray(view?.headers) ? view.headers : [], subject: view?.subject ?? null };
+      } catch (err) {
+        const last = attempt >= EMAIL_HEADER_READ_ATTEMPTS || (err instanceof AppError && err.code === ErrorCode.SenderNotFound);
+        this.logger.warn(
+          { event: 'messaging.email_headers_unread', organization_id: organizationId, external_id: externalId, sender_id: senderId, attempt, final: last, err: (err as Error).message },
+          last ? 'email headers not read; judged by the subject alone' : 'email headers not read; retrying',
+        );
+        if (last) return null;
+        await new Promise((resolve) => setTimeout(resolve, EMAIL_HEADER_READ_BACKOFF_MS[attempt - 1] ?? 300));
+      }
+    }
   }
 
   /** One message through the pipeline; never half-stored (each write is one transaction). */
@@ -439,8 +496,8 @@ export class InboundService {
       thread_id: m.threadId ?? null,
       in_reply_to: m.inReplyTo,
       headers: m.headers ?? undefined,
-      auto_reply: m.autoReply,
-      opt_out: m.optOut,
+      auto_reply: m.judgement.autoReply,
+      opt_out: m.judgement.optOut,
       provider_timestamp: m.sentAt,
       created_at: now,
     });
@@ -448,7 +505,7 @@ export class InboundService {
     await this.messages.insertAttachments(tx, m.organizationId, message.id, m.attachments, now);
     await this.conversations.touch(tx, conversation.id, now, true);
 
-    if (m.optOut) {
+    if (m.judgement.optOut) {
       await this.contactsRepository.markOptedOut(tx, contact.id, now);
       await tx.publish({ event_id: `messaging.contact.opted_out:${message.id}`, type: MessagingEvents.ContactOptedOut, organization_id: m.organizationId, data: { contact_id: contact.id, channel: m.channel, message_id: message.id } });
       // "Stop" means stop on every channel (seed 003): ask to suppress each address the contact has.
@@ -494,8 +551,9 @@ export class InboundService {
       text: m.text,
       message_type: m.messageType,
       in_reply_to: m.inReplyTo,
-      auto_reply: m.autoReply,
-      opt_out: m.optOut,
+      auto_reply: m.judgement.autoReply,
+      opt_out: m.judgement.optOut,
+      ...(m.judgement.certain ? {} : { judgement_certain: false }),
       from: contact.phone ?? contact.email ?? m.from,
     };
     published.push({ event_id: `messaging.message.received:${message.id}`, type: MessagingEvents.MessageReceived, organization_id: m.organizationId, data: received as unknown as Record<string, unknown> });

@@ -28,6 +28,7 @@ export interface MessageRow {
   notification_id: string | null;
   notification_delivery_id: string | null;
   error_code: string | null;
+  outbox_entry_id: string | null;
   created_at: Date;
   sent_at: Date | null;
   delivered_at: Date | null;
@@ -173,6 +174,11 @@ export class MessagesRepository {
     await tx.query(`UPDATE messages SET external_id = COALESCE(external_id, $2) WHERE id = $1`, [messageId, externalId]);
   }
 
+  /** Names the dispatcher's entry of an outbound message (kept once set). */
+  async setOutboxEntry(tx: Tx, messageId: string, entryId: string): Promise<void> {
+    await tx.query(`UPDATE messages SET outbox_entry_id = COALESCE(outbox_entry_id, $2::uuid) WHERE id = $1`, [messageId, entryId]);
+  }
+
   /**
    * Moves a LOCKED message to `to` and stamps the instant of the reported status. The timestamps
    * of statuses that arrive late (a `delivered` after `read`) are still recorded, without moving
@@ -186,7 +192,7 @@ export class MessagesRepository {
               read_at = CASE WHEN $3 = 'read' THEN COALESCE(read_at, $4) ELSE read_at END,
               failed_at = CASE WHEN $2 = 'failed' THEN $4 ELSE failed_at END,
               cancelled_at = CASE WHEN $2 = 'cancelled' THEN $4 ELSE cancelled_at END,
-              error_code = CASE WHEN $2 = 'failed' THEN $5 ELSE error_code END,
+              error_code = CASE WHEN $2 IN ('failed', 'cancelled') THEN $5 ELSE error_code END,
               error_message = CASE WHEN $2 = 'failed' THEN $6 ELSE error_message END
         WHERE id = $1`,
       [messageId, to, reported, at, error?.code ?? null, error?.message ?? null],
@@ -260,5 +266,6 @@ export function toMessageView(r: MessageRow, attachments: MessageView['attachmen
     read_at: iso(r.read_at),
     failed_at: iso(r.failed_at),
     error_code: r.error_code,
+    outbox_entry_id: r.outbox_entry_id ?? null,
   };
 }

@@ -116,12 +116,16 @@ export class NotificationsRepository {
   }
 
   /**
-   * Settles a delivery that is still `pending` (seed 004 "Notification delivery status": it stays
-   * pending until the dispatcher's outcome). Returns null when it was settled already.
+   * Settles a delivery (seed 004 "Notification delivery status": `pending` until the dispatcher's
+   * outcome): `pending → sent | failed`, and `sent → failed` when the provider reports the failure
+   * after accepting the send (Meta's usual order: `sent`, then `failed`). Nothing else moves: a
+   * failed delivery never becomes sent again, and `skipped` is final. Returns null when the row
+   * did not move.
    */
   async settleDelivery(tx: Tx, deliveryId: string, status: 'sent' | 'failed', errorCode: string | null, now: Date): Promise<DeliveryRow | null> {
     const result = await tx.query<DeliveryRow>(
-      `UPDATE notification_deliveries SET status = $2, error_code = $3, updated_at = $4 WHERE id = $1 AND status = 'pending' RETURNING *`,
+      `UPDATE notification_deliveries SET status = $2, error_code = $3, updated_at = $4
+        WHERE id = $1 AND (status = 'pending' OR (status = 'sent' AND $2 = 'failed')) RETURNING *`,
       [deliveryId, status, errorCode, now],
     );
     return returnedRows<DeliveryRow>(result)[0] ?? null;

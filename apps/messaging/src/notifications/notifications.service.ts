@@ -14,6 +14,7 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { SendService } from '../sending/send.service.js';
@@ -80,7 +81,7 @@ export class NotificationsService {
         title = template.title !== null ? renderTemplate(template.title, data.variables) : title;
         body = renderTemplate(template.body, data.variables);
       }
-      if (!body || body.trim() === '' || body.length > MAX_BODY) throw new AppError(ErrorCode.ValidationFailed, `body (or a template) is required, at most ${MAX_BODY} characters`, { field: 'body' });
+      if (!body || body.trim() === '' || codePointLength(body) > MAX_BODY) throw new AppError(ErrorCode.ValidationFailed, `body (or a template) is required, at most ${MAX_BODY} characters`, { field: 'body' });
       const now = this.clock.now();
       const notification = await this.repository.insert(
         tx,

@@ -86,18 +86,31 @@ export class OutcomesService {
     await this.move(tx, message, 'failed', this.clock.now(), { code: data.error_code ?? data.classification ?? null, message: data.error_message ?? null }, stage);
   }
 
-  /** `outbox.entry.cancelled`: cancelled before it was claimed. */
+  /**
+   * `outbox.entry.cancelled`: cancelled before it was claimed, by key or because its address was
+   * suppressed (then the message, its notification delivery and the requester's event carry the
+   * code `suppressed`).
+   */
   async cancelled(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
     const message = await this.messageOf(tx, organizationId, data);
     if (!message) return;
-    await this.move(tx, message, 'cancelled', this.clock.now(), { code: 'cancelled' });
+    await this.move(tx, message, 'cancelled', this.clock.now(), { code: data.reason === 'suppressed' ? 'suppressed' : null });
   }
 
-  /** `outbox.entry.ambiguous`: stays queued (never retried blindly); shown on the feed for operators. */
+  /**
+   * `outbox.entry.ambiguous`: the dispatcher does not know whether the send left and never retries
+   * it; the message shows `ambiguous` with the entry id an operator resolves (`/outbox/ambiguous`),
+   * until `outbox.entry.resolved` (or a provider status) moves it on.
+   */
   async ambiguous(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
     const message = await this.messageOf(tx, organizationId, data);
     if (!message) return;
     this.logger.warn({ event: 'messaging.send_ambiguous', organization_id: organizationId, message_id: message.id, entry_id: data.entry_id }, 'send outcome unknown; waiting for correlation');
+    if (data.entry_id && !message.outbox_entry_id) {
+      await this.messages.setOutboxEntry(tx, message.id, data.entry_id);
+      message.outbox_entry_id = data.entry_id;
+    }
+    await this.move(tx, message, 'ambiguous', this.clock.now(), {});
     await this.stream.append(tx, organizationId, 'messaging.message.ambiguous', { message_id: message.id, conversation_id: message.conversation_id, entry_id: data.entry_id });
   }
 
@@ -147,7 +160,7 @@ export class OutcomesService {
     };
     await this.stream.append(tx, message.organization_id, MessagingEvents.MessageStatusChanged, changed as unknown as Record<string, unknown>);
 
-    if (from === 'queued' && (to === 'sent' || to === 'delivered' || to === 'read')) {
+    if ((from === 'queued' || from === 'ambiguous') && (to === 'sent' || to === 'delivered' || to === 'read')) {
       await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: message.organization_id, data: outcomeData(message, 'sent') as unknown as Record<string, unknown> });
       await this.settleDelivery(tx, message, 'sent', null);
     } else if (to === 'failed') {
@@ -171,8 +184,13 @@ export class OutcomesService {
       );
       await this.settleDelivery(tx, message, 'failed', error.code ?? 'failed');
     } else if (to === 'cancelled') {
-      await tx.publish({ event_id: `messaging.message.cancelled:${message.id}`, type: MessagingEvents.MessageCancelled, organization_id: message.organization_id, data: outcomeData(message, 'cancelled') as unknown as Record<string, unknown> });
-      await this.settleDelivery(tx, message, 'failed', 'cancelled');
+      await tx.publish({
+        event_id: `messaging.message.cancelled:${message.id}`,
+        type: MessagingEvents.MessageCancelled,
+        organization_id: message.organization_id,
+        data: { ...outcomeData(message, 'cancelled'), error_code: error.code ?? null } as unknown as Record<string, unknown>,
+      });
+      await this.settleDelivery(tx, message, 'failed', error.code ?? 'cancelled');
     }
     return true;
   }
@@ -189,7 +207,8 @@ export class OutcomesService {
       message_id: message.id,
       error_code: delivery.error_code,
     };
-    await tx.publish({ event_id: `messaging.notification.delivery_updated:${delivery.id}`, type: MessagingEvents.NotificationDeliveryUpdated, organization_id: message.organization_id, data: data as unknown as Record<string, unknown> });
+    // A delivery reaches each status once (pending → sent → failed at most), so the id names both.
+    await tx.publish({ event_id: `messaging.notification.delivery_updated:${delivery.id}:${delivery.status}`, type: MessagingEvents.NotificationDeliveryUpdated, organization_id: message.organization_id, data: data as unknown as Record<string, unknown> });
     await this.stream.append(tx, message.organization_id, MessagingEvents.NotificationDeliveryUpdated, data as unknown as Record<string, unknown>);
   }
 }

@@ -15,6 +15,7 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import { ContactsService } from '../contacts/contacts.service.js';
@@ -133,7 +134,8 @@ export class SendService {
 
     const contact = known?.contact ?? (await this.resolveContact(tx, data));
     if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
-    const address = addressOf(contact, data.channel);
+    // A caller that names the contact and the address gets that address, never a newer one.
+    const address = data.contact_id && data.to ? data.to : addressOf(contact, data.channel);
     if (!address && !STORED_CHANNELS.has(data.channel)) {
       throw new AppError(ErrorCode.ValidationFailed, `the contact has no address for ${data.channel}`, { field: 'contact_id' });
     }
@@ -261,7 +263,7 @@ function validate(data: MessagingSendData): void {
   requireString(data.requester, 'requester');
   const kinds = [data.text !== undefined, data.template !== undefined, data.media !== undefined, data.interactive !== undefined].filter(Boolean).length;
   if (kinds !== 1) throw new AppError(ErrorCode.ValidationFailed, 'give exactly one of text, template, media, interactive', { field: 'text' });
-  if (data.text !== undefined && (typeof data.text !== 'string' || data.text.trim() === '' || data.text.length > MAX_TEXT_LENGTH)) {
+  if (data.text !== undefined && (typeof data.text !== 'string' || data.text.trim() === '' || codePointLength(data.text) > MAX_TEXT_LENGTH)) {
     throw new AppError(ErrorCode.ValidationFailed, `text must be 1 to ${MAX_TEXT_LENGTH} characters`, { field: 'text' });
   }
 }

@@ -1,17 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
+  type OutboxAmbiguousListData,
+  type OutboxAmbiguousPage,
   OutboxEvents,
   type OutboxProviderStatusEventData,
   type OutboxResolveData,
   type OutboxResolveResult,
   type WhatsAppStatusBatch,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
+import { toEntryView } from '../enqueue/enqueue.service.js';
 import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
 import { OutboxMetrics } from '../metrics/outbox.metrics.js';
 import { SendersRepository } from '../senders/senders.repository.js';
@@ -133,6 +136,46 @@ export class ResolutionService {
     });
     this.metrics.resolutions.inc({ outcome: result.outcome, source: 'operator' });
     return result;
+  }
+
+  /**
+   * The same resolution as `resolveByOperator`, for one organization, with its refusals thrown
+   * (the REST API answers them as 404 / 409 / 400).
+   * @returns outcome `resolved` or `resolved_failed`
+   * @throws AppError validation_failed (no organization), not_found (no such entry, or another
+   *   organization's), not_ambiguous (settled already; details.status), invalid_resolution
+   */
+  async resolveByOperatorOrFail(data: OutboxResolveData): Promise<OutboxResolveResult> {
+    if (typeof data?.organization_id !== 'string' || data.organization_id === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required');
+    const result = await this.resolveByOperator(data);
+    switch (result.outcome) {
+      case 'resolved':
+      case 'resolved_failed':
+        return result;
+      case 'not_found':
+        throw new AppError(ErrorCode.NotFound, 'outbox entry not found');
+      case 'not_ambiguous':
+        throw new AppError(ErrorCode.NotAmbiguous, 'the send is not ambiguous any more', { entry_id: result.entry_id, status: result.status ?? null });
+      case 'invalid_resolution':
+      case 'evidence_recorded':
+        throw new AppError(ErrorCode.InvalidResolution, 'status must be accepted or rejected, with a note');
+    }
+  }
+
+  /**
+   * Ambiguous entries, oldest first, of `organization_id` (absent: every organization, for the
+   * platform operator's CLI), by pages with a keyset cursor (seed 004: kept for triage, never pruned).
+   * @throws AppError validation_failed (limit not 1..1000), invalid_cursor (not ours, or issued for another organization)
+   */
+  async listAmbiguous(data: OutboxAmbiguousListData = {}): Promise<OutboxAmbiguousPage> {
+    const limit = data?.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new AppError(ErrorCode.ValidationFailed, 'limit must be an integer from 1 to 1000', { field: 'limit' });
+    const filters = { organization_id: data?.organization_id ?? null };
+    const after = typeof data?.cursor === 'string' && data.cursor !== '' ? decodeCursor(data.cursor, filters) : null;
+    const rows = await this.uow.run((tx) => this.repository.listAmbiguous(tx, data?.organization_id, limit + 1, after));
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { items: page.map(toEntryView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
   }
 
   /**

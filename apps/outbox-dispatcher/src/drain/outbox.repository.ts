@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { cursorAtSql, type Tx } from '@touchpoint/database';
+import { codePointLength, toWellFormedText, truncateText } from '@touchpoint/text';
 import { rowsOf } from './sql.js';
 
 /** A `message_outbox` row. */
@@ -245,11 +246,6 @@ export class OutboxRepository {
     return rows.length === 1;
   }
 
-  async isSuppressed(tx: Tx, organizationId: string, channel: string, value: string): Promise<boolean> {
-    const rows = await rowsOf(tx, `SELECT 1 FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
-    return rows.length > 0;
-  }
-
   /**
    * Opens an attempt in ONE statement — the final pre-wire gate (seed 004
    * `start_message_outbox_attempt`): the recipient must not be suppressed, the lease must still be
@@ -333,7 +329,7 @@ export class OutboxRepository {
               updated_at = $11
         WHERE id = $1 AND status = 'sending' AND claim_fence = $2
         RETURNING *`,
-      [entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage?.slice(0, 1000) ?? null, t.httpStatus, terminal && t.status !== 'ambiguous', now],
+      [entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus, terminal && t.status !== 'ambiguous', now],
     );
     return row;
   }
@@ -366,7 +362,7 @@ export class OutboxRepository {
        )
        SELECT entry.* FROM entry LEFT JOIN attempt ON true`,
       [
-        entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage?.slice(0, 1000) ?? null, t.httpStatus,
+        entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus,
         terminal && t.status !== 'ambiguous', now,
         attemptId, end.outcome, end.classification, end.providerCode, end.httpStatus, end.retryAfterMs, trimBody(end.body),
       ],
@@ -527,10 +523,19 @@ export class OutboxRepository {
     return row;
   }
 
-  async listAmbiguous(tx: Tx, organizationId: string | undefined, limit: number): Promise<EntryRow[]> {
-    return rowsOf<EntryRow>(tx, 
-      `SELECT * FROM message_outbox WHERE status = 'ambiguous' AND ($1::text IS NULL OR organization_id = $1) ORDER BY created_at LIMIT $2`,
-      [organizationId ?? null, limit],
+  /**
+   * Ambiguous entries, oldest first, of one organization (or all: the platform operator), after the
+   * keyset position `after` (`created_at` to the microsecond, then id), with each row's cursor
+   * position in `cursor_at`.
+   */
+  async listAmbiguous(tx: Tx, organizationId: string | undefined, limit: number, after: { createdAt: string; id: string } | null = null): Promise<(EntryRow & { cursor_at: string })[]> {
+    return rowsOf<EntryRow & { cursor_at: string }>(
+      tx,
+      `SELECT *, ${cursorAtSql('created_at')} AS cursor_at FROM message_outbox
+        WHERE status = 'ambiguous' AND ($1::text IS NULL OR organization_id = $1)
+          AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4::uuid))
+        ORDER BY created_at, id LIMIT $2`,
+      [organizationId ?? null, limit, after?.createdAt ?? null, after?.id ?? null],
     );
   }
 
@@ -551,20 +556,6 @@ export class OutboxRepository {
 
   async noteStatusOutcome(tx: Tx, statusId: string, entryId: string | null, outcome: string): Promise<void> {
     await rowsOf(tx, `UPDATE provider_statuses SET entry_id = $2, resolution_outcome = $3 WHERE id = $1`, [statusId, entryId, outcome]);
-  }
-
-  // --- suppressions ----------------------------------------------------------------------------
-
-  async addSuppression(tx: Tx, organizationId: string, channel: string, value: string, reason: string | null, now: Date): Promise<void> {
-    await rowsOf(tx, 
-      `INSERT INTO contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (organization_id, channel, value) DO NOTHING`,
-      [organizationId, channel, value, reason, now],
-    );
-  }
-
-  async removeSuppression(tx: Tx, organizationId: string, channel: string, value: string): Promise<void> {
-    await rowsOf(tx, `DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
   }
 
   // --- sweep probes and pruning ----------------------------------------------------------------
@@ -610,6 +601,7 @@ export class OutboxRepository {
 
 function trimBody(body: unknown): string | null {
   if (body === undefined || body === null) return null;
-  const text = JSON.stringify(body);
-  return text.length <= ATTEMPT_BODY_MAX_CHARS ? text : JSON.stringify({ truncated: text.slice(0, ATTEMPT_BODY_MAX_CHARS) });
+  // jsonb refuses the escape of a lone surrogate, and a provider's answer may hold one.
+  const text = JSON.stringify(body, (_key, value: unknown) => (typeof value === 'string' ? toWellFormedText(value) : value));
+  return codePointLength(text) <= ATTEMPT_BODY_MAX_CHARS ? text : JSON.stringify({ truncated: truncateText(text, ATTEMPT_BODY_MAX_CHARS) });
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { OutboxPayload } from '@touchpoint/contracts';
 import { APP_CONFIG } from '@touchpoint/runtime';
-import { signUnsubscribeToken } from '@touchpoint/text';
+import { codePointLength, signUnsubscribeToken } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { type Classified, parseRetryAfter, type WireFailure } from '../classification/classification.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
@@ -46,7 +46,7 @@ export class NylasEmailAdapter implements ProviderAdapter {
     const p = payload as { type?: unknown; body?: unknown; subject?: unknown; reply_to?: unknown } | null;
     const problems: string[] = [];
     if (p?.type !== 'text') problems.push('email supports payload type text only');
-    if (typeof p?.body !== 'string' || p.body.trim() === '' || p.body.length > EMAIL_BODY_MAX) problems.push(`body must be 1 to ${EMAIL_BODY_MAX} characters`);
+    if (typeof p?.body !== 'string' || p.body.trim() === '' || codePointLength(p.body) > EMAIL_BODY_MAX) problems.push(`body must be 1 to ${EMAIL_BODY_MAX} characters`);
     if (p?.subject !== undefined && typeof p.subject !== 'string') problems.push('subject must be a string');
     if (p?.reply_to !== undefined && typeof p.reply_to !== 'string') problems.push('reply_to must be a Nylas message id');
     return problems;

@@ -17,9 +17,9 @@ import {
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { EnqueueService } from '../enqueue/enqueue.service.js';
 import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
 import { SendersService } from '../senders/senders.service.js';
+import { SuppressionsService } from '../suppressions/suppressions.service.js';
 import { NylasEmailAdapter } from './nylas.adapter.js';
 import { ProviderAccountsService } from './provider-accounts.service.js';
 
@@ -40,7 +40,7 @@ export class ProviderAccountsController {
     private readonly senders: SendersService,
     private readonly nylas: NylasEmailAdapter,
     private readonly uow: UnitOfWork,
-    private readonly enqueue: EnqueueService,
+    private readonly suppressionList: SuppressionsService,
   ) {}
 
   @MessagePattern(OutboxAccountRpc.Create)
@@ -67,7 +67,7 @@ export class ProviderAccountsController {
   /** @throws AppError validation_failed, invalid_recipient */
   @MessagePattern(OutboxAccountRpc.SuppressionRemove)
   async removeSuppression(@Payload() data: OutboxSuppressionData): Promise<{ removed: true; channel: string; value: string }> {
-    const { value } = await this.enqueue.suppression(data, true);
+    const { value } = await this.suppressionList.remove(data);
     return { removed: true, channel: data.channel, value };
   }
 
@@ -85,11 +85,17 @@ export class ProviderAccountsController {
     return { suppressed: keyed.filter((k) => hit.has(`${k.v.channel}\u0000${k.key}`)).map((k) => k.v) };
   }
 
-  /** @throws AppError sender_not_found (no mailbox), service_unavailable (Nylas did not answer) */
+  /**
+   * Reads with the grant of the mailbox the message arrived on (`sender_id`, required: any other
+   * grant gets a 404 from Nylas).
+   * @throws AppError validation_failed (no organization, message or mailbox), sender_not_found (no such mailbox), service_unavailable (Nylas did not answer 200)
+   */
   @MessagePattern(OutreachDispatcherRpc.EmailHeaders)
   async headers(@Payload() query: EmailHeadersQuery): Promise<EmailHeadersView> {
-    const senderId = query?.sender_id ?? (await this.uow.run((tx) => this.senders.resolveForEnqueue(tx, query.organization_id, 'email', null))).id;
-    const sender = await this.senders.credentialsFor(senderId);
+    if (typeof query?.organization_id !== 'string' || typeof query.provider_message_id !== 'string' || typeof query.sender_id !== 'string' || query.sender_id === '') {
+      throw new AppError(ErrorCode.ValidationFailed, 'organization_id, provider_message_id and sender_id (the mailbox it arrived on) are required');
+    }
+    const sender = await this.senders.credentialsFor(query.sender_id);
     if (!sender || sender.organizationId !== query.organization_id) throw new AppError(ErrorCode.SenderNotFound, 'no such mailbox');
     try {
       return await this.nylas.readHeaders(sender, query.provider_message_id);

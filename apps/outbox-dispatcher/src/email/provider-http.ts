@@ -1,4 +1,5 @@
 import { ProviderCallError } from '../providers/provider-adapter.js';
+import { truncateText } from '@touchpoint/text';
 
 /** Socket errors raised before a request was written: it provably never left. */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -33,7 +34,7 @@ export async function providerFetch(url: string, init: RequestInit, timeoutMs: n
   try {
     body = text ? JSON.parse(text) : null;
   } catch {
-    body = { raw: text.slice(0, 2000) };
+    body = { raw: truncateText(text, 2000) };
   }
   return { status: response.status, body, headers: response.headers };
 }

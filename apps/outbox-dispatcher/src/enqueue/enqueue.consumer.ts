@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
-import { type BusMessage, type OutboxCancelData, OutboxCommands, type OutboxEnqueueData, type OutboxEntryEventData, OutboxEvents, type OutboxSuppressionData } from '@touchpoint/contracts';
+import { type BusMessage, type OutboxCancelData, OutboxCommands, type OutboxEnqueueData, type OutboxEntryEventData, OutboxEvents } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -14,7 +14,7 @@ import { EnqueueService } from './enqueue.service.js';
  */
 const REJECTED = new Set<string>([ErrorCode.ValidationFailed, ErrorCode.InvalidPayload, ErrorCode.InvalidRecipient, ErrorCode.UnsupportedChannel, ErrorCode.SenderNotFound, ErrorCode.SenderDisconnected]);
 
-/** Bus edge of the outbox: the `outbox.enqueue`, `outbox.cancel` and suppression commands. */
+/** Bus edge of the outbox: the `outbox.enqueue` and `outbox.cancel` commands (suppressions: `SuppressionsConsumer`). */
 @Injectable()
 export class EnqueueConsumer {
   constructor(
@@ -66,15 +66,5 @@ export class EnqueueConsumer {
   @OnBusMessage(OutboxCommands.Cancel)
   async onCancel(message: BusMessage<OutboxCancelData>, tx: Tx): Promise<void> {
     await this.enqueueService.cancel({ ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' }, tx);
-  }
-
-  @OnBusMessage(OutboxCommands.Suppress)
-  async onSuppress(message: BusMessage<OutboxSuppressionData>, tx: Tx): Promise<void> {
-    await this.enqueueService.suppression({ ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' }, false, tx);
-  }
-
-  @OnBusMessage(OutboxCommands.Unsuppress)
-  async onUnsuppress(message: BusMessage<OutboxSuppressionData>, tx: Tx): Promise<void> {
-    await this.enqueueService.suppression({ ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' }, true, tx);
   }
 }

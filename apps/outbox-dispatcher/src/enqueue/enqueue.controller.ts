@@ -1,11 +1,11 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { type OutboxCancelData, type OutboxEnqueueData, type OutboxResolveData, OutboxRpc, type WhatsAppStatusBatch } from '@touchpoint/contracts';
+import { type OutboxCancelData, type OutboxEnqueueData, OutboxRpc, type WhatsAppStatusBatch } from '@touchpoint/contracts';
 import { ResolutionService } from '../ambiguous/resolution.service.js';
 import { DrainService } from '../drain/drain.service.js';
 import { EnqueueService } from './enqueue.service.js';
 
-/** RPC edge of the outbox: enqueue, cancel, entries, ambiguous triage, provider statuses. */
+/** RPC edge of the outbox: enqueue, cancel, entries, provider statuses (ambiguous triage: `AmbiguousController`). */
 @Controller()
 export class EnqueueController {
   constructor(
@@ -29,16 +29,6 @@ export class EnqueueController {
   @MessagePattern(OutboxRpc.GetEntry)
   get(@Payload() data: { organization_id: string; entry_id: string }) {
     return this.enqueueService.get(data?.organization_id, data?.entry_id);
-  }
-
-  @MessagePattern(OutboxRpc.ListAmbiguous)
-  async listAmbiguous(@Payload() data: { organization_id?: string; limit?: number }) {
-    return { items: await this.enqueueService.listAmbiguous(data?.organization_id, data?.limit) };
-  }
-
-  @MessagePattern(OutboxRpc.ResolveAmbiguous)
-  resolve(@Payload() data: OutboxResolveData) {
-    return this.resolution.resolveByOperator(data);
   }
 
   @MessagePattern(OutboxRpc.WhatsAppStatuses)

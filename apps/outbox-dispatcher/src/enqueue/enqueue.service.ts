@@ -9,12 +9,12 @@ import {
   type OutboxEntryView,
   OutboxEvents,
   type OutboxPayload,
-  type OutboxSuppressionData,
 } from '@touchpoint/contracts';
 import { notifySoon, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
+import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
 import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
@@ -33,7 +33,7 @@ export const wakeChannelOf = (schema: string): string => `outbox_wake_${schema}`
 /**
  * Enqueue: the single chokepoint where an outbound send becomes a durable row before any wire call
  * (seed 004 "Enqueue before wire"), and where the recipient's pacing key is canonicalised. Also
- * cancel and the suppression list.
+ * cancel by key, and the entry reads of the RPC edge.
  */
 @Injectable()
 export class EnqueueService {
@@ -84,7 +84,7 @@ export class EnqueueService {
         // The reply won the race: its cancel arrived first, so this entry is born cancelled.
         const cancelled = await this.repository.cancelPending(t, checked.organization_id, checked.idempotency_key, now);
         if (cancelled) {
-          await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled));
+          await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled, { reason: 'requested' }));
           return { entry_id: cancelled.id, status: cancelled.status, created };
         }
       }
@@ -107,7 +107,7 @@ export class EnqueueService {
       await this.repository.lockKey(t, data.organization_id, data.idempotency_key);
       const cancelled = await this.repository.cancelPending(t, data.organization_id, data.idempotency_key, this.clock.now());
       if (cancelled) {
-        await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled));
+        await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled, { reason: 'requested' }));
         return { outcome: 'cancelled', entry_id: cancelled.id, status: 'cancelled' };
       }
       const existing = await this.repository.findByKey(t, data.organization_id, data.idempotency_key);
@@ -118,29 +118,11 @@ export class EnqueueService {
     return tx ? work(tx) : this.uow.run(work);
   }
 
-  /** Adds (or with `remove`, deletes) a do-not-contact value, keyed like the pacing key. */
-  async suppression(data: OutboxSuppressionData, remove: boolean, tx?: Tx): Promise<{ value: string }> {
-    if (typeof data?.organization_id !== 'string' || !OUTBOX_CHANNELS.includes(data.channel)) throw new AppError(ErrorCode.ValidationFailed, 'organization_id and a channel are required');
-    const value = toRecipientKey(data.channel, data.value);
-    if (!value) throw new AppError(ErrorCode.InvalidRecipient, 'value is not an address of this channel');
-    const work = async (t: Tx) => {
-      if (remove) await this.repository.removeSuppression(t, data.organization_id, data.channel, value);
-      else await this.repository.addSuppression(t, data.organization_id, data.channel, value, data.reason ?? null, this.clock.now());
-      return { value };
-    };
-    return tx ? work(tx) : this.uow.run(work);
-  }
-
   /** @throws AppError not_found (also for another organization's entry) */
   async get(organizationId: string, entryId: string): Promise<OutboxEntryView> {
     const row = await this.uow.run((tx) => this.repository.findById(tx, entryId));
     if (!row || row.organization_id !== organizationId) throw new AppError(ErrorCode.NotFound, 'outbox entry not found');
     return toEntryView(row);
-  }
-
-  async listAmbiguous(organizationId: string | undefined, limit = 100): Promise<OutboxEntryView[]> {
-    const rows = await this.uow.run((tx) => this.repository.listAmbiguous(tx, organizationId, Math.min(Math.max(1, limit), 1000)));
-    return rows.map(toEntryView);
   }
 
   private validate(data: OutboxEnqueueData): Omit<OutboxEnqueueData, 'requester'> & { pacingKey: string; log_context: Record<string, string | number>; requester: string | null } {
@@ -157,7 +139,7 @@ export class EnqueueService {
     if (problems.length) throw new AppError(ErrorCode.InvalidPayload, 'the payload is not valid', { errors: problems });
     if (typeof data.to !== 'string') throw new AppError(ErrorCode.InvalidRecipient, 'to is required');
     const pacingKey = toRecipientKey(data.channel, data.to);
-    if (!pacingKey) throw new AppError(ErrorCode.InvalidRecipient, `"${data.to.slice(0, 64)}" is not a ${data.channel} address`);
+    if (!pacingKey) throw new AppError(ErrorCode.InvalidRecipient, `"${truncateText(data.to, 64)}" is not a ${data.channel} address`);
     const logContext: Record<string, string | number> = {};
     if (data.log_context !== undefined) {
       if (typeof data.log_context !== 'object' || data.log_context === null || Array.isArray(data.log_context)) throw new AppError(ErrorCode.ValidationFailed, 'log_context must be an object', { field: 'log_context' });

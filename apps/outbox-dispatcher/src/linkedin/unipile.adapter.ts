@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { OutboxPayload } from '@touchpoint/contracts';
 import { APP_CONFIG } from '@touchpoint/runtime';
+import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { type Classified, parseRetryAfter, type WireFailure } from '../classification/classification.js';
 import { classifyProviderFailure } from '../email/nylas.adapter.js';
@@ -49,7 +50,7 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
   validate(payload: unknown): string[] {
     const p = payload as { type?: unknown; body?: unknown } | null;
     if (p?.type !== 'text') return ['linkedin supports payload type text only'];
-    if (typeof p.body !== 'string' || p.body.trim() === '' || p.body.length > LINKEDIN_MESSAGE_MAX) return [`body must be 1 to ${LINKEDIN_MESSAGE_MAX} characters`];
+    if (typeof p.body !== 'string' || p.body.trim() === '' || codePointLength(p.body) > LINKEDIN_MESSAGE_MAX) return [`body must be 1 to ${LINKEDIN_MESSAGE_MAX} characters`];
     return [];
   }
 
@@ -71,7 +72,7 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
     }
     const invite = entry.logContext?.linkedin_action === 'invite';
     if (invite) {
-      if (payload.body.length > INVITE_NOTE_MAX) throw new Error(`an invitation note holds at most ${INVITE_NOTE_MAX} characters`);
+      if (codePointLength(payload.body) > INVITE_NOTE_MAX) throw new Error(`an invitation note holds at most ${INVITE_NOTE_MAX} characters`);
       return { body: { action: 'invite', provider_id: member, account_id: sender.secrets.account_id, message: payload.body }, derived };
     }
     return { body: { action: 'message', account_id: sender.secrets.account_id, text: payload.body, attendees_ids: member }, derived };

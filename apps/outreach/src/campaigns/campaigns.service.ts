@@ -10,6 +10,7 @@ import {
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
@@ -128,7 +129,7 @@ export const isUuid = (value: unknown): value is string => typeof value === 'str
 
 /** @throws AppError validation_failed */
 export function requireId(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
+  if (typeof value !== 'string' || value.trim() === '' || codePointLength(value) > 200) throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
   return value;
 }
 
@@ -137,9 +138,9 @@ export function validateCampaign(data: CampaignCreateData): Omit<CampaignRow, 'i
   const fail = (field: string, message: string) => new AppError(ErrorCode.ValidationFailed, message, { field });
   requireId(data?.organization_id, 'organization_id');
   const name = typeof data.name === 'string' ? data.name.trim() : '';
-  if (!name || name.length > CAMPAIGN_NAME_MAX) throw fail('name', `name must be 1 to ${CAMPAIGN_NAME_MAX} characters`);
+  if (!name || codePointLength(name) > CAMPAIGN_NAME_MAX) throw fail('name', `name must be 1 to ${CAMPAIGN_NAME_MAX} characters`);
   const goal = typeof data.goal === 'string' ? data.goal.trim() : '';
-  if (!goal || goal.length > CAMPAIGN_GOAL_MAX) throw fail('goal', `goal must be 1 to ${CAMPAIGN_GOAL_MAX} characters`);
+  if (!goal || codePointLength(goal) > CAMPAIGN_GOAL_MAX) throw fail('goal', `goal must be 1 to ${CAMPAIGN_GOAL_MAX} characters`);
   const channels = Array.isArray(data.allowed_channels) ? [...new Set(data.allowed_channels)] : [];
   if (channels.length === 0 || channels.some((c) => !OUTREACH_CHANNELS.includes(c))) throw fail('allowed_channels', `allowed_channels must be a non-empty list of ${OUTREACH_CHANNELS.join(', ')}`);
   const int = (v: unknown, field: string, min: number, max: number) => {

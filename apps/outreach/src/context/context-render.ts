@@ -1,4 +1,4 @@
-import { stripQuotedText } from '@touchpoint/text';
+import { codePointLength, stripQuotedText, truncateText } from '@touchpoint/text';
 
 /** Marks a section cut at its cap (seed 003 §4.2, The cap). */
 export const CUT_MARK = '(cut to fit)';
@@ -26,8 +26,8 @@ export type SectionName = keyof typeof SECTION_CAPS;
  */
 export function capSection(items: string[], cap: number): string {
   const text = items.filter((i) => i !== '').join('\n');
-  if (text.length <= cap) return text;
-  return `${text.slice(0, Math.max(0, cap - CUT_MARK.length - 1)).trimEnd()}\n${CUT_MARK}`;
+  if (codePointLength(text) <= cap) return text;
+  return `${truncateText(text, Math.max(0, cap - CUT_MARK.length - 1)).trimEnd()}\n${CUT_MARK}`;
 }
 
 /** A thread line: `[email] 2026-10-27 inbound: text`, quoted earlier text stripped, whitespace folded. */

@@ -14,6 +14,7 @@ import {
 import type { Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
+import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { type CampaignRow, CampaignsRepository } from '../campaigns/campaigns.repository.js';
 import { type BuiltContext, ContextBuilder } from '../context/context-builder.js';
@@ -249,7 +250,7 @@ export class DecisionRunner implements RunHandler {
         objective: null,
         goal_met: false,
         followup_days: null,
-        failure_reason: `runner_failed: ${error.slice(0, 200)}`,
+        failure_reason: `runner_failed: ${truncateText(error, 200)}`,
         reply_to_message_id: null,
         reply_to_text: null,
         run_id: null,

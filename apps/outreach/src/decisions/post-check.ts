@@ -1,4 +1,5 @@
 import type { OutreachActionType } from '@touchpoint/contracts';
+import { truncateText } from '@touchpoint/text';
 
 /** Longest rationale kept, characters (seed 003 §4.3). */
 export const RATIONALE_MAX = 1000;
@@ -49,6 +50,6 @@ export function postCheck(output: unknown, allowedActions: readonly string[], ca
   }
   return {
     ok: true,
-    action: { type: type as OutreachActionType, rationale: rationale.slice(0, RATIONALE_MAX), objective, goal_met: o.goal_met === true, followup_days: followupDays },
+    action: { type: type as OutreachActionType, rationale: truncateText(rationale, RATIONALE_MAX), objective, goal_met: o.goal_met === true, followup_days: followupDays },
   };
 }

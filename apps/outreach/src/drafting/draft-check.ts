@@ -1,4 +1,5 @@
 import type { DraftCheckCode, DraftPayload, OutboundActionType } from '@touchpoint/contracts';
+import { codePointLength } from '@touchpoint/text';
 
 /** Longest LinkedIn connection note, characters (seed 003 §4.4). */
 export const LINKEDIN_NOTE_MAX = 200;
@@ -43,7 +44,7 @@ export function checkDraft(type: OutboundActionType, isReply: boolean, input: un
     if (!draft[field]) return { ok: false, code: 'draft_empty', field, message: `${field} is empty` };
   }
   for (const { field, max } of fields) {
-    if (draft[field]!.length > max) return { ok: false, code: 'draft_too_long', field, message: `${field} is longer than ${max} characters` };
+    if (codePointLength(draft[field]!) > max) return { ok: false, code: 'draft_too_long', field, message: `${field} is longer than ${max} characters` };
   }
   for (const { field } of fields) {
     if (PLACEHOLDER.test(draft[field]!)) return { ok: false, code: 'draft_placeholder', field, message: `${field} holds a placeholder in [ ] or { }` };

@@ -21,6 +21,9 @@ export interface EnrollmentRow {
   awaiting_approval?: boolean;
 }
 
+/** A live enrollment with what an `already_enrolled` answer names: its campaign's name and status. */
+export type LiveEnrollmentRow = EnrollmentRow & { campaign_name: string; campaign_status: string };
+
 export const toEnrollmentView = (r: EnrollmentRow): EnrollmentView => ({
   enrollment_id: r.id,
   organization_id: r.organization_id,
@@ -50,29 +53,44 @@ const AWAITING = `EXISTS (SELECT 1 FROM proposed_actions a WHERE a.enrollment_id
 @Injectable()
 export class EnrollmentsRepository {
   /**
-   * Inserts a live enrollment unless the person already has one anywhere in the organization (the
-   * partial unique index decides, so two racing requests cannot both win). Null when one exists.
+   * Inserts a live enrollment unless the person id already has one anywhere in the organization,
+   * whatever kind it was enrolled as (a promoted prospect keeps its id). The partial unique index on
+   * (organization_id, person_id) decides, so of two racing requests exactly one wins. Null when one
+   * exists.
    */
   async insertLive(db: Db, r: { organization_id: string; campaign_id: string; person_kind: PersonKind; person_id: string; next_check_at: Date; now: Date }): Promise<EnrollmentRow | null> {
     const [row] = await rowsOf<EnrollmentRow>(
       db,
       `INSERT INTO enrollments (organization_id, campaign_id, person_kind, person_id, status, touch_count, context_version, next_check_at, created_at, updated_at)
        VALUES ($1, $2, $3, $4, 'active', 0, 1, $5, $6, $6)
-       ON CONFLICT (organization_id, person_kind, person_id) WHERE status IN ('active', 'needs_contact_data') DO NOTHING
+       ON CONFLICT (organization_id, person_id) WHERE status IN ('active', 'needs_contact_data') DO NOTHING
        RETURNING *`,
       [r.organization_id, r.campaign_id, r.person_kind, r.person_id, r.next_check_at, r.now],
     );
     return row ?? null;
   }
 
-  async findLiveOfPerson(db: Db, organizationId: string, kind: PersonKind, personId: string): Promise<(EnrollmentRow & { campaign_name: string; campaign_status: string }) | null> {
-    const [row] = await rowsOf<EnrollmentRow & { campaign_name: string; campaign_status: string }>(
+  /**
+   * The person id's live enrollment (any kind, any campaign) with its campaign's name and status,
+   * or null. `lock` takes the row (a promotion settles a duplicate under it).
+   */
+  async findLiveOfPerson(db: Db, organizationId: string, personId: string, options: { lock?: boolean; exceptId?: string } = {}): Promise<LiveEnrollmentRow | null> {
+    const [row] = await rowsOf<LiveEnrollmentRow>(
       db,
       `SELECT e.*, c.name AS campaign_name, c.status AS campaign_status FROM enrollments e JOIN campaigns c ON c.id = e.campaign_id
-        WHERE e.organization_id = $1 AND e.person_kind = $2 AND e.person_id = $3 AND e.status IN ('active', 'needs_contact_data')`,
-      [organizationId, kind, personId],
+        WHERE e.organization_id = $1 AND e.person_id = $2 AND e.status IN ('active', 'needs_contact_data') AND ($3::uuid IS NULL OR e.id <> $3::uuid)
+        ${options.lock ? 'FOR UPDATE OF e' : ''}`,
+      [organizationId, personId, options.exceptId ?? null],
     );
     return row ?? null;
+  }
+
+  /**
+   * Moves an enrollment to a CRM person (seed 003 §4.1, Prospect promotion): kind `crm` and the CRM
+   * person's id. No version bump: the person is the same, only their record changed.
+   */
+  async moveToCrmPerson(db: Db, id: string, crmPersonId: string, now: Date): Promise<void> {
+    await db.query(`UPDATE enrollments SET person_kind = 'crm', person_id = $2, updated_at = $3 WHERE id = $1`, [id, crmPersonId, now]);
   }
 
   async countLive(db: Db, campaignId: string): Promise<number> {

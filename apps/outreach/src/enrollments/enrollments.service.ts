@@ -25,7 +25,7 @@ import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
 import { ActionsRepository } from '../review/actions.repository.js';
 import { addMs, EVENT_LEASE_MS } from '../shared/time.js';
-import { type EnrollmentRow, EnrollmentsRepository, toEnrollmentView } from './enrollments.repository.js';
+import { type EnrollmentRow, EnrollmentsRepository, type LiveEnrollmentRow, toEnrollmentView } from './enrollments.repository.js';
 
 /** People read from messaging at once while a batch is checked (ours: bounds the RPC fan-out). */
 const PERSON_READ_CONCURRENCY = 10;
@@ -125,7 +125,7 @@ export class EnrollmentsService {
       const mine: { index: number; row: EnrollmentRow }[] = [];
       for (const c of candidates) {
         const ref = people[c.index]!;
-        const existing = await this.enrollments.findLiveOfPerson(tx, organizationId, c.kind, c.id);
+        const existing = await this.enrollments.findLiveOfPerson(tx, organizationId, c.id);
         if (existing) {
           results[c.index] = liveResult(ref, existing, campaign.id);
           continue;
@@ -137,7 +137,7 @@ export class EnrollmentsService {
         const row = await this.enrollments.insertLive(tx, { organization_id: organizationId, campaign_id: campaign.id, person_kind: c.kind, person_id: c.id, next_check_at: addMs(now, EVENT_LEASE_MS), now });
         if (!row) {
           // Another request enrolled the person between the read and the insert.
-          const winner = await this.enrollments.findLiveOfPerson(tx, organizationId, c.kind, c.id);
+          const winner = await this.enrollments.findLiveOfPerson(tx, organizationId, c.id);
           results[c.index] = winner ? liveResult(ref, winner, campaign.id) : { ...ref, result: 'campaign_full' };
           continue;
         }
@@ -237,6 +237,29 @@ export class EnrollmentsService {
   }
 
   /**
+   * A promoted prospect's enrollment follows them to their CRM person (seed 003 §4.1, Prospect
+   * promotion), in the caller's transaction. When that person id is already live in another
+   * enrollment, one of the two ends `duplicate`: on a promotion by a reply the replied enrollment
+   * (this one) wins and the other ends; on any other promotion the moved one ends. Each ending
+   * invalidates that enrollment's pending and approved drafts (a sending one goes on).
+   * @returns which enrollment ended `duplicate`, or null when none did (also when this one is not live)
+   */
+  async promote(tx: Tx, enrollmentId: string, crmPersonId: string, cause: 'reply' | 'user'): Promise<string | null> {
+    const row = await this.enrollments.findById(tx, enrollmentId);
+    if (!row || row.status === 'ended') return null;
+    const locked = (await this.enrollments.find(tx, row.organization_id, row.id, true))!;
+    const other = await this.enrollments.findLiveOfPerson(tx, row.organization_id, crmPersonId, { lock: true, exceptId: row.id });
+    const now = this.clock.now();
+    if (other && cause === 'user') {
+      await this.endInTx(tx, locked, 'duplicate');
+      return locked.id;
+    }
+    if (other) await this.endInTx(tx, other, 'duplicate');
+    await this.enrollments.moveToCrmPerson(tx, locked.id, crmPersonId, now);
+    return other?.id ?? null;
+  }
+
+  /**
    * `needs_contact_data → active` after the user added contact data (seed 003 §4.1): v+1, the event
    * lease, and a decision with reason `manual_retry`.
    * @throws AppError not_found, conflict (not waiting for contact data)
@@ -284,7 +307,7 @@ export class EnrollmentsService {
   }
 }
 
-function liveResult(ref: PersonRef, live: EnrollmentRow & { campaign_name: string; campaign_status: string }, campaignId: string): EnrollResult {
+function liveResult(ref: PersonRef, live: LiveEnrollmentRow, campaignId: string): EnrollResult {
   if (live.campaign_id === campaignId) return { ...ref, result: 'added', enrollment_id: live.id, existing: true };
   return { ...ref, result: 'already_enrolled', enrollment_id: live.id, campaign_id: live.campaign_id, campaign_name: live.campaign_name, campaign_status: live.campaign_status as CampaignRow['status'] };
 }

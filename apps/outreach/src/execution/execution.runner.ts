@@ -18,6 +18,19 @@ import { type ActionContextRow, ReviewRepository } from '../review/review.reposi
 /** Who asks messaging to send; the outcome events carry it back (MessageOutcomeData.requester). */
 export const OUTREACH_REQUESTER = 'outreach';
 
+/**
+ * The address an approved action goes to, from its frozen `approved_payload.to` (seed 003 §4.5: to
+ * is frozen, execution sends to it): the email address, or the LinkedIn member's provider id (the
+ * profile URL when the approval froze none).
+ */
+export function approvedAddress(to: unknown): string {
+  if (typeof to === 'string') return to;
+  const member = to as { provider_id?: string | null; url?: string | null } | null;
+  const address = member?.provider_id || member?.url;
+  if (!address) throw new Error('the approved payload has no recipient');
+  return address;
+}
+
 /** The messaging idempotency key of a send attempt: `outreach:{action_id}`, then `…:{n}` after a hold. */
 export function sendKeyOf(actionId: string, attempt: number): string {
   return attempt <= 1 ? `outreach:${actionId}` : `outreach:${actionId}:${attempt}`;
@@ -126,6 +139,7 @@ export class ExecutionRunner implements RunHandler {
       idempotency_key: key,
       channel: claimed.type === 'email' ? 'email' : 'linkedin',
       contact_id: row.person_id,
+      to: approvedAddress(claimed.approved_payload!.to),
       text: claimed.type === 'linkedin_connection' ? payload.note! : payload.body!,
       sender_type: 'outreach',
       sender_id: claimed.approved_by ?? undefined,

@@ -27,14 +27,19 @@ const SENT_ACTION = `(a.status = 'executed' OR (a.status = 'failed' AND a.outcom
 @Injectable()
 export class InterruptsRepository {
   /**
-   * The action an inbound message answers, and its enrollment. A provider id we sent (`ids`: the
-   * message's in-reply-to, thread or chat id, matched against `provider_message_id` through the
-   * index on (organization_id, provider_message_id)) wins over the conversation (messaging keeps
-   * one per contact and channel, so it holds the thread of every email we sent that person). A live
-   * enrollment wins over an ended one; the newest send wins last.
+   * The action an inbound message answers, and its enrollment (seed 003 §4.7, the correlation).
+   * - Email: only the enrollment's Outreach threads. A provider id we sent (`ids`: the message's
+   *   in-reply-to or thread id, matched against `provider_message_id` through the index on
+   *   (organization_id, provider_message_id)), or a thread learned from an earlier answer to one of
+   *   our emails (`email_threads`, see `learnThread`). An email the person starts on a new thread
+   *   is outside Outreach, even from the same address: `conversationId` is not read.
+   * - LinkedIn: our ids in the chat (the invitation or message id we sent), else the person's
+   *   LinkedIn conversation (messaging keeps one chat per contact and account).
+   * A live enrollment wins over an ended one; a provider-id match over the rest; the newest send last.
    */
-  async correlate(db: Db, organizationId: string, channel: 'email' | 'linkedin', ids: string[], conversationId: string | null): Promise<CorrelatedEnrollment | null> {
-    const types = channel === 'email' ? ['email'] : ['linkedin_connection', 'linkedin_message'];
+  async correlate(db: Db, organizationId: string, channel: 'email' | 'linkedin', ids: string[], conversationId: string | null, threadId: string | null): Promise<CorrelatedEnrollment | null> {
+    const email = channel === 'email';
+    const types = email ? ['email'] : ['linkedin_connection', 'linkedin_message'];
     const [row] = await rowsOf<CorrelatedEnrollment>(
       db,
       `SELECT a.id AS action_id, e.id AS enrollment_id, e.status AS enrollment_status, e.person_kind, e.person_id,
@@ -44,12 +49,33 @@ export class InterruptsRepository {
          JOIN campaigns c ON c.id = a.campaign_id
          LEFT JOIN organization_settings s ON s.organization_id = a.organization_id
         WHERE a.organization_id = $1 AND a.type = ANY($2::text[]) AND ${SENT_ACTION}
-          AND (a.provider_message_id = ANY($3::text[]) OR ($4::text IS NOT NULL AND a.conversation_id = $4))
+          AND (a.provider_message_id = ANY($3::text[])
+               OR ($4::text IS NOT NULL AND a.conversation_id = $4)
+               OR a.id IN (SELECT t.action_id FROM email_threads t WHERE t.organization_id = $1 AND t.thread_id = $5))
         ORDER BY (e.status <> 'ended') DESC, (a.provider_message_id = ANY($3::text[])) DESC, a.executed_at DESC NULLS LAST, a.id
         LIMIT 1`,
-      [organizationId, types, ids, conversationId],
+      [organizationId, types, ids, email ? null : conversationId, email ? threadId : null],
     );
     return row ?? null;
+  }
+
+  /**
+   * Remembers that `threadId` is an Outreach thread of `actionId` (an inbound in it answered that
+   * email), so a later message of the thread that names none of our ids still correlates. The
+   * first action to claim a thread keeps it. In a savepoint: it is a side write of the interrupt
+   * and of the opt-out, whose own writes must commit even when this one fails.
+   * @returns false when the row could not be written (rolled back to the savepoint)
+   */
+  async learnThread(db: Db, organizationId: string, threadId: string, actionId: string): Promise<boolean> {
+    await db.query('SAVEPOINT learn_thread');
+    try {
+      await db.query(`INSERT INTO email_threads (organization_id, thread_id, action_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [organizationId, threadId, actionId]);
+      await db.query('RELEASE SAVEPOINT learn_thread');
+      return true;
+    } catch {
+      await db.query('ROLLBACK TO SAVEPOINT learn_thread');
+      return false;
+    }
   }
 
   /** Whether a decision is already saved for this cause (seed 003 §4.7: the guard against a second bump). */

@@ -1,10 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { type EmailHeadersView, type MessageReceivedData, MessagingRpc, OutreachDispatcherRpc } from '@touchpoint/contracts';
+import { type MessageReceivedData, MessagingRpc } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient } from '@touchpoint/runtime';
-import { isAutoReply } from '@touchpoint/text';
 import { type ChannelValue, channelValuesOf, PeopleDirectory } from '../directory/people.directory.js';
 import { decisionRequested, EnrollmentsService } from '../enrollments/enrollments.service.js';
 import type { OutreachConfig } from '../outreach.config.js';
@@ -28,10 +27,15 @@ export type InterruptResult = 'uncorrelated' | 'not_live' | 'duplicate' | 'auto_
  * redelivery. So the interrupt runs once per message, and the saved decision for
  * `reply:{message_id}` guards against a replay that starts a second bump.
  *
- * In order: correlate → not live: stored only → a saved decision for the event id: nothing → an
- * auto-reply (email; headers read with one Nylas GET only now, for a correlated inbound): stored
- * only → an opt-out phrase: the opt-out (no agent) → a prospect's first real reply: promoted to a
- * CRM person (best effort) → the compare-and-set bump (3 tries) and the
+ * Whether the message is an auto-reply, an opt-out or a reply is messaging's verdict on the event
+ * (`auto_reply`, `opt_out`, `judgement_certain`: libs/text `judgeInbound`, which saw the email's
+ * headers, read with the grant of the mailbox it arrived on): the interrupt never judges again, so
+ * it cannot disagree with messaging and followups.
+ *
+ * In order: correlate (email: the enrollment's Outreach threads only) → not live: stored only → a
+ * saved decision for the event id: nothing → an auto-reply: stored only → an opt-out: the opt-out
+ * (no agent) → a prospect's first real reply: promoted to a CRM person (best effort; not on a
+ * verdict made without the headers) → the compare-and-set bump (3 tries) and the
  * invalidation of pending and approved actions → `outreach.decision.requested` reason
  * `reply_received`, ref the message id, id `reply:{message_id}`, when the campaign is active and
  * outreach is not stopped. All in the consumer's transaction: a failure retries the whole message.
@@ -62,20 +66,28 @@ export class ReplyInterruptService {
 
   private async decide(tx: Tx, org: string, m: MessageReceivedData): Promise<InterruptResult> {
     const channel = m.channel as 'email' | 'linkedin';
-    const ids = [m.in_reply_to, m.thread_id, m.external_id].filter((v): v is string => typeof v === 'string' && v !== '');
-    const c = await this.repo.correlate(tx, org, channel, ids, m.conversation_id ?? null);
+    // The inbound's own id is never ours on email; on LinkedIn the receiver passes our ids of the chat.
+    const ids = (channel === 'email' ? [m.in_reply_to, m.thread_id] : [m.in_reply_to, m.thread_id, m.external_id]).filter((v): v is string => typeof v === 'string' && v !== '');
+    const threadId = m.thread_id || null;
+    const c = await this.repo.correlate(tx, org, channel, ids, m.conversation_id ?? null, threadId);
     if (!c) return 'uncorrelated';
+    if (channel === 'email' && threadId && !(await this.repo.learnThread(tx, org, threadId, c.action_id))) {
+      this.logger.warn({ event: 'outreach.thread_not_learned', organization_id: org, message_id: m.message_id, action_id: c.action_id }, 'email thread not remembered; the interrupt goes on');
+    }
     if (c.enrollment_status === 'ended') return 'not_live';
     const eventId = `reply:${m.message_id}`;
     if (await this.repo.decisionSaved(tx, c.enrollment_id, eventId)) return 'duplicate';
-    if (channel === 'email' && (m.auto_reply || (await this.headersSayAutoReply(org, m)))) return 'auto_reply';
+    if (m.auto_reply) return 'auto_reply';
     if (m.opt_out) {
       const person = await this.people.person(org, c.person_id);
       const values: ChannelValue[] = [...(person ? channelValuesOf(person) : []), { channel, value: m.from }];
       await this.optOut.apply(tx, { organization_id: org, source: 'phrase', cause_id: m.message_id, values, person_ids: [c.person_id, m.contact_id] });
       return 'opt_out';
     }
-    if (c.person_kind === 'prospect') await this.promote(tx, org, c.enrollment_id, c.person_id);
+    if (c.person_kind === 'prospect') {
+      if (m.judgement_certain === false) this.logger.info({ event: 'outreach.promote_skipped', organization_id: org, enrollment_id: c.enrollment_id, message_id: m.message_id }, 'reply judged without its headers; the prospect is not promoted on it');
+      else await this.promote(tx, org, c.enrollment_id, c.person_id);
+    }
     const eventFollows = c.campaign_active && !c.outreach_stopped;
     const version = await this.enrollments.interrupt(tx, c.enrollment_id, eventFollows);
     if (version === null) return 'lost';
@@ -96,29 +108,9 @@ export class ReplyInterruptService {
       this.logger.warn({ event: 'outreach.promote_failed', organization_id: org, enrollment_id: enrollmentId, contact_id: contactId, err: (err as Error).message }, 'prospect not promoted; the reply goes on');
       return;
     }
-    // The live-person index is per kind: never collide with a live CRM enrollment of the same contact.
-    await tx.query(
-      `UPDATE enrollments e SET person_kind = 'crm', updated_at = now()
-        WHERE e.id = $1 AND e.person_kind = 'prospect'
-          AND NOT EXISTS (SELECT 1 FROM enrollments o WHERE o.organization_id = e.organization_id AND o.person_kind = 'crm' AND o.person_id = e.person_id AND o.status IN ('active', 'needs_contact_data'))`,
-      [enrollmentId],
-    );
+    // The contact keeps its id, so the CRM person is the same id; a duplicate live elsewhere loses to this reply.
+    const ended = await this.enrollments.promote(tx, enrollmentId, contactId, 'reply');
+    if (ended) this.logger.info({ event: 'outreach.enrollment_duplicate', organization_id: org, enrollment_id: ended, kept_enrollment_id: enrollmentId }, 'promotion ended a duplicate live enrollment of the person');
     this.logger.info({ event: 'outreach.prospect_promoted', organization_id: org, enrollment_id: enrollmentId, contact_id: contactId }, 'prospect promoted to a CRM person on a first real reply');
-  }
-
-  /**
-   * The webhook body has no headers: one read of the message with its headers, only for a
-   * correlated inbound. A failed read counts as "not an auto-reply": a reply that wakes the agent
-   * costs one decision, a missed reply costs the person.
-   */
-  private async headersSayAutoReply(org: string, m: MessageReceivedData): Promise<boolean> {
-    if (!m.external_id) return false;
-    try {
-      const view = await this.rpc.call<EmailHeadersView>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: m.external_id }, this.config.OUTREACH_CONTEXT_READ_TIMEOUT_MS);
-      return isAutoReply({ headers: view?.headers ?? [], subject: view?.subject ?? null });
-    } catch (err) {
-      this.logger.warn({ event: 'outreach.reply_headers_unread', organization_id: org, message_id: m.message_id, err: (err as Error).message }, 'email headers not read; treated as a human reply');
-      return false;
-    }
   }
 }

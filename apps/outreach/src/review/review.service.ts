@@ -13,6 +13,7 @@ import {
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { codePointLength, truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
@@ -80,7 +81,7 @@ export class ReviewService {
       person: { person_kind: row.person_kind, person_id: row.person_id, name: contact?.name ?? null, company: typeof company === 'string' ? company : null },
       campaign: { campaign_id: row.campaign_id, name: row.c_name, status: row.c_status },
       to: contact ? displayRecipient(recipientOf(row.type, contact)) : null,
-      replying_to: row.d_reply_to_text ? row.d_reply_to_text.slice(0, REPLYING_TO_MAX) : null,
+      replying_to: row.d_reply_to_text ? truncateText(row.d_reply_to_text, REPLYING_TO_MAX) : null,
       rationale: row.d_rationale,
       objective: row.d_objective,
       draft: row.draft_payload,
@@ -119,7 +120,7 @@ export class ReviewService {
       return moved;
     });
     if (approved) {
-      this.logger.info({ event: 'outreach.action_approved', organization_id: organizationId, action_id: row.id, edited: data.payload !== undefined, approved_by: actor }, 'action approved');
+      this.logger.info({ event: 'outreach.action_approved', organization_id: organizationId, action_id: row.id, edited: data.payload !== undefined, approved_by: actor, api_key_id: data.actor?.api_key_id ?? null }, 'action approved');
       return toActionView(approved);
     }
     const current = await this.uow.run((tx) => this.actions.find(tx, organizationId, row.id));
@@ -140,7 +141,7 @@ export class ReviewService {
     if (data.then !== 'regenerate' && data.then !== 'stop') throw new AppError(ErrorCode.ValidationFailed, 'then must be regenerate or stop', { field: 'then' });
     const reason = typeof data.reason === 'string' ? data.reason.trim() : '';
     if (data.then === 'regenerate' && reason.length === 0) throw new AppError(ErrorCode.ValidationFailed, 'regenerate needs a reason', { field: 'reason' });
-    if (reason.length > OUTREACH_REJECT_REASON_MAX) throw new AppError(ErrorCode.ValidationFailed, `reason must be at most ${OUTREACH_REJECT_REASON_MAX} characters`, { field: 'reason' });
+    if (codePointLength(reason) > OUTREACH_REJECT_REASON_MAX) throw new AppError(ErrorCode.ValidationFailed, `reason must be at most ${OUTREACH_REJECT_REASON_MAX} characters`, { field: 'reason' });
     const row = await this.mustFind(organizationId, data.action_id);
 
     const now = this.clock.now();
@@ -158,7 +159,7 @@ export class ReviewService {
       return moved;
     });
     if (rejected) {
-      this.logger.info({ event: 'outreach.action_rejected', organization_id: organizationId, action_id: row.id, then: data.then, rejected_by: actor }, 'action rejected');
+      this.logger.info({ event: 'outreach.action_rejected', organization_id: organizationId, action_id: row.id, then: data.then, rejected_by: actor, api_key_id: data.actor?.api_key_id ?? null }, 'action rejected');
       return toActionView(rejected);
     }
     const current = await this.uow.run((tx) => this.actions.find(tx, organizationId, row.id));

@@ -96,11 +96,12 @@ export class FaultRegistry implements OnModuleDestroy {
   }
 
   /** The first queued fault whose `match` fits the call's context (consumed), if any. */
-  take(provider: string, context: Record<string, string>): Fault | undefined {
+  take(provider: string, context: Record<string, string>, options: { explicitOnly?: boolean } = {}): Fault | undefined {
     const state = this.state(provider);
     const now = Date.now();
     this.arrivals.set(context, now);
-    const index = state.faults.findIndex((f) => !f.match || Object.entries(f.match).every(([k, v]) => context[k] === v));
+    // explicitOnly: a secondary endpoint (a read) takes only faults that name it, never the send faults queued without a match.
+    const index = state.faults.findIndex((f) => (f.match ? Object.entries(f.match).every(([k, v]) => context[k] === v) : !options.explicitOnly));
     if (index < 0) return undefined;
     const fault = state.faults.splice(index, 1)[0]!;
     state.taken.push({ taken_at: now, fault, context });

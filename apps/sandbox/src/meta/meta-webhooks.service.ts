@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { createHmac } from 'node:crypto';
+import { truncateText } from '@touchpoint/text';
 import type { SandboxConfig } from '../sandbox.config.js';
 
 /** Injection token of the sandbox config inside the Meta module (set by `MetaSandboxModule.forRoot`). */
@@ -139,7 +140,7 @@ export class MetaWebhooksService implements OnModuleDestroy {
           signal: AbortSignal.timeout(10_000),
         });
         delivery.status = res.status;
-        delivery.response = (await res.text()).slice(0, 2000);
+        delivery.response = truncateText(await res.text(), 2000);
         if (res.ok) break;
       } catch (err) {
         delivery.status = 0;

@@ -1,3 +1,4 @@
+import { truncateText } from '@touchpoint/text';
 import { askedFields, fieldsOf, sectionOf } from './model-prompt.js';
 
 /**
@@ -48,7 +49,7 @@ function answerTask(task: string, user: string): Answer {
     case 'outreach_draft_linkedin': {
       const draft = fieldsOf(sectionOf(user, 'draft'));
       const text = `${greeting(personName(user))} ${sentence(sectionOf(user, 'objective'))}`;
-      return draft.type === 'linkedin_connection' ? { note: text.slice(0, 200) } : { body: text.slice(0, 1000) };
+      return draft.type === 'linkedin_connection' ? { note: truncateText(text, 200) } : { body: truncateText(text, 1000) };
     }
     case 'conversation_summary':
       return summarise(user);
@@ -91,7 +92,7 @@ function decide(user: string): Answer {
   const newest = thread.split('\n')[0] ?? '';
   const pick = (...types: string[]) => types.find((t) => allowed.includes(t));
   if (/\binbound:/.test(newest) && allowed.includes('email')) {
-    const asked = newest.replace(/^.*?\binbound:\s*/, '').slice(0, 80);
+    const asked = truncateText(newest.replace(/^.*?\binbound:\s*/, ''), 80);
     return action('email', `The newest reply asks: "${asked}".`, `Answer the newest reply in one short paragraph and offer a call.`);
   }
   if (thread === '' && history === '') {
@@ -109,7 +110,7 @@ function action(type: string, rationale: string, objective: string): Answer {
 function summarise(user: string): Answer {
   const lines = sectionOf(user, 'messages').split('\n').filter(Boolean);
   const inbound = lines.filter((l) => /\binbound:/.test(l));
-  const text = (l: string | undefined) => (l ?? '').replace(/^.*?\b(inbound|outbound):\s*/, '').slice(0, 120);
+  const text = (l: string | undefined) => truncateText((l ?? '').replace(/^.*?\b(inbound|outbound):\s*/, ''), 120);
   const parts = [`The contact sent ${inbound.length} message(s) and the team ${lines.length - inbound.length}.`];
   if (inbound[0]) parts.push(`The contact first wrote: "${text(inbound[0])}".`);
   if (lines.length) parts.push(`The last message was: "${text(lines[lines.length - 1])}".`);

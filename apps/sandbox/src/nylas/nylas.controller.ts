@@ -71,18 +71,40 @@ export class NylasController {
     reply.status(200).send({ request_id: this.state.nextId('req'), grant_id: grantId, data: { ...message, headers: undefined } });
   }
 
+  /**
+   * `GET /v3/grants/{grant}/messages/{id}`: like Nylas, a message is found only under the grant
+   * that holds it; any other grant answers 404. Faults apply to a read only when they say so
+   * (`match: { operation: 'read', ... }`, also by `message_id`, `grant_id` or the sender `from`).
+   */
   @Get(':messageId')
-  read(@Param('grantId') grantId: string, @Param('messageId') messageId: string, @Query('fields') fields: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
-    this.faults.record(NYLAS_PROVIDER, { operation: 'read', context: { grant_id: grantId, message_id: messageId, fields: fields ?? '' }, body: null, outcome: 'accepted' });
+  async read(@Param('grantId') grantId: string, @Param('messageId') messageId: string, @Query('fields') fields: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const message = this.state.messages.get(messageId);
+    const context = { operation: 'read', grant_id: grantId, message_id: messageId, fields: fields ?? '', from: message?.from[0]?.email ?? '' };
+    const record = (outcome: string) => this.faults.record(NYLAS_PROVIDER, { operation: 'read', context, body: null, outcome });
     if (!/^Bearer \S+/.test(String(req.headers.authorization ?? ''))) {
+      record('rejected');
       reply.status(401).send(nylasError('unauthorized', 'Unauthorized'));
       return;
     }
-    const message = this.state.messages.get(messageId);
+    const fault = this.faults.take(NYLAS_PROVIDER, context, { explicitOnly: true });
+    if (fault?.kind === 'latency') await this.faults.hold(fault.latency_ms ?? 1000, (release) => req.raw.socket?.once('close', release));
+    if (fault?.kind === 'error') {
+      record(`error_${fault.status ?? 500}`);
+      reply.status(fault.status ?? 500).send(nylasError(fault.status === 429 ? 'rate_limit_error' : 'api_error', fault.message ?? 'sandbox fault'));
+      return;
+    }
+    if (fault?.kind === 'timeout' || fault?.kind === 'drop') {
+      record(fault.kind);
+      if (fault.kind === 'drop') req.raw.socket?.destroy();
+      else await this.faults.hold(fault.hold_ms ?? DEFAULT_TIMEOUT_HOLD_MS, (release) => req.raw.socket?.once('close', release));
+      return;
+    }
     if (!message || message.grant_id !== grantId) {
+      record('error_404');
       reply.status(404).send(nylasError('not_found_error', 'message not found'));
       return;
     }
+    record('accepted');
     const { headers, ...rest } = message;
     reply.status(200).send({ request_id: this.state.nextId('req'), data: fields === 'include_headers' ? { ...rest, headers } : rest });
   }

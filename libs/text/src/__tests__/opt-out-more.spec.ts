@@ -1,6 +1,6 @@
 import { isOptOut } from '../index.js';
 
-/** More of both sides of the shared phrase rule (issue 9: pt/es intent, no false positives on "stop"). */
+/** More of both sides of the shared phrase rule (Portuguese and Spanish intent, no false positives on "stop"). */
 describe('isOptOut (more languages and near misses)', () => {
   it.each([
     ['Unsubscribe'],

@@ -12,6 +12,7 @@ describe('checkOutput', () => {
     ['surrounding whitespace', '  \n{"type":"stop","rationale":"done"}\n ', { type: 'stop', rationale: 'done' }],
     ['one ```json fence', '```json\n{"type":"email","rationale":"r"}\n```', { type: 'email', rationale: 'r' }],
     ['an empty string value (the caller owns emptiness)', '{"type":"","rationale":""}', { type: '', rationale: '' }],
+    ['half an emoji written as a lone \\ud83d escape, made well-formed', '{"type":"email","rationale":"asked \\ud83d"}', { type: 'email', rationale: 'asked \uFFFD' }],
   ])('accepts %s', (_name, content, output) => {
     expect(checkOutput(content, decide)).toEqual({ valid: true, output });
   });

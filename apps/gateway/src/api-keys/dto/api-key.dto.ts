@@ -37,6 +37,8 @@ export class ApiKeyDto {
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiPropertyOptional({ format: 'date-time', nullable: true }) last_used_at!: string | null;
   @ApiPropertyOptional({ format: 'date-time', nullable: true }) revoked_at!: string | null;
+  @ApiPropertyOptional({ nullable: true, description: 'The support person the key was issued to, acting as its creator (an impersonated session); null for a member\'s own key' })
+  impersonated_by!: string | null;
 }
 
 /** Answer of `POST /api-keys`: the key and its secret, shown this once. */

@@ -33,4 +33,8 @@ export class ApiKeyEntity {
 
   @Column({ name: 'revoked_at', type: 'timestamptz', nullable: true })
   revokedAt!: Date | null;
+
+  /** Who, from support, acts as the member through this key; null for the member's own keys. */
+  @Column({ name: 'impersonated_by', type: 'text', nullable: true })
+  impersonatedBy!: string | null;
 }

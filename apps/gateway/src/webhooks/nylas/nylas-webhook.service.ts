@@ -90,6 +90,8 @@ export class NylasWebhookService {
       ...(m.subject ? { subject: m.subject } : {}),
       ...(m.reply_to_message_id ? { in_reply_to: m.reply_to_message_id } : {}),
       ...(Array.isArray(m.headers) ? { headers: m.headers } : {}),
+      // The mailbox it came to: its grant is the one that may read the message's headers.
+      ...(owner.sender_id ? { sender_id: owner.sender_id } : {}),
       ...(typeof m.date === 'number' ? { received_at: new Date(m.date * 1000).toISOString() } : {}),
     };
     const result = await this.rpc.call<{ message_id: string | null; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, record);

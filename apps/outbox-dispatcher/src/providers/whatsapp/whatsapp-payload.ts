@@ -1,4 +1,5 @@
 import type { OutboxMediaPayload, OutboxPayload } from '@touchpoint/contracts';
+import { codePointLength } from '@touchpoint/text';
 
 /** Graph's limits on message parts (WhatsApp Cloud API message reference). */
 export const WHATSAPP_TEXT_MAX = 4096;
@@ -24,7 +25,7 @@ export function validateWhatsAppPayload(payload: unknown, idempotencyKey: string
   switch (payload.type) {
     case 'text': {
       if (!isNonEmptyString(payload.body)) errors.push('text: body is required');
-      else if (payload.body.length > WHATSAPP_TEXT_MAX) errors.push(`text: body exceeds ${WHATSAPP_TEXT_MAX} characters`);
+      else if (codePointLength(payload.body) > WHATSAPP_TEXT_MAX) errors.push(`text: body exceeds ${WHATSAPP_TEXT_MAX} characters`);
       if (payload.preview_url !== undefined && typeof payload.preview_url !== 'boolean') errors.push('text: preview_url must be a boolean');
       if (payload.reply_to !== undefined && !isNonEmptyString(payload.reply_to)) errors.push('text: reply_to must be a message id');
       break;
@@ -50,7 +51,7 @@ export function validateWhatsAppPayload(payload: unknown, idempotencyKey: string
         else if ((upload.data_base64.length * 3) / 4 > WHATSAPP_INLINE_MEDIA_MAX_BYTES) errors.push('media: upload is too large');
       }
       if (payload.caption !== undefined) {
-        if (typeof payload.caption !== 'string' || payload.caption.length > WHATSAPP_CAPTION_MAX) errors.push(`media: caption must be a string of at most ${WHATSAPP_CAPTION_MAX} characters`);
+        if (typeof payload.caption !== 'string' || codePointLength(payload.caption) > WHATSAPP_CAPTION_MAX) errors.push(`media: caption must be a string of at most ${WHATSAPP_CAPTION_MAX} characters`);
         if (payload.media_type === 'audio') errors.push('media: audio takes no caption');
       }
       if (payload.filename !== undefined && payload.media_type !== 'document') errors.push('media: filename is for documents only');

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { OutboxPayload } from '@touchpoint/contracts';
 import { APP_CONFIG } from '@touchpoint/runtime';
+import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { type Classified, classifyWhatsAppFailure, parseRetryAfter, type WireFailure } from '../../classification/classification.js';
 import type { OutboxDispatcherConfig } from '../../outbox-dispatcher.config.js';
@@ -97,7 +98,7 @@ export class WhatsAppAdapter implements ProviderAdapter {
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {
-      parsed = { raw: text.slice(0, 2000) };
+      parsed = { raw: truncateText(text, 2000) };
     }
     if (response.ok) return { status: response.status, body: parsed };
     const error = (parsed as { error?: { code?: unknown; message?: unknown } } | null)?.error;

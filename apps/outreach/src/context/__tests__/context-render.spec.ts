@@ -13,6 +13,14 @@ describe('capSection', () => {
     expect(items.join('\n').startsWith(text.slice(0, text.length - CUT_MARK.length - 1))).toBe(true);
   });
 
+  it('counts the cap in code points and never cuts an emoji or a flag in half', () => {
+    expect(capSection(['\u{1F600}'.repeat(40)], 40)).toBe('\u{1F600}'.repeat(40));
+    // Room before the mark: 40 - 12 - 1 = 27 code points, the 27th being the emoji, then a flag.
+    const cut = capSection([`${'x'.repeat(26)}\u{1F600}\u{1F1E7}\u{1F1F7} tail`, 'y'.repeat(100)], 40);
+    expect(cut).toBe(`${'x'.repeat(26)}\u{1F600}\n${CUT_MARK}`);
+    expect(capSection([`${'x'.repeat(27)}\u{1F1E7}\u{1F1F7} tail`, 'y'.repeat(100)], 41)).toBe(`${'x'.repeat(27)}\n${CUT_MARK}`);
+  });
+
   it('drops empty items', () => {
     expect(capSection(['a', '', 'b'], 10)).toBe('a\nb');
   });

@@ -24,6 +24,7 @@ describe('checkDraft', () => {
     ['email', false, { subject: 'x'.repeat(EMAIL_SUBJECT_MAX + 1), body: 'b' }, 'draft_too_long', 'subject'],
     ['email', false, { subject: 's', body: 'x'.repeat(EMAIL_BODY_MAX + 1) }, 'draft_too_long', 'body'],
     ['linkedin_connection', false, { note: 'x'.repeat(LINKEDIN_NOTE_MAX + 1) }, 'draft_too_long', 'note'],
+    ['linkedin_connection', false, { note: '\u{1F600}'.repeat(LINKEDIN_NOTE_MAX + 1) }, 'draft_too_long', 'note'],
     ['linkedin_message', false, { body: 'x'.repeat(LINKEDIN_MESSAGE_MAX + 1) }, 'draft_too_long', 'body'],
     ['email', false, { subject: 'Hi [First name]', body: 'b' }, 'draft_placeholder', 'subject'],
     ['email', false, { subject: 's', body: 'Hello {{company}} team' }, 'draft_placeholder', 'body'],
@@ -49,6 +50,7 @@ describe('checkDraft', () => {
     ['a sentence with a full stop and no domain', 'linkedin_connection', { note: 'Great talk at the summit. Keen to connect.' }],
     ['exactly the note limit', 'linkedin_connection', { note: 'x'.repeat(LINKEDIN_NOTE_MAX) }],
     ['exactly the message limit', 'linkedin_message', { body: 'x'.repeat(LINKEDIN_MESSAGE_MAX) }],
+    ['the note limit in characters, emoji counting one each', 'linkedin_connection', { note: `${'x'.repeat(LINKEDIN_NOTE_MAX - 2)}\u{1F44B}\u{1F600}` }],
     ['parentheses are not placeholders', 'linkedin_message', { body: 'A short call (20 minutes) next week?' }],
   ] as const)('allows %s', (_name, type, input) => {
     expect(checkDraft(type, false, input).ok).toBe(true);

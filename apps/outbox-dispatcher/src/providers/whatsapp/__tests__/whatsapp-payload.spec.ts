@@ -35,6 +35,9 @@ describe('buildWhatsAppMessage', () => {
 describe('validateWhatsAppPayload', () => {
   it.each([
     [{ type: 'text', body: 'hi' }, 'k'],
+    // 4,096 characters (code points), 8,192 UTF-16 units: within Graph's limit.
+    [{ type: 'text', body: '\u{1F600}'.repeat(4096) }, 'k'],
+    [{ type: 'media', media_type: 'image', link: 'https://x.example/i.png', caption: '\u{1F600}'.repeat(1024) }, 'k'],
     [{ type: 'template', name: 'order_update', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }] }] }, 'k'],
     [{ type: 'media', media_type: 'video', link: 'https://x.example/v.mp4' }, 'k'],
     [{ type: 'interactive', interactive: { type: 'button', body: { text: 'Pick' }, action: { buttons: [] } } }, 'k'],
@@ -45,6 +48,7 @@ describe('validateWhatsAppPayload', () => {
 
   it.each([
     [{ type: 'text', body: 'x'.repeat(4097) }, 'exceeds'],
+    [{ type: 'text', body: '\u{1F600}'.repeat(4097) }, 'exceeds'],
     [{ type: 'template', name: 'Bad Name', language: 'pt_BR' }, 'name'],
     [{ type: 'template', name: 'ok', language: 'portuguese' }, 'language'],
     [{ type: 'template', name: 'ok', language: 'en', components: [{ type: 'button', parameters: [] }] }, 'index'],

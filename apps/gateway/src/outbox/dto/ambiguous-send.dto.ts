@@ -1,0 +1,57 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Max, MaxLength, Min } from 'class-validator';
+
+/** Query of `GET /outbox/ambiguous`. */
+export class ListAmbiguousSendsQuery {
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page' }) @IsOptional() @IsString() @MaxLength(512) cursor?: string;
+  @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 50 }) @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(200) limit?: number;
+}
+
+export class AmbiguousEntryParams {
+  @ApiProperty({ format: 'uuid', description: 'The outbox entry id (`outbox_entry_id` on the message)' }) @IsUUID('all') entry_id!: string;
+}
+
+/** Body of `POST /outbox/ambiguous/{entry_id}/resolve`. */
+export class ResolveAmbiguousSendDto {
+  @ApiProperty({ enum: ['accepted', 'rejected'], description: 'accepted: it reached the contact (the message becomes sent); rejected: it did not (failed)' })
+  @IsIn(['accepted', 'rejected'])
+  status!: 'accepted' | 'rejected';
+
+  @ApiProperty({ maxLength: 1000, description: 'Why (kept on the entry for triage)' })
+  @IsString() @Length(1, 1000)
+  note!: string;
+}
+
+/** An ambiguous send as the API shows it (the dispatcher's entry; never a credential). */
+export class AmbiguousSendDto {
+  @ApiProperty() entry_id!: string;
+  @ApiProperty() organization_id!: string;
+  @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
+  @ApiProperty({ nullable: true }) sender_id!: string | null;
+  @ApiProperty({ description: 'The recipient address as the requester gave it' }) to!: string;
+  @ApiProperty({ description: 'The recipient as the outbox keys it (phone digits, a lower-cased email)' }) pacing_key!: string;
+  @ApiProperty() idempotency_key!: string;
+  @ApiProperty() payload_type!: string;
+  @ApiProperty({ enum: ['ambiguous'] }) status!: string;
+  @ApiProperty() attempts!: number;
+  @ApiProperty() max_attempts!: number;
+  @ApiProperty({ nullable: true, description: 'Always null here: no answer came' }) next_attempt_at!: string | null;
+  @ApiProperty({ nullable: true }) provider_message_id!: string | null;
+  @ApiProperty({ nullable: true, description: 'lease_expired when the dispatcher stopped mid-send; else the provider code, if any' }) last_error_code!: string | null;
+  @ApiProperty({ nullable: true }) last_classification!: string | null;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'Correlation ids: message_id, conversation_id, requester…' }) log_context!: Record<string, string | number>;
+  @ApiProperty() created_at!: string;
+  @ApiProperty() updated_at!: string;
+}
+
+export class AmbiguousSendPageDto {
+  @ApiProperty({ type: [AmbiguousSendDto] }) items!: AmbiguousSendDto[];
+  @ApiProperty({ nullable: true, description: 'Pass as `cursor` for the next page; null on the last' }) next_cursor!: string | null;
+}
+
+export class AmbiguousSendResolvedDto {
+  @ApiProperty({ enum: ['resolved', 'resolved_failed'] }) outcome!: string;
+  @ApiProperty() entry_id!: string;
+  @ApiProperty({ enum: ['accepted', 'failed'] }) status!: string;
+}

@@ -1,0 +1,87 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { OUTBOX_CHANNELS, OutboxEvents, type OutboxSuppressionData } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { toRecipientKey } from '@touchpoint/phone';
+import { Clock } from '@touchpoint/time';
+import { entryEvent } from '../drain/entry-events.js';
+import { SuppressionsRepository } from './suppressions.repository.js';
+
+/** What adding a suppression did. */
+export interface SuppressionAdded {
+  /** The value as the list keys it (the pacing key: phone digits, a lower-cased email). */
+  value: string;
+  /** False when the value was on the list already. */
+  created: boolean;
+  /** Ids of the queued entries cancelled with it. */
+  cancelled_entry_ids: string[];
+}
+
+/**
+ * The do-not-contact list next to the wire (DESIGN §4; seed 003 §5 `contact_suppressions`, "stop
+ * means stop on every channel"). Every way a value gets on the list goes through `add`: an
+ * `outbox.suppress` command (outreach: opt-out, bounce, unsubscribe link), messaging's
+ * `messaging.suppression.requested` (an opt-out it saw: STOP on WhatsApp, an opt-out by email), and
+ * tests. `add` cancels the value's queued entries in its own transaction, so when the row commits
+ * nothing to that address that has not started its attempt can still leave; the pre-wire gate
+ * (`OutboxRepository.openAttempt`) refuses the rest, whoever enqueued them.
+ */
+@Injectable()
+export class SuppressionsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly repository: SuppressionsRepository,
+    private readonly clock: Clock,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Puts `value` on the organization's list for `channel` and cancels (`outbox.entry.cancelled`,
+   * `reason: 'suppressed'`) every `pending` entry to it, in `tx` when given (a bus handler's inbox
+   * transaction) or in its own. Idempotent: a repeat adds nothing and finds nothing left to cancel.
+   * @throws AppError validation_failed (organization_id, channel), invalid_recipient (value)
+   */
+  async add(data: OutboxSuppressionData, tx?: Tx): Promise<SuppressionAdded> {
+    const { organizationId, channel, value } = this.keyOf(data);
+    const work = async (t: Tx): Promise<SuppressionAdded> => {
+      const now = this.clock.now();
+      const created = await this.repository.add(t, organizationId, channel, value, data.reason ?? null, now);
+      const cancelled = await this.repository.cancelPendingTo(t, organizationId, channel, value, now);
+      for (const row of cancelled) await t.publish(entryEvent(OutboxEvents.EntryCancelled, row, { reason: 'suppressed' }));
+      if (created || cancelled.length) {
+        this.logger.info(
+          { event: 'outbox.suppression_added', organization_id: organizationId, channel, reason: data.reason ?? null, created, cancelled: cancelled.length, entry_ids: cancelled.map((r) => r.id) },
+          'address suppressed; its queued sends cancelled',
+        );
+      }
+      return { value, created, cancelled_entry_ids: cancelled.map((r) => r.id) };
+    };
+    return tx ? work(tx) : this.uow.run(work);
+  }
+
+  /**
+   * Takes `value` off the list (seed 003 §5: never code, a person asks for it). Sends cancelled
+   * while it was on the list stay cancelled.
+   * @throws AppError validation_failed, invalid_recipient
+   */
+  async remove(data: OutboxSuppressionData, tx?: Tx): Promise<{ value: string }> {
+    const { organizationId, channel, value } = this.keyOf(data);
+    const work = async (t: Tx) => {
+      await this.repository.remove(t, organizationId, channel, value);
+      return { value };
+    };
+    return tx ? work(tx) : this.uow.run(work);
+  }
+
+  private keyOf(data: OutboxSuppressionData): { organizationId: string; channel: OutboxSuppressionData['channel']; value: string } {
+    if (typeof data?.organization_id !== 'string' || data.organization_id === '' || !OUTBOX_CHANNELS.includes(data.channel)) {
+      throw new AppError(ErrorCode.ValidationFailed, 'organization_id and a channel are required');
+    }
+    // Keyed like the pacing key, so the gate's lookup by the entry's pacing key finds it.
+    const value = typeof data.value === 'string' ? toRecipientKey(data.channel, data.value) : null;
+    if (!value) throw new AppError(ErrorCode.InvalidRecipient, 'value is not an address of this channel');
+    return { organizationId: data.organization_id, channel: data.channel, value };
+  }
+}

@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { type CampaignView, type ContactView, type EnrollBatchResult, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
+import { RpcClient } from '@touchpoint/runtime';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js';
+import { AiGatewayModule } from '../../apps/ai-gateway/src/ai-gateway.module.js';
+import { ApiKeysModule } from '../../apps/gateway/src/api-keys/api-keys.module.js';
+import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
+import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
+import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
+import { MessagingRoutesModule } from '../../apps/gateway/src/messaging/messaging-routes.module.js';
+import { OrganizationsModule } from '../../apps/gateway/src/organizations/organizations.module.js';
+import { OutreachRoutesModule } from '../../apps/gateway/src/outreach/outreach.module.js';
+import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
+import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
+import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
+import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
+import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
+import { SandboxHandle } from '../outbox/harness.js';
+import { gatewayBuilders, httpClient } from '../gateway/gateway-world.js';
+
+type NylasCall = { operation: string; context: Record<string, string>; body: { to?: { email: string }[]; body?: string } };
+
+/**
+ * An approved outreach email reaches the wire at the address the reviewer approved and nowhere else
+ * (seed 003 §4.5: `to` is frozen; §4.6: execution sends to it, and invalidates the action when the
+ * person's current address differs). Approvals go through the gateway; the person's email is
+ * edited through the gateway; what counts is what the sandbox's Nylas received.
+ */
+describe('outreach sends to the approved address only', () => {
+  let world: TestWorld;
+  let sandbox: SandboxHandle;
+  let rpc: RpcClient;
+  let http: ReturnType<typeof httpClient>;
+  let org: string;
+  let secret: string;
+  let senderId: string;
+
+  beforeAll(async () => {
+    world = await createTestWorld('outreach_approved_to');
+    sandbox = await SandboxHandle.start();
+    await world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig, { AI_BASE_URL: `${sandbox.url}/v1` })));
+    await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
+    await world.start(
+      OutboxDispatcherModule.forRoot(
+        world.config(OutboxDispatcherConfig, { NYLAS_API_BASE_URL: sandbox.url, UNIPILE_API_BASE_URL: sandbox.url, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_IDLE_POLL_MS: '100', UNSUBSCRIBE_BASE_URL: 'https://touchpoint.example' }),
+      ),
+    );
+    // A long RPC deadline: the race below holds the recheck's suppression read for a moment. One
+    // runner loop and a larger pool: while a test holds workflow_runs, the blocked loop and consumer
+    // must leave connections for the approve RPC.
+    const outreach = await world.start(
+      OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0', RPC_TIMEOUT_MS: '30000', OUTREACH_RUNNER_CONCURRENCY: '1', DB_POOL_SIZE: '8' })),
+    );
+    rpc = outreach.get(RpcClient);
+    const gatewayConfig = world.config(GatewayConfig);
+    const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [OrganizationsModule, ApiKeysModule, OutreachRoutesModule, MessagingRoutesModule]), gatewayStartOptions(gatewayConfig));
+    http = httpClient((await gateway.getUrl()).replace('[::1]', '127.0.0.1'));
+    for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
+    const seeded = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['outreach:read', 'outreach:write', 'messaging:read', 'messaging:write'], role: 'operator' });
+    org = seeded.organizationId;
+    secret = seeded.secret;
+    senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: `grant-${randomUUID()}`, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+  });
+  afterAll(async () => {
+    await world.close();
+    await sandbox.close();
+  });
+
+  const outreachTable = (table: string) => `"${world.schema('outreach')}".${table}`;
+  const action = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE id = $1`, [id]))[0]!;
+  const sendsTo = async (...addresses: string[]) => {
+    const { calls } = await sandbox.get<{ calls: NylasCall[] }>('/sandbox/control/nylas/received');
+    return calls.filter((c) => c.operation === 'send' && (c.body.to ?? []).some((t) => addresses.includes(t.email)));
+  };
+  /** A person enrolled and drafted by the real decision runner (sandbox model): a pending email. */
+  const drafted = async () => {
+    const campaign = await rpc.call<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
+      organization_id: org,
+      name: `Campaign ${randomUUID().slice(0, 6)}`,
+      goal: 'Book a demo of the ergonomic chair line',
+      allowed_channels: ['email'],
+      max_touches: 3,
+      followup_min_days: 2,
+      followup_max_days: 5,
+      email_sender_id: senderId,
+    });
+    const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
+    const [pending] = await eventually(async () => {
+      const rows = await world.sql<Record<string, any>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
+      return rows.length ? rows : null;
+    }, 30_000);
+    return { person, actionId: pending!.id as string };
+  };
+  const approve = (actionId: string) => http('POST', `/agentic/outreach/actions/${actionId}/approve`, { secret, json: {} });
+  const changeEmail = async (person: ContactView) => {
+    const email = `sarah.new.${randomUUID().slice(0, 8)}@acme.example`;
+    const res = await http('PATCH', `/contacts/${person.contact_id}`, { secret, json: { email } });
+    expect(res.status).toBe(200);
+    return email;
+  };
+
+  /** Holds an ACCESS EXCLUSIVE lock on `table` until `release()`; `waited()` resolves once another session waits for it. */
+  const holdLock = async (table: string) => {
+    const client = new pg.Client({ connectionString: world.databaseUrl });
+    await client.connect();
+    await client.query('BEGIN');
+    await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    return {
+      waited: () =>
+        eventually(async () => {
+          const rows = await world.sql(`SELECT 1 FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, [table]);
+          return rows.length > 0 || null;
+        }, 20_000, 20),
+      release: async () => {
+        await client.query('COMMIT');
+        await client.end();
+      },
+    };
+  };
+
+  it('sends to the approved address when the email is edited after the recheck read it: the claim closes the gap', async () => {
+    const { person, actionId } = await drafted();
+    // The recheck reads the person, then asks the dispatcher about suppressions: that read waits here.
+    const lock = await holdLock(`"${world.schema('outbox-dispatcher')}".contact_suppressions`);
+    let edited: string;
+    try {
+      const approved = await approve(actionId);
+      expect(approved.status).toBe(200);
+      expect(approved.body.approved_payload.to).toBe(person.email);
+      await lock.waited();
+      edited = await changeEmail(person);
+    } finally {
+      await lock.release();
+    }
+
+    const executed = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 30_000);
+    const sends = await sendsTo(person.email!, edited!);
+    expect(sends.map((s) => s.body.to!.map((t) => t.email))).toEqual([[person.email]]);
+    expect(executed.provider_message_id).not.toBeNull();
+  }, 120_000);
+
+  it('invalidates the approval and sends nothing when the email is edited before execution rechecks it', async () => {
+    const { person, actionId } = await drafted();
+    // The approved event cannot start its execution run while this lock is held.
+    const lock = await holdLock(outreachTable('workflow_runs'));
+    let edited: string;
+    try {
+      const approved = await approve(actionId);
+      expect(approved.status).toBe(200);
+      edited = await changeEmail(person);
+    } finally {
+      await lock.release();
+    }
+
+    const settled = await eventually(async () => ((await action(actionId)).status === 'invalidated' ? action(actionId) : null), 30_000);
+    expect(settled.invalidated_reason).toBe('recipient_changed');
+    expect(await sendsTo(person.email!, edited!)).toEqual([]);
+    expect(await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".messages WHERE idempotency_key = $1`, [`outreach:${actionId}`])).toEqual([]);
+  }, 120_000);
+});

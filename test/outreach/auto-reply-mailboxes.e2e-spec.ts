@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { type ActionView, type CampaignView, type ContactView, type EnrollBatchResult, type FlowGraph, type FlowSettings, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
+import { RpcClient } from '@touchpoint/runtime';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js';
+import { AiGatewayModule } from '../../apps/ai-gateway/src/ai-gateway.module.js';
+import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
+import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
+import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
+import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
+import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
+import { NylasWebhookModule } from '../../apps/gateway/src/webhooks/nylas/nylas-webhook.module.js';
+import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
+import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
+import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
+import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
+import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
+import { ALWAYS_OPEN, startFollowups } from '../followups/followups-world.js';
+import { SandboxHandle } from '../outbox/harness.js';
+
+type Row = Record<string, any>;
+interface NylasCall {
+  operation: string;
+  outcome: string;
+  context: Record<string, string>;
+  body: any;
+  provider_id?: string;
+}
+
+/** trigger → wait an hour → text → end, `cancel_on_reply`: a WhatsApp follow-up that a reply would stop. */
+const WAITING_FLOW: { graph: FlowGraph; settings: FlowSettings } = {
+  graph: {
+    nodes: [
+      { id: 't', type: 'trigger', config: {} },
+      { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: 3_600_000 } },
+      { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi, conseguiu ver?' } },
+      { id: 'e', type: 'end', config: {} },
+    ],
+    edges: [
+      { id: 'e1', source: 't', target: 'w', condition: { type: 'always' } },
+      { id: 'e2', source: 'w', target: 'a', condition: { type: 'always' } },
+      { id: 'e3', source: 'a', target: 'e', condition: { type: 'always' } },
+    ],
+  },
+  settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
+};
+
+/**
+ * An auto-reply never stops, opts out or interrupts anything, on any mailbox (seed 003 §4.7),
+ * through the real doors: the sandbox's Nylas fires signed webhooks at the gateway, messaging
+ * stores and judges (libs/text `judgeInbound`, headers read with the grant of the mailbox the email
+ * came to), and outreach and followups act on that one verdict. The organization has two
+ * mailboxes; the campaign sends from the one that is NOT the default, and the sandbox, like Nylas,
+ * answers 404 to a read of its messages with the default mailbox's grant.
+ */
+describe('auto-replies and the mailbox they arrive on', () => {
+  let world: TestWorld;
+  let sandbox: SandboxHandle;
+  let outreach: NestFastifyApplication;
+  let followups: NestFastifyApplication;
+  let rpc: RpcClient;
+  const org = randomUUID(); // followups takes organization ids as uuids
+  const defaultGrant = `grant-default-${randomUUID()}`;
+  const campaignGrant = `grant-campaign-${randomUUID()}`;
+  let campaignSenderId: string;
+  let flowId: string;
+
+  beforeAll(async () => {
+    world = await createTestWorld('outreach_autoreply');
+    sandbox = await SandboxHandle.start();
+    await world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig, { AI_BASE_URL: `${sandbox.url}/v1` })));
+    await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
+    await world.start(
+      OutboxDispatcherModule.forRoot(
+        world.config(OutboxDispatcherConfig, { NYLAS_API_BASE_URL: sandbox.url, UNIPILE_API_BASE_URL: sandbox.url, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_IDLE_POLL_MS: '100', UNSUBSCRIBE_BASE_URL: 'https://touchpoint.example' }),
+      ),
+    );
+    outreach = await world.start(OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0' })));
+    followups = await startFollowups(world);
+    rpc = outreach.get(RpcClient);
+    const gatewayConfig = world.config(GatewayConfig, { NYLAS_WEBHOOK_SECRET: 'e2e-nylas-secret' });
+    const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [NylasWebhookModule]), gatewayStartOptions(gatewayConfig));
+    await sandbox.post('/sandbox/nylas/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/nylas`, webhook_secret: 'e2e-nylas-secret' });
+    for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach', 'followups'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
+    // The first mailbox is the organization's default; the campaign sends from the second.
+    await rpc.call('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: defaultGrant, address: 'hello@ours.example', api_key: 'nylas-key', provider: 'google' });
+    campaignSenderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: campaignGrant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+    const [def] = await world.sql<Row>(`SELECT is_default FROM "${world.schema('outbox-dispatcher')}".senders WHERE provider_account_id = $1`, [defaultGrant]);
+    expect(def!.is_default).toBe(true);
+
+    const flows = followups.get(FlowsService);
+    const flow = await flows.create({ organization_id: org, name: 'Retomada', graph: WAITING_FLOW.graph, settings: WAITING_FLOW.settings });
+    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+    flowId = flow.id;
+  }, 120_000);
+  afterAll(async () => {
+    await world.close();
+    await sandbox.close();
+  });
+
+  const o = () => world.schema('outreach');
+  const m = () => world.schema('messaging');
+  const fu = () => world.schema('followups');
+  const action = async (id: string) => (await world.sql<Row>(`SELECT * FROM "${o()}".proposed_actions WHERE id = $1`, [id]))[0]!;
+  const enrollment = async (id: string) => (await world.sql<Row>(`SELECT * FROM "${o()}".enrollments WHERE id = $1`, [id]))[0]!;
+  const nylasCalls = async () => (await sandbox.get<{ calls: NylasCall[] }>('/sandbox/control/nylas/received')).calls;
+  const replyEvents = (enrollmentId: string) => world.sql<Row>(`SELECT event_id FROM "${o()}".outbox_events WHERE event_id LIKE 'reply:%' AND payload->'data'->>'enrollment_id' = $1`, [enrollmentId]);
+
+  /**
+   * A prospect (email and WhatsApp phone) enrolled in the campaign, whose first email went out
+   * from the campaign's mailbox and was approved by a person; and the same contact waiting in a
+   * WhatsApp follow-up flow that stops on a reply.
+   */
+  async function emailed() {
+    const campaign = await rpc.call<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
+      organization_id: org,
+      name: `Campaign ${randomUUID().slice(0, 6)}`,
+      goal: 'Book a demo of the ergonomic chair line',
+      allowed_channels: ['email'],
+      max_touches: 3,
+      followup_min_days: 2,
+      followup_max_days: 5,
+      email_sender_id: campaignSenderId,
+    });
+    const phone = `+55119${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
+    const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, phone });
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
+    const pending = await eventually(async () => (await world.sql<Row>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
+    await rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } });
+    const sent = await eventually(async () => ((await action(pending!.id)).status === 'executed' ? action(pending!.id) : null), 30_000);
+    const send = (await nylasCalls()).find((c) => c.operation === 'send' && c.provider_id === sent.provider_message_id);
+    expect(send?.context.grant_id).toBe(campaignGrant);
+
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${fu()}".contacts WHERE contact_id = $1`, [person.contact_id])).length === 1, 20_000);
+    const followup = (await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: flowId, contact_id: person.contact_id, operation_key: randomUUID() })).enrollment;
+    expect(followup.status).toBe('active');
+    return { person, enrollmentId, sentId: sent.provider_message_id as string, followupId: followup.id as string, before: await enrollment(enrollmentId) };
+  }
+
+  /** The person answers by email on the campaign's mailbox; resolves once outreach and followups consumed messaging's event. */
+  async function answer(person: ContactView, inReplyTo: string, email: { subject?: string; body: string; headers?: { name: string; value: string }[] }) {
+    const posted = await sandbox.post<{ message: { id: string }; deliveries: { status: number; body: string }[] }>('/sandbox/nylas/inbound', { grant_id: campaignGrant, from: person.email, reply_to_message_id: inReplyTo, ...email });
+    expect(posted.deliveries.map((d) => d.status)).toEqual([200]);
+    const [row] = await world.sql<Row>(`SELECT id, auto_reply, opt_out FROM "${m()}".messages WHERE external_id = $1`, [posted.message.id]);
+    const eventId = `messaging.message.received:${row!.id}`;
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${o()}".inbox_events WHERE event_id = $1`, [eventId]))[0], 30_000);
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${fu()}".inbox_events WHERE event_id = $1`, [eventId]))[0], 30_000);
+    return { nylasId: posted.message.id, message: row! };
+  }
+
+  /** Nothing the auto-reply could have stopped was stopped, in any service, and nothing was suppressed. */
+  async function expectUntouched(s: Awaited<ReturnType<typeof emailed>>) {
+    const contact = await rpc.call<ContactView>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id });
+    expect(contact).toMatchObject({ opted_out_at: null, kind: 'prospect' });
+    expect(await world.sql(`SELECT type FROM "${m()}".outbox_events WHERE type IN ('messaging.contact.opted_out', 'messaging.suppression.requested') AND payload->'data'->>'contact_id' = $1`, [s.person.contact_id])).toEqual([]);
+    expect(await world.sql(`SELECT value FROM "${world.schema('outbox-dispatcher')}".contact_suppressions WHERE organization_id = $1 AND value IN ($2, $3)`, [org, s.person.email!.toLowerCase(), s.person.phone])).toEqual([]);
+    const [flowEnrollment] = await world.sql<Row>(`SELECT status FROM "${fu()}".enrollments WHERE id = $1`, [s.followupId]);
+    expect(flowEnrollment!.status).toBe('active');
+    const after = await enrollment(s.enrollmentId);
+    expect(after).toMatchObject({ status: 'active', context_version: s.before.context_version, person_kind: 'prospect' });
+    expect(await replyEvents(s.enrollmentId)).toEqual([]);
+  }
+
+  const unsubscribeFooter = '\n\nYou received this automatic notice. To unsubscribe from these notices, reply UNSUBSCRIBE.';
+
+  it.each([
+    ['Auto-Submitted header, English, "unsubscribe" in it', { subject: 'Re: your note', body: `I am away until Monday.${unsubscribeFooter}`, headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }] }],
+    ['Auto-Submitted header only, no opt-out words', { subject: 'Re: your note', body: 'I am away until Monday, with limited access to email.', headers: [{ name: 'Auto-Submitted', value: 'auto-generated' }] }],
+    ['X-Autoreply header, Portuguese, "descadastrar" in it', { subject: 'Re: Cadeiras', body: 'Estou de férias até segunda. Para sair da lista, clique em descadastrar.', headers: [{ name: 'X-Autoreply', value: 'yes' }] }],
+    ['Precedence: auto_reply header, Spanish, "darme de baja" in it', { subject: 'RE: Sillas', body: 'Estoy fuera de la oficina. Para darme de baja de estos avisos, responda BAJA.', headers: [{ name: 'Precedence', value: 'auto_reply' }] }],
+    ['subject only, English, "unsubscribe" in it', { subject: 'Automatic reply: your note', body: `Back on the 3rd.${unsubscribeFooter}` }],
+    ['subject only, Portuguese, "unsubscribe" in it', { subject: 'Resposta automática: Cadeiras', body: 'Volto dia 3. unsubscribe' }],
+    ['subject only, Spanish, "Unsubscribe" in it', { subject: 'Respuesta automática: Sillas', body: 'Vuelvo el lunes. Unsubscribe.' }],
+  ] as [string, { subject: string; body: string; headers?: { name: string; value: string }[] }][])('an out-of-office on the campaign\'s non-default mailbox (%s) opts nobody out, stops no follow-up and interrupts nothing', async (_label, email) => {
+    const s = await emailed();
+    const { nylasId, message } = await answer(s.person, s.sentId, email);
+    expect(message).toMatchObject({ auto_reply: true, opt_out: false });
+    await expectUntouched(s);
+    // The headers were read once, with the grant of the mailbox the email came to; never with the default's.
+    const reads = (await nylasCalls()).filter((c) => c.operation === 'read' && c.context.message_id === nylasId);
+    if (email.headers) expect(reads.map((r) => [r.context.grant_id, r.context.fields, r.outcome])).toEqual([[campaignGrant, 'include_headers', 'accepted']]);
+    expect(reads.filter((r) => r.context.grant_id === defaultGrant)).toEqual([]);
+  }, 120_000);
+
+  it('reads the headers again when Nylas fails twice, and the out-of-office still starts nothing', async () => {
+    const s = await emailed();
+    await sandbox.post('/sandbox/control/nylas/faults', { faults: [{ kind: 'error', status: 503, times: 2, match: { operation: 'read', from: s.person.email } }] });
+    const { nylasId, message } = await answer(s.person, s.sentId, { subject: 'Re: your note', body: `Away this week.${unsubscribeFooter}`, headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }] });
+    expect((await nylasCalls()).filter((c) => c.operation === 'read' && c.context.message_id === nylasId).map((c) => c.outcome)).toEqual(['error_503', 'error_503', 'accepted']);
+    expect(message).toMatchObject({ auto_reply: true, opt_out: false });
+    await expectUntouched(s);
+  }, 120_000);
+
+  it('a human reply on the same mailbox interrupts the enrollment and stops the follow-up (the rule is not simply "nothing")', async () => {
+    const s = await emailed();
+    const { message } = await answer(s.person, s.sentId, { subject: 'Re: your note', body: '<div>Yes, Tuesday at 10 works.</div>' });
+    expect(message).toMatchObject({ auto_reply: false, opt_out: false });
+    await eventually(async () => (await replyEvents(s.enrollmentId)).length === 1, 30_000);
+    expect(await enrollment(s.enrollmentId)).toMatchObject({ context_version: s.before.context_version + 1, person_kind: 'crm' });
+    await eventually(async () => (await world.sql<Row>(`SELECT status FROM "${fu()}".enrollments WHERE id = $1`, [s.followupId]))[0]!.status !== 'active', 30_000);
+  }, 120_000);
+
+  it('when the headers stay unreadable, an email is judged by its subject, interrupts (the reply wins) but promotes nobody', async () => {
+    const s = await emailed();
+    await sandbox.post('/sandbox/control/nylas/faults', { faults: [{ kind: 'error', status: 503, times: 3, match: { operation: 'read', from: s.person.email } }] });
+    const { nylasId, message } = await answer(s.person, s.sentId, { subject: 'Re: your note', body: 'Away this week.', headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }] });
+    expect((await nylasCalls()).filter((c) => c.operation === 'read' && c.context.message_id === nylasId).map((c) => c.outcome)).toEqual(['error_503', 'error_503', 'error_503']);
+    expect(message).toMatchObject({ auto_reply: false, opt_out: false });
+    const [event] = await world.sql<Row>(`SELECT payload FROM "${m()}".outbox_events WHERE event_id = $1`, [`messaging.message.received:${message.id}`]);
+    expect(event!.payload.data).toMatchObject({ auto_reply: false, opt_out: false, judgement_certain: false });
+    await eventually(async () => (await replyEvents(s.enrollmentId)).length === 1, 30_000);
+    expect(await enrollment(s.enrollmentId)).toMatchObject({ context_version: s.before.context_version + 1, person_kind: 'prospect' });
+  }, 120_000);
+});
