@@ -120,7 +120,11 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
         if (!(await faultTaken(sandbox, 'meta', { wa_id: waId, type: 'text' }, since))) throw new Error(`${scenario}: the first attempt never reached the sandbox`);
       } else if (timing === 'in_flight') {
         if (!(await faultTaken(sandbox, 'meta', { wa_id: waId, type: 'text' }, since))) throw new Error(`${scenario}: the held attempt never reached the sandbox`);
-      } else await until(async () => (await w.followup(enrollmentId!)).effects.some((e) => e.kind === 'send'));
+      } else {
+        await until(async () => (await w.followup(enrollmentId!)).effects.some((e) => e.kind === 'send'));
+        // The text is held only once the contact's read receipt is on the wire (pacing) or held there (slow provider).
+        await until(async () => (await receiptArrival(waId, Date.now())) !== undefined, 30_000);
+      }
     }
 
     const ackedAt = await stopNow(w, stop, who, waId, number);
@@ -164,14 +168,21 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
    * or the failed first attempt plus the first retry delay. Null when the timing has no such window.
    */
   async function earliestPickup(waId: string, timing: StopTiming, before: number): Promise<number | null> {
+    // No receipt seen: nothing is known to hold the text, the lane could take it at once.
+    if (timing === 'pacing') return ((await receiptArrival(waId, before)) ?? before - PAIR_INTERVAL_MS) + PAIR_INTERVAL_MS;
+    if (timing === 'slow_provider') return ((await receiptArrival(waId, before)) ?? before - SLOW_PROVIDER_HOLD_MS) + Math.max(PAIR_INTERVAL_MS, Math.min(SLOW_PROVIDER_HOLD_MS, SEND_TIMEOUT_MS));
+    if (timing === 'retry_backoff') return ((await arrivalOf(waId, 'text', before)) ?? before - BACKOFF_BASE_MS) + Math.max(BACKOFF_BASE_MS, PAIR_INTERVAL_MS);
+    return null;
+  }
+
+  const receiptArrival = (waId: string, before: number) => arrivalOf(waId, 'read', before);
+
+  /** When the first call of `type` to `waId` reached the sandbox (a held one included), if it did by `before`. */
+  async function arrivalOf(waId: string, type: string, before: number): Promise<number | undefined> {
     const calls = (await sandbox.received('meta')).filter((c) => c.context.wa_id === waId && Number((c as any).arrived_at ?? 0) <= before);
     // A call still held by a scripted fault is not in the log yet, but its taken fault is.
     const taken = ((await sandbox.request('GET', '/sandbox/control/meta/faults/taken')).body?.taken ?? []) as Array<{ taken_at: number; context: Record<string, string> }>;
-    const arrival = (type: string) => [...calls.filter((c) => c.context.type === type).map((c) => Number((c as any).arrived_at)), ...taken.filter((t) => t.context.wa_id === waId && t.context.type === type && t.taken_at <= before).map((t) => t.taken_at)].sort((a, b) => a - b)[0];
-    if (timing === 'pacing') return (arrival('read') ?? before) + PAIR_INTERVAL_MS;
-    if (timing === 'slow_provider') return (arrival('read') ?? before) + Math.max(PAIR_INTERVAL_MS, Math.min(SLOW_PROVIDER_HOLD_MS, SEND_TIMEOUT_MS));
-    if (timing === 'retry_backoff') return (arrival('text') ?? before) + BACKOFF_BASE_MS;
-    return null;
+    return [...calls.filter((c) => c.context.type === type).map((c) => Number((c as any).arrived_at)), ...taken.filter((t) => t.context.wa_id === waId && t.context.type === type && t.taken_at <= before).map((t) => t.taken_at)].sort((a, b) => a - b)[0];
   }
 
   /** Makes `stop` happen and answers when the platform acknowledged it (epoch ms). */
