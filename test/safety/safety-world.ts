@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ContactRef, contactWrites, conversationMessages, type DemoContext } from '../../scripts/demo/demo-context.js';
+import { type ContactRef, contactWrites, conversationMessages, type DemoContext, findWhatsappContact } from '../../scripts/demo/demo-context.js';
 import { activeFlow } from '../../scripts/demo/followups-scenarios.js';
 import { type Answer, type GatewayClient, type SandboxClient } from '../../scripts/demo/http-clients.js';
 import type { Tenant } from '../e2e/platform.js';
@@ -90,8 +90,15 @@ export class SafetyOrg {
   }
 
   /** The contact writes in on `phoneNumberId` (a signed Meta webhook) and is stored. */
-  writes(waId: string, text: string, phoneNumberId: string): Promise<ContactRef & { wamid: string }> {
-    return contactWrites(this.ctx(phoneNumberId), waId, text, 'Safety Person');
+  async writes(waId: string, text: string, phoneNumberId: string, options: { alreadySent?: boolean } = {}): Promise<ContactRef> {
+    if (!options.alreadySent) return contactWrites(this.ctx(phoneNumberId), waId, text, 'Safety Person');
+    // The caller fired the webhook itself (to choose its wamid): wait until messaging stored it.
+    const ctx = this.ctx(phoneNumberId);
+    const ref = await until(() => findWhatsappContact(ctx, waId), 45_000);
+    if (!ref) throw new Error(`contact +${waId} never showed up in messaging`);
+    const stored = await until(async () => (await conversationMessages(ctx, ref.conversationId)).some((m) => m.direction === 'inbound' && (m.body ?? m.text) === text), 45_000);
+    if (!stored) throw new Error(`message "${text}" of +${waId} never stored`);
+    return ref;
   }
 
   async enrollFollowup(flowId: string, who: ContactRef, key: string): Promise<Answer> {

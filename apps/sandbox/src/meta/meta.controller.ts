@@ -40,6 +40,8 @@ export class MetaController {
       wa_id: to.replace(/\D/g, ''),
       type: isRead ? 'read' : String(body?.type ?? 'text'),
       biz_opaque_callback_data: callbackData ?? '',
+      // A read receipt names no recipient, only the inbound message it marks read.
+      message_id: isRead && typeof body?.message_id === 'string' ? body.message_id : '',
     };
     if (!/^v\d+\.\d+$/.test(version) || !/^\d+$/.test(phoneNumberId)) {
       this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
