@@ -275,7 +275,9 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       const payload = (action.approved_payload ?? {}) as Record<string, any>;
       const to = typeof payload.to === 'string' ? payload.to : (payload.to?.email ?? card.to);
       ledger.approve({ scenario, actionId: card.action_id, grant: grantCampaign, to, subject: payload.subject ?? card.draft?.subject ?? null, body: String(payload.body ?? card.draft?.body ?? ''), personAddresses: [p.email, ...(options.editAddressTo ? [options.editAddressTo] : [])] });
-      const sent = await until(async () => (await sandbox.received('nylas')).find((c) => c.context.grant_id === grantCampaign && (c.context.to === p.email || c.context.to === options.editAddressTo) && c.provider_id), 60_000);
+      // With the address edited, refusing to send is as good as sending to the approved address: the invariant judges the wire.
+      if (options.editAddressTo) return { actionId: card.action_id as string, providerId: '', body: '' };
+      const sent = await until(async () => (await sandbox.received('nylas')).find((c) => c.context.grant_id === grantCampaign && c.context.to === p.email && c.provider_id), 60_000);
       if (!sent) throw new Error(`${scenario}: the approved email never reached the sandbox`);
       return { actionId: card.action_id as string, providerId: sent.provider_id!, body: String((sent.body as any)?.body ?? '') };
     }
