@@ -14,6 +14,7 @@ export enum ErrorCode {
   HeadersTooLarge = 'headers_too_large',
   RequestTimeout = 'request_timeout',
   MalformedRequest = 'malformed_request',
+  UriTooLong = 'uri_too_long',
   UnsupportedMediaType = 'unsupported_media_type',
   Unauthorized = 'unauthorized',
   Forbidden = 'forbidden',
@@ -145,6 +146,8 @@ export function httpStatusOf(code: ErrorCode | string): number {
       return 413;
     case ErrorCode.HeadersTooLarge:
       return 431;
+    case ErrorCode.UriTooLong:
+      return 414;
     case ErrorCode.RequestTimeout:
       return 408;
     case ErrorCode.UnsupportedMediaType:

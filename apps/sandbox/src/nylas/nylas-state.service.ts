@@ -32,9 +32,6 @@ export interface NylasSettings {
   grant_providers: Record<string, string>;
 }
 
-/** Default webhook secret of the sandbox (the gateway's NYLAS_WEBHOOK_SECRET default). */
-export const SANDBOX_NYLAS_WEBHOOK_SECRET = 'sandbox-nylas-webhook-secret';
-
 /**
  * Messages, settings and webhook delivery of the Nylas v3 stand-in. Notifications are signed like
  * Nylas: `x-nylas-signature` = hex HMAC-SHA256(webhook secret, raw body) (fixtures/README.md).
@@ -50,7 +47,7 @@ export class NylasStateService {
   }
 
   defaults(): NylasSettings {
-    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/nylas`, webhook_secret: SANDBOX_NYLAS_WEBHOOK_SECRET, grant_providers: {} };
+    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/nylas`, webhook_secret: this.config.NYLAS_WEBHOOK_SECRET, grant_providers: {} };
   }
 
   reset(): void {

@@ -5,8 +5,6 @@ import type { SandboxConfig } from '../sandbox.config.js';
 export const UNIPILE_SANDBOX_CONFIG = Symbol('sandbox:unipile-config');
 /** Name of the Unipile fault queue and request log in the control API. */
 export const UNIPILE_PROVIDER = 'unipile';
-/** Default shared secret the sandbox sends with its webhooks (the gateway's default). */
-export const SANDBOX_UNIPILE_WEBHOOK_SECRET = 'sandbox-unipile-webhook-secret';
 
 /**
  * How the account relates to a person, as the stand-in answers an invitation:
@@ -40,7 +38,7 @@ export class UnipileStateService {
   }
 
   defaults(): UnipileSettings {
-    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/unipile`, webhook_header: 'Unipile-Auth', webhook_secret: SANDBOX_UNIPILE_WEBHOOK_SECRET, account_users: {} };
+    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/unipile`, webhook_header: 'Unipile-Auth', webhook_secret: this.config.UNIPILE_WEBHOOK_SECRET, account_users: {} };
   }
 
   reset(): void {
