@@ -16,6 +16,14 @@ export class OutboxDispatcherConfig extends ServiceConfig {
   @Matches(/^[A-Za-z0-9+/]{43}=$/, { message: 'must be 32 bytes in base64' }) @Secret()
   OUTBOX_CREDENTIALS_KEY = 'ZGV2ZWxvcG1lbnQtb25seS1rZXktMzItYnl0ZXMhISE=';
 
+  /**
+   * Deadline of the provider read that proves a new sender's credential owns its id (Graph phone
+   * number, Nylas grant, Unipile account), ms. Keep it under the gateway's RPC_TIMEOUT_MS, or the
+   * caller is told 503 while the sender is still being added.
+   */
+  @IsInt() @Min(100) @Max(60_000)
+  SENDER_VERIFY_TIMEOUT_MS = 3000;
+
   /** Base URL of the WhatsApp Cloud API (Graph); the sandbox on a developer machine. */
   @Matches(/^https?:\/\/[^/]+/, { message: 'must be an http(s) URL' })
   WHATSAPP_GRAPH_BASE_URL = 'http://127.0.0.1:3900';

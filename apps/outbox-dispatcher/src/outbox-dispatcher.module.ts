@@ -23,6 +23,7 @@ import { CorrespondentsConsumer } from './prospect-cap/correspondents.consumer.j
 import { ProspectCapService } from './prospect-cap/prospect-cap.service.js';
 import { SendersController } from './senders/senders.controller.js';
 import { SendersRepository } from './senders/senders.repository.js';
+import { SenderOwnershipService } from './senders/sender-ownership.service.js';
 import { SendersService } from './senders/senders.service.js';
 import { LeaseRecoveryService } from './sweep/lease-recovery.service.js';
 import { SweepService } from './sweep/sweep.service.js';
@@ -43,6 +44,7 @@ export class OutboxDispatcherModule {
     const providers: Provider[] = [
       SendersRepository,
       SendersService,
+      SenderOwnershipService,
       OutboxRepository,
       OutboxMetrics,
       WhatsAppAdapter,

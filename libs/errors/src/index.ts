@@ -57,6 +57,7 @@ export enum ErrorCode {
   InvalidRecipient = 'invalid_recipient',
   SenderNotFound = 'sender_not_found',
   SenderDisconnected = 'sender_disconnected',
+  SenderUnverified = 'sender_unverified',
   UnsupportedChannel = 'unsupported_channel',
   NotAmbiguous = 'not_ambiguous',
   InvalidResolution = 'invalid_resolution',
@@ -157,6 +158,7 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.InvalidGraph:
     case ErrorCode.InvalidCursor:
     case ErrorCode.UnsupportedChannel:
+    case ErrorCode.SenderUnverified:
     case ErrorCode.BatchTooLarge:
     case ErrorCode.DraftEmpty:
     case ErrorCode.DraftTooLong:

@@ -22,6 +22,15 @@ export interface NylasMessage {
   headers: { name: string; value: string }[];
 }
 
+/** A grant of the stand-in's Nylas application, readable with the application's API key only. */
+export interface NylasGrant {
+  id: string;
+  api_key: string;
+  email: string;
+  provider: string;
+  created_at: number;
+}
+
 /** What the stand-in does on its own; changed through `POST /sandbox/nylas/settings`. */
 export interface NylasSettings {
   /** Where notifications go; default `${GATEWAY_URL}/webhooks/nylas`. */
@@ -40,6 +49,8 @@ export interface NylasSettings {
 export class NylasStateService {
   settings: NylasSettings;
   readonly messages = new Map<string, NylasMessage>();
+  /** Grants made known through `POST /sandbox/nylas/grants` (grant id → grant). */
+  readonly grants = new Map<string, NylasGrant>();
   private seq = 0;
 
   constructor(@Inject(NYLAS_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
@@ -53,6 +64,7 @@ export class NylasStateService {
   reset(): void {
     this.settings = this.defaults();
     this.messages.clear();
+    this.grants.clear();
   }
 
   nextId(prefix: string): string {

@@ -21,6 +21,14 @@ export interface UnipileSettings {
   account_users: Record<string, string>;
 }
 
+/** A LinkedIn account connected to the stand-in's Unipile workspace, readable with the workspace's API key only. */
+export interface UnipileAccount {
+  id: string;
+  api_key: string;
+  name: string;
+  created_at: string;
+}
+
 /** Chats, relations and webhook delivery of the Unipile (API v1) stand-in. */
 @Injectable()
 export class UnipileStateService {
@@ -31,6 +39,8 @@ export class UnipileStateService {
   readonly profiles = new Map<string, string>();
   /** chat id → { account, attendee provider id }. */
   readonly chats = new Map<string, { account_id: string; provider_id: string }>();
+  /** Accounts made known through `POST /sandbox/unipile/accounts` (account id → account). */
+  readonly accounts = new Map<string, UnipileAccount>();
   private seq = 0;
 
   constructor(@Inject(UNIPILE_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
@@ -46,6 +56,7 @@ export class UnipileStateService {
     this.relations.clear();
     this.chats.clear();
     this.profiles.clear();
+    this.accounts.clear();
   }
 
   nextId(prefix: string): string {
