@@ -26,23 +26,31 @@ export class ConfigError extends Error {
 
 const SECRETS = Symbol('touchpoint:config-secrets');
 
+/** When a secret is not in use, so its default may stay (e.g. the model key with no model configured). */
+export type SecretUnused = (config: any) => boolean;
+
 /**
  * Marks a variable as a secret (a signing key, a token, an encryption key). Its built-in default
  * is public (it is in this repository), so a process with `NODE_ENV=production` that still has the
- * default refuses to start (see loadConfig).
+ * default refuses to start (see loadConfig), unless `unused(config)` says the secret is not used.
  */
-export function Secret(): PropertyDecorator {
+export function Secret(unused?: SecretUnused): PropertyDecorator {
   return (target, property) => {
-    const own = Object.prototype.hasOwnProperty.call(target, SECRETS) ? (target as Record<symbol, string[]>)[SECRETS] : [...secretsOf(target)];
-    if (!own.includes(String(property))) own.push(String(property));
+    const inherited = (target as Record<symbol, Map<string, SecretUnused | undefined> | undefined>)[SECRETS];
+    const own = Object.prototype.hasOwnProperty.call(target, SECRETS) && inherited ? inherited : new Map(inherited ?? []);
+    own.set(String(property), unused);
     Object.defineProperty(target, SECRETS, { value: own, enumerable: false, configurable: true });
   };
 }
 
-/** The names of the variables marked `@Secret()` on a config class or instance (inherited ones included). */
+/** The names of the variables marked `@Secret()` on a config class (inherited ones included). */
 export function secretsOf(target: object): string[] {
+  return [...secretMap(target).keys()];
+}
+
+function secretMap(target: object): Map<string, SecretUnused | undefined> {
   const proto = typeof target === 'function' ? (target as { prototype: object }).prototype : target;
-  return (proto as Record<symbol, string[] | undefined>)[SECRETS] ?? [];
+  return (proto as Record<symbol, Map<string, SecretUnused | undefined> | undefined>)[SECRETS] ?? new Map();
 }
 
 /**
@@ -72,7 +80,7 @@ export function loadConfig<T extends object>(cls: new () => T, env: NodeJS.Proce
     throw new ConfigError(names, detail);
   }
   if ((instance as { NODE_ENV?: unknown }).NODE_ENV === 'production') {
-    const defaulted = secretsOf(cls).filter((name) => (instance as Record<string, unknown>)[name] === defaults[name]);
+    const defaulted = [...secretMap(cls)].filter(([name, unused]) => (instance as Record<string, unknown>)[name] === defaults[name] && !unused?.(instance)).map(([name]) => name);
     if (defaulted.length > 0) {
       throw new ConfigError(defaulted, `${defaulted.join(', ')}: still the built-in default, which is public; set a secret value of your own (NODE_ENV=production)`);
     }

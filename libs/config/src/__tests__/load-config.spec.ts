@@ -9,6 +9,13 @@ class WithSecrets extends ServiceConfig {
 
   @IsString()
   NOT_SECRET = 'plain';
+
+  /** Used only when FEATURE is on. */
+  @IsString() @Secret((config: WithSecrets) => config.FEATURE === 'off')
+  FEATURE_KEY = 'feature-default';
+
+  @IsString()
+  FEATURE = 'on';
 }
 
 describe(loadConfig.name, () => {
@@ -70,13 +77,17 @@ describe(loadConfig.name, () => {
     it('refuses, in production, every secret left at its built-in default, naming each', () => {
       const failure = failureOf({ NODE_ENV: 'production', OTHER_SECRET: 'mine' });
       expect(failure).toBeInstanceOf(ConfigError);
-      expect(failure!.variables).toEqual(['SIGNING_SECRET']);
+      expect(failure!.variables).toEqual(['SIGNING_SECRET', 'FEATURE_KEY']);
       expect(failure!.message).toContain('SIGNING_SECRET');
       expect(failure!.message).not.toContain('public-default');
     });
 
     it('starts in production once every secret is set', () => {
-      expect(loadConfig(WithSecrets, { NODE_ENV: 'production', SIGNING_SECRET: 'a', OTHER_SECRET: 'b' })).toMatchObject({ SIGNING_SECRET: 'a', NOT_SECRET: 'plain' });
+      expect(loadConfig(WithSecrets, { NODE_ENV: 'production', SIGNING_SECRET: 'a', OTHER_SECRET: 'b', FEATURE_KEY: 'c' })).toMatchObject({ SIGNING_SECRET: 'a', NOT_SECRET: 'plain' });
+    });
+
+    it('lets a secret keep its default in production when its feature is off', () => {
+      expect(loadConfig(WithSecrets, { NODE_ENV: 'production', SIGNING_SECRET: 'a', OTHER_SECRET: 'b', FEATURE: 'off' })).toMatchObject({ FEATURE_KEY: 'feature-default' });
     });
 
     it.each(['development', 'test'])('keeps the defaults outside production (%s)', (nodeEnv) => {
