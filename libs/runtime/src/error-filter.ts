@@ -100,7 +100,8 @@ export class AllErrorsFilter implements ExceptionFilter {
     // Fastify parses the body of a request for no route too: a bad body there is still a 404.
     const { status, body } = request?.is404
       ? { status: 404, body: { error: { code: ErrorCode.RouteNotFound, message: `no route ${request.method} ${request.url?.split('?')[0]}` } } }
-      : toEnvelope(exception, this.logger, { request_id: request?.id, url: request?.url, method: request?.method });
+      : // The path only: the query string may carry tokens and search text (never logged).
+        toEnvelope(exception, this.logger, { request_id: request?.id, path: request?.url?.split('?')[0], method: request?.method });
     reply.status(status).send(body);
     return undefined;
   }
