@@ -92,8 +92,12 @@ describe('Hostile input over every route', () => {
   const isFreeText = (schema: Schema) => schema.type === 'string' && !schema.format && !schema.enum && !schema.pattern;
   const TEXT = '\u0001free text\u0001';
 
-  /** A value of `schema` that validation accepts where it can (required properties only); free text is TEXT. */
-  function sample(raw: Schema | undefined, depth = 0): unknown {
+  /**
+   * A value of `schema` that validation accepts where it can; free text is TEXT, `customer_id` the
+   * caller's. `all` fills the optional properties too (where more text fields hide, at the price of
+   * more values validation may refuse first); otherwise only the required ones.
+   */
+  function sample(raw: Schema | undefined, depth = 0, all = false): unknown {
     const schema = deref(raw);
     if (schema.enum) return schema.enum[0];
     if (schema.type === 'string') {
@@ -105,10 +109,10 @@ describe('Hostile input over every route', () => {
     }
     if (schema.type === 'integer' || schema.type === 'number') return schema.minimum ?? 1;
     if (schema.type === 'boolean') return false;
-    if (schema.type === 'array') return schema.minItems ? [sample(schema.items, depth + 1)] : [];
+    if (schema.type === 'array') return schema.minItems || all ? [sample(schema.items, depth + 1, all)] : [];
     if ((schema.type === 'object' || schema.properties) && depth < 6) {
       const out: Record<string, unknown> = {};
-      for (const name of schema.required ?? []) out[name] = name === 'customer_id' ? a.organizationId : sample(schema.properties?.[name], depth + 1);
+      for (const name of all ? Object.keys(schema.properties ?? {}) : (schema.required ?? [])) out[name] = name === 'customer_id' ? a.organizationId : sample(schema.properties?.[name], depth + 1, all);
       return out;
     }
     return schema.example ?? null;
@@ -133,7 +137,7 @@ describe('Hostile input over every route', () => {
     body: unknown;
     pathParameters: Parameter[];
   }
-  function build(route: string, operation: Operation): Built {
+  function build(route: string, operation: Operation, all = false): Built {
     const parameters = operation.parameters ?? [];
     const pathParameters = parameters.filter((p) => p.in === 'path');
     const query: Record<string, string> = {};
@@ -142,7 +146,7 @@ describe('Hostile input over every route', () => {
       else if (p.required || isFreeText(deref(p.schema))) query[p.name] = String(sample(p.schema));
     }
     const bodySchema = operation.requestBody?.content?.['application/json']?.schema;
-    const body = bodySchema ? sample(bodySchema) : undefined;
+    const body = bodySchema ? sample(bodySchema, 0, all) : undefined;
     const path = (override?: (name: string) => string | undefined) =>
       route.replace(/\{([^}]+)\}/g, (_m, name: string) => {
         const given = override?.(name);
@@ -172,11 +176,14 @@ describe('Hostile input over every route', () => {
     const probes: Probe[] = [];
     for (const { route, method, operation } of operations()) {
       const built = build(route, operation);
-      // A NUL in every text place the route has (body, query and path), and in a query parameter in any case.
+      // A NUL in every text place the route has (body, query and path), and in a query parameter in
+      // any case; once with the required body fields only, once with every field.
       const nul = () => 'a\u0000b';
-      const nulQuery = { ...Object.fromEntries(Object.entries(built.query).map(([k, v]) => [k, v === TEXT ? nul() : v])), note: nul() };
-      const textPath = built.pathParameters.find((p) => isFreeText(deref(p.schema)) && p.name !== 'customer_id' && !/_id$/.test(p.name));
-      probes.push(await send('nul', route, method, built.path((name) => (name === textPath?.name ? nul() : undefined)), nulQuery, replaceText(built.body, nul)));
+      for (const variant of [built, build(route, operation, true)]) {
+        const nulQuery = { ...Object.fromEntries(Object.entries(variant.query).map(([k, v]) => [k, v === TEXT ? nul() : v])), note: nul() };
+        const textPath = variant.pathParameters.find((p) => isFreeText(deref(p.schema)) && p.name !== 'customer_id' && !/_id$/.test(p.name));
+        probes.push(await send('nul', route, method, variant.path((name) => (name === textPath?.name ? nul() : undefined)), nulQuery, replaceText(variant.body, nul)));
+      }
       // A path parameter over the router's limit (100 characters).
       if (built.pathParameters.length > 0) {
         const first = built.pathParameters[0]!.name;
@@ -199,7 +206,7 @@ describe('Hostile input over every route', () => {
     const withoutRequestId = probes.filter((p) => !p.requestId);
     const accepted = probes.filter((p) => p.status < 400);
     process.stderr.write(
-      `hostile-input walk: ${routes.size} routes, ${probes.length} probes (${probes.filter((p) => p.kind === 'nul').length} NUL, ${probes.filter((p) => p.kind === 'long_path_parameter').length} long path parameter, ${probes.filter((p) => p.kind === 'megabyte_string').length} 1 MB); 5xx: ${serverErrors.length}; outside the envelope: ${outsideEnvelope.length}; without x-request-id: ${withoutRequestId.length}; accepted (<400): ${accepted.length}${accepted.length ? ` (${accepted.map((p) => `${p.kind} ${p.route} ${p.status}`).join('; ')})` : ''}\n`,
+      `hostile-input walk: ${routes.size} routes, ${probes.length} probes (${probes.filter((p) => p.kind === 'nul').length} NUL, ${probes.filter((p) => p.kind === 'long_path_parameter').length} long path parameter, ${probes.filter((p) => p.kind === 'megabyte_string').length} 1 MB); 5xx: ${serverErrors.length}${serverErrors.length ? ` (${serverErrors.map((p) => `${p.kind} ${p.route}`).join('; ')})` : ''}; outside the envelope: ${outsideEnvelope.length}; without x-request-id: ${withoutRequestId.length}; accepted (<400): ${accepted.length}${accepted.length ? ` (${accepted.map((p) => `${p.kind} ${p.route} ${p.status}`).join('; ')})` : ''}\n`,
     );
     expect(serverErrors).toEqual([]);
     expect(outsideEnvelope).toEqual([]);
