@@ -81,6 +81,11 @@ describe('Sender ownership', () => {
       expect(again.body.error.code).toBe('conflict');
     });
 
+    it('answers 400, not 503, to a token that cannot travel in a header (a line break)', async () => {
+      const res = await http('POST', '/senders', { secret: attacker.secret, json: whatsapp(number(), 'tok\nen') });
+      expect([res.status, res.body.error.code, res.body.error.details]).toEqual([400, 'validation_failed', [{ field: 'access_token', problems: ['must not contain control characters'] }]]);
+    });
+
     it('keeps the old token when a new one cannot read the sender’s number', async () => {
       const own = number();
       await sandbox.post('/sandbox/meta/numbers', { phone_number_id: own, access_token: 'first-token' });

@@ -28,6 +28,7 @@ export class SenderOwnershipService {
 
   /** @throws AppError sender_unverified, service_unavailable */
   async proveWhatsAppNumber(phoneNumberId: string, accessToken: string): Promise<void> {
+    requireHeaderSafe('access_token', accessToken);
     const url = `${base(this.config.WHATSAPP_GRAPH_BASE_URL)}/${this.config.WHATSAPP_GRAPH_VERSION}/${encodeURIComponent(phoneNumberId)}?fields=id,display_phone_number,verified_name`;
     const answer = await this.read('Meta', url, { authorization: `Bearer ${accessToken}` });
     const id = (answer.body as { id?: unknown } | null)?.id;
@@ -36,6 +37,7 @@ export class SenderOwnershipService {
 
   /** @throws AppError sender_unverified, service_unavailable */
   async proveNylasGrant(grantId: string, apiKey: string): Promise<void> {
+    requireHeaderSafe('api_key', apiKey);
     const answer = await this.read('Nylas', `${base(this.config.NYLAS_API_BASE_URL)}/v3/grants/${encodeURIComponent(grantId)}`, { authorization: `Bearer ${apiKey}` });
     const data = (answer.body as { data?: { id?: unknown; grant_status?: unknown } } | null)?.data;
     if (!isOk(answer) || data?.id !== grantId) throw refused('Nylas', 'the API key cannot read this grant', answer);
@@ -44,6 +46,7 @@ export class SenderOwnershipService {
 
   /** @throws AppError sender_unverified, service_unavailable */
   async proveUnipileAccount(accountId: string, apiKey: string): Promise<void> {
+    requireHeaderSafe('api_key', apiKey);
     const answer = await this.read('Unipile', `${base(this.config.UNIPILE_API_BASE_URL)}/api/v1/accounts/${encodeURIComponent(accountId)}`, { 'x-api-key': apiKey, accept: 'application/json' });
     const id = (answer.body as { id?: unknown } | null)?.id;
     if (!isOk(answer) || id !== accountId) throw refused('Unipile', 'the API key cannot read this account', answer);
@@ -62,6 +65,14 @@ export class SenderOwnershipService {
     }
     return answer;
   }
+}
+
+/**
+ * A credential travels in an HTTP header: control characters (a NUL, a line break) cannot, and
+ * would fail the call as if the provider were unreachable. They are the caller's mistake: 400.
+ */
+function requireHeaderSafe(field: string, value: string): void {
+  if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) throw new AppError(ErrorCode.ValidationFailed, `${field} holds a control character`, [{ field, problems: ['must not contain control characters'] }]);
 }
 
 const base = (url: string) => url.replace(/\/+$/, '');
