@@ -17,8 +17,7 @@ export const RAW_BODY_PATH_PREFIXES = ['/webhooks/'];
 /**
  * How the gateway's HTTP server is set up on top of the shared bootstrap: body limit, request
  * context and access log, security headers, JSON-only bodies, raw bodies for webhooks, well-formed
- * text in bodies, no NUL
- * characters outside the webhooks, OpenAPI at /docs. Tests pass these to
+ * text in bodies, no NUL characters outside the webhooks, OpenAPI at /docs. Tests pass these to
  * `world.start(GatewayModule.forRoot(config), gatewayStartOptions(config))`.
  */
 export function gatewayStartOptions(config: GatewayConfig): StartOptions {
