@@ -98,10 +98,11 @@ function meaningOf(member: ts.PropertyDeclaration, fallback = ''): string {
     if (call === 'Max' && first) max = numberText(first.getText());
     if (call === 'IsBoolean') accepted.push('`true`/`false` (also `1`/`yes`)');
   }
+  const secret = (ts.getDecorators(member) ?? []).some((d) => ts.isCallExpression(d.expression) && ts.isIdentifier(d.expression.expression) && d.expression.expression.text === 'Secret');
   if (min !== undefined && max !== undefined) accepted.push(`${min} to ${max}`);
   else if (min !== undefined) accepted.push(`at least ${min}`);
   else if (max !== undefined) accepted.push(`at most ${max}`);
-  const text = [docs, accepted.length ? `Accepts ${accepted.join('; ')}.` : ''].filter(Boolean).join(' ');
+  const text = [docs, accepted.length ? `Accepts ${accepted.join('; ')}.` : '', secret ? '**Secret:** with `NODE_ENV=production` the default refuses to start.' : ''].filter(Boolean).join(' ');
   return (text || '—').replace(/\|/g, '\\|');
 }
 

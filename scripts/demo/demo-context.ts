@@ -78,6 +78,8 @@ export async function prepareWhatsapp(ctx: DemoContext): Promise<string> {
   const items: Array<{ sender_id: string; phone_number_id: string }> = existing.items ?? existing.data ?? existing;
   let sender = items.find((s) => s.phone_number_id === ctx.phoneNumberId);
   if (!sender) {
+    // The sandbox's Meta holds the number; the token it is given is what proves the sender owns it.
+    expectStatus('sandbox meta number', await ctx.sandbox.request('POST', '/sandbox/meta/numbers', { phone_number_id: ctx.phoneNumberId, access_token: 'sandbox-access-token', display_phone_number: '5511912345678' }), 200);
     sender = expectStatus(
       'POST /senders',
       await ctx.gateway.post('/senders', { channel: 'whatsapp', phone_number_id: ctx.phoneNumberId, display_phone_number: '5511912345678', business_account_id: '100000000000001', access_token: 'sandbox-access-token', label: 'Demo number (sandbox)' }),

@@ -106,6 +106,8 @@ async function connectMailbox(ctx: DemoContext): Promise<string | undefined> {
   const listed = await ctx.gateway.get('/senders?channel=email');
   const existing = listed.status === 200 ? (listed.body.items as Array<{ sender_id: string; status: string }>).find((s) => s.status === 'connected') : undefined;
   if (existing) return existing.sender_id;
+  // The grant lives at the sandbox's Nylas; the API key it is given is what proves the mailbox is ours.
+  await ctx.sandbox.request('POST', '/sandbox/nylas/grants', { grant_id: `demo-grant-${ctx.organizationId}`, api_key: 'sandbox-nylas-api-key', email: 'sales@touchpoint-demo.example', provider: 'google' });
   const created = await ctx.gateway.post('/senders/accounts', {
     channel: 'email',
     account_id: `demo-grant-${ctx.organizationId}`,

@@ -4,7 +4,7 @@ import { loadAll, YAML11_SCHEMA } from 'js-yaml';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SERVICE_PORT, SERVICES, type ServiceName } from '@touchpoint/contracts';
-import { loadConfig, type ServiceConfig } from '@touchpoint/config';
+import { ConfigError, loadConfig, secretsOf, type ServiceConfig } from '@touchpoint/config';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
@@ -192,6 +192,63 @@ describe('deployment manifests', () => {
   });
 });
 
+/** The config class of each service (libs/config: the only readers of the environment). */
+const CONFIG_CLASSES: Record<ServiceName, new () => ServiceConfig> = {
+  gateway: GatewayConfig,
+  followups: FollowupsConfig,
+  outreach: OutreachConfig,
+  messaging: MessagingConfig,
+  'outbox-dispatcher': OutboxDispatcherConfig,
+  abuse: AbuseConfig,
+  'ai-gateway': AiGatewayConfig,
+};
+
+/** A compose environment as docker compose reads it with nothing exported: `${NAME:-value}` → value. */
+function composeEnvironment(service: string): Record<string, string> {
+  const env = compose.services[service].environment as Record<string, unknown>;
+  return Object.fromEntries(Object.entries(env).map(([name, value]) => [name, String(value).replace(/\$\{\w+:-([^}]*)\}/g, '$1')]));
+}
+
+describe('secrets in production', () => {
+  const secretsOfService = SERVICES.map((service) => [service, secretsOf(CONFIG_CLASSES[service])] as const);
+
+  it('the gateway and the dispatcher declare their webhook, token and encryption secrets', () => {
+    expect(secretsOf(GatewayConfig)).toEqual(expect.arrayContaining(['META_APP_SECRET', 'META_VERIFY_TOKEN', 'NYLAS_WEBHOOK_SECRET', 'UNIPILE_WEBHOOK_SECRET', 'UNSUBSCRIBE_TOKEN_SECRET']));
+    expect(secretsOf(OutboxDispatcherConfig)).toEqual(expect.arrayContaining(['OUTBOX_CREDENTIALS_KEY', 'UNSUBSCRIBE_TOKEN_SECRET']));
+  });
+
+  it.each(secretsOfService.filter(([, secrets]) => secrets.length > 0))('%s refuses to start in production with its secrets at their defaults, naming each', (service, secrets) => {
+    let caught: unknown;
+    try {
+      loadConfig(CONFIG_CLASSES[service], { NODE_ENV: 'production' });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect([...(caught as ConfigError).variables].sort()).toEqual([...secrets].sort());
+    for (const name of secrets) expect((caught as ConfigError).message).toContain(name);
+  });
+
+  it('the example Secret lists every secret of every service, and the ConfigMap none', () => {
+    const [secret] = ofKind('Secret');
+    const all = [...new Set(secretsOfService.flatMap(([, secrets]) => secrets))];
+    expect(Object.keys(secret.stringData)).toEqual(expect.arrayContaining(all));
+    expect(Object.keys(ofKind('ConfigMap')[0].data).filter((name) => all.includes(name))).toEqual([]);
+  });
+
+  it.each([...SERVICES])('%s starts in production from the compose environment (every secret set, none at its default)', (service) => {
+    const env = { ...composeEnvironment(service), NODE_ENV: 'production' };
+    for (const name of secretsOf(CONFIG_CLASSES[service])) expect({ name, set: name in env }).toEqual({ name, set: true });
+    expect(() => loadConfig(CONFIG_CLASSES[service], env)).not.toThrow();
+  });
+
+  it('the compose sandbox signs its webhooks with the gateway’s secrets', () => {
+    const gateway = composeEnvironment('gateway');
+    const sandbox = composeEnvironment('sandbox');
+    for (const name of ['META_APP_SECRET', 'NYLAS_WEBHOOK_SECRET', 'UNIPILE_WEBHOOK_SECRET']) expect({ name, value: sandbox[name] }).toEqual({ name, value: gateway[name] });
+  });
+});
+
 describe('the probed routes on started services', () => {
   let world: TestWorld;
   /** Metric names each started service exports (`# TYPE` lines of /metrics). */
@@ -209,15 +266,7 @@ describe('the probed routes on started services', () => {
     abuse: () => world.start(AbuseModule.forRoot(world.config(AbuseConfig))),
     'ai-gateway': () => world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig))),
   };
-  const configClasses: Record<ServiceName, new () => ServiceConfig> = {
-    gateway: GatewayConfig,
-    followups: FollowupsConfig,
-    outreach: OutreachConfig,
-    messaging: MessagingConfig,
-    'outbox-dispatcher': OutboxDispatcherConfig,
-    abuse: AbuseConfig,
-    'ai-gateway': AiGatewayConfig,
-  };
+  const configClasses = CONFIG_CLASSES;
 
   beforeAll(async () => {
     world = await createTestWorld('manifests');

@@ -6,6 +6,10 @@ import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders, gatewayTable, httpClient, type SeededKey } from '../gateway/gateway-world.js';
+import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
+import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
+import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { inboundText, newWamid, registerSender } from '../messaging/helpers.js';
 import { startFollowups } from './followups-world.js';
 
 /** The seed-002 REST contract of flows, enrollments, the queue and settings, through the gateway. */
@@ -16,11 +20,16 @@ describe('Follow-up REST API (gateway → followups)', () => {
   let org: SeededKey;
   let reader: SeededKey;
   let other: SeededKey;
+  let messaging: NestFastifyApplication;
+  let waSeq = 0;
   const SEED_ORG = SEED_002_FLOW_EXAMPLE.customer_id;
 
   beforeAll(async () => {
     world = await createTestWorld('fu_api');
     await startFollowups(world);
+    // Enrollments name the caller's contacts and conversations, which messaging owns.
+    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '200' })));
+    await registerSender(world, SEED_002_FLOW_EXAMPLE.customer_id, 'pn-fu-api');
     const config = world.config(GatewayConfig);
     gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
     http = httpClient(await gateway.getUrl());
@@ -32,6 +41,17 @@ describe('Follow-up REST API (gateway → followups)', () => {
     other = await build.organizationWithKey({ scopes: ['agents:read', 'agents:write'] });
   });
   afterAll(() => world.close());
+
+  /** A contact of the seed organization writes in: its contact and conversation ids. */
+  async function contactWrites(): Promise<{ contact_id: string; conversation_id: string }> {
+    const waId = `55119${String(70_000_000 + ++waSeq)}`;
+    await messaging.get(InboundService).whatsapp(inboundText(newWamid(), waId, 'Oi', Math.floor(Date.now() / 1000), 'pn-fu-api'));
+    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
+      `SELECT m.contact_id, m.conversation_id FROM "${world.schema('messaging')}".messages m JOIN "${world.schema('messaging')}".contacts c ON c.id = m.contact_id WHERE c.phone = $1 LIMIT 1`,
+      [`+${waId}`],
+    );
+    return row!;
+  }
 
   const q = (params: Record<string, string | number | undefined>) =>
     '?' + new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)])).toString();
@@ -182,7 +202,7 @@ describe('Follow-up REST API (gateway → followups)', () => {
     });
 
     it('enrolls (201) and returns the same enrollment for a repeated operation_key', async () => {
-      const body = { customer_id: SEED_ORG, flow_id: flowId, contact_id: randomUUID(), conversation_id: randomUUID(), operation_key: randomUUID(), agent_id: randomUUID() };
+      const body = { customer_id: SEED_ORG, flow_id: flowId, ...(await contactWrites()), operation_key: randomUUID(), agent_id: randomUUID() };
       const first = await http('POST', '/ai/followups/enrollments', { secret: org.secret, json: body });
       expect(first.status).toBe(201);
       expect(first.body.data).toMatchObject({ status: 'active', node_id: 'espera', flow_id: flowId, contact_id: body.contact_id, conversation_id: body.conversation_id, agent_id: body.agent_id });
@@ -201,7 +221,7 @@ describe('Follow-up REST API (gateway → followups)', () => {
     });
 
     it('controls an enrollment: pause, resume, advance_now, cancel; already_terminal after', async () => {
-      const created = await http('POST', '/ai/followups/enrollments', { secret: org.secret, json: { customer_id: SEED_ORG, flow_id: flowId, contact_id: randomUUID(), operation_key: randomUUID() } });
+      const created = await http('POST', '/ai/followups/enrollments', { secret: org.secret, json: { customer_id: SEED_ORG, flow_id: flowId, contact_id: (await contactWrites()).contact_id, operation_key: randomUUID() } });
       const id = created.body.data.id;
       const control = (expected_revision: number, action: string) => http('POST', `/ai/followups/enrollments/${id}/control`, { secret: org.secret, json: { customer_id: SEED_ORG, expected_revision, action } });
       const paused = await control(1, 'pause');

@@ -61,7 +61,7 @@ describe('follow-ups end to end', () => {
     key = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['agents:read', 'agents:write'] });
     org = key.organizationId;
     await setLimits(world, org, {});
-    const senderId = await addSender(dispatcher.senders, org, phoneNumberId);
+    const senderId = await addSender(dispatcher, org, phoneNumberId);
     // The dispatcher announces the number; messaging and followups keep it in their read models.
     await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
     await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);

@@ -13,6 +13,8 @@ import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
+import { inboundText, newWamid, registerSender } from '../messaging/helpers.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { HOUR, publishEvent, startFollowups } from './followups-world.js';
 
@@ -31,6 +33,7 @@ describe('One-off returns (promises)', () => {
   let sut: PromisesService;
   let admin: SeededKey;
   let operator: SeededKey;
+  let conversationId: string;
   let org: string;
   let schema: string;
   // The seed's queue example was created at this instant.
@@ -41,7 +44,7 @@ describe('One-off returns (promises)', () => {
   beforeAll(async () => {
     world = await createTestWorld('fu_promises');
     followups = await startFollowups(world, { clock });
-    await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
+    const messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
     const config = world.config(GatewayConfig);
     const gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
     http = httpClient(await gateway.getUrl());
@@ -51,6 +54,10 @@ describe('One-off returns (promises)', () => {
     const member = await build.members.add({ organizationId: org, email: 'operator@example.com', role: 'operator' });
     const key = await build.apiKeys.create({ organizationId: org, createdByMemberId: member.member_id, scopes: ['agents:read', 'agents:write'] });
     operator = { organizationId: org, memberId: member.member_id, apiKeyId: key.key.api_key_id, secret: key.secret };
+    // A conversation of the organization for the returns to name (a return's conversation must be the caller's).
+    await registerSender(world, org, 'pn-promises');
+    await messaging.get(InboundService).whatsapp(inboundText(newWamid(), '5592900001111', 'Oi', Math.floor(Date.now() / 1000), 'pn-promises'));
+    [{ conversation_id: conversationId }] = await world.sql<{ conversation_id: string }>(`SELECT conversation_id FROM "${world.schema('messaging')}".messages LIMIT 1`);
     sut = followups.get(PromisesService);
     schema = world.schema('followups');
     await followups.get(SettingsService).update({
@@ -79,7 +86,7 @@ describe('One-off returns (promises)', () => {
   const body = (contactId: string, extra: Record<string, unknown> = {}) => ({
     customer_id: org,
     contact_id: contactId,
-    conversation_id: '99999999-9999-4999-8999-999999999999',
+    conversation_id: conversationId,
     agent_id: agent,
     operation_key: randomUUID(),
     reason: 'Cliente pediu retorno após falar com o sócio',
@@ -160,7 +167,7 @@ describe('One-off returns (promises)', () => {
           contact_id: contacts[0],
           contact_name: null,
           contact_phone: expect.stringMatching(/^\+55929/),
-          conversation_id: '99999999-9999-4999-8999-999999999999',
+          conversation_id: conversationId,
           flow_id: null,
           flow_name: null,
           agent_id: agent,
@@ -238,7 +245,7 @@ describe('One-off returns (promises)', () => {
   });
 
   describe('due outside the 24-hour window', () => {
-    const dueNow = async (contactId: string, outsideWindow: 'alert' | 'template', extra: Record<string, unknown> = {}) => {
+    const dueNow = async (contactId: string, outsideWindow: 'alert' | 'template', extra: Record<string, unknown> = {}, via: 'api' | 'service' = 'api') => {
       // The contact last wrote 25 h before the due time: the window is closed.
       await publishEvent(
         world,
@@ -248,7 +255,12 @@ describe('One-off returns (promises)', () => {
         new Date(clock.now().getTime() - 25 * HOUR),
       );
       await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1 AND last_inbound_at IS NOT NULL`, [contactId])).length === 1);
-      const p = (await create(body(contactId, { outside_window: outsideWindow, promised_at: clock.now().toISOString(), ...extra }))).body.data;
+      const json = body(contactId, { outside_window: outsideWindow, promised_at: clock.now().toISOString(), ...extra });
+      const p =
+        via === 'api'
+          ? (await create(json)).body.data
+          : // Past the edge, which refuses a contact the caller does not have: the service itself, as a rule would.
+            (await sut.create({ ...(json as Record<string, any>), organization_id: org } as never)).promise;
       expect(p.status).toBe('scheduled');
       return p.id as string;
     };
@@ -307,7 +319,7 @@ describe('One-off returns (promises)', () => {
   
     it('with alert: when messaging refuses the alert the return retries every 30 s and fails after 5 tries (no hot loop)', async () => {
       // A contact messaging does not know: its notification is refused (not_found).
-      const id = await dueNow(randomUUID(), 'alert');
+      const id = await dueNow(randomUUID(), 'alert', {}, 'service');
       for (let attempt = 1; attempt <= 5; attempt++) {
         expect(await sut.fireOne()).toBe(attempt < 5 ? 'waiting' : 'failed');
         const r = await row(id);

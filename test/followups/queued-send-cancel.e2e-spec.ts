@@ -61,7 +61,7 @@ describe('queued follow-up sends lose to stop events', () => {
     followups = await startFollowups(world, { clock });
     org = randomUUID();
     await setLimits(world, org, {});
-    const senderId = await addSender(dispatcher.senders, org, phoneNumberId);
+    const senderId = await addSender(dispatcher, org, phoneNumberId);
     await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
     await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
   });

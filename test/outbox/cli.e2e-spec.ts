@@ -34,7 +34,7 @@ describe('outbox CLI', () => {
     sandbox = await SandboxHandle.start();
     d = await startDispatcher(world, sandbox);
     org = `org-${randomUUID()}`;
-    await addSender(d.senders, org, '100000000000002');
+    await addSender(d, org, '100000000000002');
     await sandbox.fault({ kind: 'drop' });
     entryId = (await d.enqueue.enqueue(textTo(org, '5511966660001'))).entry_id;
     await d.drain.drain(3000);

@@ -35,7 +35,7 @@ describe('outbox dispatcher', () => {
     d = await startDispatcher(world, sandbox);
     org = `org-${randomUUID()}`;
     phoneNumberId = '100000000000002';
-    senderId = await addSender(d.senders, org, phoneNumberId);
+    senderId = await addSender(d, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();
@@ -388,7 +388,7 @@ describe('outbox dispatcher', () => {
 
     it('refuses to enqueue for a disconnected sender and fails queued entries of a removed one', async () => {
       const other = `org-${randomUUID()}`;
-      const id = await addSender(d.senders, other, '100000000000099');
+      const id = await addSender(d, other, '100000000000099');
       const queued = await d.enqueue.enqueue(textTo(other, newNumber()));
       await d.senders.remove(other, id);
       await drain();

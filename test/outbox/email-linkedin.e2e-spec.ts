@@ -28,6 +28,7 @@ describe(ProspectCapService.name, () => {
   const unipileCalls = async () => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; outcome: string }[] }>('/sandbox/control/unipile/received')).calls ?? [];
   const mailbox = async (org: string, provider = 'google') => {
     const grant = `grant-${randomUUID()}`;
+    await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', provider });
     const view = await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: `sales.${grant.slice(6, 12)}@ours.example`, api_key: 'nylas-key', provider });
     return { grant, senderId: view.sender_id };
   };
@@ -206,6 +207,7 @@ describe(ProspectCapService.name, () => {
   describe('UnipileLinkedinAdapter', () => {
     const linkedinAccount = async (org: string) => {
       const account = `acct-${randomUUID()}`;
+      await sandbox.post('/sandbox/unipile/accounts', { account_id: account, api_key: 'unipile-key' });
       const view = await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURS', api_key: 'unipile-key' });
       return { account, senderId: view.sender_id };
     };

@@ -64,6 +64,8 @@ export class SandboxHandle {
 export function dispatcherConfig(world: TestWorld, sandbox: SandboxHandle, overrides: Record<string, string> = {}): OutboxDispatcherConfig {
   return world.config(OutboxDispatcherConfig, {
     WHATSAPP_GRAPH_BASE_URL: sandbox.url,
+    NYLAS_API_BASE_URL: sandbox.url,
+    UNIPILE_API_BASE_URL: sandbox.url,
     OUTBOX_DRAIN_AUTOSTART: 'false',
     OUTBOX_SWEEP_INTERVAL_MS: '0',
     WHATSAPP_SEND_TIMEOUT_MS: '400',
@@ -82,6 +84,8 @@ export interface Dispatcher {
   suppressions: SuppressionsService;
   sweep: SweepService;
   resolution: ResolutionService;
+  /** The sandbox the dispatcher talks to (its Graph, Nylas and Unipile). */
+  sandbox: SandboxHandle;
 }
 
 export async function startDispatcher(world: TestWorld, sandbox: SandboxHandle, overrides: Record<string, string> = {}, clock = new FixedClock(new Date('2026-03-02T12:00:00Z'))): Promise<Dispatcher> {
@@ -95,6 +99,7 @@ export async function startDispatcher(world: TestWorld, sandbox: SandboxHandle, 
     suppressions: app.get(SuppressionsService),
     sweep: app.get(SweepService),
     resolution: app.get(ResolutionService),
+    sandbox,
   };
 }
 
@@ -105,15 +110,20 @@ export function textTo(organizationId: string, to: string, overrides: Partial<Ou
   return { organization_id: organizationId, channel: 'whatsapp', to, idempotency_key: `test:${Date.now()}:${keySeq}`, payload, log_context: { message_id: `m-${keySeq}` }, requester: 'test', ...overrides };
 }
 
-/** Creates a connected WhatsApp sender for an organization; returns its id. */
-export async function addSender(senders: SendersService, organizationId: string, phoneNumberId: string): Promise<string> {
-  const view = await senders.create({
+/**
+ * Creates a connected WhatsApp sender for an organization; returns its id. The number is first
+ * made known to the sandbox's Graph with its token, since adding a sender proves the token owns it.
+ */
+export async function addSender(d: Pick<Dispatcher, 'senders' | 'sandbox'>, organizationId: string, phoneNumberId: string): Promise<string> {
+  const accessToken = `token-${phoneNumberId}`;
+  await d.sandbox.post('/sandbox/meta/numbers', { phone_number_id: phoneNumberId, access_token: accessToken, display_phone_number: '5511912345678' });
+  const view = await d.senders.create({
     organization_id: organizationId,
     channel: 'whatsapp',
     phone_number_id: phoneNumberId,
     display_phone_number: '5511912345678',
     business_account_id: '100000000000001',
-    access_token: `token-${phoneNumberId}`,
+    access_token: accessToken,
   });
   return view.sender_id;
 }

@@ -42,6 +42,8 @@ describe('Meta webhooks and senders through the gateway', () => {
     http = httpClient(url);
     admin = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['admin'] });
     await sandbox.post('/sandbox/meta/settings', { webhook_url: `${url}/webhooks/meta`, status_webhooks: true, statuses: ['sent', 'delivered'], webhook_retries: 0 });
+    // The business number and the tokens that own it at the sandbox's Graph (a sender proves it).
+    for (const token of ['secret-graph-token', 'rotated-token', 'new-token']) await sandbox.post('/sandbox/meta/numbers', { phone_number_id: phoneNumberId, access_token: token });
   }, 60_000);
   afterAll(async () => {
     await world.close();
@@ -67,12 +69,14 @@ describe('Meta webhooks and senders through the gateway', () => {
       expect(JSON.stringify(patched.body)).not.toContain('rotated-token');
       expect((await d.senders.credentialsFor(senderId))?.secrets.access_token).toBe('rotated-token');
 
-      const duplicate = await http('POST', '/senders', { secret: admin.secret, json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '5511900000000', business_account_id: '1', access_token: 't' } });
+      const duplicate = await http('POST', '/senders', { secret: admin.secret, json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '5511900000000', business_account_id: '1', access_token: 'rotated-token' } });
       expect(duplicate.status).toBe(409);
     });
 
     it('adds an email mailbox and a LinkedIn account over REST, never returning their API keys', async () => {
       const owner = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['admin'] });
+      await sandbox.post('/sandbox/nylas/grants', { grant_id: `grant-${owner.organizationId}`, api_key: 'nylas-secret-key', email: 'sales@example.com' });
+      await sandbox.post('/sandbox/unipile/accounts', { account_id: `unipile-${owner.organizationId}`, api_key: 'unipile-secret-key' });
       const mailbox = await http('POST', '/senders/accounts', {
         secret: owner.secret,
         json: { channel: 'email', account_id: `grant-${owner.organizationId}`, address: 'sales@example.com', api_key: 'nylas-secret-key', provider: 'google' },

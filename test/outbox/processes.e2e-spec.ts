@@ -53,7 +53,7 @@ describe('outbox dispatcher processes', () => {
     // An in-process dispatcher that does not drain: it owns the schema's migrations and runs recovery.
     local = await startDispatcher(world, sandbox, {}, new Clock() as never);
     org = `org-${randomUUID()}`;
-    await addSender(local.senders, org, '100000000000002');
+    await addSender(local, org, '100000000000002');
   }, 60_000);
   afterEach(async () => {
     // A failed test must not leave its processes draining into the next one.

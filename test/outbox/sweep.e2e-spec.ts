@@ -51,7 +51,7 @@ describe('outbox sweep', () => {
     sandbox = await SandboxHandle.start();
     d = await startDispatcher(world, sandbox, { OUTBOX_LEASE_MS: '60000' });
     org = `org-${randomUUID()}`;
-    await addSender(d.senders, org, phoneNumberId);
+    await addSender(d, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();

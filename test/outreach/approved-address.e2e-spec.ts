@@ -62,7 +62,9 @@ describe('outreach sends to the approved address only', () => {
     const seeded = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['outreach:read', 'outreach:write', 'messaging:read', 'messaging:write'], role: 'operator' });
     org = seeded.organizationId;
     secret = seeded.secret;
-    senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: `grant-${randomUUID()}`, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+    const grant = `grant-${randomUUID()}`;
+    await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
+    senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
   });
   afterAll(async () => {
     await world.close();

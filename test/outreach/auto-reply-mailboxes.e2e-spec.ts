@@ -85,6 +85,8 @@ describe('auto-replies and the mailbox they arrive on', () => {
     await sandbox.post('/sandbox/nylas/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/nylas`, webhook_secret: 'e2e-nylas-secret' });
     for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach', 'followups'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
     // The first mailbox is the organization's default; the campaign sends from the second.
+    await sandbox.post('/sandbox/nylas/grants', { grant_id: defaultGrant, api_key: 'nylas-key', email: 'hello@ours.example', provider: 'google' });
+    await sandbox.post('/sandbox/nylas/grants', { grant_id: campaignGrant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
     await rpc.call('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: defaultGrant, address: 'hello@ours.example', api_key: 'nylas-key', provider: 'google' });
     campaignSenderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: campaignGrant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
     const [def] = await world.sql<Row>(`SELECT is_default FROM "${world.schema('outbox-dispatcher')}".senders WHERE provider_account_id = $1`, [defaultGrant]);

@@ -51,6 +51,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     await sandbox.post('/sandbox/nylas/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/nylas`, webhook_secret: 'e2e-nylas-secret' });
     for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
     grant = `grant-${randomUUID()}`;
+    await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example' });
     senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
   });
   afterAll(async () => {

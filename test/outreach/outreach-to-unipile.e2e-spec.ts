@@ -46,6 +46,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     const gatewayConfig = world.config(GatewayConfig, { UNIPILE_WEBHOOK_SECRET: UNIPILE_SECRET });
     const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [UnipileWebhookModule]), gatewayStartOptions(gatewayConfig));
     await sandbox.post('/sandbox/unipile/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/unipile`, webhook_secret: UNIPILE_SECRET, account_users: { [account]: 'ACoAAOURSELVES' } });
+    await sandbox.post('/sandbox/unipile/accounts', { account_id: account, api_key: 'unipile-key' });
     senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURSELVES', api_key: 'unipile-key' })).sender_id;
   });
   afterAll(async () => {

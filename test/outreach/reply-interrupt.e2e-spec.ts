@@ -26,7 +26,7 @@ describe(ReplyInterruptService.name, () => {
 
   /** An enrollment whose first email went out (provider id `sentId`) and whose follow-up draft waits for review. */
   const sentAndDrafted = async (opts: { channels?: string[]; contact?: Record<string, unknown>; type?: string } = {}) => {
-    const campaign = await b.campaign(org, opts.channels ? { allowed_channels: opts.channels, linkedin_sender_id: 'li-sender' } : {});
+    const campaign = await b.campaign(org, opts.channels ? { allowed_channels: opts.channels, linkedin_sender_id: w.dispatcher.addSender(org, 'linkedin') } : {});
     const e = await b.enrollment(org, campaign.campaign_id, opts.contact ?? {});
     const sent = await b.pendingAction(org, e.enrollmentId, { type: opts.type });
     const sentId = `nylas-${randomUUID()}`;

@@ -1,4 +1,4 @@
-import { ConfigError, IsInt, IsString, Matches, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { ConfigError, IsInt, IsString, Matches, Max, Min, Secret, ServiceConfig } from '@touchpoint/config';
 import type { AiKind } from '@touchpoint/contracts';
 import { IsJSON, IsNumber } from 'class-validator';
 import { type PriceTable, parsePriceTable } from './budget/price-table.js';
@@ -19,8 +19,11 @@ export class AiGatewayConfig extends ServiceConfig {
   @Matches(/^(none|off|disabled|https?:\/\/\S+)$/, { message: 'must be an http(s) URL or none' })
   AI_BASE_URL = 'http://127.0.0.1:3900/v1';
 
-  /** Bearer key of the provider; the sandbox accepts any. Never logged. */
-  @IsString()
+  /**
+   * Bearer key of the provider; the sandbox accepts any. Never logged. A provider without keys
+   * (Ollama) takes any value you set; with no model (`AI_BASE_URL=none`) it is not needed.
+   */
+  @IsString() @Secret((config: AiGatewayConfig) => !config.modelConfigured)
   AI_API_KEY = 'sandbox-key';
 
   /** Model of every kind without an override below. */

@@ -6,15 +6,18 @@ import { GatewayModule } from './gateway.module.js';
 import { setupOpenApi } from './http/openapi.js';
 import { requireJsonBodies } from './http/content-type.js';
 import { captureRawBody } from './http/raw-body.js';
+import { refuseNulCharacters } from './http/nul-characters.js';
 import { installRequestContext } from './http/request-context.js';
 import { repairLoneSurrogates } from './http/well-formed-body.js';
+import { installSecurityHeaders } from './http/security-headers.js';
 
 /** Paths whose requests keep their raw body bytes (`request.rawBody`) for signature checks. */
 export const RAW_BODY_PATH_PREFIXES = ['/webhooks/'];
 
 /**
  * How the gateway's HTTP server is set up on top of the shared bootstrap: body limit, request
- * context and access log, JSON-only bodies, raw bodies for webhooks, well-formed text in bodies, OpenAPI at /docs. Tests pass these to
+ * context and access log, security headers, JSON-only bodies, raw bodies for webhooks, well-formed
+ * text in bodies, no NUL characters outside the webhooks, OpenAPI at /docs. Tests pass these to
  * `world.start(GatewayModule.forRoot(config), gatewayStartOptions(config))`.
  */
 export function gatewayStartOptions(config: GatewayConfig): StartOptions {
@@ -24,9 +27,11 @@ export function gatewayStartOptions(config: GatewayConfig): StartOptions {
       const fastify = app.getHttpAdapter().getInstance();
       const logger = app.get<Logger>(LOGGER);
       installRequestContext(fastify, logger, app.get(Metrics));
+      await installSecurityHeaders(app);
       requireJsonBodies(fastify);
       captureRawBody(fastify, RAW_BODY_PATH_PREFIXES);
       repairLoneSurrogates(fastify);
+      refuseNulCharacters(fastify, RAW_BODY_PATH_PREFIXES);
       await setupOpenApi(app, logger);
     },
   };

@@ -1,4 +1,4 @@
-import { IsInt, IsString, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { IsInt, IsString, Max, Min, Secret, ServiceConfig } from '@touchpoint/config';
 
 /** Environment of the gateway (the public HTTP API); see libs/config for the shared variables. */
 export class GatewayConfig extends ServiceConfig {
@@ -14,15 +14,15 @@ export class GatewayConfig extends ServiceConfig {
   SERVICE_PING_TIMEOUT_MS = 1000;
 
   /** Meta app secret: `X-Hub-Signature-256` of every Meta webhook is an HMAC of the raw body with it. */
-  @IsString()
+  @IsString() @Secret()
   META_APP_SECRET = 'sandbox-meta-app-secret';
 
   /** Token Meta echoes in the `GET /webhooks/meta` subscription challenge (`hub.verify_token`). */
-  @IsString()
+  @IsString() @Secret()
   META_VERIFY_TOKEN = 'sandbox-meta-verify-token';
 
   /** Nylas webhook secret of our destination: `x-nylas-signature` is a hex HMAC-SHA256 of the raw body with it. */
-  @IsString()
+  @IsString() @Secret()
   NYLAS_WEBHOOK_SECRET = 'sandbox-nylas-webhook-secret';
 
   /** Name of the header Unipile sends on every delivery with the shared secret (registered with the webhook). */
@@ -30,10 +30,10 @@ export class GatewayConfig extends ServiceConfig {
   UNIPILE_WEBHOOK_HEADER = 'unipile-auth';
 
   /** The shared secret Unipile sends in UNIPILE_WEBHOOK_HEADER (Unipile signs nothing; this is the only check). */
-  @IsString()
+  @IsString() @Secret()
   UNIPILE_WEBHOOK_SECRET = 'sandbox-unipile-webhook-secret';
 
   /** Key of the signed unsubscribe tokens (the dispatcher signs with the same key). */
-  @IsString()
+  @IsString() @Secret()
   UNSUBSCRIBE_TOKEN_SECRET = 'sandbox-unsubscribe-token-secret';
 }

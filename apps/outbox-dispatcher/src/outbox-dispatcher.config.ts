@@ -1,5 +1,5 @@
 import { IsBoolean } from 'class-validator';
-import { IsInt, IsOptional, IsString, Matches, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { IsInt, IsOptional, IsString, Matches, Max, Min, Secret, ServiceConfig } from '@touchpoint/config';
 
 /**
  * Environment of the outbox-dispatcher service; see libs/config for the shared variables. The
@@ -13,8 +13,16 @@ export class OutboxDispatcherConfig extends ServiceConfig {
    * Key that encrypts sender credentials at rest (AES-256-GCM): 32 bytes, base64. The default is
    * for a developer machine only; set a secret one anywhere else.
    */
-  @Matches(/^[A-Za-z0-9+/]{43}=$/, { message: 'must be 32 bytes in base64' })
+  @Matches(/^[A-Za-z0-9+/]{43}=$/, { message: 'must be 32 bytes in base64' }) @Secret()
   OUTBOX_CREDENTIALS_KEY = 'ZGV2ZWxvcG1lbnQtb25seS1rZXktMzItYnl0ZXMhISE=';
+
+  /**
+   * Deadline of the provider read that proves a new sender's credential owns its id (Graph phone
+   * number, Nylas grant, Unipile account), ms. Keep it under the gateway's RPC_TIMEOUT_MS, or the
+   * caller is told 503 while the sender is still being added.
+   */
+  @IsInt() @Min(100) @Max(60_000)
+  SENDER_VERIFY_TIMEOUT_MS = 3000;
 
   /** Base URL of the WhatsApp Cloud API (Graph); the sandbox on a developer machine. */
   @Matches(/^https?:\/\/[^/]+/, { message: 'must be an http(s) URL' })
@@ -105,7 +113,7 @@ export class OutboxDispatcherConfig extends ServiceConfig {
   UNIPILE_SEND_TIMEOUT_MS = 15_000;
 
   /** Key of the signed unsubscribe tokens (the gateway verifies them with the same key). */
-  @IsString()
+  @IsString() @Secret()
   UNSUBSCRIBE_TOKEN_SECRET = 'sandbox-unsubscribe-token-secret';
 
   /** Public base URL of the gateway, for the unsubscribe link and List-Unsubscribe header. */

@@ -24,6 +24,7 @@ import { CorrespondentsConsumer } from './prospect-cap/correspondents.consumer.j
 import { ProspectCapService } from './prospect-cap/prospect-cap.service.js';
 import { SendersController } from './senders/senders.controller.js';
 import { SendersRepository } from './senders/senders.repository.js';
+import { SenderOwnershipService } from './senders/sender-ownership.service.js';
 import { SendersService } from './senders/senders.service.js';
 import { SuppressionsConsumer } from './suppressions/suppressions.consumer.js';
 import { SuppressionsRepository } from './suppressions/suppressions.repository.js';
@@ -48,6 +49,7 @@ export class OutboxDispatcherModule {
     const providers: Provider[] = [
       SendersRepository,
       SendersService,
+      SenderOwnershipService,
       OutboxRepository,
       OutboxMetrics,
       WhatsAppAdapter,

@@ -19,6 +19,14 @@ export class SandboxConfig {
   @IsString()
   META_APP_SECRET = 'sandbox-meta-app-secret';
 
+  /** Secret that signs `x-nylas-signature` on the Nylas webhooks it fires (the gateway's NYLAS_WEBHOOK_SECRET). */
+  @IsString()
+  NYLAS_WEBHOOK_SECRET = 'sandbox-nylas-webhook-secret';
+
+  /** Shared secret it sends with the Unipile webhooks it fires (the gateway's UNIPILE_WEBHOOK_SECRET). */
+  @IsString()
+  UNIPILE_WEBHOOK_SECRET = 'sandbox-unipile-webhook-secret';
+
   @IsString()
   LOG_LEVEL = 'info';
 }

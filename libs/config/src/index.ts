@@ -24,11 +24,41 @@ export class ConfigError extends Error {
   }
 }
 
+const SECRETS = Symbol('touchpoint:config-secrets');
+
+/** When a secret is not in use, so its default may stay (e.g. the model key with no model configured). */
+export type SecretUnused = (config: any) => boolean;
+
+/**
+ * Marks a variable as a secret (a signing key, a token, an encryption key). Its built-in default
+ * is public (it is in this repository), so a process with `NODE_ENV=production` that still has the
+ * default refuses to start (see loadConfig), unless `unused(config)` says the secret is not used.
+ */
+export function Secret(unused?: SecretUnused): PropertyDecorator {
+  return (target, property) => {
+    const inherited = (target as Record<symbol, Map<string, SecretUnused | undefined> | undefined>)[SECRETS];
+    const own = Object.prototype.hasOwnProperty.call(target, SECRETS) && inherited ? inherited : new Map(inherited ?? []);
+    own.set(String(property), unused);
+    Object.defineProperty(target, SECRETS, { value: own, enumerable: false, configurable: true });
+  };
+}
+
+/** The names of the variables marked `@Secret()` on a config class (inherited ones included). */
+export function secretsOf(target: object): string[] {
+  return [...secretMap(target).keys()];
+}
+
+function secretMap(target: object): Map<string, SecretUnused | undefined> {
+  const proto = typeof target === 'function' ? (target as { prototype: object }).prototype : target;
+  return (proto as Record<symbol, Map<string, SecretUnused | undefined> | undefined>)[SECRETS] ?? new Map();
+}
+
 /**
  * Builds and validates a config class from environment variables (the class's property names are
  * the variable names). Defaults come from property initialisers. Only this function reads
- * `process.env` (STYLE: config is one validated class per app).
- * @throws ConfigError naming each missing or invalid variable
+ * `process.env` (STYLE: config is one validated class per app). With `NODE_ENV=production`, every
+ * `@Secret()` variable must be set to something other than its built-in default.
+ * @throws ConfigError naming each missing or invalid variable, or each secret left at its default in production
  */
 export function loadConfig<T extends object>(cls: new () => T, env: NodeJS.ProcessEnv = process.env): T {
   const defaults = new cls() as Record<string, unknown>;
@@ -48,6 +78,12 @@ export function loadConfig<T extends object>(cls: new () => T, env: NodeJS.Proce
       .map((e) => `${e.property}=${JSON.stringify(raw[e.property])}: ${problemsOf(e).join('; ')}`)
       .join(', ');
     throw new ConfigError(names, detail);
+  }
+  if ((instance as { NODE_ENV?: unknown }).NODE_ENV === 'production') {
+    const defaulted = [...secretMap(cls)].filter(([name, unused]) => (instance as Record<string, unknown>)[name] === defaults[name] && !unused?.(instance)).map(([name]) => name);
+    if (defaulted.length > 0) {
+      throw new ConfigError(defaulted, `${defaulted.join(', ')}: still the built-in default, which is public; set a secret value of your own (NODE_ENV=production)`);
+    }
   }
   return instance;
 }
@@ -109,6 +145,7 @@ export class BaseConfig {
   @IsInt() @Min(1000)
   RELAY_MAX_LAG_MS = 60_000;
 
+  /** `production` refuses to start while a secret variable still has its built-in default; anything else is informational. */
   @IsOptional() @IsString()
   NODE_ENV?: string = 'development';
 }

@@ -14,6 +14,7 @@ export enum ErrorCode {
   HeadersTooLarge = 'headers_too_large',
   RequestTimeout = 'request_timeout',
   MalformedRequest = 'malformed_request',
+  UriTooLong = 'uri_too_long',
   UnsupportedMediaType = 'unsupported_media_type',
   Unauthorized = 'unauthorized',
   Forbidden = 'forbidden',
@@ -56,6 +57,7 @@ export enum ErrorCode {
   InvalidRecipient = 'invalid_recipient',
   SenderNotFound = 'sender_not_found',
   SenderDisconnected = 'sender_disconnected',
+  SenderUnverified = 'sender_unverified',
   UnsupportedChannel = 'unsupported_channel',
   NotAmbiguous = 'not_ambiguous',
   InvalidResolution = 'invalid_resolution',
@@ -145,6 +147,8 @@ export function httpStatusOf(code: ErrorCode | string): number {
       return 413;
     case ErrorCode.HeadersTooLarge:
       return 431;
+    case ErrorCode.UriTooLong:
+      return 414;
     case ErrorCode.RequestTimeout:
       return 408;
     case ErrorCode.UnsupportedMediaType:
@@ -154,6 +158,7 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.InvalidGraph:
     case ErrorCode.InvalidCursor:
     case ErrorCode.UnsupportedChannel:
+    case ErrorCode.SenderUnverified:
     case ErrorCode.BatchTooLarge:
     case ErrorCode.DraftEmpty:
     case ErrorCode.DraftTooLong:

@@ -13,6 +13,27 @@ import { rpcServerOptions, TouchpointRmqServer } from './rpc.js';
 import { LOGGER, SERVICE_DEFINITION, type ServiceDefinition } from './tokens.js';
 import { redact } from '@touchpoint/bus';
 
+/**
+ * Answers what Fastify's router refuses before any hook or route runs (a path parameter over
+ * `maxParamLength`, a URL that cannot be decoded) with our envelope and the request's id, as every
+ * other answer: Fastify's own body and a reply without `x-request-id` would escape both.
+ */
+function answerRouterError(error: { code?: string }, request: { id: string }, reply: { code(status: number): unknown; header(name: string, value: string): unknown; send(body: unknown): unknown }): void {
+  const [status, code, message] =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? [414, ErrorCode.UriTooLong, 'a path parameter is too long']
+      : error.code === 'FST_ERR_BAD_URL'
+        ? [400, ErrorCode.MalformedRequest, 'the URL is not valid']
+        : [500, ErrorCode.Internal, 'internal error'];
+  reply.code(status);
+  // No hook ran (the gateway's security headers included): set what an error body needs here.
+  reply.header('x-request-id', request.id);
+  reply.header('content-type', 'application/json; charset=utf-8');
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header('cache-control', 'no-store');
+  reply.send({ error: { code, message } });
+}
+
 export interface StartOptions {
   /** Largest accepted request body, bytes (default 1 MiB). */
   bodyLimit?: number;
@@ -23,7 +44,8 @@ export interface StartOptions {
 /**
  * Answers a request Node's HTTP parser refused before any route saw it (headers over the size
  * limit, a request that timed out, malformed HTTP) with our error envelope instead of Fastify's
- * own body, then closes the connection as Node does.
+ * own body, then closes the connection as Node does. The request was never parsed, so its
+ * `x-request-id` is a new one.
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
@@ -33,9 +55,12 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, ErrorCode.RequestTimeout, 'the request did not arrive in time']
         : [400, ErrorCode.MalformedRequest, 'the request is not valid HTTP'];
+  const requestId = randomUUID();
   const body = JSON.stringify({ error: { code, message } });
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy(err);
 }
@@ -48,6 +73,7 @@ export async function startService(rootModule: DynamicModule, options: StartOpti
   const adapter = new FastifyAdapter({
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     clientErrorHandler: answerClientError,
+    frameworkErrors: answerRouterError as never,
     genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();

@@ -65,6 +65,11 @@ export function toEnvelope(exception: unknown, logger: Logger, context: Record<s
   if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
     return { status: fastifyStatus, body: { error: { code: codeOfStatus(fastifyStatus), message: (exception as Error).message } } };
   }
+  const refused = refusedInput(exception);
+  if (refused) {
+    logger.warn({ event: 'http.input_refused_by_database', sqlstate: sqlStateOf(exception), ...context }, 'input refused by the database');
+    return refused;
+  }
   if (isDatabaseUnavailable(exception)) {
     // Out of connections, shutting down, or unreachable: the caller should retry later, not file a bug.
     logger.warn({ event: 'http.database_unavailable', err: (exception as Error).message, ...context }, 'database unavailable');
@@ -95,17 +100,54 @@ export class AllErrorsFilter implements ExceptionFilter {
     // Fastify parses the body of a request for no route too: a bad body there is still a 404.
     const { status, body } = request?.is404
       ? { status: 404, body: { error: { code: ErrorCode.RouteNotFound, message: `no route ${request.method} ${request.url?.split('?')[0]}` } } }
-      : toEnvelope(exception, this.logger, { request_id: request?.id, url: request?.url, method: request?.method });
+      : // The path only: the query string may carry tokens and search text (never logged).
+        toEnvelope(exception, this.logger, { request_id: request?.id, path: request?.url?.split('?')[0], method: request?.method });
     reply.status(status).send(body);
     return undefined;
   }
 }
 
+/** The SQLSTATE (or socket code) of a pg error, also when TypeORM wrapped it (`driverError`). */
+function sqlStateOf(err: unknown): string | undefined {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
+  const code = typeof e?.code === 'string' ? e.code : e?.driverError?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * The backstop for input that passed validation but that PostgreSQL refuses to store or compare:
+ * the request is at fault, so it is a 4xx, never a 500. Judged by SQLSTATE class
+ * (https://www.postgresql.org/docs/current/errcodes-appendix.html):
+ * - class 22 (data exception: a NUL byte 22021, bad encoding 22P05, text too long 22001, a number
+ *   or date out of range 22003/22008, bad text for a type 22P02, ...) → 400 `validation_failed`;
+ * - 23502 not-null and 23514 check violations (a required value missing, a value outside the
+ *   column's rule) → 400 `validation_failed`; 23503 foreign key (an id that names nothing) → 404
+ *   `not_found`, as for any unknown id; 23505 unique and 23P01 exclusion → 409 `conflict`;
+ * - 54000/54001/54023 (program limit: a value too large to index, a statement too complex, too many
+ *   arguments: oversized input) → 400 `validation_failed`.
+ * Everything else (syntax 42xxx, our own bugs) stays a 500. The message never echoes the database's.
+ */
+function refusedInput(err: unknown): { status: number; body: ErrorEnvelope } | undefined {
+  const code = sqlStateOf(err);
+  if (!code || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  const invalid = (message: string) => ({ status: 400, body: { error: { code: ErrorCode.ValidationFailed, message } } });
+  if (code === '22021' || code === '22P05') return invalid('a text value holds a character that cannot be stored (such as NUL)');
+  if (code === '22001') return invalid('a text value is too long');
+  if (code === '22003') return invalid('a number is out of range');
+  if (code === '22007' || code === '22008') return invalid('a date or time is invalid or out of range');
+  if (code.startsWith('22')) return invalid('a value of the request is not valid for its field');
+  if (code === '23502') return invalid('a required value is missing');
+  if (code === '23514') return invalid('a value breaks a rule of its field');
+  if (code === '23503') return { status: 404, body: { error: { code: ErrorCode.NotFound, message: 'not found' } } };
+  if (code === '23505' || code === '23P01') return { status: 409, body: { error: { code: ErrorCode.Conflict, message: 'conflicts with an existing resource' } } };
+  if (code === '54000' || code === '54001' || code === '54023') return invalid('a value of the request is too large');
+  return undefined;
+}
+
 /** PostgreSQL error classes that mean "not now" rather than "wrong": too many connections (53300),
  * server shutting down or starting (57P01-57P03), connection failures (08xxx), refused sockets. */
 function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
-  const code = typeof e?.code === 'string' ? e.code : e?.driverError?.code;
-  if (typeof code !== 'string') return false;
+  const code = sqlStateOf(err);
+  if (code === undefined) return false;
   return code === '53300' || code === '57P01' || code === '57P02' || code === '57P03' || code.startsWith('08') || code === 'ECONNREFUSED';
 }

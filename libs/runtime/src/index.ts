@@ -2,6 +2,7 @@ export * from './tokens.js';
 export * from './unit-of-work.js';
 export * from './bus.service.js';
 export * from './rpc.js';
+export * from './owned-references.js';
 export * from './error-filter.js';
 export * from './health.controller.js';
 export * from './platform.module.js';

@@ -9,6 +9,7 @@ import { Clock } from '@touchpoint/time';
 import { BusService } from './bus.service.js';
 import { AllErrorsFilter } from './error-filter.js';
 import { HealthController } from './health.controller.js';
+import { OwnedReferences } from './owned-references.js';
 import { RpcClient } from './rpc.js';
 import { APP_CONFIG, LOGGER, SERVICE_DEFINITION, type ServiceDefinition, schemaOf } from './tokens.js';
 import { UnitOfWork } from './unit-of-work.js';
@@ -60,8 +61,9 @@ export class PlatformModule {
         UnitOfWork,
         BusService,
         RpcClient,
+        OwnedReferences,
       ],
-      exports: [SERVICE_DEFINITION, APP_CONFIG, LOGGER, Metrics, Clock, UnitOfWork, BusService, RpcClient],
+      exports: [SERVICE_DEFINITION, APP_CONFIG, LOGGER, Metrics, Clock, UnitOfWork, BusService, RpcClient, OwnedReferences],
     };
   }
 }

@@ -14,13 +14,25 @@ import {
   type FlowView,
   FollowupsRpc,
 } from '@touchpoint/contracts';
+import { OwnedReferences, type Reference } from '@touchpoint/runtime';
 import { check } from '../requests/request-checks.js';
 import { FlowsService } from './flows.service.js';
 
 /** RPC edge of flows (seed 002 "Fluxos"); every answer is `{data}` as the REST contract shows. */
 @Controller()
 export class FlowsController {
-  constructor(private readonly flows: FlowsService) {}
+  constructor(
+    private readonly flows: FlowsService,
+    private readonly references: OwnedReferences,
+  ) {}
+
+  /** A fixed sender of the flow's settings must be one of the caller's (404 otherwise, as for an unknown id). */
+  private fixedSender(input: FlowCreateData | FlowUpdateData): Promise<void> {
+    const sender = (input?.settings as { sender?: { mode?: unknown; sender_id?: unknown } } | undefined)?.sender;
+    const id = sender?.mode === 'fixed' && typeof sender.sender_id === 'string' ? sender.sender_id : undefined;
+    const reference: Reference = { field: 'settings.sender.sender_id', kind: 'sender', id };
+    return this.references.require(input?.organization_id, [reference]);
+  }
 
   @MessagePattern(FollowupsRpc.FlowList)
   async list(@Payload() input: { organization_id: string }): Promise<DataEnvelope<FlowView[]>> {
@@ -30,6 +42,7 @@ export class FlowsController {
 
   @MessagePattern(FollowupsRpc.FlowCreate)
   async create(@Payload() input: FlowCreateData): Promise<DataEnvelope<FlowView>> {
+    await this.fixedSender(input);
     return { data: await this.flows.create(input) };
   }
 
@@ -50,6 +63,7 @@ export class FlowsController {
 
   @MessagePattern(FollowupsRpc.FlowUpdate)
   async update(@Payload() input: FlowUpdateData): Promise<DataEnvelope<FlowView>> {
+    await this.fixedSender(input);
     return { data: await this.flows.update(input) };
   }
 

@@ -12,21 +12,32 @@ import {
   type PromiseResolveData,
   type PromiseView,
 } from '@touchpoint/contracts';
+import { OwnedReferences } from '@touchpoint/runtime';
 import { PromisesService } from './promises.service.js';
 
 /** RPC edge of one-off returns (seed 002 "Retornos avulsos"). */
 @Controller()
 export class PromisesController {
-  constructor(private readonly promises: PromisesService) {}
+  constructor(
+    private readonly promises: PromisesService,
+    private readonly references: OwnedReferences,
+  ) {}
 
   @MessagePattern(FollowupsRpc.PromiseList)
   async list(@Payload() input: PromiseListData): Promise<DataEnvelope<CursorPage<PromiseView>>> {
     return { data: await this.promises.list(input) };
   }
 
-  /** `{data, created}`: `created` is false when the operation key had one already. */
+  /**
+   * `{data, created}`: `created` is false when the operation key had one already. The contact and
+   * conversation must be the caller's (404 otherwise, as for an unknown id).
+   */
   @MessagePattern(FollowupsRpc.PromiseCreate)
   async create(@Payload() input: PromiseCreateData): Promise<DataEnvelope<PromiseView> & { created: boolean }> {
+    await this.references.require(input?.organization_id, [
+      { field: 'contact_id', kind: 'contact', id: input?.contact_id },
+      { field: 'conversation_id', kind: 'conversation', id: input?.conversation_id },
+    ]);
     const { promise, created } = await this.promises.create(input);
     return { data: promise, created };
   }

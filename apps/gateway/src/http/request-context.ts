@@ -20,11 +20,24 @@ type WithContext = FastifyRequest & { touchpointContext?: RequestContext };
 const QUIET_ROUTES = new Set(['/health/live', '/health/ready', '/metrics']);
 
 /**
+ * What the access log shows of a request's target: the route template (never the path, which may
+ * hold a phone number or a token) and the query's parameter names with every value redacted (the
+ * Meta verify token, an unsubscribe token, search text and keys travel there).
+ * `/webhooks/meta?hub.mode=…&hub.verify_token=…` → `/webhooks/meta?hub.mode=[redacted]&hub.verify_token=[redacted]`.
+ */
+export function loggedTarget(route: string, url: string): string {
+  const at = url.indexOf('?');
+  if (at < 0) return route;
+  const names = [...new URLSearchParams(url.slice(at + 1)).keys()];
+  return names.length ? `${route}?${names.map((name) => `${encodeURIComponent(name)}=[redacted]`).join('&')}` : route;
+}
+
+/**
  * Request id and logging (DESIGN §8, issue 2): every request runs in an AsyncLocalStorage context
  * holding its `request_id` (the caller's `x-request-id` when well-formed, else a new uuid; see
  * libs/runtime bootstrap), every pino line written meanwhile carries it (and `organization_id`
  * once known), and one access-log line is written per request (`http.request`: method, route,
- * status, ms, organization_id).
+ * `url` as `loggedTarget` makes it, status, ms, organization_id).
  */
 export function installRequestContext(fastify: FastifyInstance, logger: Logger, metrics: Metrics): void {
   // pino's documented symbols for library authors: add a mixin to the process logger (and thus its
@@ -65,7 +78,7 @@ export function installRequestContext(fastify: FastifyInstance, logger: Logger, 
     const ms = Math.round(reply.elapsedTime * 10) / 10;
     requests.inc({ method: request.method, route, status: String(reply.statusCode) });
     duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
-    const line = { event: 'http.request', request_id: request.id, organization_id: store?.organization_id, method: request.method, route, url: request.url, status: reply.statusCode, ms };
+    const line = { event: 'http.request', request_id: request.id, organization_id: store?.organization_id, method: request.method, route, url: loggedTarget(route, request.url), status: reply.statusCode, ms };
     if (QUIET_ROUTES.has(route)) logger.debug(line, 'request');
     else logger.info(line, 'request');
   });

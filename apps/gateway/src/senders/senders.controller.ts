@@ -18,7 +18,10 @@ export class SendersController {
   constructor(private readonly forwarder: ServiceForwarder) {}
 
   @Post()
-  @ApiOperation({ summary: 'Add a WhatsApp business number (the first of a channel becomes the default)' })
+  @ApiOperation({
+    summary: 'Add a WhatsApp business number (the first of a channel becomes the default)',
+    description: 'The `access_token` must read `phone_number_id` at Graph, else 422 `sender_unverified` and nothing is stored; only then is a number already registered answered 409.',
+  })
   @ApiOkResponse({ type: SenderDto })
   @ApiErrorResponses(400, 409, 422, 503)
   create(@CurrentCaller() caller: Caller, @Body() body: CreateSenderDto) {
@@ -26,7 +29,10 @@ export class SendersController {
   }
 
   @Post('accounts')
-  @ApiOperation({ summary: 'Add an email mailbox (Nylas grant) or a LinkedIn account (Unipile) to send outreach from' })
+  @ApiOperation({
+    summary: 'Add an email mailbox (Nylas grant) or a LinkedIn account (Unipile) to send outreach from',
+    description: 'The `api_key` must read `account_id` at the provider (the grant, the account), else 422 `sender_unverified` and nothing is stored.',
+  })
   @ApiOkResponse({ type: SenderDto })
   @ApiErrorResponses(400, 409, 422, 503)
   createAccount(@CurrentCaller() caller: Caller, @Body() body: CreateAccountSenderDto) {
@@ -50,9 +56,9 @@ export class SendersController {
   }
 
   @Patch(':sender_id')
-  @ApiOperation({ summary: 'Update a sender (token replaced, never returned; status change publishes outbox.sender.connected/disconnected)' })
+  @ApiOperation({ summary: 'Update a sender (token replaced, never returned; a new token must read the number at Graph, else 422 sender_unverified; status change publishes outbox.sender.connected/disconnected)' })
   @ApiOkResponse({ type: SenderDto })
-  @ApiErrorResponses(400, 404, 503)
+  @ApiErrorResponses(400, 404, 422, 503)
   update(@CurrentCaller() caller: Caller, @Param() params: SenderIdParams, @Body() body: UpdateSenderDto) {
     return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderUpdate, { ...body, ...params });
   }

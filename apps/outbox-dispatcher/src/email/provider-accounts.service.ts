@@ -6,6 +6,7 @@ import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { CredentialsCipher } from '../senders/credentials.cipher.js';
+import { SenderOwnershipService } from '../senders/sender-ownership.service.js';
 
 interface AccountRow {
   id: string;
@@ -34,17 +35,26 @@ export class ProviderAccountsService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
+    private readonly ownership: SenderOwnershipService,
     @Inject(APP_CONFIG) config: OutboxDispatcherConfig,
   ) {
     this.cipher = new CredentialsCipher(config.OUTBOX_CREDENTIALS_KEY);
   }
 
-  /** @throws AppError validation_failed, conflict (the account belongs to a live sender already) */
+  /**
+   * Adds a mailbox or LinkedIn account once the provider shows that `api_key` can read
+   * `account_id` (the Nylas grant, the Unipile account; SenderOwnershipService). The proof comes
+   * before the uniqueness check, so only a caller who holds the credential learns the account is
+   * taken.
+   * @throws AppError validation_failed, sender_unverified, service_unavailable, conflict (the account belongs to a live sender already)
+   */
   async create(data: OutboxAccountCreateData): Promise<OutboxSenderView> {
     for (const field of ['organization_id', 'account_id', 'address', 'api_key'] as const) {
       if (typeof data?.[field] !== 'string' || data[field].trim() === '') throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
     }
     if (data.channel !== 'email' && data.channel !== 'linkedin') throw new AppError(ErrorCode.ValidationFailed, 'channel must be email or linkedin', { field: 'channel' });
+    if (data.channel === 'email') await this.ownership.proveNylasGrant(data.account_id, data.api_key);
+    else await this.ownership.proveUnipileAccount(data.account_id, data.api_key);
     const id = randomUUID();
     const now = this.clock.now();
     const secrets: Record<string, string> = data.channel === 'email' ? { api_key: data.api_key, grant_id: data.account_id, provider: (data.provider ?? '').toLowerCase() } : { api_key: data.api_key, account_id: data.account_id };

@@ -15,6 +15,7 @@ import { Clock } from '@touchpoint/time';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import type { SenderCredentials } from '../providers/provider-adapter.js';
 import { CredentialsCipher } from './credentials.cipher.js';
+import { SenderOwnershipService } from './sender-ownership.service.js';
 import { type SenderRow, SendersRepository } from './senders.repository.js';
 
 /** How long a decrypted sender is reused by the drain before it is read again, ms. */
@@ -34,14 +35,20 @@ export class SendersService {
     private readonly uow: UnitOfWork,
     private readonly repository: SendersRepository,
     private readonly clock: Clock,
+    private readonly ownership: SenderOwnershipService,
     @Inject(APP_CONFIG) config: OutboxDispatcherConfig,
   ) {
     this.cipher = new CredentialsCipher(config.OUTBOX_CREDENTIALS_KEY);
   }
 
   /**
-   * Adds a WhatsApp business number. The first sender of a channel becomes its default.
-   * @throws AppError validation_failed (missing fields), unsupported_channel, conflict (number already registered)
+   * Adds a WhatsApp business number once Graph shows that `access_token` can read
+   * `phone_number_id` (SenderOwnershipService). The first sender of a channel becomes its default.
+   * The proof comes before the uniqueness check, so only a caller who holds the number's token
+   * learns that it is registered already.
+   * @throws AppError validation_failed (missing fields), unsupported_channel, sender_unverified
+   *   (the token does not own the number), service_unavailable (Graph did not answer), conflict
+   *   (number already registered)
    */
   async create(data: OutboxSenderCreateData): Promise<OutboxSenderView> {
     requireString(data, 'organization_id');
@@ -49,6 +56,7 @@ export class SendersService {
     for (const field of ['phone_number_id', 'display_phone_number', 'business_account_id', 'access_token'] as const) requireString(data, field);
     if (!/^\d{1,32}$/.test(data.phone_number_id)) throw new AppError(ErrorCode.ValidationFailed, 'phone_number_id must be digits', { field: 'phone_number_id' });
     if (data.status !== undefined && !['connected', 'disconnected'].includes(data.status)) throw new AppError(ErrorCode.ValidationFailed, 'status must be connected or disconnected');
+    await this.ownership.proveWhatsAppNumber(data.phone_number_id, data.access_token);
     const now = this.clock.now();
     try {
       return await this.uow.run(async (tx) => {
@@ -88,15 +96,21 @@ export class SendersService {
   }
 
   /**
-   * Changes labels, numbers, the token (replaced, never returned), the default flag or the status.
-   * A status change publishes `outbox.sender.connected`/`disconnected`, anything else `updated`.
-   * @throws AppError not_found, validation_failed
+   * Changes labels, numbers, the token (replaced, never returned; a new token must prove it owns the
+   * sender's number first, as on create), the default flag or the status. A status change publishes
+   * `outbox.sender.connected`/`disconnected`, anything else `updated`.
+   * @throws AppError not_found, validation_failed, sender_unverified, service_unavailable
    */
   async update(data: OutboxSenderUpdateData): Promise<OutboxSenderView> {
     requireString(data, 'organization_id');
     requireString(data, 'sender_id');
     if (data.status !== undefined && !['connected', 'disconnected'].includes(data.status)) throw new AppError(ErrorCode.ValidationFailed, 'status must be connected or disconnected');
-    if (data.access_token !== undefined) requireString(data, 'access_token');
+    if (data.access_token !== undefined) {
+      requireString(data, 'access_token');
+      const current = await this.uow.run((tx) => this.mustFind(tx, data.organization_id, data.sender_id));
+      if (current.channel !== 'whatsapp' || !current.phone_number_id) throw new AppError(ErrorCode.ValidationFailed, 'only a WhatsApp sender takes an access_token', { field: 'access_token' });
+      await this.ownership.proveWhatsAppNumber(current.phone_number_id, data.access_token);
+    }
     const view = await this.uow.run(async (tx) => {
       const current = await this.mustFind(tx, data.organization_id, data.sender_id, true);
       const changes: Parameters<SendersRepository['update']>[2] = {};

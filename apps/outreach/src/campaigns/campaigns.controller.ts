@@ -1,15 +1,24 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import { type CampaignCreateData, type CampaignRef, type CampaignStatus, OutreachRpc } from '@touchpoint/contracts';
+import { OwnedReferences } from '@touchpoint/runtime';
 import { CampaignsService } from './campaigns.service.js';
 
 /** RPC edge of campaigns and the organization-wide stop. */
 @Controller()
 export class CampaignsController {
-  constructor(private readonly campaigns: CampaignsService) {}
+  constructor(
+    private readonly campaigns: CampaignsService,
+    private readonly references: OwnedReferences,
+  ) {}
 
+  /** The mailbox and LinkedIn senders must be the caller's, of their channel (404 otherwise, as for an unknown id). */
   @MessagePattern(OutreachRpc.CampaignCreate)
-  create(@Payload() data: CampaignCreateData) {
+  async create(@Payload() data: CampaignCreateData) {
+    await this.references.require(data?.organization_id, [
+      { field: 'email_sender_id', kind: 'sender', id: data?.email_sender_id, channel: 'email' },
+      { field: 'linkedin_sender_id', kind: 'sender', id: data?.linkedin_sender_id, channel: 'linkedin' },
+    ]);
     return this.campaigns.create(data);
   }
 

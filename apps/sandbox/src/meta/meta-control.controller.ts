@@ -1,6 +1,7 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
 import { FaultRegistry } from '../control/fault-registry.service.js';
 import { META_PROVIDER } from './meta.controller.js';
+import { MetaNumbersService, type SandboxPhoneNumber } from './meta-numbers.service.js';
 import { type MetaSettings, MetaWebhooksService, SANDBOX_DISPLAY_NUMBER, type WebhookDelivery } from './meta-webhooks.service.js';
 
 /** Phone-number id the sandbox uses when a control call names none (the fixtures' id). */
@@ -18,7 +19,27 @@ export class MetaControlController {
   constructor(
     private readonly webhooks: MetaWebhooksService,
     private readonly faults: FaultRegistry,
+    private readonly numbers: MetaNumbersService,
   ) {}
+
+  /**
+   * Makes a business number known, readable with its tokens only:
+   * `{ phone_number_id, access_token, display_phone_number?, verified_name? }` → the number (a
+   * known number gets one more token).
+   */
+  @Post('numbers')
+  @HttpCode(200)
+  addNumber(@Body() body: { phone_number_id?: unknown; access_token?: unknown; display_phone_number?: unknown; verified_name?: unknown }): SandboxPhoneNumber {
+    if (typeof body?.phone_number_id !== 'string' || !/^\d+$/.test(body.phone_number_id) || typeof body.access_token !== 'string' || body.access_token === '') {
+      throw new BadRequestException('phone_number_id (digits) and access_token are required');
+    }
+    return this.numbers.add({
+      id: body.phone_number_id,
+      access_token: body.access_token,
+      display_phone_number: typeof body.display_phone_number === 'string' ? body.display_phone_number : SANDBOX_DISPLAY_NUMBER,
+      verified_name: typeof body.verified_name === 'string' ? body.verified_name : 'Sandbox Business',
+    });
+  }
 
   /** Partial `MetaSettings` → the settings now in force. */
   @Post('settings')
@@ -44,6 +65,7 @@ export class MetaControlController {
   @HttpCode(200)
   reset(): { reset: true } {
     this.webhooks.reset();
+    this.numbers.reset();
     return { reset: true };
   }
 

@@ -1,8 +1,9 @@
-import { Controller, Param, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, NotFoundException, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Fault, FaultRegistry } from '../control/fault-registry.service.js';
 import { MetaWebhooksService } from './meta-webhooks.service.js';
-import { defaultStatusOf, graphError, makeWamid, messageBodyProblems } from './whatsapp-graph.js';
+import { MetaNumbersService } from './meta-numbers.service.js';
+import { defaultStatusOf, graphError, graphInvalidToken, graphObjectNotReadable, makeWamid, messageBodyProblems } from './whatsapp-graph.js';
 
 /** Name of the Meta fault queue and request log in the control API. */
 export const META_PROVIDER = 'meta';
@@ -23,8 +24,35 @@ export class MetaController {
   constructor(
     private readonly faults: FaultRegistry,
     private readonly webhooks: MetaWebhooksService,
+    private readonly numbers: MetaNumbersService,
   ) {
     this.faults.register(META_PROVIDER);
+  }
+
+  /**
+   * A business number read, `GET /{version}/{phone_number_id}?fields=...`, as Graph answers it:
+   * `{ id, display_phone_number, verified_name, quality_rating }` to the number's own token; 401
+   * code 190 to a token Graph does not know; 400 code 100 subcode 33 (one body for both) to an
+   * unknown id or a token of another business. Scripted faults are for sends and never apply here.
+   */
+  @Get(':version/:phoneNumberId')
+  phoneNumber(@Param('version') version: string, @Param('phoneNumberId') phoneNumberId: string, @Query('fields') fields: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    if (!/^v\d+\.\d+$/.test(version)) throw new NotFoundException();
+    const context = { version, phone_number_id: phoneNumberId, fields: fields ?? '', type: 'phone_number' };
+    const token = /^Bearer (\S+)$/.exec(String(req.headers.authorization ?? ''))?.[1];
+    if (!token || !this.numbers.knowsToken(token)) {
+      this.faults.record(META_PROVIDER, { operation: 'phone_number', context, body: null, outcome: 'rejected' });
+      reply.status(401).send(graphInvalidToken());
+      return;
+    }
+    const number = this.numbers.readable(phoneNumberId, token);
+    if (!number) {
+      this.faults.record(META_PROVIDER, { operation: 'phone_number', context, body: null, outcome: 'not_readable' });
+      reply.status(400).send(graphObjectNotReadable(phoneNumberId));
+      return;
+    }
+    this.faults.record(META_PROVIDER, { operation: 'phone_number', context, body: null, outcome: 'accepted', provider_id: number.id });
+    reply.status(200).send({ verified_name: number.verified_name, display_phone_number: number.display_phone_number, id: number.id, quality_rating: 'GREEN' });
   }
 
   @Post(':version/:phoneNumberId/messages')

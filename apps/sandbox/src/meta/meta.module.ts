@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SandboxConfig } from '../sandbox.config.js';
 import { MetaControlController } from './meta-control.controller.js';
 import { MetaController } from './meta.controller.js';
+import { MetaNumbersService } from './meta-numbers.service.js';
 import { META_SANDBOX_CONFIG, MetaWebhooksService } from './meta-webhooks.service.js';
 
 /** The Meta (WhatsApp Cloud API) stand-in: Graph endpoints, signed webhooks, its controls. */
@@ -15,7 +16,7 @@ export class MetaSandboxModule implements OnModuleInit {
     return {
       module: MetaSandboxModule,
       controllers: [MetaController, MetaControlController],
-      providers: [{ provide: META_SANDBOX_CONFIG, useValue: config }, MetaWebhooksService],
+      providers: [{ provide: META_SANDBOX_CONFIG, useValue: config }, MetaWebhooksService, MetaNumbersService],
       exports: [MetaWebhooksService],
     };
   }

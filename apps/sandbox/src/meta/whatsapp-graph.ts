@@ -44,6 +44,27 @@ export function graphError(code: number, message?: string, details?: string): Re
   };
 }
 
+/**
+ * Graph's answer to a read of an object the token cannot see: the same body whether the id does not
+ * exist or belongs to a business the token has no permission on (code 100, subcode 33).
+ */
+export function graphObjectNotReadable(id: string): Record<string, unknown> {
+  return {
+    error: {
+      message: `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`,
+      type: 'GraphMethodException',
+      code: 100,
+      error_subcode: 33,
+      fbtrace_id: `Sandbox${Math.random().toString(36).slice(2, 14)}`,
+    },
+  };
+}
+
+/** Graph's answer to a token it does not recognise (code 190, OAuthException). */
+export function graphInvalidToken(): Record<string, unknown> {
+  return { error: { message: 'Invalid OAuth access token - Cannot parse access token', type: 'OAuthException', code: 190, fbtrace_id: `Sandbox${Math.random().toString(36).slice(2, 14)}` } };
+}
+
 /** A wamid-looking id, unique within the sandbox process. */
 export function makeWamid(seq: number, to: string): string {
   return `wamid.${Buffer.from(`sandbox:${process.pid}:${seq}:${to}`).toString('base64')}`;

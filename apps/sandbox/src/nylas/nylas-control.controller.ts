@@ -1,5 +1,5 @@
 import { BadRequestException, Body, Controller, Get, Post } from '@nestjs/common';
-import { type NylasMessage, type NylasSettings, NylasStateService } from './nylas-state.service.js';
+import { type NylasGrant, type NylasMessage, type NylasSettings, NylasStateService } from './nylas-state.service.js';
 
 interface InboundRequest {
   grant_id: string;
@@ -19,6 +19,24 @@ interface InboundRequest {
 @Controller('sandbox/nylas')
 export class NylasControlController {
   constructor(private readonly state: NylasStateService) {}
+
+  /**
+   * Makes a grant known, readable (`GET /v3/grants/{id}`) with its application's API key only:
+   * `{ grant_id, api_key, email?, provider? }` → the grant.
+   */
+  @Post('grants')
+  grant(@Body() body: { grant_id?: unknown; api_key?: unknown; email?: unknown; provider?: unknown }): NylasGrant {
+    if (typeof body?.grant_id !== 'string' || body.grant_id === '' || typeof body.api_key !== 'string' || body.api_key === '') throw new BadRequestException('grant_id and api_key are required');
+    const grant: NylasGrant = {
+      id: body.grant_id,
+      api_key: body.api_key,
+      email: typeof body.email === 'string' ? body.email : `mailbox+${body.grant_id}@sandbox.example`,
+      provider: typeof body.provider === 'string' ? body.provider : 'google',
+      created_at: Math.floor(Date.now() / 1000),
+    };
+    this.state.grants.set(grant.id, grant);
+    return grant;
+  }
 
   @Post('settings')
   settings(@Body() body: Partial<NylasSettings>): NylasSettings {

@@ -22,6 +22,15 @@ export interface NylasMessage {
   headers: { name: string; value: string }[];
 }
 
+/** A grant of the stand-in's Nylas application, readable with the application's API key only. */
+export interface NylasGrant {
+  id: string;
+  api_key: string;
+  email: string;
+  provider: string;
+  created_at: number;
+}
+
 /** What the stand-in does on its own; changed through `POST /sandbox/nylas/settings`. */
 export interface NylasSettings {
   /** Where notifications go; default `${GATEWAY_URL}/webhooks/nylas`. */
@@ -32,9 +41,6 @@ export interface NylasSettings {
   grant_providers: Record<string, string>;
 }
 
-/** Default webhook secret of the sandbox (the gateway's NYLAS_WEBHOOK_SECRET default). */
-export const SANDBOX_NYLAS_WEBHOOK_SECRET = 'sandbox-nylas-webhook-secret';
-
 /**
  * Messages, settings and webhook delivery of the Nylas v3 stand-in. Notifications are signed like
  * Nylas: `x-nylas-signature` = hex HMAC-SHA256(webhook secret, raw body) (fixtures/README.md).
@@ -43,6 +49,8 @@ export const SANDBOX_NYLAS_WEBHOOK_SECRET = 'sandbox-nylas-webhook-secret';
 export class NylasStateService {
   settings: NylasSettings;
   readonly messages = new Map<string, NylasMessage>();
+  /** Grants made known through `POST /sandbox/nylas/grants` (grant id → grant). */
+  readonly grants = new Map<string, NylasGrant>();
   private seq = 0;
 
   constructor(@Inject(NYLAS_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
@@ -50,12 +58,13 @@ export class NylasStateService {
   }
 
   defaults(): NylasSettings {
-    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/nylas`, webhook_secret: SANDBOX_NYLAS_WEBHOOK_SECRET, grant_providers: {} };
+    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/nylas`, webhook_secret: this.config.NYLAS_WEBHOOK_SECRET, grant_providers: {} };
   }
 
   reset(): void {
     this.settings = this.defaults();
     this.messages.clear();
+    this.grants.clear();
   }
 
   nextId(prefix: string): string {

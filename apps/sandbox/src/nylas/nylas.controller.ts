@@ -109,3 +109,48 @@ export class NylasController {
     reply.status(200).send({ request_id: this.state.nextId('req'), data: fields === 'include_headers' ? { ...rest, headers } : rest });
   }
 }
+
+/**
+ * `GET /v3/grants/{grant_id}` of the Nylas stand-in, as Nylas answers it: the grant object
+ * (`{ request_id, data: { id, grant_status, provider, email, scope, created_at, ... } }`) to its
+ * application's API key; 401 `unauthorized` without a key or with one Nylas does not know; 404
+ * `not_found_error` to an unknown grant or one of another application.
+ */
+@Controller('v3/grants')
+export class NylasGrantsController {
+  constructor(
+    private readonly faults: FaultRegistry,
+    private readonly state: NylasStateService,
+  ) {}
+
+  @Get(':grantId')
+  grant(@Param('grantId') grantId: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    const context = { grant_id: grantId };
+    const key = /^Bearer (\S+)$/.exec(String(req.headers.authorization ?? ''))?.[1];
+    const grant = this.state.grants.get(grantId);
+    const knownKey = key !== undefined && [...this.state.grants.values()].some((g) => g.api_key === key);
+    if (!knownKey) {
+      this.faults.record(NYLAS_PROVIDER, { operation: 'grant', context, body: null, outcome: 'rejected' });
+      reply.status(401).send(nylasError('unauthorized', 'Unauthorized'));
+      return;
+    }
+    if (!grant || grant.api_key !== key) {
+      this.faults.record(NYLAS_PROVIDER, { operation: 'grant', context, body: null, outcome: 'not_found' });
+      reply.status(404).send(nylasError('not_found_error', `grant ${grantId} not found`));
+      return;
+    }
+    this.faults.record(NYLAS_PROVIDER, { operation: 'grant', context, body: null, outcome: 'accepted', provider_id: grant.id });
+    reply.status(200).send({
+      request_id: this.state.nextId('req'),
+      data: {
+        id: grant.id,
+        grant_status: 'valid',
+        provider: grant.provider,
+        email: grant.email,
+        scope: ['https://www.googleapis.com/auth/gmail.send', 'https://www.googleapis.com/auth/gmail.readonly'],
+        created_at: grant.created_at,
+        updated_at: grant.created_at,
+      },
+    });
+  }
+}

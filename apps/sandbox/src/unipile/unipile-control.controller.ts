@@ -1,5 +1,5 @@
 import { BadRequestException, Body, Controller, Post } from '@nestjs/common';
-import { type UnipileRelation, type UnipileSettings, UnipileStateService } from './unipile-state.service.js';
+import { type UnipileAccount, type UnipileRelation, type UnipileSettings, UnipileStateService } from './unipile-state.service.js';
 
 /** Control API of the Unipile stand-in: relations, an inbound chat message, settings, reset. */
 @Controller('sandbox/unipile')
@@ -10,6 +10,18 @@ export class UnipileControlController {
   settings(@Body() body: Partial<UnipileSettings>): UnipileSettings {
     this.state.settings = { ...this.state.settings, ...body };
     return this.state.settings;
+  }
+
+  /**
+   * Connects a LinkedIn account to the workspace, readable (`GET /api/v1/accounts/{id}`) with the
+   * workspace's API key only: `{ account_id, api_key, name? }` → the account.
+   */
+  @Post('accounts')
+  account(@Body() body: { account_id?: unknown; api_key?: unknown; name?: unknown }): UnipileAccount {
+    if (typeof body?.account_id !== 'string' || body.account_id === '' || typeof body.api_key !== 'string' || body.api_key === '') throw new BadRequestException('account_id and api_key are required');
+    const account: UnipileAccount = { id: body.account_id, api_key: body.api_key, name: typeof body.name === 'string' ? body.name : 'Sandbox LinkedIn', created_at: new Date().toISOString() };
+    this.state.accounts.set(account.id, account);
+    return account;
   }
 
   /** Makes a public profile known: `GET /api/v1/users/{public_identifier}` answers its member id. */

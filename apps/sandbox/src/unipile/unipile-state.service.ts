@@ -5,8 +5,6 @@ import type { SandboxConfig } from '../sandbox.config.js';
 export const UNIPILE_SANDBOX_CONFIG = Symbol('sandbox:unipile-config');
 /** Name of the Unipile fault queue and request log in the control API. */
 export const UNIPILE_PROVIDER = 'unipile';
-/** Default shared secret the sandbox sends with its webhooks (the gateway's default). */
-export const SANDBOX_UNIPILE_WEBHOOK_SECRET = 'sandbox-unipile-webhook-secret';
 
 /**
  * How the account relates to a person, as the stand-in answers an invitation:
@@ -23,6 +21,14 @@ export interface UnipileSettings {
   account_users: Record<string, string>;
 }
 
+/** A LinkedIn account connected to the stand-in's Unipile workspace, readable with the workspace's API key only. */
+export interface UnipileAccount {
+  id: string;
+  api_key: string;
+  name: string;
+  created_at: string;
+}
+
 /** Chats, relations and webhook delivery of the Unipile (API v1) stand-in. */
 @Injectable()
 export class UnipileStateService {
@@ -33,6 +39,8 @@ export class UnipileStateService {
   readonly profiles = new Map<string, string>();
   /** chat id → { account, attendee provider id }. */
   readonly chats = new Map<string, { account_id: string; provider_id: string }>();
+  /** Accounts made known through `POST /sandbox/unipile/accounts` (account id → account). */
+  readonly accounts = new Map<string, UnipileAccount>();
   private seq = 0;
 
   constructor(@Inject(UNIPILE_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
@@ -40,7 +48,7 @@ export class UnipileStateService {
   }
 
   defaults(): UnipileSettings {
-    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/unipile`, webhook_header: 'Unipile-Auth', webhook_secret: SANDBOX_UNIPILE_WEBHOOK_SECRET, account_users: {} };
+    return { webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/unipile`, webhook_header: 'Unipile-Auth', webhook_secret: this.config.UNIPILE_WEBHOOK_SECRET, account_users: {} };
   }
 
   reset(): void {
@@ -48,6 +56,7 @@ export class UnipileStateService {
     this.relations.clear();
     this.chats.clear();
     this.profiles.clear();
+    this.accounts.clear();
   }
 
   nextId(prefix: string): string {

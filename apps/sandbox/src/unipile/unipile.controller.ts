@@ -23,6 +23,45 @@ export class UnipileController {
     this.faults.register(UNIPILE_PROVIDER);
   }
 
+  /**
+   * An account, `GET /api/v1/accounts/{account_id}`, as Unipile answers it (`object: "Account"`,
+   * `type`, `id`, `name`, `connection_params.im`, `sources`) to the workspace's key; 401
+   * `errors/missing_credentials` without a key, `errors/invalid_credentials` with one it does not
+   * know; 404 `errors/resource_not_found` to an unknown account or one of another workspace.
+   */
+  @Get('accounts/:accountId')
+  account(@Param('accountId') accountId: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    const context = { operation: 'account', account_id: accountId };
+    const key = req.headers['x-api-key'];
+    if (typeof key !== 'string' || key === '') {
+      this.faults.record(UNIPILE_PROVIDER, { operation: 'account', context, body: null, outcome: 'rejected' });
+      reply.status(401).send(unipileError(401, 'errors/missing_credentials', 'Missing X-API-KEY.'));
+      return;
+    }
+    if (![...this.state.accounts.values()].some((a) => a.api_key === key)) {
+      this.faults.record(UNIPILE_PROVIDER, { operation: 'account', context, body: null, outcome: 'rejected' });
+      reply.status(401).send(unipileError(401, 'errors/invalid_credentials', 'The provided credentials are invalid.'));
+      return;
+    }
+    const account = this.state.accounts.get(accountId);
+    if (!account || account.api_key !== key) {
+      this.faults.record(UNIPILE_PROVIDER, { operation: 'account', context, body: null, outcome: 'not_found' });
+      reply.status(404).send(unipileError(404, 'errors/resource_not_found', 'Account not found.'));
+      return;
+    }
+    this.faults.record(UNIPILE_PROVIDER, { operation: 'account', context, body: null, outcome: 'accepted', provider_id: account.id });
+    const userId = this.state.settings.account_users[account.id] ?? 'ACoAASANDBOXACCOUNT';
+    reply.status(200).send({
+      object: 'Account',
+      type: 'LINKEDIN',
+      id: account.id,
+      name: account.name,
+      created_at: account.created_at,
+      connection_params: { im: { id: userId, publicIdentifier: 'sandbox-account', username: account.name } },
+      sources: [{ id: `${account.id}_MESSAGING`, status: 'OK' }],
+    });
+  }
+
   /** A profile by public identifier: a deterministic member id per slug (or the one set through the control API). */
   @Get('users/:identifier')
   profile(@Param('identifier') identifier: string, @Query('account_id') accountId: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): void {

@@ -1,4 +1,22 @@
-import { ConfigError, loadConfig, ServiceConfig } from '../index.js';
+import { ConfigError, IsString, loadConfig, Secret, ServiceConfig } from '../index.js';
+
+class WithSecrets extends ServiceConfig {
+  @IsString() @Secret()
+  SIGNING_SECRET = 'public-default';
+
+  @IsString() @Secret()
+  OTHER_SECRET = 'another-public-default';
+
+  @IsString()
+  NOT_SECRET = 'plain';
+
+  /** Used only when FEATURE is on. */
+  @IsString() @Secret((config: WithSecrets) => config.FEATURE === 'off')
+  FEATURE_KEY = 'feature-default';
+
+  @IsString()
+  FEATURE = 'on';
+}
 
 describe(loadConfig.name, () => {
   it('uses the defaults when nothing is set', () => {
@@ -44,5 +62,36 @@ describe(loadConfig.name, () => {
     expect(caught).toBeInstanceOf(ConfigError);
     expect((caught as ConfigError).variables).toEqual([name]);
     expect((caught as ConfigError).message).toContain(name);
+  });
+
+  describe('secrets', () => {
+    const failureOf = (env: Record<string, string>) => {
+      try {
+        loadConfig(WithSecrets, env);
+      } catch (err) {
+        return err as ConfigError;
+      }
+      return undefined;
+    };
+
+    it('refuses, in production, every secret left at its built-in default, naming each', () => {
+      const failure = failureOf({ NODE_ENV: 'production', OTHER_SECRET: 'mine' });
+      expect(failure).toBeInstanceOf(ConfigError);
+      expect(failure!.variables).toEqual(['SIGNING_SECRET', 'FEATURE_KEY']);
+      expect(failure!.message).toContain('SIGNING_SECRET');
+      expect(failure!.message).not.toContain('public-default');
+    });
+
+    it('starts in production once every secret is set', () => {
+      expect(loadConfig(WithSecrets, { NODE_ENV: 'production', SIGNING_SECRET: 'a', OTHER_SECRET: 'b', FEATURE_KEY: 'c' })).toMatchObject({ SIGNING_SECRET: 'a', NOT_SECRET: 'plain' });
+    });
+
+    it('lets a secret keep its default in production when its feature is off', () => {
+      expect(loadConfig(WithSecrets, { NODE_ENV: 'production', SIGNING_SECRET: 'a', OTHER_SECRET: 'b', FEATURE: 'off' })).toMatchObject({ FEATURE_KEY: 'feature-default' });
+    });
+
+    it.each(['development', 'test'])('keeps the defaults outside production (%s)', (nodeEnv) => {
+      expect(failureOf({ NODE_ENV: nodeEnv })).toBeUndefined();
+    });
   });
 });

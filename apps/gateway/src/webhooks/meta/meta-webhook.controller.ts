@@ -7,7 +7,7 @@ import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
 import { PublicRoute } from '../../auth/auth.decorators.js';
 import type { GatewayConfig } from '../../gateway.config.js';
 import type { RequestWithRawBody } from '../../http/raw-body.js';
-import { isValidMetaSignature } from './meta-signature.js';
+import { isMetaVerifyToken, isValidMetaSignature } from './meta-signature.js';
 import { MetaWebhookService } from './meta-webhook.service.js';
 
 /**
@@ -28,8 +28,8 @@ export class MetaWebhookController {
 
   /** `hub.mode=subscribe` with our verify token → the challenge as plain text; anything else 403. */
   @Get()
-  challenge(@Query() query: Record<string, string>, @Res() reply: FastifyReply): void {
-    if (query['hub.mode'] === 'subscribe' && query['hub.verify_token'] === this.config.META_VERIFY_TOKEN && typeof query['hub.challenge'] === 'string') {
+  challenge(@Query() query: Record<string, unknown>, @Res() reply: FastifyReply): void {
+    if (query['hub.mode'] === 'subscribe' && isMetaVerifyToken(query['hub.verify_token'], this.config.META_VERIFY_TOKEN) && typeof query['hub.challenge'] === 'string') {
       reply.status(200).header('content-type', 'text/plain; charset=utf-8').send(query['hub.challenge']);
       return;
     }
