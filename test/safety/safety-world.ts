@@ -74,12 +74,15 @@ export class SafetyOrg {
   /** Connects the WhatsApp senders (the sandbox's Meta accepts any phone-number id). */
   async connectNumbers(): Promise<void> {
     for (const [i, phoneNumberId] of this.numbers.entries()) {
+      // A sender proves its id at the provider: the sandbox's Meta must hold the number first.
+      expectOk('sandbox meta number', await this.sandbox.request('POST', '/sandbox/meta/numbers', { phone_number_id: phoneNumberId, access_token: 'sandbox-access-token', display_phone_number: `55119000000${i}${phoneNumberId.slice(-2)}` }), 200, 201);
       expectOk('POST /senders', await this.gateway.post('/senders', { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: `55119000000${i}${phoneNumberId.slice(-2)}`, business_account_id: '100000000000001', access_token: 'sandbox-access-token', label: `Safety number ${i + 1}` }), 201);
     }
   }
 
   /** Connects a Nylas mailbox of the sandbox; answers its sender id. */
   async connectMailbox(grant: string, address: string): Promise<string> {
+    expectOk('sandbox nylas grant', await this.sandbox.request('POST', '/sandbox/nylas/grants', { grant_id: grant, api_key: 'sandbox-nylas-api-key', email: address, provider: 'google' }), 200, 201);
     return expectOk('POST /senders/accounts', await this.gateway.post('/senders/accounts', { channel: 'email', account_id: grant, address, api_key: 'sandbox-nylas-api-key', provider: 'google', label: grant }), 200, 201).sender_id;
   }
 

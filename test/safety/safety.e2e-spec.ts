@@ -401,6 +401,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
 
     it('a LinkedIn opt-out (a Unipile message) suppresses the person on LinkedIn, email and WhatsApp for every caller', async () => {
       const account = `safety-li-${randomUUID().slice(0, 8)}`;
+      expectOk('sandbox unipile account', await sandbox.request('POST', '/sandbox/unipile/accounts', { account_id: account, api_key: 'sandbox-unipile-api-key', name: 'Safety LinkedIn' }), 200, 201);
       expectOk('POST /senders/accounts linkedin', await e.gateway.post('/senders/accounts', { channel: 'linkedin', account_id: account, address: 'Safety LinkedIn', api_key: 'sandbox-unipile-api-key', label: 'Safety LinkedIn' }), 200, 201);
       const phrases = v.sample(OPT_OUT_PHRASES, 2);
       await pool(
