@@ -29,6 +29,7 @@ import { OutcomesService } from './sending/outcomes.service.js';
 import { SendConsumer, SendController } from './sending/send.controller.js';
 import { SendService } from './sending/send.service.js';
 import { StreamController } from './stream/stream.controller.js';
+import { FollowupsFeedConsumer } from './stream/followups-feed.consumer.js';
 import { StreamRepository } from './stream/stream.repository.js';
 
 /** Options a test passes to stand the service at a chosen instant. */
@@ -42,6 +43,7 @@ export class MessagingModule {
   static forRoot(config: MessagingConfig, options: MessagingModuleOptions = {}): DynamicModule {
     const providers: Provider[] = [
       StreamRepository,
+      FollowupsFeedConsumer,
       ContactsRepository,
       ContactsService,
       ConversationsRepository,

@@ -618,9 +618,7 @@ export const FollowupsEvents = {
   FlowPublished: 'followups.flow.published',
   /** `{flow_id, status}`. */
   FlowStatusChanged: 'followups.flow.status_changed',
-  /** `{revision}`: organization settings changed (caches drop their copy). */
-  SettingsUpdated: 'followups.settings.updated',
-  /** `{enrollment_id, flow_id, contact_id}`. */
+  /** `{enrollment_id, flow_id, contact_id}`; messaging shows it on the real-time feed. */
   EnrollmentCreated: 'followups.enrollment.created',
   /** `{enrollment_id, flow_id, contact_id, status, reason}`. */
   EnrollmentFinished: 'followups.enrollment.finished',
@@ -740,8 +738,3 @@ export interface FlowTriggerFilter {
   stage_id?: string;
   segment?: { match: 'all' | 'any'; rules: { field: string; op: string; value?: string | number | boolean | (string | number)[] }[] };
 }
-
-/** Wake-ups followups sends to itself (delayed messages; hints, not facts). */
-export const FollowupsWakeups = {
-  Release: 'followups.release.wake',
-} as const;

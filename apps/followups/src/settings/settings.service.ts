@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
-import { CONSENT_MODES, FollowupsEvents, type FollowupSettingsView, type SettingsUpdateData } from '@touchpoint/contracts';
+import { CONSENT_MODES, type FollowupSettingsView, type SettingsUpdateData } from '@touchpoint/contracts';
 import { quoteIdent, type Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -15,9 +15,9 @@ export const SETTINGS_CACHE_TTL_MS = 30_000;
 
 /**
  * Organization follow-up settings (issue 6 "Settings"): read through a per-process cache, written
- * with a revision check. A change publishes `followups.settings.updated` and a Postgres NOTIFY that
- * every replica LISTENs to, so each process drops its copy at once; the TTL is the backstop when a
- * notification is lost.
+ * with a revision check. A change sends a Postgres NOTIFY that every replica LISTENs to, so each
+ * process drops its copy at once; the TTL is the backstop when a notification is lost. No bus event:
+ * settings are followups' own, and no other service keeps a copy of them.
  */
 @Injectable()
 export class SettingsService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -66,12 +66,6 @@ export class SettingsService implements OnApplicationBootstrap, OnApplicationShu
       validateSettings(next);
       const result = await this.repository.save(tx, next, input.expected_revision, now);
       if (!result) throw revisionConflict('settings', input.expected_revision, current.revision);
-      await tx.publish({
-        event_id: `followups.settings.updated:${input.organization_id}:${result.revision}`,
-        type: FollowupsEvents.SettingsUpdated,
-        organization_id: input.organization_id,
-        data: { revision: result.revision },
-      });
       await rowsOf(tx, `SELECT pg_notify($1, $2)`, [this.channel, input.organization_id]);
       return result;
     });
