@@ -3,8 +3,6 @@ import pg from 'pg';
 import { type CampaignView, type ContactView, type EnrollBatchResult, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
-import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js';
-import { AiGatewayModule } from '../../apps/ai-gateway/src/ai-gateway.module.js';
 import { ApiKeysModule } from '../../apps/gateway/src/api-keys/api-keys.module.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -12,14 +10,9 @@ import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { MessagingRoutesModule } from '../../apps/gateway/src/messaging/messaging-routes.module.js';
 import { OrganizationsModule } from '../../apps/gateway/src/organizations/organizations.module.js';
 import { OutreachRoutesModule } from '../../apps/gateway/src/outreach/outreach.module.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
-import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
-import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
-import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
 import { SandboxHandle } from '../outbox/harness.js';
 import { gatewayBuilders, httpClient } from '../gateway/gateway-world.js';
+import { startOutreachToSandbox } from './outreach-world.js';
 
 type NylasCall = { operation: string; context: Record<string, string>; body: { to?: { email: string }[]; body?: string } };
 
@@ -41,19 +34,10 @@ describe('outreach sends to the approved address only', () => {
   beforeAll(async () => {
     world = await createTestWorld('outreach_approved_to');
     sandbox = await SandboxHandle.start();
-    await world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig, { AI_BASE_URL: `${sandbox.url}/v1` })));
-    await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    await world.start(
-      OutboxDispatcherModule.forRoot(
-        world.config(OutboxDispatcherConfig, { NYLAS_API_BASE_URL: sandbox.url, UNIPILE_API_BASE_URL: sandbox.url, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_IDLE_POLL_MS: '100', UNSUBSCRIBE_BASE_URL: 'https://touchpoint.example' }),
-      ),
-    );
     // A long RPC deadline: the race below holds the recheck's suppression read for a moment. One
     // runner loop and a larger pool: while a test holds workflow_runs, the blocked loop and consumer
     // must leave connections for the approve RPC.
-    const outreach = await world.start(
-      OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0', RPC_TIMEOUT_MS: '30000', OUTREACH_RUNNER_CONCURRENCY: '1', DB_POOL_SIZE: '8' })),
-    );
+    const outreach = await startOutreachToSandbox(world, sandbox, { RPC_TIMEOUT_MS: '30000', OUTREACH_RUNNER_CONCURRENCY: '1', DB_POOL_SIZE: '8' });
     rpc = outreach.get(RpcClient);
     const gatewayConfig = world.config(GatewayConfig);
     const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [OrganizationsModule, ApiKeysModule, OutreachRoutesModule, MessagingRoutesModule]), gatewayStartOptions(gatewayConfig));

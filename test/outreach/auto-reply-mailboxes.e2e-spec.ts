@@ -3,22 +3,15 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { type ActionView, type CampaignView, type ContactView, type EnrollBatchResult, type FlowGraph, type FlowSettings, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
-import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js';
-import { AiGatewayModule } from '../../apps/ai-gateway/src/ai-gateway.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { NylasWebhookModule } from '../../apps/gateway/src/webhooks/nylas/nylas-webhook.module.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
-import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
-import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
-import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
 import { ALWAYS_OPEN, startFollowups } from '../followups/followups-world.js';
 import { SandboxHandle } from '../outbox/harness.js';
+import { startOutreachToSandbox } from './outreach-world.js';
 
 type Row = Record<string, any>;
 interface NylasCall {
@@ -70,14 +63,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
   beforeAll(async () => {
     world = await createTestWorld('outreach_autoreply');
     sandbox = await SandboxHandle.start();
-    await world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig, { AI_BASE_URL: `${sandbox.url}/v1` })));
-    await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    await world.start(
-      OutboxDispatcherModule.forRoot(
-        world.config(OutboxDispatcherConfig, { NYLAS_API_BASE_URL: sandbox.url, UNIPILE_API_BASE_URL: sandbox.url, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_IDLE_POLL_MS: '100', UNSUBSCRIBE_BASE_URL: 'https://touchpoint.example' }),
-      ),
-    );
-    outreach = await world.start(OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0' })));
+    outreach = await startOutreachToSandbox(world, sandbox);
     followups = await startFollowups(world);
     rpc = outreach.get(RpcClient);
     const gatewayConfig = world.config(GatewayConfig, { NYLAS_WEBHOOK_SECRET: 'e2e-nylas-secret' });

@@ -14,6 +14,8 @@ import { OrganizationsModule } from '../../apps/gateway/src/organizations/organi
 import { OutreachRoutesModule } from '../../apps/gateway/src/outreach/outreach.module.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
+import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
 import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
 import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
 import type { ModelScriptStep, ReceivedModelRequest } from '../../apps/sandbox/src/model/model-state.service.js';
@@ -21,6 +23,7 @@ import { startSandbox } from '../../apps/sandbox/src/sandbox.app.js';
 import { SandboxConfig } from '../../apps/sandbox/src/sandbox.config.js';
 import { DispatcherStandIn, dispatcherStandIn } from './dispatcher-stand-in.js';
 import { gatewayBuilders, httpClient } from '../gateway/gateway-world.js';
+import type { SandboxHandle } from '../outbox/harness.js';
 
 /** Everything an outreach end-to-end test runs against, on the real PostgreSQL and RabbitMQ. */
 export interface OutreachWorld {
@@ -99,4 +102,22 @@ export async function startOutreachWorld(label: string, options: { model?: boole
       await sandbox?.close();
     },
   };
+}
+
+/**
+ * Outreach with the real services behind it, pointed at the sandbox: ai-gateway (the sandbox
+ * model), messaging, the outbox-dispatcher (the sandbox's Nylas and Unipile) and outreach, in
+ * `world`. Returns the outreach app; `outreachEnv` adds to or overrides its test settings.
+ */
+export async function startOutreachToSandbox(world: TestWorld, sandbox: SandboxHandle, outreachEnv: Record<string, string> = {}): Promise<NestFastifyApplication> {
+  await world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig, { AI_BASE_URL: `${sandbox.url}/v1` })));
+  await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
+  await world.start(
+    OutboxDispatcherModule.forRoot(
+      world.config(OutboxDispatcherConfig, { NYLAS_API_BASE_URL: sandbox.url, UNIPILE_API_BASE_URL: sandbox.url, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_IDLE_POLL_MS: '100', UNSUBSCRIBE_BASE_URL: 'https://touchpoint.example' }),
+    ),
+  );
+  return world.start(
+    OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0', ...outreachEnv })),
+  );
 }
