@@ -7,6 +7,8 @@ import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
+import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { inboundText, newWamid, outboxEvents, registerSender } from './helpers.js';
 
@@ -59,6 +61,8 @@ describe('gateway messaging routes', () => {
   beforeAll(async () => {
     world = await createTestWorld('gwmsg');
     messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '200' })));
+    // The dispatcher takes the suppression an opt-out's webhook waits for; nothing is drained here.
+    await world.start(OutboxDispatcherModule.forRoot(world.config(OutboxDispatcherConfig, { OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_DRAIN_AUTOSTART: 'false' })));
     const config = world.config(GatewayConfig);
     gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
     base = await gateway.getUrl();
@@ -125,6 +129,8 @@ describe('gateway messaging routes', () => {
 
     const res = await http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
     expect(res.status).toBe(200);
+    // In force at the dispatcher when the webhook was acknowledged, before the message is processed.
+    expect(await world.sql(`SELECT 1 FROM "${world.schema('outbox-dispatcher')}".contact_suppressions WHERE organization_id = $1 AND channel = 'whatsapp' AND value = $2`, [organizationId, waId])).toHaveLength(1);
     const stored = () => world.sql<{ body: string; contact_id: string }>(`SELECT body, contact_id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [wamid]);
     await eventually(async () => (await stored()).length === 1);
     const [message] = await stored();

@@ -20,6 +20,7 @@ import {
   type ProviderAccountLookup,
   type ProviderAccountOwner,
   type SuppressionCheckData,
+  OutboxAccountRpc,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
@@ -113,6 +114,15 @@ class DispatcherStandInController {
   check(@Payload() data: SuppressionCheckData) {
     if (this.state.suppressionOutage) throw new AppError(ErrorCode.ServiceUnavailable, 'suppressions unreadable');
     return { suppressed: data.values.filter((v) => this.state.suppressions.has(`${data.organization_id}|${v.channel}|${v.channel === 'email' ? v.value.toLowerCase() : v.value}`)) };
+  }
+
+  /** The synchronous add messaging asks for before it acknowledges an opt-out's webhook. */
+  @MessagePattern(OutboxAccountRpc.SuppressionAdd)
+  add(@Payload() data: OutboxSuppressionData) {
+    const key = `${data.organization_id}|${data.channel}|${data.channel === 'email' ? data.value.toLowerCase() : data.value}`;
+    const created = !this.state.suppressions.has(key);
+    this.state.suppressions.add(key);
+    return { channel: data.channel, value: data.value, created, cancelled_entry_ids: [] };
   }
 
   @MessagePattern(OutboxRpc.SenderGet)

@@ -501,7 +501,25 @@ export const OutboxAccountRpc = {
    * row (seed 003 §5: never cleared by code; a user removes one, e.g. when asked to be contacted again).
    */
   SuppressionRemove: 'outbox.suppressions.remove',
+  /**
+   * `OutboxSuppressionData` → `OutboxSuppressionAddResult`: puts a value on the do-not-contact list
+   * now and cancels its queued sends, answered once committed. Messaging calls it before a webhook
+   * holding an opt-out is acknowledged, so the stop is in force at the wire when the provider hears
+   * 200; an admin adds one through `POST /suppressions`.
+   */
+  SuppressionAdd: 'outbox.suppressions.add',
 } as const;
+
+/** Answer of `outbox.suppressions.add`. */
+export interface OutboxSuppressionAddResult {
+  channel: string;
+  /** The value as the list keys it (phone digits, a lower-cased email, a profile id). */
+  value: string;
+  /** False when it was on the list already. */
+  created: boolean;
+  /** Queued entries cancelled with it. */
+  cancelled_entry_ids: string[];
+}
 
 export interface OutboxAccountCreateData {
   organization_id: string;

@@ -9,7 +9,9 @@ import {
   type MessagingChannel,
   type MessagingInboundRecordData,
   type OutgoingMessage,
+  OutboxAccountRpc,
   OutboxCommands,
+  type OutboxSuppressionAddResult,
   OutreachDispatcherRpc,
   type OutboxEnqueueData,
   type WhatsAppInboundBatch,
@@ -45,6 +47,15 @@ const MAX_ROLLOVERS_PER_MESSAGE = 3;
  * 800 ms, 100 ms then 300 ms apart, 2.8 s at worst. Then the message is judged without them.
  */
 export const EMAIL_HEADER_READ_ATTEMPTS = 3;
+
+/**
+ * Deadline of the dispatcher call that puts an opt-out's address on the do-not-contact list before
+ * the webhook is acknowledged, ms. With the header read above it stays inside the gateway's 5 s.
+ */
+export const OPT_OUT_SUPPRESSION_TIMEOUT_MS = 1500;
+
+/** Channels whose addresses the dispatcher's do-not-contact list keys. */
+const SUPPRESSIBLE_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
 export const EMAIL_HEADER_READ_TIMEOUT_MS = 800;
 const EMAIL_HEADER_READ_BACKOFF_MS = [100, 300];
 
@@ -183,6 +194,12 @@ export class InboundService {
     this.received.inc({ channel: 'whatsapp', outcome: 'accepted' }, result.accepted);
     if (result.duplicates) this.received.inc({ channel: 'whatsapp', outcome: 'duplicate' }, result.duplicates);
     if (result.accepted) for (const listener of this.acceptedListeners) listener();
+    // The receipt worker applies the opt-out to the contact (every address, followups, outreach)
+    // later, behind whatever is waiting; the number it came from is suppressed before we answer.
+    for (const r of receipts) {
+      const parsed = parseWhatsAppMessage(r.message as WhatsAppInboundBatch['messages'][number]);
+      if (judgeInbound({ channel: 'whatsapp', text: parsed.text, textMayOptOut: parsed.typedText }).optOut) await this.suppressNow(owner.organization_id, 'whatsapp', parsed.from);
+    }
     return result;
   }
 
@@ -341,7 +358,30 @@ export class InboundService {
       false,
     );
     const row = await this.uow.run((tx) => this.messages.findByExternalId(tx, data.organization_id, data.channel, data.external_id));
+    // Stored (or stored before: a redelivery retries a suppression that failed last time).
+    if (row?.opt_out) await this.suppressNow(data.organization_id, data.channel, data.from);
     return { message_id: row?.id ?? null, duplicate: outcome === 'duplicate' };
+  }
+
+  /**
+   * Puts the address an opt-out came from on the dispatcher's do-not-contact list and waits until
+   * it is committed (seed 003 "stop means stop"; DESIGN §5.3 the reply wins): from the moment the
+   * webhook is acknowledged, nothing queued or sent later to that address starts a wire attempt.
+   * The contact's other addresses follow when the message is processed (`store`).
+   * @throws AppError service_unavailable when the dispatcher did not confirm (the provider redelivers;
+   *   the stored message is a duplicate then and the suppression is asked again)
+   */
+  private async suppressNow(organizationId: string, channel: string, value: string): Promise<void> {
+    if (!SUPPRESSIBLE_CHANNELS.has(channel) || !value) return;
+    try {
+      const added = await this.rpc.call<OutboxSuppressionAddResult>('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, { organization_id: organizationId, channel, value, reason: 'opt_out' }, OPT_OUT_SUPPRESSION_TIMEOUT_MS);
+      if (added.created) this.logger.info({ event: 'messaging.opt_out_suppressed', organization_id: organizationId, channel, cancelled: added.cancelled_entry_ids.length }, 'opt-out address suppressed before the acknowledgement');
+    } catch (err) {
+      // An address the list cannot key (not a phone, not an email) has nothing to suppress.
+      if (err instanceof AppError && (err.code === ErrorCode.InvalidRecipient || err.code === ErrorCode.ValidationFailed)) return;
+      this.logger.error({ event: 'messaging.opt_out_suppression_failed', organization_id: organizationId, channel, err: (err as Error).message }, 'opt-out not yet in force at the dispatcher; asking the provider to redeliver');
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the opt-out could not be put in force yet; retry');
+    }
   }
 
   /**

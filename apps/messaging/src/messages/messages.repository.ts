@@ -29,6 +29,9 @@ export interface MessageRow {
   notification_delivery_id: string | null;
   error_code: string | null;
   outbox_entry_id: string | null;
+  /** Inbound only: messaging's verdict (libs/text `judgeInbound`). */
+  auto_reply: boolean;
+  opt_out: boolean;
   created_at: Date;
   sent_at: Date | null;
   delivered_at: Date | null;

@@ -12,8 +12,7 @@ import {
   OutreachDispatcherRpc,
   type ProviderAccountLookup,
   type SuppressionCheckData,
-  type SuppressionCheckResult,
-} from '@touchpoint/contracts';
+  type SuppressionCheckResult, type OutboxSuppressionAddResult } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
@@ -69,6 +68,13 @@ export class ProviderAccountsController {
   async removeSuppression(@Payload() data: OutboxSuppressionData): Promise<{ removed: true; channel: string; value: string }> {
     const { value } = await this.suppressionList.remove(data);
     return { removed: true, channel: data.channel, value };
+  }
+
+  /** @throws AppError validation_failed, invalid_recipient */
+  @MessagePattern(OutboxAccountRpc.SuppressionAdd)
+  async addSuppression(@Payload() data: OutboxSuppressionData): Promise<OutboxSuppressionAddResult> {
+    const added = await this.suppressionList.add(data);
+    return { channel: data.channel, ...added };
   }
 
   /** The subset of `values` on the organization's do-not-contact list, keyed like the senders key them. */
