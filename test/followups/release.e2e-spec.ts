@@ -130,6 +130,32 @@ describe(ReleaseService.name, () => {
     });
   });
 
+  describe('the sending number', () => {
+    it('sender mode last_conversation sends from the number the contact last wrote to, not the default one', async () => {
+      const other = randomUUID();
+      await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: other, channel: 'whatsapp', is_default: false, status: 'connected' });
+      await eventually(async () => (await sql(`SELECT 1 FROM fu.senders WHERE sender_id = $1`, [other])).length === 1);
+      const [graph, settings] = twoTexts();
+      const flowId = await activeFlow(graph, { ...settings, sender: { mode: 'last_conversation' } });
+      const contactId = randomUUID();
+      // The contact wrote to the second number (messaging names the dispatcher sender it arrived on).
+      await publishEvent(
+        world,
+        MessagingEvents.MessageReceived,
+        org,
+        { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: 'wamid.y', text: 'oi', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988886666', sender_id: other },
+        new Date(clock.now().getTime() - HOUR),
+      );
+      await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
+      const e = await enroll(flowId, contactId);
+      expect(await sut.releaseOne()).toBe('released');
+      const [effect] = await effects(e.id);
+      expect(effect).toMatchObject({ kind: 'send', status: 'queued', node_id: 'a1', sender_id: other });
+      const [command] = await sendCommands(e.id);
+      expect(command.payload.data).toMatchObject({ idempotency_key: effect.idempotency_key, outbox_sender_id: other });
+    });
+  });
+
   describe('checks before a send', () => {
     it('skips a free-text send outside the 24-hour window (no template fallback)', async () => {
       const flowId = await activeFlow(...twoTexts());

@@ -66,6 +66,9 @@ describe(InboundService.name, () => {
       const receipts = (await outboxEvents<{ idempotency_key: string; payload: unknown; to: string }>(world, 'messaging', OutboxCommands.Enqueue)).filter((e) => e.payload.data.idempotency_key === `read:${wamid}`);
       expect(receipts).toHaveLength(1);
       expect(receipts[0].payload.data).toMatchObject({ to: '5511987654321', payload: { type: 'read_receipt', message_id: wamid } });
+      // The event names the number it arrived on, as the receipt does (a follow-up from "the last conversation" answers from it).
+      expect((received[0].payload.data as { sender_id?: string }).sender_id).toEqual(expect.any(String));
+      expect((received[0].payload.data as { sender_id?: string }).sender_id).toBe((receipts[0].payload.data as { sender_id?: string }).sender_id);
 
       // Meta redelivers the same webhook: nothing new.
       expect(await sut.whatsapp(batch)).toEqual({ stored: 0, duplicates: 1, denied: 0, ignored: 0 });

@@ -62,6 +62,12 @@ export interface StopEvent {
   texts: string[];
   /** When the send lane could first have taken the text (epoch ms), for a violation's detail. */
   lanePickup?: number | null;
+  /**
+   * The number (Meta phone-number id) whose earlier send to the person holds the text, when the
+   * scenario counts on one (pair pacing, a slow provider call): the hold is per number and person,
+   * so the texts must leave from it, or nothing held them and the scenario proved nothing.
+   */
+  heldOn?: string;
 }
 
 /** An address on the do-not-contact list from `ackedAt` on: nothing may go to it, whoever asks. */
@@ -171,14 +177,21 @@ export function plain(text: string): string {
 const short = (text: string) => (text.length > 60 ? `${text.slice(0, 57)}...` : text);
 const at = (ms: number) => new Date(ms).toISOString().slice(11, 23);
 
-/** Automation texts to a stopped person whose attempt started after the stop was acknowledged. */
+/**
+ * Automation texts to a stopped person whose attempt started after the stop was acknowledged; and,
+ * for a stop that counts on a hold (`heldOn`), any of its texts that left from another number: the
+ * hold is per number and person, so such a text was never held and the window was never tested.
+ */
 export function stopWins(log: WireCall[], stops: StopEvent[]): Violation[] {
   const out: Violation[] = [];
   for (const stop of stops) {
     const keys = new Set(stop.addresses.map(addressKey));
     for (const call of log) {
-      if (!keys.has(addressKey(call.address)) || call.arrivedAt <= stop.ackedAt) continue;
-      if (!stop.texts.some((t) => call.text.includes(t))) continue;
+      if (!keys.has(addressKey(call.address)) || !stop.texts.some((t) => call.text.includes(t))) continue;
+      if (stop.heldOn && call.provider === 'meta' && call.from !== stop.heldOn) {
+        out.push({ invariant: 'stopWins', scenario: stop.scenario, detail: `"${short(call.text)}" left from number ${call.from} at ${at(call.arrivedAt)}, not from ${stop.heldOn} (the number the person wrote to, whose send was to hold it): nothing held it` });
+      }
+      if (call.arrivedAt <= stop.ackedAt) continue;
       out.push({ invariant: 'stopWins', scenario: stop.scenario, detail: `${stop.kind} acknowledged ${at(stop.ackedAt)}; ${call.provider} got "${short(call.text)}" for ${addressKey(call.address)} at ${at(call.arrivedAt)} (+${call.arrivedAt - stop.ackedAt} ms, ${call.outcome}${stop.lanePickup ? `; the lane could take it from ${at(stop.lanePickup)}` : ''})` });
     }
   }

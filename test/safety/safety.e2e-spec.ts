@@ -138,7 +138,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     const late = earliest !== null && ackedAt > earliest - STOP_MARGIN_MS;
     if (late) ledger.missed.push(`${scenario}: stop ${ackedAt - earliest!} ms after the lane could take the text`);
     else {
-      ledger.stop({ scenario, kind: stop, ackedAt, addresses, texts, lanePickup: earliest });
+      ledger.stop({ scenario, kind: stop, ackedAt, addresses, texts, lanePickup: earliest, ...(timing === 'pacing' || timing === 'slow_provider' ? { heldOn: number } : {}) });
       if (stop === 'opt_out') ledger.suppress({ scenario, cause: 'WhatsApp opt-out phrase', ackedAt, addresses });
     }
 

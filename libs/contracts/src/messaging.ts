@@ -236,6 +236,11 @@ export interface MessageReceivedData {
   /** The provider id of the outbound message this one answers, when it quotes one. */
   in_reply_to?: string | null;
   /**
+   * The dispatcher sender (business number, mailbox, LinkedIn account) the message arrived on, when
+   * known: a follow-up sent from "the last conversation" answers from it (seed 000, sender modes).
+   */
+  sender_id?: string | null;
+  /**
    * An automatic answer (out-of-office): never an opt-out, never a reply. With `opt_out` this is
    * libs/text `judgeInbound`'s verdict, made once by messaging; consumers act on it and never judge
    * again. Neither flag set: a reply.

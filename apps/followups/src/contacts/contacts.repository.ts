@@ -32,18 +32,23 @@ export class ContactsRepository {
     return row;
   }
 
-  /** Records an inbound message (upsert; never moves last_inbound_at backwards). */
-  async recordInbound(db: Queryable, c: { organizationId: string; contactId: string; at: Date; text: string | null; conversationId: string | null; optOut: boolean }): Promise<void> {
+  /**
+   * Records an inbound message (upsert; never moves last_inbound_at backwards). `senderId` is the
+   * WhatsApp number it arrived on (null when unknown or another channel): the newest one known is
+   * what sender mode `last_conversation` sends from.
+   */
+  async recordInbound(db: Queryable, c: { organizationId: string; contactId: string; at: Date; text: string | null; conversationId: string | null; senderId?: string | null; optOut: boolean }): Promise<void> {
     await rowsOf(db, 
-      `INSERT INTO contacts AS c (organization_id, contact_id, last_inbound_at, last_inbound_text, last_conversation_id, opted_out_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 THEN $3::timestamptz END, now())
+      `INSERT INTO contacts AS c (organization_id, contact_id, last_inbound_at, last_inbound_text, last_conversation_id, last_sender_id, opted_out_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $7, CASE WHEN $6 THEN $3::timestamptz END, now())
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET
          last_inbound_at = greatest(c.last_inbound_at, EXCLUDED.last_inbound_at),
          last_inbound_text = CASE WHEN c.last_inbound_at IS NULL OR EXCLUDED.last_inbound_at >= c.last_inbound_at THEN EXCLUDED.last_inbound_text ELSE c.last_inbound_text END,
          last_conversation_id = coalesce(EXCLUDED.last_conversation_id, c.last_conversation_id),
+         last_sender_id = CASE WHEN c.last_inbound_at IS NULL OR EXCLUDED.last_inbound_at >= c.last_inbound_at THEN coalesce(EXCLUDED.last_sender_id, c.last_sender_id) ELSE coalesce(c.last_sender_id, EXCLUDED.last_sender_id) END,
          opted_out_at = coalesce(c.opted_out_at, EXCLUDED.opted_out_at),
          updated_at = now()`,
-      [c.organizationId, c.contactId, c.at, c.text, c.conversationId, c.optOut],
+      [c.organizationId, c.contactId, c.at, c.text, c.conversationId, c.optOut, c.senderId ?? null],
     );
   }
 

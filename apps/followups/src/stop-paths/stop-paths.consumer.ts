@@ -36,7 +36,7 @@ export class StopPathsConsumer {
     if (!message.organization_id || d.direction !== 'inbound') return;
     await this.stopPaths.onInbound(
       tx,
-      { organizationId: message.organization_id, contactId: d.contact_id, conversationId: d.conversation_id ?? null, text: d.text, at: new Date(message.occurred_at), optOut: d.opt_out, autoReply: d.auto_reply },
+      { organizationId: message.organization_id, contactId: d.contact_id, conversationId: d.conversation_id ?? null, senderId: d.channel === 'whatsapp' ? (d.sender_id ?? null) : null, text: d.text, at: new Date(message.occurred_at), optOut: d.opt_out, autoReply: d.auto_reply },
       this.clock.now(),
     );
     // An inbound text may start a keyword rule (not an auto-reply or an opt-out).

@@ -40,12 +40,12 @@ export class StopPathsService {
    */
   async onInbound(
     tx: Tx,
-    m: { organizationId: string; contactId: string; conversationId: string | null; text: string | null; at: Date; optOut: boolean; autoReply: boolean },
+    m: { organizationId: string; contactId: string; conversationId: string | null; senderId?: string | null; text: string | null; at: Date; optOut: boolean; autoReply: boolean },
     now: Date,
   ): Promise<TouchedEnrollment[]> {
     if (m.autoReply) return [];
     // The contact row first: from here on a release of this contact cannot start (it skips the lock).
-    await this.contacts.recordInbound(tx, { organizationId: m.organizationId, contactId: m.contactId, at: m.at, text: m.text, conversationId: m.conversationId, optOut: m.optOut });
+    await this.contacts.recordInbound(tx, { organizationId: m.organizationId, contactId: m.contactId, at: m.at, text: m.text, conversationId: m.conversationId, senderId: m.senderId ?? null, optOut: m.optOut });
     if (m.optOut) return this.onOptOut(tx, m.organizationId, m.contactId, m.at, now);
     const touched = await this.repository.applyReply(tx, m.organizationId, m.contactId, m.text, m.at, now);
     await this.settle(tx, touched, now, 'reply', { organizationId: m.organizationId, contactId: m.contactId, only: 'cancel_on_reply', at: m.at });

@@ -591,6 +591,7 @@ export class InboundService {
       text: m.text,
       message_type: m.messageType,
       in_reply_to: m.inReplyTo,
+      sender_id: m.senderId ?? null,
       auto_reply: m.judgement.autoReply,
       opt_out: m.judgement.optOut,
       ...(m.judgement.certain ? {} : { judgement_certain: false }),
