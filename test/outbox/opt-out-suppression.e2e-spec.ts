@@ -84,21 +84,39 @@ describe('an opt-out on WhatsApp suppresses the contact at the dispatcher', () =
     const after = await notify(who.contactId, ['whatsapp', 'email']);
     const afterText = await operatorSend(who.conversationId, 'Podemos ajudar em algo mais?');
     const control = await notify(other.contactId, ['whatsapp', 'email']);
-    for (const id of [...after.deliveries.map((x) => x.message_id!), afterText, ...control.deliveries.map((x) => x.message_id!)]) await queued(id);
+    for (const id of control.deliveries.map((x) => x.message_id!)) await queued(id);
     await w.drain(4);
 
     expect(await w.sandbox.received(waId)).toEqual([]);
     expect(await w.emailsTo(email)).toEqual([]);
     expect(await w.sandbox.received('5592988881102')).toHaveLength(1);
     expect(await w.emailsTo(otherEmail)).toHaveLength(1);
-    // Refused at the gate, as a failure the requester sees: notification deliveries and the message say `suppressed`.
-    const [entry] = await w.entriesOf(afterText);
-    expect(entry).toMatchObject({ status: 'failed', last_classification: 'suppressed', attempts: 0 });
+    // The contact opted out, so messaging refuses them before anything is queued: a failure the
+    // requester sees (the message and the notification deliveries say why), and no outbox entry.
+    expect(await w.entriesOf(afterText)).toEqual([]);
+    expect(await messageOf(who.conversationId, afterText)).toMatchObject({ status: 'failed', error_code: 'opted_out' });
     await soon(async () => {
       const view = (await w.http('GET', `/notifications/${after.notification_id}`, { secret: w.key.secret })).body;
       return view.deliveries.every((x: { status: string }) => x.status === 'failed') ? view : undefined;
     });
   }, 120_000);
+
+  it('stops every send to an opted-out contact, on an address added after the STOP too (not on the list)', async () => {
+    const waId = '5592988881103';
+    const who = await contactWrites(waId, `cai.${randomUUID().slice(0, 6)}@example.com`);
+    expect((await w.meta(inboundWebhook(waId, 'Stop please'))).status).toBe(200);
+    await soon(async () => (await w.world.sql(`SELECT 1 FROM ${m('contacts')} WHERE id = $1 AND opted_out_at IS NOT NULL`, [who.contactId])).length === 1);
+    const later = `cai.new.${randomUUID().slice(0, 6)}@example.com`;
+    const laterPhone = '5592988881104';
+    expect((await w.http('PATCH', `/contacts/${who.contactId}`, { secret: w.key.secret, json: { email: later, phone: `+${laterPhone}` } })).status).toBe(200);
+    const sent = await notify(who.contactId, ['email', 'whatsapp']);
+    await w.drain(2);
+    expect(await w.emailsTo(later)).toEqual([]);
+    expect(await w.sandbox.received(laterPhone)).toEqual([]);
+    expect(sent.deliveries.map((x) => x.status).sort()).toEqual(['failed', 'failed']);
+    expect(sent.deliveries.map((x) => x.error_code)).toEqual(['opted_out', 'opted_out']);
+    for (const delivery of sent.deliveries) expect(await w.entriesOf(delivery.message_id!)).toEqual([]);
+  }, 60_000);
 
   it('takes the same request twice (a duplicate delivery, a second event for the address) as one suppression', async () => {
     const value = '5592988881199';

@@ -17,7 +17,7 @@ import { nextStatus } from '../messages/message-status.js';
 import { type MessageRow, MessagesRepository, type StatusReport } from '../messages/messages.repository.js';
 import { NotificationsRepository } from '../notifications/notifications.repository.js';
 import { StreamRepository } from '../stream/stream.repository.js';
-import { outcomeData } from './send.service.js';
+import { isDoNotContact, outcomeData } from './send.service.js';
 
 const ENQUEUE_ERROR_CODES = new Set<string>(Object.values(OutboxEnqueueErrorCode));
 
@@ -170,7 +170,8 @@ export class OutcomesService {
         organization_id: message.organization_id,
         data: { ...outcomeData(message, 'failed'), failure_stage: stage, error_code: error.code ?? null } as unknown as Record<string, unknown>,
       });
-      this.logger.error(
+      // A do-not-contact refusal is the platform doing its job, not a fault to page anyone about.
+      this.logger[isDoNotContact(error.code) ? 'info' : 'error'](
         {
           event: stage === 'enqueue' ? 'messaging.send_enqueue_failed' : 'messaging.send_delivery_failed',
           organization_id: message.organization_id,
@@ -212,4 +213,3 @@ export class OutcomesService {
     await this.stream.append(tx, message.organization_id, MessagingEvents.NotificationDeliveryUpdated, data as unknown as Record<string, unknown>);
   }
 }
-

@@ -87,7 +87,7 @@ export class SendService {
   /** Logs a send that was never queued (seed 004: distinct from a delivery failure). */
   logEnqueueFailure(data: Partial<MessagingSendData>, err: unknown): void {
     this.sends.inc({ channel: String(data?.channel ?? 'unknown'), outcome: 'enqueue_failed' });
-    this.logger.error(
+    this.logger[isDoNotContact(err instanceof AppError ? err.code : null) ? 'info' : 'error'](
       {
         event: 'messaging.send_enqueue_failed',
         organization_id: data?.organization_id,
@@ -181,7 +181,12 @@ export class SendService {
       return { message: winner, created: false };
     }
 
-    if (DISPATCHED_CHANNELS.has(data.channel)) {
+    if (DISPATCHED_CHANNELS.has(data.channel) && contact.opted_out_at) {
+      // "Stop means stop on every channel" (seed 003 §4.7, §5): the dispatcher's list holds the
+      // addresses the contact had when it opted out; an address added or changed since is not on
+      // it, so the person's own opt-out stops the send here, before anything is queued.
+      await this.refuse(tx, data, message, ErrorCode.OptedOut, 'the contact opted out', now);
+    } else if (DISPATCHED_CHANNELS.has(data.channel)) {
       const enqueue: OutboxEnqueueData = {
         organization_id: data.organization_id,
         channel: data.channel as OutboxEnqueueData['channel'],
@@ -197,16 +202,7 @@ export class SendService {
       await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: data.organization_id, data: outcomeData(message, 'sent') as unknown as Record<string, unknown> });
     } else {
       // No adapter for this channel yet (sms): the send fails before it was ever queued.
-      await this.messages.setStatus(tx, message.id, 'failed', 'failed', now, { code: ErrorCode.UnsupportedChannel, message: `no sender for ${data.channel}` });
-      message.status = 'failed';
-      message.error_code = ErrorCode.UnsupportedChannel;
-      await tx.publish({
-        event_id: `messaging.message.failed:${message.id}`,
-        type: MessagingEvents.MessageFailed,
-        organization_id: data.organization_id,
-        data: { ...outcomeData(message, 'failed'), failure_stage: 'enqueue', error_code: ErrorCode.UnsupportedChannel } as unknown as Record<string, unknown>,
-      });
-      this.logEnqueueFailure(data, new AppError(ErrorCode.UnsupportedChannel, `no sender for ${data.channel}`));
+      await this.refuse(tx, data, message, ErrorCode.UnsupportedChannel, `no sender for ${data.channel}`, now);
     }
     if (data.sender_type === 'operator') {
       await tx.publish({
@@ -221,11 +217,30 @@ export class SendService {
     return { message, created: true };
   }
 
+  /** A send written but never queued: the message fails at the enqueue stage with `code`, and the requester hears `messaging.message.failed`. */
+  private async refuse(tx: Tx, data: MessagingSendData, message: MessageRow, code: ErrorCode, reason: string, now: Date): Promise<void> {
+    await this.messages.setStatus(tx, message.id, 'failed', 'failed', now, { code, message: reason });
+    message.status = 'failed';
+    message.error_code = code;
+    await tx.publish({
+      event_id: `messaging.message.failed:${message.id}`,
+      type: MessagingEvents.MessageFailed,
+      organization_id: data.organization_id,
+      data: { ...outcomeData(message, 'failed'), failure_stage: 'enqueue', error_code: code } as unknown as Record<string, unknown>,
+    });
+    this.logEnqueueFailure(data, new AppError(code, reason));
+  }
+
   private async resolveContact(tx: Tx, data: MessagingSendData): Promise<ContactRow> {
     if (data.contact_id) return this.contacts.mustFind(tx, data.organization_id, data.contact_id);
     if (data.to) return this.contacts.findOrCreateByAddress(tx, data.organization_id, data.channel, data.to, null);
     throw new AppError(ErrorCode.ValidationFailed, 'give contact_id or to', { field: 'contact_id' });
   }
+}
+
+/** Codes that mean the person must not be written to (suppressed address, opted-out contact). */
+export function isDoNotContact(code: string | null | undefined): boolean {
+  return code === 'suppressed' || code === 'opted_out';
 }
 
 /** The `messaging.message.*` outcome data of a message row. */
