@@ -109,6 +109,23 @@ describe('Gateway members and roles', () => {
       expect((await http('GET', '/me', { secret: owner.secret })).status).toBe(200);
     });
 
+    it('refuses to remove the only active admin (409 last_admin, nothing revoked), and two admins removing each other at once leave one', async () => {
+      const solo = await build.organizationWithKey({ scopes: ['admin'] });
+      const self = await http('DELETE', `/members/${solo.memberId}`, { secret: solo.secret });
+      expect([self.status, self.body.error.code]).toEqual([409, 'last_admin']);
+      expect((await http('GET', '/me', { secret: solo.secret })).status).toBe(200);
+
+      const second = await build.organizationWithKey({ organizationId: solo.organizationId, role: 'admin', scopes: ['admin'], email: `second${++n}@example.com` });
+      const [a, b] = await Promise.all([
+        http('DELETE', `/members/${second.memberId}`, { secret: solo.secret }),
+        http('DELETE', `/members/${solo.memberId}`, { secret: second.secret }),
+      ]);
+      expect([a.status, b.status].sort()).toEqual([200, 409]);
+      const listed = (await http('GET', '/members', { secret: a.status === 200 ? solo.secret : second.secret })).body;
+      const admins = listed.data.filter((m: { role: string; active: boolean }) => m.role === 'admin' && m.active);
+      expect(admins).toHaveLength(1);
+    });
+
     it("answers 403 to a key without the admin scope and 404 for another organization's member, removing nobody", async () => {
       const operator = await member('operator', ['messaging:read']);
       const target = await member('operator', ['outreach:read']);

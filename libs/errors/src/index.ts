@@ -22,6 +22,8 @@ export enum ErrorCode {
   RouteNotFound = 'route_not_found',
   MethodNotAllowed = 'method_not_allowed',
   Conflict = 'conflict',
+  /** Removing this member would leave the organization without an active admin. */
+  LastAdmin = 'last_admin',
   IdempotencyConflict = 'idempotency_conflict',
   RateLimited = 'rate_limited',
   ServiceUnavailable = 'service_unavailable',
@@ -125,6 +127,7 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.MethodNotAllowed:
       return 405;
     case ErrorCode.Conflict:
+    case ErrorCode.LastAdmin:
     case ErrorCode.IdempotencyConflict:
     case ErrorCode.RevisionConflict:
     case ErrorCode.DispatchBusy:

@@ -57,8 +57,12 @@ export class MembersRepository {
    * transaction, so no key of theirs outlives the removal. Revoking twice keeps the first instant.
    * Undefined when the member is not in that organization.
    */
-  async remove(organizationId: string, memberId: string, now: Date): Promise<(MemberRow & { revoked_api_key_ids: string[] }) | undefined> {
+  async remove(organizationId: string, memberId: string, now: Date): Promise<(MemberRow & { revoked_api_key_ids: string[] }) | 'last_admin' | undefined> {
     return this.dataSource.transaction(async (manager) => {
+      // Every active admin row locked, so two admins removing each other at once cannot both pass:
+      // the second re-reads after the first commits and finds itself the last one.
+      const admins = (await manager.query(`SELECT id FROM members WHERE organization_id = $1 AND role = 'admin' AND active ORDER BY id FOR UPDATE`, [organizationId])) as { id: string }[];
+      if (admins.length === 1 && admins[0]!.id === memberId) return 'last_admin';
       const [rows] = await manager.query(
         `UPDATE members SET active = false, updated_at = $3 WHERE organization_id = $1 AND id = $2 RETURNING ${MEMBER_COLUMNS}`,
         [organizationId, memberId, now],

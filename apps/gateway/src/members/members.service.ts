@@ -87,10 +87,12 @@ export class MembersService {
    * transaction, so each answers 401 from the next request on. Removing a member who already left
    * answers the same (idempotent). `member:add` with their email makes them a member again; their
    * old keys stay revoked.
-   * @throws AppError not_found when the member is not in that organization
+   * @throws AppError not_found when the member is not in that organization; last_admin (409) when
+   *   they are its only active admin (nobody could manage members or keys afterwards)
    */
   async remove(organizationId: string, memberId: string): Promise<MemberView & { revoked_api_key_ids: string[] }> {
     const row = UUID_PATTERN.test(memberId) && UUID_PATTERN.test(organizationId) ? await this.members.remove(organizationId, memberId, this.clock.now()) : undefined;
+    if (row === 'last_admin') throw new AppError(ErrorCode.LastAdmin, 'the organization’s only active admin cannot be removed; make another member admin first', { member_id: memberId });
     if (!row) throw notFound('member');
     return { ...viewOf(row), revoked_api_key_ids: row.revoked_api_key_ids };
   }
