@@ -85,7 +85,9 @@ const STOP_COMMANDS = new Set([
   'me exclua',
   'me exclui',
   'basta',
+  'chega',
   'chega de mensagens',
+  'nao quero mais',
   'nao mande mais',
   'nao me mande mais',
   'nao envie mais',
@@ -97,6 +99,9 @@ const STOP_COMMANDS = new Set([
   'dar de baja',
   'alto',
   'ya basta',
+  'basta ya',
+  'para ya',
+  'paren ya',
   'paren',
   'detener',
   'detente',
@@ -115,11 +120,11 @@ const STOP_COMMANDS = new Set([
 const COURTESY_PHRASES: readonly string[][] = [
   // English
   'please', 'pls', 'plz', 'plis', 'pleas', 'pleaseee', 'kindly', 'thanks', 'thank you', 'thank u', 'thankyou', 'thanx', 'thx', 'ty', 'tks', 'cheers',
-  'thank you very much', 'thanks a lot', 'many thanks', 'thanks so much', 'no thanks', 'no thank you', 'sorry', 'ok', 'okay', 'hi', 'hello', 'hey',
+  'thank you very much', 'thanks a lot', 'many thanks', 'thanks so much', 'thank you so much', 'thanks very much', 'regards', 'best regards', 'kind regards', 'no thanks', 'no thank you', 'sorry', 'ok', 'okay', 'hi', 'hello', 'hey',
   'good morning', 'good afternoon', 'good evening', 'not interested', 'im not interested', "i'm not interested", 'i am not interested',
   // Portuguese
   'por favor', 'porfavor', 'pf', 'pfv', 'pfvr', 'obrigado', 'obrigada', 'muito obrigado', 'muito obrigada', 'obg', 'obgd', 'brigado', 'brigada', 'valeu', 'vlw',
-  'grato', 'grata', 'oi', 'ola', 'bom dia', 'boa tarde', 'boa noite', 'nao obrigado', 'nao obrigada', 'sem interesse', 'nao tenho interesse', 'nao me interessa',
+  'grato', 'grata', 'por gentileza', 'gentileza', 'obrigado pela atencao', 'obrigada pela atencao', 'agradeco', 'desde ja obrigado', 'desde ja obrigada', 'oi', 'ola', 'bom dia', 'boa tarde', 'boa noite', 'nao obrigado', 'nao obrigada', 'sem interesse', 'nao tenho interesse', 'nao me interessa',
   // Spanish
   'porfa', 'porfis', 'gracias', 'muchas gracias', 'hola', 'buenos dias', 'buenas tardes', 'buenas noches', 'no gracias', 'no me interesa',
   'no estoy interesado', 'no estoy interesada', 'no tengo interes',
@@ -180,6 +185,8 @@ const CONTAINED_OPT_OUTS: RegExp[] = [
   String.raw`\b(?:nao|nunca mais) (?:me )?(?:mande|mandem|manda|envie|enviem|envia|ligue|liguem|liga|escreva|escrevam|procure|procurem) mais\b`,
   String.raw`\bnunca mais (?:me )?(?:mande|mandem|manda|envie|enviem|envia|ligue|liguem|liga|escreva|escrevam|procure|procurem)\b`,
   String.raw`\b(?:(?:pare|parem) de (?:me )?|para de me )(?:enviar|mandar|contatar|ligar|escrever|incomodar|perturbar|importunar)\b`,
+  // "para de mandar mensagem": without "me", "para de" only with what is being sent after it.
+  String.raw`\bpara de (?:enviar|mandar) (?:mensagem|mensagens|msg|msgs|e mail|e mails|email|emails|sms|propaganda|propagandas)\b`,
   String.raw`\bchega de (?:mensagens|mensagem|msg|msgs|spam|propaganda|propagandas|e mails|emails)\b`,
   String.raw`\bcancelar (?:a |minha )?inscricao\b(?! (?:no|na|nos|nas|em|para|pra)\b)`,
   // Spanish
@@ -188,6 +195,7 @@ const CONTAINED_OPT_OUTS: RegExp[] = [
   String.raw`\bno (?:me )?(?:envies|envien|enviar|mandes|manden|escribas|escriban|contactes|contacten|llames|llamen|molesten|molestes) mas\b`,
   String.raw`\b(?:deja|dejen|dejad|para|paren|pare) de (?:enviarme|escribirme|mandarme|contactarme|llamarme|molestarme)\b`,
   String.raw`\b(?:eliminame|sacame|quitame|borrame|eliminenme|saquenme|quitenme|borrenme|sacadme|quitadme|borradme) de (?:la|su|tu|esta|esa|vuestra|sus|tus) (?:lista|listas|base de datos)\b`,
+  String.raw`\b(?:eliminarme|sacarme|quitarme|borrarme) de (?:la|su|tu|esta|esa|vuestra|sus|tus) (?:lista|listas|base de datos)\b`,
   String.raw`\b(?:eliminen|borren|quiten|saquen|elimina|borra|quita|saca) mi (?:numero|correo|contacto|email|telefono) (?:de (?:la|su|tu|esta|esa|sus|tus) (?:lista|listas|base de datos)\b|$)`,
   String.raw`\bcancelar (?:mi )?suscripcion\b(?! (?:en|al|para)\b)`,
   String.raw`\bdesuscribir(?:me)?\b`,
@@ -266,7 +274,8 @@ function coreOf(words: string[]): string {
  */
 export function isOptOut(text: string | null | undefined): boolean {
   if (!text) return false;
-  const clauses = newTextOf(text)
+  // NFKC first: full-width and other compatibility forms ("ＳＴＯＰ") read as their plain letters.
+  const clauses = newTextOf(text.normalize('NFKC'))
     .split(CLAUSE_BREAK)
     .map(wordsOf)
     .filter((words) => words.length > 0);

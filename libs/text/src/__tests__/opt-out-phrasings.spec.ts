@@ -60,6 +60,9 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['Do not contact me anymore.'],
       ['Please opt me out'],
       ['I want to opt out'],
+      ['Please, stop. Thank you so much!'],
+      ['Stop. Regards'],
+      ['ＳＴＯＰ'],
     ])('English %j', (text) => {
       expect(isOptOut(text)).toBe(true);
     });
@@ -101,6 +104,11 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['Cancelar a inscrição'],
       ['Parem\n\nAtenciosamente,\nJoão Souza\nDiretor'],
       ['Não tenho interesse pare de me enviar isso'],
+      ['para de mandar mensagem'],
+      ['pare, por gentileza'],
+      ['pare por favor, obrigado pela atenção'],
+      ['Chega!'],
+      ['não quero mais'],
     ])('Portuguese %j', (text) => {
       expect(isOptOut(text)).toBe(true);
     });
@@ -109,6 +117,9 @@ describe('isOptOut (ordinary phrasings)', () => {
       ['quiero darme de baja'],
       ['sácame de la lista'],
       ['no me escriban más'],
+      ['basta ya'],
+      ['Para ya'],
+      ['quiero eliminarme de la lista'],
       ['Baja'],
       ['BAJA, gracias'],
       ['Alto'],
