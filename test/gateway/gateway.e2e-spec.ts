@@ -229,7 +229,7 @@ describe('Gateway (HTTP)', () => {
     it('answers 431 headers_too_large and 400 malformed_request in our envelope when Node refuses the request before any route', async () => {
       // Raw TCP: a client that would refuse to send such a request itself.
       const raw = (request: string) =>
-        new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+        new Promise<{ status: number; body: unknown; head: string }>((resolve, reject) => {
           const { hostname, port } = new URL(appUrl);
           const socket = connect(Number(port), hostname, () => socket.write(request));
           let data = '';
@@ -237,13 +237,18 @@ describe('Gateway (HTTP)', () => {
           socket.on('error', reject);
           socket.on('close', () => {
             const [head, body] = data.split('\r\n\r\n');
-            resolve({ status: Number(head.split(' ')[1]), body: JSON.parse(body) });
+            resolve({ status: Number(head.split(' ')[1]), body: JSON.parse(body), head: head.toLowerCase() });
           });
         });
       const oversized = await raw(`GET /health/live HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`);
-      expect(oversized).toEqual({ status: 431, body: { error: { code: 'headers_too_large', message: expect.any(String) } } });
+      expect(oversized).toEqual({ status: 431, body: { error: { code: 'headers_too_large', message: expect.any(String) } }, head: expect.any(String) });
       const malformed = await raw(`NOT HTTP AT ALL\r\n\r\n`);
-      expect(malformed).toEqual({ status: 400, body: { error: { code: 'malformed_request', message: expect.any(String) } } });
+      expect(malformed).toEqual({ status: 400, body: { error: { code: 'malformed_request', message: expect.any(String) } }, head: expect.any(String) });
+      for (const { head } of [oversized, malformed]) {
+        expect(head).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
+        expect(head).toContain('\r\nx-frame-options: deny\r\n');
+        expect(head).toContain('\r\nreferrer-policy: no-referrer\r\n');
+      }
     });
 
     it('answers 415 unsupported_media_type to a body that is not JSON', async () => {

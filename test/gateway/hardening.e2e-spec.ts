@@ -65,11 +65,16 @@ describe('Gateway hardening', () => {
       expect(res.headers.get('x-request-id')).toBe('router-414-check');
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
       expect(res.headers.get('cache-control')).toBe('no-store');
+      // Refused before helmet's hook: the error answer still cannot be framed or referred from.
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     });
 
     it('answers a URL that cannot be decoded with 400 malformed_request in the envelope', async () => {
       const res = await http('GET', '/senders/%E0%A4%A', { secret: key.secret });
       expectEnvelope(res, 400, 'malformed_request');
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
     });
   });
 

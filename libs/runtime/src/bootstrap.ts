@@ -14,6 +14,18 @@ import { LOGGER, SERVICE_DEFINITION, type ServiceDefinition } from './tokens.js'
 import { redact } from '@touchpoint/bus';
 
 /**
+ * The headers of an error answer written before any hook ran (so before the gateway's helmet):
+ * an error body is never framed, sniffed, cached or referred from, whatever layer refused it.
+ */
+const EARLY_ERROR_HEADERS: readonly [string, string][] = [
+  ['x-content-type-options', 'nosniff'],
+  ['x-frame-options', 'DENY'],
+  ['content-security-policy', "default-src 'none'; frame-ancestors 'none'"],
+  ['referrer-policy', 'no-referrer'],
+  ['cache-control', 'no-store'],
+];
+
+/**
  * Answers what Fastify's router refuses before any hook or route runs (a path parameter over
  * `maxParamLength`, a URL that cannot be decoded) with our envelope and the request's id, as every
  * other answer: Fastify's own body and a reply without `x-request-id` would escape both.
@@ -29,8 +41,7 @@ function answerRouterError(error: { code?: string }, request: { id: string }, re
   // No hook ran (the gateway's security headers included): set what an error body needs here.
   reply.header('x-request-id', request.id);
   reply.header('content-type', 'application/json; charset=utf-8');
-  reply.header('x-content-type-options', 'nosniff');
-  reply.header('cache-control', 'no-store');
+  for (const [name, value] of EARLY_ERROR_HEADERS) reply.header(name, value);
   reply.send({ error: { code, message } });
 }
 
@@ -59,7 +70,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   const body = JSON.stringify({ error: { code, message } });
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${EARLY_ERROR_HEADERS.map(([name, value]) => `${name}: ${value}\r\n`).join('')}Connection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(err);
