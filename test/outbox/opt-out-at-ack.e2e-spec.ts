@@ -17,28 +17,41 @@ describe('an opt-out webhook is acknowledged only once its address is suppressed
   afterAll(() => w.close());
 
 
-  it('suppresses the number and cancels its queued send before answering 200; a send made after the 200 never reaches the wire', async () => {
+  it('marks the contact opted out, suppresses every address it has and cancels their queued sends before answering 200; a send made after the 200 never reaches the wire', async () => {
     const waId = '5592977770101';
-    const contact = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Ana', phone: `+${waId}` } });
+    const email = `ana.${randomUUID().slice(0, 6)}@example.com`;
+    const contact = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Ana', phone: `+${waId}`, email } });
     expect(contact.status).toBe(201);
     const contactId = contact.body.contact_id as string;
     const queuedBefore = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contactId, title: 'Pedido', body: 'Seu pedido saiu', channels: ['whatsapp'] } });
     expect(queuedBefore.status).toBe(201);
     const heldId = queuedBefore.body.deliveries[0].message_id as string;
     await soon(async () => (await w.entriesOf(heldId))[0]?.status === 'pending');
+    const heldEmail = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contactId, title: 'Pedido', body: 'Seu pedido por email', channels: ['email'] } });
+    const heldEmailId = heldEmail.body.deliveries[0].message_id as string;
+    await soon(async () => (await w.entriesOf(heldEmailId))[0]?.status === 'pending');
 
     expect((await w.meta(inboundWebhook(waId, 'PARE, obrigado'))).status).toBe(200);
     // Nothing processed the message yet (the worker is held): these are the acknowledgement's doing.
     expect(await w.world.sql(`SELECT 1 FROM "${w.world.schema('messaging')}".messages WHERE body = 'PARE, obrigado'`)).toHaveLength(0);
-    expect(await w.world.sql(`SELECT reason FROM ${o('contact_suppressions')} WHERE organization_id = $1 AND channel = 'whatsapp' AND value = $2`, [w.org, waId])).toEqual([{ reason: 'opt_out' }]);
+    expect(await w.world.sql(`SELECT channel, value, reason FROM ${o('contact_suppressions')} WHERE organization_id = $1 ORDER BY channel`, [w.org])).toEqual([
+      { channel: 'email', value: email, reason: 'opt_out' },
+      { channel: 'whatsapp', value: waId, reason: 'opt_out' },
+    ]);
     expect((await w.entriesOf(heldId))[0]!.status).toBe('cancelled');
+    expect((await w.entriesOf(heldEmailId))[0]!.status).toBe('cancelled');
+    expect((await w.world.sql<{ opted_out_at: Date | null }>(`SELECT opted_out_at FROM "${w.world.schema('messaging')}".contacts WHERE id = $1`, [contactId]))[0]!.opted_out_at).not.toBeNull();
 
     const after = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contactId, title: 'Pedido', body: `Outra coisa ${randomUUID().slice(0, 4)}`, channels: ['whatsapp'] } });
     expect(after.status).toBe(201);
-    await soon(async () => (await w.entriesOf(after.body.deliveries[0].message_id))[0]);
+    // The contact is already marked opted out: messaging refuses it before anything is queued.
+    expect(after.body.deliveries).toMatchObject([{ channel: 'whatsapp', status: 'failed', error_code: 'opted_out' }]);
+    expect(await w.entriesOf(after.body.deliveries[0].message_id)).toEqual([]);
+    const afterEmail = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contactId, title: 'Pedido', body: 'Por email também', channels: ['email'] } });
+    expect(afterEmail.body.deliveries).toMatchObject([{ channel: 'email', status: 'failed', error_code: 'opted_out' }]);
     await w.drain();
     expect(await w.sandbox.received(waId)).toEqual([]);
-    expect((await w.entriesOf(after.body.deliveries[0].message_id))[0]!.status).not.toBe('accepted');
+    expect(await w.emailsTo(email)).toEqual([]);
   });
 
   it('does not suppress anything for a message that is not an opt-out', async () => {

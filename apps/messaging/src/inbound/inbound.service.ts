@@ -19,7 +19,7 @@ import {
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
-import { toPhoneKey } from '@touchpoint/phone';
+import { toPhoneKey, toRecipientKey } from '@touchpoint/phone';
 import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { type EmailHeader, type InboundJudgement, judgeInbound, truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
@@ -198,7 +198,7 @@ export class InboundService {
     // later, behind whatever is waiting; the number it came from is suppressed before we answer.
     for (const r of receipts) {
       const parsed = parseWhatsAppMessage(r.message as WhatsAppInboundBatch['messages'][number]);
-      if (judgeInbound({ channel: 'whatsapp', text: parsed.text, textMayOptOut: parsed.typedText }).optOut) await this.suppressNow(owner.organization_id, 'whatsapp', parsed.from);
+      if (judgeInbound({ channel: 'whatsapp', text: parsed.text, textMayOptOut: parsed.typedText }).optOut) await this.optOutNow(owner.organization_id, 'whatsapp', parsed.from);
     }
     return result;
   }
@@ -359,15 +359,46 @@ export class InboundService {
     );
     const row = await this.uow.run((tx) => this.messages.findByExternalId(tx, data.organization_id, data.channel, data.external_id));
     // Stored (or stored before: a redelivery retries a suppression that failed last time).
-    if (row?.opt_out) await this.suppressNow(data.organization_id, data.channel, data.from);
+    if (row?.opt_out) await this.optOutNow(data.organization_id, data.channel, data.from);
     return { message_id: row?.id ?? null, duplicate: outcome === 'duplicate' };
+  }
+
+  /**
+   * What an opt-out must have done by the time its webhook is acknowledged (DESIGN §5.3; seed 003
+   * "stop means stop on every channel"): the contact it came from is marked opted out, so messaging
+   * refuses any new send to it on any channel, and the address it came from and every address the
+   * contact has are on the dispatcher's list, so nothing already queued to them starts its attempt.
+   * The receipt worker still runs the whole stop later (events to followups and outreach); each
+   * step here is idempotent with it.
+   * @throws AppError service_unavailable (see `suppressNow`)
+   */
+  private async optOutNow(organizationId: string, channel: string, from: string): Promise<void> {
+    const key = toRecipientKey(channel, from);
+    const contact = !key
+      ? null
+      : await this.uow.run(async (tx) => {
+          const found =
+            channel === 'whatsapp'
+              ? await this.contactsRepository.findByPhoneKey(tx, organizationId, key)
+              : channel === 'email'
+                ? await this.contactsRepository.findByEmailKey(tx, organizationId, key)
+                : channel === 'linkedin'
+                  ? await this.contactsRepository.findByLinkedinId(tx, organizationId, key)
+                  : null;
+          if (found) await this.contactsRepository.markOptedOut(tx, found.id, this.clock.now());
+          return found;
+        });
+    const addresses = new Map<string, [string, string]>([[`${channel}|${from}`, [channel, from]]]);
+    for (const [c, value] of [['whatsapp', contact?.phone], ['email', contact?.email], ['linkedin', contact?.linkedin_provider_id]] as const) {
+      if (value) addresses.set(`${c}|${value}`, [c, value]);
+    }
+    for (const [c, value] of addresses.values()) await this.suppressNow(organizationId, c, value);
   }
 
   /**
    * Puts the address an opt-out came from on the dispatcher's do-not-contact list and waits until
    * it is committed (seed 003 "stop means stop"; DESIGN §5.3 the reply wins): from the moment the
    * webhook is acknowledged, nothing queued or sent later to that address starts a wire attempt.
-   * The contact's other addresses follow when the message is processed (`store`).
    * @throws AppError service_unavailable when the dispatcher did not confirm (the provider redelivers;
    *   the stored message is a duplicate then and the suppression is asked again)
    */
