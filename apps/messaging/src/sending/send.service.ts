@@ -240,7 +240,8 @@ export class SendService {
 
 /** Codes that mean the person must not be written to (suppressed address, opted-out contact). */
 export function isDoNotContact(code: string | null | undefined): boolean {
-  return code === 'suppressed' || code === 'opted_out';
+  // `suppressed` is the dispatcher's gate code (its classification, not one of our error codes).
+  return code === 'suppressed' || code === ErrorCode.OptedOut;
 }
 
 /** The `messaging.message.*` outcome data of a message row. */
