@@ -188,7 +188,10 @@ describe('auto-replies and the mailbox they arrive on', () => {
     const { message } = await answer(s.person, s.sentId, { subject: 'Re: your note', body: '<div>Yes, Tuesday at 10 works.</div>' });
     expect(message).toMatchObject({ auto_reply: false, opt_out: false });
     await eventually(async () => (await replyEvents(s.enrollmentId)).length === 1, 30_000);
-    expect(await enrollment(s.enrollmentId)).toMatchObject({ context_version: s.before.context_version + 1, person_kind: 'crm' });
+    // The interrupt moves the version on; the decision it wakes may move it again before we look.
+    const after = await enrollment(s.enrollmentId);
+    expect(after.context_version).toBeGreaterThan(s.before.context_version);
+    expect(after.person_kind).toBe('crm');
     await eventually(async () => (await world.sql<Row>(`SELECT status FROM "${fu()}".enrollments WHERE id = $1`, [s.followupId]))[0]!.status !== 'active', 30_000);
   }, 120_000);
 
@@ -201,6 +204,9 @@ describe('auto-replies and the mailbox they arrive on', () => {
     const [event] = await world.sql<Row>(`SELECT payload FROM "${m()}".outbox_events WHERE event_id = $1`, [`messaging.message.received:${message.id}`]);
     expect(event!.payload.data).toMatchObject({ auto_reply: false, opt_out: false, judgement_certain: false });
     await eventually(async () => (await replyEvents(s.enrollmentId)).length === 1, 30_000);
-    expect(await enrollment(s.enrollmentId)).toMatchObject({ context_version: s.before.context_version + 1, person_kind: 'prospect' });
+    // The interrupt moves the version on; the decision it wakes may move it again before we look.
+    const after = await enrollment(s.enrollmentId);
+    expect(after.context_version).toBeGreaterThan(s.before.context_version);
+    expect(after.person_kind).toBe('prospect');
   }, 120_000);
 });
