@@ -260,6 +260,8 @@ async function main(): Promise<void> {
         FOLLOWUP_RELEASE_CONCURRENCY: String(CONCURRENCY),
         FOLLOWUP_RELEASE_BATCH: String(BATCH),
         FOLLOWUP_SENDER_GAP_MS: '0',
+        // The release path alone: with one number, the in-flight window would cap the run at the dispatcher's pace.
+        FOLLOWUP_SENDER_INFLIGHT_WINDOW: '0',
         FOLLOWUP_POLL_MS: '200',
       },
       ports.followups,

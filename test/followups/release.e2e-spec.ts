@@ -299,27 +299,6 @@ describe(ReleaseService.name, () => {
         clock.set(new Date('2026-10-06T13:00:00Z'));
       }
     });
-
-    it('retries every 15 s without a usable number, parks after 30 min, and resumes when a number connects', async () => {
-      const [graph, settings] = twoTexts();
-      const missing = randomUUID();
-      const flowId = await activeFlow(graph, { ...settings, sender: { mode: 'fixed', sender_id: missing } });
-      const e = await enroll(flowId, await contactWhoWrote());
-      try {
-        expect(await sut.releaseOne()).toBe('released');
-        expect((await enrollment(e.id)).next_run_at.getTime()).toBe(clock.now().getTime() + 15_000);
-        clock.advance(30 * 60_000);
-        expect(await sut.releaseOne()).toBe('released');
-        expect(await enrollment(e.id)).toMatchObject({ status: 'dormente', reason: 'sender_unavailable' });
-        await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: missing, channel: 'whatsapp', status: 'connected' });
-        await eventually(async () => (await enrollment(e.id)).status === 'active');
-        clock.advance(1000);
-        expect(await sut.releaseOne()).toBe('released');
-        expect((await effects(e.id))[0]).toMatchObject({ kind: 'send', status: 'queued', sender_id: missing });
-      } finally {
-        clock.set(new Date('2026-10-06T13:00:00Z'));
-      }
-    });
   });
 
   describe('group commit (releaseBatch)', () => {

@@ -38,6 +38,19 @@ export class FollowupsConfig extends ServiceConfig {
   FOLLOWUP_SENDER_GAP_MS = 250;
 
   /**
+   * Follow-up sends one number may have in flight — queued, not yet accepted or refused by the
+   * provider (seed 000 "window of follow-up messages QUEUED/PROCESSING per number"); a release
+   * beyond it is deferred by FOLLOWUP_SENDER_BACKLOG_RETRY_MS instead of piling up the outbox.
+   * 0 turns the window off.
+   */
+  @IsInt() @Min(0) @Max(100_000)
+  FOLLOWUP_SENDER_INFLIGHT_WINDOW = 100;
+
+  /** How much later a release deferred by a full in-flight window tries again, ms (seed 000 "backlog → defer"). */
+  @IsInt() @Min(100) @Max(3_600_000)
+  FOLLOWUP_SENDER_BACKLOG_RETRY_MS = 5000;
+
+  /**
    * Whether AI steps (`ai_classify`, AI-written actions) may be published; false makes publishing
    * them answer 422 `invalid_graph` / `ai_step_unavailable` (an installation without ai-gateway).
    */

@@ -35,6 +35,8 @@ import { FlowStatsService } from './stats/flow-stats.service.js';
 import { QueueController } from './queue/queue.controller.js';
 import { QueueRepository } from './queue/queue.repository.js';
 import { QueueService } from './queue/queue.service.js';
+import { InFlightWindow } from './release/in-flight-window.js';
+import { NumberChain } from './release/number-chain.js';
 import { ReleaseLoop } from './release/release.loop.js';
 import { ReleaseRepository } from './release/release.repository.js';
 import { ReleaseService } from './release/release.service.js';
@@ -75,6 +77,8 @@ export class FollowupsModule {
       ContactsConsumer,
       SendersRepository,
       SenderChoiceCache,
+      NumberChain,
+      InFlightWindow,
       SendersConsumer,
       EnrollmentsRepository,
       EnrollmentsService,

@@ -163,7 +163,13 @@ export interface FlowSettings {
   timezone?: string;
   purpose?: 'utility' | 'marketing';
   environment?: 'live' | 'test';
-  /** Sender choice; default `{mode: 'default'}` falling back to any connected sender. */
+  /**
+   * The flow's number: with `mode: 'fixed'`, `sender_id` is the flow's fixed number. Every send
+   * takes the first connected number of seed 000's chain — the enrollment's (`sender_id` at
+   * enrollment, then the number its last send used), the flow's fixed one, the contact's last
+   * conversation's, the organization's default, any connected — whatever the mode; the other modes
+   * are accepted and add no number of their own.
+   */
   sender?: { mode: SenderMode; sender_id?: string };
   /**
    * Every send waits for a person's decision (`awaiting_decision`) before it goes out (seed 002
@@ -441,7 +447,7 @@ export interface EnrollmentCreateData extends Scoped {
   variables?: Record<string, string | number | boolean>;
   /** The moment `{{anchor.*}}` names (an appointment's start), ISO-8601. */
   anchor_at?: string;
-  /** The sender for `sender.mode = enrollment`. */
+  /** The enrollment's own number: the first link of the sending-number chain (seed 000 "number"). */
   sender_id?: string;
 }
 export interface FollowupEnrollmentRef extends Scoped {

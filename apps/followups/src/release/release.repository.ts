@@ -278,6 +278,12 @@ export class ReleaseRepository {
     );
   }
 
+  /** The reason of a step's current schedule plan (undefined: it has none). */
+  async schedulePlanReason(db: Queryable, enrollmentId: string, nodeId: string, step: number): Promise<string | undefined> {
+    const [row] = await rowsOf<{ reason: string | null }>(db, `SELECT reason FROM effects WHERE enrollment_id = $1 AND node_id = $2 AND step = $3 AND kind = 'schedule_plan'`, [enrollmentId, nodeId, step]);
+    return row?.reason ?? undefined;
+  }
+
   /**
    * Counts one send against the monthly quota if there is room: a conditional UPDATE that counts
    * and refuses in one statement (DESIGN §6). The month's row is created on its first use from

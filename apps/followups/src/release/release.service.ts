@@ -31,9 +31,10 @@ import type { FollowupsConfig } from '../followups.config.js';
 import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
 import { type ActionConfig, type AiClassifyConfig, type ExitKey, isSendAction, type ParsedNode } from '../graph/node-config.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { SenderChoiceCache } from '../senders/sender-choice.cache.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
+import { InFlightWindow } from './in-flight-window.js';
+import { INSTANCE_UNAVAILABLE, NumberChain } from './number-chain.js';
 import { evaluateCondition, failureBackoffMs, matchReply, renderTemplate, type StepFacts } from './step-rules.js';
 import { type ClaimedRow, type NewEffect, ReleaseRepository, type StepSendEffect, type StepWrite } from './release.repository.js';
 
@@ -121,7 +122,8 @@ export class ReleaseService {
     private readonly release: ReleaseRepository,
     private readonly contacts: ContactsRepository,
     private readonly senders: SendersRepository,
-    private readonly senderChoice: SenderChoiceCache,
+    private readonly numbers: NumberChain,
+    private readonly inFlight: InFlightWindow,
     private readonly versions: FlowVersionCache,
     private readonly settings: SettingsService,
     private readonly metrics: FollowupsMetrics,
@@ -478,7 +480,7 @@ export class ReleaseService {
 
   /**
    * A send step, in seed 000's order: send window → consent → content and the 24-hour window →
-   * render → number → per-contact 24 h cap → pacing → monthly quota → queue through `messaging.send`.
+   * render → number → per-contact 24 h cap → pacing → in-flight window → monthly quota → queue through `messaging.send`.
    * @returns true when the step is done (queued or skipped) and the flow moves on
    */
   private async send(ctx: ReleaseContext, nodeId: string, config: Extract<ActionConfig, { mode: 'text' | 'template' | 'media' | 'ai' }>): Promise<boolean> {
@@ -560,7 +562,7 @@ export class ReleaseService {
     if (!senderId) {
       state.sender_unavailable_since ??= now;
       if (now.getTime() - state.sender_unavailable_since.getTime() >= SENDER_PARK_AFTER_MS) {
-        this.park(ctx, 'sender_unavailable');
+        this.park(ctx, INSTANCE_UNAVAILABLE);
         this.countStep(ctx, { action: 'send', outcome: 'parked' });
         return false;
       }
@@ -579,6 +581,8 @@ export class ReleaseService {
       if (nextRelease === 'busy') return this.defer(ctx, nodeId, new Date(now.getTime() + gap), 'pacing', false);
       if (nextRelease > now) return this.defer(ctx, nodeId, nextRelease, 'pacing', false);
     }
+    const backlog = await this.inFlight.admit(tx, senderId, now, { enrollmentId: state.id, nodeId, step: state.step });
+    if (backlog) return this.defer(ctx, nodeId, backlog.at, backlog.reason, backlog.plan, backlog.announce);
     if (organization.monthly_send_quota !== null) {
       const month = DateTime.fromJSDate(now, { zone: 'utc' }).toFormat('yyyy-MM-01');
       if (!(await this.release.takeMonthlySend(tx, state.organization_id, month, organization.monthly_send_quota))) {
@@ -748,26 +752,10 @@ export class ReleaseService {
     return 'done';
   }
 
-  /**
-   * The number that sends (seed 000 "number (enrollment, fixed, last conversation, default, any
-   * connected)"): the first one named by the enrollment, the flow (`fixed`) or the contact's last
-   * conversation must be connected — it is never silently swapped; with none named, the
-   * organization's default connected number, else any connected one.
-   * @returns the sender id, or undefined when no usable number exists now
-   */
-  private async chooseSender(ctx: ReleaseContext): Promise<string | undefined> {
+  /** The number that sends: the first usable link of seed 000's chain (see NumberChain). */
+  private chooseSender(ctx: ReleaseContext): Promise<string | undefined> {
     const { state, contact, tx } = ctx;
-    const mode = ctx.version.settings.sender?.mode ?? 'default';
-    const named =
-      (mode === 'enrollment' && state.sender_id) ||
-      (mode === 'fixed' && ctx.version.settings.sender?.sender_id) ||
-      (mode === 'last_conversation' && contact.last_sender_id) ||
-      undefined;
-    if (named) {
-      const sender = await this.senders.find(tx, state.organization_id, named);
-      return sender?.status === 'connected' ? sender.sender_id : undefined;
-    }
-    return this.senderChoice.fallback(state.organization_id, 'whatsapp', () => this.senders.connectedFallback(tx, state.organization_id, 'whatsapp'));
+    return this.numbers.choose(tx, state.organization_id, { enrollmentSenderId: state.sender_id, flowSender: ctx.version.settings.sender, lastConversationSenderId: contact.last_sender_id });
   }
 
   /** Enters a node: a new visit. Waits start their clock; other nodes are due now. @returns whether to run it in this release */
@@ -794,13 +782,13 @@ export class ReleaseService {
   }
 
   /** Moves the step to `at`; a deferral to the window, cap or quota is also shown as a schedule plan (seed 002 "planos de horário"). */
-  private async defer(ctx: ReleaseContext, nodeId: string, at: Date, reason: string, plan: boolean): Promise<false> {
+  private async defer(ctx: ReleaseContext, nodeId: string, at: Date, reason: string, plan: boolean, announce = true): Promise<false> {
     const { state, now, tx } = ctx;
     state.next_run_at = at;
     this.countStep(ctx, { action: 'send', outcome: `deferred_${reason}` });
     if (plan) {
       await this.release.upsertSchedulePlan(tx, { id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, reason, at, now });
-      this.event(ctx, 'deferred', { reason, until: at.toISOString() });
+      if (announce) this.event(ctx, 'deferred', { reason, until: at.toISOString() });
     }
     return false;
   }

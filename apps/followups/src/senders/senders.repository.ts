@@ -32,6 +32,33 @@ export class SendersRepository {
     return row;
   }
 
+  /** Which of `senderIds` are connected numbers of the organization on `channel` (one statement, in no order). */
+  async connectedAmong(db: Queryable, organizationId: string, channel: string, senderIds: string[]): Promise<string[]> {
+    const rows = await rowsOf<{ sender_id: string }>(
+      db,
+      `SELECT sender_id FROM senders WHERE organization_id = $1 AND channel = $2 AND status = 'connected' AND sender_id = ANY($3::uuid[])`,
+      [organizationId, channel, senderIds],
+    );
+    return rows.map((r) => r.sender_id);
+  }
+
+  /**
+   * Follow-up sends queued on a number that the provider has not yet accepted nor refused (effect
+   * `queued`: handed to messaging and the dispatcher, no outcome reported), counted up to `limit`
+   * only — the caller needs to know whether the window is full, not the size of a backlog. Reads
+   * `effects_queued_by_sender_idx`. Run it after taking the number's pacing row (lockPacing), in a
+   * statement of its own: its snapshot then includes the sends of a release of the same number that
+   * committed while this one took the lock.
+   */
+  async queuedSendsOn(db: Queryable, senderId: string, limit: number): Promise<number> {
+    const [row] = await rowsOf<{ n: number }>(
+      db,
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM effects WHERE sender_id = $1 AND kind = 'send' AND status = 'queued' LIMIT $2) queued`,
+      [senderId, limit],
+    );
+    return row?.n ?? 0;
+  }
+
   /** The organization's default connected sender of the channel, else any connected one (oldest first). */
   async connectedFallback(db: Queryable, organizationId: string, channel: string): Promise<SenderRow | undefined> {
     const [row] = await rowsOf<SenderRow>(db, 

@@ -7,6 +7,7 @@ import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { ReleaseSignal } from '../release/release-signal.js';
+import { INSTANCE_UNAVAILABLE } from '../release/number-chain.js';
 import { type QueuedSendScope, StopPathsRepository, type TouchedEnrollment } from './stop-paths.repository.js';
 import { rowsOf } from '../requests/queryable.js';
 
@@ -106,7 +107,7 @@ export class StopPathsService {
 
   /** A sender connected: enrollments parked for want of a usable number retry now. */
   async resumeParkedBySender(tx: Tx, organizationId: string, now: Date): Promise<void> {
-    const woken = await this.repository.wakeParked(tx, { organizationId }, 'sender_unavailable', now);
+    const woken = await this.repository.wakeParked(tx, { organizationId }, INSTANCE_UNAVAILABLE, now);
     await this.enrollments.insertEvents(
       tx,
       woken.map((w) => ({ organization_id: organizationId, enrollment_id: w.id, type: 'resumed', node_id: w.node_id, data: { cause: 'sender_connected' }, at: now })),
