@@ -42,7 +42,8 @@ describe(`${ReleaseLoop.name} (two processes)`, () => {
   }
 
   it('never releases one step twice', async () => {
-    const env = { FOLLOWUP_RELEASE_ENABLED: 'true', FOLLOWUP_RELEASE_CONCURRENCY: '4', FOLLOWUP_POLL_MS: '100' };
+    // No dispatcher reports these sends accepted: the in-flight window is off so all of them release.
+    const env = { FOLLOWUP_RELEASE_ENABLED: 'true', FOLLOWUP_RELEASE_CONCURRENCY: '4', FOLLOWUP_POLL_MS: '100', FOLLOWUP_SENDER_INFLIGHT_WINDOW: '0' };
     const first = await startFollowups(world, { env });
     await startFollowups(world, { env });
     const schema = world.schema('followups');

@@ -5,15 +5,12 @@ import type { FollowupsConfig } from '../followups.config.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { ReleaseRepository } from './release.repository.js';
 
-/** A number whose pacing row another release holds is tried again this much later, ms (that release is sending on it now). */
-export const NUMBER_BUSY_RETRY_MS = 1000;
-
-/** Why the window holds a send back: the number is taken by another release, or its window is full. */
+/** Why the window holds a send back, and how. */
 export type InFlightDeferral = {
   at: Date;
-  reason: 'sender_busy' | 'sender_backlog';
-  /** Show it as the step's schedule plan (a full window; not a passing lock). */
-  plan: boolean;
+  reason: 'sender_backlog';
+  /** Show it as the step's schedule plan. */
+  plan: true;
   /** Write a `deferred` timeline entry: only the first time this visit waits for the backlog, so a long outage does not flood the timeline. */
   announce: boolean;
 };
@@ -41,20 +38,21 @@ export class InFlightWindow {
   ) {}
 
   /**
-   * Admits one send on `senderId` in `tx`, or says when to try again. Takes the number's pacing row
-   * (SKIP LOCKED: a release never waits for another), so two releases of one number cannot both
-   * see the last free place; the lock is held until `tx` ends. An admitted send counts for the rest
-   * of `tx` even if a later check (the monthly quota) defers it: at worst one batch queues one send
-   * fewer on that number, never one more.
+   * Admits one send on `senderId` in `tx`, or says when to try again. Exact when the caller holds
+   * the number's pacing row (FOLLOWUP_SENDER_GAP_MS > 0, seed 000 "pacing row SKIP LOCKED · window
+   * …"): releases of one number then admit one at a time, and this count, a statement of its own
+   * after the lock, sees what the previous holder committed. With pacing off the count takes no
+   * lock — taking one there made every concurrent release of a busy number come back later — so
+   * releases of one number running at that same moment may each take the last place: the window
+   * can be passed by at most the number of release transactions running at once. An admitted send
+   * counts for the rest of `tx` even if a later check (the monthly quota) defers it: at worst one
+   * batch queues one send fewer on that number, never one more.
    * @param visit the step asking (for the timeline: announce the first backlog deferral only)
    * @returns undefined when the send may be queued now, else the deferral
    */
   async admit(tx: Tx, senderId: string, now: Date, visit: { enrollmentId: string; nodeId: string; step: number }): Promise<InFlightDeferral | undefined> {
     const size = this.config.FOLLOWUP_SENDER_INFLIGHT_WINDOW;
     if (size === 0) return undefined;
-    if ((await this.senders.lockPacing(tx, senderId)) === 'busy') {
-      return { at: new Date(now.getTime() + NUMBER_BUSY_RETRY_MS), reason: 'sender_busy', plan: false, announce: false };
-    }
     let inTx = this.admitted.get(tx);
     const earlier = inTx?.get(senderId) ?? 0;
     const queued = earlier + (await this.senders.queuedSendsOn(tx, senderId, size));

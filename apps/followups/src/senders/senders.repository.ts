@@ -46,9 +46,8 @@ export class SendersRepository {
    * Follow-up sends queued on a number that the provider has not yet accepted nor refused (effect
    * `queued`: handed to messaging and the dispatcher, no outcome reported), counted up to `limit`
    * only — the caller needs to know whether the window is full, not the size of a backlog. Reads
-   * `effects_queued_by_sender_idx`. Run it after taking the number's pacing row (lockPacing), in a
-   * statement of its own: its snapshot then includes the sends of a release of the same number that
-   * committed while this one took the lock.
+   * `effects_queued_by_sender_idx`. A statement of its own: run after lockPacing, its snapshot
+   * includes the sends of a release of the same number that committed while this one took the lock.
    */
   async queuedSendsOn(db: Queryable, senderId: string, limit: number): Promise<number> {
     const [row] = await rowsOf<{ n: number }>(
