@@ -56,6 +56,14 @@ export class OutboxDispatcherConfig extends ServiceConfig {
   @IsInt() @Min(1000) @Max(86_400_000)
   WHATSAPP_QUALITY_COOLDOWN_MS = 3_600_000;
 
+  /**
+   * How long a business number's sends wait after Meta reports an asynchronous rate-limit error
+   * for it in a webhook's `value.errors[]` (130429 throughput, 80007 account limit; no Retry-After
+   * comes with those), ms.
+   */
+  @IsInt() @Min(1000) @Max(3_600_000)
+  WHATSAPP_ASYNC_RATE_LIMIT_PAUSE_MS = 60_000;
+
   /** How long a claim on a pair lasts, ms; must exceed the send timeout with margin. */
   @IsInt() @Min(1000) @Max(3_600_000)
   OUTBOX_LEASE_MS = 60_000;

@@ -26,6 +26,7 @@ import { SendersController } from './senders/senders.controller.js';
 import { SendersRepository } from './senders/senders.repository.js';
 import { SenderOwnershipService } from './senders/sender-ownership.service.js';
 import { SendersService } from './senders/senders.service.js';
+import { WebhookErrorsService } from './senders/webhook-errors.service.js';
 import { SuppressionsConsumer } from './suppressions/suppressions.consumer.js';
 import { SuppressionsRepository } from './suppressions/suppressions.repository.js';
 import { SuppressionsService } from './suppressions/suppressions.service.js';
@@ -49,6 +50,7 @@ export class OutboxDispatcherModule {
     const providers: Provider[] = [
       SendersRepository,
       SendersService,
+      WebhookErrorsService,
       SenderOwnershipService,
       OutboxRepository,
       OutboxMetrics,

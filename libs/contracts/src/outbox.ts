@@ -30,6 +30,7 @@ export const OUTBOX_CLASSIFICATIONS = [
   'local_execution', // a local fault before any request existed: permanent
   'suppressed', // the recipient is on the do-not-contact list
   'sender_unavailable', // the sender was removed or disconnected
+  'sender_unauthorized', // 190: the sender's access token expired or was revoked; the sender is disconnected
 ] as const;
 export type OutboxClassification = (typeof OUTBOX_CLASSIFICATIONS)[number];
 
@@ -37,13 +38,20 @@ export type OutboxClassification = (typeof OUTBOX_CLASSIFICATIONS)[number];
 // Payloads
 // ---------------------------------------------------------------------------------------------
 
-/** A text message. `preview_url` renders a link preview; `reply_to` quotes a message (wamid). */
-export interface OutboxTextPayload {
+/**
+ * `reply_to` quotes an earlier message (its wamid) as Meta's contextual reply (`context.message_id`).
+ * Meta takes it on every message type it sends except reactions; read receipts are not messages.
+ */
+export interface OutboxReplyTo {
+  reply_to?: string;
+}
+
+/** A text message. `preview_url` renders a link preview. */
+export interface OutboxTextPayload extends OutboxReplyTo {
   type: 'text';
   /** 1..4096 characters (Graph's limit). */
   body: string;
   preview_url?: boolean;
-  reply_to?: string;
 }
 
 /** One parameter of a template component, in Graph's shape. */
@@ -52,7 +60,12 @@ export type OutboxTemplateParameter =
   | { type: 'currency'; currency: { fallback_value: string; code: string; amount_1000: number } }
   | { type: 'date_time'; date_time: Record<string, unknown> & { fallback_value: string } }
   | { type: 'image' | 'document' | 'video'; image?: OutboxMediaRef; document?: OutboxMediaRef & { filename?: string }; video?: OutboxMediaRef }
-  | { type: 'payload'; payload: string };
+  | { type: 'payload'; payload: string }
+  | { type: 'coupon_code'; coupon_code: string }
+  | { type: 'limited_time_offer'; limited_time_offer: { expiration_time_ms: number } }
+  | { type: 'product'; product: { product_retailer_id: string; catalog_id: string } }
+  | { type: 'action'; action: Record<string, unknown> }
+  | { type: 'location'; location: { latitude: number | string; longitude: number | string; name?: string; address?: string } };
 
 /** A media reference: exactly one of `link` (https URL) or `id` (an uploaded media id). */
 export interface OutboxMediaRef {
@@ -60,16 +73,25 @@ export interface OutboxMediaRef {
   id?: string;
 }
 
-/** One template component (header, body, button) with its parameters, in Graph's shape. */
+/** Button kinds of a template `button` component (Graph's `sub_type`). */
+export const WHATSAPP_TEMPLATE_BUTTON_SUB_TYPES = ['quick_reply', 'url', 'copy_code', 'flow', 'catalog', 'mpm', 'voice_call'] as const;
+
+/**
+ * One template component with its parameters, in Graph's send shape: `header`, `body`, `button`
+ * (with `sub_type` and its 0-based position `index`), `limited_time_offer` (one
+ * `limited_time_offer` parameter), or `carousel` (`cards`, each with `card_index` and its own
+ * header/body/button components).
+ */
 export interface OutboxTemplateComponent {
-  type: 'header' | 'body' | 'button' | 'footer';
-  sub_type?: 'quick_reply' | 'url' | 'copy_code' | 'flow';
+  type: 'header' | 'body' | 'button' | 'footer' | 'limited_time_offer' | 'carousel';
+  sub_type?: (typeof WHATSAPP_TEMPLATE_BUTTON_SUB_TYPES)[number];
   index?: number | string;
   parameters?: OutboxTemplateParameter[];
+  cards?: { card_index: number; components: OutboxTemplateComponent[] }[];
 }
 
 /** An approved template. `language` is the template's locale code (`pt_BR`, `en_US`). */
-export interface OutboxTemplatePayload {
+export interface OutboxTemplatePayload extends OutboxReplyTo {
   type: 'template';
   name: string;
   language: string;
@@ -81,7 +103,7 @@ export interface OutboxTemplatePayload {
  * bytes (`upload`) that the dispatcher uploads to the provider while preparing the send.
  * Exactly one of `link`, `media_id`, `upload`. `caption` is not allowed on audio.
  */
-export interface OutboxMediaPayload {
+export interface OutboxMediaPayload extends OutboxReplyTo {
   type: 'media';
   media_type: 'image' | 'document' | 'audio' | 'video';
   link?: string;
@@ -96,7 +118,7 @@ export interface OutboxMediaPayload {
  * An interactive message (buttons, list, CTA URL, flow), given as Graph's `interactive` object
  * (`{ type, body: { text }, action, header?, footer? }`).
  */
-export interface OutboxInteractivePayload {
+export interface OutboxInteractivePayload extends OutboxReplyTo {
   type: 'interactive';
   interactive: { type: 'button' | 'list' | 'cta_url' | 'flow' | 'product' | 'product_list'; body?: { text: string }; action: Record<string, unknown>; [key: string]: unknown };
 }
@@ -156,6 +178,12 @@ export const OutboxRpc = {
   ResolveAmbiguousOrFail: 'outbox.ambiguous.resolve_or_fail',
   /** `WhatsAppStatusBatch` → `{ stored: number }`, answered only after the statuses are durable. */
   WhatsAppStatuses: 'outbox.whatsapp.statuses',
+  /**
+   * `WhatsAppWebhookErrorBatch` → `{ stored: number; paused_until: string | null }`: the
+   * webhook-level `value.errors[]` of one change (asynchronous errors about the number, not about
+   * one message), answered once stored; a rate-limit code slows the number's sends.
+   */
+  WhatsAppWebhookErrors: 'outbox.whatsapp.webhook_errors',
   /** `OutboxSenderCreateData` → `OutboxSenderView`. */
   SenderCreate: 'outbox.senders.create',
   /** `{ organization_id, channel? }` → `{ items: OutboxSenderView[] }`. */
@@ -347,6 +375,9 @@ export interface OutboxEntryEventData {
   /** The provider's error code (as text), or a local reason. */
   error_code?: string | null;
   error_message?: string | null;
+  /** Graph's `error_subcode` (as text) and `error_data.details`, when the provider gave them. */
+  error_subcode?: string | null;
+  error_details?: string | null;
   http_status?: number | null;
   /**
    * `outbox.entry.cancelled` only: why — `requested` (an `outbox.cancel` for its key) or
@@ -373,6 +404,8 @@ export interface OutboxProviderStatusEventData {
   log_context: Record<string, string | number> | null;
   error_code?: string | null;
   error_message?: string | null;
+  /** `errors[0].error_data.details` of a failed status. */
+  error_details?: string | null;
 }
 
 export type OutboxSenderStatus = 'connected' | 'disconnected' | 'removed';
@@ -387,6 +420,14 @@ export interface OutboxSenderEventData {
   address?: string | null;
   is_default?: boolean;
   status: OutboxSenderStatus;
+  /**
+   * Why the dispatcher disconnected the sender by itself: `token_invalid` (Graph answered 190, the
+   * access token expired or was revoked). Absent when a person changed the status.
+   */
+  reason?: 'token_invalid' | null;
+  /** The provider's error code and subcode behind `reason`. */
+  error_code?: string | null;
+  error_subcode?: string | null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -460,6 +501,22 @@ export interface WhatsAppStatusBatch {
   display_phone_number?: string;
   business_account_id?: string;
   statuses: WhatsAppStatus[];
+}
+
+/** One webhook-level error (`entry[].changes[].value.errors[]`), as Meta sends it. */
+export interface WhatsAppWebhookError {
+  code: number;
+  title?: string;
+  message?: string;
+  error_data?: { details?: string };
+  href?: string;
+}
+
+/** Data of `outbox.whatsapp.webhook_errors`. */
+export interface WhatsAppWebhookErrorBatch {
+  phone_number_id: string;
+  business_account_id?: string;
+  errors: WhatsAppWebhookError[];
 }
 
 /** RPC patterns the messaging service answers for WhatsApp ingress. */

@@ -216,6 +216,37 @@ export class ContactsService {
   }
 
   /**
+   * Meta's `system` message "the user changed number" (its system messages webhook:
+   * `system.type` `user_changed_number`, `customer_changed_number` before Graph v12): the contact
+   * that had `from` now has `newWaId` as its phone (E.164) in `tx`, and `messaging.contact.updated`
+   * says so with the previous phone. No contact, an unreadable number, or a new number another
+   * contact holds already changes nothing.
+   * @returns what happened
+   */
+  async changeWhatsAppNumber(tx: Tx, organizationId: string, from: string, newWaId: string, wamid: string): Promise<'changed' | 'unchanged' | 'no_contact' | 'invalid' | 'conflict'> {
+    const oldKey = toPhoneKey(from);
+    const newKey = toPhoneKey(newWaId);
+    if (!oldKey || !newKey) return 'invalid';
+    const contact = await this.repository.findByPhoneKey(tx, organizationId, oldKey);
+    if (!contact) return 'no_contact';
+    if (contact.phone_key === newKey) return 'unchanged';
+    const holder = await this.repository.findByPhoneKey(tx, organizationId, newKey);
+    if (holder && holder.id !== contact.id && holder.kind === contact.kind) return 'conflict';
+    const row = await this.repository.update(tx, organizationId, contact.id, { phone: `+${newKey}`, phone_key: newKey }, this.clock.now());
+    if (!row) return 'no_contact';
+    await this.publish(tx, row, MessagingEvents.ContactUpdated, `messaging.contact.updated:${row.id}:number_changed:${wamid}`, {
+      contact_id: row.id,
+      kind: row.kind,
+      phone: row.phone,
+      previous_phone: contact.phone,
+      email: row.email,
+      tags: row.tags,
+      reason: 'whatsapp_number_changed',
+    });
+    return 'changed';
+  }
+
+  /**
    * The live contact with this phone (either Brazilian notation), created as a CRM contact when
    * there is none. Safe under concurrent inbound messages from one new number: the loser of the
    * insert race reads the winner's row.

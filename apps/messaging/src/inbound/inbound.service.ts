@@ -214,6 +214,7 @@ export class InboundService {
    */
   async processReceipt(r: InboundReceiptRow, hints: ReceiptHints = {}): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
     if (r.channel !== 'whatsapp') throw new AppError(ErrorCode.Internal, `no receipt processing for channel ${r.channel}`);
+    if ((r.message as { type?: unknown }).type === 'system') return this.systemMessage(r.organization_id, r.message as unknown as WhatsAppInboundBatch['messages'][number]);
     return this.take(this.fromWhatsApp(r.message as unknown as WhatsAppInboundBatch['messages'][number], r.organization_id, r.sender_id), r.contact_name, true, hints);
   }
 
@@ -270,10 +271,24 @@ export class InboundService {
         result.ignored++;
         continue;
       }
-      const outcome = await this.take(this.fromWhatsApp(raw, owner.organization_id, owner.sender_id), names.get(raw.from) ?? null, true);
+      const outcome = raw.type === 'system' ? await this.systemMessage(owner.organization_id, raw) : await this.take(this.fromWhatsApp(raw, owner.organization_id, owner.sender_id), names.get(raw.from) ?? null, true);
       result[outcome === 'stored' ? 'stored' : outcome === 'duplicate' ? 'duplicates' : outcome === 'denied' ? 'denied' : 'ignored']++;
     }
     return result;
+  }
+
+  /**
+   * A `system` message is Meta telling about the user, not the user writing: never a reply, never
+   * in a thread. "Changed number" (`system.wa_id`, or `new_wa_id` before Graph v12) moves the
+   * contact to the new number; other system types are ignored.
+   */
+  private async systemMessage(organizationId: string, raw: WhatsAppInboundBatch['messages'][number]): Promise<'stored' | 'ignored'> {
+    const system = (raw as { system?: { type?: unknown; wa_id?: unknown; new_wa_id?: unknown } }).system;
+    const newWaId = typeof system?.wa_id === 'string' ? system.wa_id : system?.new_wa_id !== undefined ? String(system.new_wa_id) : null;
+    if (!system || !['user_changed_number', 'customer_changed_number'].includes(String(system.type)) || !newWaId) return 'ignored';
+    const outcome = await this.uow.run((tx) => this.contacts.changeWhatsAppNumber(tx, organizationId, raw.from, newWaId, raw.id));
+    this.logger.info({ event: 'messaging.contact_number_changed', organization_id: organizationId, external_id: raw.id, outcome }, 'WhatsApp user changed number');
+    return outcome === 'changed' ? 'stored' : 'ignored';
   }
 
   /** The organization and sender owning the batch's number, or null (counted ignored) when nobody does. */

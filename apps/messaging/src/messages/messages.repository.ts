@@ -1,3 +1,4 @@
+import { truncateText } from '@touchpoint/text';
 import { Injectable } from '@nestjs/common';
 import type { MessageSenderType, MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
@@ -88,6 +89,8 @@ export interface StatusReport {
   at: Date;
   error_code?: string | null;
   error_message?: string | null;
+  /** Meta's `error_data.details` of a failed status. */
+  error_details?: string | null;
 }
 
 /** Every SQL statement about message rows, their attachments and early statuses. */
@@ -187,7 +190,7 @@ export class MessagesRepository {
    * of statuses that arrive late (a `delivered` after `read`) are still recorded, without moving
    * the status back: `stampOnly`.
    */
-  async setStatus(tx: Tx, messageId: string, to: MessageStatus | null, reported: string, at: Date, error?: { code?: string | null; message?: string | null }): Promise<void> {
+  async setStatus(tx: Tx, messageId: string, to: MessageStatus | null, reported: string, at: Date, error?: { code?: string | null; message?: string | null; subcode?: string | null; details?: string | null }): Promise<void> {
     await tx.query(
       `UPDATE messages SET status = COALESCE($2, status),
               sent_at = CASE WHEN $3 IN ('sent', 'delivered', 'read') THEN COALESCE(sent_at, $4) ELSE sent_at END,
@@ -196,27 +199,29 @@ export class MessagesRepository {
               failed_at = CASE WHEN $2 = 'failed' THEN $4 ELSE failed_at END,
               cancelled_at = CASE WHEN $2 = 'cancelled' THEN $4 ELSE cancelled_at END,
               error_code = CASE WHEN $2 IN ('failed', 'cancelled') THEN $5 ELSE error_code END,
-              error_message = CASE WHEN $2 = 'failed' THEN $6 ELSE error_message END
+              error_message = CASE WHEN $2 = 'failed' THEN $6 ELSE error_message END,
+              error_subcode = CASE WHEN $2 = 'failed' THEN $7 ELSE error_subcode END,
+              error_details = CASE WHEN $2 = 'failed' THEN $8 ELSE error_details END
         WHERE id = $1`,
-      [messageId, to, reported, at, error?.code ?? null, error?.message ?? null],
+      [messageId, to, reported, at, error?.code ?? null, error?.message ?? null, error?.subcode ?? null, error?.details ? truncateText(error.details, 1000) : null],
     );
   }
 
   async addPendingStatus(tx: Tx, s: StatusReport, now: Date): Promise<void> {
     await tx.query(
-      `INSERT INTO pending_statuses (organization_id, channel, external_id, status, provider_timestamp, error_code, error_message, received_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [s.organization_id, s.channel, s.external_id, s.status, s.at, s.error_code ?? null, s.error_message ?? null, now],
+      `INSERT INTO pending_statuses (organization_id, channel, external_id, status, provider_timestamp, error_code, error_message, error_details, received_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [s.organization_id, s.channel, s.external_id, s.status, s.at, s.error_code ?? null, s.error_message ?? null, s.error_details ?? null, now],
     );
   }
 
   /** Takes (deletes and returns) the statuses kept for a provider id, in arrival order. */
   async takePendingStatuses(tx: Tx, organizationId: string, channel: string, externalId: string): Promise<StatusReport[]> {
-    const result = await tx.query<{ status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; received_at: Date; id: string }>(
+    const result = await tx.query<{ status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date; id: string }>(
       `DELETE FROM pending_statuses WHERE organization_id = $1 AND channel = $2 AND external_id = $3 RETURNING *`,
       [organizationId, channel, externalId],
     );
-    return returnedRows<{ id: string; status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; received_at: Date }>(result)
+    return returnedRows<{ id: string; status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date }>(result)
       .sort((a, b) => Number(a.id) - Number(b.id))
       .map((r) => ({
         organization_id: organizationId,
@@ -226,6 +231,7 @@ export class MessagesRepository {
         at: r.provider_timestamp ?? r.received_at,
         error_code: r.error_code,
         error_message: r.error_message,
+        error_details: r.error_details,
       }));
   }
 

@@ -5,6 +5,7 @@ import type { Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { StreamRepository } from '../stream/stream.repository.js';
 import { SendersRepository } from './senders.repository.js';
 
 /** How long an organization lookup is remembered in memory, ms (a number rarely changes hands). */
@@ -23,6 +24,7 @@ export class SendersService {
     private readonly repository: SendersRepository,
     private readonly rpc: RpcClient,
     private readonly clock: Clock,
+    private readonly stream: StreamRepository,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -30,9 +32,27 @@ export class SendersService {
   onConnected(message: BusMessage<OutboxSenderEventData>, tx: Tx) {
     return this.apply(message, tx);
   }
+  /**
+   * A disconnected number. When the dispatcher did it by itself (`reason`: Graph refused the
+   * token), the organization learns it on the real-time feed, since nothing of theirs can be sent
+   * from that number until someone gives it a new token.
+   */
   @OnBusMessage(OutboxEvents.SenderDisconnected)
-  onDisconnected(message: BusMessage<OutboxSenderEventData>, tx: Tx) {
-    return this.apply(message, tx);
+  async onDisconnected(message: BusMessage<OutboxSenderEventData>, tx: Tx) {
+    await this.apply(message, tx);
+    const d = message.data;
+    if (d?.reason && message.organization_id) {
+      await this.stream.append(tx, message.organization_id, OutboxEvents.SenderDisconnected, {
+        sender_id: d.sender_id,
+        channel: d.channel,
+        phone_number_id: d.phone_number_id ?? null,
+        display_phone_number: d.display_phone_number ?? null,
+        status: d.status,
+        reason: d.reason,
+        error_code: d.error_code ?? null,
+        error_subcode: d.error_subcode ?? null,
+      });
+    }
   }
   @OnBusMessage(OutboxEvents.SenderUpdated)
   onUpdated(message: BusMessage<OutboxSenderEventData>, tx: Tx) {

@@ -50,6 +50,7 @@ export class OutcomesConsumer {
         at: d.provider_timestamp ? new Date(d.provider_timestamp) : new Date(message.occurred_at),
         error_code: d.error_code ?? null,
         error_message: d.error_message ?? null,
+        error_details: d.error_details ?? null,
       },
       typeof hint === 'string' ? hint : null,
     );

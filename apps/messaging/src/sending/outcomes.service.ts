@@ -71,7 +71,7 @@ export class OutcomesService {
     if (message.external_id) {
       for (const report of await this.messages.takePendingStatuses(tx, organizationId, message.channel, message.external_id)) {
         const fresh = (await this.messages.findById(tx, organizationId, message.id, true))!;
-        await this.move(tx, fresh, report.status, report.at, { code: report.error_code, message: report.error_message });
+        await this.move(tx, fresh, report.status, report.at, { code: report.error_code, message: report.error_message, details: report.error_details });
         this.statuses.inc({ status: report.status, outcome: 'replayed' });
       }
     }
@@ -83,7 +83,7 @@ export class OutcomesService {
     if (!message) return;
     // Refused at enqueue (nothing was ever queued at the dispatcher) versus queued but undeliverable.
     const stage = !data.attempts && !data.classification && data.error_code && ENQUEUE_ERROR_CODES.has(data.error_code) ? 'enqueue' : 'delivery';
-    await this.move(tx, message, 'failed', this.clock.now(), { code: data.error_code ?? data.classification ?? null, message: data.error_message ?? null }, stage);
+    await this.move(tx, message, 'failed', this.clock.now(), { code: data.error_code ?? data.classification ?? null, message: data.error_message ?? null, subcode: data.error_subcode ?? null, details: data.error_details ?? null }, stage);
   }
 
   /**
@@ -133,7 +133,7 @@ export class OutcomesService {
       this.statuses.inc({ status: report.status, outcome: 'pending' });
       return 'pending';
     }
-    const moved = await this.move(tx, message, report.status, report.at, { code: report.error_code, message: report.error_message });
+    const moved = await this.move(tx, message, report.status, report.at, { code: report.error_code, message: report.error_message, details: report.error_details });
     this.statuses.inc({ status: report.status, outcome: moved ? 'applied' : 'ignored' });
     return moved ? 'applied' : 'ignored';
   }
@@ -142,7 +142,7 @@ export class OutcomesService {
    * Moves a locked message by one report, forward only (`nextStatus`), stamping the report's time
    * even when the status itself stays; then tells the requester and settles a notification delivery.
    */
-  private async move(tx: Tx, message: MessageRow, reported: string, at: Date, error: { code?: string | null; message?: string | null }, stage: 'enqueue' | 'delivery' = 'delivery'): Promise<boolean> {
+  private async move(tx: Tx, message: MessageRow, reported: string, at: Date, error: { code?: string | null; message?: string | null; subcode?: string | null; details?: string | null }, stage: 'enqueue' | 'delivery' = 'delivery'): Promise<boolean> {
     if (message.direction !== 'outbound') return false;
     const to = nextStatus(message.status, reported);
     await this.messages.setStatus(tx, message.id, to, reported, at, error);
@@ -168,7 +168,7 @@ export class OutcomesService {
         event_id: `messaging.message.failed:${message.id}`,
         type: MessagingEvents.MessageFailed,
         organization_id: message.organization_id,
-        data: { ...outcomeData(message, 'failed'), failure_stage: stage, error_code: error.code ?? null } as unknown as Record<string, unknown>,
+        data: { ...outcomeData(message, 'failed'), failure_stage: stage, error_code: error.code ?? null, error_subcode: error.subcode ?? null, error_details: error.details ?? null } as unknown as Record<string, unknown>,
       });
       // A do-not-contact refusal is the platform doing its job, not a fault to page anyone about.
       this.logger[isDoNotContact(error.code) ? 'info' : 'error'](

@@ -310,12 +310,16 @@ function refuseDifferentRequest(existing: MessageRow, data: MessagingSendData): 
 }
 
 function payloadOf(data: MessagingSendData): OutboxPayload & { subject?: string } {
-  if (data.template) return { type: 'template', name: data.template.name, language: data.template.language, components: data.template.components as never };
-  if (data.media) return { type: 'media', ...data.media };
-  if (data.interactive) return { type: 'interactive', interactive: data.interactive as never };
-  const text: OutboxPayload & { subject?: string } = { type: 'text', body: data.text! };
-  // WhatsApp quotes the wamid; email replies in the thread of the Nylas message (seed 003 §4.6).
-  if (data.reply_to_external_id && (data.channel === 'whatsapp' || data.channel === 'email')) (text as { reply_to?: string }).reply_to = data.reply_to_external_id;
-  if (data.subject) text.subject = data.subject;
-  return text;
+  const payload: OutboxPayload & { subject?: string } = data.template
+    ? { type: 'template', name: data.template.name, language: data.template.language, components: data.template.components as never }
+    : data.media
+      ? { type: 'media', ...data.media }
+      : data.interactive
+        ? { type: 'interactive', interactive: data.interactive as never }
+        : { type: 'text', body: data.text! };
+  // WhatsApp quotes the wamid on every message type Meta allows it on (its contextual replies);
+  // email replies in the thread of the Nylas message (seed 003 §4.6), text only.
+  if (data.reply_to_external_id && (data.channel === 'whatsapp' || (data.channel === 'email' && payload.type === 'text'))) (payload as { reply_to?: string }).reply_to = data.reply_to_external_id;
+  if (data.subject && payload.type === 'text') payload.subject = data.subject;
+  return payload;
 }

@@ -235,6 +235,7 @@ export class ResolutionService {
           log_context: ours?.log_context ?? null,
           error_code: firstError ? String(firstError.code) : null,
           error_message: firstError?.message ?? firstError?.title ?? null,
+          error_details: typeof firstError?.error_data?.details === 'string' ? firstError.error_data.details : null,
         };
         await tx.publish({
           event_id: `${OutboxEvents.ProviderStatusRecorded}:${s.id}:${s.status}`,

@@ -46,6 +46,8 @@ export const WHATSAPP_ERROR_CLASSES: ReadonlyMap<number, OutboxClassification> =
   [130497, 'account_restricted'],
   [131031, 'account_restricted'],
   [131026, 'recipient_undeliverable'],
+  // Expired or invalid access token: no message can leave until a person gives the sender a new token.
+  [190, 'sender_unauthorized'],
 ]);
 
 /** Classes worth another attempt. */

@@ -10,11 +10,12 @@ import { OutboxMetrics } from '../metrics/outbox.metrics.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../providers/provider-adapter.js';
 import { ProviderRegistry } from '../providers/provider-registry.js';
-import { ACCEPTING_DELIVERY_STATUSES, REJECTING_DELIVERY_STATUSES, ResolutionService } from '../ambiguous/resolution.service.js';
-import { SendersService } from '../senders/senders.service.js';
+import { ResolutionService } from '../ambiguous/resolution.service.js';
+import { SendersService, TOKEN_INVALID } from '../senders/senders.service.js';
 import { entryEvent } from './entry-events.js';
+import { failure, settleByEvidence } from './settle-helpers.js';
 import type { Tx } from '@touchpoint/database';
-import { type AttemptEnd, type EntryRow, type EntryTransition, type Evidence, OutboxRepository, type PairLease } from './outbox.repository.js';
+import { type AttemptEnd, type EntryRow, type EntryTransition, OutboxRepository, type PairLease } from './outbox.repository.js';
 
 /** What one drain step did. */
 export interface StepResult {
@@ -47,7 +48,15 @@ function toDispatchEntry(entry: EntryRow): DispatchEntry {
 class LeaseLost extends Error {}
 
 /** A preparation failure that is not the provider's: the sender cannot send. */
-class SenderUnavailable extends Error {}
+class SenderUnavailable extends Error {
+  constructor(
+    message: string,
+    /** The dispatcher disconnected it after a 190: its entries fail `sender_token_invalid`. */
+    readonly tokenInvalid = false,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * Claims a pair and works its head: prepare → open the attempt → send → record (seed 004 "Dispatch
@@ -189,7 +198,10 @@ export class DispatchService {
     let prepared: PreparedSend;
     try {
       if (!adapter) throw new Error(`no adapter for channel ${entry.channel}`);
-      if (!sender || sender.status !== 'connected') throw new SenderUnavailable(sender ? 'the sender is disconnected' : 'the sender was removed');
+      if (!sender || sender.status !== 'connected') {
+        const tokenInvalid = sender?.statusReason === TOKEN_INVALID;
+        throw new SenderUnavailable(tokenInvalid ? 'the sender is disconnected: its access token expired or was revoked (Graph 190)' : sender ? 'the sender is disconnected' : 'the sender was removed', tokenInvalid);
+      }
       prepared = await adapter.prepare(toDispatchEntry(entry), sender);
     } catch (err) {
       return this.preparationFailed(lease, entry, adapter, err);
@@ -249,18 +261,19 @@ export class DispatchService {
       const message = (err as Error)?.message ?? String(err);
       const retryAfterMs = wire?.failure.kind === 'http' ? wire.failure.retryAfterMs : null;
       const httpStatus = wire?.httpStatus ?? null;
+      const extras = { errorSubcode: wire?.detail.subcode ?? null, errorDetails: wire?.detail.details ?? null };
       const canRetry = classified.action === 'retry' && attempts < entry.max_attempts;
       if (canRetry) {
         const delay = retryDelayMs({ baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS }, attempts, classified.floorMs);
         end = { outcome: 'retry', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'pending', nextAttemptAt: new Date(now.getTime() + delay), classification: classified.classification, errorCode: code, errorMessage: message, httpStatus };
+        transition = { status: 'pending', nextAttemptAt: new Date(now.getTime() + delay), classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
       } else if (classified.action === 'park_ambiguous' && entry.payload_type !== 'read_receipt') {
         end = { outcome: 'ambiguous', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'ambiguous', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus };
+        transition = { status: 'ambiguous', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
       } else {
         // Permanent, attempts exhausted, or a read receipt: a receipt has no value by the time a retry would run.
         end = { outcome: 'failed', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'failed', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus };
+        transition = { status: 'failed', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
       }
     }
 
@@ -276,6 +289,7 @@ export class DispatchService {
         }
         const row = await this.repository.settleAttempt(tx, attemptId, finalEnd, entry.id, lease.fence, finalTransition, now);
         if (!row) return undefined;
+        await this.disconnectOnInvalidToken(tx, row);
         if (row.status === 'accepted') await tx.publish(entryEvent(OutboxEvents.EntryAccepted, row));
         else if (row.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
         else if (row.status === 'ambiguous') await tx.publish(entryEvent(OutboxEvents.EntryAmbiguous, row));
@@ -312,6 +326,7 @@ export class DispatchService {
     }
 
     this.metrics.sends.inc({ channel: entry.channel, outcome: end.outcome, classification: end.classification ?? 'none' });
+    if (row?.last_classification === 'sender_unauthorized') this.senders.forget(row.sender_id);
     if (!row) {
       this.logger.warn({ event: 'outbox.late_outcome', entry_id: entry.id, outcome: end.outcome }, 'the entry was recovered while on the wire');
       if (transition.status === 'accepted') {
@@ -340,9 +355,9 @@ export class DispatchService {
       body = err.body;
       code = err.errorCode;
     } else if (err instanceof SenderUnavailable) {
-      classified = { classification: 'sender_unavailable', action: 'fail', floorMs: 0, accountRestricted: false };
+      classified = { classification: err.tokenInvalid ? 'sender_unauthorized' : 'sender_unavailable', action: 'fail', floorMs: 0, accountRestricted: false };
       body = { source: 'sender', message };
-      code = 'sender_unavailable';
+      code = err.tokenInvalid ? 'sender_token_invalid' : 'sender_unavailable';
     } else {
       classified = { classification: 'local_execution', action: 'fail', floorMs: 0, accountRestricted: false };
       body = { source: 'local_execution', message };
@@ -366,10 +381,11 @@ export class DispatchService {
           lease.fence,
           retry
             ? { status: 'pending', nextAttemptAt: new Date(now.getTime() + delay), classification: classified.classification, errorCode: code, errorMessage: message, httpStatus }
-            : failure(classified.classification, code, message, httpStatus),
+            : { ...failure(classified.classification, code, message, httpStatus), errorSubcode: err instanceof ProviderCallError ? (err.detail.subcode ?? null) : null, errorDetails: err instanceof ProviderCallError ? (err.detail.details ?? null) : null },
           now,
         );
         if (!next) throw new LeaseLost();
+        if (err instanceof ProviderCallError) await this.disconnectOnInvalidToken(tx, next);
         if (next.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, next));
         await this.repository.releasePair(tx, lease, this.interval);
         return next;
@@ -382,6 +398,17 @@ export class DispatchService {
     this.metrics.sends.inc({ channel: entry.channel, outcome: row.status === 'pending' ? 'requeued' : 'failed', classification: classified.classification });
     this.logOutcome(row, classified);
     return { claimed: true, attempted: false, nextDueAt: null, requeued: row.status === 'pending' };
+  }
+
+  /**
+   * Graph answered 190 for this entry: the token is dead for every entry of the sender, so the
+   * sender is disconnected in the same transaction instead of failing its queue one call at a time.
+   */
+  private async disconnectOnInvalidToken(tx: Tx, row: EntryRow): Promise<void> {
+    if (row.last_classification !== 'sender_unauthorized' || row.last_error_code !== '190') return;
+    if (await this.senders.disconnectForInvalidToken(tx, row.sender_id, { code: row.last_error_code, subcode: row.last_error_subcode ?? null })) {
+      this.logger.error({ event: 'outbox.sender_token_invalid', organization_id: row.organization_id, sender_id: row.sender_id, entry_id: row.id, error_subcode: row.last_error_subcode ?? null }, 'Graph refused the access token; the sender is disconnected');
+    }
   }
 
   private logOutcome(row: EntryRow, classified: Classified | null): void {
@@ -402,29 +429,4 @@ export class DispatchService {
     else if (row.status === 'ambiguous') this.logger.warn({ event: 'outbox.send_ambiguous', ...fields }, 'send outcome unknown; parked for correlation');
     else if (row.status === 'pending') this.logger.info({ event: 'outbox.send_retry', next_attempt_at: row.next_attempt_at, ...fields }, 'send failed; retry scheduled');
   }
-}
-
-/**
- * The attempt end and entry transition that correlation evidence proves, or null when it proves
- * nothing (a status outside the allow-lists).
- */
-function settleByEvidence(evidence: Evidence, end: AttemptEnd): [AttemptEnd, EntryTransition] | null {
-  const body = { source: 'evidence', evidence, wire: end.body };
-  if (ACCEPTING_DELIVERY_STATUSES.has(evidence.status)) {
-    return [
-      { ...end, outcome: 'accepted', classification: null, body },
-      { status: 'accepted', providerMessageId: evidence.provider_message_id || null, classification: null, errorCode: null, errorMessage: null, httpStatus: null },
-    ];
-  }
-  if (REJECTING_DELIVERY_STATUSES.has(evidence.status)) {
-    return [
-      { ...end, outcome: 'failed', classification: 'permanent', body },
-      { status: 'failed', classification: 'permanent', errorCode: 'provider_status_failed', errorMessage: 'the provider reported the send failed', httpStatus: null },
-    ];
-  }
-  return null;
-}
-
-function failure(classification: EntryTransition['classification'], code: string | null, message: string, httpStatus: number | null): EntryTransition {
-  return { status: 'failed', classification, errorCode: code, errorMessage: message, httpStatus };
 }

@@ -25,6 +25,8 @@ export function entryEvent(type: EntryEventType, row: EntryRow, extra: Partial<O
     error_code: row.last_error_code,
     error_message: row.last_error_message,
     http_status: row.last_http_status,
+    error_subcode: row.last_error_subcode ?? null,
+    error_details: row.last_error_details ?? null,
     attempts: row.attempts,
     log_context: row.log_context ?? {},
     ...extra,

@@ -32,6 +32,8 @@ export interface EntryRow {
   last_error_code: string | null;
   last_error_message: string | null;
   last_http_status: number | null;
+  last_error_subcode?: string | null;
+  last_error_details?: string | null;
   resolution: string | null;
   resolution_note: string | null;
   resolved_by: string | null;
@@ -79,12 +81,19 @@ export interface EntryTransition {
   errorCode: string | null;
   errorMessage: string | null;
   httpStatus: number | null;
+  /** Graph's `error_subcode` and `error_data.details`; kept only with an error code. */
+  errorSubcode?: string | null;
+  errorDetails?: string | null;
 }
 
 /** Bodies stored on attempts are cut to this many characters of JSON (triage, not archive). */
 const ATTEMPT_BODY_MAX_CHARS = 4000;
 
 const ms = (n: number) => `${Math.round(n)} milliseconds`;
+
+/** Subcode and details of a transition (cut by code points), null without an error code. */
+const errorExtras = (t: EntryTransition): [string | null, string | null] =>
+  t.errorCode ? [t.errorSubcode ?? null, t.errorDetails ? truncateText(t.errorDetails, 1000) : null] : [null, null];
 
 /**
  * When a pair is next workable: its FIFO head's retry time, but not before the pacing interval
@@ -324,12 +333,13 @@ export class OutboxRepository {
               next_attempt_at = COALESCE($4, next_attempt_at),
               provider_message_id = COALESCE($5, provider_message_id),
               last_classification = $6, last_error_code = $7, last_error_message = $8, last_http_status = $9,
+              last_error_subcode = $12, last_error_details = $13,
               claim_fence = CASE WHEN $3 = 'pending' THEN NULL ELSE claim_fence END,
               settled_at = CASE WHEN $10 THEN $11::timestamptz ELSE NULL END,
               updated_at = $11
         WHERE id = $1 AND status = 'sending' AND claim_fence = $2
         RETURNING *`,
-      [entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus, terminal && t.status !== 'ambiguous', now],
+      [entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus, terminal && t.status !== 'ambiguous', now, ...errorExtras(t)],
     );
     return row;
   }
@@ -349,6 +359,7 @@ export class OutboxRepository {
                 next_attempt_at = COALESCE($4, next_attempt_at),
                 provider_message_id = COALESCE($5, provider_message_id),
                 last_classification = $6, last_error_code = $7, last_error_message = $8, last_http_status = $9,
+                last_error_subcode = $19, last_error_details = $20,
                 claim_fence = CASE WHEN $3 = 'pending' THEN NULL ELSE claim_fence END,
                 settled_at = CASE WHEN $10 THEN $11::timestamptz ELSE NULL END,
                 updated_at = $11
@@ -365,6 +376,7 @@ export class OutboxRepository {
         entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus,
         terminal && t.status !== 'ambiguous', now,
         attemptId, end.outcome, end.classification, end.providerCode, end.httpStatus, end.retryAfterMs, trimBody(end.body),
+        ...errorExtras(t),
       ],
     );
     return row;

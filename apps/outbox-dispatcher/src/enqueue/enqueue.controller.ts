@@ -1,8 +1,9 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { type OutboxCancelData, type OutboxEnqueueData, OutboxRpc, type WhatsAppStatusBatch } from '@touchpoint/contracts';
+import { type OutboxCancelData, type OutboxEnqueueData, OutboxRpc, type WhatsAppStatusBatch, type WhatsAppWebhookErrorBatch } from '@touchpoint/contracts';
 import { ResolutionService } from '../ambiguous/resolution.service.js';
 import { DrainService } from '../drain/drain.service.js';
+import { WebhookErrorsService } from '../senders/webhook-errors.service.js';
 import { EnqueueService } from './enqueue.service.js';
 
 /** RPC edge of the outbox: enqueue, cancel, entries, provider statuses (ambiguous triage: `AmbiguousController`). */
@@ -12,6 +13,7 @@ export class EnqueueController {
     private readonly enqueueService: EnqueueService,
     private readonly resolution: ResolutionService,
     private readonly drain: DrainService,
+    private readonly webhookErrorsService: WebhookErrorsService,
   ) {}
 
   @MessagePattern(OutboxRpc.Enqueue)
@@ -34,5 +36,10 @@ export class EnqueueController {
   @MessagePattern(OutboxRpc.WhatsAppStatuses)
   statuses(@Payload() data: WhatsAppStatusBatch) {
     return this.resolution.recordWhatsAppStatuses(data);
+  }
+
+  @MessagePattern(OutboxRpc.WhatsAppWebhookErrors)
+  recordWebhookErrors(@Payload() data: WhatsAppWebhookErrorBatch) {
+    return this.webhookErrorsService.record(data);
   }
 }

@@ -7,6 +7,8 @@ export interface SenderCredentials {
   organizationId: string;
   channel: OutboxChannel;
   status: 'connected' | 'disconnected';
+  /** Why the dispatcher disconnected it by itself (`token_invalid` after a 190), else null. */
+  statusReason?: string | null;
   phoneNumberId: string | null;
   displayPhoneNumber: string | null;
   businessAccountId: string | null;
@@ -55,6 +57,8 @@ export class ProviderCallError extends Error {
     message: string,
     readonly body: unknown = null,
     readonly errorCode: string | null = null,
+    /** Graph's `error_subcode` (as text) and `error_data.details`, when the answer had them. */
+    readonly detail: { subcode?: string | null; details?: string | null } = {},
   ) {
     super(message);
     this.name = 'ProviderCallError';

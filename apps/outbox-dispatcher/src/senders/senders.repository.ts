@@ -15,6 +15,10 @@ export interface SenderRow {
   address: string | null;
   credentials_encrypted: string;
   status: 'connected' | 'disconnected';
+  /** Why the dispatcher disconnected it by itself (`token_invalid`), null otherwise. */
+  status_reason?: string | null;
+  /** Sends from this number wait until then (an asynchronous rate-limit error), UTC. */
+  paused_until?: Date | null;
   is_default: boolean;
   created_at: Date;
   updated_at: Date;
@@ -76,7 +80,7 @@ export class SendersRepository {
     await rowsOf(tx, `UPDATE senders SET is_default = false WHERE organization_id = $1 AND channel = $2 AND id <> $3 AND is_default AND removed_at IS NULL`, [organizationId, channel, exceptId]);
   }
 
-  async update(tx: Tx, id: string, changes: Partial<Pick<SenderRow, 'label' | 'display_phone_number' | 'business_account_id' | 'credentials_encrypted' | 'status' | 'is_default'>>, now: Date): Promise<SenderRow> {
+  async update(tx: Tx, id: string, changes: Partial<Pick<SenderRow, 'label' | 'display_phone_number' | 'business_account_id' | 'credentials_encrypted' | 'status' | 'status_reason' | 'is_default'>>, now: Date): Promise<SenderRow> {
     const columns = Object.keys(changes) as (keyof typeof changes)[];
     const sets = columns.map((c, i) => `${c} = $${i + 3}`);
     const [row] = await rowsOf<SenderRow>(tx, 
@@ -84,6 +88,21 @@ export class SendersRepository {
       [id, now, ...columns.map((c) => changes[c])],
     );
     return row;
+  }
+
+  /**
+   * Disconnects a connected sender because its token no longer works; undefined when it was not
+   * connected any more (another dispatcher got there first, or a person changed it).
+   */
+  async disconnectForReason(tx: Tx, id: string, reason: string, now: Date): Promise<SenderRow | undefined> {
+    const [row] = await rowsOf<SenderRow>(tx, `UPDATE senders SET status = 'disconnected', status_reason = $2, updated_at = $3 WHERE id = $1 AND status = 'connected' AND removed_at IS NULL RETURNING *`, [id, reason, now]);
+    return row;
+  }
+
+  /** Pushes the sender's pause to at least `until`; returns the pause now in force. */
+  async pauseUntil(tx: Tx, id: string, until: Date): Promise<Date> {
+    const [row] = await rowsOf<{ paused_until: Date }>(tx, `UPDATE senders SET paused_until = GREATEST(COALESCE(paused_until, $2), $2) WHERE id = $1 RETURNING paused_until`, [id, until]);
+    return row?.paused_until ?? until;
   }
 
   async markRemoved(tx: Tx, id: string, now: Date): Promise<void> {

@@ -18,6 +18,9 @@ import { CredentialsCipher } from './credentials.cipher.js';
 import { SenderOwnershipService } from './sender-ownership.service.js';
 import { type SenderRow, SendersRepository } from './senders.repository.js';
 
+/** `status_reason` of a sender the dispatcher disconnected because Graph answered 190. */
+export const TOKEN_INVALID = 'token_invalid';
+
 /** How long a decrypted sender is reused by the drain before it is read again, ms. */
 const SENDER_CACHE_MS = 5000;
 
@@ -119,6 +122,8 @@ export class SendersService {
       if (data.business_account_id !== undefined) changes.business_account_id = data.business_account_id;
       if (data.access_token !== undefined) changes.credentials_encrypted = this.cipher.encrypt({ access_token: data.access_token }, current.id);
       if (data.status !== undefined) changes.status = data.status;
+      // A person reconnecting the sender, or giving it a new token, ends the dispatcher's own disconnect reason.
+      if ((data.status === 'connected' || data.access_token !== undefined) && current.status_reason) changes.status_reason = null;
       if (data.is_default !== undefined) changes.is_default = data.is_default;
       if (Object.keys(changes).length === 0) return toView(current);
       const row = await this.repository.update(tx, current.id, changes, this.clock.now());
@@ -145,6 +150,27 @@ export class SendersService {
     });
     this.cache.delete(senderId);
     return { removed: true };
+  }
+
+  /**
+   * Graph answered 190 (the access token expired or was revoked): the sender is disconnected in
+   * `tx` with reason `token_invalid`, and `outbox.sender.disconnected` tells the organization
+   * (messaging shows it on the real-time feed). Its queued entries then fail `sender_token_invalid`
+   * without a call, and enqueues answer `sender_disconnected`, until a person gives it a new token.
+   * No-op when the sender is no longer connected.
+   * @returns whether this call disconnected it
+   */
+  async disconnectForInvalidToken(tx: Tx, senderId: string, error: { code: string | null; subcode: string | null }): Promise<boolean> {
+    const row = await this.repository.disconnectForReason(tx, senderId, TOKEN_INVALID, this.clock.now());
+    this.cache.delete(senderId);
+    if (!row) return false;
+    await this.publish(tx, row, OutboxEvents.SenderDisconnected, `${TOKEN_INVALID}:${row.updated_at.toISOString()}`, { reason: TOKEN_INVALID, error_code: error.code, error_subcode: error.subcode });
+    return true;
+  }
+
+  /** Forgets a cached sender (after a commit that changed it). */
+  forget(senderId: string): void {
+    this.cache.delete(senderId);
   }
 
   /** Who owns a business number (for webhook routing); nulls when nobody does. */
@@ -183,6 +209,7 @@ export class SendersService {
       organizationId: row.organization_id,
       channel: row.channel,
       status: row.status,
+      statusReason: row.status_reason ?? null,
       phoneNumberId: row.phone_number_id,
       displayPhoneNumber: row.display_phone_number,
       businessAccountId: row.business_account_id,
@@ -199,8 +226,9 @@ export class SendersService {
     return row;
   }
 
-  private async publish(tx: Tx, row: SenderRow, type: string, cause: string): Promise<void> {
+  private async publish(tx: Tx, row: SenderRow, type: string, cause: string, extra: Partial<OutboxSenderEventData> = {}): Promise<void> {
     const data: OutboxSenderEventData = {
+      ...extra,
       sender_id: row.id,
       channel: row.channel,
       phone_number_id: row.phone_number_id,

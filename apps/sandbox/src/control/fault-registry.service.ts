@@ -17,6 +17,9 @@ export interface Fault {
   latency_ms?: number;
   status?: number;
   code?: number;
+  /** Graph's `error_subcode` and `error_data.details` of an `error` fault (Meta only). */
+  subcode?: number;
+  details?: string;
   message?: string;
   /** Seconds (number) or an HTTP date (string). */
   retry_after?: number | string;
@@ -199,6 +202,8 @@ export function faultProblem(value: unknown): string | null {
   if (f.status !== undefined && (!Number.isInteger(f.status) || (f.status as number) < 400 || (f.status as number) > 599)) return 'status must be 400..599';
   if (f.kind === 'error' && f.code === undefined && f.status === undefined) return 'an error fault needs a code or a status';
   if (f.code !== undefined && !Number.isInteger(f.code)) return 'code must be an integer';
+  if (f.subcode !== undefined && !Number.isInteger(f.subcode)) return 'subcode must be an integer';
+  if (f.details !== undefined && typeof f.details !== 'string') return 'details must be a string';
   if (f.retry_after !== undefined && typeof f.retry_after !== 'number' && typeof f.retry_after !== 'string') return 'retry_after must be seconds or an HTTP date';
   if (f.match !== undefined && (typeof f.match !== 'object' || f.match === null || Object.values(f.match).some((v) => typeof v !== 'string'))) return 'match must map names to strings';
   return null;

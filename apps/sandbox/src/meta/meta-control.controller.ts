@@ -41,6 +41,61 @@ export class MetaControlController {
     });
   }
 
+  /**
+   * Expires an access token, as when a system user's token lapses or is revoked: from now on Graph
+   * answers every call made with it 401, code 190, subcode 463. `{ access_token }` → `{ expired: true }`.
+   */
+  @Post('tokens/expire')
+  @HttpCode(200)
+  expireToken(@Body() body: { access_token?: unknown }): { expired: true } {
+    if (typeof body?.access_token !== 'string' || body.access_token === '') throw new BadRequestException('access_token is required');
+    this.numbers.expire(body.access_token);
+    return { expired: true };
+  }
+
+  /**
+   * Posts a webhook-level error (`value.errors[]`, no statuses and no messages), the way Meta
+   * reports an asynchronous error about the number (Meta's "errors messages webhook" reference):
+   * `{ code?, title?, message?, details?, phone_number_id? }`; default code 130429 (throughput).
+   */
+  @Post('errors')
+  @HttpCode(200)
+  async errors(@Body() body: { code?: number; title?: string; message?: string; details?: string; phone_number_id?: string }): Promise<WebhookDelivery> {
+    const code = body?.code ?? 130429;
+    if (!Number.isInteger(code)) throw new BadRequestException('code must be an integer');
+    const title = body?.title ?? (code === 130429 ? 'Rate limit hit' : 'Error');
+    const error = {
+      code,
+      title,
+      message: body?.message ?? title,
+      error_data: { details: body?.details ?? (code === 130429 ? 'Cloud API message throughput has been reached.' : title) },
+      href: '/documentation/business-messaging/whatsapp/support/error-codes',
+    };
+    return this.webhooks.post('raw', this.webhooks.envelope(body?.phone_number_id ?? DEFAULT_PHONE_NUMBER_ID, { errors: [error] }));
+  }
+
+  /**
+   * Posts a `system` message (the user changed number), shaped like Meta's system messages webhook:
+   * no contacts array; `from` is the old number, `system.wa_id` the new WhatsApp id.
+   * `{ from, wa_id, name?, type?, phone_number_id?, message_id? }`; `type` defaults to
+   * `user_changed_number` (older Graph versions sent `customer_changed_number`).
+   */
+  @Post('system')
+  @HttpCode(200)
+  async system(@Body() body: { from?: string; wa_id?: string; name?: string; type?: string; phone_number_id?: string; message_id?: string }): Promise<WebhookDelivery & { message_id: string }> {
+    if (typeof body?.from !== 'string' || !/^\d{8,15}$/.test(body.from)) throw new BadRequestException('from must be the old wa_id (digits)');
+    if (typeof body.wa_id !== 'string' || !/^\d{8,15}$/.test(body.wa_id)) throw new BadRequestException('wa_id must be the new wa_id (digits)');
+    const id = body.message_id ?? `wamid.${Buffer.from(`sandbox-sys:${process.pid}:${++this.inboundSeq}:${body.from}`).toString('base64')}`;
+    const message = {
+      from: body.from,
+      id,
+      timestamp: String(Math.floor(Date.now() / 1000)),
+      type: 'system',
+      system: { body: `User ${body.name ?? 'Ana Example'} changed from ${body.from} to ${body.wa_id}`, wa_id: body.wa_id, type: body.type ?? 'user_changed_number' },
+    };
+    return { ...(await this.webhooks.post('inbound', this.webhooks.envelope(body.phone_number_id ?? DEFAULT_PHONE_NUMBER_ID, { messages: [message] }))), message_id: id };
+  }
+
   /** Partial `MetaSettings` → the settings now in force. */
   @Post('settings')
   @HttpCode(200)

@@ -18,6 +18,17 @@ export interface SandboxPhoneNumber {
 @Injectable()
 export class MetaNumbersService {
   private readonly numbers = new Map<string, SandboxPhoneNumber>();
+  /** Tokens that expired or were revoked: Graph answers 190 to them, on reads and sends alike. */
+  private readonly expired = new Set<string>();
+
+  /** Makes `token` expired (Meta's 190, subcode 463) until the sandbox is reset. */
+  expire(token: string): void {
+    this.expired.add(token);
+  }
+
+  isExpired(token: string): boolean {
+    return this.expired.has(token);
+  }
 
   add(number: { id: string; access_token: string; display_phone_number: string; verified_name: string }): SandboxPhoneNumber {
     const known = this.numbers.get(number.id);
@@ -41,5 +52,6 @@ export class MetaNumbersService {
 
   reset(): void {
     this.numbers.clear();
+    this.expired.clear();
   }
 }

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Fault, FaultRegistry } from '../control/fault-registry.service.js';
 import { MetaWebhooksService } from './meta-webhooks.service.js';
 import { MetaNumbersService } from './meta-numbers.service.js';
-import { defaultStatusOf, graphError, graphInvalidToken, graphObjectNotReadable, makeWamid, messageBodyProblems } from './whatsapp-graph.js';
+import { defaultStatusOf, graphError, graphExpiredToken, graphInvalidToken, graphObjectNotReadable, makeWamid, messageBodyProblems } from './whatsapp-graph.js';
 
 /** Name of the Meta fault queue and request log in the control API. */
 export const META_PROVIDER = 'meta';
@@ -40,6 +40,11 @@ export class MetaController {
     if (!/^v\d+\.\d+$/.test(version)) throw new NotFoundException();
     const context = { version, phone_number_id: phoneNumberId, fields: fields ?? '', type: 'phone_number' };
     const token = /^Bearer (\S+)$/.exec(String(req.headers.authorization ?? ''))?.[1];
+    if (token && this.numbers.isExpired(token)) {
+      this.faults.record(META_PROVIDER, { operation: 'phone_number', context, body: null, outcome: 'error_190' });
+      reply.status(401).send(graphExpiredToken());
+      return;
+    }
     if (!token || !this.numbers.knowsToken(token)) {
       this.faults.record(META_PROVIDER, { operation: 'phone_number', context, body: null, outcome: 'rejected' });
       reply.status(401).send(graphInvalidToken());
@@ -70,6 +75,8 @@ export class MetaController {
       biz_opaque_callback_data: callbackData ?? '',
       // A read receipt names no recipient, only the inbound message it marks read.
       message_id: isRead && typeof body?.message_id === 'string' ? body.message_id : '',
+      // The wamid a contextual reply quotes.
+      context_message_id: typeof (body?.context as { message_id?: unknown } | undefined)?.message_id === 'string' ? (body!.context as { message_id: string }).message_id : '',
     };
     if (!/^v\d+\.\d+$/.test(version) || !/^\d+$/.test(phoneNumberId)) {
       this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
@@ -80,6 +87,11 @@ export class MetaController {
     if (typeof auth !== 'string' || !/^Bearer \S+/.test(auth)) {
       this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
       reply.status(401).send(graphError(190));
+      return;
+    }
+    if (this.numbers.isExpired(auth.slice('Bearer '.length).trim())) {
+      this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'error_190' });
+      reply.status(401).send(graphExpiredToken());
       return;
     }
     const problems = messageBodyProblems(body);
@@ -95,7 +107,7 @@ export class MetaController {
       const code = fault.code ?? 131000;
       this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: `error_${code}` });
       if (fault.retry_after !== undefined) reply.header('retry-after', String(fault.retry_after));
-      reply.status(fault.status ?? defaultStatusOf(fault.code)).send(graphError(code, fault.message));
+      reply.status(fault.status ?? defaultStatusOf(fault.code)).send(graphError(code, fault.message, fault.details, fault.subcode));
       return;
     }
 
@@ -140,7 +152,7 @@ export class MetaController {
       const code = fault.code ?? 131000;
       this.faults.record(META_PROVIDER, { operation: 'media', context, body: { bytes: raw.length }, outcome: `error_${code}` });
       if (fault.retry_after !== undefined) reply.header('retry-after', String(fault.retry_after));
-      reply.status(fault.status ?? defaultStatusOf(fault.code)).send(graphError(code, fault.message));
+      reply.status(fault.status ?? defaultStatusOf(fault.code)).send(graphError(code, fault.message, fault.details, fault.subcode));
       return;
     }
     const id = String(9_000_000_000_000_000 + ++this.mediaSeq);

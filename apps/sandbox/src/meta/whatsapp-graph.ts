@@ -30,8 +30,8 @@ export function defaultStatusOf(code: number | undefined): number {
   return 400;
 }
 
-/** A Graph error body for `code`. */
-export function graphError(code: number, message?: string, details?: string): Record<string, unknown> {
+/** A Graph error body for `code` (fixtures/meta/error-130429.json), with `error_subcode` when given. */
+export function graphError(code: number, message?: string, details?: string, subcode?: number): Record<string, unknown> {
   const text = message ?? MESSAGES[code] ?? 'Unknown error';
   return {
     error: {
@@ -39,6 +39,21 @@ export function graphError(code: number, message?: string, details?: string): Re
       type: 'OAuthException',
       code,
       error_data: { messaging_product: 'whatsapp', details: details ?? text },
+      ...(subcode !== undefined ? { error_subcode: subcode } : {}),
+      fbtrace_id: `Sandbox${Math.random().toString(36).slice(2, 14)}`,
+    },
+  };
+}
+
+/** Graph's answer to an expired access token: 401, code 190, subcode 463 (Graph's error-handling guide). */
+export function graphExpiredToken(): Record<string, unknown> {
+  return {
+    error: {
+      message: 'Error validating access token: Session has expired.',
+      type: 'OAuthException',
+      code: 190,
+      error_subcode: 463,
+      error_data: { messaging_product: 'whatsapp', details: 'The access token has expired; generate a new one.' },
       fbtrace_id: `Sandbox${Math.random().toString(36).slice(2, 14)}`,
     },
   };
@@ -82,5 +97,31 @@ export function messageBodyProblems(body: unknown): string[] {
   if (!['text', 'template', 'image', 'document', 'audio', 'video', 'interactive', 'sticker', 'location', 'contacts', 'reaction'].includes(type)) problems.push(`unsupported type ${type}`);
   else if (!b[type] || typeof b[type] !== 'object') problems.push(`${type} object is required`);
   if (typeof b.biz_opaque_callback_data === 'string' && b.biz_opaque_callback_data.length > 512) problems.push('biz_opaque_callback_data is longer than 512 characters');
+  // Contextual replies: `context.message_id` names the quoted wamid; a reaction cannot be one.
+  if (b.context !== undefined) {
+    const context = b.context as Record<string, unknown> | null;
+    if (!context || typeof context !== 'object' || typeof context.message_id !== 'string' || context.message_id === '') problems.push('context.message_id must be a message id');
+    else if (type === 'reaction') problems.push('a reaction cannot be a contextual reply');
+  }
+  if (type === 'template' && b.template && typeof b.template === 'object') problems.push(...templateProblems((b.template as { components?: unknown }).components));
+  return problems;
+}
+
+/** Graph's checks of template components that the dispatcher must match: buttons need a sub_type and an index. */
+function templateProblems(components: unknown, where = 'template.components'): string[] {
+  if (components === undefined) return [];
+  if (!Array.isArray(components)) return [`${where} must be an array`];
+  const problems: string[] = [];
+  components.forEach((c: Record<string, unknown>, i) => {
+    if (!c || typeof c !== 'object') return void problems.push(`${where}[${i}] must be an object`);
+    if (c.type === 'button') {
+      if (typeof c.sub_type !== 'string') problems.push(`${where}[${i}]: button sub_type is required`);
+      if (c.index === undefined || !/^\d$/.test(String(c.index))) problems.push(`${where}[${i}]: button index is required`);
+    }
+    if (c.type === 'carousel') {
+      if (!Array.isArray(c.cards) || c.cards.length === 0) problems.push(`${where}[${i}]: carousel cards are required`);
+      else (c.cards as Record<string, unknown>[]).forEach((card, k) => problems.push(...templateProblems(card?.components, `${where}[${i}].cards[${k}].components`)));
+    }
+  });
   return problems;
 }

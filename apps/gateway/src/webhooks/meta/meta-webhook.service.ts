@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { MessagingWhatsAppRpc, OutboxRpc, type WhatsAppInboundBatch, type WhatsAppStatusBatch } from '@touchpoint/contracts';
+import { MessagingWhatsAppRpc, OutboxRpc, type WhatsAppInboundBatch, type WhatsAppStatusBatch, type WhatsAppWebhookErrorBatch } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, RpcClient } from '@touchpoint/runtime';
@@ -12,6 +12,7 @@ interface MetaChange {
     statuses?: WhatsAppStatusBatch['statuses'];
     messages?: WhatsAppInboundBatch['messages'];
     contacts?: WhatsAppInboundBatch['contacts'];
+    errors?: WhatsAppWebhookErrorBatch['errors'];
   };
 }
 
@@ -19,13 +20,16 @@ interface MetaChange {
 export interface MetaDeliveryResult {
   statuses: number;
   messages: number;
+  /** Webhook-level errors (`value.errors[]`), handed to the dispatcher. */
+  errors: number;
   ignored: number;
 }
 
 /**
  * Hands a verified Meta webhook to the services that own its parts (DESIGN §1): delivery statuses
  * to the outbox-dispatcher (it stores them, settles ambiguous sends, and tells messaging through
- * `outbox.provider_status.recorded`), inbound messages to messaging. Resolves only when every owner
+ * `outbox.provider_status.recorded`), webhook-level `value.errors[]` to the dispatcher too (it
+ * slows the number on a rate-limit error), inbound messages to messaging. Resolves only when every owner
  * confirmed durable storage; otherwise throws `service_unavailable` so Meta redelivers (both owners
  * deduplicate a redelivery).
  */
@@ -38,7 +42,7 @@ export class MetaWebhookService {
 
   /** @throws AppError service_unavailable when an owner did not confirm in time */
   async deliver(payload: unknown): Promise<MetaDeliveryResult> {
-    const result: MetaDeliveryResult = { statuses: 0, messages: 0, ignored: 0 };
+    const result: MetaDeliveryResult = { statuses: 0, messages: 0, errors: 0, ignored: 0 };
     const body = payload as { object?: string; entry?: { id?: string; changes?: MetaChange[] }[] } | null;
     if (body?.object !== 'whatsapp_business_account' || !Array.isArray(body.entry)) {
       result.ignored++;
@@ -63,6 +67,12 @@ export class MetaWebhookService {
           result.statuses += value.statuses.length;
           const batch: WhatsAppStatusBatch = { ...common, statuses: value.statuses };
           calls.push(this.rpc.call('outbox-dispatcher', OutboxRpc.WhatsAppStatuses, batch));
+        }
+        // Errors about the number itself, with no status or message (an asynchronous 130429): the dispatcher paces by them.
+        if (Array.isArray(value.errors) && value.errors.length) {
+          result.errors += value.errors.length;
+          const batch: WhatsAppWebhookErrorBatch = { phone_number_id: phoneNumberId, business_account_id: entry.id, errors: value.errors };
+          calls.push(this.rpc.call('outbox-dispatcher', OutboxRpc.WhatsAppWebhookErrors, batch));
         }
         if (Array.isArray(value.messages) && value.messages.length) {
           result.messages += value.messages.length;

@@ -37,12 +37,15 @@ describe('classifyWhatsAppFailure', () => {
   it.each([
     [100, 400],
     [131008, 400],
-    [190, 401],
     [10, 403],
     [null, 404],
     [null, 429],
   ])('treats other 4xx (code %p, HTTP %i) as permanent', (code, status) => {
     expect(classifyWhatsAppFailure(http(code, status), COOLDOWN)).toMatchObject({ classification: 'permanent', action: 'fail' });
+  });
+
+  it('classes 190 (expired or invalid token) as sender_unauthorized, never retried: the sender is disconnected', () => {
+    expect(classifyWhatsAppFailure(http(190, 401), COOLDOWN)).toMatchObject({ classification: 'sender_unauthorized', action: 'fail', accountRestricted: false });
   });
 
   it('decides by the code, not the HTTP status: a transient code on a 400 is retried', () => {

@@ -1,4 +1,4 @@
-import type { OutboxMediaPayload, OutboxPayload } from '@touchpoint/contracts';
+import { type OutboxMediaPayload, type OutboxPayload, WHATSAPP_TEMPLATE_BUTTON_SUB_TYPES } from '@touchpoint/contracts';
 import { codePointLength } from '@touchpoint/text';
 
 /** Graph's limits on message parts (WhatsApp Cloud API message reference). */
@@ -9,7 +9,14 @@ export const WHATSAPP_INLINE_MEDIA_MAX_BYTES = 100 * 1024 * 1024;
 
 const MEDIA_TYPES = ['image', 'document', 'audio', 'video'];
 const INTERACTIVE_TYPES = ['button', 'list', 'cta_url', 'flow', 'product', 'product_list'];
-const COMPONENT_TYPES = ['header', 'body', 'button', 'footer'];
+const COMPONENT_TYPES = ['header', 'body', 'button', 'footer', 'limited_time_offer', 'carousel'];
+/** Components a carousel card may hold (Meta's media and product card carousels). */
+const CARD_COMPONENT_TYPES = ['header', 'body', 'button'];
+/** Parameter types of template components in Graph's send shape. */
+const PARAMETER_TYPES = ['text', 'currency', 'date_time', 'image', 'document', 'video', 'location', 'payload', 'coupon_code', 'limited_time_offer', 'product', 'action'];
+/** Meta's limits: at most 10 carousel cards, button positions 0..9. */
+const CAROUSEL_MAX_CARDS = 10;
+const BUTTON_INDEX_MAX = 9;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
@@ -27,7 +34,6 @@ export function validateWhatsAppPayload(payload: unknown, idempotencyKey: string
       if (!isNonEmptyString(payload.body)) errors.push('text: body is required');
       else if (codePointLength(payload.body) > WHATSAPP_TEXT_MAX) errors.push(`text: body exceeds ${WHATSAPP_TEXT_MAX} characters`);
       if (payload.preview_url !== undefined && typeof payload.preview_url !== 'boolean') errors.push('text: preview_url must be a boolean');
-      if (payload.reply_to !== undefined && !isNonEmptyString(payload.reply_to)) errors.push('text: reply_to must be a message id');
       break;
     }
     case 'template': {
@@ -76,23 +82,93 @@ export function validateWhatsAppPayload(payload: unknown, idempotencyKey: string
     default:
       errors.push('payload.type must be one of text, template, media, interactive, read_receipt');
   }
+  // Meta's contextual reply (`context.message_id`) goes on any message type it sends; a read receipt is not a message.
+  if (payload.reply_to !== undefined) {
+    if (payload.type === 'read_receipt') errors.push('read_receipt: reply_to is not allowed');
+    else if (!isNonEmptyString(payload.reply_to)) errors.push(`${String(payload.type)}: reply_to must be a message id`);
+  }
   return errors;
 }
 
-function validateComponent(component: unknown, index: number): string[] {
-  if (!isObject(component)) return [`template: components[${index}] must be an object`];
+function validateComponent(component: unknown, index: number, where = `components[${index}]`, allowed = COMPONENT_TYPES): string[] {
+  if (!isObject(component)) return [`template: ${where} must be an object`];
   const errors: string[] = [];
-  if (!COMPONENT_TYPES.includes(component.type as string)) errors.push(`template: components[${index}].type must be one of ${COMPONENT_TYPES.join(', ')}`);
-  if (component.parameters !== undefined) {
-    if (!Array.isArray(component.parameters)) errors.push(`template: components[${index}].parameters must be an array`);
-    else
-      component.parameters.forEach((p, j) => {
-        if (!isObject(p) || !isNonEmptyString(p.type)) errors.push(`template: components[${index}].parameters[${j}] needs a type`);
-        else if (p.type === 'text' && typeof p.text !== 'string') errors.push(`template: components[${index}].parameters[${j}].text must be a string`);
-      });
+  if (!allowed.includes(component.type as string)) {
+    errors.push(`template: ${where}.type must be one of ${allowed.join(', ')}`);
+    return errors;
   }
-  if (component.type === 'button' && component.index === undefined) errors.push(`template: components[${index}] (button) needs an index`);
+  if (component.parameters !== undefined) {
+    if (!Array.isArray(component.parameters)) errors.push(`template: ${where}.parameters must be an array`);
+    else component.parameters.forEach((p, j) => errors.push(...validateParameter(p, `${where}.parameters[${j}]`)));
+  }
+  switch (component.type) {
+    case 'button': {
+      // Graph refuses a button component without its kind and its position among the template's buttons.
+      if (!WHATSAPP_TEMPLATE_BUTTON_SUB_TYPES.includes(component.sub_type as never)) errors.push(`template: ${where} (button) needs a sub_type, one of ${WHATSAPP_TEMPLATE_BUTTON_SUB_TYPES.join(', ')}`);
+      const position = typeof component.index === 'string' && /^\d+$/.test(component.index) ? Number(component.index) : component.index;
+      if (!Number.isInteger(position) || (position as number) < 0 || (position as number) > BUTTON_INDEX_MAX) errors.push(`template: ${where} (button) needs an index from 0 to ${BUTTON_INDEX_MAX}`);
+      break;
+    }
+    case 'limited_time_offer': {
+      const params = Array.isArray(component.parameters) ? component.parameters : [];
+      if (params.length !== 1 || !isObject(params[0]) || params[0].type !== 'limited_time_offer') errors.push(`template: ${where} (limited_time_offer) takes one limited_time_offer parameter`);
+      break;
+    }
+    case 'carousel': {
+      if (component.parameters !== undefined) errors.push(`template: ${where} (carousel) takes cards, not parameters`);
+      const cards = component.cards;
+      if (!Array.isArray(cards) || cards.length === 0 || cards.length > CAROUSEL_MAX_CARDS) {
+        errors.push(`template: ${where} (carousel) needs 1 to ${CAROUSEL_MAX_CARDS} cards`);
+        break;
+      }
+      const seen = new Set<number>();
+      cards.forEach((card, k) => {
+        const at = `${where}.cards[${k}]`;
+        if (!isObject(card)) return void errors.push(`template: ${at} must be an object`);
+        if (!Number.isInteger(card.card_index) || (card.card_index as number) < 0 || (card.card_index as number) >= CAROUSEL_MAX_CARDS) errors.push(`template: ${at}.card_index must be an integer from 0 to ${CAROUSEL_MAX_CARDS - 1}`);
+        else if (seen.has(card.card_index as number)) errors.push(`template: ${at}.card_index repeats ${String(card.card_index)}`);
+        else seen.add(card.card_index as number);
+        if (!Array.isArray(card.components) || card.components.length === 0) errors.push(`template: ${at}.components must be a non-empty array`);
+        else card.components.forEach((c, m) => errors.push(...validateComponent(c, m, `${at}.components[${m}]`, CARD_COMPONENT_TYPES)));
+      });
+      break;
+    }
+  }
   return errors;
+}
+
+/** One template parameter: a known type carrying the object of that type (Graph's send shape). */
+function validateParameter(p: unknown, where: string): string[] {
+  if (!isObject(p) || !isNonEmptyString(p.type)) return [`template: ${where} needs a type`];
+  if (!PARAMETER_TYPES.includes(p.type)) return [`template: ${where}.type must be one of ${PARAMETER_TYPES.join(', ')}`];
+  switch (p.type) {
+    case 'text':
+      return typeof p.text === 'string' ? [] : [`template: ${where}.text must be a string`];
+    case 'payload':
+    case 'coupon_code':
+      return isNonEmptyString(p[p.type]) ? [] : [`template: ${where}.${p.type} must be a string`];
+    case 'limited_time_offer': {
+      const offer = p.limited_time_offer;
+      if (!isObject(offer)) return [`template: ${where}.limited_time_offer is required`];
+      // expiration_time_ms is a Unix time in ms (UTC) at which the offer ends.
+      if (offer.expiration_time_ms !== undefined && (!Number.isInteger(offer.expiration_time_ms) || (offer.expiration_time_ms as number) <= 0)) return [`template: ${where}.limited_time_offer.expiration_time_ms must be a Unix time in ms`];
+      return [];
+    }
+    case 'image':
+    case 'document':
+    case 'video': {
+      const media = p[p.type];
+      if (!isObject(media) || (media.link === undefined) === (media.id === undefined)) return [`template: ${where}.${p.type} needs exactly one of link, id`];
+      if (media.link !== undefined && !isHttpUrl(media.link)) return [`template: ${where}.${p.type}.link must be an http(s) URL`];
+      return [];
+    }
+    case 'product': {
+      const product = p.product;
+      return isObject(product) && isNonEmptyString(product.product_retailer_id) && isNonEmptyString(product.catalog_id) ? [] : [`template: ${where}.product needs product_retailer_id and catalog_id`];
+    }
+    default:
+      return isObject(p[p.type]) ? [] : [`template: ${where}.${p.type} must be an object`];
+  }
 }
 
 /**
@@ -110,7 +186,6 @@ export function buildWhatsAppMessage(payload: OutboxPayload, to: string, callbac
   switch (payload.type) {
     case 'text':
       Object.assign(base, { type: 'text', text: { preview_url: payload.preview_url ?? false, body: payload.body } });
-      if (payload.reply_to) base.context = { message_id: payload.reply_to };
       break;
     case 'template':
       Object.assign(base, {
@@ -125,6 +200,8 @@ export function buildWhatsAppMessage(payload: OutboxPayload, to: string, callbac
       Object.assign(base, { type: 'interactive', interactive: payload.interactive });
       break;
   }
+  // Contextual reply (Meta "Contextual replies"): one top-level `context` on any message type.
+  if (payload.reply_to) base.context = { message_id: payload.reply_to };
   base.biz_opaque_callback_data = callbackData;
   return base;
 }

@@ -101,7 +101,7 @@ export class WhatsAppAdapter implements ProviderAdapter {
       parsed = { raw: truncateText(text, 2000) };
     }
     if (response.ok) return { status: response.status, body: parsed };
-    const error = (parsed as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+    const error = (parsed as { error?: { code?: unknown; message?: unknown; error_subcode?: unknown; error_data?: { details?: unknown } } } | null)?.error;
     const providerCode = typeof error?.code === 'number' ? error.code : typeof error?.code === 'string' && /^\d+$/.test(error.code) ? Number(error.code) : null;
     const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), this.clock.now());
     throw new ProviderCallError(
@@ -109,6 +109,11 @@ export class WhatsAppAdapter implements ProviderAdapter {
       typeof error?.message === 'string' ? error.message : `Graph answered ${response.status}`,
       parsed,
       providerCode === null ? null : String(providerCode),
+      {
+        // Meta bases error handling on the code and `error_data.details`; the subcode tells an expired token (463) from a revoked one.
+        subcode: typeof error?.error_subcode === 'number' || typeof error?.error_subcode === 'string' ? String(error.error_subcode) : null,
+        details: typeof error?.error_data?.details === 'string' ? error.error_data.details : null,
+      },
     );
   }
 }
