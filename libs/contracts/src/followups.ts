@@ -690,7 +690,10 @@ export interface BulkJobView {
   /** Refusals by reason: already_enrolled, opted_out, plan_limit, contact_erased… */
   rejected: Record<string, number>;
   last_error: string | null;
-  /** Claims of the job since its last chunk that went through; at FOLLOWUP_BULK_MAX_ATTEMPTS the job ends `failed`. */
+  /**
+   * Claims of the job since its last chunk that went through (the claim running now included); a
+   * job whose chunk fails on its FOLLOWUP_BULK_MAX_ATTEMPTS-th attempt ends `failed`, with `last_error`.
+   */
   attempts: number;
   created_at: string;
   updated_at: string;

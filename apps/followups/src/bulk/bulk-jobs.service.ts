@@ -188,10 +188,10 @@ export class BulkJobsService {
       }
       const cursor = job.cursor + chunk.length;
       const done = cursor >= job.total;
-      // A chunk went through: the job's next trouble starts a fresh count of attempts.
+      // A chunk went through: the count of attempts starts again, this claim being the first for the next chunk.
       await rowsOf(
         tx,
-        `UPDATE bulk_jobs SET cursor = $2, enrolled = enrolled + $3, rejected = $4::jsonb, locked_until = $5, updated_at = $6, attempts = 0, last_error = NULL,
+        `UPDATE bulk_jobs SET cursor = $2, enrolled = enrolled + $3, rejected = $4::jsonb, locked_until = $5, updated_at = $6, attempts = 1, last_error = NULL,
                 status = CASE WHEN $7 THEN 'completed' ELSE status END, finished_at = CASE WHEN $7 THEN $6::timestamptz ELSE NULL END,
                 lease_token = CASE WHEN $7 THEN NULL ELSE lease_token END
           WHERE id = $1`,
