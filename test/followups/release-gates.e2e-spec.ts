@@ -4,6 +4,7 @@ import { AppError } from '@touchpoint/errors';
 import { type FlowGraph, type FlowSettings, MessagingEvents, type MessageOutcomeData } from '@touchpoint/contracts';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
+import { EffectsService } from '../../apps/followups/src/effects/effects.service.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
@@ -143,6 +144,21 @@ describe(`${ReleaseService.name} gates`, () => {
       clock.set(new Date('2026-10-07T12:00:00Z'));
       await sut.releaseOne();
       expect((await sendEffects(e.id))[0]).toMatchObject({ status: 'skipped', reason: 'anchor_past_grace' });
+      expect(await sendCommands(e.id)).toEqual([]);
+    });
+
+    it('rejects a send approved after its appointment passed the grace, instead of sending it', async () => {
+      const [graph] = reminder();
+      const flowId = await activeFlow(org, graph, manual({ require_approval: true }));
+      const e = await enroll(flowId, await contact(), { anchor_at: new Date(start.getTime() + HOUR).toISOString() });
+      await sut.releaseOne();
+      const [waiting] = await sendEffects(e.id);
+      expect(waiting).toMatchObject({ status: 'awaiting_decision' });
+      clock.advance(2 * HOUR); // the person decides after the appointment
+      await app.get(EffectsService).decide({ organization_id: org, effect_id: waiting!.id, approve: true, api_key_id: randomUUID(), member_id: randomUUID() });
+      expect(await sut.releaseOne()).toBe('released');
+      expect(await sendEffects(e.id)).toEqual([expect.objectContaining({ id: waiting!.id, status: 'rejected', reason: 'anchor_past_grace' })]);
+      expect(await enrollment(e.id)).toMatchObject({ status: 'completed', failures: 0 });
       expect(await sendCommands(e.id)).toEqual([]);
     });
 

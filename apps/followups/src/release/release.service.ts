@@ -487,7 +487,7 @@ export class ReleaseService {
   private async send(ctx: ReleaseContext, nodeId: string, config: Extract<ActionConfig, { mode: 'text' | 'template' | 'media' | 'ai' }>): Promise<boolean> {
     const { state, contact, now, organization, tx } = ctx;
     const anchorSkip = anchorSkipReason(config.anchor_grace_ms, state.anchor_at, now);
-    if (anchorSkip) return this.skip(ctx, nodeId, anchorSkip);
+    if (anchorSkip) return this.skipVisit(ctx, nodeId, anchorSkip);
     const window = recipientSendWindow(ctx.version.settings, organization, contact.time_zone);
     const opening = nextSendOpening(now, window);
     if (opening > now) return this.defer(ctx, nodeId, opening, 'send_window', true);
@@ -814,6 +814,19 @@ export class ReleaseService {
     const { state } = ctx;
     ctx.effects.push({ id: randomUUID(), organizationId: state.organization_id, enrollmentId: state.id, contactId: state.contact_id, nodeId, step: state.step, kind: 'send', status: 'skipped', reason });
     this.event(ctx, 'step_skipped', { reason });
+    this.countStep(ctx, { action: 'send', outcome: 'skipped' });
+    return true;
+  }
+
+  /**
+   * Skips a send whose visit may already hold its effect (an approval asked for earlier, flows with
+   * `require_approval`): that effect is rejected with the reason instead of a second one written.
+   */
+  private async skipVisit(ctx: ReleaseContext, nodeId: string, reason: string): Promise<true> {
+    const existing = ctx.version.settings.require_approval ? await this.release.stepSendEffect(ctx.tx, ctx.state.id, nodeId, ctx.state.step) : undefined;
+    if (!existing) return this.skip(ctx, nodeId, reason);
+    if (existing.status === 'awaiting_decision' || existing.status === 'approved') await this.release.rejectEffect(ctx.tx, existing.id, reason, ctx.now);
+    this.event(ctx, 'step_skipped', { reason, effect_id: existing.id });
     this.countStep(ctx, { action: 'send', outcome: 'skipped' });
     return true;
   }
