@@ -16,6 +16,7 @@ import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-wor
 type Row = Record<string, any>;
 
 const LEASE_MS = 5000;
+const MAX_ATTEMPTS = 3;
 
 /**
  * Bulk enrollment jobs: a list or a frozen segment, enrolled in chunks under a lease with a cursor;
@@ -35,7 +36,7 @@ describe('Follow-up bulk enrollment jobs', () => {
 
   beforeAll(async () => {
     world = await createTestWorld('fu_bulk');
-    followups = await startFollowups(world, { clock, env: { FOLLOWUP_BULK_CHUNK: '10', FOLLOWUP_BULK_LEASE_MS: String(LEASE_MS) } });
+    followups = await startFollowups(world, { clock, env: { FOLLOWUP_BULK_CHUNK: '10', FOLLOWUP_BULK_LEASE_MS: String(LEASE_MS), FOLLOWUP_BULK_MAX_ATTEMPTS: String(MAX_ATTEMPTS) } });
     const config = world.config(GatewayConfig);
     const gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
     http = httpClient(await gateway.getUrl());
@@ -131,6 +132,48 @@ describe('Follow-up bulk enrollment jobs', () => {
 
     expect((await create({ segment: { match: 'all', rules: [{ field: 'contact.tags', op: 'gt', value: 1 }] } })).status).toBe(400);
     expect((await create({})).status).toBe(400);
+  });
+
+  it('a job whose chunk keeps failing ends failed after FOLLOWUP_BULK_MAX_ATTEMPTS claims, with the error recorded; a chunk that goes through resets the count', async () => {
+    const ids = await contacts(15);
+    const poison = ids[12]!;
+    // A real fault in the database: inserting this contact's enrollment raises (not a business rejection).
+    await sql(`CREATE FUNCTION fu.poison_enrollment() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN IF NEW.contact_id = '${poison}' THEN RAISE EXCEPTION 'disk on fire for %', NEW.contact_id; END IF; RETURN NEW; END $$`);
+    await sql(`CREATE TRIGGER poison_enrollment BEFORE INSERT ON fu.enrollments FOR EACH ROW EXECUTE FUNCTION fu.poison_enrollment()`);
+    try {
+      const created = await create({ contact_ids: ids });
+      const jobId = created.body.data.id;
+      // First claim: chunk 1 (10 contacts) goes through, chunk 2 holds the poison and throws.
+      expect(await jobs.runOne()).toBe(true);
+      expect(await progress(jobId)).toMatchObject({ status: 'running', processed: 10, enrolled: 10, attempts: 1, last_error: expect.stringContaining('disk on fire') });
+      for (let attempt = 2; attempt <= MAX_ATTEMPTS; attempt++) {
+        expect(await jobs.runOne()).toBe(false); // the failed attempt's lease still holds the job
+        clock.advance(LEASE_MS + 1);
+        expect(await jobs.runOne()).toBe(true);
+      }
+      const failed = await progress(jobId);
+      expect(failed).toMatchObject({ status: 'failed', processed: 10, enrolled: 10, attempts: MAX_ATTEMPTS, last_error: expect.stringContaining('disk on fire') });
+      expect(failed.finished_at).not.toBeNull();
+      // Never claimed again.
+      clock.advance(LEASE_MS + 1);
+      expect(await jobs.claim()).toBeUndefined();
+      expect((await sql(`SELECT count(*)::int AS n FROM fu.enrollments WHERE operation_key LIKE $1`, [`bulk:${jobId}:%`]))[0].n).toBe(10);
+    } finally {
+      await sql(`DROP TRIGGER poison_enrollment ON fu.enrollments`);
+      await sql(`DROP FUNCTION fu.poison_enrollment()`);
+    }
+  });
+
+  it('a job whose worker dies mid-chunk every time ends failed too, saying it was given up', async () => {
+    const created = await create({ contact_ids: await contacts(3) });
+    const jobId = created.body.data.id;
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      expect((await jobs.claim())?.jobId).toBe(jobId); // …and the worker dies before its chunk commits
+      clock.advance(LEASE_MS + 1);
+    }
+    expect(await jobs.claim()).toBeUndefined();
+    expect(await progress(jobId)).toMatchObject({ status: 'failed', processed: 0, attempts: MAX_ATTEMPTS + 1, last_error: `gave up after ${MAX_ATTEMPTS} attempts without a chunk going through` });
   });
 
   it('enforces the plan limit of live enrollments', async () => {

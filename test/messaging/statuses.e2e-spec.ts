@@ -84,6 +84,29 @@ describe('messaging outcomes and statuses', () => {
     const sentEvents = (await outboxEvents<{ message_id: string; requester: string }>(world, 'messaging', MessagingEvents.MessageSent)).filter((e) => e.payload.data.message_id === sent.message_id);
     expect(sentEvents).toHaveLength(1);
     expect(sentEvents[0].payload.data.requester).toBe('followups');
+    // The requester hears the read once; the delivered reported after it moved nothing, so it is not told.
+    const ofMessage = async (type: string) => (await outboxEvents<{ message_id: string; status_at: string; idempotency_key: string }>(world, 'messaging', type)).filter((e) => e.payload.data.message_id === sent.message_id);
+    const read = await ofMessage(MessagingEvents.MessageRead);
+    expect(read).toHaveLength(1);
+    expect(read[0].payload.data).toMatchObject({ status: 'read', requester: 'followups', idempotency_key: key, status_at: new Date(t * 1000).toISOString() });
+    expect(await ofMessage(MessagingEvents.MessageDelivered)).toHaveLength(0);
+  });
+
+  it('tells the requester once when its message is delivered and once when it is read, with the provider times', async () => {
+    const sent = await send('delivered then read');
+    const wamid = `wamid.${randomUUID()}`;
+    const key = (await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [sent.message_id]))[0].idempotency_key;
+    await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(sent.message_id, key, wamid));
+    await eventually(async () => (await messageRow(sent.message_id)).status === 'sent');
+    const t = 1_760_000_500;
+    const ids = ['delivered', 'delivered', 'read', 'read'].map((_, i) => `outbox.provider_status.recorded:${wamid}:${i}`);
+    for (const [i, s] of ['delivered', 'delivered', 'read', 'read'].entries()) await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i), ids[i]);
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".inbox_events WHERE event_id = ANY($1::text[])`, [ids])).length === ids.length);
+    const ofMessage = async (type: string) => (await outboxEvents<{ message_id: string; status_at: string }>(world, 'messaging', type)).filter((e) => e.payload.data.message_id === sent.message_id);
+    const delivered = await ofMessage(MessagingEvents.MessageDelivered);
+    const read = await ofMessage(MessagingEvents.MessageRead);
+    expect(delivered.map((e) => e.payload.data)).toEqual([expect.objectContaining({ status: 'delivered', idempotency_key: key, requester: 'followups', status_at: new Date(t * 1000).toISOString() })]);
+    expect(read.map((e) => e.payload.data)).toEqual([expect.objectContaining({ status: 'read', idempotency_key: key, status_at: new Date((t + 2) * 1000).toISOString() })]);
   });
 
   it('keeps a status that arrives before the provider id and applies it when the id is known', async () => {

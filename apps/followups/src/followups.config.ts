@@ -91,6 +91,14 @@ export class FollowupsConfig extends ServiceConfig {
   @IsInt() @Min(1000) @Max(600_000)
   FOLLOWUP_BULK_LEASE_MS = 60_000;
 
+  /**
+   * Claims of a bulk job without one chunk going through (a chunk that throws, or a worker that
+   * dies mid-chunk) before the job ends `failed` with its last error; each such retry waits for the
+   * lease (FOLLOWUP_BULK_LEASE_MS) to run out. Like the rule triggers' "given up after 5 attempts" (seed 000 "Rules").
+   */
+  @IsInt() @Min(1) @Max(100)
+  FOLLOWUP_BULK_MAX_ATTEMPTS = 5;
+
   /** Interval of the retention pass, ms (seed 000 "Retention": daily); 0 turns the in-process schedule off (the CronJob runs it). */
   @IsInt() @Min(0) @Max(7 * 86_400_000)
   FOLLOWUP_RETENTION_INTERVAL_MS = 86_400_000;

@@ -41,6 +41,8 @@ import { ReleaseLoop } from './release/release.loop.js';
 import { ReleaseRepository } from './release/release.repository.js';
 import { ReleaseService } from './release/release.service.js';
 import { ReleaseSignal } from './release/release-signal.js';
+import { DeliveryStatusesConsumer } from './delivery/delivery-statuses.consumer.js';
+import { DeliveryStatusesService } from './delivery/delivery-statuses.service.js';
 import { SendOutcomesConsumer } from './release/send-outcomes.consumer.js';
 import { SendOutcomesService } from './release/send-outcomes.service.js';
 import { SenderChoiceCache } from './senders/sender-choice.cache.js';
@@ -91,6 +93,8 @@ export class FollowupsModule {
       ReleaseLoop,
       SendOutcomesService,
       SendOutcomesConsumer,
+      DeliveryStatusesService,
+      DeliveryStatusesConsumer,
       QueueRepository,
       QueueService,
       EffectsService,

@@ -176,7 +176,17 @@ export interface FlowSettings {
    * "Efeitos"); default false.
    */
   require_approval?: boolean;
+  /**
+   * Whose clock the send window's hours are read on: `flow` (default) reads them in `timezone` (or
+   * the organization's default zone); `contact` reads them in the contact's own `time_zone` when it
+   * has a valid one, falling back to the flow's zone when it has none.
+   */
+  timezone_mode?: FlowTimezoneMode;
 }
+
+/** Values of `FlowSettings.timezone_mode`. */
+export const FLOW_TIMEZONE_MODES = ['flow', 'contact'] as const;
+export type FlowTimezoneMode = (typeof FLOW_TIMEZONE_MODES)[number];
 
 /** Flow status (seed 002 PATCH): `draft` until first activated. */
 export const FLOW_STATUSES = ['draft', 'active', 'paused', 'archived'] as const;
@@ -204,11 +214,18 @@ export interface FollowupSettingsView {
   retention_days: number;
   /** Approved WhatsApp templates flows may use (publish checks `unknown_template` against it). */
   approved_templates: { name: string; language: string; parameter_count: number }[];
+  /**
+   * The organization's follow-ups entitlement (its plan includes follow-ups). Turned off by an
+   * admin or the billing side (`PUT /ai/followups/settings/entitlement`, never by
+   * `PUT /ai/followups/settings`): every live enrollment is stopped with reason `plan_lost` at its
+   * next release, and new enrollments are refused (seed 000 "plan lost → stop"). Default true.
+   */
+  followups_enabled: boolean;
   revision: number;
   updated_at: string;
 }
 
-export type FollowupSettingsUpdate = Partial<Omit<FollowupSettingsView, 'customer_id' | 'revision' | 'updated_at'>>;
+export type FollowupSettingsUpdate = Partial<Omit<FollowupSettingsView, 'customer_id' | 'revision' | 'updated_at' | 'followups_enabled'>>;
 
 // ---------------------------------------------------------------------------------------------
 // Views
@@ -318,6 +335,15 @@ export interface EffectView {
   message_id: string | null;
   sender_id: string | null;
   reason: string | null;
+  /**
+   * How far the provider says a send got after it was sent: `delivered`, `read`, or null (not
+   * reported yet, or not a send). Only moves forward: a `delivered` reported after `read` leaves it `read`.
+   */
+  delivery_status: 'delivered' | 'read' | null;
+  /** When the provider reported the send delivered to the phone (ISO-8601, UTC); null when not reported. */
+  delivered_at: string | null;
+  /** When the provider reported the send read (ISO-8601, UTC); null when not reported. */
+  read_at: string | null;
   /** When a person approved or rejected the send (flows with `require_approval`). */
   decided_at: string | null;
   /** How an uncertain send was reconciled: `{outcome, note, wamid, at}`. */
@@ -391,6 +417,7 @@ export const FollowupsRpc = {
   QueueList: 'followups.queue.list',
   SettingsGet: 'followups.settings.get',
   SettingsUpdate: 'followups.settings.update',
+  SettingsSetEntitlement: 'followups.settings.set_entitlement',
 } as const;
 
 /** Every input carries the caller's organization (set by the gateway, never by the client). */
@@ -471,6 +498,10 @@ export interface QueueListData extends Scoped {
 }
 export interface SettingsUpdateData extends Scoped, FollowupSettingsUpdate {
   expected_revision: number;
+}
+/** `PUT /ai/followups/settings/entitlement` (admin or billing): turns the organization's follow-ups on or off. */
+export interface SettingsEntitlementData extends Scoped {
+  followups_enabled: boolean;
 }
 
 /**
@@ -665,6 +696,11 @@ export interface BulkJobView {
   /** Refusals by reason: already_enrolled, opted_out, plan_limit, contact_erased… */
   rejected: Record<string, number>;
   last_error: string | null;
+  /**
+   * Claims of the job since its last chunk that went through (the claim running now included); a
+   * job whose chunk fails on its FOLLOWUP_BULK_MAX_ATTEMPTS-th attempt ends `failed`, with `last_error`.
+   */
+  attempts: number;
   created_at: string;
   updated_at: string;
   finished_at: string | null;

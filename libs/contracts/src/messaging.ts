@@ -88,6 +88,17 @@ export const MessagingEvents = {
   MessageFailed: 'messaging.message.failed',
   /** `MessageOutcomeData`: an outbound message was cancelled before it went out. */
   MessageCancelled: 'messaging.message.cancelled',
+  /**
+   * `MessageOutcomeData` with `status_at`: the provider reported an outbound message delivered to
+   * the phone (published once per message, when its status moves to `delivered`).
+   */
+  MessageDelivered: 'messaging.message.delivered',
+  /**
+   * `MessageOutcomeData` with `status_at`: the provider reported an outbound message read
+   * (published once per message). A `read` can come without a `delivered` before it, or before one
+   * that is then ignored: the message's status only moves forward.
+   */
+  MessageRead: 'messaging.message.read',
   /** Feed only (`MessageView`): an outbound message was written `queued` (or `sent` for in-app channels). */
   MessageQueued: 'messaging.message.queued',
   /** Feed only (`MessageStatusChangedData`): a delivery status moved an outbound message forward. */
@@ -201,6 +212,8 @@ export interface MessageOutcomeData {
   error_code?: string | null;
   notification_delivery_id?: string | null;
   context?: Record<string, string | number>;
+  /** `delivered` / `read` only: when the provider says it happened (ISO-8601, UTC). */
+  status_at?: string;
 }
 
 /** Data of `messaging.message.status_changed`. */
@@ -334,6 +347,8 @@ export interface ContactEventData {
   phone?: string | null;
   email?: string | null;
   tags?: string[];
+  /** The contact's IANA time zone (`America/Sao_Paulo`), null when unknown; absent on `erased`. */
+  time_zone?: string | null;
 }
 
 /** Data of `messaging.contact.tagged | untagged`. */

@@ -29,6 +29,7 @@ interface BulkJobRow {
   lease_token: string | null;
   locked_until: Date | null;
   last_error: string | null;
+  attempts: number;
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
@@ -46,6 +47,7 @@ const toView = (r: BulkJobRow): BulkJobView => ({
   enrolled: r.enrolled,
   rejected: r.rejected,
   last_error: r.last_error,
+  attempts: r.attempts,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
   finished_at: r.finished_at ? r.finished_at.toISOString() : null,
@@ -136,19 +138,35 @@ export class BulkJobsService {
     return toView(row);
   }
 
-  /** Claims the oldest open job whose lease is free or ran out, with a new lease token. */
+  /**
+   * Claims the oldest open job whose lease is free or ran out, with a new lease token. Each claim
+   * counts one attempt (reset by every chunk that commits), counted here rather than when a chunk
+   * throws so that a worker killed mid-chunk counts too: a job claimed once more than
+   * FOLLOWUP_BULK_MAX_ATTEMPTS times without a chunk going through ends `failed` instead, keeping
+   * its last error (or saying why it was given up), and the next open job is tried.
+   */
   async claim(): Promise<BulkLease | undefined> {
-    const now = this.clock.now();
-    const token = randomUUID();
-    const [row] = await rowsOf<{ id: string }>(
-      poolOf(this.uow.dataSource),
-      `UPDATE bulk_jobs SET status = 'running', lease_token = $2, locked_until = $3, updated_at = $1
-        WHERE id = (SELECT id FROM bulk_jobs WHERE status IN ('pending', 'running') AND (locked_until IS NULL OR locked_until <= $1)
-                     ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-        RETURNING id`,
-      [now, token, new Date(now.getTime() + this.config.FOLLOWUP_BULK_LEASE_MS)],
-    );
-    return row && { jobId: row.id, token };
+    const max = this.config.FOLLOWUP_BULK_MAX_ATTEMPTS;
+    for (;;) {
+      const now = this.clock.now();
+      const token = randomUUID();
+      const [row] = await rowsOf<{ id: string; organization_id: string; status: BulkJobStatus; attempts: number; last_error: string | null }>(
+        poolOf(this.uow.dataSource),
+        `UPDATE bulk_jobs SET attempts = attempts + 1, updated_at = $1,
+                status = CASE WHEN attempts + 1 > $4 THEN 'failed' ELSE 'running' END,
+                lease_token = CASE WHEN attempts + 1 > $4 THEN NULL ELSE $2::uuid END,
+                locked_until = CASE WHEN attempts + 1 > $4 THEN NULL ELSE $3::timestamptz END,
+                finished_at = CASE WHEN attempts + 1 > $4 THEN $1::timestamptz ELSE finished_at END,
+                last_error = CASE WHEN attempts + 1 > $4 THEN coalesce(last_error, $5) ELSE last_error END
+          WHERE id = (SELECT id FROM bulk_jobs WHERE status IN ('pending', 'running') AND (locked_until IS NULL OR locked_until <= $1)
+                       ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+          RETURNING id, organization_id, status, attempts, last_error`,
+        [now, token, new Date(now.getTime() + this.config.FOLLOWUP_BULK_LEASE_MS), max, `gave up after ${max} attempts without a chunk going through`],
+      );
+      if (!row) return undefined;
+      if (row.status !== 'failed') return { jobId: row.id, token };
+      this.logger.error({ event: 'followups.bulk_job_failed', organization_id: row.organization_id, job_id: row.id, attempts: max, err: row.last_error }, 'bulk enrollment job failed');
+    }
   }
 
   /**
@@ -170,9 +188,10 @@ export class BulkJobsService {
       }
       const cursor = job.cursor + chunk.length;
       const done = cursor >= job.total;
+      // A chunk went through: the count of attempts starts again, this claim being the first for the next chunk.
       await rowsOf(
         tx,
-        `UPDATE bulk_jobs SET cursor = $2, enrolled = enrolled + $3, rejected = $4::jsonb, locked_until = $5, updated_at = $6,
+        `UPDATE bulk_jobs SET cursor = $2, enrolled = enrolled + $3, rejected = $4::jsonb, locked_until = $5, updated_at = $6, attempts = 1, last_error = NULL,
                 status = CASE WHEN $7 THEN 'completed' ELSE status END, finished_at = CASE WHEN $7 THEN $6::timestamptz ELSE NULL END,
                 lease_token = CASE WHEN $7 THEN NULL ELSE lease_token END
           WHERE id = $1`,
@@ -191,9 +210,25 @@ export class BulkJobsService {
     try {
       while ((await this.runChunk(lease)) === 'more');
     } catch (err) {
-      // The chunk rolled back; the lease runs out and the job is resumed at its cursor.
-      this.logger.warn({ event: 'followups.bulk_chunk_failed', job_id: lease.jobId, err: (err as Error).message }, 'bulk enrollment chunk failed');
-      await rowsOf(poolOf(this.uow.dataSource), `UPDATE bulk_jobs SET last_error = $2 WHERE id = $1`, [lease.jobId, truncateText((err as Error).message, 1000)]);
+      // The chunk rolled back; the lease runs out and the job is resumed at its cursor, unless this
+      // was its last attempt: then it ends `failed` now, with the error that stopped it.
+      const error = truncateText((err as Error).message, 1000);
+      const [after] = await rowsOf<{ status: BulkJobStatus; attempts: number; organization_id: string }>(
+        poolOf(this.uow.dataSource),
+        `UPDATE bulk_jobs SET last_error = $3, updated_at = $4,
+                status = CASE WHEN attempts >= $5 THEN 'failed' ELSE status END,
+                finished_at = CASE WHEN attempts >= $5 THEN $4::timestamptz ELSE finished_at END,
+                lease_token = CASE WHEN attempts >= $5 THEN NULL ELSE lease_token END,
+                locked_until = CASE WHEN attempts >= $5 THEN NULL ELSE locked_until END
+          WHERE id = $1 AND lease_token = $2 AND status = 'running'
+          RETURNING status, attempts, organization_id`,
+        [lease.jobId, lease.token, error, this.clock.now(), this.config.FOLLOWUP_BULK_MAX_ATTEMPTS],
+      );
+      const failed = after?.status === 'failed';
+      this.logger[failed ? 'error' : 'warn'](
+        { event: failed ? 'followups.bulk_job_failed' : 'followups.bulk_chunk_failed', organization_id: after?.organization_id, job_id: lease.jobId, attempts: after?.attempts, err: error },
+        failed ? 'bulk enrollment job failed' : 'bulk enrollment chunk failed',
+      );
     }
     return true;
   }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, type ContactEventData, type ContactTagEventData, MessagingEvents } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
-import { Clock } from '@touchpoint/time';
+import { Clock, isValidTimeZone } from '@touchpoint/time';
 import { rowsOf } from '../requests/queryable.js';
 import { TriggerRecorder } from '../rules/trigger-recorder.js';
 import { ContactsRepository } from './contacts.repository.js';
@@ -21,7 +21,9 @@ export class ContactsConsumer {
 
   private async upsert(message: BusMessage<ContactEventData & { name?: string | null }>, tx: Tx): Promise<void> {
     const d = message.data;
-    await this.contacts.upsertProfile(tx, { organizationId: message.organization_id!, contactId: d.contact_id, name: d.name, phone: d.phone, email: d.email, tags: d.tags, tagsAt: new Date(message.occurred_at) });
+    // An event without the field (an older messaging) keeps what we hold; a zone luxon does not know counts as none.
+    const timeZone = d.time_zone === undefined ? undefined : d.time_zone && isValidTimeZone(d.time_zone) ? d.time_zone : null;
+    await this.contacts.upsertProfile(tx, { organizationId: message.organization_id!, contactId: d.contact_id, name: d.name, phone: d.phone, email: d.email, tags: d.tags, tagsAt: new Date(message.occurred_at), timeZone });
   }
 
   @OnBusMessage(MessagingEvents.ContactCreated)

@@ -10,6 +10,8 @@ export interface ContactActivity {
   email: string | null;
   tags: string[];
   fields: Record<string, unknown>;
+  /** The contact's IANA time zone as messaging knows it (null: unknown). */
+  time_zone: string | null;
   last_inbound_at: Date | null;
   last_inbound_text: string | null;
   last_conversation_id: string | null;
@@ -73,7 +75,7 @@ export class ContactsRepository {
   async markErased(db: Queryable, organizationId: string, contactId: string, at: Date): Promise<void> {
     await rowsOf(db, 
       `INSERT INTO contacts AS c (organization_id, contact_id, erased_at) VALUES ($1, $2, $3)
-       ON CONFLICT (organization_id, contact_id) DO UPDATE SET erased_at = EXCLUDED.erased_at, name = NULL, phone = NULL, email = NULL,
+       ON CONFLICT (organization_id, contact_id) DO UPDATE SET erased_at = EXCLUDED.erased_at, name = NULL, phone = NULL, email = NULL, time_zone = NULL,
          fields = '{}', last_inbound_text = NULL, updated_at = now()`,
       [organizationId, contactId, at],
     );
@@ -86,12 +88,13 @@ export class ContactsRepository {
    */
   async upsertProfile(
     db: Queryable,
-    p: { organizationId: string; contactId: string; name?: string | null; phone?: string | null; email?: string | null; tags?: string[]; tagsAt?: Date },
+    p: { organizationId: string; contactId: string; name?: string | null; phone?: string | null; email?: string | null; tags?: string[]; tagsAt?: Date; timeZone?: string | null },
   ): Promise<void> {
     const newerTags = `$6::text[] IS NOT NULL AND (c.tags_at IS NULL OR $10::timestamptz IS NULL OR $10::timestamptz >= c.tags_at)`;
     await rowsOf(db, 
-      `INSERT INTO contacts AS c (organization_id, contact_id, name, phone, email, tags, tags_at) VALUES ($1, $2, $3, $4, $5, coalesce($6::text[], '{}'), $10::timestamptz)
+      `INSERT INTO contacts AS c (organization_id, contact_id, name, phone, email, tags, tags_at, time_zone) VALUES ($1, $2, $3, $4, $5, coalesce($6::text[], '{}'), $10::timestamptz, $11)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET
+         time_zone = CASE WHEN $12 THEN EXCLUDED.time_zone ELSE c.time_zone END,
          name = CASE WHEN $7 THEN EXCLUDED.name ELSE c.name END,
          phone = CASE WHEN $8 THEN EXCLUDED.phone ELSE c.phone END,
          email = CASE WHEN $9 THEN EXCLUDED.email ELSE c.email END,
@@ -99,7 +102,7 @@ export class ContactsRepository {
          tags_at = CASE WHEN ${newerTags} THEN coalesce($10::timestamptz, c.tags_at) ELSE c.tags_at END,
          updated_at = now()
        WHERE c.erased_at IS NULL`,
-      [p.organizationId, p.contactId, p.name ?? null, p.phone ?? null, p.email ?? null, p.tags ?? null, p.name !== undefined, p.phone !== undefined, p.email !== undefined, p.tags ? (p.tagsAt ?? null) : null],
+      [p.organizationId, p.contactId, p.name ?? null, p.phone ?? null, p.email ?? null, p.tags ?? null, p.name !== undefined, p.phone !== undefined, p.email !== undefined, p.tags ? (p.tagsAt ?? null) : null, p.timeZone ?? null, p.timeZone !== undefined],
     );
   }
 

@@ -102,6 +102,8 @@ export interface EffectRow {
   reason: string | null;
   decided_at: Date | null;
   resolution: Record<string, unknown> | null;
+  delivered_at: Date | null;
+  read_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -120,6 +122,9 @@ export const toEffectView = (r: EffectRow): EffectView => ({
   reason: r.reason,
   decided_at: r.decided_at ? r.decided_at.toISOString() : null,
   resolution: r.resolution ?? null,
+  delivery_status: r.read_at ? 'read' : r.delivered_at ? 'delivered' : null,
+  delivered_at: r.delivered_at ? r.delivered_at.toISOString() : null,
+  read_at: r.read_at ? r.read_at.toISOString() : null,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });

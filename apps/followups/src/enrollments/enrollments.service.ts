@@ -129,6 +129,7 @@ export class EnrollmentsService {
     if (!flow.published_version_id) throw new AppError(ErrorCode.PublishRequired, 'the flow has no published version');
     if (flow.status !== 'active') throw new AppError(ErrorCode.Conflict, `the flow is ${flow.status}; activate it to enroll contacts`, { reason: 'flow_not_active', flow_status: flow.status });
     const organization = await this.settings.get(input.organization_id);
+    if (!organization.followups_enabled) throw new AppError(ErrorCode.Conflict, "the organization's plan does not include follow-ups", { reason: 'plan_lost' });
     if (organization.max_live_enrollments !== null && (await this.enrollments.countLive(tx, input.organization_id)) >= organization.max_live_enrollments) {
       throw new AppError(ErrorCode.Conflict, `the plan allows ${organization.max_live_enrollments} live enrollments`, { reason: 'plan_limit' });
     }

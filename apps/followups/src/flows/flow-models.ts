@@ -90,7 +90,7 @@ const MODELS: FlowModel[] = [
     name: 'Appointment reminder',
     summary: 'Reminds the contact of an appointment and reads their confirmation or cancellation.',
     journey: 'Send the reminder with the appointment time, wait up to 6 hours for an answer: a confirmation tags the contact, a cancellation goes to a person.',
-    trigger_description: 'Enrolled with an appointment_id and anchor_at (the appointment start), usually the day before.',
+    trigger_description: 'Enrolled with an appointment_id and anchor_at (the appointment start), usually the day before; a reminder that comes due after the appointment started is skipped.',
     requires_stage: false,
     max_messages: 1,
     build: () =>
@@ -98,7 +98,7 @@ const MODELS: FlowModel[] = [
         graph: {
           nodes: layout([
             { id: 'start', type: 'trigger', label: 'Appointment booked', config: {} },
-            { id: 'remind', type: 'action', label: 'Reminder', config: { mode: 'text', body: 'Lembrete: seu horário é {{anchor.date}} às {{anchor.time}}. Responda SIM para confirmar ou CANCELAR para desmarcar.' } },
+            { id: 'remind', type: 'action', label: 'Reminder', config: { mode: 'text', body: 'Lembrete: seu horário é {{anchor.date}} às {{anchor.time}}. Responda SIM para confirmar ou CANCELAR para desmarcar.', anchor_grace_ms: 0 } },
             { id: 'listen', type: 'wait', label: 'Reply within 6 h?', config: { mode: 'reply', timeout_ms: 6 * HOUR } },
             { id: 'read', type: 'match_reply', label: 'Confirmed?', config: { branches: [{ id: 'confirm', keywords: ['sim', 'confirmo', 'confirmado', 'ok'] }, { id: 'cancel', keywords: ['cancelar', 'desmarcar', 'nao posso'] }] } },
             { id: 'tag', type: 'action', label: 'Tag confirmed', config: { mode: 'tag', tags: ['appointment_confirmed'] } },

@@ -1,4 +1,4 @@
-import { FLOW_TRIGGER_KINDS, type FlowSettings, type FollowupSettingsView, HANDOFF_POLICIES, SENDER_MODES } from '@touchpoint/contracts';
+import { FLOW_TIMEZONE_MODES, FLOW_TRIGGER_KINDS, type FlowSettings, type FollowupSettingsView, HANDOFF_POLICIES, SENDER_MODES } from '@touchpoint/contracts';
 import { type SendWindow, sendWindowProblems } from '@touchpoint/time';
 import { compileSegment, type Segment } from '../rules/segment-sql.js';
 
@@ -9,7 +9,7 @@ import { compileSegment, type Segment } from '../rules/segment-sql.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const SETTINGS_KEYS = ['trigger', 'handoff_policy', 'send_start_hour', 'send_end_hour', 'send_days', 'timezone', 'purpose', 'environment', 'sender', 'require_approval'];
+const SETTINGS_KEYS = ['trigger', 'handoff_policy', 'send_start_hour', 'send_end_hour', 'send_days', 'timezone', 'purpose', 'environment', 'sender', 'require_approval', 'timezone_mode'];
 
 /**
  * Every problem of a flow's settings, as `field: problem` lines (empty when valid). Draft saves
@@ -35,6 +35,7 @@ export function flowSettingsProblems(settings: unknown): string[] {
   if (settings.purpose !== undefined && settings.purpose !== 'utility' && settings.purpose !== 'marketing') problems.push('settings.purpose: must be utility or marketing');
   if (settings.environment !== undefined && settings.environment !== 'live' && settings.environment !== 'test') problems.push('settings.environment: must be live or test');
   if (settings.require_approval !== undefined && typeof settings.require_approval !== 'boolean') problems.push('settings.require_approval: must be a boolean');
+  if (settings.timezone_mode !== undefined && !FLOW_TIMEZONE_MODES.includes(settings.timezone_mode as never)) problems.push(`settings.timezone_mode: must be one of ${FLOW_TIMEZONE_MODES.join(', ')}`);
   if (settings.sender !== undefined) {
     const sender = settings.sender;
     if (!isObject(sender) || !SENDER_MODES.includes(sender.mode as never)) problems.push(`settings.sender.mode: must be one of ${SENDER_MODES.join(', ')}`);

@@ -35,11 +35,20 @@ export interface RepeatConfig {
   max_count: number;
 }
 export type MediaConfig = { media_type: 'image' | 'document' | 'audio' | 'video'; link: string; caption?: string; filename?: string };
+/**
+ * What every send action may carry. `anchor_grace_ms` ties the send to the enrollment's anchor (an
+ * appointment's start, `anchor_at`): once the anchor is more than this many ms in the past, the
+ * send is skipped (`anchor_past_grace`), and with no anchor at all it is skipped too
+ * (`anchor_missing`) (seed 000 "reminder past grace → skip"). 0 means "only before the anchor".
+ */
+interface AnchoredSend {
+  anchor_grace_ms?: number;
+}
 export type ActionConfig =
-  | { mode: 'text'; body: string; preview_url?: boolean; template_fallback?: FlowTemplateRef }
-  | { mode: 'template'; template: FlowTemplateRef }
-  | { mode: 'media'; media: MediaConfig; template_fallback?: FlowTemplateRef }
-  | { mode: 'ai'; instructions: string; template_fallback?: FlowTemplateRef }
+  | ({ mode: 'text'; body: string; preview_url?: boolean; template_fallback?: FlowTemplateRef } & AnchoredSend)
+  | ({ mode: 'template'; template: FlowTemplateRef } & AnchoredSend)
+  | ({ mode: 'media'; media: MediaConfig; template_fallback?: FlowTemplateRef } & AnchoredSend)
+  | ({ mode: 'ai'; instructions: string; template_fallback?: FlowTemplateRef } & AnchoredSend)
   | { mode: 'tag' | 'untag'; tags: string[] }
   | { mode: 'handoff'; note?: string };
 export interface EndConfig {
@@ -222,19 +231,29 @@ export function parseNodeConfig(node: Pick<FlowNode, 'type' | 'config'>): ParseR
   return problems.length ? { ok: false, problems } : { ok: true, node: parsed as ParsedNode };
 }
 
+/** `anchor_grace_ms` of a send action: absent, or whole ms from 0 to 90 days. */
+function anchorGrace(config: Record<string, unknown>, problems: ConfigProblem[]): AnchoredSend {
+  const grace = config.anchor_grace_ms;
+  if (grace === undefined) return {};
+  if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0 || grace > FLOW_MAX_WAIT_MS) {
+    problems.push({ code: 'invalid_config', message: `anchor_grace_ms must be an integer number of milliseconds from 0 to ${FLOW_MAX_WAIT_MS} (90 days)` });
+  }
+  return { anchor_grace_ms: grace as number };
+}
+
 function parseAction(config: Record<string, unknown>, problems: ConfigProblem[]): ActionConfig | undefined {
   const fallback = (): FlowTemplateRef | undefined => (config.template_fallback === undefined ? undefined : parseTemplate(config.template_fallback, 'template_fallback', problems));
   switch (config.mode) {
     case 'text':
-      unknownKeys(config, ['mode', 'body', 'preview_url', 'template_fallback'], problems);
+      unknownKeys(config, ['mode', 'body', 'preview_url', 'template_fallback', 'anchor_grace_ms'], problems);
       if (!isNonEmptyString(config.body, TEXT_MAX_LENGTH)) problems.push({ code: 'invalid_config', message: `body must be 1 to ${TEXT_MAX_LENGTH} characters` });
       if (config.preview_url !== undefined && typeof config.preview_url !== 'boolean') problems.push({ code: 'invalid_config', message: 'preview_url must be a boolean' });
-      return { mode: 'text', body: config.body as string, preview_url: config.preview_url as boolean | undefined, template_fallback: fallback() };
+      return { mode: 'text', body: config.body as string, preview_url: config.preview_url as boolean | undefined, template_fallback: fallback(), ...anchorGrace(config, problems) };
     case 'template':
-      unknownKeys(config, ['mode', 'template'], problems);
-      return { mode: 'template', template: parseTemplate(config.template, 'template', problems) as FlowTemplateRef };
+      unknownKeys(config, ['mode', 'template', 'anchor_grace_ms'], problems);
+      return { mode: 'template', template: parseTemplate(config.template, 'template', problems) as FlowTemplateRef, ...anchorGrace(config, problems) };
     case 'media': {
-      unknownKeys(config, ['mode', 'media', 'template_fallback'], problems);
+      unknownKeys(config, ['mode', 'media', 'template_fallback', 'anchor_grace_ms'], problems);
       const media = config.media;
       if (!isObject(media)) {
         problems.push({ code: 'invalid_config', message: 'media must be an object {media_type, link, caption?, filename?}' });
@@ -244,12 +263,12 @@ function parseAction(config: Record<string, unknown>, problems: ConfigProblem[])
         if (media.caption !== undefined && (!isNonEmptyString(media.caption, CAPTION_MAX_LENGTH) || media.media_type === 'audio')) problems.push({ code: 'invalid_config', message: `media.caption must be 1 to ${CAPTION_MAX_LENGTH} characters, and audio takes none` });
         if (media.filename !== undefined && (!isNonEmptyString(media.filename, 240) || media.media_type !== 'document')) problems.push({ code: 'invalid_config', message: 'media.filename is for documents only' });
       }
-      return { mode: 'media', media: media as MediaConfig, template_fallback: fallback() };
+      return { mode: 'media', media: media as MediaConfig, template_fallback: fallback(), ...anchorGrace(config, problems) };
     }
     case 'ai':
-      unknownKeys(config, ['mode', 'instructions', 'template_fallback'], problems);
+      unknownKeys(config, ['mode', 'instructions', 'template_fallback', 'anchor_grace_ms'], problems);
       if (!isNonEmptyString(config.instructions, 4000)) problems.push({ code: 'invalid_config', message: 'instructions must be 1 to 4000 characters' });
-      return { mode: 'ai', instructions: config.instructions as string, template_fallback: fallback() };
+      return { mode: 'ai', instructions: config.instructions as string, template_fallback: fallback(), ...anchorGrace(config, problems) };
     case 'tag':
     case 'untag':
       unknownKeys(config, ['mode', 'tags'], problems);

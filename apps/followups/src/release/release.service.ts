@@ -25,7 +25,6 @@ import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock, nextSendOpening } from '@touchpoint/time';
 import { type ContactActivity, ContactsRepository } from '../contacts/contacts.repository.js';
 import { type EnrollmentRow, type NewEnrollmentEvent, sendKeyOf } from '../enrollments/enrollment-row.js';
-import { effectiveSendWindow } from '../flows/flow-settings.js';
 import { type CompiledVersion, FlowVersionCache } from '../flows/flow-version-cache.js';
 import type { FollowupsConfig } from '../followups.config.js';
 import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
@@ -33,6 +32,8 @@ import { type ActionConfig, type AiClassifyConfig, type ExitKey, isSendAction, t
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
+import { anchorSkipReason } from './gates/anchor-grace.js';
+import { recipientSendWindow } from './gates/recipient-window.js';
 import { InFlightWindow } from './in-flight-window.js';
 import { INSTANCE_UNAVAILABLE, NumberChain } from './number-chain.js';
 import { evaluateCondition, failureBackoffMs, matchReply, renderTemplate, type StepFacts } from './step-rules.js';
@@ -341,7 +342,8 @@ export class ReleaseService {
   }
 
   /**
-   * The checks of seed 000 "Release": flow paused → park; archived, erased, opted out → stop; a
+   * The checks of seed 000 "Release": flow paused → park; plan lost (the organization's follow-ups
+   * entitlement off), archived, erased, opted out → stop; a
    * reply the stop path has not applied yet (backstop) → the `replied` exit, or stop; a human
    * message (backstop) → per `handoff_policy`.
    * @returns whether the enrollment may go on
@@ -352,6 +354,7 @@ export class ReleaseService {
       this.park(ctx, 'flow_paused');
       return false;
     }
+    if (!ctx.organization.followups_enabled) return this.finish(ctx, 'cancelled', 'plan_lost', 'check');
     if (flowStatus === 'archived') return this.finish(ctx, 'cancelled', 'flow_archived', 'check');
     if (contact.erased_at) return this.finish(ctx, 'cancelled', 'contact_erased', 'check');
     if (contact.opted_out_at) return this.finish(ctx, 'cancelled', 'opted_out', 'check');
@@ -479,13 +482,15 @@ export class ReleaseService {
   }
 
   /**
-   * A send step, in seed 000's order: send window → consent → content and the 24-hour window →
+   * A send step, in seed 000's order: anchor past its grace → send window (the recipient's zone when the flow asks) → consent → content and the 24-hour window →
    * render → number → per-contact 24 h cap → pacing → in-flight window → monthly quota → queue through `messaging.send`.
    * @returns true when the step is done (queued or skipped) and the flow moves on
    */
   private async send(ctx: ReleaseContext, nodeId: string, config: Extract<ActionConfig, { mode: 'text' | 'template' | 'media' | 'ai' }>): Promise<boolean> {
     const { state, contact, now, organization, tx } = ctx;
-    const window = effectiveSendWindow(ctx.version.settings, organization);
+    const anchorSkip = anchorSkipReason(config.anchor_grace_ms, state.anchor_at, now);
+    if (anchorSkip) return this.skipVisit(ctx, nodeId, anchorSkip);
+    const window = recipientSendWindow(ctx.version.settings, organization, contact.time_zone);
     const opening = nextSendOpening(now, window);
     if (opening > now) return this.defer(ctx, nodeId, opening, 'send_window', true);
 
@@ -801,6 +806,19 @@ export class ReleaseService {
     return true;
   }
 
+  /**
+   * Skips a send whose visit may already hold its effect (an approval asked for earlier, flows with
+   * `require_approval`): that effect is rejected with the reason instead of a second one written.
+   */
+  private async skipVisit(ctx: ReleaseContext, nodeId: string, reason: string): Promise<true> {
+    const existing = ctx.version.settings.require_approval ? await this.release.stepSendEffect(ctx.tx, ctx.state.id, nodeId, ctx.state.step) : undefined;
+    if (!existing) return this.skip(ctx, nodeId, reason);
+    if (existing.status === 'awaiting_decision' || existing.status === 'approved') await this.release.rejectEffect(ctx.tx, existing.id, reason, ctx.now);
+    this.event(ctx, 'step_skipped', { reason, effect_id: existing.id });
+    this.countStep(ctx, { action: 'send', outcome: 'skipped' });
+    return true;
+  }
+
   /** Parks the enrollment (`dormente`) until its cause clears. */
   private park(ctx: ReleaseContext, reason: string): void {
     ctx.state.status = 'dormente';
@@ -837,7 +855,7 @@ export class ReleaseService {
   }
 
   private facts(ctx: ReleaseContext): StepFacts {
-    return { contact: ctx.contact, enrollment: ctx.state, timezone: effectiveSendWindow(ctx.version.settings, ctx.organization).timezone };
+    return { contact: ctx.contact, enrollment: ctx.state, timezone: recipientSendWindow(ctx.version.settings, ctx.organization, ctx.contact.time_zone).timezone };
   }
 }
 

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { type DataEnvelope, FollowupsRpc, type FollowupSettingsView, type SettingsUpdateData } from '@touchpoint/contracts';
+import { type DataEnvelope, FollowupsRpc, type FollowupSettingsView, type SettingsEntitlementData, type SettingsUpdateData } from '@touchpoint/contracts';
 import { check } from '../requests/request-checks.js';
 import { SettingsService } from './settings.service.js';
 
@@ -18,5 +18,10 @@ export class SettingsController {
   @MessagePattern(FollowupsRpc.SettingsUpdate)
   async update(@Payload() input: SettingsUpdateData): Promise<DataEnvelope<FollowupSettingsView>> {
     return { data: await this.settings.update(input) };
+  }
+
+  @MessagePattern(FollowupsRpc.SettingsSetEntitlement)
+  async setEntitlement(@Payload() input: SettingsEntitlementData): Promise<DataEnvelope<FollowupSettingsView>> {
+    return { data: await this.settings.setEntitlement(input) };
   }
 }

@@ -13,6 +13,7 @@ export const DEFAULT_FOLLOWUP_SETTINGS: Omit<FollowupSettingsView, 'customer_id'
   max_live_enrollments: null,
   retention_days: 90,
   approved_templates: [],
+  followups_enabled: true,
   revision: 0,
 };
 
@@ -26,6 +27,7 @@ type SettingsRow = {
   max_live_enrollments: number | null;
   retention_days: number;
   approved_templates: FollowupSettingsView['approved_templates'];
+  followups_enabled: boolean;
   revision: number;
   updated_at: Date;
 };
@@ -40,6 +42,7 @@ const toView = (row: SettingsRow): FollowupSettingsView => ({
   max_live_enrollments: row.max_live_enrollments,
   retention_days: row.retention_days,
   approved_templates: row.approved_templates,
+  followups_enabled: row.followups_enabled,
   revision: row.revision,
   updated_at: row.updated_at.toISOString(),
 });
@@ -89,5 +92,24 @@ export class SettingsRepository {
       values,
     );
     return updated[0] ? toView(updated[0]) : undefined;
+  }
+
+  /**
+   * Turns the organization's follow-ups entitlement on or off, whatever the revision (the billing
+   * side sets a fact, it does not edit a form): a first write creates the row with the defaults.
+   * @returns the settings after the write
+   */
+  async setEntitlement(tx: Tx, organizationId: string, enabled: boolean, now: Date): Promise<FollowupSettingsView> {
+    const d = DEFAULT_FOLLOWUP_SETTINGS;
+    const [row] = await rowsOf<SettingsRow>(
+      tx,
+      `INSERT INTO settings AS s (organization_id, send_window, contact_daily_cap, monthly_send_quota, consent_mode, consent_tag,
+                                  max_live_enrollments, retention_days, approved_templates, followups_enabled, revision, updated_at)
+       VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, 1, $11)
+       ON CONFLICT (organization_id) DO UPDATE SET followups_enabled = EXCLUDED.followups_enabled, revision = s.revision + 1, updated_at = EXCLUDED.updated_at
+       RETURNING *`,
+      [organizationId, JSON.stringify(d.send_window), d.contact_daily_cap, d.monthly_send_quota, d.consent_mode, d.consent_tag, d.max_live_enrollments, d.retention_days, JSON.stringify(d.approved_templates), enabled, now],
+    );
+    return toView(row!);
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
-import { CONSENT_MODES, type FollowupSettingsView, type SettingsUpdateData } from '@touchpoint/contracts';
+import { CONSENT_MODES, type FollowupSettingsView, type SettingsEntitlementData, type SettingsUpdateData } from '@touchpoint/contracts';
 import { quoteIdent, type Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -70,6 +70,25 @@ export class SettingsService implements OnApplicationBootstrap, OnApplicationShu
       return result;
     });
     this.invalidate(input.organization_id);
+    return saved;
+  }
+
+  /**
+   * Turns the organization's follow-ups entitlement on or off (seed 000 "plan lost → stop"): off
+   * stops each live enrollment at its next release (reason `plan_lost`) and refuses new ones.
+   * Every replica drops its cached copy at once (NOTIFY), so a release on another process sees it
+   * within the LISTEN delay, at worst the cache TTL.
+   * @throws AppError validation_failed (bad organization id or a non-boolean)
+   */
+  async setEntitlement(input: SettingsEntitlementData): Promise<FollowupSettingsView> {
+    check(input).uuid('organization_id').custom('followups_enabled', typeof input.followups_enabled === 'boolean' ? [] : ['followups_enabled must be a boolean']).done();
+    const saved = await this.uow.run(async (tx) => {
+      const result = await this.repository.setEntitlement(tx, input.organization_id, input.followups_enabled, this.clock.now());
+      await rowsOf(tx, `SELECT pg_notify($1, $2)`, [this.channel, input.organization_id]);
+      return result;
+    });
+    this.invalidate(input.organization_id);
+    this.logger.info({ event: 'followups.entitlement_changed', organization_id: input.organization_id, followups_enabled: input.followups_enabled }, 'follow-ups entitlement changed');
     return saved;
   }
 

@@ -1,10 +1,20 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { FollowupsRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
-import { ControlEnrollmentDto, CreateEnrollmentDto, CustomerQuery, EnrollmentIdParams, ListEnrollmentsQuery, QueueQuery, UpdateSettingsDto } from './dto/followups.dto.js';
+import {
+  ControlEnrollmentDto,
+  CreateEnrollmentDto,
+  CustomerQuery,
+  EnrollmentIdParams,
+  FollowupSettingsEnvelopeDto,
+  ListEnrollmentsQuery,
+  QueueQuery,
+  SetEntitlementDto,
+  UpdateSettingsDto,
+} from './dto/followups.dto.js';
 
 /** Enrollments, the queue and organization settings (seed 002 "Inscrições", "Fila"), forwarded to followups. */
 @ApiTags('followups')
@@ -74,5 +84,17 @@ export class FollowupEnrollmentsController {
   updateSettings(@CurrentCaller() caller: Caller, @Body() body: UpdateSettingsDto) {
     const { customer_id: _c, ...data } = body;
     return this.forwarder.forward(caller, 'followups', FollowupsRpc.SettingsUpdate, data);
+  }
+
+  @Put('settings/entitlement')
+  @RequireKey({ scopes: [Scope.Admin] })
+  @ApiOperation({
+    summary: "Turn the organization's follow-ups entitlement on or off (admin or billing)",
+    description: 'With `followups_enabled: false` every live enrollment stops at its next release with reason `plan_lost`, and new enrollments answer 409 `conflict` (`plan_lost`). Setting it again is harmless.',
+  })
+  @ApiOkResponse({ type: FollowupSettingsEnvelopeDto })
+  @ApiErrorResponses(400, 401, 403, 404, 503)
+  setEntitlement(@CurrentCaller() caller: Caller, @Body() body: SetEntitlementDto) {
+    return this.forwarder.forward(caller, 'followups', FollowupsRpc.SettingsSetEntitlement, { followups_enabled: body.followups_enabled });
   }
 }

@@ -160,6 +160,7 @@ export class ContactsService {
         phone: row.phone,
         email: row.email,
         tags: row.tags,
+        time_zone: row.time_zone,
       });
       return toContactView(row);
     });
@@ -320,6 +321,7 @@ export class ContactsService {
       phone: row.phone,
       email: row.email,
       tags: row.tags,
+      time_zone: row.time_zone,
     } satisfies ContactEventData);
   }
 

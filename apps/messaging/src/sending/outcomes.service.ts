@@ -163,6 +163,15 @@ export class OutcomesService {
     if ((from === 'queued' || from === 'ambiguous') && (to === 'sent' || to === 'delivered' || to === 'read')) {
       await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: message.organization_id, data: outcomeData(message, 'sent') as unknown as Record<string, unknown> });
       await this.settleDelivery(tx, message, 'sent', null);
+    }
+    if (to === 'delivered' || to === 'read') {
+      // For requesters that act on it (a follow-up's "only if not read"); a message reaches each once.
+      await tx.publish({
+        event_id: `messaging.message.${to}:${message.id}`,
+        type: to === 'delivered' ? MessagingEvents.MessageDelivered : MessagingEvents.MessageRead,
+        organization_id: message.organization_id,
+        data: { ...outcomeData(message, to), status_at: at.toISOString() } as unknown as Record<string, unknown>,
+      });
     } else if (to === 'failed') {
       await tx.publish({
         event_id: `messaging.message.failed:${message.id}`,

@@ -31,6 +31,7 @@ import {
   ENROLLMENT_CONTROL_ACTIONS,
   FLOW_EDGE_CONDITION_TYPES,
   FLOW_NODE_TYPES,
+  FLOW_TIMEZONE_MODES,
   FLOW_TRIGGER_KINDS,
   FOLLOWUP_ENROLLMENT_STATUSES,
   HANDOFF_POLICIES,
@@ -52,7 +53,7 @@ const NODE_CONFIG_DOC = [
   '- `ai_classify`: `{"classes": [{"id", "label", "description"}], "fallback_class_id", "min_confidence", "instructions"}`; exits `class_match` per class',
   '- `match_reply`: `{"branches": [{"id", "keywords": [...]}]}` (accent- and case-insensitive whole words); exits `branch` per id plus `default`',
   '- `repeat`: `{"max_count": 1..20}`; exits `branch` `again` / `done`',
-  '- `action`: `{"mode": "text", "body", "template_fallback"?}`, `{"mode": "template", "template": {"name", "language", "parameters"}}`, `{"mode": "media", "media": {"media_type", "link", "caption"?, "filename"?}, "template_fallback"?}`, `{"mode": "ai", "instructions", "template_fallback"?}`, `{"mode": "tag"|"untag", "tags"}`, `{"mode": "handoff", "note"?}`; exit `always`',
+  '- `action`: `{"mode": "text", "body", "template_fallback"?}`, `{"mode": "template", "template": {"name", "language", "parameters"}}`, `{"mode": "media", "media": {"media_type", "link", "caption"?, "filename"?}, "template_fallback"?}`, `{"mode": "ai", "instructions", "template_fallback"?}`, `{"mode": "tag"|"untag", "tags"}`, `{"mode": "handoff", "note"?}`; exit `always`. A send may add `"anchor_grace_ms"` (0 to 7776000000): it is then tied to the enrollment\'s `anchor_at` and skipped (`anchor_past_grace`) once the anchor is more than that many ms past, or when there is no anchor (`anchor_missing`)',
   '- `end`: `{"outcome"?}` (snake_case, default `completed`)',
   'Texts may use `{{vars.<key>}}`, `{{anchor.at|date|time}}`, `{{contact.name|first_name}}`; a missing value skips the send.',
 ].join('\n');
@@ -137,6 +138,15 @@ export class FlowSettingsDto {
   @ApiPropertyOptional({ enum: ['live', 'test'] }) @IsOptional() @IsIn(['live', 'test']) environment?: string;
   @ApiPropertyOptional({ type: FlowSenderDto }) @IsOptional() @ValidateNested() @Type(() => FlowSenderDto) sender?: FlowSenderDto;
   @ApiPropertyOptional({ description: 'every send waits for a decision (`awaiting_decision`) before it goes out' }) @IsOptional() @IsBoolean() require_approval?: boolean;
+  @ApiPropertyOptional({
+    enum: FLOW_TIMEZONE_MODES,
+    default: 'flow',
+    example: 'contact',
+    description: "whose clock the send window's hours are read on: `flow` (this flow's `timezone`, else the organization's) or `contact` (the contact's own `time_zone` when it has one, else the flow's)",
+  })
+  @IsOptional()
+  @IsIn(FLOW_TIMEZONE_MODES)
+  timezone_mode?: string;
 }
 
 export class CustomerQuery {
@@ -253,6 +263,41 @@ export class UpdateSettingsDto extends CustomerQuery {
   @ApiPropertyOptional({ nullable: true, description: 'live enrollments the plan allows; null = unlimited' }) @IsOptional() @IsInt() @Min(1) max_live_enrollments?: number | null;
   @ApiPropertyOptional({ minimum: 1, maximum: 3650 }) @IsOptional() @IsInt() @Min(1) @Max(3650) retention_days?: number;
   @ApiPropertyOptional({ type: [ApprovedTemplateDto] }) @IsOptional() @IsArray() @ArrayMaxSize(500) @ValidateNested({ each: true }) @Type(() => ApprovedTemplateDto) approved_templates?: ApprovedTemplateDto[];
+}
+
+/** Body of `PUT /ai/followups/settings/entitlement`. */
+export class SetEntitlementDto extends CustomerQuery {
+  @ApiProperty({ example: false, description: "whether the organization's plan includes follow-ups; false stops every live enrollment at its next release (`plan_lost`) and refuses new ones" })
+  @IsBoolean()
+  followups_enabled!: boolean;
+}
+
+export class SendWindowViewDto {
+  @ApiProperty({ example: 9 }) start_hour!: number;
+  @ApiProperty({ example: 20 }) end_hour!: number;
+  @ApiProperty({ type: [Number], example: [1, 2, 3, 4, 5] }) days!: number[];
+  @ApiProperty({ example: 'America/Sao_Paulo' }) timezone!: string;
+}
+
+/** The organization's follow-up settings, as followups answers them. */
+export class FollowupSettingsDto {
+  @ApiProperty({ format: 'uuid', example: '11111111-1111-4111-8111-111111111111' }) customer_id!: string;
+  @ApiProperty({ type: SendWindowViewDto }) send_window!: SendWindowViewDto;
+  @ApiProperty({ example: 3, description: 'follow-up sends per contact in any 24 hours' }) contact_daily_cap!: number;
+  @ApiProperty({ type: Number, nullable: true, example: null, description: 'follow-up sends per calendar month (UTC); null = unlimited' }) monthly_send_quota!: number | null;
+  @ApiProperty({ enum: CONSENT_MODES, example: 'none' }) consent_mode!: string;
+  @ApiProperty({ example: 'opt_in' }) consent_tag!: string;
+  @ApiProperty({ type: Number, nullable: true, example: null, description: 'live enrollments the plan allows; null = unlimited' }) max_live_enrollments!: number | null;
+  @ApiProperty({ example: 90 }) retention_days!: number;
+  @ApiProperty({ type: [ApprovedTemplateDto] }) approved_templates!: ApprovedTemplateDto[];
+  @ApiProperty({ example: true, description: 'the follow-ups entitlement: false stops live enrollments at their next release (`plan_lost`)' }) followups_enabled!: boolean;
+  @ApiProperty({ example: 2 }) revision!: number;
+  @ApiProperty({ format: 'date-time', example: '2026-10-06T13:00:00.000Z' }) updated_at!: string;
+}
+
+/** `{data: settings}`. */
+export class FollowupSettingsEnvelopeDto {
+  @ApiProperty({ type: FollowupSettingsDto }) data!: FollowupSettingsDto;
 }
 
 export class EffectIdParams {
