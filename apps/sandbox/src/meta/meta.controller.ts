@@ -3,10 +3,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Fault, FaultRegistry } from '../control/fault-registry.service.js';
 import { MetaWebhooksService } from './meta-webhooks.service.js';
 import { MetaNumbersService } from './meta-numbers.service.js';
+import { MetaServiceWindowService } from './meta-service-window.service.js';
 import { defaultStatusOf, graphError, graphInvalidToken, graphObjectNotReadable, makeWamid, messageBodyProblems } from './whatsapp-graph.js';
 
 /** Name of the Meta fault queue and request log in the control API. */
 export const META_PROVIDER = 'meta';
+/** Meta's refusal of a free-form message outside the customer-service window (error-codes page). */
+const RE_ENGAGEMENT_CODE = 131047;
+const RE_ENGAGEMENT_DETAILS = 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.';
 /** Default hold of a `timeout` fault, ms: longer than any send deadline the dispatcher uses. */
 const DEFAULT_TIMEOUT_HOLD_MS = 30_000;
 
@@ -25,6 +29,7 @@ export class MetaController {
     private readonly faults: FaultRegistry,
     private readonly webhooks: MetaWebhooksService,
     private readonly numbers: MetaNumbersService,
+    private readonly windows: MetaServiceWindowService,
   ) {
     this.faults.register(META_PROVIDER);
   }
@@ -86,6 +91,13 @@ export class MetaController {
     if (problems.length) {
       this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
       reply.status(400).send(graphError(100, 'Invalid parameter', problems.join('; ')));
+      return;
+    }
+
+    if (this.webhooks.settings.service_window && !isRead && context.type !== 'template' && !this.windows.isOpen(phoneNumberId, context.wa_id, Date.now())) {
+      // Meta's policy, before any scripted fault: outside the window only a template may go.
+      this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: `error_${RE_ENGAGEMENT_CODE}` });
+      reply.status(400).send(graphError(RE_ENGAGEMENT_CODE, undefined, RE_ENGAGEMENT_DETAILS));
       return;
     }
 

@@ -1,4 +1,4 @@
-import type { OutboxMediaPayload, OutboxPayload } from '@touchpoint/contracts';
+import type { OutboxMediaPayload, OutboxPayload } from './outbox.js';
 import { codePointLength } from '@touchpoint/text';
 
 /** Graph's limits on message parts (WhatsApp Cloud API message reference). */
