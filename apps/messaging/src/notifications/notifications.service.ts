@@ -113,7 +113,7 @@ export class NotificationsService {
         return sameRequest(winner!, requestHash);
       }
       const disabled = await this.repository.disabledChannels(tx, data.organization_id, contact.id);
-      for (const channel of channels) await this.deliver(tx, notification, channel, disabled.has(channel), now, whatsappTemplate);
+      for (const channel of channels) await this.deliver(tx, notification, channel, disabled.has(channel), now, whatsappTemplate, contact.opted_out_at !== null);
       const created: NotificationCreatedData = { notification_id: notification.id, contact_id: contact.id, channels };
       await tx.publish({ event_id: `messaging.notification.created:${notification.id}`, type: MessagingEvents.NotificationCreated, organization_id: data.organization_id, data: created as unknown as Record<string, unknown> });
       await this.stream.append(tx, data.organization_id, MessagingEvents.NotificationCreated, { ...created, title, body });
@@ -128,7 +128,7 @@ export class NotificationsService {
    * template outside it; with no template it fails `whatsapp_template_required` here, at creation.
    * @throws AppError invalid_payload (the dispatcher's rules refuse what would be sent), validation_failed
    */
-  private async deliver(tx: Tx, notification: NotificationRow, channel: NotificationChannel, disabled: boolean, now: Date, whatsappTemplate: WhatsAppTemplateContent | null): Promise<void> {
+  private async deliver(tx: Tx, notification: NotificationRow, channel: NotificationChannel, disabled: boolean, now: Date, whatsappTemplate: WhatsAppTemplateContent | null, optedOut: boolean): Promise<void> {
     if (disabled) {
       await this.repository.insertDelivery(tx, notification.organization_id, notification.id, channel, 'skipped', now);
       return;
@@ -140,7 +140,8 @@ export class NotificationsService {
     }
     const delivery = await this.repository.insertDelivery(tx, notification.organization_id, notification.id, channel, 'pending', now);
     let template: WhatsAppTemplateContent | undefined;
-    if (channel === 'whatsapp') {
+    // An opted-out contact is refused by the send path with `opted_out`, whatever the window says.
+    if (channel === 'whatsapp' && !optedOut) {
       const lastInbound = await this.messages.lastInboundAt(tx, notification.organization_id, notification.contact_id, 'whatsapp');
       const choice = chooseWhatsAppContent(lastInbound, now, whatsappTemplate !== null);
       if (choice === 'template_required') {
