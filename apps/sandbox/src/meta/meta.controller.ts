@@ -18,7 +18,8 @@ const DEFAULT_TIMEOUT_HOLD_MS = 30_000;
  * The WhatsApp Cloud API stand-in (DESIGN §7): `POST /{version}/{phone_number_id}/messages` and
  * `/media`, answering like Graph — a wamid on success (fixtures/meta/send-response.json), an error
  * body with `error.code` (fixtures/meta/error-*.json) and `Retry-After` on a scripted error — and
- * firing signed status webhooks that echo `biz_opaque_callback_data`.
+ * firing signed status webhooks that echo `biz_opaque_callback_data`. With the `service_window`
+ * setting on, anything but a template to a person whose 24-hour window is closed gets 131047.
  */
 @Controller()
 export class MetaController {
