@@ -181,7 +181,10 @@ describe('gateway messaging routes', () => {
 
   it('creates, reads and lists notifications from a template', async () => {
     const contact = await http('POST', '/contacts', { secret: key.secret, json: { name: 'Bruno Example', phone: '+5511922223333' } });
-    expect((await http('PUT', '/notification-templates/payment_received', { secret: key.secret, json: { title: 'Payment', body: 'Hi {{name}}, we got {{amount}}.' } })).status).toBe(200);
+    // The contact never wrote on WhatsApp (its 24-hour window is closed): the approved template goes.
+    const whatsappTemplate = { name: 'payment_received', language: 'en_US', parameters: ['name', 'amount'] };
+    const put = await http('PUT', '/notification-templates/payment_received', { secret: key.secret, json: { title: 'Payment', body: 'Hi {{name}}, we got {{amount}}.', whatsapp_template: whatsappTemplate } });
+    expect([put.status, put.body.whatsapp_template]).toEqual([200, whatsappTemplate]);
     const missing = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.contact_id, template_key: 'payment_received', variables: { name: 'Bruno' }, channels: ['whatsapp'] } });
     expect(missing.body.error).toMatchObject({ code: 'validation_failed', details: { missing: ['amount'] } });
     const created = await http('POST', '/notifications', {

@@ -142,7 +142,9 @@ describe('messaging outcomes and statuses', () => {
       `INSERT INTO "${m()}".contacts (organization_id, name, phone, phone_key, created_at, updated_at) VALUES ($1, 'Bruno Example', '+5511912340000', '5511912340000', now(), now()) RETURNING id`,
       [org],
     );
-    const created = await app.get(NotificationsService).create({ organization_id: org, contact_id: contact[0].id, title: 'Payment received', body: 'We got your payment.', channels: ['whatsapp', 'in_app'] });
+    // The contact never wrote (its 24-hour window is closed): the WhatsApp delivery sends the approved template.
+    await app.get(NotificationsService).upsertTemplate(org, { key: 'payment_received', title: 'Payment received', body: 'We got your payment.', whatsapp_template: { name: 'payment_received', language: 'en_US', parameters: [] } });
+    const created = await app.get(NotificationsService).create({ organization_id: org, contact_id: contact[0].id, template_key: 'payment_received', channels: ['whatsapp', 'in_app'] });
     const whatsapp = created.deliveries.find((d) => d.channel === 'whatsapp')!;
     expect(whatsapp.status).toBe('pending');
     expect(created.deliveries.find((d) => d.channel === 'in_app')?.status).toBe('sent');
@@ -168,7 +170,8 @@ describe('messaging outcomes and statuses', () => {
       `INSERT INTO "${m()}".contacts (organization_id, name, phone, phone_key, created_at, updated_at) VALUES ($1, 'Carla Example', '+5511912349999', '5511912349999', now(), now()) RETURNING id`,
       [org],
     );
-    const created = await app.get(NotificationsService).create({ organization_id: org, contact_id: contact[0].id, body: 'Your code is 1234', channels: ['whatsapp', 'email'] });
+    await app.get(NotificationsService).upsertTemplate(org, { key: 'code', body: 'Your code is {{code}}', whatsapp_template: { name: 'login_code', language: 'en_US', parameters: ['code'] } });
+    const created = await app.get(NotificationsService).create({ organization_id: org, contact_id: contact[0].id, template_key: 'code', variables: { code: '1234' }, channels: ['whatsapp', 'email'] });
     expect(created.deliveries.find((d) => d.channel === 'email')).toMatchObject({ status: 'failed', error_code: 'no_address' });
     const whatsapp = created.deliveries.find((d) => d.channel === 'whatsapp')!;
     const [message] = await world.sql<{ id: string; idempotency_key: string }>(`SELECT id, idempotency_key FROM "${m()}".messages WHERE id = $1`, [whatsapp.message_id]);

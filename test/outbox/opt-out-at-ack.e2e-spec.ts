@@ -13,6 +13,9 @@ describe('an opt-out webhook is acknowledged only once its address is suppressed
 
   beforeAll(async () => {
     w = await startWireWorld('outbox_optout_ack', { INBOUND_POLL_MS: '0' });
+    // The contact has not written yet (its 24-hour window is closed): WhatsApp notifications go as this template.
+    const put = await w.http('PUT', '/notification-templates/order_shipped', { secret: w.key.secret, json: { title: 'Pedido', body: 'Seu pedido saiu', whatsapp_template: { name: 'order_shipped', language: 'pt_BR', parameters: [] } } });
+    expect(put.status).toBe(200);
   }, 90_000);
   afterAll(() => w.close());
 
@@ -23,7 +26,7 @@ describe('an opt-out webhook is acknowledged only once its address is suppressed
     const contact = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Ana', phone: `+${waId}`, email } });
     expect(contact.status).toBe(201);
     const contactId = contact.body.contact_id as string;
-    const queuedBefore = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contactId, title: 'Pedido', body: 'Seu pedido saiu', channels: ['whatsapp'] } });
+    const queuedBefore = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contactId, template_key: 'order_shipped', channels: ['whatsapp'] } });
     expect(queuedBefore.status).toBe(201);
     const heldId = queuedBefore.body.deliveries[0].message_id as string;
     await soon(async () => (await w.entriesOf(heldId))[0]?.status === 'pending');

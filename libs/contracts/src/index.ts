@@ -10,3 +10,5 @@ export * from './followups.js';
 export * from './outreach.js';
 export * from './followups-example.js';
 export * from './leaves-platform.js';
+export * from './whatsapp-payload.js';
+export * from './outbox-payload-rules.js';

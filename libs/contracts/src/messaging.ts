@@ -473,6 +473,39 @@ export interface NotificationCreateData {
   data?: Record<string, unknown>;
 }
 
+/**
+ * The approved WhatsApp template a notification template names (Meta's message templates): sent
+ * instead of the text when the contact's 24-hour customer-service window is closed. `parameters`
+ * are notification variable names; their values fill the template body's `{{1}}`, `{{2}}`, … in
+ * this order.
+ */
+export interface NotificationWhatsAppTemplate {
+  /** The template's name at Meta: lowercase letters, digits and `_`. */
+  name: string;
+  /** The approved translation's language code, as Meta names it (`pt_BR`, `en_US`, `es`). */
+  language: string;
+  parameters: string[];
+}
+
+/** Data of the template create-or-replace RPC (`PUT /notification-templates/{key}`). */
+export interface NotificationTemplateData {
+  organization_id: string;
+  key: string;
+  title?: string | null;
+  body: string;
+  /** Null or absent: the template has none, and a WhatsApp delivery outside the window fails `whatsapp_template_required`. */
+  whatsapp_template?: NotificationWhatsAppTemplate | null;
+}
+
+/** A notification template as the template RPCs answer it. */
+export interface NotificationTemplateView {
+  key: string;
+  title: string | null;
+  body: string;
+  whatsapp_template: NotificationWhatsAppTemplate | null;
+  updated_at: string;
+}
+
 export interface NotificationDeliveryView {
   delivery_id: string;
   channel: NotificationChannel;

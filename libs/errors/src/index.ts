@@ -61,6 +61,8 @@ export enum ErrorCode {
   SenderDisconnected = 'sender_disconnected',
   SenderUnverified = 'sender_unverified',
   UnsupportedChannel = 'unsupported_channel',
+  /** A WhatsApp send outside the contact's 24-hour customer-service window with no approved template to send instead. */
+  WhatsAppTemplateRequired = 'whatsapp_template_required',
   NotAmbiguous = 'not_ambiguous',
   InvalidResolution = 'invalid_resolution',
   // bus
@@ -161,6 +163,7 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.InvalidGraph:
     case ErrorCode.InvalidCursor:
     case ErrorCode.UnsupportedChannel:
+    case ErrorCode.WhatsAppTemplateRequired:
     case ErrorCode.SenderUnverified:
     case ErrorCode.BatchTooLarge:
     case ErrorCode.DraftEmpty:
@@ -189,7 +192,8 @@ export function httpStatusOf(code: ErrorCode | string): number {
  */
 export function isRetryable(err: unknown): boolean {
   if (err instanceof AppError) {
-    return ![ErrorCode.InvalidMessage, ErrorCode.ValidationFailed, ErrorCode.NoHandler].includes(err.code as ErrorCode);
+    // invalid_payload: the dispatcher's payload rules refuse it, and will every time.
+    return ![ErrorCode.InvalidMessage, ErrorCode.ValidationFailed, ErrorCode.InvalidPayload, ErrorCode.NoHandler].includes(err.code as ErrorCode);
   }
   return true;
 }

@@ -156,6 +156,20 @@ export class MessagesRepository {
     return rows.length > 0;
   }
 
+  /**
+   * When the contact last wrote to us on a channel (UTC), or null if never: the start of WhatsApp's
+   * customer-service window. The provider's timestamp is when the person sent it; the earlier of it
+   * and our receipt time is taken, so a clock ahead of ours never stretches the window.
+   */
+  async lastInboundAt(tx: Tx, organizationId: string, contactId: string, channel: string): Promise<Date | null> {
+    const [row] = await tx.query<{ at: Date | null }>(
+      `SELECT max(LEAST(provider_timestamp, created_at)) AS at FROM messages
+        WHERE organization_id = $1 AND contact_id = $2 AND channel = $3 AND direction = 'inbound'`,
+      [organizationId, contactId, channel],
+    );
+    return row?.at ? new Date(row.at) : null;
+  }
+
   async findByIdempotencyKey(tx: Tx, organizationId: string, key: string, lock = false): Promise<MessageRow | null> {
     const rows = await tx.query<MessageRow>(`SELECT * FROM messages WHERE organization_id = $1 AND idempotency_key = $2 ${lock ? 'FOR UPDATE' : ''}`, [organizationId, key]);
     return rows[0] ?? null;

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { MessagingRpc, type NotificationCreateData } from '@touchpoint/contracts';
+import { MessagingRpc, type NotificationCreateData, type NotificationTemplateData } from '@touchpoint/contracts';
 import { NotificationsService } from './notifications.service.js';
 
 /** RPC edge of notifications, their templates and preferences. */
@@ -24,7 +24,7 @@ export class NotificationsController {
   }
 
   @MessagePattern(MessagingRpc.TemplateCreate)
-  createTemplate(@Payload() data: { organization_id: string; key: string; title?: string; body: string }) {
+  createTemplate(@Payload() data: NotificationTemplateData) {
     return this.notifications.upsertTemplate(data.organization_id, data);
   }
 

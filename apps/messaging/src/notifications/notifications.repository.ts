@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { NotificationChannel, NotificationDeliveryStatus, NotificationDeliveryView, NotificationView } from '@touchpoint/contracts';
+import type { NotificationChannel, NotificationDeliveryStatus, NotificationDeliveryView, NotificationTemplateView, NotificationView, NotificationWhatsAppTemplate } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { iso, returnedRows } from '../shared/sql.js';
 
@@ -19,6 +19,14 @@ export interface NotificationRow {
   created_at: Date;
 }
 
+export interface TemplateRow {
+  key: string;
+  title: string | null;
+  body: string;
+  whatsapp_template: NotificationWhatsAppTemplate | null;
+  updated_at: Date;
+}
+
 export interface DeliveryRow {
   id: string;
   organization_id: string;
@@ -33,25 +41,24 @@ export interface DeliveryRow {
 /** Every SQL statement about notifications, their deliveries, templates and preferences. */
 @Injectable()
 export class NotificationsRepository {
-  async findTemplate(tx: Tx, organizationId: string, key: string): Promise<{ key: string; title: string | null; body: string } | null> {
-    const rows = await tx.query<{ key: string; title: string | null; body: string }>(`SELECT key, title, body FROM notification_templates WHERE organization_id = $1 AND key = $2`, [organizationId, key]);
+  async findTemplate(tx: Tx, organizationId: string, key: string): Promise<TemplateRow | null> {
+    const rows = await tx.query<TemplateRow>(`SELECT key, title, body, whatsapp_template, updated_at FROM notification_templates WHERE organization_id = $1 AND key = $2`, [organizationId, key]);
     return rows[0] ?? null;
   }
 
-  async upsertTemplate(tx: Tx, organizationId: string, key: string, title: string | null, body: string, now: Date) {
-    const [row] = await tx.query<{ id: string; key: string; title: string | null; body: string; created_at: Date; updated_at: Date }>(
-      `INSERT INTO notification_templates (organization_id, key, title, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
-       ON CONFLICT ON CONSTRAINT notification_templates_key DO UPDATE SET title = EXCLUDED.title, body = EXCLUDED.body, updated_at = EXCLUDED.updated_at
-       RETURNING id, key, title, body, created_at, updated_at`,
-      [organizationId, key, title, body, now],
+  async upsertTemplate(tx: Tx, organizationId: string, key: string, title: string | null, body: string, whatsappTemplate: NotificationWhatsAppTemplate | null, now: Date): Promise<TemplateRow> {
+    const [row] = await tx.query<TemplateRow>(
+      `INSERT INTO notification_templates (organization_id, key, title, body, whatsapp_template, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
+       ON CONFLICT ON CONSTRAINT notification_templates_key DO UPDATE
+         SET title = EXCLUDED.title, body = EXCLUDED.body, whatsapp_template = EXCLUDED.whatsapp_template, updated_at = EXCLUDED.updated_at
+       RETURNING key, title, body, whatsapp_template, updated_at`,
+      [organizationId, key, title, body, whatsappTemplate === null ? null : JSON.stringify(whatsappTemplate), now],
     );
-    return row;
+    return row!;
   }
 
-  async listTemplates(tx: Tx, organizationId: string) {
-    return tx.query<{ key: string; title: string | null; body: string; updated_at: Date }>(`SELECT key, title, body, updated_at FROM notification_templates WHERE organization_id = $1 ORDER BY key`, [
-      organizationId,
-    ]);
+  async listTemplates(tx: Tx, organizationId: string): Promise<TemplateRow[]> {
+    return tx.query<TemplateRow>(`SELECT key, title, body, whatsapp_template, updated_at FROM notification_templates WHERE organization_id = $1 ORDER BY key`, [organizationId]);
   }
 
   /** Channels the contact turned off. */
@@ -164,4 +171,9 @@ export function toNotificationView(n: NotificationRow, deliveries: DeliveryRow[]
     deliveries: deliveries.filter((d) => d.notification_id === n.id).map(toDeliveryView),
     created_at: iso(n.created_at)!,
   };
+}
+
+/** A template as the template RPCs answer it. */
+export function toTemplateView(r: TemplateRow): NotificationTemplateView {
+  return { key: r.key, title: r.title, body: r.body, whatsapp_template: r.whatsapp_template ?? null, updated_at: new Date(r.updated_at).toISOString() };
 }

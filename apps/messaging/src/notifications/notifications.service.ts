@@ -9,6 +9,10 @@ import {
   type NotificationView,
   MessagingEvents,
   type MessagingPage,
+  type NotificationTemplateData,
+  type NotificationTemplateView,
+  type NotificationWhatsAppTemplate,
+  validateWhatsAppPayload,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
@@ -20,7 +24,9 @@ import { ContactsService } from '../contacts/contacts.service.js';
 import { SendService } from '../sending/send.service.js';
 import { decodeCursor, encodeCursor, pageSize, requireId, requireString } from '../shared/sql.js';
 import { StreamRepository } from '../stream/stream.repository.js';
-import { NotificationsRepository, type NotificationRow, toNotificationView } from './notifications.repository.js';
+import { MessagesRepository } from '../messages/messages.repository.js';
+import { NotificationsRepository, type NotificationRow, toNotificationView, toTemplateView } from './notifications.repository.js';
+import { chooseWhatsAppContent, whatsAppTemplateContent } from './service-window.js';
 
 /** Longest notification body, characters. */
 const MAX_BODY = 4096;
@@ -52,6 +58,7 @@ export class NotificationsService {
     private readonly repository: NotificationsRepository,
     private readonly contacts: ContactsService,
     private readonly sends: SendService,
+    private readonly messages: MessagesRepository,
     private readonly stream: StreamRepository,
     private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -75,11 +82,14 @@ export class NotificationsService {
       if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
       let title = data.title ?? null;
       let body = data.body ?? null;
+      let whatsappTemplate: WhatsAppTemplateContent | null = null;
       if (data.template_key) {
         const template = await this.repository.findTemplate(tx, data.organization_id, data.template_key);
         if (!template) throw new AppError(ErrorCode.NotFound, 'notification template not found', { template_key: data.template_key });
         title = template.title !== null ? renderTemplate(template.title, data.variables) : title;
         body = renderTemplate(template.body, data.variables);
+        // Filled whether or not the window is open, so the same request never answers differently by the hour.
+        if (template.whatsapp_template && channels.includes('whatsapp')) whatsappTemplate = whatsAppTemplateContent(template.whatsapp_template, data.variables);
       }
       if (!body || body.trim() === '' || codePointLength(body) > MAX_BODY) throw new AppError(ErrorCode.ValidationFailed, `body (or a template) is required, at most ${MAX_BODY} characters`, { field: 'body' });
       const now = this.clock.now();
@@ -103,7 +113,7 @@ export class NotificationsService {
         return sameRequest(winner!, requestHash);
       }
       const disabled = await this.repository.disabledChannels(tx, data.organization_id, contact.id);
-      for (const channel of channels) await this.deliver(tx, notification, channel, disabled.has(channel), now);
+      for (const channel of channels) await this.deliver(tx, notification, channel, disabled.has(channel), now, whatsappTemplate, contact.opted_out_at !== null);
       const created: NotificationCreatedData = { notification_id: notification.id, contact_id: contact.id, channels };
       await tx.publish({ event_id: `messaging.notification.created:${notification.id}`, type: MessagingEvents.NotificationCreated, organization_id: data.organization_id, data: created as unknown as Record<string, unknown> });
       await this.stream.append(tx, data.organization_id, MessagingEvents.NotificationCreated, { ...created, title, body });
@@ -112,8 +122,13 @@ export class NotificationsService {
     return this.get(data.organization_id, notificationId);
   }
 
-  /** One channel's delivery: skipped by preference, in-app at once, the others through the send path. */
-  private async deliver(tx: Tx, notification: NotificationRow, channel: NotificationChannel, disabled: boolean, now: Date): Promise<void> {
+  /**
+   * One channel's delivery: skipped by preference, in-app at once, the others through the send
+   * path. A WhatsApp delivery sends the text inside the contact's 24-hour window and the approved
+   * template outside it; with no template it fails `whatsapp_template_required` here, at creation.
+   * @throws AppError invalid_payload (the dispatcher's rules refuse what would be sent), validation_failed
+   */
+  private async deliver(tx: Tx, notification: NotificationRow, channel: NotificationChannel, disabled: boolean, now: Date, whatsappTemplate: WhatsAppTemplateContent | null, optedOut: boolean): Promise<void> {
     if (disabled) {
       await this.repository.insertDelivery(tx, notification.organization_id, notification.id, channel, 'skipped', now);
       return;
@@ -124,6 +139,22 @@ export class NotificationsService {
       return;
     }
     const delivery = await this.repository.insertDelivery(tx, notification.organization_id, notification.id, channel, 'pending', now);
+    let template: WhatsAppTemplateContent | undefined;
+    // An opted-out contact is refused by the send path with `opted_out`, whatever the window says.
+    if (channel === 'whatsapp' && !optedOut) {
+      const lastInbound = await this.messages.lastInboundAt(tx, notification.organization_id, notification.contact_id, 'whatsapp');
+      const choice = chooseWhatsAppContent(lastInbound, now, whatsappTemplate !== null);
+      if (choice === 'template_required') {
+        // Meta would refuse the text (131047): fail now, visibly, rather than queue a send that cannot go.
+        await this.repository.settleDelivery(tx, delivery.id, 'failed', ErrorCode.WhatsAppTemplateRequired, now);
+        this.logger.warn(
+          { event: 'messaging.notification_undeliverable', organization_id: notification.organization_id, notification_id: notification.id, channel, code: ErrorCode.WhatsAppTemplateRequired, last_inbound_at: lastInbound?.toISOString() ?? null },
+          'the 24-hour window is closed and the notification names no WhatsApp template',
+        );
+        return;
+      }
+      if (choice === 'template') template = whatsappTemplate!;
+    }
     try {
       const { message } = await this.sends.sendInTx(tx, {
         organization_id: notification.organization_id,
@@ -132,7 +163,7 @@ export class NotificationsService {
         contact_id: notification.contact_id,
         sender_type: 'notification',
         requester: 'messaging',
-        text: channel === 'email' || !notification.title ? notification.body : `${notification.title}\n\n${notification.body}`,
+        ...(template ? { template } : { text: channel === 'email' || !notification.title ? notification.body : `${notification.title}\n\n${notification.body}` }),
         subject: channel === 'email' ? (notification.title ?? undefined) : undefined,
         notification_delivery_id: delivery.id,
         context: { notification_id: notification.id, delivery_id: delivery.id },
@@ -142,8 +173,9 @@ export class NotificationsService {
       if (channel === 'whatsapp') await this.repository.linkInstance(tx, notification.id, message.instance_id);
       if (message.status === 'failed') await this.repository.settleDelivery(tx, delivery.id, 'failed', message.error_code ?? 'failed', now);
     } catch (err) {
-      if (!(err instanceof AppError) || err.code !== ErrorCode.ValidationFailed) throw err;
-      // The contact has no address for this channel: this delivery fails, the others go on.
+      // Only "the contact has no address for this channel" fails this delivery alone; anything else
+      // about the content (a payload the dispatcher would refuse) refuses the whole request.
+      if (!(err instanceof AppError) || err.code !== ErrorCode.ValidationFailed || (err.details as { field?: string } | undefined)?.field !== 'contact_id') throw err;
       await this.repository.settleDelivery(tx, delivery.id, 'failed', 'no_address', now);
       this.logger.warn({ event: 'messaging.notification_undeliverable', organization_id: notification.organization_id, notification_id: notification.id, channel, err: err.message }, 'notification channel undeliverable');
     }
@@ -172,17 +204,23 @@ export class NotificationsService {
     });
   }
 
-  async upsertTemplate(organizationId: string, data: { key: string; title?: string | null; body: string }) {
+  /**
+   * Creates or replaces a template. Its WhatsApp template is checked by the dispatcher's own rules
+   * (with a stand-in value per parameter), so a name or language Meta would refuse fails here.
+   * @throws AppError validation_failed, invalid_payload (`details.errors`)
+   */
+  async upsertTemplate(organizationId: string, data: Omit<NotificationTemplateData, 'organization_id'>): Promise<NotificationTemplateView> {
     requireString(data?.key, 'key');
     requireString(data?.body, 'body');
     if (!/^[a-z0-9_.-]{1,64}$/.test(data.key)) throw new AppError(ErrorCode.ValidationFailed, 'key must be 1-64 of a-z 0-9 _ . -', { field: 'key' });
-    const row = await this.uow.run((tx) => this.repository.upsertTemplate(tx, organizationId, data.key, data.title ?? null, data.body, this.clock.now()));
-    return { key: row.key, title: row.title, body: row.body, updated_at: new Date(row.updated_at).toISOString() };
+    const whatsapp = data.whatsapp_template ? checkWhatsAppTemplate(data.whatsapp_template) : null;
+    const row = await this.uow.run((tx) => this.repository.upsertTemplate(tx, organizationId, data.key, data.title ?? null, data.body, whatsapp, this.clock.now()));
+    return toTemplateView(row);
   }
 
-  async listTemplates(organizationId: string) {
+  async listTemplates(organizationId: string): Promise<{ items: NotificationTemplateView[] }> {
     const rows = await this.uow.run((tx) => this.repository.listTemplates(tx, organizationId));
-    return { items: rows.map((r) => ({ key: r.key, title: r.title, body: r.body, updated_at: new Date(r.updated_at).toISOString() })) };
+    return { items: rows.map(toTemplateView) };
   }
 
   async setPreference(organizationId: string, data: { contact_id: string; channel: string; enabled: boolean }) {
@@ -201,6 +239,26 @@ export class NotificationsService {
       return { items: await this.repository.listPreferences(tx, organizationId, contactId) };
     });
   }
+}
+
+type WhatsAppTemplateContent = ReturnType<typeof whatsAppTemplateContent>;
+
+/**
+ * A template's WhatsApp template, shape-checked and run through the dispatcher's payload rules
+ * with a stand-in value for each parameter.
+ * @throws AppError validation_failed, invalid_payload
+ */
+function checkWhatsAppTemplate(t: NotificationWhatsAppTemplate): NotificationWhatsAppTemplate {
+  if (typeof t !== 'object' || typeof t.name !== 'string' || typeof t.language !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'whatsapp_template needs name and language', { field: 'whatsapp_template' });
+  const parameters = t.parameters ?? [];
+  if (!Array.isArray(parameters) || parameters.some((p) => typeof p !== 'string' || !/^[\w.-]{1,64}$/.test(p))) {
+    throw new AppError(ErrorCode.ValidationFailed, 'whatsapp_template.parameters must be a list of variable names', { field: 'whatsapp_template.parameters' });
+  }
+  const checked: NotificationWhatsAppTemplate = { name: t.name, language: t.language, parameters };
+  const sample = whatsAppTemplateContent(checked, Object.fromEntries(parameters.map((p) => [p, 'x'])));
+  const problems = validateWhatsAppPayload({ type: 'template', ...sample }, '');
+  if (problems.length) throw new AppError(ErrorCode.InvalidPayload, `whatsapp_template is not valid: ${problems.join('; ')}`, { field: 'whatsapp_template', errors: problems });
+  return checked;
 }
 
 /**

@@ -7,9 +7,11 @@ import {
   type MessagingSendData,
   type MessagingSendResult,
   type MessageOutcomeData,
+  type OutboxChannel,
   OutboxCommands,
   type OutboxEnqueueData,
   type OutboxPayload,
+  validateOutboxPayload,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
@@ -65,7 +67,7 @@ export class SendService {
 
   /**
    * The RPC form: one transaction, answered after it committed.
-   * @throws AppError validation_failed, not_found (contact, conversation); the enqueue failure is logged as `messaging.send_enqueue_failed`
+   * @throws AppError validation_failed, not_found (contact, conversation), invalid_payload; the enqueue failure is logged as `messaging.send_enqueue_failed`
    */
   async send(data: MessagingSendData, options: SendOptions = {}): Promise<MessagingSendResult> {
     try {
@@ -121,7 +123,8 @@ export class SendService {
   /**
    * Writes a send in the caller's transaction (replies from the inbound path, notification
    * deliveries, the `messaging.send` command). Returns the existing message for a repeated key.
-   * @throws AppError validation_failed, not_found
+   * @throws AppError validation_failed, not_found, invalid_payload (`details.errors`: the
+   *   dispatcher's own payload rules refuse it; nothing is written)
    */
   async sendInTx(tx: Tx, data: MessagingSendData, known?: { contact: ContactRow; conversation: ConversationRow }, options: SendOptions = {}): Promise<SendWrite> {
     validate(data);
@@ -131,6 +134,8 @@ export class SendService {
       if (options.sameRequestOnly) refuseDifferentRequest(existing, data);
       return { message: existing, created: false };
     }
+    const payload = payloadOf(data);
+    if (DISPATCHED_CHANNELS.has(data.channel)) refuseUndispatchable(data.channel as OutboxChannel, payload, data.idempotency_key);
 
     const contact = known?.contact ?? (await this.resolveContact(tx, data));
     if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
@@ -150,7 +155,6 @@ export class SendService {
     await this.conversations.touch(tx, conversation.id, now, false);
 
     const stored = STORED_CHANNELS.has(data.channel);
-    const payload = payloadOf(data);
     const message = await this.messages.insert(tx, {
       organization_id: data.organization_id,
       conversation_id: conversation.id,
@@ -284,7 +288,17 @@ function validate(data: MessagingSendData): void {
   }
 }
 
-/** The dispatcher payload of a send (outbox.ts shapes). */
+/**
+ * Runs the dispatcher's payload rules (`validateOutboxPayload`, libs/contracts) before anything is
+ * written: a payload the dispatcher would refuse is an enqueue failure, thrown at the call site
+ * (seed 004 "Enqueue before wire"), instead of a `queued` answer that fails later.
+ * @throws AppError invalid_payload with `details.errors`, one line per problem
+ */
+function refuseUndispatchable(channel: OutboxChannel, payload: OutboxPayload, idempotencyKey: string): void {
+  const problems = validateOutboxPayload(channel, payload, idempotencyKey);
+  if (problems.length) throw new AppError(ErrorCode.InvalidPayload, `the ${channel} payload is not valid: ${problems.join('; ')}`, { errors: problems });
+}
+
 /** How a caller wants a repeated idempotency key treated. */
 export interface SendOptions {
   /**
@@ -309,6 +323,7 @@ function refuseDifferentRequest(existing: MessageRow, data: MessagingSendData): 
   }
 }
 
+/** The dispatcher payload of a send (outbox.ts shapes). */
 function payloadOf(data: MessagingSendData): OutboxPayload & { subject?: string } {
   const payload: OutboxPayload & { subject?: string } = data.template
     ? { type: 'template', name: data.template.name, language: data.template.language, components: data.template.components as never }

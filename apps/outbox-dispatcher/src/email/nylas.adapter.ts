@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { OutboxPayload } from '@touchpoint/contracts';
+import { type OutboxPayload, validateEmailPayload } from '@touchpoint/contracts';
 import { APP_CONFIG } from '@touchpoint/runtime';
-import { codePointLength, signUnsubscribeToken } from '@touchpoint/text';
+import { signUnsubscribeToken } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { type Classified, parseRetryAfter, type WireFailure } from '../classification/classification.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
@@ -14,8 +14,6 @@ import { providerFetch, textToHtml } from './provider-http.js';
  * fails the entry with error code `prospect_send_cap_reached`, and nothing was sent.
  */
 export const PROSPECT_CAP_REFUSAL_CODE = 90_001;
-/** Longest email body we accept, characters (ours: a sane bound for one text email). */
-export const EMAIL_BODY_MAX = 100_000;
 
 /** Nylas drops custom headers except on Google grants (seed 003 §4.6), so List-Unsubscribe goes only there. */
 const HEADER_FRIENDLY_PROVIDERS = new Set(['google', 'gmail']);
@@ -43,13 +41,7 @@ export class NylasEmailAdapter implements ProviderAdapter {
   ) {}
 
   validate(payload: unknown): string[] {
-    const p = payload as { type?: unknown; body?: unknown; subject?: unknown; reply_to?: unknown } | null;
-    const problems: string[] = [];
-    if (p?.type !== 'text') problems.push('email supports payload type text only');
-    if (typeof p?.body !== 'string' || p.body.trim() === '' || codePointLength(p.body) > EMAIL_BODY_MAX) problems.push(`body must be 1 to ${EMAIL_BODY_MAX} characters`);
-    if (p?.subject !== undefined && typeof p.subject !== 'string') problems.push('subject must be a string');
-    if (p?.reply_to !== undefined && typeof p.reply_to !== 'string') problems.push('reply_to must be a Nylas message id');
-    return problems;
+    return validateEmailPayload(payload);
   }
 
   /** Always two-phase: the prospect-cap claim is a database write of its own, kept out of the claim's transaction. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { OutboxPayload } from '@touchpoint/contracts';
+import { type OutboxPayload, validateLinkedinPayload } from '@touchpoint/contracts';
 import { APP_CONFIG } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
@@ -14,8 +14,6 @@ export const ALREADY_CONNECTED_CODE = 90_101;
 export const CONNECTION_HELD_CODE = 90_102;
 /** LinkedIn's invitation note limit, characters. */
 export const INVITE_NOTE_MAX = 300;
-/** Longest LinkedIn message we send, characters (ours, above the drafting limit). */
-export const LINKEDIN_MESSAGE_MAX = 8000;
 
 /**
  * Unipile error types (RFC 7807 `type`, developer.unipile.com "Error responses") that mean the
@@ -48,10 +46,7 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
   ) {}
 
   validate(payload: unknown): string[] {
-    const p = payload as { type?: unknown; body?: unknown } | null;
-    if (p?.type !== 'text') return ['linkedin supports payload type text only'];
-    if (typeof p.body !== 'string' || p.body.trim() === '' || codePointLength(p.body) > LINKEDIN_MESSAGE_MAX) return [`body must be 1 to ${LINKEDIN_MESSAGE_MAX} characters`];
-    return [];
+    return validateLinkedinPayload(payload);
   }
 
   /** A recipient given as a profile URL needs one Unipile read first: the invitation goes by member id. */

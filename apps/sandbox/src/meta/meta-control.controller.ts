@@ -2,6 +2,7 @@ import { BadRequestException, Body, Controller, Get, HttpCode, Post, Query } fro
 import { FaultRegistry } from '../control/fault-registry.service.js';
 import { META_PROVIDER } from './meta.controller.js';
 import { MetaNumbersService, type SandboxPhoneNumber } from './meta-numbers.service.js';
+import { MetaServiceWindowService } from './meta-service-window.service.js';
 import { type MetaSettings, MetaWebhooksService, SANDBOX_DISPLAY_NUMBER, type WebhookDelivery } from './meta-webhooks.service.js';
 
 /** Phone-number id the sandbox uses when a control call names none (the fixtures' id). */
@@ -20,6 +21,7 @@ export class MetaControlController {
     private readonly webhooks: MetaWebhooksService,
     private readonly faults: FaultRegistry,
     private readonly numbers: MetaNumbersService,
+    private readonly windows: MetaServiceWindowService,
   ) {}
 
   /**
@@ -111,6 +113,7 @@ export class MetaControlController {
     if (body.app_secret !== undefined) next.app_secret = String(body.app_secret);
     if (body.webhook_retries !== undefined) next.webhook_retries = Math.max(0, Math.min(10, Number(body.webhook_retries) || 0));
     if (body.display_numbers !== undefined) next.display_numbers = { ...next.display_numbers, ...body.display_numbers };
+    if (body.service_window !== undefined) next.service_window = Boolean(body.service_window);
     this.webhooks.settings = next;
     return next;
   }
@@ -121,6 +124,7 @@ export class MetaControlController {
   reset(): { reset: true } {
     this.webhooks.reset();
     this.numbers.reset();
+    this.windows.reset();
     return { reset: true };
   }
 
@@ -129,7 +133,8 @@ export class MetaControlController {
    * fixtures/meta/webhook-message-text.json to the gateway and answers with the delivery (the
    * gateway's status tells whether it stored it). Body: `{ from, text }` for a text message, or
    * `{ from, message: {type, ...} }` for any other type; optional `phone_number_id`, `name`,
-   * `message_id`, `timestamp`, `context_message_id`.
+   * `message_id`, `timestamp` (epoch s), `context_message_id`. The message opens the person's
+   * customer-service window with the number at its `timestamp`.
    */
   @Post('inbound')
   @HttpCode(200)
@@ -141,10 +146,13 @@ export class MetaControlController {
     if (body.text === undefined && !body.message) throw new BadRequestException('give text or message');
     const phoneNumberId = body.phone_number_id ?? DEFAULT_PHONE_NUMBER_ID;
     const id = body.message_id ?? `wamid.${Buffer.from(`sandbox-in:${process.pid}:${++this.inboundSeq}:${body.from}`).toString('base64')}`;
+    const timestamp = body.timestamp ?? Math.floor(Date.now() / 1000);
+    // The person wrote: their window with this number opens at the message's time.
+    this.windows.record(phoneNumberId, body.from, timestamp * 1000);
     const message: Record<string, unknown> = {
       from: body.from,
       id,
-      timestamp: String(body.timestamp ?? Math.floor(Date.now() / 1000)),
+      timestamp: String(timestamp),
       ...(body.message ?? { type: 'text', text: { body: body.text } }),
     };
     if (body.context_message_id) message.context = { from: this.webhooks.displayNumberOf(phoneNumberId) ?? SANDBOX_DISPLAY_NUMBER, id: body.context_message_id };

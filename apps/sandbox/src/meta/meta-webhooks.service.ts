@@ -26,6 +26,12 @@ export interface MetaSettings {
   webhook_retries: number;
   /** Display number reported per phone number id (default the fixtures' number). */
   display_numbers: Record<string, string>;
+  /**
+   * Refuse free-form messages (anything but a template or a read receipt) to a person whose 24-hour
+   * customer-service window is closed, with 131047 as Meta does. Off by default, so tests that
+   * never simulate an inbound message can send text.
+   */
+  service_window: boolean;
 }
 
 /** One webhook the sandbox posted, as the control API lists it. */
@@ -65,6 +71,7 @@ export class MetaWebhooksService implements OnModuleDestroy {
       app_secret: this.config.META_APP_SECRET,
       webhook_retries: 2,
       display_numbers: {},
+      service_window: false,
     };
   }
 

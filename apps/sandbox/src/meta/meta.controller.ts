@@ -3,10 +3,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Fault, FaultRegistry } from '../control/fault-registry.service.js';
 import { MetaWebhooksService } from './meta-webhooks.service.js';
 import { MetaNumbersService } from './meta-numbers.service.js';
+import { MetaServiceWindowService } from './meta-service-window.service.js';
 import { defaultStatusOf, graphError, graphExpiredToken, graphInvalidToken, graphObjectNotReadable, makeWamid, messageBodyProblems } from './whatsapp-graph.js';
 
 /** Name of the Meta fault queue and request log in the control API. */
 export const META_PROVIDER = 'meta';
+/** Meta's refusal of a free-form message outside the customer-service window (error-codes page). */
+const RE_ENGAGEMENT_CODE = 131047;
+const RE_ENGAGEMENT_DETAILS = 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.';
 /** Default hold of a `timeout` fault, ms: longer than any send deadline the dispatcher uses. */
 const DEFAULT_TIMEOUT_HOLD_MS = 30_000;
 
@@ -14,7 +18,8 @@ const DEFAULT_TIMEOUT_HOLD_MS = 30_000;
  * The WhatsApp Cloud API stand-in (DESIGN §7): `POST /{version}/{phone_number_id}/messages` and
  * `/media`, answering like Graph — a wamid on success (fixtures/meta/send-response.json), an error
  * body with `error.code` (fixtures/meta/error-*.json) and `Retry-After` on a scripted error — and
- * firing signed status webhooks that echo `biz_opaque_callback_data`.
+ * firing signed status webhooks that echo `biz_opaque_callback_data`. With the `service_window`
+ * setting on, anything but a template to a person whose 24-hour window is closed gets 131047.
  */
 @Controller()
 export class MetaController {
@@ -25,6 +30,7 @@ export class MetaController {
     private readonly faults: FaultRegistry,
     private readonly webhooks: MetaWebhooksService,
     private readonly numbers: MetaNumbersService,
+    private readonly windows: MetaServiceWindowService,
   ) {
     this.faults.register(META_PROVIDER);
   }
@@ -98,6 +104,13 @@ export class MetaController {
     if (problems.length) {
       this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
       reply.status(400).send(graphError(100, 'Invalid parameter', problems.join('; ')));
+      return;
+    }
+
+    if (this.webhooks.settings.service_window && !isRead && context.type !== 'template' && !this.windows.isOpen(phoneNumberId, context.wa_id, Date.now())) {
+      // Meta's policy, before any scripted fault: outside the window only a template may go.
+      this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: `error_${RE_ENGAGEMENT_CODE}` });
+      reply.status(400).send(graphError(RE_ENGAGEMENT_CODE, undefined, RE_ENGAGEMENT_DETAILS));
       return;
     }
 

@@ -5,6 +5,7 @@ import type { SandboxConfig } from '../sandbox.config.js';
 import { MetaControlController } from './meta-control.controller.js';
 import { MetaController } from './meta.controller.js';
 import { MetaNumbersService } from './meta-numbers.service.js';
+import { MetaServiceWindowService } from './meta-service-window.service.js';
 import { META_SANDBOX_CONFIG, MetaWebhooksService } from './meta-webhooks.service.js';
 
 /** The Meta (WhatsApp Cloud API) stand-in: Graph endpoints, signed webhooks, its controls. */
@@ -16,7 +17,7 @@ export class MetaSandboxModule implements OnModuleInit {
     return {
       module: MetaSandboxModule,
       controllers: [MetaController, MetaControlController],
-      providers: [{ provide: META_SANDBOX_CONFIG, useValue: config }, MetaWebhooksService, MetaNumbersService],
+      providers: [{ provide: META_SANDBOX_CONFIG, useValue: config }, MetaWebhooksService, MetaNumbersService, MetaServiceWindowService],
       exports: [MetaWebhooksService],
     };
   }

@@ -15,6 +15,7 @@ const MESSAGES: Record<number, string> = {
   131016: 'Service unavailable',
   131026: 'Message undeliverable',
   131031: 'Account has been locked',
+  131047: 'Re-engagement message',
   131048: 'Spam rate limit hit',
   131056: '(Business Account, Consumer Account) pair rate limit hit',
   131057: 'Account in maintenance mode',

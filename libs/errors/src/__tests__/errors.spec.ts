@@ -52,6 +52,7 @@ describe(isRetryable.name, () => {
     [new AppError(ErrorCode.ServiceUnavailable, 'x'), true],
     [new AppError(ErrorCode.InvalidMessage, 'x'), false],
     [new AppError(ErrorCode.ValidationFailed, 'x'), false],
+    [new AppError(ErrorCode.InvalidPayload, 'x'), false],
     [new AppError(ErrorCode.NoHandler, 'x'), false],
   ])('%p → %p', (err, expected) => {
     expect(isRetryable(err)).toBe(expected);

@@ -132,10 +132,31 @@ export class ListNotificationsQuery extends PageQuery {
   @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') contact_id?: string;
 }
 
+/** The approved WhatsApp template a notification template sends outside the 24-hour window. */
+export class NotificationWhatsAppTemplateDto {
+  @ApiProperty({ example: 'payment_received', description: "the template's name at Meta (lowercase letters, digits, _)" }) @IsString() @IsNotEmpty() @MaxLength(512) name!: string;
+  @ApiProperty({ example: 'pt_BR', description: "the approved translation's language code" }) @IsString() @IsNotEmpty() @MaxLength(16) language!: string;
+  @ApiPropertyOptional({ type: [String], example: ['name', 'amount'], description: 'notification variables that fill the body parameters {{1}}, {{2}}, … in this order' })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  parameters?: string[];
+}
+
 /** Body of `PUT /notification-templates/{key}`: `{{name}}` placeholders are filled from `variables`. */
 export class TemplateDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) title?: string;
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(4096) body!: string;
+  @ApiPropertyOptional({
+    type: NotificationWhatsAppTemplateDto,
+    nullable: true,
+    description: "sent instead of the text when the contact's 24-hour WhatsApp window is closed; without one, such a WhatsApp delivery fails whatsapp_template_required",
+  })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => NotificationWhatsAppTemplateDto)
+  whatsapp_template?: NotificationWhatsAppTemplateDto | null;
 }
 
 export class TemplateKeyParams {

@@ -1,12 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { OutboxPayload } from '@touchpoint/contracts';
+import { buildWhatsAppMessage, type OutboxPayload, validateWhatsAppPayload } from '@touchpoint/contracts';
 import { APP_CONFIG } from '@touchpoint/runtime';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { type Classified, classifyWhatsAppFailure, parseRetryAfter, type WireFailure } from '../../classification/classification.js';
 import type { OutboxDispatcherConfig } from '../../outbox-dispatcher.config.js';
 import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../provider-adapter.js';
-import { buildWhatsAppMessage, validateWhatsAppPayload } from './whatsapp-payload.js';
 
 /** Error codes of socket failures that happen before a request was written: it provably never left. */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);

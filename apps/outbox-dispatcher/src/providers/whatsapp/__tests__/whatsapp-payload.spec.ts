@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { OutboxTemplatePayload } from '@touchpoint/contracts';
-import { buildWhatsAppMessage, validateWhatsAppPayload } from '../whatsapp-payload.js';
+import { buildWhatsAppMessage, validateWhatsAppPayload } from '@touchpoint/contracts';
 
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../../../../../../../shared/fixtures/meta/${name}`, import.meta.url), 'utf8'));
 

@@ -1,4 +1,4 @@
-import { type OutboxMediaPayload, type OutboxPayload, WHATSAPP_TEMPLATE_BUTTON_SUB_TYPES } from '@touchpoint/contracts';
+import { type OutboxMediaPayload, type OutboxPayload, WHATSAPP_TEMPLATE_BUTTON_SUB_TYPES } from './outbox.js';
 import { codePointLength } from '@touchpoint/text';
 
 /** Graph's limits on message parts (WhatsApp Cloud API message reference). */
