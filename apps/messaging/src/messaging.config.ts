@@ -33,6 +33,38 @@ export class MessagingConfig extends ServiceConfig {
   @IsInt() @Min(0) @Max(86_400_000)
   INSTANCE_SWEEP_INTERVAL_MS = 3_600_000;
 
+  /**
+   * How often the outcome sweep runs, ms (0 turns it off). It re-reads from the dispatcher the
+   * outcomes that never reached their message, settles notification deliveries a terminal
+   * message left pending, and prunes statuses that never matched a message (seed 004 "Dispatch is
+   * woken …, drained by cron": the every-minute recovery work).
+   */
+  @IsInt() @Min(0) @Max(3_600_000)
+  OUTCOME_SWEEP_INTERVAL_MS = 60_000;
+
+  /**
+   * How long an outbound message may wait in `queued`/`ambiguous` (and a notification delivery in
+   * `pending` behind a settled message) before the outcome sweep asks the dispatcher, ms (seed 004
+   * MESSAGE_OUTBOX_PERSISTENCE_GRACE_MS). Longer than the bus normally takes to deliver an outcome,
+   * so the sweep repairs only what the events left undone. A message still in flight is asked
+   * about again at most once per grace.
+   */
+  @IsInt() @Min(1000) @Max(86_400_000)
+  OUTBOX_PERSISTENCE_GRACE_MS = 120_000;
+
+  /**
+   * How long a provider status that matched no message is kept, ms, before the outcome sweep
+   * deletes it (statuses for messages sent outside the platform never match). Keep it well above
+   * OUTBOX_PERSISTENCE_GRACE_MS: a status that arrives before its message knows the provider id
+   * waits here until the outcome reaches the message.
+   */
+  @IsInt() @Min(600_000) @Max(90 * 86_400_000)
+  PENDING_STATUS_TTL_MS = 7 * 86_400_000;
+
+  /** Messages the outcome sweep asks the dispatcher about, and deliveries it repairs, per pass. */
+  @IsInt() @Min(1) @Max(500)
+  OUTCOME_SWEEP_BATCH = 200;
+
   /** `on`: closed instances are summarized through ai-gateway; `off`: they wait in `closed`. */
   @IsIn(['on', 'off'])
   SUMMARIES = 'on';

@@ -4,6 +4,21 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 export const METRIC_PREFIX = 'touchpoint_';
 
 /**
+ * Creates every label set of a counter at 0: the cartesian product of the given values. A labelled
+ * series that was never incremented does not exist in `/metrics`, and `increase(…) > 0` cannot see
+ * the first event of a series that appears with it (there is no earlier sample), so a counter an
+ * alert reads is zeroed at start for every label value it can take.
+ * @param values each label's known values; a label left out must not be in `labelNames`
+ */
+export function zeroCounter<L extends string>(counter: Counter<L>, values: Record<L, readonly string[]>): void {
+  let sets: Partial<Record<L, string>>[] = [{}];
+  for (const [label, list] of Object.entries(values) as [L, readonly string[]][]) {
+    sets = sets.flatMap((set) => list.map((value) => ({ ...set, [label]: value })));
+  }
+  for (const set of sets) counter.inc(set as Record<L, string>, 0);
+}
+
+/**
  * One Prometheus registry per process, with the default process metrics and the bus counters.
  * Features register their own metrics on `registry` with `METRIC_PREFIX`.
  */
