@@ -9,6 +9,14 @@ export class MessagingConfig extends ServiceConfig {
   @IsInt() @Min(50) @Max(30_000)
   ABUSE_CHECK_TIMEOUT_MS = 2000;
 
+  /**
+   * Deadline of the `abuse.restrictions.active` RPC, ms: when the check failed, messaging asks the
+   * abuse service for the block in force before it falls back to its own event-fed copy (seed 004
+   * "When the Check Itself Fails").
+   */
+  @IsInt() @Min(50) @Max(30_000)
+  ABUSE_STATE_TIMEOUT_MS = 1000;
+
   /** Inbound receipts claimed per worker pass (the webhook is acknowledged on the receipt; the worker stores the message). */
   @IsInt() @Min(1) @Max(1000)
   INBOUND_BATCH = 64;
