@@ -45,7 +45,7 @@ export class FollowupsMetrics {
     this.aiRequests = new Counter({ name: `${METRIC_PREFIX}followup_ai_requests_total`, help: 'Model requests of follow-up AI steps and one-off returns, by kind and run status', labelNames: ['kind', 'status'], registers });
     this.releases = new Counter({ name: `${METRIC_PREFIX}followup_releases_total`, help: 'Release transactions by outcome (released, busy, failed, idle)', labelNames: ['outcome'], registers });
     // The alerted counters exist at 0 from the start (seed 000 "FollowUpTriggerFailures" fires on the first failure).
-    zeroCounter(this.triggers, { type: FLOW_TRIGGER_KINDS, outcome: TRIGGER_OUTCOMES });
+    zeroCounter(this.triggers, { type: FLOW_TRIGGER_KINDS.filter((kind) => kind !== 'manual'), outcome: TRIGGER_OUTCOMES });
     zeroCounter(this.releases, { outcome: RELEASE_OUTCOMES });
   }
 }
