@@ -82,6 +82,27 @@ describe(OutcomeSweepService.name, () => {
       expect(await delivery(n.notificationId)).toMatchObject({ status: 'failed', error_code: '131026' });
     });
 
+    it('settles an ambiguous message whose entry an operator resolved as accepted when the resolution never reached it', async () => {
+      const n = await notification();
+      await w.sandbox.fault({ kind: 'drop', match: { wa_id: n.waId } });
+      await w.drain(1);
+      const [entry] = await w.entriesOf(n.messageId);
+      expect(entry).toMatchObject({ status: 'ambiguous' });
+      await soon(async () => (await message(n.messageId)).status === 'ambiguous');
+      const resolved = await w.http('POST', `/outbox/ambiguous/${entry!.id}/resolve`, { secret: w.key.secret, json: { status: 'accepted', note: 'the customer got it' } });
+      expect(resolved.status).toBe(200);
+      await soon(async () => (await message(n.messageId)).status === 'sent');
+      // The resolution's event is lost: the message shows ambiguous again, its delivery pending.
+      await w.world.sql(`UPDATE ${m('messages')} SET status = 'ambiguous', sent_at = NULL WHERE id = $1`, [n.messageId]);
+      await w.world.sql(`UPDATE ${m('notification_deliveries')} SET status = 'pending' WHERE notification_id = $1`, [n.notificationId]);
+
+      await soon(async () => {
+        await sut.runStep('persist');
+        return (await message(n.messageId)).status === 'sent';
+      });
+      expect(await delivery(n.notificationId)).toMatchObject({ status: 'sent' });
+    });
+
     it('leaves a message whose entry is still pending queued, and asks about it again only after another grace', async () => {
       const n = await notification();
       await soon(async () => {
