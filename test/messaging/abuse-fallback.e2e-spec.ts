@@ -67,6 +67,33 @@ describe('inbound when the abuse check fails', () => {
     expect(await sut.whatsapp(inboundText(later, from, 'back', ts++, pnid))).toMatchObject({ stored: 1 });
   });
 
+  it('fails open on a throttle: only a block or suspension is access control, so a throttle in force does not deny when the check fails', async () => {
+    const from = '5511960004444';
+    const first = newWamid();
+    await sut.whatsapp(inboundText(first, from, 'first', ts++, pnid));
+    const [{ contact_id }] = await world.sql<{ contact_id: string }>(`SELECT contact_id FROM "${m()}".messages WHERE external_id = $1`, [first]);
+    const action = {
+      action_id: randomUUID(),
+      organization_id: org,
+      contact_id,
+      conversation_id: null,
+      action_type: 'throttle',
+      offense_number: 3,
+      reason: 'flooding',
+      starts_at: new Date().toISOString(),
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      status: 'active',
+    };
+    await publishEvent(world, AbuseEvents.ActionApplied, org, { action });
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".abuse_restrictions WHERE action_id = $1`, [action.action_id])).length === 1);
+
+    const wamid = newWamid();
+    expect(await sut.whatsapp(inboundText(wamid, from, 'still there?', ts++, pnid))).toMatchObject({ stored: 1, denied: 0 });
+    expect(await stored(wamid)).toBe(1);
+    const replies = (await outboxEvents<{ idempotency_key: string }>(world, 'messaging', OutboxCommands.Enqueue)).filter((e) => e.payload.data.idempotency_key === `reply:${wamid}:access_restricted`);
+    expect(replies).toHaveLength(0);
+  });
+
   it('aborts (service_unavailable: the receipt worker tries again later) when the read model itself cannot be read, storing nothing', async () => {
     const wamid = newWamid();
     await world.sql(`ALTER TABLE "${m()}".abuse_restrictions RENAME TO abuse_restrictions_away`);

@@ -31,6 +31,8 @@ export interface WireWorld {
   world: TestWorld;
   sandbox: SandboxHandle;
   d: Dispatcher;
+  /** The messaging app (its services, e.g. the outcome sweep, are run by hand). */
+  messaging: NestFastifyApplication;
   gateway: NestFastifyApplication;
   http: ReturnType<typeof httpClient>;
   key: SeededKey;
@@ -53,7 +55,7 @@ export async function startWireWorld(label: string, messagingEnv: Record<string,
   const sandbox = await SandboxHandle.start({ META_APP_SECRET: APP_SECRET });
   const d = await startDispatcher(world, sandbox, { NYLAS_API_BASE_URL: sandbox.url, NYLAS_SEND_TIMEOUT_MS: '1000', WHATSAPP_SEND_TIMEOUT_MS: '1000' });
   await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-  await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ...messagingEnv })));
+  const messaging: NestFastifyApplication = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', OUTCOME_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ...messagingEnv })));
   const config = world.config(GatewayConfig, { META_APP_SECRET: APP_SECRET });
   const gateway: NestFastifyApplication = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
   const http = httpClient((await gateway.getUrl()).replace('[::1]', '127.0.0.1'));
@@ -71,6 +73,7 @@ export async function startWireWorld(label: string, messagingEnv: Record<string,
     world,
     sandbox,
     d,
+    messaging,
     gateway,
     http,
     key,

@@ -19,6 +19,8 @@ import { MessagingEntities, MessagingMigrations } from './migrations/index.js';
 import { NotificationsController } from './notifications/notifications.controller.js';
 import { NotificationsRepository } from './notifications/notifications.repository.js';
 import { NotificationsService } from './notifications/notifications.service.js';
+import { OutcomeSweepRepository } from './reconciliation/outcome-sweep.repository.js';
+import { OutcomeSweepService } from './reconciliation/outcome-sweep.service.js';
 import { AbuseGuardService } from './restrictions/abuse-guard.service.js';
 import { RestrictionsConsumer } from './restrictions/restrictions.consumer.js';
 import { RestrictionsRepository } from './restrictions/restrictions.repository.js';
@@ -62,6 +64,8 @@ export class MessagingModule {
       SendConsumer,
       OutcomesService,
       OutcomesConsumer,
+      OutcomeSweepRepository,
+      OutcomeSweepService,
       InboundService,
       InboundReceiptsRepository,
       InboundReceiptsWorker,

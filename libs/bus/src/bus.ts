@@ -62,6 +62,8 @@ export class BusConnection {
     private readonly metrics: Metrics,
   ) {
     this.names = new BusNames(options.namespace, options.service, options.queueType);
+    // An alert on `increase(…dead_lettered_total[…]) > 0` needs the series before the first dead letter.
+    this.metrics.zeroDeadLetters(this.names.deadLetterQueue);
     this.connection = amqp.connect([options.amqpUrl], {
       heartbeatIntervalInSeconds: 5,
       reconnectTimeInSeconds: 1,
@@ -111,6 +113,7 @@ export class BusConnection {
     const list = this.handlers.get(type) ?? [];
     list.push({ name, fn });
     this.handlers.set(type, list);
+    this.metrics.zeroHandler(name);
   }
 
   get handledTypes(): string[] {

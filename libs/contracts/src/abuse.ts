@@ -10,6 +10,13 @@ export const AbuseRpc = {
   Check: 'abuse.check',
   /** `{ organization_id, contact_id?, active_only? }` → `{ items: AbuseActionView[] }`. */
   ListActions: 'abuse.actions.list',
+  /**
+   * `{ organization_id, contact_id }` → `{ restriction: AbuseActionView | null }`: the throttle or
+   * block in force for the contact now (a block first), read from the abuse service's own
+   * actions. Messaging asks it when `abuse.check` failed (seed 004 "When the Check Itself Fails");
+   * throws `validation_failed`.
+   */
+  ActiveRestriction: 'abuse.restrictions.active',
   /** `{ organization_id? }` → `{ items: RateLimitConfigView[] }`. */
   ListConfig: 'abuse.config.list',
 } as const;

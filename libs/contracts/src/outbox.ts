@@ -164,6 +164,13 @@ export const OutboxRpc = {
   /** `{ organization_id, entry_id }` → `OutboxEntryView`; `not_found` otherwise. */
   GetEntry: 'outbox.entry.get',
   /**
+   * `OutboxEntriesByKeyData` → `{ items: OutboxEntryView[] }`: the entries of up to
+   * `OUTBOX_ENTRIES_BY_KEY_MAX` idempotency keys of one organization (keys with no entry are
+   * simply absent); throws `validation_failed`. Messaging's outcome sweep re-reads what the
+   * dispatcher settled when an `outbox.entry.*` event never reached its message.
+   */
+  GetEntriesByKey: 'outbox.entries.by_key',
+  /**
    * `OutboxAmbiguousListData` → `OutboxAmbiguousPage` (ambiguous entries, oldest first, keyset
    * cursor); throws `invalid_cursor`, `validation_failed` (limit).
    */
@@ -220,6 +227,16 @@ export interface OutboxEnqueueResult {
   entry_id: string;
   status: OutboxEntryStatus;
   created: boolean;
+}
+
+/** Most keys one `outbox.entries.by_key` call may ask about. */
+export const OUTBOX_ENTRIES_BY_KEY_MAX = 500;
+
+/** Data of `outbox.entries.by_key`. */
+export interface OutboxEntriesByKeyData {
+  organization_id: string;
+  /** 1..`OUTBOX_ENTRIES_BY_KEY_MAX` keys. */
+  idempotency_keys: string[];
 }
 
 /** Data of `outbox.cancel`. */
@@ -306,6 +323,8 @@ export interface OutboxEntryView {
   provider_message_id: string | null;
   last_error_code: string | null;
   last_classification: OutboxClassification | null;
+  /** The provider's (or the local) reason of the last failure, when there is one. */
+  last_error_message?: string | null;
   log_context: Record<string, string | number>;
   created_at: string;
   updated_at: string;

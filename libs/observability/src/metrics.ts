@@ -1,7 +1,28 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
+/** Why the bus parks a message in a dead-letter queue (`touchpoint_bus_dead_lettered_total{reason}`). */
+export const DEAD_LETTER_REASONS = ['unreadable', 'no_handler', 'handler_failed'] as const;
+
+/** Outcomes of a bus handler (`touchpoint_bus_consumed_total{outcome}`). */
+export const CONSUME_OUTCOMES = ['handled', 'duplicate', 'failed'] as const;
+
 /** Prefix of every Touchpoint metric (DESIGN §8). */
 export const METRIC_PREFIX = 'touchpoint_';
+
+/**
+ * Creates every label set of a counter at 0: the cartesian product of the given values. A labelled
+ * series that was never incremented does not exist in `/metrics`, and `increase(…) > 0` cannot see
+ * the first event of a series that appears with it (there is no earlier sample), so a counter an
+ * alert reads is zeroed at start for every label value it can take.
+ * @param values each label's known values; a label left out must not be in `labelNames`
+ */
+export function zeroCounter<L extends string>(counter: Counter<L>, values: Record<L, readonly string[]>): void {
+  let sets: Partial<Record<L, string>>[] = [{}];
+  for (const [label, list] of Object.entries(values) as [L, readonly string[]][]) {
+    sets = sets.flatMap((set) => list.map((value) => ({ ...set, [label]: value })));
+  }
+  for (const set of sets) counter.inc(set as Record<L, string>, 0);
+}
 
 /**
  * One Prometheus registry per process, with the default process metrics and the bus counters.
@@ -55,5 +76,17 @@ export class Metrics {
       help: 'Age of the oldest unpublished outbox event, seconds (0 when none)',
       registers: [this.registry],
     });
+    this.relayLagSeconds.set(0);
+  }
+
+  /** Creates a dead-letter queue's series at 0 for every reason (the bus calls it when it knows the queue's name). */
+  zeroDeadLetters(queue: string): void {
+    zeroCounter(this.busDeadLettered, { queue: [queue], reason: DEAD_LETTER_REASONS });
+  }
+
+  /** Creates a handler's bus series at 0 (retried, consumed by outcome), when the handler is registered. */
+  zeroHandler(handler: string): void {
+    zeroCounter(this.busRetried, { handler: [handler] });
+    zeroCounter(this.busConsumed, { handler: [handler], outcome: CONSUME_OUTCOMES });
   }
 }

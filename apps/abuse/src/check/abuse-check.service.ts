@@ -154,6 +154,18 @@ export class AbuseCheckService {
     return this.uow.run((tx) => this.repository.listActions(tx, organizationId, contactId, activeOnly, this.clock.now()));
   }
 
+  /**
+   * The throttle or block in force for a contact now (a block first), or null. A plain read of the
+   * actions, outside the counting transaction, so it can answer when a check cannot.
+   * @throws AppError validation_failed when organization_id or contact_id is missing
+   */
+  activeRestriction(organizationId: string, contactId: string): Promise<AbuseActionView | null> {
+    for (const [field, value] of [['organization_id', organizationId], ['contact_id', contactId]] as const) {
+      if (typeof value !== 'string' || value.length === 0) throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
+    }
+    return this.uow.run((tx) => this.repository.findActiveRestriction(tx, organizationId, contactId, this.clock.now()));
+  }
+
   listConfig(organizationId?: string) {
     return this.uow.run((tx) => this.repository.listConfig(tx, organizationId));
   }

@@ -18,6 +18,11 @@ export class AbuseController {
     return { items: await this.service.listActions(data.organization_id, data.contact_id, data.active_only ?? false) };
   }
 
+  @MessagePattern(AbuseRpc.ActiveRestriction)
+  async activeRestriction(@Payload() data: { organization_id: string; contact_id: string }) {
+    return { restriction: await this.service.activeRestriction(data?.organization_id, data?.contact_id) };
+  }
+
   @MessagePattern(AbuseRpc.ListConfig)
   async listConfig(@Payload() data: { organization_id?: string }) {
     return { items: await this.service.listConfig(data?.organization_id) };

@@ -1,6 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Histogram } from 'prom-client';
-import { METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { FLOW_TRIGGER_KINDS } from '@touchpoint/contracts';
+import { METRIC_PREFIX, Metrics, zeroCounter } from '@touchpoint/observability';
+
+/** Outcomes of a rule trigger (`followup_triggers_total{outcome}`). */
+export const TRIGGER_OUTCOMES = ['enrolled', 'duplicate', 'rejected', 'no_match', 'retry', 'failed'] as const;
+/** Outcomes of a release transaction (`followup_releases_total{outcome}`). */
+export const RELEASE_OUTCOMES = ['released', 'busy', 'failed', 'idle'] as const;
 
 /**
  * The follow-up engine's metrics (seed 000 "Observability"), under the `touchpoint_` prefix:
@@ -38,5 +44,8 @@ export class FollowupsMetrics {
     this.promises = new Counter({ name: `${METRIC_PREFIX}followup_promises_total`, help: 'One-off returns by outcome', labelNames: ['outcome'], registers });
     this.aiRequests = new Counter({ name: `${METRIC_PREFIX}followup_ai_requests_total`, help: 'Model requests of follow-up AI steps and one-off returns, by kind and run status', labelNames: ['kind', 'status'], registers });
     this.releases = new Counter({ name: `${METRIC_PREFIX}followup_releases_total`, help: 'Release transactions by outcome (released, busy, failed, idle)', labelNames: ['outcome'], registers });
+    // The alerted counters exist at 0 from the start (seed 000 "FollowUpTriggerFailures" fires on the first failure).
+    zeroCounter(this.triggers, { type: FLOW_TRIGGER_KINDS.filter((kind) => kind !== 'manual'), outcome: TRIGGER_OUTCOMES });
+    zeroCounter(this.releases, { outcome: RELEASE_OUTCOMES });
   }
 }

@@ -3,6 +3,7 @@ import { CreateMessagingTables1764500000000 } from './1764500000000-CreateMessag
 import { CreateInboundReceipts1764510000000 } from './1764510000000-CreateInboundReceipts.js';
 import { AddNotificationRequestHash1764520000000 } from './1764520000000-AddNotificationRequestHash.js';
 import { AddAmbiguousMessageStatus1764540000000 } from './1764540000000-AddAmbiguousMessageStatus.js';
+import { AddOutcomeCheckedAt1796130380417 } from './1796130380417-AddOutcomeCheckedAt.js';
 import { AddWhatsAppTemplateToNotificationTemplates1796130548207 } from './1796130548207-AddWhatsAppTemplateToNotificationTemplates.js';
 import { AddMessageErrorDetails1796130561208603 } from './1796130561208603-AddMessageErrorDetails.js';
 
@@ -17,4 +18,5 @@ export const MessagingMigrations: (new () => MigrationInterface)[] = [
   AddAmbiguousMessageStatus1764540000000,
   AddWhatsAppTemplateToNotificationTemplates1796130548207,
   AddMessageErrorDetails1796130561208603,
+  AddOutcomeCheckedAt1796130380417,
 ];

@@ -32,4 +32,19 @@ export class RestrictionsRepository {
     );
     return rows[0] ?? null;
   }
+
+  /**
+   * The block in force for a contact at `now` (the longest), or null. A throttle is rate limiting,
+   * not access control, so it is not looked at here (seed 004 "When the Check Itself Fails").
+   * Throws when the read fails: the caller must then abort rather than admit.
+   */
+  async findActiveBlock(tx: Tx, organizationId: string, contactId: string, now: Date): Promise<{ action_id: string; expires_at: Date } | null> {
+    const rows = await tx.query<{ action_id: string; expires_at: Date }>(
+      `SELECT action_id, expires_at FROM abuse_restrictions
+        WHERE organization_id = $1 AND contact_id = $2 AND status = 'active' AND action_type = 'block' AND expires_at > $3
+        ORDER BY expires_at DESC LIMIT 1`,
+      [organizationId, contactId, now],
+    );
+    return rows[0] ?? null;
+  }
 }

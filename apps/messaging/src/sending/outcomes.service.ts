@@ -205,10 +205,22 @@ export class OutcomesService {
     return true;
   }
 
-  private async settleDelivery(tx: Tx, message: MessageRow, status: 'sent' | 'failed', errorCode: string | null): Promise<void> {
-    if (!message.notification_delivery_id) return;
+  /**
+   * Settles the notification delivery of a settled (locked) message from the message's own status:
+   * `sent` for sent/delivered/read, `failed` with its error code for failed/cancelled. For the
+   * outcome sweep, when the write that should have settled it did not happen.
+   * @returns true when a pending delivery was settled
+   */
+  async settleDeliveryOf(tx: Tx, message: MessageRow): Promise<boolean> {
+    if (message.status === 'sent' || message.status === 'delivered' || message.status === 'read') return this.settleDelivery(tx, message, 'sent', null);
+    if (message.status === 'failed' || message.status === 'cancelled') return this.settleDelivery(tx, message, 'failed', message.error_code ?? message.status);
+    return false;
+  }
+
+  private async settleDelivery(tx: Tx, message: MessageRow, status: 'sent' | 'failed', errorCode: string | null): Promise<boolean> {
+    if (!message.notification_delivery_id) return false;
     const delivery = await this.notifications.settleDelivery(tx, message.notification_delivery_id, status, errorCode, this.clock.now());
-    if (!delivery) return;
+    if (!delivery) return false;
     const data: NotificationDeliveryUpdatedData = {
       notification_id: delivery.notification_id,
       delivery_id: delivery.id,
@@ -220,5 +232,6 @@ export class OutcomesService {
     // A delivery reaches each status once (pending → sent → failed at most), so the id names both.
     await tx.publish({ event_id: `messaging.notification.delivery_updated:${delivery.id}:${delivery.status}`, type: MessagingEvents.NotificationDeliveryUpdated, organization_id: message.organization_id, data: data as unknown as Record<string, unknown> });
     await this.stream.append(tx, message.organization_id, MessagingEvents.NotificationDeliveryUpdated, data as unknown as Record<string, unknown>);
+    return true;
   }
 }

@@ -157,6 +157,11 @@ export class OutboxRepository {
     return row;
   }
 
+  /** The entries of several keys of one organization (the unique (organization, key) index serves it). */
+  async findByKeys(tx: Tx, organizationId: string, idempotencyKeys: string[]): Promise<EntryRow[]> {
+    return rowsOf<EntryRow>(tx, `SELECT * FROM message_outbox WHERE organization_id = $1 AND idempotency_key = ANY($2::text[])`, [organizationId, idempotencyKeys]);
+  }
+
   async findById(tx: Tx, entryId: string, forUpdate = false): Promise<EntryRow | undefined> {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(entryId)) return undefined;
     const [row] = await rowsOf<EntryRow>(tx, `SELECT * FROM message_outbox WHERE id = $1 ${forUpdate ? 'FOR UPDATE' : ''}`, [entryId]);

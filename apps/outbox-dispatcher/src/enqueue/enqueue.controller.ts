@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { type OutboxCancelData, type OutboxEnqueueData, OutboxRpc, type WhatsAppStatusBatch, type WhatsAppWebhookErrorBatch } from '@touchpoint/contracts';
+import { type OutboxCancelData, type OutboxEnqueueData, type OutboxEntriesByKeyData, OutboxRpc, type WhatsAppStatusBatch, type WhatsAppWebhookErrorBatch } from '@touchpoint/contracts';
 import { ResolutionService } from '../ambiguous/resolution.service.js';
 import { DrainService } from '../drain/drain.service.js';
 import { WebhookErrorsService } from '../senders/webhook-errors.service.js';
@@ -31,6 +31,11 @@ export class EnqueueController {
   @MessagePattern(OutboxRpc.GetEntry)
   get(@Payload() data: { organization_id: string; entry_id: string }) {
     return this.enqueueService.get(data?.organization_id, data?.entry_id);
+  }
+
+  @MessagePattern(OutboxRpc.GetEntriesByKey)
+  byKeys(@Payload() data: OutboxEntriesByKeyData) {
+    return this.enqueueService.getByKeys(data);
   }
 
   @MessagePattern(OutboxRpc.WhatsAppStatuses)

@@ -3,10 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { delaySenderWork } from '../senders/webhook-errors.service.js';
 import {
   OUTBOX_CHANNELS,
+  OUTBOX_ENTRIES_BY_KEY_MAX,
   type OutboxCancelData,
   type OutboxCancelResult,
   type OutboxEnqueueData,
   type OutboxEnqueueResult,
+  type OutboxEntriesByKeyData,
   type OutboxEntryView,
   OutboxEvents,
   type OutboxPayload,
@@ -128,6 +130,21 @@ export class EnqueueService {
     return toEntryView(row);
   }
 
+  /**
+   * The entries of up to `OUTBOX_ENTRIES_BY_KEY_MAX` keys of one organization; a key with no entry
+   * is left out of the answer.
+   * @throws AppError validation_failed (organization_id, idempotency_keys)
+   */
+  async getByKeys(data: OutboxEntriesByKeyData): Promise<{ items: OutboxEntryView[] }> {
+    if (typeof data?.organization_id !== 'string' || data.organization_id === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
+    const keys = data.idempotency_keys;
+    if (!Array.isArray(keys) || keys.length === 0 || keys.length > OUTBOX_ENTRIES_BY_KEY_MAX || keys.some((k) => typeof k !== 'string')) {
+      throw new AppError(ErrorCode.ValidationFailed, `idempotency_keys must be 1 to ${OUTBOX_ENTRIES_BY_KEY_MAX} strings`, { field: 'idempotency_keys' });
+    }
+    const rows = await this.uow.run((tx) => this.repository.findByKeys(tx, data.organization_id, keys));
+    return { items: rows.map(toEntryView) };
+  }
+
   private validate(data: OutboxEnqueueData): Omit<OutboxEnqueueData, 'requester'> & { pacingKey: string; log_context: Record<string, string | number>; requester: string | null } {
     if (!data || typeof data !== 'object') throw new AppError(ErrorCode.ValidationFailed, 'enqueue data must be an object');
     if (typeof data.organization_id !== 'string' || data.organization_id === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
@@ -173,6 +190,7 @@ export function toEntryView(row: EntryRow): OutboxEntryView {
     provider_message_id: row.provider_message_id,
     last_error_code: row.last_error_code,
     last_classification: row.last_classification,
+    last_error_message: row.last_error_message,
     log_context: row.log_context ?? {},
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),

@@ -1,11 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { OUTBOX_CHANNELS, OUTBOX_CLASSIFICATIONS } from '@touchpoint/contracts';
+import { METRIC_PREFIX, Metrics, zeroCounter } from '@touchpoint/observability';
 
 /**
  * The dispatcher's metrics (issue 3 §13), on the process registry under `touchpoint_outbox_`.
  * The alert on `touchpoint_outbox_oldest_due_age_seconds` is in deploy/prometheus/alerts.yml.
  */
+/** The sweep's steps (sweep.service.ts `SWEEP_STEPS`), named here so the metrics need not import the sweep. */
+const SWEEP_STEP_NAMES = ['probe', 'wake', 'recover', 'drain', 'prune'] as const;
+
 @Injectable()
 export class OutboxMetrics {
   /** Settled sends by outcome (accepted, failed, ambiguous, retry) and classification. */
@@ -44,5 +48,13 @@ export class OutboxMetrics {
     this.recovered = (existing(`${p}lease_recovered_total`) as Counter<'result'>) ?? new Counter({ name: `${p}lease_recovered_total`, help: 'Stranded sends settled by lease recovery', labelNames: ['result'], registers });
     this.sweepSteps = (existing(`${p}sweep_steps_total`) as Counter<'step' | 'result'>) ?? new Counter({ name: `${p}sweep_steps_total`, help: 'Sweep steps run, by result', labelNames: ['step', 'result'], registers });
     this.pruned = (existing(`${p}pruned_total`) as Counter<'kind'>) ?? new Counter({ name: `${p}pruned_total`, help: 'Rows pruned by retention', labelNames: ['kind'], registers });
+    // Every failure classification exists at 0 from the start, so TouchpointOutboxAccountRestricted
+    // (an increase() alert) fires on the first restricted send.
+    zeroCounter(this.sends, { channel: OUTBOX_CHANNELS, outcome: ['failed'], classification: OUTBOX_CLASSIFICATIONS });
+    zeroCounter(this.sends, { channel: OUTBOX_CHANNELS, outcome: ['accepted'], classification: ['none'] });
+    zeroCounter(this.attempts, { channel: OUTBOX_CHANNELS });
+    zeroCounter(this.recovered, { result: ['requeued', 'ambiguous', 'acceptedByEvidence', 'failedByEvidence', 'failed'] });
+    zeroCounter(this.sweepSteps, { step: SWEEP_STEP_NAMES, result: ['ok', 'error'] });
+    zeroCounter(this.pruned, { kind: ['entries', 'pairs', 'statuses'] });
   }
 }

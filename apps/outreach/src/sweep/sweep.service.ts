@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { OutgoingMessage } from '@touchpoint/contracts';
-import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
+import { type Logger, METRIC_PREFIX, Metrics, zeroCounter } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { decisionRequested } from '../enrollments/enrollments.service.js';
@@ -52,6 +52,9 @@ export class DueSweepService implements OnApplicationBootstrap, OnApplicationShu
   ) {
     this.events = new Counter({ name: `${METRIC_PREFIX}outreach_sweep_events_total`, help: 'Events the outreach due sweep sent, by kind (decision, execution)', labelNames: ['kind'], registers: [metrics.registry] });
     this.passes = new Counter({ name: `${METRIC_PREFIX}outreach_sweep_passes_total`, help: 'Outreach due sweep passes, by outcome (ran, locked, failed)', labelNames: ['outcome'], registers: [metrics.registry] });
+    // At 0 from the start: TouchpointOutreachSweepFailing counts failed passes with increase().
+    zeroCounter(this.passes, { outcome: ['ran', 'locked', 'failed'] });
+    zeroCounter(this.events, { kind: ['decision', 'execution'] });
     this.lag = new Histogram({
       name: `${METRIC_PREFIX}outreach_sweep_lag_seconds`,
       help: 'How late a due row was when the sweep sent its event (now − next_check_at / next_attempt_at), seconds',
