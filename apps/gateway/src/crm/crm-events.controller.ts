@@ -9,6 +9,7 @@ import { type Caller, CurrentCaller, PublicRoute, RequireKey } from '../auth/aut
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import type { GatewayConfig } from '../gateway.config.js';
 import { ApiErrorResponses } from '../http/openapi.js';
+import { NUL_PROBLEM, nulFields } from '../http/nul-characters.js';
 import type { RequestWithRawBody } from '../http/raw-body.js';
 import { createValidationPipe } from '../http/validation.js';
 import { CRM_SIGNATURE_HEADER, verifyCrmSignature } from './crm-signature.js';
@@ -61,6 +62,9 @@ export class CrmWebhookController {
   @ApiOkResponse({ type: CrmEventAcceptedDto })
   @ApiErrorResponses(400, 401, 422, 503)
   async receive(@Req() request: RequestWithRawBody): Promise<CrmEventIngestResult> {
+    // Our own webhook, unlike the providers': no field of a CRM event may hold U+0000, signed or not.
+    const nul = [...nulFields(request.query), ...nulFields(request.body)];
+    if (nul.length) throw new AppError(ErrorCode.ValidationFailed, `invalid request: ${nul.join(', ')}`, nul.map((field) => ({ field, problems: [NUL_PROBLEM] })));
     const verdict = verifyCrmSignature(request.rawBody, request.headers[CRM_SIGNATURE_HEADER], this.config.CRM_WEBHOOK_SECRET, this.clock.now().getTime(), this.config.CRM_WEBHOOK_TOLERANCE_S);
     if (verdict !== 'ok') {
       this.logger.warn({ event: 'gateway.crm_webhook_bad_signature', request_id: request.id, verdict }, 'CRM webhook refused');
