@@ -156,8 +156,14 @@ describe('Agents registry and turn promises', () => {
       expect((await get(`/ai/promises?customer_id=${org}&cursor=bogus`, reader)).body.error.code).toBe('invalid_cursor');
       expect((await get(`/ai/promises?customer_id=${other.organizationId}`, other)).body.data).toEqual({ data: [], next_cursor: null });
 
-      // The one-off returns keep their own route and do not show here.
+      // The one-off returns keep their own route and do not show here; they name a registered agent.
       expect((await get(`/ai/followups/promises?customer_id=${org}&contact_id=${contactId}`, reader)).body.data.data).toEqual([]);
+      const oneOff = await post('/ai/followups/promises', { customer_id: org, contact_id: contactId, agent_id: agent.id, operation_key: randomUUID(), reason: 'Cliente pediu retorno', promise: 'Retomar a proposta', promised_at: '2030-10-02T10:00:00-03:00', outside_window: 'alert' });
+      expect(oneOff.status).toBe(201);
+      expect((await get(`/ai/followups/promises/${oneOff.body.data.id}?customer_id=${org}`, reader)).body.data.agent).toEqual({ id: agent.id, name: 'Atendimento IA' });
+      const queue = await get(`/ai/followups/queue?customer_id=${org}&kind=promise&contact_id=${contactId}`, reader);
+      expect(queue.body.data.data).toEqual([expect.objectContaining({ id: oneOff.body.data.id, agent_id: agent.id, agent_name: 'Atendimento IA' })]);
+      expect((await get(`/ai/promises?customer_id=${org}&contact_id=${contactId}`, reader)).body.data.data.map((p: Row) => p.id)).not.toContain(oneOff.body.data.id);
     });
 
     it('refuses a turn of an unknown agent or contact (404), an empty turn (400), and a read-only key (403), storing nothing', async () => {
