@@ -202,7 +202,10 @@ describe('Follow-up REST API (gateway → followups)', () => {
     });
 
     it('enrolls (201) and returns the same enrollment for a repeated operation_key', async () => {
-      const body = { customer_id: SEED_ORG, flow_id: flowId, ...(await contactWrites()), operation_key: randomUUID(), agent_id: randomUUID() };
+      // An agent enrolls only into the flows its version lists (seed 002 followup.flow_ids).
+      const agent = await http('POST', '/ai/agents', { secret: org.secret, json: { customer_id: SEED_ORG, name: 'Atendimento', followup: { enabled: true, flow_ids: [flowId] } } });
+      expect(agent.status).toBe(201);
+      const body = { customer_id: SEED_ORG, flow_id: flowId, ...(await contactWrites()), operation_key: randomUUID(), agent_id: agent.body.data.id };
       const first = await http('POST', '/ai/followups/enrollments', { secret: org.secret, json: body });
       expect(first.status).toBe(201);
       expect(first.body.data).toMatchObject({ status: 'active', node_id: 'espera', flow_id: flowId, contact_id: body.contact_id, conversation_id: body.conversation_id, agent_id: body.agent_id });

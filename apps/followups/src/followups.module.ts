@@ -1,6 +1,10 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { PlatformModule } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { AgentsController } from './agents/agents.controller.js';
+import { AgentsRepository } from './agents/agents.repository.js';
+import { AgentsService } from './agents/agents.service.js';
+import { TurnPromisesService } from './agents/turn-promises.service.js';
 import { ContactsConsumer } from './contacts/contacts.consumer.js';
 import { ContactsRepository } from './contacts/contacts.repository.js';
 import { EffectsController } from './effects/effects.controller.js';
@@ -75,6 +79,9 @@ export class FollowupsModule {
       FlowsRepository,
       FlowsService,
       FlowVersionCache,
+      AgentsRepository,
+      AgentsService,
+      TurnPromisesService,
       ContactsRepository,
       ContactsConsumer,
       SendersRepository,
@@ -116,7 +123,7 @@ export class FollowupsModule {
     return {
       module: FollowupsModule,
       imports: [PlatformModule.forService({ service: 'followups', config, entities: FollowupsEntities, migrations: FollowupsMigrations })],
-      controllers: [FlowsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController, BulkJobsController, RetentionController, FlowStatsController],
+      controllers: [FlowsController, AgentsController, EnrollmentsController, SettingsController, QueueController, EffectsController, PromisesController, BulkJobsController, RetentionController, FlowStatsController],
       providers,
     };
   }

@@ -33,6 +33,17 @@ export class GatewayConfig extends ServiceConfig {
   @IsString() @Secret()
   UNIPILE_WEBHOOK_SECRET = 'sandbox-unipile-webhook-secret';
 
+  /**
+   * Secret of the CRM events webhook (`POST /webhooks/crm`): `x-touchpoint-signature` is
+   * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` with it.
+   */
+  @IsString() @Secret()
+  CRM_WEBHOOK_SECRET = 'sandbox-crm-webhook-secret';
+
+  /** How far a CRM webhook's signed time may be from ours, seconds; an older delivery is refused as a replay. */
+  @IsInt() @Min(1) @Max(3600)
+  CRM_WEBHOOK_TOLERANCE_S = 300;
+
   /** Key of the signed unsubscribe tokens (the dispatcher signs with the same key). */
   @IsString() @Secret()
   UNSUBSCRIBE_TOKEN_SECRET = 'sandbox-unsubscribe-token-secret';

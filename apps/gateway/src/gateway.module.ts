@@ -4,6 +4,7 @@ import { PlatformModule } from '@touchpoint/runtime';
 import { AccountsModule } from './accounts/accounts.module.js';
 import { ApiKeysModule } from './api-keys/api-keys.module.js';
 import { AuthModule } from './auth/auth.module.js';
+import { CrmRoutesModule } from './crm/crm.module.js';
 import { ForwardingModule } from './forwarding/forwarding.module.js';
 import type { GatewayConfig } from './gateway.config.js';
 import { createValidationPipe } from './http/validation.js';
@@ -38,7 +39,7 @@ import { SendersRoutesModule } from './senders/senders.module.js';
  * - Document every route: `@ApiTags`, `@ApiOperation`, `@ApiOkResponse({ type })` and
  *   `@ApiErrorResponses(...)` for its failure statuses (401/403 come with `@RequireKey`).
  */
-export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, MembersModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule, NylasWebhookModule, UnipileWebhookModule, UnsubscribeModule, OutboxRoutesModule];
+export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, MembersModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule, NylasWebhookModule, UnipileWebhookModule, UnsubscribeModule, OutboxRoutesModule, CrmRoutesModule];
 
 /** The gateway (DESIGN §1): auth, scopes, tenancy, validation, OpenAPI, forwarding by RPC. */
 @Module({})

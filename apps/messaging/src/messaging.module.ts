@@ -4,6 +4,9 @@ import { Clock } from '@touchpoint/time';
 import { ContactsController } from './contacts/contacts.controller.js';
 import { ContactsRepository } from './contacts/contacts.repository.js';
 import { ContactsService } from './contacts/contacts.service.js';
+import { CrmEventsController } from './crm/crm-events.controller.js';
+import { CrmEventsRepository } from './crm/crm-events.repository.js';
+import { CrmEventsService } from './crm/crm-events.service.js';
 import { ConversationsController } from './conversations/conversations.controller.js';
 import { ConversationsRepository } from './conversations/conversations.repository.js';
 import { ConversationsService } from './conversations/conversations.service.js';
@@ -48,6 +51,8 @@ export class MessagingModule {
       FollowupsFeedConsumer,
       ContactsRepository,
       ContactsService,
+      CrmEventsRepository,
+      CrmEventsService,
       ConversationsRepository,
       InstancesService,
       ConversationsService,
@@ -74,7 +79,7 @@ export class MessagingModule {
     return {
       module: MessagingModule,
       imports: [PlatformModule.forService({ service: 'messaging', config, entities: MessagingEntities, migrations: MessagingMigrations })],
-      controllers: [ContactsController, ConversationsController, InboundController, SendController, NotificationsController, StreamController],
+      controllers: [ContactsController, CrmEventsController, ConversationsController, InboundController, SendController, NotificationsController, StreamController],
       providers,
     };
   }

@@ -752,18 +752,64 @@ export const CrmEvents = {
   DealStageChanged: 'crm.deal.stage_changed',
 } as const;
 
+/** How a CRM says a lead ended (seed 000 "Stop hooks": a closed lead stops the contact's follow-ups). */
+export const CRM_LEAD_CLOSED = ['won', 'lost'] as const;
+export type CrmLeadClosed = (typeof CRM_LEAD_CLOSED)[number];
+
 export interface CrmLeadEventData {
   lead_id: string;
   /** The messaging contact the lead is. */
   contact_id: string;
   status?: string;
   previous_status?: string | null;
+  /** Set when this status closes the lead; its live enrollments stop with reason `lead_won` / `lead_lost`. */
+  closed?: CrmLeadClosed | null;
+  /** The CRM's own id of the event (its idempotency key at the ingress). */
+  crm_event_id?: string;
+  /** ISO-8601 instant the CRM saw it happen. */
+  crm_occurred_at?: string;
 }
 export interface CrmDealEventData {
   deal_id: string;
   contact_id: string;
   stage_id: string;
   previous_stage_id?: string | null;
+  crm_event_id?: string;
+  crm_occurred_at?: string;
+}
+
+/** The kinds of CRM event the ingress takes (`POST /crm/events`, `POST /webhooks/crm`). */
+export const CRM_EVENT_TYPES = ['lead.created', 'lead.status_changed', 'deal.stage_changed'] as const;
+export type CrmEventType = (typeof CRM_EVENT_TYPES)[number];
+
+/**
+ * A CRM event for messaging to resolve and publish (RPC `messaging.crm.ingest`). The contact is
+ * named by `contact_id`, or found by `email` / `phone` among the organization's contacts.
+ */
+export interface CrmEventIngestData {
+  organization_id: string;
+  /** The CRM's id of this event: the same id is published once (replays answer `duplicate: true`). */
+  event_id: string;
+  type: CrmEventType;
+  contact: { contact_id?: string; email?: string; phone?: string };
+  lead_id?: string;
+  status?: string;
+  previous_status?: string | null;
+  closed?: CrmLeadClosed | null;
+  deal_id?: string;
+  stage_id?: string;
+  previous_stage_id?: string | null;
+  /** ISO-8601 instant the CRM saw it happen; defaults to when it was received. */
+  occurred_at?: string;
+}
+
+/** What the ingress answers: the published bus event, the contact it resolved, and whether it was a replay. */
+export interface CrmEventIngestResult {
+  event_id: string;
+  type: CrmEventType;
+  contact_id: string;
+  duplicate: boolean;
+  received_at: string;
 }
 
 /**

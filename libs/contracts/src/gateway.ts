@@ -4,7 +4,7 @@
  */
 
 /** Scopes an API key can carry (DESIGN §3; the `agents:*` pair guards the seed-002 routes). */
-export const API_SCOPES = ['agents:read', 'agents:write', 'outreach:read', 'outreach:write', 'messaging:read', 'messaging:write', 'admin'] as const;
+export const API_SCOPES = ['agents:read', 'agents:write', 'outreach:read', 'outreach:write', 'messaging:read', 'messaging:write', 'crm:write', 'admin'] as const;
 export type ApiScope = (typeof API_SCOPES)[number];
 
 /** Named scopes, for decorators and checks (`Scope.AgentsRead` rather than a string literal). */
@@ -15,6 +15,8 @@ export const Scope = {
   OutreachWrite: 'outreach:write',
   MessagingRead: 'messaging:read',
   MessagingWrite: 'messaging:write',
+  /** A CRM pushing lead and deal events (`POST /crm/events`). */
+  CrmWrite: 'crm:write',
   Admin: 'admin',
 } as const satisfies Record<string, ApiScope>;
 

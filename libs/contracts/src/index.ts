@@ -7,6 +7,7 @@ export * from './messaging.js';
 export * from './abuse.js';
 export * from './ai.js';
 export * from './followups.js';
+export * from './agents.js';
 export * from './outreach.js';
 export * from './followups-example.js';
 export * from './leaves-platform.js';

@@ -70,6 +70,9 @@ export const MessagingRpc = {
 
   /** `MessagingStreamReadData` → `MessagingStreamPage`: the real-time feed after a cursor. */
   StreamRead: 'messaging.stream.read',
+
+  /** `CrmEventIngestData` → `CrmEventIngestResult`: a CRM's lead or deal event, published as a `CrmEvents` event. */
+  CrmEventIngest: 'messaging.crm.ingest',
 } as const;
 
 /** Bus commands the messaging service consumes. */

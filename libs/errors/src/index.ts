@@ -65,6 +65,11 @@ export enum ErrorCode {
   WhatsAppTemplateRequired = 'whatsapp_template_required',
   NotAmbiguous = 'not_ambiguous',
   InvalidResolution = 'invalid_resolution',
+  // CRM ingress: the event names no contact of the organization
+  UnknownContact = 'unknown_contact',
+  // agents registry (seed 002: an agent enrolls only with followup.enabled, into its flow_ids)
+  AgentFollowupDisabled = 'agent_followup_disabled',
+  FlowNotAllowedForAgent = 'flow_not_allowed_for_agent',
   // bus
   NoHandler = 'no_handler',
   InvalidMessage = 'invalid_message',
@@ -170,6 +175,9 @@ export function httpStatusOf(code: ErrorCode | string): number {
     case ErrorCode.DraftTooLong:
     case ErrorCode.DraftPlaceholder:
     case ErrorCode.DraftLinkInNote:
+    case ErrorCode.UnknownContact:
+    case ErrorCode.AgentFollowupDisabled:
+    case ErrorCode.FlowNotAllowedForAgent:
       return 422;
     case ErrorCode.RateLimited:
     case ErrorCode.ProspectSendCapReached:

@@ -17,6 +17,7 @@ import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { AgentsService } from '../agents/agents.service.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { type CompiledVersion, FlowVersionCache } from '../flows/flow-version-cache.js';
 import { FlowsRepository } from '../flows/flows.repository.js';
@@ -50,6 +51,7 @@ export class EnrollmentsService {
     private readonly flows: FlowsRepository,
     private readonly versions: FlowVersionCache,
     private readonly contacts: ContactsRepository,
+    private readonly agents: AgentsService,
     private readonly settings: SettingsService,
     private readonly metrics: FollowupsMetrics,
     private readonly signal: ReleaseSignal,
@@ -60,7 +62,8 @@ export class EnrollmentsService {
   /**
    * Enrolls a contact in a flow's published version. The same `operation_key` returns the same
    * enrollment (`created: false`).
-   * @throws AppError not_found (flow), publish_required, conflict (flow not active, contact opted
+   * @throws AppError not_found (flow, agent), agent_followup_disabled, flow_not_allowed_for_agent,
+   *   publish_required, conflict (flow not active, contact opted
    *   out or erased, plan limit), already_enrolled (a live one exists), idempotency_conflict (the
    *   key was used for another flow or contact), validation_failed
    */
@@ -128,6 +131,8 @@ export class EnrollmentsService {
     if (!flow) throw notFound('flow');
     if (!flow.published_version_id) throw new AppError(ErrorCode.PublishRequired, 'the flow has no published version');
     if (flow.status !== 'active') throw new AppError(ErrorCode.Conflict, `the flow is ${flow.status}; activate it to enroll contacts`, { reason: 'flow_not_active', flow_status: flow.status });
+    // An agent enrolls only with follow-ups enabled, into the flows its current version lists (seed 002).
+    if (input.agent_id) await this.agents.assertMayEnroll(tx, input.organization_id, input.agent_id, flow.id);
     const organization = await this.settings.get(input.organization_id);
     if (!organization.followups_enabled) throw new AppError(ErrorCode.Conflict, "the organization's plan does not include follow-ups", { reason: 'plan_lost' });
     if (organization.max_live_enrollments !== null && (await this.enrollments.countLive(tx, input.organization_id)) >= organization.max_live_enrollments) {

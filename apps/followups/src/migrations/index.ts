@@ -10,9 +10,23 @@ import { AddContactTagsAt1764860000000 } from './1764860000000-AddContactTagsAt.
 import { AddQueuedSendsIndex1764870000000 } from './1764870000000-AddQueuedSendsIndex.js';
 import { AddInFlightWindow1796130508922 } from './1796130508922-AddInFlightWindow.js';
 import { AddReleaseGates1796130358289417 } from './1796130358289417-AddReleaseGates.js';
+import { CreateAgentsRegistry1796131069596562 } from './1796131069596562-CreateAgentsRegistry.js';
 
 /** Entities of the followups schema (explicit list: ESM has no globs). Repositories use named SQL. */
 export const FollowupsEntities: (Function | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the followups schema, oldest first (the bus tables come from the platform). */
-export const FollowupsMigrations: (new () => MigrationInterface)[] = [CreateFollowupTables1764700000000, AddEffectApprovals1764800000000, CreatePromises1764810000000, AddAiStepLease1764820000000, CreateTriggers1764830000000, CreateBulkJobs1764840000000, AddAiDraft1764850000000, AddContactTagsAt1764860000000, AddQueuedSendsIndex1764870000000, AddInFlightWindow1796130508922, AddReleaseGates1796130358289417];
+export const FollowupsMigrations: (new () => MigrationInterface)[] = [
+  CreateFollowupTables1764700000000,
+  AddEffectApprovals1764800000000,
+  CreatePromises1764810000000,
+  AddAiStepLease1764820000000,
+  CreateTriggers1764830000000,
+  CreateBulkJobs1764840000000,
+  AddAiDraft1764850000000,
+  AddContactTagsAt1764860000000,
+  AddQueuedSendsIndex1764870000000,
+  AddInFlightWindow1796130508922,
+  AddReleaseGates1796130358289417,
+  CreateAgentsRegistry1796131069596562,
+];

@@ -50,10 +50,11 @@ export const toPromiseView = (r: PromiseRow): PromiseView => ({
   updated_at: r.updated_at.toISOString(),
 });
 
-export const toPromiseDetail = (r: PromiseRow, contact: { name: string | null; phone: string | null } | undefined): PromiseDetailView => ({
+/** `agentName`: the agent's name in the registry, null when the agent is not registered. */
+export const toPromiseDetail = (r: PromiseRow, contact: { name: string | null; phone: string | null } | undefined, agentName: string | null = null): PromiseDetailView => ({
   ...toPromiseView(r),
   contact: { id: r.contact_id, name: contact?.name ?? null, phone: contact?.phone ?? null },
-  agent: r.agent_id ? { id: r.agent_id, name: null } : null,
+  agent: r.agent_id ? { id: r.agent_id, name: agentName } : null,
   run: r.run,
   alert: r.alert,
   resolution: r.resolution,

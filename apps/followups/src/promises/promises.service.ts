@@ -38,6 +38,7 @@ import { decodeCursor, encodeCursor } from '@touchpoint/database';
 import { truncateText } from '@touchpoint/text';
 import { poolOf } from '../requests/queryable.js';
 import { check, notFound } from '../requests/request-checks.js';
+import { AgentsRepository } from '../agents/agents.repository.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { PROMISE_KEY_PREFIX, type PromiseRow, promiseSendKeyOf, toPromiseDetail, toPromiseView } from './promise-row.js';
@@ -74,6 +75,7 @@ export class PromisesService {
     private readonly uow: UnitOfWork,
     private readonly promises: PromisesRepository,
     private readonly contacts: ContactsRepository,
+    private readonly agents: AgentsRepository,
     private readonly senders: SendersRepository,
     private readonly settings: SettingsService,
     private readonly metrics: FollowupsMetrics,
@@ -178,7 +180,8 @@ export class PromisesService {
     const db = poolOf(this.uow.dataSource);
     const row = await this.promises.find(db, input.organization_id, input.promise_id);
     if (!row) throw notFound('promise');
-    return toPromiseDetail(row, await this.contacts.find(db, input.organization_id, row.contact_id));
+    const [contact, agent] = await Promise.all([this.contacts.find(db, input.organization_id, row.contact_id), row.agent_id ? this.agents.find(db, input.organization_id, row.agent_id) : undefined]);
+    return toPromiseDetail(row, contact, agent?.name ?? null);
   }
 
   /**

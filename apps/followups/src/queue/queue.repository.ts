@@ -20,6 +20,7 @@ type QueueRow = {
   flow_id: string;
   flow_name: string;
   agent_id: string | null;
+  agent_name: string | null;
   status: string;
   node_id: string | null;
   next_run_at: Date | null;
@@ -60,11 +61,12 @@ export class QueueRepository {
     params.push(limit);
     const rows = await rowsOf<QueueRow>(db, 
       `SELECT e.id, e.contact_id, c.name AS contact_name, c.phone AS contact_phone, e.conversation_id, e.flow_id, f.name AS flow_name,
-              e.agent_id, e.status, e.node_id, e.next_run_at, e.reason, e.updated_at, e.created_at, e.last_error,
+              e.agent_id, ag.name AS agent_name, e.status, e.node_id, e.next_run_at, e.reason, e.updated_at, e.created_at, e.last_error,
               ${cursorAtSql('e.created_at')} AS cursor_at
          FROM enrollments e
          JOIN flows f ON f.id = e.flow_id
          LEFT JOIN contacts c ON c.organization_id = e.organization_id AND c.contact_id = e.contact_id
+         LEFT JOIN agents ag ON ag.organization_id = e.organization_id AND ag.id = e.agent_id
         WHERE ${where.join(' AND ')}
         ORDER BY e.created_at DESC, e.id DESC
         LIMIT $${params.length}`,
@@ -80,7 +82,7 @@ export class QueueRepository {
       flow_id: r.flow_id,
       flow_name: r.flow_name,
       agent_id: r.agent_id,
-      agent_name: null,
+      agent_name: r.agent_name,
       status: r.status,
       node_id: r.node_id,
       next_fire_at: r.next_run_at ? r.next_run_at.toISOString() : null,
@@ -105,15 +107,16 @@ export class QueueRepository {
     if (after) where.push(`(p.created_at, 'promise'::text, p.id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.kind)}::text, $${params.push(after.id)}::uuid)`);
     params.push(limit);
     const rows = await rowsOf<{
-      id: string; contact_id: string; contact_name: string | null; contact_phone: string | null; conversation_id: string | null; agent_id: string | null;
+      id: string; contact_id: string; contact_name: string | null; contact_phone: string | null; conversation_id: string | null; agent_id: string | null; agent_name: string | null;
       status: string; due_at: Date; reason: string; updated_at: Date; created_at: Date; last_error: string | null; cursor_at: string;
     }>(
       db,
-      `SELECT p.id, p.contact_id, c.name AS contact_name, c.phone AS contact_phone, p.conversation_id, p.agent_id, p.status, p.due_at, p.reason,
+      `SELECT p.id, p.contact_id, c.name AS contact_name, c.phone AS contact_phone, p.conversation_id, p.agent_id, ag.name AS agent_name, p.status, p.due_at, p.reason,
               p.updated_at, p.created_at, p.last_error,
               ${cursorAtSql('p.created_at')} AS cursor_at
          FROM promises p
          LEFT JOIN contacts c ON c.organization_id = p.organization_id AND c.contact_id = p.contact_id
+         LEFT JOIN agents ag ON ag.organization_id = p.organization_id AND ag.id = p.agent_id
         WHERE ${where.join(' AND ')}
         ORDER BY p.created_at DESC, p.id DESC
         LIMIT $${params.length}`,
@@ -129,7 +132,7 @@ export class QueueRepository {
       flow_id: null,
       flow_name: null,
       agent_id: r.agent_id,
-      agent_name: null,
+      agent_name: r.agent_name,
       status: r.status,
       node_id: null,
       // Only a return still waiting for its time has one.

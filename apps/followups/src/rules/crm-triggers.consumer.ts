@@ -3,15 +3,20 @@ import { OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, type CrmDealEventData, CrmEvents, type CrmLeadEventData, FollowupsEvents } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { Clock } from '@touchpoint/time';
+import { StopPathsService } from '../stop-paths/stop-paths.service.js';
 import { RuleCache } from './rule-cache.js';
 import { TriggerRecorder } from './trigger-recorder.js';
 
-/** CRM events as rule triggers (their contract: `CrmEvents` in @touchpoint/contracts), and the rule cache's invalidation. */
+/**
+ * CRM events (their contract: `CrmEvents` in @touchpoint/contracts, published by messaging's CRM
+ * ingress) as rule triggers and, for a closed lead, a stop path; and the rule cache's invalidation.
+ */
 @Injectable()
 export class CrmTriggersConsumer {
   constructor(
     private readonly recorder: TriggerRecorder,
     private readonly rules: RuleCache,
+    private readonly stopPaths: StopPathsService,
     private readonly clock: Clock,
   ) {}
 
@@ -24,6 +29,8 @@ export class CrmTriggersConsumer {
   @OnBusMessage(CrmEvents.LeadStatusChanged)
   async onLeadStatusChanged(message: BusMessage<CrmLeadEventData>, tx: Tx): Promise<void> {
     if (!message.organization_id || !message.data?.contact_id) return;
+    // The stop first: a rule that the same status starts enrolls after it, not into its reach.
+    if (message.data.closed === 'won' || message.data.closed === 'lost') await this.stopPaths.onLeadClosed(tx, message.organization_id, message.data.contact_id, message.data.closed, this.clock.now());
     await this.recorder.record(tx, { organizationId: message.organization_id, kind: 'lead_status_changed', eventId: message.event_id, contactId: message.data.contact_id, data: { lead_id: message.data.lead_id, status: message.data.status ?? null, previous_status: message.data.previous_status ?? null }, at: this.clock.now() });
   }
 

@@ -80,6 +80,20 @@ export class StopPathsService {
     return touched;
   }
 
+  /**
+   * The contact's lead was closed in the CRM (seed 000 "Stop hooks": lead closed): every live
+   * enrollment of the contact is cancelled with reason `lead_won` or `lead_lost`, and its queued
+   * follow-up sends are taken back like on a reply.
+   */
+  async onLeadClosed(tx: Tx, organizationId: string, contactId: string, closed: 'won' | 'lost', now: Date): Promise<TouchedEnrollment[]> {
+    await this.contacts.ensure(tx, organizationId, contactId);
+    // Touch the contact row so a release of this contact in flight is ordered with us.
+    await rowsOf(tx, `UPDATE contacts SET updated_at = now() WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+    const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', `lead_${closed}`, now);
+    await this.settle(tx, touched, now, 'lead_closed', { organizationId, contactId });
+    return touched;
+  }
+
   /** The contact was erased: every enrollment is cancelled and the personal fields kept here are wiped. */
   async onContactErased(tx: Tx, organizationId: string, contactId: string, now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.markErased(tx, organizationId, contactId, now);

@@ -62,14 +62,4 @@ export class FollowupPromisesController {
       member_id: caller.createdBy.memberId,
     });
   }
-
-  /** Seed 002 `GET /ai/promises`: the read-only registry of what agents said they would do. */
-  @Get('promises')
-  @RequireKey({ scopes: [Scope.AgentsRead] })
-  @ApiOperation({ summary: 'Read-only registry of the returns agents promised: `{data: {data: [...], next_cursor}}`' })
-  @ApiErrorResponses(400, 404, 422, 503)
-  registry(@CurrentCaller() caller: Caller, @Query() query: ListPromisesQuery) {
-    const { customer_id: _c, ...filters } = query;
-    return this.forwarder.forward(caller, 'followups', FollowupsRpc.PromiseList, filters);
-  }
 }

@@ -6,6 +6,7 @@ import { AddAmbiguousMessageStatus1764540000000 } from './1764540000000-AddAmbig
 import { AddOutcomeCheckedAt1796130380417 } from './1796130380417-AddOutcomeCheckedAt.js';
 import { AddWhatsAppTemplateToNotificationTemplates1796130548207 } from './1796130548207-AddWhatsAppTemplateToNotificationTemplates.js';
 import { AddMessageErrorDetails1796130561208603 } from './1796130561208603-AddMessageErrorDetails.js';
+import { CreateCrmEvents1796130303779417 } from './1796130303779417-CreateCrmEvents.js';
 
 /** Entities of the messaging schema (explicit list: ESM has no globs). Repositories use plain SQL. */
 export const MessagingEntities: (Function | EntitySchema<unknown>)[] = [];
@@ -16,7 +17,8 @@ export const MessagingMigrations: (new () => MigrationInterface)[] = [
   CreateInboundReceipts1764510000000,
   AddNotificationRequestHash1764520000000,
   AddAmbiguousMessageStatus1764540000000,
+  AddOutcomeCheckedAt1796130380417,
   AddWhatsAppTemplateToNotificationTemplates1796130548207,
   AddMessageErrorDetails1796130561208603,
-  AddOutcomeCheckedAt1796130380417,
+  CreateCrmEvents1796130303779417,
 ];
