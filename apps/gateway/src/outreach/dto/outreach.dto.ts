@@ -63,6 +63,12 @@ export class CampaignDto {
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) archived_at!: string | null;
 }
 
+/** Answer of `DELETE /agentic/outreach/campaigns/{campaign_id}`. */
+export class CampaignDeletedDto {
+  @ApiProperty({ enum: [true], example: true }) deleted!: true;
+  @ApiProperty({ format: 'uuid', example: '2d4f6a8c-1b3e-4d5f-8a7c-9e0b1d2f3a4c' }) campaign_id!: string;
+}
+
 export class CampaignListDto {
   @ApiProperty({ type: CampaignDto, isArray: true }) items!: CampaignDto[];
 }

@@ -74,6 +74,11 @@ export class SenderListDto {
   @ApiProperty({ type: SenderDto, isArray: true }) items!: SenderDto[];
 }
 
+/** Answer of `DELETE /senders/{sender_id}`. */
+export class SenderRemovedDto {
+  @ApiProperty({ enum: [true], example: true }) removed!: true;
+}
+
 /**
  * Body of `POST /senders/accounts`: an email mailbox (a Nylas grant) or a LinkedIn account (a
  * Unipile account) that outreach sends from (issue 8 §8). The API key is stored encrypted and never
