@@ -194,6 +194,28 @@ describe('OpenAPI document', () => {
     expect(operations().length).toBeGreaterThanOrEqual(90);
   });
 
+  it('gives every success answer an example (at the media type or on its schema\'s fields)', () => {
+    type Schema = { $ref?: string; example?: unknown; properties?: Record<string, Schema>; items?: Schema; allOf?: Schema[]; oneOf?: Schema[] };
+    const schemas = (doc as unknown as { components: { schemas: Record<string, Schema> } }).components.schemas;
+    const exemplified = (schema: Schema | undefined, seen = new Set<string>()): boolean => {
+      if (!schema) return false;
+      if (schema.example !== undefined) return true;
+      if (schema.$ref) {
+        const name = schema.$ref.split('/').pop()!;
+        if (seen.has(name)) return false;
+        seen.add(name);
+        return exemplified(schemas[name], seen);
+      }
+      return [...Object.values(schema.properties ?? {}), ...(schema.items ? [schema.items] : []), ...(schema.allOf ?? []), ...(schema.oneOf ?? [])].some((s) => exemplified(s, seen));
+    };
+    const without = operations().flatMap(([name, op]) =>
+      Object.entries(op.responses)
+        .filter(([status]) => status.startsWith('2'))
+        .flatMap(([status, r]) => Object.entries(r.content ?? {}).filter(([, media]) => (media as { example?: unknown }).example === undefined && !exemplified(media.schema as Schema)).map(([type]) => `${name} ${status} ${type}`)),
+    );
+    expect(without).toEqual([]);
+  });
+
   it('documents the webhook and unsubscribe routes with their signature or token, not an API key', () => {
     const security = (route: string, method: 'get' | 'post') => doc.paths[route]?.[method]?.security;
     expect(security('/webhooks/meta', 'post')).toEqual([{ 'meta-signature': [] }]);
