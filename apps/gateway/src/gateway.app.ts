@@ -32,7 +32,7 @@ export function gatewayStartOptions(config: GatewayConfig): StartOptions {
       captureRawBody(fastify, RAW_BODY_PATH_PREFIXES);
       repairLoneSurrogates(fastify);
       refuseNulCharacters(fastify, RAW_BODY_PATH_PREFIXES);
-      await setupOpenApi(app, logger);
+      await setupOpenApi(app, logger, { port: config.PORT, unipileHeader: config.UNIPILE_WEBHOOK_HEADER });
     },
   };
 }

@@ -36,8 +36,10 @@ import { SendersRoutesModule } from './senders/senders.module.js';
  * - **Webhook ingress** (`webhooks/`): mark the controller `@PublicRoute()`, serve it under
  *   `/webhooks/...` and read the exact body bytes from `request.rawBody` (see http/raw-body.ts;
  *   RAW_BODY_PATH_PREFIXES in gateway.app.ts) to check the provider's signature.
- * - Document every route: `@ApiTags`, `@ApiOperation`, `@ApiOkResponse({ type })` and
- *   `@ApiErrorResponses(...)` for its failure statuses (401/403 come with `@RequireKey`).
+ * - Document every route: `@ApiTags` (declared in http/openapi.ts `API_TAGS`), `@ApiOperation`,
+ *   `@ApiOkResponse({ type })` / `@ApiCreatedResponse({ type })` with a DTO whose fields carry
+ *   examples, and `@ApiErrorResponses(...)` for its failure statuses (401/403 come with
+ *   `@RequireKey`); README "How to document a route". The document must pass Spectral with no warning.
  */
 export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, MembersModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule, NylasWebhookModule, UnipileWebhookModule, UnsubscribeModule, OutboxRoutesModule, CrmRoutesModule];
 

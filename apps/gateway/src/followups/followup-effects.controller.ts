@@ -1,10 +1,11 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { FollowupsRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
 import { EffectDecisionDto, EffectIdParams, EffectResolveDto } from './dto/followups.dto.js';
+import { EffectDecisionAnswerDto, ResolvedAnswerDto } from './dto/followups-responses.dto.js';
 
 /**
  * Effects of follow-up steps (seed 002 "Efeitos"): deciding a send that waits for approval and
@@ -24,6 +25,7 @@ export class FollowupEffectsController {
     description: '409 `conflict` when the send is not awaiting a decision. The approval loses its effect if, before the send, the key is revoked or its creator leaves (the send becomes `rejected`, reason `approval_revoked`).',
   })
   @ApiErrorResponses(400, 401, 403, 404, 409, 503)
+  @ApiOkResponse({ type: EffectDecisionAnswerDto })
   decide(@CurrentCaller() caller: Caller, @Param() params: EffectIdParams, @Body() body: EffectDecisionDto) {
     return this.forwarder.forward(caller, 'followups', FollowupsRpc.EffectDecide, {
       effect_id: params.id,
@@ -38,6 +40,7 @@ export class FollowupEffectsController {
   @RequireKey({ scopes: [Scope.AgentsWrite], adminCreatedKey: true })
   @ApiOperation({ summary: 'Reconcile an uncertain send (sent | rejected | cancelled, with a 10–2,000 character note): `{data: {resolved: true}}`', description: '409 `not_ambiguous` when the send is not uncertain.' })
   @ApiErrorResponses(400, 401, 403, 404, 409, 503)
+  @ApiOkResponse({ type: ResolvedAnswerDto })
   resolve(@CurrentCaller() caller: Caller, @Param() params: EffectIdParams, @Body() body: EffectResolveDto) {
     return this.forwarder.forward(caller, 'followups', FollowupsRpc.EffectResolve, {
       effect_id: params.id,

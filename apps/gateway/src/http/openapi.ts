@@ -16,7 +16,11 @@ export class ErrorBodyDto {
   @ApiProperty({ example: 'invalid request: scopes' })
   message!: string;
 
-  @ApiPropertyOptional({ description: 'Code-specific details; for validation_failed, `[{field, problems}]`', example: [{ field: 'scopes', problems: ['each value in scopes must be one of ...'] }] })
+  @ApiPropertyOptional({
+    description: 'Code-specific details: for validation_failed, `[{field, problems}]`; otherwise an object (the `field`, the id a conflict is about, the `error_id` of a 500)',
+    oneOf: [{ type: 'array', items: { type: 'object', additionalProperties: true } }, { type: 'object', additionalProperties: true }],
+    example: [{ field: 'scopes', problems: ['each value in scopes must be one of ...'] }],
+  })
   details?: unknown;
 }
 
@@ -43,22 +47,74 @@ export function ApiErrorResponses(...statuses: number[]): MethodDecorator & Clas
   return applyDecorators(...statuses.map((status) => ApiResponse({ status, description: ERROR_DESCRIPTIONS[status] ?? 'error', type: ErrorEnvelopeDto })));
 }
 
+/** Security schemes of the webhook and unsubscribe routes: a provider's signature or a signed token, never an API key. */
+export const WEBHOOK_SCHEMES = {
+  meta: 'meta-signature',
+  metaVerifyToken: 'meta-verify-token',
+  nylas: 'nylas-signature',
+  unipile: 'unipile-secret',
+  unsubscribe: 'unsubscribe-token',
+} as const;
+
+/**
+ * Every tag an operation may use, with its description (Spectral's `operation-tag-defined` wants
+ * each one declared at the top level). A new tag goes here too.
+ */
+export const API_TAGS: Record<string, string> = {
+  auth: 'Who the calling API key is',
+  organizations: 'The caller\'s organization',
+  'api keys': 'API keys of the organization (admin)',
+  members: 'Members of the organization and their roles (admin)',
+  system: 'Reachability of the platform\'s services',
+  contacts: 'Contacts, their tags and notification preferences',
+  conversations: 'The operator inbox: conversations, their messages, operator sends',
+  notifications: 'Notifications over WhatsApp, email, SMS and in-app, and their templates',
+  events: 'The real-time event feed (Server-Sent Events)',
+  'followup-flows': 'Follow-up flows: drafts, published versions, status, stats (seed 002 answers are `{data: ...}`)',
+  followups: 'Follow-up enrollments, the queue, approvals, one-off returns and settings (`{data: ...}`)',
+  outreach: 'AI outreach campaigns, enrollments, the review queue and the organization-wide stop',
+  senders: 'WhatsApp numbers, email mailboxes and LinkedIn accounts to send from (admin)',
+  suppressions: 'The do-not-contact list (admin)',
+  outbox: 'Sends whose outcome is unknown, for a person to settle',
+  webhooks: 'Provider deliveries (Meta, Nylas, Unipile), checked by signature or shared secret, not an API key',
+  unsubscribe: 'The unsubscribe link of outreach emails, checked by its signed token',
+};
+
 /**
  * Serves the OpenAPI document at `/docs/json` (and `/docs/yaml`) and the Swagger UI at `/docs`.
  * The document is built once, on first request, after every route is registered. Each operation's
  * required scopes (the `x-required-scopes` extension the auth decorator adds) are also written
- * into its description, so the UI shows them.
+ * into its description, so the UI shows them. `test/gateway/openapi-document.e2e-spec.ts` lints it
+ * with Spectral (`spectral:oas`, no warning) and types a client from it.
+ *
+ * @param options.port the port of the example server entry (default 3000)
+ * @param options.unipileHeader the header Unipile sends its shared secret in (UNIPILE_WEBHOOK_HEADER)
  */
-export async function setupOpenApi(app: NestFastifyApplication, logger: Logger): Promise<void> {
-  const config = new DocumentBuilder()
+export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, options: { port?: number; unipileHeader?: string } = {}): Promise<void> {
+  const docsUrl = `http://127.0.0.1:${options.port || 3000}/${DOCS_PATH}`;
+  const builder = new DocumentBuilder()
     .setTitle('Touchpoint API')
     .setDescription(
       'REST API of Touchpoint. Authenticate with `Authorization: Bearer <API key>`. Every failure answers ' +
-        '`{"error": {"code", "message", "details"}}`. Every response carries `x-request-id` (yours, if you send one).',
+        '`{"error": {"code", "message", "details"}}`. Every response carries `x-request-id` (yours, if you send one). ' +
+        'The webhook and unsubscribe routes take no API key: they check the provider\'s signature or the signed token.',
     )
     .setVersion('1')
+    // Touchpoint is self-hosted and has no public licence or support address: whoever runs the
+    // gateway is the contact. These are placeholders (`.invalid` is a reserved name) to replace.
+    .setContact('Touchpoint operators', docsUrl, 'operators@touchpoint.invalid')
+    .setLicense('Proprietary', docsUrl)
+    .addServer('http://127.0.0.1:{port}', 'A gateway you run (`npm start`); use your deployment\'s base URL in its place', {
+      port: { default: String(options.port || 3000), description: 'GATEWAY_PORT' },
+    })
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key secret (`tp_...`) from `npm run cli -- apikey:create`' }, BEARER_SCHEME)
-    .build();
+    .addSecurity(WEBHOOK_SCHEMES.meta, { type: 'apiKey', in: 'header', name: 'X-Hub-Signature-256', description: '`sha256=` + the hex HMAC-SHA256 of the raw body with META_APP_SECRET' })
+    .addSecurity(WEBHOOK_SCHEMES.metaVerifyToken, { type: 'apiKey', in: 'query', name: 'hub.verify_token', description: 'META_VERIFY_TOKEN, echoed by Meta when it verifies the subscription' })
+    .addSecurity(WEBHOOK_SCHEMES.nylas, { type: 'apiKey', in: 'header', name: 'x-nylas-signature', description: 'The hex HMAC-SHA256 of the raw body with NYLAS_WEBHOOK_SECRET' })
+    .addSecurity(WEBHOOK_SCHEMES.unipile, { type: 'apiKey', in: 'header', name: options.unipileHeader ?? 'unipile-auth', description: 'UNIPILE_WEBHOOK_SECRET, registered with the webhook (Unipile signs nothing)' })
+    .addSecurity(WEBHOOK_SCHEMES.unsubscribe, { type: 'apiKey', in: 'query', name: 'token', description: 'The signed token of the unsubscribe link (organization and address, signed with UNSUBSCRIBE_TOKEN_SECRET)' });
+  for (const [name, description] of Object.entries(API_TAGS)) builder.addTag(name, description);
+  const config = builder.build();
   let document: OpenAPIObject | undefined;
   const build = (): OpenAPIObject => (document ??= describeScopes(SwaggerModule.createDocument(app, config)));
   // The UI's assets are served by @fastify/static, which Jest's module loader cannot load (it

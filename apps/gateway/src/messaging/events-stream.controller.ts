@@ -1,5 +1,5 @@
 import { Controller, Get, Headers, Inject, Query, Req, Res } from '@nestjs/common';
-import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MessagingRpc, type MessagingStreamPage, Scope } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
@@ -31,7 +31,15 @@ export class EventsStreamController {
   @Get('stream')
   @RequireKey({ scopes: [Scope.MessagingRead] })
   @ApiOperation({ summary: 'Real-time events of the organization (text/event-stream), resumable with Last-Event-ID' })
-  @ApiProduces('text/event-stream')
+  @ApiOkResponse({
+    description: 'An open Server-Sent Events stream: each event has `id` (its feed id), `event` (the type) and `data` (the event data as JSON, with `occurred_at`); `event: reset` when the client missed more than the retention window',
+    content: {
+      'text/event-stream': {
+        schema: { type: 'string' },
+        example: 'id: 1042\nevent: messaging.message.received\ndata: {"message_id":"a4b3c2d1-e5f6-4a7b-8c9d-0e1f2a3b4c5d","occurred_at":"2026-03-02T14:05:00.000Z"}\n\n',
+      },
+    },
+  })
   @ApiErrorResponses(400, 503)
   async stream(
     @CurrentCaller() caller: Caller,

@@ -1,10 +1,11 @@
 import { Body, Controller, Get, Param, Post, Put, Query } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { MessagingRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
 import { CreateNotificationDto, ListNotificationsQuery, NotificationIdParams, TemplateDto, TemplateKeyParams } from './dto/messaging.dto.js';
+import { NotificationDto, NotificationPageDto, NotificationTemplateDto, NotificationTemplateListDto } from './dto/messaging-responses.dto.js';
 
 /** Notifications and their templates (issue 4 §7), forwarded to messaging. */
 @ApiTags('notifications')
@@ -16,6 +17,7 @@ export class NotificationsController {
   @RequireKey({ scopes: [Scope.MessagingWrite] })
   @ApiOperation({ summary: 'Create a notification: one delivery per channel, pending until the dispatcher reports. A retry with the same idempotency_key and request answers the same notification; another request with that key answers 409 idempotency_conflict' })
   @ApiErrorResponses(400, 404, 409, 503)
+  @ApiCreatedResponse({ type: NotificationDto })
   create(@CurrentCaller() caller: Caller, @Body() body: CreateNotificationDto) {
     return this.forwarder.forward(caller, 'messaging', MessagingRpc.NotificationCreate, body);
   }
@@ -24,6 +26,7 @@ export class NotificationsController {
   @RequireKey({ scopes: [Scope.MessagingRead] })
   @ApiOperation({ summary: 'List notifications, newest first (cursor)' })
   @ApiErrorResponses(400, 422, 503)
+  @ApiOkResponse({ type: NotificationPageDto })
   list(@CurrentCaller() caller: Caller, @Query() query: ListNotificationsQuery) {
     return this.forwarder.forward(caller, 'messaging', MessagingRpc.NotificationList, query);
   }
@@ -32,6 +35,7 @@ export class NotificationsController {
   @RequireKey({ scopes: [Scope.MessagingRead] })
   @ApiOperation({ summary: 'Get a notification with its deliveries' })
   @ApiErrorResponses(404, 503)
+  @ApiOkResponse({ type: NotificationDto })
   get(@CurrentCaller() caller: Caller, @Param() params: NotificationIdParams) {
     return this.forwarder.forward(caller, 'messaging', MessagingRpc.NotificationGet, params);
   }
@@ -40,6 +44,7 @@ export class NotificationsController {
   @RequireKey({ scopes: [Scope.MessagingRead] })
   @ApiOperation({ summary: 'List notification templates' })
   @ApiErrorResponses(503)
+  @ApiOkResponse({ type: NotificationTemplateListDto })
   templates(@CurrentCaller() caller: Caller) {
     return this.forwarder.forward(caller, 'messaging', MessagingRpc.TemplateList, {});
   }
@@ -48,6 +53,7 @@ export class NotificationsController {
   @RequireKey({ scopes: [Scope.MessagingWrite] })
   @ApiOperation({ summary: 'Create or replace a notification template' })
   @ApiErrorResponses(400, 503)
+  @ApiOkResponse({ type: NotificationTemplateDto })
   putTemplate(@CurrentCaller() caller: Caller, @Param() params: TemplateKeyParams, @Body() body: TemplateDto) {
     return this.forwarder.forward(caller, 'messaging', MessagingRpc.TemplateCreate, { ...body, key: params.key });
   }

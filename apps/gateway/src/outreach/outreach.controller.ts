@@ -8,6 +8,7 @@ import {
   ActionDto,
   ActionParams,
   ApproveBody,
+  CampaignDeletedDto,
   CampaignDto,
   CampaignListDto,
   CampaignParams,
@@ -66,6 +67,7 @@ export class OutreachController {
 
   @Get('campaigns/:campaign_id')
   @RequireKey({ scopes: [Scope.OutreachRead] })
+  @ApiOperation({ summary: 'Gets a campaign' })
   @ApiOkResponse({ type: CampaignDto })
   @ApiErrorResponses(404, 503)
   getCampaign(@CurrentCaller() caller: Caller, @Param() params: CampaignParams) {
@@ -105,6 +107,7 @@ export class OutreachController {
   @Delete('campaigns/:campaign_id')
   @RequireKey({ scopes: [Scope.OutreachWrite] })
   @ApiOperation({ summary: 'Deletes a campaign that never had an enrollment (409 campaign_has_enrollments otherwise: archive it)' })
+  @ApiOkResponse({ type: CampaignDeletedDto })
   @ApiErrorResponses(404, 409, 503)
   deleteCampaign(@CurrentCaller() caller: Caller, @Param() params: CampaignParams) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.CampaignDelete, params);
@@ -136,6 +139,7 @@ export class OutreachController {
 
   @Get('campaigns/:campaign_id/enrollments')
   @RequireKey({ scopes: [Scope.OutreachRead] })
+  @ApiOperation({ summary: "Lists a campaign's enrollments" })
   @ApiOkResponse({ type: EnrollmentListDto })
   @ApiErrorResponses(400, 404, 422, 503)
   listEnrollments(@CurrentCaller() caller: Caller, @Param() params: CampaignParams, @Query() query: ListEnrollmentsQuery) {
@@ -144,6 +148,7 @@ export class OutreachController {
 
   @Get('enrollments/:enrollment_id')
   @RequireKey({ scopes: [Scope.OutreachRead] })
+  @ApiOperation({ summary: 'Gets an outreach enrollment with its state' })
   @ApiOkResponse({ type: EnrollmentDto })
   @ApiErrorResponses(404, 503)
   getEnrollment(@CurrentCaller() caller: Caller, @Param() params: EnrollmentParams) {
@@ -214,6 +219,7 @@ export class OutreachController {
 
   @Get('settings')
   @RequireKey({ scopes: [Scope.OutreachRead] })
+  @ApiOperation({ summary: "The organization's outreach settings" })
   @ApiOkResponse({ type: SettingsDto })
   @ApiErrorResponses(503)
   settings(@CurrentCaller() caller: Caller) {

@@ -1,10 +1,10 @@
 import { Body, Controller, Delete, Get, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OutboxAccountRpc, OutboxRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
-import { CreateAccountSenderDto, CreateSenderDto, ListSendersQuery, SenderDto, SenderIdParams, SenderListDto, UpdateSenderDto } from './dto/sender.dto.js';
+import { CreateAccountSenderDto, CreateSenderDto, ListSendersQuery, SenderDto, SenderIdParams, SenderListDto, SenderRemovedDto, UpdateSenderDto } from './dto/sender.dto.js';
 
 /**
  * Sender administration (issue 3 §0, issue 8 §8): the organization's WhatsApp business numbers,
@@ -22,7 +22,7 @@ export class SendersController {
     summary: 'Add a WhatsApp business number (the first of a channel becomes the default)',
     description: 'The `access_token` must read `phone_number_id` at Graph, else 422 `sender_unverified` and nothing is stored; only then is a number already registered answered 409.',
   })
-  @ApiOkResponse({ type: SenderDto })
+  @ApiCreatedResponse({ type: SenderDto })
   @ApiErrorResponses(400, 409, 422, 503)
   create(@CurrentCaller() caller: Caller, @Body() body: CreateSenderDto) {
     return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderCreate, body);
@@ -33,7 +33,7 @@ export class SendersController {
     summary: 'Add an email mailbox (Nylas grant) or a LinkedIn account (Unipile) to send outreach from',
     description: 'The `api_key` must read `account_id` at the provider (the grant, the account), else 422 `sender_unverified` and nothing is stored.',
   })
-  @ApiOkResponse({ type: SenderDto })
+  @ApiCreatedResponse({ type: SenderDto })
   @ApiErrorResponses(400, 409, 422, 503)
   createAccount(@CurrentCaller() caller: Caller, @Body() body: CreateAccountSenderDto) {
     return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxAccountRpc.Create, body);
@@ -65,6 +65,7 @@ export class SendersController {
 
   @Delete(':sender_id')
   @ApiOperation({ summary: 'Remove a sender; its queued messages fail as sender_unavailable' })
+  @ApiOkResponse({ type: SenderRemovedDto })
   @ApiErrorResponses(400, 404, 503)
   remove(@CurrentCaller() caller: Caller, @Param() params: SenderIdParams) {
     return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.SenderRemove, params);

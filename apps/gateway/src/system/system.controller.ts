@@ -12,8 +12,8 @@ import { ApiErrorResponses } from '../http/openapi.js';
 class ServiceStatusDto {
   @ApiProperty({ enum: SERVICES }) service!: ServiceName;
   @ApiProperty({ enum: ['up', 'unavailable'] }) status!: 'up' | 'unavailable';
-  @ApiPropertyOptional({ description: 'RPC round trip, ms (when up)' }) latency_ms?: number;
-  @ApiPropertyOptional({ description: 'Why it is unavailable' }) error?: string;
+  @ApiPropertyOptional({ description: 'RPC round trip, ms (when up)', example: 1 }) latency_ms?: number;
+  @ApiPropertyOptional({ description: 'Why it is unavailable', example: 'timeout' }) error?: string;
 }
 
 class ServicesDto {
@@ -23,7 +23,7 @@ class ServicesDto {
 class PingDto {
   @ApiProperty({ enum: SERVICES }) service!: ServiceName;
   @ApiProperty({ example: true }) ok!: true;
-  @ApiProperty({ description: 'RPC round trip, ms' }) latency_ms!: number;
+  @ApiProperty({ description: 'RPC round trip, ms', example: 1 }) latency_ms!: number;
 }
 
 class ServiceNameParams {

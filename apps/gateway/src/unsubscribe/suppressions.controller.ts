@@ -18,9 +18,9 @@ export class RemoveSuppressionDto {
 }
 
 export class SuppressionRemovedDto {
-  @ApiProperty() removed!: boolean;
-  @ApiProperty() channel!: string;
-  @ApiProperty({ description: 'The value as the list keys it (an email lower-cased, a phone as digits)' }) value!: string;
+  @ApiProperty({ description: 'false when the value was not on the list', example: true }) removed!: boolean;
+  @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'], example: 'email' }) channel!: string;
+  @ApiProperty({ description: 'The value as the list keys it (an email lower-cased, a phone as digits)', example: 'ana@example.com' }) value!: string;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Post, Query, Res } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { type EmailSuppressionResult, OutreachSuppressionRpc } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
@@ -8,6 +8,8 @@ import { APP_CONFIG, LOGGER, RpcClient } from '@touchpoint/runtime';
 import { verifyUnsubscribeToken } from '@touchpoint/text';
 import { PublicRoute } from '../auth/auth.decorators.js';
 import type { GatewayConfig } from '../gateway.config.js';
+import { ErrorEnvelopeDto, WEBHOOK_SCHEMES } from '../http/openapi.js';
+import { UnsubscribedDto } from '../webhooks/webhook-responses.dto.js';
 
 /**
  * The unsubscribe link of our emails (seed 003 §4.7): `GET` (a person clicks "Unsubscribe: …")
@@ -17,7 +19,11 @@ import type { GatewayConfig } from '../gateway.config.js';
  * outreach; the answer comes once that is stored (503 otherwise, so a client may retry). Repeating
  * a click is harmless: the suppression is an upsert and ended enrollments stay ended.
  */
-@ApiExcludeController()
+@ApiTags('unsubscribe')
+@ApiSecurity(WEBHOOK_SCHEMES.unsubscribe)
+@ApiQuery({ name: 'token', required: true, description: 'The signed token of the link', schema: { type: 'string' } })
+@ApiResponse({ status: 400, description: '`validation_failed`: the token is tampered with or unknown; nothing is written', type: ErrorEnvelopeDto })
+@ApiResponse({ status: 503, description: '`service_unavailable`: not stored; try again', type: ErrorEnvelopeDto })
 @PublicRoute()
 @Controller('nylas/email/unsubscribe')
 export class UnsubscribeController {
@@ -28,12 +34,26 @@ export class UnsubscribeController {
   ) {}
 
   @Get()
+  @ApiOperation({
+    summary: 'Unsubscribe by clicking the link: the address is suppressed and its live enrollments end',
+    description: 'The link of every outreach email. No API key: the signed token is the check. Repeating it is harmless.',
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'A plain-text confirmation',
+    content: { 'text/plain': { schema: { type: 'string' }, example: 'You are unsubscribed. You will receive no more emails from us at this address.' } },
+  })
   async click(@Query('token') token: string | undefined, @Res() reply: FastifyReply): Promise<void> {
     await this.unsubscribe(token);
     reply.status(200).header('content-type', 'text/plain; charset=utf-8').send('You are unsubscribed. You will receive no more emails from us at this address.');
   }
 
   @Post()
+  @ApiOperation({
+    summary: 'One-click unsubscribe (RFC 8058, List-Unsubscribe-Post): the address is suppressed and its live enrollments end',
+    description: 'What a mail client posts for `List-Unsubscribe-Post: List-Unsubscribe=One-Click`. No API key: the signed token is the check.',
+  })
+  @ApiOkResponse({ type: UnsubscribedDto })
   async oneClick(@Query('token') token: string | undefined, @Res() reply: FastifyReply): Promise<void> {
     await this.unsubscribe(token);
     reply.status(200).send({ unsubscribed: true });

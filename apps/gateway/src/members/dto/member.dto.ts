@@ -11,12 +11,12 @@ export class MemberIdParams {
 
 /** A member of the organization. */
 export class MemberDto {
-  @ApiProperty({ format: 'uuid' }) member_id!: string;
-  @ApiProperty({ format: 'uuid' }) organization_id!: string;
-  @ApiProperty() email!: string;
-  @ApiPropertyOptional({ nullable: true }) name!: string | null;
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) member_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
+  @ApiProperty({ example: 'ana@example.com' }) email!: string;
+  @ApiPropertyOptional({ type: String, nullable: true, example: 'Ana Souza' }) name!: string | null;
   @ApiProperty({ enum: MEMBER_ROLES }) role!: MemberRole;
-  @ApiProperty({ description: 'False once the member has left or was removed' }) active!: boolean;
+  @ApiProperty({ description: 'False once the member has left or was removed', example: true }) active!: boolean;
 }
 
 /** Answer of `GET /members`. */

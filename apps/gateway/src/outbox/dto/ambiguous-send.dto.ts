@@ -25,33 +25,33 @@ export class ResolveAmbiguousSendDto {
 
 /** An ambiguous send as the API shows it (the dispatcher's entry; never a credential). */
 export class AmbiguousSendDto {
-  @ApiProperty() entry_id!: string;
-  @ApiProperty() organization_id!: string;
+  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) entry_id!: string;
+  @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
-  @ApiProperty({ nullable: true }) sender_id!: string | null;
-  @ApiProperty({ description: 'The recipient address as the requester gave it' }) to!: string;
-  @ApiProperty({ description: 'The recipient as the outbox keys it (phone digits, a lower-cased email)' }) pacing_key!: string;
-  @ApiProperty() idempotency_key!: string;
-  @ApiProperty() payload_type!: string;
+  @ApiProperty({ type: String, nullable: true, example: '00000003-1a2b-4c3d-8e4f-000000000003' }) sender_id!: string | null;
+  @ApiProperty({ description: 'The recipient address as the requester gave it', example: '+5511987654321' }) to!: string;
+  @ApiProperty({ description: 'The recipient as the outbox keys it (phone digits, a lower-cased email)', example: '5511987654321' }) pacing_key!: string;
+  @ApiProperty({ example: 'order-1042-receipt' }) idempotency_key!: string;
+  @ApiProperty({ example: 'text' }) payload_type!: string;
   @ApiProperty({ enum: ['ambiguous'] }) status!: string;
-  @ApiProperty() attempts!: number;
-  @ApiProperty() max_attempts!: number;
-  @ApiProperty({ nullable: true, description: 'Always null here: no answer came' }) next_attempt_at!: string | null;
-  @ApiProperty({ nullable: true }) provider_message_id!: string | null;
-  @ApiProperty({ nullable: true, description: 'lease_expired when the dispatcher stopped mid-send; else the provider code, if any' }) last_error_code!: string | null;
-  @ApiProperty({ nullable: true }) last_classification!: string | null;
+  @ApiProperty({ example: 1 }) attempts!: number;
+  @ApiProperty({ example: 1 }) max_attempts!: number;
+  @ApiProperty({ type: String, nullable: true, description: 'Always null here: no answer came', example: '2026-03-02T14:05:00.000Z' }) next_attempt_at!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: 'wamid.HBgNNTUxMTk4NzY1NDMyMRUCABEYEjA' }) provider_message_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'lease_expired when the dispatcher stopped mid-send; else the provider code, if any', example: 'lease_expired' }) last_error_code!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: 'ambiguous' }) last_classification!: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'Correlation ids: message_id, conversation_id, requester…' }) log_context!: Record<string, string | number>;
-  @ApiProperty() created_at!: string;
-  @ApiProperty() updated_at!: string;
+  @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
+  @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;
 }
 
 export class AmbiguousSendPageDto {
   @ApiProperty({ type: [AmbiguousSendDto] }) items!: AmbiguousSendDto[];
-  @ApiProperty({ nullable: true, description: 'Pass as `cursor` for the next page; null on the last' }) next_cursor!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' }) next_cursor!: string | null;
 }
 
 export class AmbiguousSendResolvedDto {
   @ApiProperty({ enum: ['resolved', 'resolved_failed'] }) outcome!: string;
-  @ApiProperty() entry_id!: string;
+  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) entry_id!: string;
   @ApiProperty({ enum: ['accepted', 'failed'] }) status!: string;
 }

@@ -45,22 +45,28 @@ export class ListCampaignsQuery {
 }
 
 export class CampaignDto {
-  @ApiProperty({ format: 'uuid' }) campaign_id!: string;
-  @ApiProperty() organization_id!: string;
-  @ApiProperty() name!: string;
-  @ApiProperty() goal!: string;
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
+  @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
+  @ApiProperty({ example: 'Operations leads, Q2' }) name!: string;
+  @ApiProperty({ example: 'Book a demo with operations leads' }) goal!: string;
   @ApiProperty({ enum: CAMPAIGN_STATUSES }) status!: string;
   @ApiProperty({ enum: OUTREACH_CHANNELS, isArray: true }) allowed_channels!: string[];
-  @ApiProperty() max_touches!: number;
-  @ApiProperty() followup_min_days!: number;
-  @ApiProperty() followup_max_days!: number;
-  @ApiProperty({ nullable: true, type: String }) email_sender_id!: string | null;
-  @ApiProperty({ nullable: true, type: String }) linkedin_sender_id!: string | null;
-  @ApiProperty({ description: 'Live enrollments (at most 200)' }) live_enrollments!: number;
-  @ApiProperty({ format: 'date-time' }) created_at!: string;
-  @ApiProperty({ format: 'date-time' }) updated_at!: string;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) paused_at!: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) archived_at!: string | null;
+  @ApiProperty({ example: 1 }) max_touches!: number;
+  @ApiProperty({ example: 1 }) followup_min_days!: number;
+  @ApiProperty({ example: 1 }) followup_max_days!: number;
+  @ApiProperty({ nullable: true, type: String, example: '00000003-1a2b-4c3d-8e4f-000000000003' }) email_sender_id!: string | null;
+  @ApiProperty({ nullable: true, type: String, example: '00000004-1a2b-4c3d-8e4f-000000000004' }) linkedin_sender_id!: string | null;
+  @ApiProperty({ description: 'Live enrollments (at most 200)', example: 1 }) live_enrollments!: number;
+  @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
+  @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, example: '2026-03-02T14:05:00.000Z' }) paused_at!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, example: '2026-03-02T14:05:00.000Z' }) archived_at!: string | null;
+}
+
+/** Answer of `DELETE /agentic/outreach/campaigns/{campaign_id}`. */
+export class CampaignDeletedDto {
+  @ApiProperty({ enum: [true], example: true }) deleted!: true;
+  @ApiProperty({ format: 'uuid', example: '2d4f6a8c-1b3e-4d5f-8a7c-9e0b1d2f3a4c' }) campaign_id!: string;
 }
 
 export class CampaignListDto {
@@ -83,35 +89,35 @@ export class EnrollBatchBody {
 }
 
 export class EnrollmentDto {
-  @ApiProperty({ format: 'uuid' }) enrollment_id!: string;
-  @ApiProperty() organization_id!: string;
-  @ApiProperty({ format: 'uuid' }) campaign_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
+  @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
   @ApiProperty({ enum: ['crm', 'prospect'] }) person_kind!: string;
-  @ApiProperty() person_id!: string;
+  @ApiProperty({ example: '00000006-1a2b-4c3d-8e4f-000000000006' }) person_id!: string;
   @ApiProperty({ enum: ENROLLMENT_STATUSES }) status!: string;
   @ApiProperty({ enum: ENROLLMENT_END_REASONS, nullable: true }) ended_reason!: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) ended_at!: string | null;
-  @ApiProperty() touch_count!: number;
-  @ApiProperty() context_version!: number;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) next_check_at!: string | null;
-  @ApiProperty({ format: 'date-time' }) created_at!: string;
-  @ApiProperty({ format: 'date-time' }) updated_at!: string;
-  @ApiProperty() awaiting_approval!: boolean;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, example: '2026-03-02T14:05:00.000Z' }) ended_at!: string | null;
+  @ApiProperty({ example: 1 }) touch_count!: number;
+  @ApiProperty({ example: 1 }) context_version!: number;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, example: '2026-03-02T14:05:00.000Z' }) next_check_at!: string | null;
+  @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
+  @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;
+  @ApiProperty({ example: true }) awaiting_approval!: boolean;
 }
 
 export class EnrollResultDto {
   @ApiProperty({ enum: ['crm', 'prospect'] }) person_kind!: string;
-  @ApiProperty() person_id!: string;
+  @ApiProperty({ example: '00000006-1a2b-4c3d-8e4f-000000000006' }) person_id!: string;
   @ApiProperty({ enum: ['added', 'already_enrolled', 'campaign_full', 'opted_out', 'not_found'] }) result!: string;
-  @ApiPropertyOptional({ format: 'uuid' }) enrollment_id?: string;
-  @ApiPropertyOptional({ description: 'added: the person was already live in this campaign' }) existing?: boolean;
-  @ApiPropertyOptional({ description: 'already_enrolled: the other campaign' }) campaign_id?: string;
+  @ApiPropertyOptional({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id?: string;
+  @ApiPropertyOptional({ description: 'added: the person was already live in this campaign', example: true }) existing?: boolean;
+  @ApiPropertyOptional({ description: 'already_enrolled: the other campaign', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id?: string;
   @ApiPropertyOptional() campaign_name?: string;
   @ApiPropertyOptional({ enum: CAMPAIGN_STATUSES }) campaign_status?: string;
 }
 
 export class EnrollBatchResultDto {
-  @ApiProperty({ format: 'uuid' }) campaign_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
   @ApiProperty({ type: EnrollResultDto, isArray: true, description: 'One per person, in the order given' }) results!: EnrollResultDto[];
 }
 
@@ -131,8 +137,8 @@ export class EnrollmentListDto {
 }
 
 export class SettingsDto {
-  @ApiProperty() organization_id!: string;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'Set while outreach is stopped for the organization' }) outreach_stopped_at!: string | null;
+  @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'Set while outreach is stopped for the organization', example: '2026-03-02T14:05:00.000Z' }) outreach_stopped_at!: string | null;
 }
 
 export class DraftPayloadBody {
@@ -164,29 +170,29 @@ export class ReviewQueueQuery {
 }
 
 export class ActionDto {
-  @ApiProperty({ format: 'uuid' }) action_id!: string;
-  @ApiProperty({ format: 'uuid' }) enrollment_id!: string;
-  @ApiProperty({ format: 'uuid' }) decision_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) action_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000008-1a2b-4c3d-8e4f-000000000008' }) decision_id!: string;
   @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
   @ApiProperty({ enum: ACTION_STATUSES }) status!: string;
   @ApiProperty({ type: Object }) draft_payload!: Record<string, unknown>;
   @ApiProperty({ type: Object, nullable: true }) approved_payload!: Record<string, unknown> | null;
   @ApiProperty({ nullable: true, type: String, description: 'SHA-256 hex of the canonical JSON of approved_payload' }) approved_hash!: string | null;
   @ApiProperty({ nullable: true, type: String }) approved_by!: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) approved_at!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, example: '2026-03-02T14:05:00.000Z' }) approved_at!: string | null;
   @ApiProperty({ nullable: true, type: String }) reject_reason!: string | null;
   @ApiProperty({ nullable: true, type: String }) reject_then!: string | null;
 }
 
 export class ReviewCardDto {
-  @ApiProperty({ format: 'uuid' }) action_id!: string;
-  @ApiProperty({ format: 'uuid' }) enrollment_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) action_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
-  @ApiProperty({ format: 'date-time' }) created_at!: string;
-  @ApiProperty() age_seconds!: number;
+  @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
+  @ApiProperty({ example: 1 }) age_seconds!: number;
   @ApiProperty({ type: Object }) person!: Record<string, unknown>;
   @ApiProperty({ type: Object }) campaign!: Record<string, unknown>;
-  @ApiProperty({ nullable: true, type: String, description: 'Email address or LinkedIn profile URL, read fresh' }) to!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'Email address or LinkedIn profile URL, read fresh', example: 'ana@example.com' }) to!: string | null;
   @ApiProperty({ nullable: true, type: String, description: 'The inbound message answered, cut at 500 characters' }) replying_to!: string | null;
   @ApiProperty({ nullable: true, type: String }) rationale!: string | null;
   @ApiProperty({ nullable: true, type: String }) objective!: string | null;
@@ -195,7 +201,7 @@ export class ReviewCardDto {
 
 export class ReviewQueueDto {
   @ApiProperty({ type: ReviewCardDto, isArray: true, description: 'Pending actions, oldest first' }) items!: ReviewCardDto[];
-  @ApiProperty({ description: 'Every pending action of the organization' }) total!: number;
+  @ApiProperty({ description: 'Every pending action of the organization', example: 1 }) total!: number;
 }
 
 export class TimelineItemDto {
@@ -206,7 +212,7 @@ export class TimelineItemDto {
 }
 
 export class TimelineDto {
-  @ApiProperty({ format: 'uuid' }) enrollment_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ type: TimelineItemDto, isArray: true, description: 'Newest first, tie on id' }) items!: TimelineItemDto[];
   @ApiProperty({ type: String, isArray: true, description: 'Sections that could not be read' }) missing!: string[];
 }

@@ -56,22 +56,27 @@ export class ListSendersQuery {
 
 /** A sender as the API shows it (no credential). */
 export class SenderDto {
-  @ApiProperty() sender_id!: string;
-  @ApiProperty() organization_id!: string;
+  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) sender_id!: string;
+  @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
-  @ApiPropertyOptional({ nullable: true }) label!: string | null;
-  @ApiPropertyOptional({ nullable: true }) phone_number_id!: string | null;
-  @ApiPropertyOptional({ nullable: true }) display_phone_number!: string | null;
-  @ApiPropertyOptional({ nullable: true }) business_account_id!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, example: 'Main number' }) label!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, example: '100000000000002' }) phone_number_id!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, example: '5511912345678' }) display_phone_number!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, example: '100000000000001' }) business_account_id!: string | null;
   @ApiProperty({ enum: ['connected', 'disconnected'] }) status!: string;
-  @ApiProperty() is_default!: boolean;
-  @ApiProperty({ description: 'a credential is stored (its value is never returned)' }) has_credentials!: boolean;
-  @ApiProperty() created_at!: string;
-  @ApiProperty() updated_at!: string;
+  @ApiProperty({ example: true }) is_default!: boolean;
+  @ApiProperty({ description: 'a credential is stored (its value is never returned)', example: true }) has_credentials!: boolean;
+  @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
+  @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;
 }
 
 export class SenderListDto {
   @ApiProperty({ type: SenderDto, isArray: true }) items!: SenderDto[];
+}
+
+/** Answer of `DELETE /senders/{sender_id}`. */
+export class SenderRemovedDto {
+  @ApiProperty({ enum: [true], example: true }) removed!: true;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Controller, HttpCode, Inject, Post, Req } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiOperation } from '@nestjs/swagger';
 import { timingSafeEqual } from 'node:crypto';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -8,6 +8,8 @@ import { PublicRoute } from '../../auth/auth.decorators.js';
 import type { GatewayConfig } from '../../gateway.config.js';
 import type { RequestWithRawBody } from '../../http/raw-body.js';
 import { type UnipileDeliveryResult, UnipileWebhookService } from './unipile-webhook.service.js';
+import { WEBHOOK_SCHEMES } from '../../http/openapi.js';
+import { ApiWebhookDelivery, ApiWebhooks, ProviderDeliveryAnswerDto } from '../webhook-responses.dto.js';
 
 /** Whether the header carries the shared secret (constant-time compare). */
 export function isValidUnipileSecret(header: string | string[] | undefined, secret: string): boolean {
@@ -22,7 +24,7 @@ export function isValidUnipileSecret(header: string | string[] | undefined, secr
  * the webhook (header UNIPILE_WEBHOOK_HEADER) is the check; a wrong one answers 401 and stores
  * nothing. A delivery answers 200 once stored and 503 on any failure, so Unipile redelivers.
  */
-@ApiExcludeController()
+@ApiWebhooks()
 @PublicRoute()
 @Controller('webhooks/unipile')
 export class UnipileWebhookController {
@@ -34,6 +36,11 @@ export class UnipileWebhookController {
 
   @Post()
   @HttpCode(200)
+  @ApiOperation({
+    summary: 'A Unipile delivery (LinkedIn messages, invitations), checked by the shared secret header',
+    description: 'No API key: Unipile signs nothing, so the secret registered with the webhook (header UNIPILE_WEBHOOK_HEADER) is the check. A wrong one answers 401 and stores nothing; 200 once stored, else 503 (Unipile redelivers).',
+  })
+  @ApiWebhookDelivery(WEBHOOK_SCHEMES.unipile, { type: ProviderDeliveryAnswerDto }, 'The event as Unipile sends it')
   async receive(@Req() request: RequestWithRawBody): Promise<{ received: true } & UnipileDeliveryResult> {
     if (!isValidUnipileSecret(request.headers[this.config.UNIPILE_WEBHOOK_HEADER.toLowerCase()], this.config.UNIPILE_WEBHOOK_SECRET)) {
       this.logger.warn({ event: 'gateway.unipile_webhook_bad_secret', request_id: request.id }, 'Unipile webhook without the shared secret refused');
