@@ -256,6 +256,11 @@ export interface MessageReceivedData {
   judgement_certain?: boolean;
   /** Contact address the message came from (E.164 phone, email, LinkedIn id). */
   from: string;
+  /**
+   * ISO-8601 UTC instant the provider received the message (its timestamp; the store time when the
+   * provider gave none). Relative dates in its text ("back on Monday") count from it.
+   */
+  received_at?: string;
 }
 
 /** Data of `messaging.inbound.record`: an inbound message of a channel other than WhatsApp. */
@@ -333,7 +338,12 @@ export interface ContactEventData {
   /** Absent on `erased`: the personal fields are gone. */
   phone?: string | null;
   email?: string | null;
+  /** The LinkedIn profile URL and member id (outreach matches opt-outs on them). */
+  linkedin_url?: string | null;
+  linkedin_provider_id?: string | null;
   tags?: string[];
+  /** ISO-8601 UTC: the contact's version; a consumer keeping a copy never lets an older one win. */
+  updated_at?: string;
 }
 
 /** Data of `messaging.contact.tagged | untagged`. */

@@ -159,8 +159,11 @@ export class ContactsService {
         kind: row.kind,
         phone: row.phone,
         email: row.email,
+        linkedin_url: row.linkedin_url,
+        linkedin_provider_id: row.linkedin_provider_id,
         tags: row.tags,
-      });
+        updated_at: row.updated_at.toISOString(),
+      } satisfies ContactEventData);
       return toContactView(row);
     });
   }

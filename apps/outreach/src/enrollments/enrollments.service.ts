@@ -23,6 +23,7 @@ import { Clock } from '@touchpoint/time';
 import { type CampaignRow, CampaignsRepository } from '../campaigns/campaigns.repository.js';
 import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
+import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
 import { addMs, EVENT_LEASE_MS } from '../shared/time.js';
 import { type EnrollmentRow, EnrollmentsRepository, type LiveEnrollmentRow, toEnrollmentView } from './enrollments.repository.js';
@@ -60,6 +61,7 @@ export class EnrollmentsService {
     private readonly campaigns: CampaignsRepository,
     private readonly actions: ActionsRepository,
     private readonly people: PeopleDirectory,
+    private readonly addresses: PersonAddressesRepository,
     private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -142,6 +144,8 @@ export class EnrollmentsService {
           continue;
         }
         live += 1;
+        // The opt-out and bounce match finds the person by these values (seed 003 §4.7, The match).
+        await this.addresses.upsert(tx, organizationId, persons[c.index]!.contact!, now);
         mine.push({ index: c.index, row });
         results[c.index] = { ...ref, result: 'added', enrollment_id: row.id, existing: false };
       }
