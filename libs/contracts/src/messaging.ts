@@ -301,6 +301,11 @@ export interface ContactView {
   email: string | null;
   linkedin_url: string | null;
   linkedin_provider_id: string | null;
+  /**
+   * A prospect's link to the CRM person they are (seed 003 §4.1): outreach enrolls the CRM person
+   * instead, and a link saved while the prospect is enrolled promotes the enrollment. Null otherwise.
+   */
+  linked_contact_id?: string | null;
   tags: string[];
   custom_fields: Record<string, unknown>;
   time_zone: string | null;
@@ -329,6 +334,8 @@ export interface ContactCreateData {
 export interface ContactUpdateData extends Partial<Omit<ContactCreateData, 'organization_id' | 'tags'>> {
   organization_id: string;
   contact_id: string;
+  /** Links a prospect to a CRM contact of the organization (null removes the link); only a prospect may be linked. */
+  linked_contact_id?: string | null;
 }
 
 /** Data of `messaging.contact.created | updated | erased`. */
@@ -341,6 +348,8 @@ export interface ContactEventData {
   /** The LinkedIn profile URL and member id (outreach matches opt-outs on them). */
   linkedin_url?: string | null;
   linkedin_provider_id?: string | null;
+  /** A prospect's CRM person (seed 003 §4.1), on `updated`. */
+  linked_contact_id?: string | null;
   tags?: string[];
   /** ISO-8601 UTC: the contact's version; a consumer keeping a copy never lets an older one win. */
   updated_at?: string;

@@ -3,9 +3,10 @@ import { CreateMessagingTables1764500000000 } from './1764500000000-CreateMessag
 import { CreateInboundReceipts1764510000000 } from './1764510000000-CreateInboundReceipts.js';
 import { AddNotificationRequestHash1764520000000 } from './1764520000000-AddNotificationRequestHash.js';
 import { AddAmbiguousMessageStatus1764540000000 } from './1764540000000-AddAmbiguousMessageStatus.js';
+import { AddContactLink1796131301193522 } from './1796131301193522-AddContactLink.js';
 
 /** Entities of the messaging schema (explicit list: ESM has no globs). Repositories use plain SQL. */
 export const MessagingEntities: (Function | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the messaging schema, oldest first (the bus tables come from the platform). */
-export const MessagingMigrations: (new () => MigrationInterface)[] = [CreateMessagingTables1764500000000, CreateInboundReceipts1764510000000, AddNotificationRequestHash1764520000000, AddAmbiguousMessageStatus1764540000000];
+export const MessagingMigrations: (new () => MigrationInterface)[] = [CreateMessagingTables1764500000000, CreateInboundReceipts1764510000000, AddNotificationRequestHash1764520000000, AddAmbiguousMessageStatus1764540000000, AddContactLink1796131301193522];
