@@ -67,7 +67,32 @@ describe(DecisionRunner.name, () => {
       expect(user).toContain('goal: Book a demo');
       expect(user).toContain('name: Acme');
       expect(user).toContain('reason: enrolled');
+      expect(user).toContain('first_touch: yes');
       expect(user).toContain('email, wait, stop');
+    });
+
+    it('runs a due row with no earlier decision (its enrolled run skipped by a pause) as followup_due with the first-touch objective; a later due is a plain follow-up', async () => {
+      const c = await b.campaign(org);
+      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.campaign_id });
+      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      await run(`enrolled:${enrollmentId}`);
+      expect(await decisionsOf(enrollmentId)).toEqual([]);
+      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.campaign_id });
+      await w.model!.script([{ reply: { type: 'wait', rationale: 'Nothing sent yet; wait for Monday.', suggested_followup_days: 3 } }]);
+
+      await request(enrollmentId, `due:${enrollmentId}:first`);
+      const [decision] = await decisionsOf(enrollmentId);
+      expect(decision).toMatchObject({ trigger_reason: 'followup_due', trigger_event_id: `due:${enrollmentId}:first`, outcome: 'saved' });
+      const [decide] = await w.model!.requests();
+      expect(decide!.messages[1]!.content).toContain('reason: followup_due');
+      expect(decide!.messages[1]!.content).toContain('first_touch: yes');
+
+      await w.model!.reset();
+      await w.model!.script([{ reply: { type: 'wait', rationale: 'Still early.', suggested_followup_days: 3 } }]);
+      await request(enrollmentId, `due:${enrollmentId}:second`);
+      const [again] = await w.model!.requests();
+      expect(again!.messages[1]!.content).toContain('reason: followup_due');
+      expect(again!.messages[1]!.content).not.toContain('first_touch');
     });
 
     it('escapes tenant text so a contact name cannot open or close a section', async () => {

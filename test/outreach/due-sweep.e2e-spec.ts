@@ -54,8 +54,9 @@ describe(DueSweepService.name, () => {
 
       await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: campaign.campaign_id });
       await sut.runOnce();
-      // No decision was ever made for the first one (the pause skipped its enrolled run): a first touch.
-      expect(await event(firstDue)).toMatchObject({ type: 'outreach.decision.requested', payload: { data: { enrollment_id: first.enrollmentId, reason: 'enrolled' } } });
+      // No decision was ever made for the first one (the pause skipped its enrolled run): it still
+      // asks as followup_due (seed 003 §4.7); the decision runner makes it a first touch.
+      expect(await event(firstDue)).toMatchObject({ type: 'outreach.decision.requested', payload: { data: { enrollment_id: first.enrollmentId, reason: 'followup_due' } } });
       expect(await event(laterDue)).toMatchObject({ type: 'outreach.decision.requested', payload: { data: { enrollment_id: later.enrollmentId, reason: 'followup_due' } } });
       expect(await event(approvedId)).toMatchObject({ type: 'outreach.action.approved', payload: { data: { enrollment_id: later.enrollmentId } } });
 

@@ -58,6 +58,15 @@ describe(ReviewService.name, () => {
       expect(page.items[1]).toMatchObject({ type: 'linkedin_connection', to: 'https://www.linkedin.com/in/tom-park', replying_to: null });
       expect(page.items[0]!.age_seconds).toBeGreaterThanOrEqual(0);
     });
+
+    it('shows only the new text of the reply under "Replying to": the quoted thread (our own email and its unsubscribe line) is stripped as in the context', async () => {
+      const c = await b.campaign(org);
+      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const quoted = 'Yes, Tuesday at 10 works.\n\nOn Mon, 30 Nov 2026 at 09:00, Ana <ana@ours.example> wrote:\n> Hi Sarah, would a 20 minute call help?\n> Unsubscribe: https://touchpoint.example/u/abc';
+      const { actionId } = await b.pendingAction(org, enrollmentId, { replyTo: { id: 'm-q', text: quoted } });
+      const page = (await w.http!('GET', '/agentic/outreach/actions?limit=200', { secret })).body as ReviewQueuePage;
+      expect(page.items.find((i) => i.action_id === actionId)!.replying_to).toBe('Yes, Tuesday at 10 works.');
+    });
   });
 
   describe('approve', () => {

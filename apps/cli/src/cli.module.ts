@@ -15,6 +15,7 @@ import { MemberRemoveCommand } from './commands/member-remove.command.js';
 import { MigrateCommand } from './commands/migrate.command.js';
 import { OrgCreateCommand } from './commands/org-create.command.js';
 import { OUTREACH_CLI_PROVIDERS } from './outreach/outreach-drafts.commands.js';
+import { OUTREACH_PROSPECT_CAP_CLI_PROVIDERS } from './outreach/outreach-prospect-cap.commands.js';
 import { OUTBOX_CLI_PROVIDERS } from './outbox/outbox-ambiguous.commands.js';
 import { FOLLOWUPS_CLI_PROVIDERS } from './followups/followups-retention.command.js';
 import { GatewayDatabase } from './database/gateway-database.js';
@@ -64,6 +65,7 @@ export class CliModule {
         DlqListCommand,
         DlqReplayCommand,
         ...OUTREACH_CLI_PROVIDERS,
+        ...OUTREACH_PROSPECT_CAP_CLI_PROVIDERS,
         ...OUTBOX_CLI_PROVIDERS,
         ...FOLLOWUPS_CLI_PROVIDERS,
       ],

@@ -9,6 +9,8 @@ import { DecisionSaver } from './decisions/decision-saver.js';
 import { DecisionRunner } from './decisions/decision.runner.js';
 import { DecisionsRepository } from './decisions/decisions.repository.js';
 import { PeopleDirectory } from './directory/people.directory.js';
+import { PersonAddressesConsumer } from './directory/person-addresses.consumer.js';
+import { PersonAddressesRepository } from './directory/person-addresses.repository.js';
 import { DraftSaver } from './drafting/draft-saver.js';
 import { ExecutionRunner } from './execution/execution.runner.js';
 import { ExecutionOutcomesConsumer } from './execution/outcomes.consumer.js';
@@ -27,6 +29,7 @@ import { RunsRepository } from './runners/runs.repository.js';
 import { TimelineService } from './timeline/timeline.service.js';
 import { SweepRepository } from './sweep/sweep.repository.js';
 import { DueSweepService } from './sweep/sweep.service.js';
+import { AutoReplyResumeService } from './interrupts/auto-reply-resume.service.js';
 import { InterruptsConsumer } from './interrupts/interrupts.consumer.js';
 import { InvitationAcceptedConsumer } from './interrupts/invitation-accepted.consumer.js';
 import { InterruptsRepository } from './interrupts/interrupts.repository.js';
@@ -44,6 +47,8 @@ export class OutreachModule {
       controllers: [CampaignsController, EnrollmentsController, ReviewController, SuppressionsController],
       providers: [
         PeopleDirectory,
+        PersonAddressesRepository,
+        PersonAddressesConsumer,
         ThreadReader,
         CampaignsRepository,
         CampaignsService,
@@ -67,6 +72,7 @@ export class OutreachModule {
         DueSweepService,
         InterruptsRepository,
         OptOutService,
+        AutoReplyResumeService,
         ReplyInterruptService,
         InterruptsConsumer,
         InvitationAcceptedConsumer,

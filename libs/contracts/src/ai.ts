@@ -122,8 +122,13 @@ export interface OutreachContextSections {
 /** `outreach_decide`: the next action for one enrollment (seed 003 §4.3). */
 export interface OutreachDecideInput {
   context: OutreachContextSections;
-  /** Why this decision runs (`enrolled`, `followup_due`, `reply_received`, …) and its ref. */
-  trigger: { reason: string; ref?: string };
+  /**
+   * Why this decision runs (`enrolled`, `followup_due`, `reply_received`, …) and its ref.
+   * `first_touch`: nothing was decided or sent for the person yet (an enrolled run, or a
+   * `followup_due` that a pause kept from its enrolled run, seed 003 §4.7): the action opens the
+   * conversation.
+   */
+  trigger: { reason: string; ref?: string; first_touch?: boolean };
   /** Computed by code before the call; the model may only choose from these. */
   allowed_actions: string[];
 }

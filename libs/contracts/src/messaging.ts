@@ -272,6 +272,11 @@ export interface MessageReceivedData {
   judgement_certain?: boolean;
   /** Contact address the message came from (E.164 phone, email, LinkedIn id). */
   from: string;
+  /**
+   * ISO-8601 UTC instant the provider received the message (its timestamp; the store time when the
+   * provider gave none). Relative dates in its text ("back on Monday") count from it.
+   */
+  received_at?: string;
 }
 
 /** Data of `messaging.inbound.record`: an inbound message of a channel other than WhatsApp. */
@@ -312,6 +317,11 @@ export interface ContactView {
   email: string | null;
   linkedin_url: string | null;
   linkedin_provider_id: string | null;
+  /**
+   * A prospect's link to the CRM person they are (seed 003 §4.1): outreach enrolls the CRM person
+   * instead, and a link saved while the prospect is enrolled promotes the enrollment. Null otherwise.
+   */
+  linked_contact_id?: string | null;
   tags: string[];
   custom_fields: Record<string, unknown>;
   time_zone: string | null;
@@ -340,6 +350,8 @@ export interface ContactCreateData {
 export interface ContactUpdateData extends Partial<Omit<ContactCreateData, 'organization_id' | 'tags'>> {
   organization_id: string;
   contact_id: string;
+  /** Links a prospect to a CRM contact of the organization (null removes the link); only a prospect may be linked. */
+  linked_contact_id?: string | null;
 }
 
 /** Data of `messaging.contact.created | updated | erased`. */
@@ -349,9 +361,16 @@ export interface ContactEventData {
   /** Absent on `erased`: the personal fields are gone. */
   phone?: string | null;
   email?: string | null;
+  /** The LinkedIn profile URL and member id (outreach matches opt-outs on them). */
+  linkedin_url?: string | null;
+  linkedin_provider_id?: string | null;
+  /** A prospect's CRM person (seed 003 §4.1), on `updated`. */
+  linked_contact_id?: string | null;
   tags?: string[];
   /** The contact's IANA time zone (`America/Sao_Paulo`), null when unknown; absent on `erased`. */
   time_zone?: string | null;
+  /** ISO-8601 UTC: the contact's version; a consumer keeping a copy never lets an older one win. */
+  updated_at?: string;
 }
 
 /** Data of `messaging.contact.tagged | untagged`. */

@@ -564,8 +564,10 @@ export interface WhatsAppInboundBatch {
 export const OutboxAccountRpc = {
   /** `OutboxAccountCreateData` → `OutboxSenderView`: a mailbox (Nylas grant) or a LinkedIn account (Unipile). */
   Create: 'outbox.senders.create_account',
-  /** `OutboxProspectCapData` → `{ organization_id, prospect_emails_per_day }`. */
+  /** `OutboxProspectCapData` → `OutboxProspectCapView`. */
   ProspectCapSet: 'outbox.prospect_cap.set',
+  /** `{ organization_id }` → `OutboxProspectCapView`: the organization's cap now (its own or the default). */
+  ProspectCapGet: 'outbox.prospect_cap.get',
   /**
    * `OutboxProspectCapCheckData` → `OutboxProspectCapCheckResult`: would an email to `to` be refused
    * by the cap right now? A read only (the claim at the wire stays the authority); an interactive
@@ -610,6 +612,15 @@ export interface OutboxAccountCreateData {
   provider?: string;
   label?: string;
   is_default?: boolean;
+}
+
+/** The organization's daily prospect cap (seed 003 §6). */
+export interface OutboxProspectCapView {
+  organization_id: string;
+  /** Prospect emails per mailbox and UTC day in force; 0 stops every prospect send. */
+  prospect_emails_per_day: number;
+  /** True when the organization has no value of its own and the default (30) applies. */
+  is_default: boolean;
 }
 
 export interface OutboxProspectCapData {

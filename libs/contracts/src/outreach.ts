@@ -343,7 +343,8 @@ export interface EnrollmentListQuery {
 /** One item of the enrollment drawer's timeline (seed 003 §4.5), newest first, tie on id. */
 export interface TimelineItem {
   id: string;
-  kind: 'enrolled' | 'decision' | 'action' | 'email' | 'linkedin_message' | 'ended';
+  /** `next_check_moved`: an out-of-office auto-reply stated a return date and moved the next check past it. */
+  kind: 'enrolled' | 'decision' | 'action' | 'email' | 'linkedin_message' | 'next_check_moved' | 'ended';
   /** ISO-8601 UTC; null sorts last. */
   at: string | null;
   data: Record<string, unknown>;

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import type { ServiceConfig } from '@touchpoint/config';
-import { type ActionView, OutreachRpc, type ReviewQueuePage } from '@touchpoint/contracts';
+import { type ActionView, OutboxAccountRpc, type OutboxProspectCapView, OutreachRpc, type ReviewQueuePage } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import type { CliConfig } from '../cli.config.js';
@@ -8,8 +8,8 @@ import { CLI_CONFIG } from '../cli.tokens.js';
 import { CLI_LOGGER } from '../output/cli-logger.js';
 
 /**
- * The review queue of the outreach service, over the same RPC the gateway forwards to (the CLI
- * holds no outreach rule). Connects to the broker on first use; closed when the command ends.
+ * The review queue of the outreach service and the organization's daily prospect cap (held by the
+ * outbox-dispatcher), over the same RPCs the gateway forwards to (the CLI holds no outreach rule). Connects to the broker on first use; closed when the command ends.
  */
 @Injectable()
 export class OutreachClient implements OnApplicationShutdown {
@@ -30,6 +30,15 @@ export class OutreachClient implements OnApplicationShutdown {
 
   reject(organizationId: string, actionId: string, memberId: string, then: string, reason?: string): Promise<ActionView> {
     return this.client().call<ActionView>('outreach', OutreachRpc.ActionReject, { organization_id: organizationId, action_id: actionId, actor: { member_id: memberId }, then, reason });
+  }
+
+  prospectCap(organizationId: string): Promise<OutboxProspectCapView> {
+    return this.client().call<OutboxProspectCapView>('outbox-dispatcher', OutboxAccountRpc.ProspectCapGet, { organization_id: organizationId });
+  }
+
+  /** `perDay` null → back to the default. */
+  setProspectCap(organizationId: string, perDay: number | null): Promise<OutboxProspectCapView> {
+    return this.client().call<OutboxProspectCapView>('outbox-dispatcher', OutboxAccountRpc.ProspectCapSet, { organization_id: organizationId, prospect_emails_per_day: perDay });
   }
 
   async onApplicationShutdown(): Promise<void> {

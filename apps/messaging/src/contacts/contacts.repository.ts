@@ -18,6 +18,8 @@ export interface ContactRow {
   custom_fields: Record<string, unknown>;
   time_zone: string | null;
   user_type: string;
+  /** A prospect's CRM person (seed 003 §4.1), else null. */
+  linked_contact_id?: string | null;
   opted_out_at: Date | null;
   erased_at: Date | null;
   created_at: Date;
@@ -106,6 +108,12 @@ export class ContactsRepository {
     return returnedRows<ContactRow>(result)[0] ?? null;
   }
 
+  /** Sets or clears a prospect's link to its CRM person (the service checked both ends). */
+  async setLink(tx: Tx, organizationId: string, contactId: string, linkedContactId: string | null, now: Date): Promise<ContactRow | null> {
+    const result = await tx.query<ContactRow>(`UPDATE contacts SET linked_contact_id = $3, updated_at = $4 WHERE organization_id = $1 AND id = $2 AND erased_at IS NULL RETURNING *`, [organizationId, contactId, linkedContactId, now]);
+    return returnedRows<ContactRow>(result)[0] ?? null;
+  }
+
   /** Contacts newest first after a keyset cursor, optionally with a tag / of a kind. */
   async list(
     tx: Tx,
@@ -160,6 +168,7 @@ export function toContactView(r: ContactRow): ContactView {
     email: r.email,
     linkedin_url: r.linkedin_url,
     linkedin_provider_id: r.linkedin_provider_id,
+    linked_contact_id: r.linked_contact_id ?? null,
     tags: r.tags ?? [],
     custom_fields: r.custom_fields ?? {},
     time_zone: r.time_zone,

@@ -26,6 +26,7 @@ export const MAX_TAG_LENGTH = 64;
 export const MAX_TAGS = 100;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LINKEDIN_URL = /^https?:\/\/([a-z]{2,3}\.)?(www\.)?linkedin\.com\/(in|pub)\/[^/\s]+\/?$/i;
 
 function invalid(field: string, message: string): AppError {
@@ -140,9 +141,12 @@ export class ContactsService {
     return row;
   }
 
-  /** @throws AppError not_found (also for an erased contact), validation_failed, conflict */
+  /**
+   * @throws AppError not_found (also for an erased contact), validation_failed (also a link that is
+   *   not from a prospect to a live CRM contact of the organization), conflict
+   */
   async update(data: ContactUpdateData): Promise<ContactView> {
-    const { organization_id: organizationId, contact_id: contactId, ...rest } = data;
+    const { organization_id: organizationId, contact_id: contactId, linked_contact_id: link, ...rest } = data;
     requireId(contactId, 'contact');
     const fields = this.fieldsOf(rest, false);
     return this.uow.run(async (tx) => {
@@ -154,16 +158,36 @@ export class ContactsService {
         throw err;
       }
       if (!row) throw new AppError(ErrorCode.NotFound, 'contact not found');
+      if (link !== undefined) row = await this.link(tx, row, link);
       await this.publish(tx, row, MessagingEvents.ContactUpdated, `messaging.contact.updated:${row.id}:${row.updated_at.toISOString()}`, {
         contact_id: row.id,
         kind: row.kind,
         phone: row.phone,
         email: row.email,
+        linkedin_url: row.linkedin_url,
+        linkedin_provider_id: row.linkedin_provider_id,
+        linked_contact_id: row.linked_contact_id ?? null,
         tags: row.tags,
         time_zone: row.time_zone,
-      });
+        updated_at: row.updated_at.toISOString(),
+      } satisfies ContactEventData);
       return toContactView(row);
     });
+  }
+
+  /**
+   * A prospect's link to its CRM person (seed 003 §4.1), or none (null). Only a prospect is linked,
+   * and only to a live CRM contact of the same organization other than itself.
+   * @throws AppError validation_failed
+   */
+  private async link(tx: Tx, row: ContactRow, link: string | null): Promise<ContactRow> {
+    if (link !== null) {
+      if (typeof link !== 'string' || !UUID.test(link)) throw invalid('linked_contact_id', 'linked_contact_id must be a contact id or null');
+      if (row.kind !== 'prospect') throw invalid('linked_contact_id', 'only a prospect can be linked to a CRM person');
+      const target = link === row.id ? null : await this.repository.findById(tx, row.organization_id, link);
+      if (!target || target.erased_at || target.kind !== 'crm') throw invalid('linked_contact_id', 'linked_contact_id must name a CRM contact of the organization');
+    }
+    return (await this.repository.setLink(tx, row.organization_id, row.id, link, this.clock.now()))!;
   }
 
   async list(organizationId: string, query: { cursor?: string; limit?: number; tag?: string; kind?: ContactKind }): Promise<MessagingPage<ContactView>> {

@@ -642,6 +642,7 @@ export class InboundService {
       opt_out: m.judgement.optOut,
       ...(m.judgement.certain ? {} : { judgement_certain: false }),
       from: contact.phone ?? contact.email ?? m.from,
+      received_at: m.sentAt.toISOString(),
     };
     published.push({ event_id: `messaging.message.received:${message.id}`, type: MessagingEvents.MessageReceived, organization_id: m.organizationId, data: received as unknown as Record<string, unknown> });
     await tx.publish(published);

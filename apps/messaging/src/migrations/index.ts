@@ -7,6 +7,7 @@ import { AddOutcomeCheckedAt1796130380417 } from './1796130380417-AddOutcomeChec
 import { AddWhatsAppTemplateToNotificationTemplates1796130548207 } from './1796130548207-AddWhatsAppTemplateToNotificationTemplates.js';
 import { AddMessageErrorDetails1796130561208603 } from './1796130561208603-AddMessageErrorDetails.js';
 import { CreateCrmEvents1796130303779417 } from './1796130303779417-CreateCrmEvents.js';
+import { AddContactLink1796131301193522 } from './1796131301193522-AddContactLink.js';
 
 /** Entities of the messaging schema (explicit list: ESM has no globs). Repositories use plain SQL. */
 export const MessagingEntities: (Function | EntitySchema<unknown>)[] = [];
@@ -21,4 +22,5 @@ export const MessagingMigrations: (new () => MigrationInterface)[] = [
   AddWhatsAppTemplateToNotificationTemplates1796130548207,
   AddMessageErrorDetails1796130561208603,
   CreateCrmEvents1796130303779417,
+  AddContactLink1796131301193522,
 ];

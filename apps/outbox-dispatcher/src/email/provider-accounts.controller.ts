@@ -57,6 +57,11 @@ export class ProviderAccountsController {
     return this.cap.setOrganizationCap(data?.organization_id, data?.prospect_emails_per_day ?? null);
   }
 
+  @MessagePattern(OutboxAccountRpc.ProspectCapGet)
+  getCap(@Payload() data: { organization_id: string }) {
+    return this.cap.organizationCap(data?.organization_id);
+  }
+
   @MessagePattern(OutboxAccountRpc.ProspectCapCheck)
   checkCap(@Payload() data: OutboxProspectCapCheckData): Promise<OutboxProspectCapCheckResult> {
     if (typeof data?.organization_id !== 'string' || typeof data.to !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and to are required');

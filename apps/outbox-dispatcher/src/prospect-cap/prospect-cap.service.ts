@@ -3,6 +3,7 @@ import { Counter } from 'prom-client';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import type { OutboxProspectCapView } from '@touchpoint/contracts';
 import { Clock } from '@touchpoint/time';
 
 /** Prospect emails one mailbox sends per UTC day unless the organization overrides it (seed 003 §6). */
@@ -78,7 +79,7 @@ export class ProspectCapService {
    * Sets the organization's cap (0 stops every prospect send; null goes back to the default).
    * @throws AppError validation_failed
    */
-  async setOrganizationCap(organizationId: string, perDay: number | null): Promise<{ organization_id: string; prospect_emails_per_day: number }> {
+  async setOrganizationCap(organizationId: string, perDay: number | null): Promise<OutboxProspectCapView> {
     if (typeof organizationId !== 'string' || organizationId === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
     if (perDay !== null && (!Number.isInteger(perDay) || perDay < 0 || perDay > 100_000)) throw new AppError(ErrorCode.ValidationFailed, 'prospect_emails_per_day must be an integer from 0 to 100000, or null', { field: 'prospect_emails_per_day' });
     await this.uow.run(async (tx) => {
@@ -90,6 +91,16 @@ export class ProspectCapService {
           [organizationId, perDay, this.clock.now()],
         );
     });
-    return { organization_id: organizationId, prospect_emails_per_day: perDay ?? PROSPECT_EMAILS_PER_DAY_DEFAULT };
+    return { organization_id: organizationId, prospect_emails_per_day: perDay ?? PROSPECT_EMAILS_PER_DAY_DEFAULT, is_default: perDay === null };
+  }
+
+  /**
+   * The organization's cap in force: its own value, else the default.
+   * @throws AppError validation_failed
+   */
+  async organizationCap(organizationId: string): Promise<OutboxProspectCapView> {
+    if (typeof organizationId !== 'string' || organizationId === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
+    const [row] = await this.uow.dataSource.query(`SELECT prospect_emails_per_day FROM prospect_cap_settings WHERE organization_id = $1`, [organizationId]);
+    return row ? { organization_id: organizationId, prospect_emails_per_day: row.prospect_emails_per_day, is_default: false } : { organization_id: organizationId, prospect_emails_per_day: PROSPECT_EMAILS_PER_DAY_DEFAULT, is_default: true };
   }
 }

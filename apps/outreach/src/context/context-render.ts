@@ -30,9 +30,18 @@ export function capSection(items: string[], cap: number): string {
   return `${truncateText(text, Math.max(0, cap - CUT_MARK.length - 1)).trimEnd()}\n${CUT_MARK}`;
 }
 
+/**
+ * The new text of a message as outreach shows it (seed 003 §4.2, The thread): the quoted earlier
+ * text stripped (libs/text `stripQuotedText`), whitespace folded. The context's thread lines and the
+ * review card's "Replying to" both use it, so a reviewer reads what the agent read.
+ */
+export function newTextOf(text: string | null | undefined): string {
+  return stripQuotedText(text ?? '').replace(/\s+/g, ' ').trim();
+}
+
 /** A thread line: `[email] 2026-10-27 inbound: text`, quoted earlier text stripped, whitespace folded. */
 export function threadLine(channel: string, at: string, direction: string, text: string | null, subject?: string | null): string {
-  const body = stripQuotedText(text ?? '').replace(/\s+/g, ' ').trim();
+  const body = newTextOf(text);
   const withSubject = subject && direction === 'outbound' ? `(${subject}) ${body}` : body;
   return `[${channel}] ${at.slice(0, 10)} ${direction}: ${withSubject}`;
 }

@@ -19,6 +19,7 @@ import { Clock } from '@touchpoint/time';
 import { type CampaignRow, CampaignsRepository } from '../campaigns/campaigns.repository.js';
 import { type BuiltContext, ContextBuilder } from '../context/context-builder.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
+import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
 import { checkDraft } from '../drafting/draft-check.js';
 import { DraftSaver } from '../drafting/draft-saver.js';
 import { type EnrollmentRow, EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
@@ -33,7 +34,14 @@ import { postCheck } from './post-check.js';
 /** The gate's answer, saved as the first step's memo: it pins the version the decision is made on. */
 type Gate =
   | { go: false; why: string }
-  | { go: true; version: number; enrollment: Pick<EnrollmentRow, 'id' | 'organization_id' | 'campaign_id' | 'person_kind' | 'person_id' | 'touch_count' | 'context_version'>; campaign: CampaignRow };
+  | {
+      go: true;
+      version: number;
+      enrollment: Pick<EnrollmentRow, 'id' | 'organization_id' | 'campaign_id' | 'person_kind' | 'person_id' | 'touch_count' | 'context_version'>;
+      campaign: CampaignRow;
+      /** No decision was ever made for the enrollment (seed 003 §4.7: a due row a pause kept from its enrolled run). */
+      first_touch?: boolean;
+    };
 
 const OUTBOUND = new Set<string>(['email', 'linkedin_connection', 'linkedin_message']);
 
@@ -65,6 +73,7 @@ export class DecisionRunner implements RunHandler {
     private readonly drafts: DraftSaver,
     private readonly builder: ContextBuilder,
     private readonly people: PeopleDirectory,
+    private readonly addresses: PersonAddressesRepository,
     private readonly clock: Clock,
     rpc: RpcClient,
     metrics: Metrics,
@@ -92,12 +101,17 @@ export class DecisionRunner implements RunHandler {
       return;
     }
     const { version, enrollment, campaign } = gate;
+    // A followup_due with no earlier decision is the enrolled run a pause skipped: it runs as
+    // followup_due, with the first-touch objective (seed 003 §4.7).
+    const firstTouch = input.reason === 'enrolled' || (input.reason === 'followup_due' && gate.first_touch === true);
 
     const contact = await ctx.step('person', () => this.people.person(enrollment.organization_id, enrollment.person_id));
     const ended = await ctx.stepTx('precheck', async (tx) => {
+      const now = this.clock.now();
+      // The fresh read keeps the opt-out match's copy of the person's addresses current.
+      if (contact) await this.addresses.upsert(tx, enrollment.organization_id, contact, now);
       const reason = contact === null ? 'person_removed' : enrollment.touch_count >= campaign.max_touches ? 'max_touches' : null;
       if (!reason) return null;
-      const now = this.clock.now();
       await this.enrollments.compareAndSet(tx, enrollment.id, version, { status: 'ended', ended_reason: reason, ended_at: now, next_check_at: null }, now, { onlyStatus: ['active'] });
       return reason;
     });
@@ -120,7 +134,7 @@ export class DecisionRunner implements RunHandler {
         organization_id: enrollment.organization_id,
         kind: 'outreach_decide',
         idempotency_key: eventId,
-        input: { context: context.sections, trigger: { reason: input.reason, ...(input.ref ? { ref: input.ref } : {}) }, allowed_actions: context.allowed_actions },
+        input: { context: context.sections, trigger: { reason: input.reason, ...(input.ref ? { ref: input.ref } : {}), ...(firstTouch ? { first_touch: true } : {}) }, allowed_actions: context.allowed_actions },
         output_schema: AI_DEFAULT_OUTPUT_SCHEMAS.outreach_decide,
         timeout_ms: this.config.OUTREACH_AI_TIMEOUT_MS,
       }),
@@ -191,7 +205,8 @@ export class DecisionRunner implements RunHandler {
       if ((await this.campaigns.settings(tx, enrollment.organization_id)).outreach_stopped_at) return { go: false, why: 'outreach_stopped' };
       if (await this.decisions.findByTrigger(tx, enrollment.id, eventId)) return { go: false, why: 'already_decided' };
       const { id, organization_id, campaign_id, person_kind, person_id, touch_count, context_version } = enrollment;
-      return { go: true, version: context_version, enrollment: { id, organization_id, campaign_id, person_kind, person_id, touch_count, context_version }, campaign };
+      const first_touch = (await this.decisions.ofEnrollment(tx, enrollment.id, 1)).length === 0;
+      return { go: true, version: context_version, enrollment: { id, organization_id, campaign_id, person_kind, person_id, touch_count, context_version }, campaign, first_touch };
     });
   }
 

@@ -23,6 +23,7 @@ import { Clock } from '@touchpoint/time';
 import { type CampaignRow, CampaignsRepository } from '../campaigns/campaigns.repository.js';
 import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
+import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
 import { addMs, EVENT_LEASE_MS } from '../shared/time.js';
 import { type EnrollmentRow, EnrollmentsRepository, type LiveEnrollmentRow, toEnrollmentView } from './enrollments.repository.js';
@@ -32,9 +33,6 @@ const PERSON_READ_CONCURRENCY = 10;
 
 /** Compare-and-set tries of the reply interrupt (seed 003 §4.7: read, then compare-and-set; 3 tries). */
 const INTERRUPT_TRIES = 3;
-
-/** A contact that may link a prospect to its CRM person (messaging does not carry the link yet). */
-type LinkableContact = ContactView & { linked_contact_id?: string | null };
 
 /** The `outreach.decision.requested` message of a cause. */
 export function decisionRequested(organizationId: string, eventId: string, data: DecisionRequestedData) {
@@ -60,6 +58,7 @@ export class EnrollmentsService {
     private readonly campaigns: CampaignsRepository,
     private readonly actions: ActionsRepository,
     private readonly people: PeopleDirectory,
+    private readonly addresses: PersonAddressesRepository,
     private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -142,6 +141,8 @@ export class EnrollmentsService {
           continue;
         }
         live += 1;
+        // The opt-out and bounce match finds the person by these values (seed 003 §4.7, The match).
+        await this.addresses.upsert(tx, organizationId, persons[c.index]!.contact!, now);
         mine.push({ index: c.index, row });
         results[c.index] = { ...ref, result: 'added', enrollment_id: row.id, existing: false };
       }
@@ -260,6 +261,20 @@ export class EnrollmentsService {
   }
 
   /**
+   * A save that links a prospect to its CRM person (seed 003 §4.1, Prospect promotion: a human
+   * choice): the prospect's live enrollment moves to that CRM person, or ends `duplicate` when the
+   * CRM person is already live in another enrollment. In the caller's transaction.
+   * @returns the enrollment moved or ended, or null when the prospect has no live enrollment
+   */
+  async promoteByLink(tx: Tx, organizationId: string, prospectId: string, crmPersonId: string): Promise<{ enrollment_id: string; ended_duplicate: boolean } | null> {
+    const live = await this.enrollments.findLiveOfPerson(tx, organizationId, prospectId);
+    if (!live || live.person_kind !== 'prospect' || prospectId === crmPersonId) return null;
+    const ended = await this.promote(tx, live.id, crmPersonId, 'user');
+    this.logger.info({ event: ended ? 'outreach.enrollment_duplicate' : 'outreach.prospect_promoted', organization_id: organizationId, enrollment_id: live.id, contact_id: crmPersonId, cause: 'link' }, ended ? 'linked CRM person is live elsewhere; the moved enrollment ended duplicate' : 'prospect enrollment moved to its linked CRM person');
+    return { enrollment_id: live.id, ended_duplicate: ended === live.id };
+  }
+
+  /**
    * `needs_contact_data → active` after the user added contact data (seed 003 §4.1): v+1, the event
    * lease, and a decision with reason `manual_retry`.
    * @throws AppError not_found, conflict (not waiting for contact data)
@@ -282,14 +297,14 @@ export class EnrollmentsService {
   }
 
   /** Reads each person (check 2), following a prospect's link to its CRM person. */
-  private async readPeople(organizationId: string, people: PersonRef[]): Promise<{ kind: PersonKind; contact: LinkableContact | null }[]> {
-    const out: { kind: PersonKind; contact: LinkableContact | null }[] = new Array(people.length);
+  private async readPeople(organizationId: string, people: PersonRef[]): Promise<{ kind: PersonKind; contact: ContactView | null }[]> {
+    const out: { kind: PersonKind; contact: ContactView | null }[] = new Array(people.length);
     let next = 0;
     const worker = async () => {
       while (next < people.length) {
         const i = next++;
         const ref = people[i]!;
-        let contact = (await this.people.person(organizationId, ref.person_id)) as LinkableContact | null;
+        let contact = await this.people.person(organizationId, ref.person_id);
         if (contact && contact.kind !== ref.person_kind) contact = null;
         let kind = ref.person_kind;
         if (contact && kind === 'prospect' && contact.linked_contact_id) {

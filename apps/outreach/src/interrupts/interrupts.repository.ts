@@ -84,11 +84,6 @@ export class InterruptsRepository {
     return rows.length > 0;
   }
 
-  /** Every live enrollment of the organization (at most 200 per campaign), for the match by address. */
-  async liveOfOrganization(db: Db, organizationId: string): Promise<LiveEnrollment[]> {
-    return rowsOf<LiveEnrollment>(db, `SELECT id, person_kind, person_id FROM enrollments WHERE organization_id = $1 AND status IN ('active', 'needs_contact_data') ORDER BY id`, [organizationId]);
-  }
-
   /**
    * A bounce closes the email channel only (seed 003 §4.7): pending and approved EMAIL actions are
    * invalidated; LinkedIn drafts stay, and a sending email is left to the sender's own check.

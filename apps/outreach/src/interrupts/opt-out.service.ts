@@ -6,13 +6,14 @@ import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
+import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
 import { InterruptsRepository, type LiveEnrollment } from './interrupts.repository.js';
 
 /** Compare-and-set tries per enrollment (seed 003 §4.7: read, then compare-and-set; 3 tries). */
 const CAS_TRIES = 3;
-/** People read from messaging at once during the match by address (ours: bounds the RPC fan-out). */
+/** People read from messaging at once for the enrollments the read model does not hold yet (ours: bounds the RPC fan-out). */
 const MATCH_READ_CONCURRENCY = 10;
 
 /**
@@ -58,6 +59,7 @@ export class OptOutService {
     private readonly enrollments: EnrollmentsRepository,
     private readonly actions: ActionsRepository,
     private readonly people: PeopleDirectory,
+    private readonly addresses: PersonAddressesRepository,
     private readonly clock: Clock,
     metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -80,7 +82,7 @@ export class OptOutService {
       }),
     );
     // 2 + 3 every live enrollment that matches, then its actions.
-    const matched = await this.match(org, await this.repo.liveOfOrganization(tx, org), request.person_ids, values);
+    const matched = await this.match(tx, org, request.person_ids, values);
     const moved: string[] = [];
     for (const enrollment of matched) if (await this.moveOne(tx, enrollment.id, request.source)) moved.push(enrollment.id);
     this.optOuts.inc({ source: request.source });
@@ -109,23 +111,32 @@ export class OptOutService {
   }
 
   /**
-   * The match (seed 003 §4.7): by person id, and by the current address of every other live
-   * enrollment's person (read fresh; a prospect and a CRM person with one address are two ids).
+   * The match (seed 003 §4.7): every live enrollment of the organization whose person is one of
+   * `personIds` or holds one of `values` now. One indexed query on `person_addresses`, whatever
+   * the number of live enrollments (a prospect and a CRM person with one address are two ids, so
+   * both match). Only people enrolled before the read model existed, and not yet decided on since,
+   * are read from messaging.
    */
-  private async match(org: string, live: LiveEnrollment[], personIds: string[], values: ChannelValue[]): Promise<LiveEnrollment[]> {
-    const byId = live.filter((e) => personIds.includes(e.person_id));
-    const rest = live.filter((e) => !personIds.includes(e.person_id));
-    const byAddress: LiveEnrollment[] = [];
+  private async match(tx: Tx, org: string, personIds: string[], values: ChannelValue[]): Promise<LiveEnrollment[]> {
+    const ids = personIds.filter((id) => typeof id === 'string' && id !== '');
+    const matched = await this.addresses.liveMatching(tx, org, ids, values);
+    const unknown = await this.addresses.liveWithoutAddresses(tx, org, ids);
+    if (unknown.length === 0) return matched;
+    const read: { e: LiveEnrollment; contact: ContactView }[] = [];
     let next = 0;
     const worker = async () => {
-      while (next < rest.length) {
-        const e = rest[next++]!;
+      while (next < unknown.length) {
+        const e = unknown[next++]!;
         const contact = await this.people.person(org, e.person_id);
-        if (contact && holdsAny(contact, values)) byAddress.push(e);
+        if (contact) read.push({ e, contact });
       }
     };
-    await Promise.all(Array.from({ length: Math.min(MATCH_READ_CONCURRENCY, rest.length) }, worker));
-    return [...byId, ...byAddress];
+    await Promise.all(Array.from({ length: Math.min(MATCH_READ_CONCURRENCY, unknown.length) }, worker));
+    // Each person read is kept, so the next match finds them by index.
+    const now = this.clock.now();
+    for (const r of read) await this.addresses.upsert(tx, org, r.contact, now);
+    const byAddress = read.filter((r) => holdsAny(r.contact, values)).map((r) => r.e);
+    return [...matched, ...byAddress].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 }
 

@@ -7,6 +7,7 @@ import { APP_CONFIG, LOGGER, RpcClient } from '@touchpoint/runtime';
 import { type ChannelValue, channelValuesOf, PeopleDirectory } from '../directory/people.directory.js';
 import { decisionRequested, EnrollmentsService } from '../enrollments/enrollments.service.js';
 import type { OutreachConfig } from '../outreach.config.js';
+import { AutoReplyResumeService } from './auto-reply-resume.service.js';
 import { InterruptsRepository } from './interrupts.repository.js';
 import { OptOutService } from './opt-out.service.js';
 
@@ -33,7 +34,8 @@ export type InterruptResult = 'uncorrelated' | 'not_live' | 'duplicate' | 'auto_
  * it cannot disagree with messaging and followups.
  *
  * In order: correlate (email: the enrollment's Outreach threads only) → not live: stored only → a
- * saved decision for the event id: nothing → an auto-reply: stored only → an opt-out: the opt-out
+ * saved decision for the event id: nothing → an auto-reply: stored only, except that a stated return
+ * date moves the next check past it (`AutoReplyResumeService`) → an opt-out: the opt-out
  * (no agent) → a prospect's first real reply: promoted to a CRM person (best effort; not on a
  * verdict made without the headers) → the compare-and-set bump (3 tries) and the
  * invalidation of pending and approved actions → `outreach.decision.requested` reason
@@ -48,6 +50,7 @@ export class ReplyInterruptService {
     private readonly repo: InterruptsRepository,
     private readonly enrollments: EnrollmentsService,
     private readonly optOut: OptOutService,
+    private readonly resume: AutoReplyResumeService,
     private readonly people: PeopleDirectory,
     private readonly rpc: RpcClient,
     metrics: Metrics,
@@ -77,7 +80,11 @@ export class ReplyInterruptService {
     if (c.enrollment_status === 'ended') return 'not_live';
     const eventId = `reply:${m.message_id}`;
     if (await this.repo.decisionSaved(tx, c.enrollment_id, eventId)) return 'duplicate';
-    if (m.auto_reply) return 'auto_reply';
+    if (m.auto_reply) {
+      // Still no reply: a stated return date only moves the next check past the absence.
+      if (channel === 'email') await this.resume.apply(tx, org, c.enrollment_id, c.person_id, m);
+      return 'auto_reply';
+    }
     if (m.opt_out) {
       const person = await this.people.person(org, c.person_id);
       const values: ChannelValue[] = [...(person ? channelValuesOf(person) : []), { channel, value: m.from }];

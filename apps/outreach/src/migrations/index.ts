@@ -3,6 +3,7 @@ import { CreateOutreachTables1764800000000 } from './1764800000000-CreateOutreac
 import { AddDecisionReplyRef1764800000001 } from './1764800000001-AddDecisionReplyRef.js';
 import { CreateEmailThreads1764800000010 } from './1764800000010-CreateEmailThreads.js';
 import { OneLiveEnrollmentPerPersonId1764800000014 } from './1764800000014-OneLiveEnrollmentPerPersonId.js';
+import { CreatePersonAddressesAndScheduleMoves1796130501193417 } from './1796130501193417-CreatePersonAddressesAndScheduleMoves.js';
 
 /** Entities of the outreach schema (explicit list: ESM has no globs). Outreach uses SQL repositories only. */
 export const OutreachEntities: (Function | EntitySchema<unknown>)[] = [];
@@ -13,4 +14,5 @@ export const OutreachMigrations: (new () => MigrationInterface)[] = [
   AddDecisionReplyRef1764800000001,
   CreateEmailThreads1764800000010,
   OneLiveEnrollmentPerPersonId1764800000014,
+  CreatePersonAddressesAndScheduleMoves1796130501193417,
 ];

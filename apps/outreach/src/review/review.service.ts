@@ -17,6 +17,7 @@ import { codePointLength, truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
+import { newTextOf } from '../context/context-render.js';
 import { checkDraft } from '../drafting/draft-check.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { decisionRequested } from '../enrollments/enrollments.service.js';
@@ -81,7 +82,7 @@ export class ReviewService {
       person: { person_kind: row.person_kind, person_id: row.person_id, name: contact?.name ?? null, company: typeof company === 'string' ? company : null },
       campaign: { campaign_id: row.campaign_id, name: row.c_name, status: row.c_status },
       to: contact ? displayRecipient(recipientOf(row.type, contact)) : null,
-      replying_to: row.d_reply_to_text ? truncateText(row.d_reply_to_text, REPLYING_TO_MAX) : null,
+      replying_to: replyingTo(row.d_reply_to_text),
       rationale: row.d_rationale,
       objective: row.d_objective,
       draft: row.draft_payload,
@@ -179,4 +180,13 @@ function assertLive(row: ActionContextRow): void {
   if (row.e_status !== 'active') throw new AppError(ErrorCode.EnrollmentNotActive, 'the enrollment is not active', { status: row.e_status });
   if (row.c_status !== 'active') throw new AppError(ErrorCode.CampaignNotActive, `the campaign is ${row.c_status}`, { status: row.c_status });
   if (row.stopped_at) throw new AppError(ErrorCode.OutreachStopped, 'outreach is stopped for the organization');
+}
+
+/**
+ * A reply card's "Replying to" (seed 003 §4.5): the inbound message's new text, quote-stripped as
+ * in the context (seed 003 §4.2), cut at 500 characters; null when nothing is left.
+ */
+export function replyingTo(text: string | null): string | null {
+  const body = newTextOf(text);
+  return body === '' ? null : truncateText(body, REPLYING_TO_MAX);
 }

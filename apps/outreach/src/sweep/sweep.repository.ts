@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { type Db, rowsOf } from '../shared/sql.js';
 
-/** A due enrollment (Q1). `first_touch`: no decision was ever made for it (a pause skipped its enrolled run). */
+/** A due enrollment (Q1). */
 export interface DueEnrollment {
   id: string;
   organization_id: string;
   next_check_at: Date;
-  first_touch: boolean;
 }
 
 /** An approved action whose next attempt passed (Q2). */
@@ -33,8 +32,7 @@ export class SweepRepository {
     if (limit <= 0) return [];
     return rowsOf<DueEnrollment>(
       db,
-      `SELECT e.id, e.organization_id, e.next_check_at,
-              NOT EXISTS (SELECT 1 FROM decisions d WHERE d.enrollment_id = e.id) AS first_touch
+      `SELECT e.id, e.organization_id, e.next_check_at
          FROM enrollments e
          JOIN campaigns c ON c.id = e.campaign_id AND c.status = 'active'
          LEFT JOIN organization_settings s ON s.organization_id = e.organization_id

@@ -26,8 +26,8 @@ export interface SweepPassResult {
  * under an advisory lock, it sends
  * - Q1 → `outreach.decision.requested` reason `followup_due`, id `due:{enrollment_id}:{next_check_at}`,
  *   for each due active enrollment; an enrollment with no earlier decision is the enrolled run a
- *   pause skipped, so its event carries reason `enrolled` (same `due:` id): the decision runs it as
- *   a first touch, with the email lookup and the first-touch objective;
+ *   pause skipped: its event still says `followup_due`, and the decision runner, finding no earlier
+ *   decision, runs it as a first touch (the first-touch objective);
  * - Q2 → `outreach.action.approved`, id `approved:{action_id}:{next_attempt_at}`, for each approved
  *   action past its next attempt;
  * both skipping paused campaigns and stopped organizations, at most 5,000 events per pass, Q1
@@ -118,7 +118,7 @@ export class DueSweepService implements OnApplicationBootstrap, OnApplicationShu
         const approved = await this.sweep.dueActions(tx, now, SWEEP_MAX_EVENTS_PER_PASS - due.length);
         const messages: OutgoingMessage[] = [
           ...due.map((e) =>
-            decisionRequested(e.organization_id, `due:${e.id}:${new Date(e.next_check_at).toISOString()}`, { enrollment_id: e.id, reason: e.first_touch ? 'enrolled' : 'followup_due' }),
+            decisionRequested(e.organization_id, `due:${e.id}:${new Date(e.next_check_at).toISOString()}`, { enrollment_id: e.id, reason: 'followup_due' }),
           ),
           ...approved.map((a) => actionApproved(a.organization_id, a.id, a.enrollment_id, new Date(a.next_attempt_at))),
         ];

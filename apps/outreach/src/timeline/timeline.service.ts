@@ -7,12 +7,14 @@ import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { ThreadReader } from '../context/thread-reader.js';
 import { DecisionsRepository } from '../decisions/decisions.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
+import { AutoReplyResumeService } from '../interrupts/auto-reply-resume.service.js';
 import { ActionsRepository } from '../review/actions.repository.js';
 import { iso } from '../shared/sql.js';
 
 /**
  * The enrollment drawer's timeline (seed 003 §4.5): this enrollment only, from the reads of §4.2 —
- * enrolled, decisions, proposed actions, the Outreach thread emails, LinkedIn messages, ended —
+ * enrolled, decisions, proposed actions, the Outreach thread emails, LinkedIn messages, the next
+ * checks an out-of-office return date moved, ended —
  * newest first, ties broken on id, items with no time last. The CRM's own activity is merged by
  * the client, never read here.
  */
@@ -24,6 +26,7 @@ export class TimelineService {
     private readonly decisions: DecisionsRepository,
     private readonly actions: ActionsRepository,
     private readonly threads: ThreadReader,
+    private readonly resume: AutoReplyResumeService,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -32,9 +35,14 @@ export class TimelineService {
     const read = await this.uow.run(async (tx) => {
       const enrollment = isUuid(enrollmentId) ? await this.enrollments.find(tx, requireId(organizationId, 'organization_id'), enrollmentId) : null;
       if (!enrollment) throw new AppError(ErrorCode.NotFound, 'enrollment not found');
-      return { enrollment, decisions: await this.decisions.ofEnrollment(tx, enrollment.id, 500), actions: await this.actions.ofEnrollment(tx, enrollment.id) };
+      return {
+        enrollment,
+        decisions: await this.decisions.ofEnrollment(tx, enrollment.id, 500),
+        actions: await this.actions.ofEnrollment(tx, enrollment.id),
+        moves: await this.resume.ofEnrollment(tx, enrollment.id),
+      };
     });
-    const { enrollment, decisions, actions } = read;
+    const { enrollment, decisions, actions, moves } = read;
     const items: TimelineItem[] = [{ id: `enrolled:${enrollment.id}`, kind: 'enrolled', at: iso(enrollment.created_at), data: { campaign_id: enrollment.campaign_id, person_kind: enrollment.person_kind, person_id: enrollment.person_id } }];
     for (const d of decisions) {
       items.push({
@@ -50,6 +58,14 @@ export class TimelineService {
         kind: 'action',
         at: iso(a.executed_at ?? a.created_at),
         data: { type: a.type, status: a.status, draft: a.draft_payload, approved_payload: a.approved_payload, reject_reason: a.reject_reason, failure_reason: a.failure_reason, outcome_unknown: a.outcome_unknown, message_id: a.message_id },
+      });
+    }
+    for (const mv of moves) {
+      items.push({
+        id: mv.id,
+        kind: 'next_check_moved',
+        at: iso(mv.created_at),
+        data: { message_id: mv.message_id, return_date: mv.return_date, return_text: mv.return_text, time_zone: mv.time_zone, previous_next_check_at: iso(mv.previous_next_check_at), next_check_at: iso(mv.next_check_at), bounded: mv.bounded },
       });
     }
     const missing: string[] = [];

@@ -30,6 +30,7 @@ export const outreachDecideTemplate: PromptTemplate<OutreachDecideInput> = {
     else {
       checkString(problems, input.trigger, 'reason', 'input.trigger', true, 100);
       checkString(problems, input.trigger, 'ref', 'input.trigger', false, 200);
+      if (input.trigger.first_touch !== undefined && typeof input.trigger.first_touch !== 'boolean') problems.push('input.trigger.first_touch must be a boolean');
     }
     const actions = input.allowed_actions;
     if (!Array.isArray(actions) || actions.length === 0 || actions.some((a) => typeof a !== 'string' || !/^[a-z_]{1,40}$/.test(a))) {
@@ -39,7 +40,15 @@ export const outreachDecideTemplate: PromptTemplate<OutreachDecideInput> = {
   },
   sections: (input) => [
     ...outreachContextSections(input.context),
-    { tag: 'trigger', body: [`reason: ${input.trigger.reason}`, ...(input.trigger.ref ? [`ref: ${input.trigger.ref}`] : [])] },
+    {
+      tag: 'trigger',
+      body: [
+        `reason: ${input.trigger.reason}`,
+        ...(input.trigger.ref ? [`ref: ${input.trigger.ref}`] : []),
+        // The first-touch objective (seed 003 §4.7): nothing has gone out yet, whatever the reason says.
+        ...(input.trigger.first_touch === true ? ['first_touch: yes (nothing was sent to this person yet: the action opens the conversation toward the campaign goal)'] : []),
+      ],
+    },
     { tag: 'allowed_actions', body: input.allowed_actions.join(', ') },
   ],
 };

@@ -206,7 +206,7 @@ export class ReviewQueueDto {
 
 export class TimelineItemDto {
   @ApiProperty() id!: string;
-  @ApiProperty({ enum: ['enrolled', 'decision', 'action', 'email', 'linkedin_message', 'ended'] }) kind!: string;
+  @ApiProperty({ enum: ['enrolled', 'decision', 'action', 'email', 'linkedin_message', 'next_check_moved', 'ended'] }) kind!: string;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) at!: string | null;
   @ApiProperty({ type: Object }) data!: Record<string, unknown>;
 }
