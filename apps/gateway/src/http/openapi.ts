@@ -72,6 +72,8 @@ export const API_TAGS: Record<string, string> = {
   events: 'The real-time event feed (Server-Sent Events)',
   'followup-flows': 'Follow-up flows: drafts, published versions, status, stats (seed 002 answers are `{data: ...}`)',
   followups: 'Follow-up enrollments, the queue, approvals, one-off returns and settings (`{data: ...}`)',
+  agents: 'The agents registry: which flows an agent may enroll into, and the returns it promised in a turn',
+  crm: 'Lead and deal events from a CRM (an API key with crm:write, or the signed webhook)',
   outreach: 'AI outreach campaigns, enrollments, the review queue and the organization-wide stop',
   senders: 'WhatsApp numbers, email mailboxes and LinkedIn accounts to send from (admin)',
   suppressions: 'The do-not-contact list (admin)',

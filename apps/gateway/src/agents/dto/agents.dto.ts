@@ -92,13 +92,13 @@ export class TurnPromiseDto {
   @ApiProperty({ format: 'uuid', example: '15151515-1515-4151-8151-151515151515' }) id!: string;
   @ApiProperty({ format: 'uuid', example: '11111111-1111-4111-8111-111111111111' }) customer_id!: string;
   @ApiProperty({ format: 'uuid', example: AGENT_ID_EXAMPLE }) agent_id!: string;
-  @ApiProperty({ nullable: true, example: 'Atendimento' }) agent_name!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: 'Atendimento' }) agent_name!: string | null;
   @ApiProperty({ example: 'turn_01J9Z7K3' }) turn_id!: string;
   @ApiProperty({ example: 0, description: 'Order within the turn' }) position!: number;
   @ApiProperty({ format: 'uuid', example: '88888888-8888-4888-8888-888888888888' }) contact_id!: string;
-  @ApiProperty({ format: 'uuid', nullable: true, example: '99999999-9999-4999-8999-999999999999' }) conversation_id!: string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, example: '99999999-9999-4999-8999-999999999999' }) conversation_id!: string | null;
   @ApiProperty({ example: 'Enviar a proposta revisada amanhã cedo' }) text!: string;
-  @ApiProperty({ nullable: true, example: '2026-10-03T12:00:00.000Z' }) due_at!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: '2026-10-03T12:00:00.000Z' }) due_at!: string | null;
   @ApiProperty({ example: '2026-10-02T18:04:11.000Z' }) created_at!: string;
 }
 

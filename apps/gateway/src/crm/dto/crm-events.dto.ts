@@ -30,13 +30,13 @@ export class CrmEventDto {
 
   @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'lead-4711', description: 'Required for lead.*' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX) lead_id?: string;
   @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'won', description: 'Required for lead.status_changed' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX) status?: string;
-  @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'negotiation', nullable: true }) @IsOptional() @IsString() @MaxLength(CRM_ID_MAX) previous_status?: string | null;
+  @ApiPropertyOptional({ type: String, maxLength: CRM_ID_MAX, example: 'negotiation', nullable: true }) @IsOptional() @IsString() @MaxLength(CRM_ID_MAX) previous_status?: string | null;
   @ApiPropertyOptional({ enum: CRM_LEAD_CLOSED, example: 'won', nullable: true, description: "lead.status_changed only: the lead ended; the contact's live follow-ups stop with reason lead_won / lead_lost" })
   @IsOptional() @IsIn(CRM_LEAD_CLOSED)
   closed?: (typeof CRM_LEAD_CLOSED)[number] | null;
   @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'deal-42', description: 'Required for deal.stage_changed' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX) deal_id?: string;
   @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'proposal', description: 'Required for deal.stage_changed' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX) stage_id?: string;
-  @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'qualified', nullable: true }) @IsOptional() @IsString() @MaxLength(CRM_ID_MAX) previous_stage_id?: string | null;
+  @ApiPropertyOptional({ type: String, maxLength: CRM_ID_MAX, example: 'qualified', nullable: true }) @IsOptional() @IsString() @MaxLength(CRM_ID_MAX) previous_stage_id?: string | null;
   @ApiPropertyOptional({ example: '2026-10-02T13:00:00Z', description: 'When it happened in the CRM (ISO-8601); default: when received' }) @IsOptional() @IsISO8601({ strict: true }) occurred_at?: string;
 }
 
