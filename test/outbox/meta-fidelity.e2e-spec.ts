@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MessagingRpc, type MessagingSendResult, type OutboxPayload } from '@touchpoint/contracts';
+import { type MessageView, MessagingRpc, type MessagingSendResult, type OutboxPayload } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
 import { addSender, textTo } from './harness.js';
 import { PHONE_NUMBER_ID, soon, startWireWorld, type WireWorld } from './wire-world.js';
@@ -196,6 +196,9 @@ describe('Meta fidelity of the WhatsApp path', () => {
     const [event] = await w.world.sql<{ payload: any }>(`SELECT payload FROM "${outbox()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'entry_id' = $1`, [row.id]);
     expect(event.payload.data).toMatchObject({ error_code: '131008', error_subcode: '2494010', error_details: 'The parameter to is required.' });
     await soon(async () => (await w.world.sql(`SELECT 1 FROM "${messaging()}".messages WHERE id = $1 AND status = 'failed' AND error_subcode = '2494010' AND error_details = $2`, [sent.message_id, 'The parameter to is required.'])).length === 1);
+    // The conversation's message list (what `GET /conversations/{id}/messages` answers) shows them too.
+    const page = await rpc().call<{ items: MessageView[] }>('messaging', MessagingRpc.ConversationMessages, { organization_id: w.org, conversation_id: sent.conversation_id });
+    expect(page.items.find((m) => m.message_id === sent.message_id)).toMatchObject({ status: 'failed', error_code: '131008', error_subcode: '2494010', error_details: 'The parameter to is required.' });
   });
 
   it('keeps error_data.details of a failed status webhook on the message', async () => {

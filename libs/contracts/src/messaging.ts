@@ -438,6 +438,10 @@ export interface MessageView {
   read_at: string | null;
   failed_at: string | null;
   error_code: string | null;
+  /** The provider's sub-code of a failure (Meta's `error_subcode`, e.g. `463` for an expired token), else null. */
+  error_subcode: string | null;
+  /** The provider's own explanation of a failure (Meta's `error_data.details`), else null. */
+  error_details: string | null;
   /** The dispatcher's entry of an outbound send once its outcome is unknown (`ambiguous`), for `/outbox/ambiguous`; else null. */
   outbox_entry_id: string | null;
 }

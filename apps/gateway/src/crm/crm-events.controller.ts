@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Inject, Post, Req } from '@nestjs/common';
-import { ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { type CrmEventIngestResult, MessagingRpc, Scope } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -8,11 +8,11 @@ import { Clock } from '@touchpoint/time';
 import { type Caller, CurrentCaller, PublicRoute, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import type { GatewayConfig } from '../gateway.config.js';
-import { ApiErrorResponses } from '../http/openapi.js';
+import { ApiErrorResponses, WEBHOOK_SCHEMES } from '../http/openapi.js';
 import { NUL_PROBLEM, nulFields } from '../http/nul-characters.js';
 import type { RequestWithRawBody } from '../http/raw-body.js';
 import { createValidationPipe } from '../http/validation.js';
-import { CRM_SIGNATURE_HEADER, verifyCrmSignature } from './crm-signature.js';
+import { CRM_SIGNATURE_HEADER, type CrmSignatureVerdict, verifyCrmSignature } from './crm-signature.js';
 import { CrmEventAcceptedDto, CrmEventDto, CrmWebhookEventDto } from './dto/crm-events.dto.js';
 
 const RECEIPT_DESCRIPTION =
@@ -42,7 +42,16 @@ export class CrmEventsController {
  * key. The signature is checked over the raw body before the body is read (401, nothing stored);
  * the answer is 200 only once messaging stored the event, 503 otherwise, so the CRM redelivers.
  */
+/** What a refused CRM signature answers, by verdict (never the expected value). */
+const CRM_SIGNATURE_REFUSALS: Record<Exclude<CrmSignatureVerdict, 'ok'>, string> = {
+  missing: `the ${CRM_SIGNATURE_HEADER} header is missing`,
+  malformed: `the ${CRM_SIGNATURE_HEADER} header must be t=<unix seconds>,v1=<64 hex digits>`,
+  mismatch: 'the CRM webhook signature does not match the body',
+  stale: 'the CRM webhook signature is outside the accepted time window (CRM_WEBHOOK_TOLERANCE_S)',
+};
+
 @ApiTags('crm')
+@ApiSecurity(WEBHOOK_SCHEMES.crm)
 @PublicRoute()
 @Controller('webhooks/crm')
 export class CrmWebhookController {
@@ -68,7 +77,7 @@ export class CrmWebhookController {
     const verdict = verifyCrmSignature(request.rawBody, request.headers[CRM_SIGNATURE_HEADER], this.config.CRM_WEBHOOK_SECRET, this.clock.now().getTime(), this.config.CRM_WEBHOOK_TOLERANCE_S);
     if (verdict !== 'ok') {
       this.logger.warn({ event: 'gateway.crm_webhook_bad_signature', request_id: request.id, verdict }, 'CRM webhook refused');
-      throw new AppError(ErrorCode.Unauthorized, verdict === 'stale' ? 'the CRM webhook signature is too old' : 'the CRM webhook signature does not match the body');
+      throw new AppError(ErrorCode.Unauthorized, CRM_SIGNATURE_REFUSALS[verdict]);
     }
     const event = (await this.validation.transform(request.body, { type: 'body', metatype: CrmWebhookEventDto })) as CrmWebhookEventDto;
     return this.rpc.call<CrmEventIngestResult>('messaging', MessagingRpc.CrmEventIngest, { ...event });

@@ -54,6 +54,7 @@ export const WEBHOOK_SCHEMES = {
   nylas: 'nylas-signature',
   unipile: 'unipile-secret',
   unsubscribe: 'unsubscribe-token',
+  crm: 'crm-signature',
 } as const;
 
 /**
@@ -114,6 +115,7 @@ export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, 
     .addSecurity(WEBHOOK_SCHEMES.metaVerifyToken, { type: 'apiKey', in: 'query', name: 'hub.verify_token', description: 'META_VERIFY_TOKEN, echoed by Meta when it verifies the subscription' })
     .addSecurity(WEBHOOK_SCHEMES.nylas, { type: 'apiKey', in: 'header', name: 'x-nylas-signature', description: 'The hex HMAC-SHA256 of the raw body with NYLAS_WEBHOOK_SECRET' })
     .addSecurity(WEBHOOK_SCHEMES.unipile, { type: 'apiKey', in: 'header', name: options.unipileHeader ?? 'unipile-auth', description: 'UNIPILE_WEBHOOK_SECRET, registered with the webhook (Unipile signs nothing)' })
+    .addSecurity(WEBHOOK_SCHEMES.crm, { type: 'apiKey', in: 'header', name: 'x-touchpoint-signature', description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` with CRM_WEBHOOK_SECRET' })
     .addSecurity(WEBHOOK_SCHEMES.unsubscribe, { type: 'apiKey', in: 'query', name: 'token', description: 'The signed token of the unsubscribe link (organization and address, signed with UNSUBSCRIBE_TOKEN_SECRET)' });
   for (const [name, description] of Object.entries(API_TAGS)) builder.addTag(name, description);
   const config = builder.build();

@@ -12,7 +12,7 @@ const PROSPECT_CAP_MAX = 100_000;
 /** Body of `PUT /agentic/outreach/settings/prospect-cap`. */
 export class ProspectCapBody {
   @ApiProperty({
-    type: Number,
+    type: 'integer',
     nullable: true,
     minimum: 0,
     maximum: PROSPECT_CAP_MAX,
@@ -28,7 +28,7 @@ export class ProspectCapBody {
 
 export class ProspectCapDto {
   @ApiProperty({ example: 'org_3f9c2a' }) organization_id!: string;
-  @ApiProperty({ example: 10, description: 'The cap in force: prospect emails per mailbox and UTC day; 0 stops every prospect send' }) prospect_emails_per_day!: number;
+  @ApiProperty({ type: 'integer', example: 10, description: 'The cap in force: prospect emails per mailbox and UTC day; 0 stops every prospect send' }) prospect_emails_per_day!: number;
   @ApiProperty({ example: false, description: 'True when the organization set no value and the default (30) applies' }) is_default!: boolean;
 }
 

@@ -29,6 +29,9 @@ export interface MessageRow {
   notification_id: string | null;
   notification_delivery_id: string | null;
   error_code: string | null;
+  /** The provider's sub-code and details of a failure (Meta's `error_subcode`, `error_data.details`), else null. */
+  error_subcode?: string | null;
+  error_details?: string | null;
   outbox_entry_id: string | null;
   /** Inbound only: messaging's verdict (libs/text `judgeInbound`). */
   auto_reply: boolean;
@@ -289,6 +292,8 @@ export function toMessageView(r: MessageRow, attachments: MessageView['attachmen
     read_at: iso(r.read_at),
     failed_at: iso(r.failed_at),
     error_code: r.error_code,
+    error_subcode: r.error_subcode ?? null,
+    error_details: r.error_details ?? null,
     outbox_entry_id: r.outbox_entry_id ?? null,
   };
 }

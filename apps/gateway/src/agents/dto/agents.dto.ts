@@ -109,7 +109,7 @@ export class TurnPromisesRecordedDto {
 
 export class TurnPromisePageDto {
   @ApiProperty({ type: [TurnPromiseDto] }) data!: TurnPromiseDto[];
-  @ApiProperty({ nullable: true, example: null, description: 'Pass as `cursor` for the next page; null on the last' }) next_cursor!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: null, description: 'Pass as `cursor` for the next page; null on the last' }) next_cursor!: string | null;
 }
 export class TurnPromisePageEnvelopeDto {
   @ApiProperty({ type: TurnPromisePageDto }) data!: TurnPromisePageDto;

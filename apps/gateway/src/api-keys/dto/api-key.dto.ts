@@ -35,9 +35,9 @@ export class ApiKeyDto {
   @ApiProperty({ enum: API_SCOPES, isArray: true }) scopes!: ApiScope[];
   @ApiProperty({ format: 'uuid' }) created_by_member_id!: string;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
-  @ApiPropertyOptional({ format: 'date-time', nullable: true }) last_used_at!: string | null;
-  @ApiPropertyOptional({ format: 'date-time', nullable: true }) revoked_at!: string | null;
-  @ApiPropertyOptional({ nullable: true, description: 'The support person the key was issued to, acting as its creator (an impersonated session); null for a member\'s own key' })
+  @ApiPropertyOptional({ type: String, format: 'date-time', nullable: true }) last_used_at!: string | null;
+  @ApiPropertyOptional({ type: String, format: 'date-time', nullable: true }) revoked_at!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'The support person the key was issued to, acting as its creator (an impersonated session); null for a member\'s own key' })
   impersonated_by!: string | null;
 }
 

@@ -249,7 +249,7 @@ export class SendWindowDto {
 export class ApprovedTemplateDto {
   @ApiProperty({ example: 'retomada_conversa' }) @IsString() @Matches(/^[a-z0-9_]{1,512}$/) name!: string;
   @ApiProperty({ example: 'pt_BR' }) @IsString() @Matches(/^[a-z]{2,3}(_[A-Z]{2})?$/) language!: string;
-  @ApiProperty({ minimum: 0, maximum: 20 }) @IsInt() @Min(0) @Max(20) parameter_count!: number;
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: 20 }) @IsInt() @Min(0) @Max(20) parameter_count!: number;
 }
 
 /** Body of `PUT /ai/followups/settings`: any of the fields, with the current revision (0 before the first save). */
@@ -257,10 +257,10 @@ export class UpdateSettingsDto extends CustomerQuery {
   @ApiProperty({ minimum: 0 }) @IsInt() @Min(0) expected_revision!: number;
   @ApiPropertyOptional({ type: SendWindowDto }) @IsOptional() @ValidateNested() @Type(() => SendWindowDto) send_window?: SendWindowDto;
   @ApiPropertyOptional({ minimum: 1, maximum: 100, description: 'follow-up sends per contact in any 24 hours' }) @IsOptional() @IsInt() @Min(1) @Max(100) contact_daily_cap?: number;
-  @ApiPropertyOptional({ nullable: true, description: 'follow-up sends per calendar month (UTC); null = unlimited' }) @IsOptional() @IsInt() @Min(1) monthly_send_quota?: number | null;
+  @ApiPropertyOptional({ type: 'integer', nullable: true, description: 'follow-up sends per calendar month (UTC); null = unlimited' }) @IsOptional() @IsInt() @Min(1) monthly_send_quota?: number | null;
   @ApiPropertyOptional({ enum: CONSENT_MODES }) @IsOptional() @IsIn(CONSENT_MODES) consent_mode?: string;
   @ApiPropertyOptional({ example: 'opt_in' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) consent_tag?: string;
-  @ApiPropertyOptional({ nullable: true, description: 'live enrollments the plan allows; null = unlimited' }) @IsOptional() @IsInt() @Min(1) max_live_enrollments?: number | null;
+  @ApiPropertyOptional({ type: 'integer', nullable: true, description: 'live enrollments the plan allows; null = unlimited' }) @IsOptional() @IsInt() @Min(1) max_live_enrollments?: number | null;
   @ApiPropertyOptional({ minimum: 1, maximum: 3650 }) @IsOptional() @IsInt() @Min(1) @Max(3650) retention_days?: number;
   @ApiPropertyOptional({ type: [ApprovedTemplateDto] }) @IsOptional() @IsArray() @ArrayMaxSize(500) @ValidateNested({ each: true }) @Type(() => ApprovedTemplateDto) approved_templates?: ApprovedTemplateDto[];
 }

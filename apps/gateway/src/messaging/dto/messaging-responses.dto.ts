@@ -95,6 +95,8 @@ export class MessageDto {
   @ApiProperty({ type: String, nullable: true, format: 'date-time', example: null }) read_at!: string | null;
   @ApiProperty({ type: String, nullable: true, format: 'date-time', example: null }) failed_at!: string | null;
   @ApiProperty({ type: String, nullable: true, example: null }) error_code!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: "the provider's sub-code of a failure (Meta's error_subcode)", example: null }) error_subcode!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: "the provider's details of a failure (Meta's error_data.details)", example: null }) error_details!: string | null;
   @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'the outbox entry while the outcome is unknown (`/outbox/ambiguous`)', example: null }) outbox_entry_id!: string | null;
 }
 
