@@ -20,6 +20,9 @@ describe(OutcomeSweepService.name, () => {
   beforeAll(async () => {
     w = await startWireWorld('messaging_outcome_sweep', { OUTBOX_PERSISTENCE_GRACE_MS: '1000' });
     sut = w.messaging.get(OutcomeSweepService);
+    // The contacts never wrote (their 24-hour window is closed): the approved WhatsApp template goes.
+    const put = await w.http('PUT', '/notification-templates/login_code', { secret: w.key.secret, json: { body: 'Seu código é {{code}}', whatsapp_template: { name: 'login_code', language: 'pt_BR', parameters: ['code'] } } });
+    expect(put.status).toBe(200);
   }, 90_000);
   afterAll(() => w.close());
 
@@ -28,7 +31,7 @@ describe(OutcomeSweepService.name, () => {
     const waId = `55929877710${String(++phoneSeq).padStart(2, '0')}`;
     const contact = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Lia Example', phone: `+${waId}` } });
     expect(contact.status).toBe(201);
-    const created = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contact.body.contact_id, body: `Seu código é ${randomUUID().slice(0, 4)}`, channels: ['whatsapp'] } });
+    const created = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contact.body.contact_id, template_key: 'login_code', variables: { code: randomUUID().slice(0, 4) }, channels: ['whatsapp'] } });
     expect(created.status).toBe(201);
     const messageId = created.body.deliveries[0].message_id as string;
     await soon(async () => (await w.entriesOf(messageId)).length === 1);
