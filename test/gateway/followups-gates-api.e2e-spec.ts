@@ -145,7 +145,7 @@ describe('Follow-up gates over REST (gateway → messaging, followups)', () => {
     const route = doc.paths['/ai/followups/settings/entitlement'].put;
     expect(route.tags).toEqual(['followups']);
     expect(route.summary).toBeTruthy();
-    expect(route.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/FollowupSettingsEnvelopeDto');
+    expect(route.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/FollowupSettingsAnswerDto');
     expect(Object.keys(route.responses)).toEqual(expect.arrayContaining(['400', '403', '503']));
     expect(doc.components.schemas.FollowupSettingsDto.properties.followups_enabled).toMatchObject({ type: 'boolean', example: true });
   });

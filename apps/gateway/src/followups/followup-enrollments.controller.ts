@@ -9,7 +9,6 @@ import {
   CreateEnrollmentDto,
   CustomerQuery,
   EnrollmentIdParams,
-  FollowupSettingsEnvelopeDto,
   ListEnrollmentsQuery,
   QueueQuery,
   SetEntitlementDto,
@@ -100,7 +99,7 @@ export class FollowupEnrollmentsController {
     summary: "Turn the organization's follow-ups entitlement on or off (admin or billing)",
     description: 'With `followups_enabled: false` every live enrollment stops at its next release with reason `plan_lost`, and new enrollments answer 409 `conflict` (`plan_lost`). Setting it again is harmless.',
   })
-  @ApiOkResponse({ type: FollowupSettingsEnvelopeDto })
+  @ApiOkResponse({ type: FollowupSettingsAnswerDto })
   @ApiErrorResponses(400, 401, 403, 404, 503)
   setEntitlement(@CurrentCaller() caller: Caller, @Body() body: SetEntitlementDto) {
     return this.forwarder.forward(caller, 'followups', FollowupsRpc.SettingsSetEntitlement, { followups_enabled: body.followups_enabled });

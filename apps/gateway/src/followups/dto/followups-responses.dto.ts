@@ -154,6 +154,7 @@ export class FollowupSettingsDto {
   @ApiProperty({ type: Number, nullable: true, description: 'null = unlimited', example: null }) max_live_enrollments!: number | null;
   @ApiProperty({ description: 'finished enrollments are deleted after this many days', example: 180 }) retention_days!: number;
   @ApiProperty({ type: [ApprovedTemplateDto] }) approved_templates!: ApprovedTemplateDto[];
+  @ApiProperty({ example: true, description: 'the follow-ups entitlement: false stops live enrollments at their next release (`plan_lost`)' }) followups_enabled!: boolean;
   @ApiProperty({ description: 'pass as expected_revision on the next update (0 before the first save)', example: 1 }) revision!: number;
   @ApiProperty({ format: 'date-time', example: AT }) updated_at!: string;
 }

@@ -272,34 +272,6 @@ export class SetEntitlementDto extends CustomerQuery {
   followups_enabled!: boolean;
 }
 
-export class SendWindowViewDto {
-  @ApiProperty({ example: 9 }) start_hour!: number;
-  @ApiProperty({ example: 20 }) end_hour!: number;
-  @ApiProperty({ type: [Number], example: [1, 2, 3, 4, 5] }) days!: number[];
-  @ApiProperty({ example: 'America/Sao_Paulo' }) timezone!: string;
-}
-
-/** The organization's follow-up settings, as followups answers them. */
-export class FollowupSettingsDto {
-  @ApiProperty({ format: 'uuid', example: '11111111-1111-4111-8111-111111111111' }) customer_id!: string;
-  @ApiProperty({ type: SendWindowViewDto }) send_window!: SendWindowViewDto;
-  @ApiProperty({ example: 3, description: 'follow-up sends per contact in any 24 hours' }) contact_daily_cap!: number;
-  @ApiProperty({ type: Number, nullable: true, example: null, description: 'follow-up sends per calendar month (UTC); null = unlimited' }) monthly_send_quota!: number | null;
-  @ApiProperty({ enum: CONSENT_MODES, example: 'none' }) consent_mode!: string;
-  @ApiProperty({ example: 'opt_in' }) consent_tag!: string;
-  @ApiProperty({ type: Number, nullable: true, example: null, description: 'live enrollments the plan allows; null = unlimited' }) max_live_enrollments!: number | null;
-  @ApiProperty({ example: 90 }) retention_days!: number;
-  @ApiProperty({ type: [ApprovedTemplateDto] }) approved_templates!: ApprovedTemplateDto[];
-  @ApiProperty({ example: true, description: 'the follow-ups entitlement: false stops live enrollments at their next release (`plan_lost`)' }) followups_enabled!: boolean;
-  @ApiProperty({ example: 2 }) revision!: number;
-  @ApiProperty({ format: 'date-time', example: '2026-10-06T13:00:00.000Z' }) updated_at!: string;
-}
-
-/** `{data: settings}`. */
-export class FollowupSettingsEnvelopeDto {
-  @ApiProperty({ type: FollowupSettingsDto }) data!: FollowupSettingsDto;
-}
-
 export class EffectIdParams {
   @ApiProperty({ format: 'uuid' }) @IsUUID('all') id!: string;
 }
