@@ -125,6 +125,24 @@ describe('Agents registry and turn promises', () => {
       expect((await post(`/ai/agents/${mine.body.data.id}/versions`, { customer_id: other.organizationId, followup: { enabled: true, flow_ids: [] } }, other)).status).toBe(404);
       expect((await get(`/ai/agents?customer_id=${other.organizationId}`, other)).body.data).toEqual([]);
     });
+
+    it('refuses an operation_key reused with another agent (409 idempotency_conflict) without skipping the agent check', async () => {
+      const flowId = await activeFlow();
+      const allowed = (await post('/ai/agents', { customer_id: org, name: 'Com follow-up', followup: { enabled: true, flow_ids: [flowId] } })).body.data;
+      const disabled = (await post('/ai/agents', { customer_id: org, name: 'Sem follow-up', followup: { enabled: false, flow_ids: [flowId] } })).body.data;
+      const contactId = await contact();
+      const json = { customer_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID(), agent_id: allowed.id };
+      const first = await post('/ai/followups/enrollments', json);
+      expect(first.status).toBe(201);
+      const replay = await post('/ai/followups/enrollments', json);
+      expect(replay.status).toBe(201);
+      expect(replay.body.data.id).toBe(first.body.data.id);
+      const otherAgent = await post('/ai/followups/enrollments', { ...json, agent_id: disabled.id });
+      expect(otherAgent.status).toBe(409);
+      expect(otherAgent.body.error).toMatchObject({ code: 'idempotency_conflict', details: { enrollment_id: first.body.data.id } });
+      const noAgent = await post('/ai/followups/enrollments', { ...json, agent_id: undefined });
+      expect(noAgent.status).toBe(409);
+    });
   });
 
   describe('turn promises', () => {
@@ -142,6 +160,10 @@ describe('Agents registry and turn promises', () => {
       const again = await post(`/ai/agents/${agent.id}/promises`, { ...turn, promises: [{ text: 'outra coisa' }] });
       expect(again.status).toBe(201);
       expect(again.body).toEqual({ data: first.body.data, created: false });
+      // A replay carrying more positions than the first record appends nothing.
+      const longer = await post(`/ai/agents/${agent.id}/promises`, { ...turn, promises: [{ text: 'a' }, { text: 'b' }, { text: 'c' }] });
+      expect(longer.body).toEqual({ data: first.body.data, created: false });
+      expect(await world.sql(`SELECT 1 FROM "${world.schema('followups')}".turn_promises WHERE turn_id = $1`, [turn.turn_id])).toHaveLength(2);
 
       const second = await post(`/ai/agents/${agent.id}/promises`, { ...turn, turn_id: `turn-${randomUUID()}`, promises: [{ text: 'Ligar na sexta' }] });
       const page1 = await get(`/ai/promises?customer_id=${org}&agent_id=${agent.id}&limit=2`, reader);
@@ -164,6 +186,38 @@ describe('Agents registry and turn promises', () => {
       const queue = await get(`/ai/followups/queue?customer_id=${org}&kind=promise&contact_id=${contactId}`, reader);
       expect(queue.body.data.data).toEqual([expect.objectContaining({ id: oneOff.body.data.id, agent_id: agent.id, agent_name: 'Atendimento IA' })]);
       expect((await get(`/ai/promises?customer_id=${org}&contact_id=${contactId}`, reader)).body.data.data.map((p: Row) => p.id)).not.toContain(oneOff.body.data.id);
+    });
+
+    it('concurrent first records of one turn keep one whole turn', async () => {
+      const agent = (await post('/ai/agents', { customer_id: org, name: 'Paralelo', followup: { enabled: false, flow_ids: [] } })).body.data;
+      const contactId = await contact();
+      const turnId = `turn-${randomUUID()}`;
+      const answers = await Promise.all(
+        [['um', 'dois'], ['tres', 'quatro', 'cinco']].map((texts) => post(`/ai/agents/${agent.id}/promises`, { customer_id: org, turn_id: turnId, contact_id: contactId, promises: texts.map((text) => ({ text })) })),
+      );
+      expect(answers.map((a) => a.status)).toEqual([201, 201]);
+      expect(answers.map((a) => a.body.created).sort()).toEqual([false, true]);
+      expect(answers[0]!.body.data).toEqual(answers[1]!.body.data);
+      const stored = await world.sql<Row>(`SELECT text FROM "${world.schema('followups')}".turn_promises WHERE turn_id = $1 ORDER BY position`, [turnId]);
+      expect(stored.map((r) => r.text)).toEqual(answers.find((a) => a.body.created)!.body.data.map((p: Row) => p.text));
+    });
+
+    it("an erased contact's turn promises are wiped, and a turn for an erased contact is refused (404 not_found)", async () => {
+      const agent = (await post('/ai/agents', { customer_id: org, name: 'Privacidade', followup: { enabled: false, flow_ids: [] } })).body.data;
+      const contactId = await contact();
+      const turn = { customer_id: org, turn_id: `turn-${randomUUID()}`, contact_id: contactId, promises: [{ text: 'Mandar o contrato para a Ana' }] };
+      expect((await post(`/ai/agents/${agent.id}/promises`, turn)).status).toBe(201);
+      expect((await get(`/ai/promises?customer_id=${org}&contact_id=${contactId}`, reader)).body.data.data).toHaveLength(1);
+
+      await followups.get(RpcClient).call('messaging', MessagingRpc.ContactErase, { organization_id: org, contact_id: contactId });
+      await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".contacts WHERE contact_id = $1 AND erased_at IS NOT NULL`, [contactId])).length === 1);
+      expect((await get(`/ai/promises?customer_id=${org}&contact_id=${contactId}`, reader)).body.data).toEqual({ data: [], next_cursor: null });
+      expect(await world.sql(`SELECT 1 FROM "${world.schema('followups')}".turn_promises WHERE contact_id = $1`, [contactId])).toEqual([]);
+
+      const refused = await post(`/ai/agents/${agent.id}/promises`, { ...turn, turn_id: `turn-${randomUUID()}` });
+      expect(refused.status).toBe(404);
+      expect(refused.body.error.code).toBe('not_found');
+      expect(await world.sql(`SELECT 1 FROM "${world.schema('followups')}".turn_promises WHERE contact_id = $1`, [contactId])).toEqual([]);
     });
 
     it('refuses a turn of an unknown agent or contact (404), an empty turn (400), and a read-only key (403), storing nothing', async () => {

@@ -1,6 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
+import { CrmEvents, MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
@@ -244,6 +244,30 @@ describe('One-off returns (promises)', () => {
       expect((await cancel()).body.data.status).toBe('cancelled');
       expect((await create(body(contactId))).status).toBe(201);
     });
+
+    it("a closed lead (won, lost), an opt-out and an erasure cancel the contact's pending return with that reason", async () => {
+      const [won, lost, optedOut, erased, untouched] = [await contact('Lia'), await contact('Leo'), await contact('Ola'), await contact('Eva'), await contact('Uri')];
+      const ids = new Map<string, string>();
+      for (const c of [won, lost, optedOut, erased, untouched]) {
+        const created = await create(body(c));
+        expect(created.status).toBe(201);
+        ids.set(c, created.body.data.id);
+      }
+      await publishEvent(world, CrmEvents.LeadStatusChanged, org, { lead_id: 'lead-1', contact_id: won, status: 'ganho', previous_status: 'proposta', closed: 'won' });
+      await publishEvent(world, CrmEvents.LeadStatusChanged, org, { lead_id: 'lead-2', contact_id: lost, status: 'perdido', closed: 'lost' });
+      // Not closed: the lead only moved on; its contact's return stays scheduled.
+      const moved = await publishEvent(world, CrmEvents.LeadStatusChanged, org, { lead_id: 'lead-3', contact_id: untouched, status: 'negociacao' });
+      await publishEvent(world, MessagingEvents.ContactOptedOut, org, { contact_id: optedOut, channel: 'whatsapp', message_id: null });
+      await publishEvent(world, MessagingEvents.ContactErased, org, { contact_id: erased, kind: 'crm' });
+      for (const [c, reason] of [[won, 'lead_won'], [lost, 'lead_lost'], [optedOut, 'opted_out'], [erased, 'contact_erased']] as const) {
+        await eventually(async () => (await row(ids.get(c)!)).status === 'cancelled');
+        expect(await row(ids.get(c)!)).toMatchObject({ status: 'cancelled', cancel_reason: reason, fired_at: null });
+      }
+      await eventually(async () => (await sql(`SELECT 1 FROM fu.inbox_events WHERE event_id = $1`, [moved.event_id])).length > 0);
+      expect(await row(ids.get(untouched)!)).toMatchObject({ status: 'scheduled', cancel_reason: null });
+      // A cancelled return frees the contact: a new one may be scheduled for the won lead's contact.
+      expect((await create(body(won))).status).toBe(201);
+    });
   });
 
   describe('due outside the 24-hour window', () => {
@@ -334,6 +358,25 @@ describe('One-off returns (promises)', () => {
           clock.advance(30_000);
         } else expect(r.status).toBe('failed');
       }
+    });
+
+    it('with the follow-ups entitlement off: a new return is refused (409 conflict, plan_lost) and a due one is cancelled (plan_lost) without alerting anyone', async () => {
+      const settings = followups.get(SettingsService);
+      const contactId = await contact('Ivo');
+      const id = await dueNow(contactId, 'alert');
+      await settings.setEntitlement({ organization_id: org, followups_enabled: false });
+      try {
+        const refused = await create(body(await contact('Jo')));
+        expect(refused.status).toBe(409);
+        expect(refused.body.error).toMatchObject({ code: 'conflict', details: { reason: 'plan_lost' } });
+        await fireUntil(id);
+        const fired = await row(id);
+        expect(fired).toMatchObject({ status: 'cancelled', cancel_reason: 'plan_lost', alert: null, fired_at: null });
+        expect(await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".notifications WHERE contact_id = $1`, [contactId])).toEqual([]);
+      } finally {
+        await settings.setEntitlement({ organization_id: org, followups_enabled: true });
+      }
+      expect((await create(body(contactId))).status).toBe(201);
     });
   });
 });

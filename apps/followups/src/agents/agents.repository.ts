@@ -90,6 +90,11 @@ export class AgentsRepository {
     return inserted;
   }
 
+  /** Erasure (seed 000 "Stop hooks"): the texts an agent promised a contact are personal data; they go. */
+  async deleteContactPromises(db: Queryable, organizationId: string, contactId: string): Promise<void> {
+    await rowsOf(db, `DELETE FROM turn_promises WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+  }
+
   /** Turn promises, newest first, after `after` in (created_at, id) order. */
   async promisesPage(db: Queryable, filter: { organizationId: string; agentId?: string; contactId?: string; turnId?: string }, after: CursorPosition | undefined, limit: number): Promise<TurnPromiseRow[]> {
     const where = ['p.organization_id = $1'];

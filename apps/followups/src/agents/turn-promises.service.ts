@@ -16,6 +16,7 @@ import { UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { poolOf } from '../requests/queryable.js';
 import { check, notFound } from '../requests/request-checks.js';
+import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { AgentsRepository, type TurnPromiseRow } from './agents.repository.js';
 
 /** Longest turn id, code points. */
@@ -57,37 +58,45 @@ export class TurnPromisesService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly agents: AgentsRepository,
+    private readonly contacts: ContactsRepository,
     private readonly clock: Clock,
   ) {}
 
   /**
    * Records a turn's promises. The same `turn_id` of the same agent returns what was recorded for
-   * it first (`created: false`), whatever this call carries.
-   * @throws AppError validation_failed, not_found (agent)
+   * it first (`created: false`), whatever this call carries: the turn is decided by its first
+   * position's row, inserted first in the transaction — a concurrent first record waits on that
+   * row and then finds the turn, so one turn is kept whole and never appended to.
+   * @throws AppError validation_failed, not_found (agent; the contact when it was erased, as
+   *   messaging's notifications answer, seed 000 "Stop hooks": erasure)
    */
   async record(input: TurnPromisesRecordData): Promise<{ promises: TurnPromiseView[]; created: boolean }> {
     check(input).uuid('organization_id').uuid('agent_id').uuid('contact_id').uuid('conversation_id', true).string('turn_id', 1, TURN_ID_MAX).custom('promises', promisesProblems(input?.promises)).done();
     return this.uow.run(async (tx) => {
       const agent = await this.agents.find(tx, input.organization_id, input.agent_id);
       if (!agent) throw notFound('agent');
+      // The contact row, locked: an erasure that commits first is seen here; one that comes after
+      // waits for this transaction and then deletes what it wrote.
+      await this.contacts.ensure(tx, input.organization_id, input.contact_id);
+      const contact = await this.contacts.find(tx, input.organization_id, input.contact_id, true);
+      if (contact?.erased_at) throw notFound('contact');
       const now = this.clock.now();
-      const inserted = await this.agents.insertPromises(
-        tx,
-        input.promises.map((p, position) => ({
-          id: randomUUID(),
-          organization_id: input.organization_id,
-          agent_id: agent.id,
-          turn_id: input.turn_id,
-          position,
-          contact_id: input.contact_id,
-          conversation_id: input.conversation_id ?? null,
-          text: p.text.trim(),
-          due_at: p.due_at ? new Date(p.due_at) : null,
-          created_at: now,
-        })),
-      );
+      const [first, ...rest] = input.promises.map((p, position) => ({
+        id: randomUUID(),
+        organization_id: input.organization_id,
+        agent_id: agent.id,
+        turn_id: input.turn_id,
+        position,
+        contact_id: input.contact_id,
+        conversation_id: input.conversation_id ?? null,
+        text: p.text.trim(),
+        due_at: p.due_at ? new Date(p.due_at) : null,
+        created_at: now,
+      }));
+      const created = (await this.agents.insertPromises(tx, [first!])) > 0;
+      if (created && rest.length) await this.agents.insertPromises(tx, rest);
       const rows = await this.agents.turn(tx, agent.id, input.turn_id);
-      return { promises: rows.map(toTurnPromiseView), created: inserted > 0 };
+      return { promises: rows.map(toTurnPromiseView), created };
     });
   }
 

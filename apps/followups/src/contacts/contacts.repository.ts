@@ -29,8 +29,9 @@ export class ContactsRepository {
     await rowsOf(db, `INSERT INTO contacts (organization_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [organizationId, contactId]);
   }
 
-  async find(db: Queryable, organizationId: string, contactId: string): Promise<ContactActivity | undefined> {
-    const [row] = await rowsOf<ContactActivity>(db, `SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+  /** `lock`: FOR SHARE, so a stop path's write of the row waits for the caller's transaction. */
+  async find(db: Queryable, organizationId: string, contactId: string, lock = false): Promise<ContactActivity | undefined> {
+    const [row] = await rowsOf<ContactActivity>(db, `SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2${lock ? ' FOR SHARE' : ''}`, [organizationId, contactId]);
     return row;
   }
 

@@ -65,7 +65,7 @@ export class EnrollmentsService {
    * @throws AppError not_found (flow, agent), agent_followup_disabled, flow_not_allowed_for_agent,
    *   publish_required, conflict (flow not active, contact opted
    *   out or erased, plan limit), already_enrolled (a live one exists), idempotency_conflict (the
-   *   key was used for another flow or contact), validation_failed
+   *   key was used for another flow, contact or agent), validation_failed
    */
   async create(input: EnrollmentCreateData, source = 'api'): Promise<{ enrollment: FollowupEnrollmentView; created: boolean }> {
     check(input)
@@ -118,8 +118,10 @@ export class EnrollmentsService {
   }
 
   private repeated(existing: EnrollmentRow, input: EnrollmentCreateData, source: string): { enrollment: FollowupEnrollmentView; created: boolean } {
-    if (existing.flow_id !== input.flow_id || existing.contact_id !== input.contact_id) {
-      throw new AppError(ErrorCode.IdempotencyConflict, 'this operation_key was used for another flow or contact', { enrollment_id: existing.id });
+    // Another agent with the same key is another request: answering the first would skip the new agent's check (seed 002).
+    const sameAgent = (existing.agent_id ?? '').toLowerCase() === (input.agent_id ?? '').toLowerCase();
+    if (existing.flow_id !== input.flow_id || existing.contact_id !== input.contact_id || !sameAgent) {
+      throw new AppError(ErrorCode.IdempotencyConflict, 'this operation_key was used for another flow, contact or agent', { enrollment_id: existing.id });
     }
     this.metrics.enrollments.inc({ source, result: 'duplicate' });
     return { enrollment: toEnrollmentView(existing), created: false };

@@ -89,6 +89,23 @@ export class PromisesRepository {
     return row;
   }
 
+  /**
+   * A stop path (seed 000 "Stop hooks": lead closed, opt-out, erasure): cancels the contact's
+   * returns that have not fired, with `reason`. A resumption waiting on its model call is
+   * cancelled too: its fenced second pass then drops the answer. A template already handed to
+   * messaging (`template_dispatching`) is left to its send outcome.
+   * @returns the returns it cancelled
+   */
+  async cancelPendingOfContact(db: Queryable, organizationId: string, contactId: string, reason: string, now: Date): Promise<PromiseRow[]> {
+    return rowsOf<PromiseRow>(
+      db,
+      `UPDATE promises SET status = 'cancelled', cancel_reason = $3, locked_until = NULL, updated_at = $4
+        WHERE organization_id = $1 AND contact_id = $2 AND status IN ('scheduled', 'template_pending', 'turn_enqueued')
+        RETURNING *`,
+      [organizationId, contactId, reason, now],
+    );
+  }
+
   /** Sets the status of the return whose send has this key, if it is in one of `from`. */
   async settleSend(db: Queryable, organizationId: string, id: string, status: PromiseStatus, from: PromiseStatus[], lastError: string | null, now: Date): Promise<PromiseRow | undefined> {
     const [row] = await rowsOf<PromiseRow>(

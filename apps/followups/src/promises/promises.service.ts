@@ -54,7 +54,7 @@ export const PROMISE_ALERT_MAX_ATTEMPTS = 5;
 const CANCELLABLE: readonly PromiseStatus[] = ['scheduled', 'template_pending'];
 
 /** What one `fireOne` did. */
-export type PromiseFireOutcome = 'idle' | 'resumed' | 'template' | 'alerted' | 'skipped' | 'failed' | 'dropped' | 'waiting';
+export type PromiseFireOutcome = 'idle' | 'resumed' | 'template' | 'alerted' | 'skipped' | 'cancelled' | 'failed' | 'dropped' | 'waiting';
 
 /**
  * One-off returns (seed 002 "Retornos avulsos"): a single scheduled resumption of a contact by the
@@ -92,7 +92,8 @@ export class PromisesService {
    * into the organization's send window.
    * @returns the return and whether this call created it (a repeated operation_key returns the first)
    * @throws AppError validation_failed; idempotency_conflict (the key was used for another contact);
-   *   already_pending when the contact has a pending return (seed 002)
+   *   conflict with `reason: plan_lost` when the organization's plan does not include follow-ups
+   *   (the entitlement, as for enrollments); already_pending when the contact has a pending return (seed 002)
    */
   async create(input: PromiseCreateData): Promise<{ promise: PromiseView; created: boolean }> {
     check(input)
@@ -112,6 +113,10 @@ export class PromisesService {
     if (existing) return this.repeated(existing, input);
     const now = this.clock.now();
     const organization = await this.settings.get(input.organization_id);
+    if (!organization.followups_enabled) {
+      this.metrics.promises.inc({ outcome: 'plan_lost' });
+      throw new AppError(ErrorCode.Conflict, "the organization's plan does not include follow-ups", { reason: 'plan_lost' });
+    }
     const promisedAt = new Date(input.promised_at);
     const w = organization.send_window;
     const dueAt = nextSendOpening(promisedAt > now ? promisedAt : now, { startHour: w.start_hour, endHour: w.end_hour, days: w.days, timezone: w.timezone });
@@ -253,6 +258,14 @@ export class PromisesService {
     const claimed = await this.uow.run(async (tx): Promise<{ outcome: PromiseFireOutcome; resume?: PromiseRow }> => {
       const row = await this.promises.claimDue(tx, now);
       if (!row) return { outcome: 'idle' };
+      // The organization lost the follow-ups entitlement since the return was scheduled: it is not
+      // sent (reason `plan_lost`, like the release loop's enrollments). Read on this transaction's
+      // connection (see SettingsService.get).
+      const organization = await this.settings.get(row.organization_id, tx);
+      if (!organization.followups_enabled) {
+        await this.promises.update(tx, row.id, { status: 'cancelled', cancel_reason: 'plan_lost', locked_until: null }, now);
+        return { outcome: 'cancelled' };
+      }
       const contact = await this.contacts.find(tx, row.organization_id, row.contact_id);
       if (contact?.erased_at || contact?.opted_out_at) {
         await this.promises.update(tx, row.id, { status: 'skipped', fired_at: row.fired_at ?? now, locked_until: null, run: { ai_run_id: null, message_key: null, skip_reason: contact.erased_at ? 'contact_erased' : 'opted_out', usage: null } }, now);

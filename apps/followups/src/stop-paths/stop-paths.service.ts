@@ -3,9 +3,11 @@ import { FollowupsEvents, OutboxCommands, type OutboxCancelData, type OutgoingMe
 import type { Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
+import { AgentsRepository } from '../agents/agents.repository.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
+import { PromisesRepository } from '../promises/promises.repository.js';
 import { ReleaseSignal } from '../release/release-signal.js';
 import { INSTANCE_UNAVAILABLE } from '../release/number-chain.js';
 import { type QueuedSendScope, StopPathsRepository, type TouchedEnrollment } from './stop-paths.repository.js';
@@ -29,6 +31,8 @@ export class StopPathsService {
     private readonly repository: StopPathsRepository,
     private readonly contacts: ContactsRepository,
     private readonly enrollments: EnrollmentsRepository,
+    private readonly promises: PromisesRepository,
+    private readonly agents: AgentsRepository,
     private readonly metrics: FollowupsMetrics,
     private readonly signal: ReleaseSignal,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -54,9 +58,10 @@ export class StopPathsService {
     return touched;
   }
 
-  /** The contact asked not to be contacted: every live enrollment is cancelled (`opted_out`). */
+  /** The contact asked not to be contacted: every live enrollment and pending one-off return is cancelled (`opted_out`). */
   async onOptOut(tx: Tx, organizationId: string, contactId: string, at: Date, now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.markOptedOut(tx, organizationId, contactId, at);
+    await this.cancelPromises(tx, organizationId, contactId, 'opted_out', now);
     const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', 'opted_out', now);
     await this.settle(tx, touched, now, 'opt_out', { organizationId, contactId });
     return touched;
@@ -82,24 +87,40 @@ export class StopPathsService {
 
   /**
    * The contact's lead was closed in the CRM (seed 000 "Stop hooks": lead closed): every live
-   * enrollment of the contact is cancelled with reason `lead_won` or `lead_lost`, and its queued
-   * follow-up sends are taken back like on a reply.
+   * enrollment and every pending one-off return of the contact is cancelled with reason
+   * `lead_won` or `lead_lost`, and its queued follow-up sends are taken back like on a reply.
    */
   async onLeadClosed(tx: Tx, organizationId: string, contactId: string, closed: 'won' | 'lost', now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.ensure(tx, organizationId, contactId);
     // Touch the contact row so a release of this contact in flight is ordered with us.
     await rowsOf(tx, `UPDATE contacts SET updated_at = now() WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+    await this.cancelPromises(tx, organizationId, contactId, `lead_${closed}`, now);
     const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', `lead_${closed}`, now);
     await this.settle(tx, touched, now, 'lead_closed', { organizationId, contactId });
     return touched;
   }
 
-  /** The contact was erased: every enrollment is cancelled and the personal fields kept here are wiped. */
+  /**
+   * The contact was erased: every enrollment and pending one-off return is cancelled
+   * (`contact_erased`) and the personal fields kept here are wiped, the texts of the agents' turn
+   * promises to the contact among them.
+   */
   async onContactErased(tx: Tx, organizationId: string, contactId: string, now: Date): Promise<TouchedEnrollment[]> {
     await this.contacts.markErased(tx, organizationId, contactId, now);
+    await this.agents.deleteContactPromises(tx, organizationId, contactId);
+    await this.cancelPromises(tx, organizationId, contactId, 'contact_erased', now);
     const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', 'contact_erased', now);
     await this.settle(tx, touched, now, 'contact_erased', { organizationId, contactId });
     return touched;
+  }
+
+  /** The contact's one-off returns that have not fired are cancelled with `reason` (seed 000 "Stop hooks"). */
+  private async cancelPromises(tx: Tx, organizationId: string, contactId: string, reason: string, now: Date): Promise<void> {
+    const cancelled = await this.promises.cancelPendingOfContact(tx, organizationId, contactId, reason, now);
+    if (cancelled.length) {
+      this.metrics.promises.inc({ outcome: 'cancelled' }, cancelled.length);
+      this.logger.info({ event: 'followups.promises_cancelled', organization_id: organizationId, reason, promise_ids: cancelled.map((p) => p.id) }, 'stop path cancelled pending one-off returns');
+    }
   }
 
   /** The flow was archived: its live enrollments are cancelled (`flow_archived`). */
