@@ -60,6 +60,17 @@ describe('enqueue failure at the call site', () => {
     await expectNothingQueued(`operator:${key}`, c.waId);
   });
 
+  it('answers 400 invalid_payload for an operator template send whose text parameter Meta refuses (132018, 131008), and queues nothing', async () => {
+    const c = await conversation();
+    for (const [text, problem] of [['Ana\nSouza', /newline or a tab/], ['Ana     Souza', /more than 4 consecutive spaces/], ['', /must not be empty/]] as const) {
+      const key = `param-${randomUUID()}`;
+      const res = await operatorSend(c.conversationId, { idempotency_key: key, template: { name: 'order_update', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text }] }] } });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_payload', details: { errors: expect.arrayContaining([expect.stringMatching(problem)]) } });
+      await expectNothingQueued(`operator:${key}`, c.waId);
+    }
+  });
+
   it('still queues a valid operator send (the check refuses only what the dispatcher would)', async () => {
     const c = await conversation();
     const key = `ok-${randomUUID()}`;
@@ -93,6 +104,31 @@ describe('enqueue failure at the call site', () => {
     expect(res.body.error).toMatchObject({ code: 'invalid_payload', details: { errors: expect.arrayContaining([expect.stringMatching(/name/)]) } });
     const list = await w.http('GET', '/notification-templates', { secret: w.key.secret });
     expect(list.body.items.map((t: { key: string }) => t.key)).not.toContain('shipping');
+  });
+
+  it('answers 400 invalid_payload when a notification variable fills a template parameter with a tab, window open or not, and writes nothing', async () => {
+    const put = await w.http('PUT', '/notification-templates/visit_tab', { secret: w.key.secret, json: { body: 'Visita: {{when}}', whatsapp_template: { name: 'visit_reminder', language: 'pt_BR', parameters: ['when'] } } });
+    expect(put.status).toBeLessThan(300);
+    // The window is open (the contact just wrote), so the text would go now; the same request must not pass today and fail tomorrow.
+    const c = await conversation();
+    const key = `tab-${randomUUID()}`;
+    const res = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: c.contactId, template_key: 'visit_tab', variables: { when: 'amanhã\t10h' }, channels: ['whatsapp', 'in_app'], idempotency_key: key } });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_payload', details: { errors: expect.arrayContaining([expect.stringMatching(/newline or a tab/)]) } });
+    expect(await w.world.sql(`SELECT id FROM ${m('notifications')} WHERE idempotency_key = $1`, [key])).toEqual([]);
+    expect(await w.world.sql(`SELECT id FROM ${m('messages')} WHERE contact_id = $1 AND direction = 'outbound'`, [c.contactId])).toEqual([]);
+  });
+
+  it('answers 400 validation_failed naming variables.<name> when a notification variable is an object or an array, and writes nothing', async () => {
+    const c = await conversation();
+    const key = `obj-${randomUUID()}`;
+    const res = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: c.contactId, template_key: 'visit_tab', variables: { when: { x: 1 }, name: [1, 2] }, channels: ['whatsapp'], idempotency_key: key } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('validation_failed');
+    expect(JSON.stringify(res.body.error)).toMatch(/variables\.when/);
+    expect(JSON.stringify(res.body.error)).toMatch(/variables\.name/);
+    expect(await w.world.sql(`SELECT id FROM ${m('notifications')} WHERE idempotency_key = $1`, [key])).toEqual([]);
+    expect(await w.world.sql(`SELECT id FROM ${m('messages')} WHERE contact_id = $1 AND direction = 'outbound'`, [c.contactId])).toEqual([]);
   });
 
   it('answers 400 validation_failed when a notification text is longer than WhatsApp takes, and writes nothing', async () => {

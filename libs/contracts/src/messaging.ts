@@ -483,6 +483,27 @@ export const NOTIFICATION_CHANNELS = ['whatsapp', 'email', 'sms', 'in_app'] as c
 export type NotificationChannel = (typeof NOTIFICATION_CHANNELS)[number];
 export type NotificationDeliveryStatus = 'pending' | 'sent' | 'failed' | 'skipped';
 
+/** A notification's placeholder values; each is rendered with `String()`. */
+export type NotificationVariables = Record<string, string | number | boolean>;
+
+/**
+ * The one rule for notification variables, shared by the gateway's DTO and messaging's RPC (which
+ * can be called directly): `variables` is absent or a plain object whose values are strings,
+ * finite numbers or booleans. An object, array or null would be rendered as "[object Object]",
+ * "1,2" or refused later, and reach the contact as such (seed 004 "Scenario 1"). Answers one line
+ * per bad value, naming it `variables.<name>`; empty when valid. Pure.
+ */
+export function notificationVariableProblems(variables: unknown): string[] {
+  if (variables === undefined) return [];
+  if (typeof variables !== 'object' || variables === null || Array.isArray(variables)) return ['variables must be an object'];
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(variables)) {
+    const ok = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+    if (!ok) problems.push(`variables.${name} must be a string, a finite number or a boolean`);
+  }
+  return problems;
+}
+
 export interface NotificationCreateData {
   organization_id: string;
   contact_id: string;
@@ -490,8 +511,8 @@ export interface NotificationCreateData {
   template_key?: string;
   title?: string;
   body?: string;
-  /** Values for `{{name}}` placeholders of the template. */
-  variables?: Record<string, string | number>;
+  /** Values for `{{name}}` placeholders of the template: strings, finite numbers or booleans (`notificationVariableProblems`). */
+  variables?: NotificationVariables;
   channels: NotificationChannel[];
   priority?: 'low' | 'normal' | 'high';
   /** Caller's key: the same key twice is one notification. */

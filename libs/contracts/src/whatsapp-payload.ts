@@ -137,13 +137,29 @@ function validateComponent(component: unknown, index: number, where = `component
   return errors;
 }
 
+/**
+ * Meta's rules for a template text parameter (Cloud API error codes): an empty value is refused
+ * with 131008 ("Required parameter is missing"), a value holding a newline or a tab or more than 4
+ * spaces in a row with 132018 ("issue with the parameters in your template"). Checked here so such
+ * a send is refused at enqueue instead of failing at Meta after it was queued (seed 004 "Enqueue
+ * before wire"). Length is left to the template's own limit (a body of 1024 characters), which
+ * depends on the approved text and cannot be judged from one parameter.
+ */
+export function templateTextProblems(text: unknown, where: string): string[] {
+  if (typeof text !== 'string') return [`template: ${where}.text must be a string`];
+  if (text.trim() === '') return [`template: ${where}.text must not be empty`];
+  if (/[\n\r\t]/.test(text)) return [`template: ${where}.text must not contain a newline or a tab`];
+  if (/ {5,}/.test(text)) return [`template: ${where}.text must not contain more than 4 consecutive spaces`];
+  return [];
+}
+
 /** One template parameter: a known type carrying the object of that type (Graph's send shape). */
 function validateParameter(p: unknown, where: string): string[] {
   if (!isObject(p) || !isNonEmptyString(p.type)) return [`template: ${where} needs a type`];
   if (!PARAMETER_TYPES.includes(p.type)) return [`template: ${where}.type must be one of ${PARAMETER_TYPES.join(', ')}`];
   switch (p.type) {
     case 'text':
-      return typeof p.text === 'string' ? [] : [`template: ${where}.text must be a string`];
+      return templateTextProblems(p.text, where);
     case 'payload':
     case 'coupon_code':
       return isNonEmptyString(p[p.type]) ? [] : [`template: ${where}.${p.type} must be a string`];

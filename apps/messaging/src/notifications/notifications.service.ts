@@ -11,7 +11,9 @@ import {
   type MessagingPage,
   type NotificationTemplateData,
   type NotificationTemplateView,
+  type NotificationVariables,
   type NotificationWhatsAppTemplate,
+  notificationVariableProblems,
   validateWhatsAppPayload,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
@@ -32,7 +34,7 @@ import { chooseWhatsAppContent, whatsAppTemplateContent } from './service-window
 const MAX_BODY = 4096;
 
 /** Fills `{{name}}` placeholders; a placeholder with no value is an error, never sent raw. */
-export function renderTemplate(text: string, variables: Record<string, string | number> = {}): string {
+export function renderTemplate(text: string, variables: NotificationVariables = {}): string {
   const missing: string[] = [];
   const out = text.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_, name: string) => {
     if (variables[name] === undefined || variables[name] === null) {
@@ -72,6 +74,8 @@ export class NotificationsService {
       throw new AppError(ErrorCode.ValidationFailed, `channels must be a non-empty list of ${NOTIFICATION_CHANNELS.join(', ')}`, { field: 'channels' });
     }
     if (data.priority && !['low', 'normal', 'high'].includes(data.priority)) throw new AppError(ErrorCode.ValidationFailed, 'priority must be low, normal or high', { field: 'priority' });
+    const badVariables = notificationVariableProblems(data.variables);
+    if (badVariables.length) throw new AppError(ErrorCode.ValidationFailed, badVariables.join('; '), { field: badVariables[0]!.split(' ')[0], problems: badVariables });
     const requestHash = data.idempotency_key ? requestHashOf(data, channels) : null;
     const notificationId = await this.uow.run(async (tx) => {
       if (data.idempotency_key) {
@@ -89,7 +93,7 @@ export class NotificationsService {
         title = template.title !== null ? renderTemplate(template.title, data.variables) : title;
         body = renderTemplate(template.body, data.variables);
         // Filled whether or not the window is open, so the same request never answers differently by the hour.
-        if (template.whatsapp_template && channels.includes('whatsapp')) whatsappTemplate = whatsAppTemplateContent(template.whatsapp_template, data.variables);
+        if (template.whatsapp_template && channels.includes('whatsapp')) whatsappTemplate = checkedTemplateContent(template.whatsapp_template, data.variables);
       }
       if (!body || body.trim() === '' || codePointLength(body) > MAX_BODY) throw new AppError(ErrorCode.ValidationFailed, `body (or a template) is required, at most ${MAX_BODY} characters`, { field: 'body' });
       const now = this.clock.now();
@@ -242,6 +246,21 @@ export class NotificationsService {
 }
 
 type WhatsAppTemplateContent = ReturnType<typeof whatsAppTemplateContent>;
+
+/**
+ * A notification's WhatsApp template filled with its variables and run through the dispatcher's
+ * payload rules now, window open or not, so a variable Meta would refuse as a parameter (a newline,
+ * a tab, more than 4 spaces in a row, empty) refuses the request the same way at any hour.
+ * @throws AppError validation_failed (a missing variable), invalid_payload (`details.errors`)
+ */
+function checkedTemplateContent(template: NotificationWhatsAppTemplate, variables: NotificationVariables | undefined): WhatsAppTemplateContent {
+  const content = whatsAppTemplateContent(template, variables);
+  const problems = validateWhatsAppPayload({ type: 'template', ...content }, '');
+  if (problems.length) {
+    throw new AppError(ErrorCode.InvalidPayload, `the WhatsApp template filled from variables ${template.parameters.join(', ')} would be refused: ${problems.join('; ')}`, { field: 'variables', parameters: template.parameters, errors: problems });
+  }
+  return content;
+}
 
 /**
  * A template's WhatsApp template, shape-checked and run through the dispatcher's payload rules

@@ -1,4 +1,4 @@
-import type { MessagingSendContent, NotificationWhatsAppTemplate } from '@touchpoint/contracts';
+import type { MessagingSendContent, NotificationVariables, NotificationWhatsAppTemplate } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 
 /**
@@ -36,7 +36,7 @@ export function chooseWhatsAppContent(lastInboundAt: Date | null, now: Date, has
  * fixtures/meta/send-template-request.json).
  * @throws AppError validation_failed (`details.missing`) when a named variable has no value
  */
-export function whatsAppTemplateContent(template: NotificationWhatsAppTemplate, variables: Record<string, string | number> = {}): NonNullable<MessagingSendContent['template']> {
+export function whatsAppTemplateContent(template: NotificationWhatsAppTemplate, variables: NotificationVariables = {}): NonNullable<MessagingSendContent['template']> {
   const missing = template.parameters.filter((name) => variables[name] === undefined || variables[name] === null);
   if (missing.length) throw new AppError(ErrorCode.ValidationFailed, `missing template variables: ${[...new Set(missing)].join(', ')}`, { field: 'variables', missing });
   const parameters = template.parameters.map((name) => ({ type: 'text', text: String(variables[name]) }));

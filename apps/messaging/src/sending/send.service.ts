@@ -14,7 +14,7 @@ import {
   validateOutboxPayload,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
-import { AppError, ErrorCode } from '@touchpoint/errors';
+import { AppError, ErrorCode, httpStatusOf } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
@@ -89,7 +89,7 @@ export class SendService {
   /** Logs a send that was never queued (seed 004: distinct from a delivery failure). */
   logEnqueueFailure(data: Partial<MessagingSendData>, err: unknown): void {
     this.sends.inc({ channel: String(data?.channel ?? 'unknown'), outcome: 'enqueue_failed' });
-    this.logger[isDoNotContact(err instanceof AppError ? err.code : null) ? 'info' : 'error'](
+    this.logger[enqueueFailureLevel(err)](
       {
         event: 'messaging.send_enqueue_failed',
         organization_id: data?.organization_id,
@@ -240,6 +240,17 @@ export class SendService {
     if (data.to) return this.contacts.findOrCreateByAddress(tx, data.organization_id, data.channel, data.to, null);
     throw new AppError(ErrorCode.ValidationFailed, 'give contact_id or to', { field: 'contact_id' });
   }
+}
+
+/**
+ * Log level of a send that was never queued: `info` for a do-not-contact refusal (the platform
+ * doing its job), `warn` for a refusal of the caller's input (any 4xx code: a bad payload, an
+ * unknown conversation), `error` only for our own failures (5xx codes and anything not an AppError).
+ */
+export function enqueueFailureLevel(err: unknown): 'info' | 'warn' | 'error' {
+  if (!(err instanceof AppError)) return 'error';
+  if (isDoNotContact(err.code)) return 'info';
+  return httpStatusOf(err.code) < 500 ? 'warn' : 'error';
 }
 
 /** Codes that mean the person must not be written to (suppressed address, opted-out contact). */

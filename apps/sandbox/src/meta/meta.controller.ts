@@ -4,7 +4,7 @@ import { type Fault, FaultRegistry } from '../control/fault-registry.service.js'
 import { MetaWebhooksService } from './meta-webhooks.service.js';
 import { MetaNumbersService } from './meta-numbers.service.js';
 import { MetaServiceWindowService } from './meta-service-window.service.js';
-import { defaultStatusOf, graphError, graphExpiredToken, graphInvalidToken, graphObjectNotReadable, makeWamid, messageBodyProblems } from './whatsapp-graph.js';
+import { defaultStatusOf, graphError, graphExpiredToken, graphInvalidToken, graphObjectNotReadable, makeWamid, messageBodyProblems, templateParameterRefusal } from './whatsapp-graph.js';
 
 /** Name of the Meta fault queue and request log in the control API. */
 export const META_PROVIDER = 'meta';
@@ -104,6 +104,12 @@ export class MetaController {
     if (problems.length) {
       this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: 'rejected' });
       reply.status(400).send(graphError(100, 'Invalid parameter', problems.join('; ')));
+      return;
+    }
+    const refusal = templateParameterRefusal(body);
+    if (refusal) {
+      this.faults.record(META_PROVIDER, { operation: 'messages', context, body, outcome: `error_${refusal.code}` });
+      reply.status(400).send(graphError(refusal.code, undefined, refusal.details));
       return;
     }
 

@@ -12,6 +12,7 @@ const MESSAGES: Record<number, string> = {
   130429: 'Rate limit hit',
   130497: 'Business account is restricted from messaging users in this country',
   131000: 'Something went wrong',
+  131008: 'Required parameter is missing',
   131016: 'Service unavailable',
   131026: 'Message undeliverable',
   131031: 'Account has been locked',
@@ -20,6 +21,7 @@ const MESSAGES: Record<number, string> = {
   131056: '(Business Account, Consumer Account) pair rate limit hit',
   131057: 'Account in maintenance mode',
   131064: 'Quality messaging limit reached',
+  132018: 'There was an issue with the parameters in your template.',
   133004: 'Server temporarily unavailable',
 };
 
@@ -125,4 +127,31 @@ function templateProblems(components: unknown, where = 'template.components'): s
     }
   });
   return problems;
+}
+
+/**
+ * Meta's refusal of a template's text parameters, as Graph answers it (HTTP 400): 131008 for an
+ * empty value, 132018 for one holding a newline, a tab or more than 4 spaces in a row; null when
+ * every text parameter passes. Carousel cards' parameters count too.
+ */
+export function templateParameterRefusal(body: unknown): { code: 131008 | 132018; details: string } | null {
+  const b = body as { type?: unknown; template?: { components?: unknown } } | null;
+  if (!b || b.type !== 'template' || !b.template || typeof b.template !== 'object') return null;
+  return componentsRefusal(b.template.components);
+}
+
+function componentsRefusal(components: unknown): { code: 131008 | 132018; details: string } | null {
+  if (!Array.isArray(components)) return null;
+  for (const c of components as { parameters?: unknown; cards?: { components?: unknown }[] }[]) {
+    for (const p of Array.isArray(c?.parameters) ? (c.parameters as { type?: unknown; text?: unknown }[]) : []) {
+      if (p?.type !== 'text' || typeof p.text !== 'string') continue;
+      if (p.text.trim() === '') return { code: 131008, details: 'body: a text parameter is empty' };
+      if (/[\n\r\t]/.test(p.text) || / {5,}/.test(p.text)) return { code: 132018, details: 'Param text cannot have new-line/tab characters or more than 4 consecutive spaces' };
+    }
+    for (const card of Array.isArray(c?.cards) ? c.cards : []) {
+      const refusal = componentsRefusal(card?.components);
+      if (refusal) return refusal;
+    }
+  }
+  return null;
 }

@@ -15,9 +15,20 @@ import {
   Max,
   MaxLength,
   Min,
+  ValidateBy,
   ValidateNested,
 } from 'class-validator';
-import { CONTACT_KINDS, MESSAGING_CHANNELS, NOTIFICATION_CHANNELS } from '@touchpoint/contracts';
+import { CONTACT_KINDS, MESSAGING_CHANNELS, NOTIFICATION_CHANNELS, type NotificationVariables, notificationVariableProblems } from '@touchpoint/contracts';
+
+/** Messaging's own rule for notification variables (`notificationVariableProblems`), as a class-validator check. */
+const AreNotificationVariables = () =>
+  ValidateBy({
+    name: 'areNotificationVariables',
+    validator: {
+      validate: (value: unknown) => notificationVariableProblems(value).length === 0,
+      defaultMessage: (args) => notificationVariableProblems(args?.value).join('; '),
+    },
+  });
 
 /** A cursor page query. */
 export class PageQuery {
@@ -117,7 +128,16 @@ export class CreateNotificationDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(64) template_key?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) title?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(4096) body?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() variables?: Record<string, string | number>;
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+    example: { name: 'Ana', amount: 120 },
+    description: 'values of the template placeholders: strings, numbers or booleans (objects, arrays and null are refused)',
+  })
+  @IsOptional()
+  @IsObject()
+  @AreNotificationVariables()
+  variables?: NotificationVariables;
   @ApiProperty({ enum: NOTIFICATION_CHANNELS, isArray: true }) @IsArray() @ArrayMinSize(1) @IsIn(NOTIFICATION_CHANNELS, { each: true }) channels!: ('whatsapp' | 'email' | 'sms' | 'in_app')[];
   @ApiPropertyOptional({ enum: ['low', 'normal', 'high'] }) @IsOptional() @IsIn(['low', 'normal', 'high']) priority?: 'low' | 'normal' | 'high';
   @ApiPropertyOptional({ maxLength: 150 }) @IsOptional() @IsString() @MaxLength(150) idempotency_key?: string;

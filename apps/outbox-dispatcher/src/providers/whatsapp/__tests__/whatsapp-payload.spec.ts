@@ -32,6 +32,8 @@ describe('buildWhatsAppMessage', () => {
   });
 });
 
+const textParameter = (text: unknown) => ({ type: 'template', name: 'order_update', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text }] }] });
+
 describe('validateWhatsAppPayload', () => {
   it.each([
     [{ type: 'text', body: 'hi' }, 'k'],
@@ -40,6 +42,8 @@ describe('validateWhatsAppPayload', () => {
     [{ type: 'media', media_type: 'image', link: 'https://x.example/i.png', caption: '\u{1F600}'.repeat(1024) }, 'k'],
     [{ type: 'template', name: 'order_update', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }] }] }, 'k'],
     [{ type: 'media', media_type: 'video', link: 'https://x.example/v.mp4' }, 'k'],
+    // Four spaces in a row are still within Meta's rule for a template text parameter.
+    [{ type: 'template', name: 'order_update', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana    Souza' }] }] }, 'k'],
     [{ type: 'interactive', interactive: { type: 'button', body: { text: 'Pick' }, action: { buttons: [] } } }, 'k'],
     [{ type: 'read_receipt', message_id: 'wamid.A' }, 'read:wamid.A'],
   ])('accepts %j', (payload, key) => {
@@ -59,6 +63,15 @@ describe('validateWhatsAppPayload', () => {
     [{ type: 'interactive', interactive: { type: 'button', action: {} } }, 'body.text'],
     [{ type: 'read_receipt', message_id: 'wamid.A' }, 'read:{message_id}'],
     [null, 'object'],
+    // Meta refuses these text parameters: 131008 (empty), 132018 (newline, tab, more than 4 spaces in a row).
+    [textParameter(''), 'parameters[1].text must not be empty'],
+    [textParameter('   '), 'parameters[1].text must not be empty'],
+    [textParameter('Ana\nSouza'), 'newline or a tab'],
+    [textParameter('Ana\r\nSouza'), 'newline or a tab'],
+    [textParameter('Ana\tSouza'), 'newline or a tab'],
+    [textParameter('Ana     Souza'), 'more than 4 consecutive spaces'],
+    [textParameter(7), 'text must be a string'],
+    [{ type: 'template', name: 'ok', language: 'en', components: [{ type: 'header', parameters: [{ type: 'text', text: 'a\nb' }] }] }, 'components[0].parameters[0].text must not contain a newline'],
   ])('rejects %j', (payload, problem) => {
     expect(validateWhatsAppPayload(payload, 'k').join(' ')).toContain(problem);
   });
