@@ -183,6 +183,17 @@ describe(ReplyInterruptService.name, () => {
       expect(await replyEvents(s.enrollmentId)).toEqual([]);
     });
 
+    it('ends the person\'s live enrollment when messaging opts the contact out on a message that answers no thread of ours (stop means stop on every channel)', async () => {
+      const s = await sentAndDrafted();
+      // A fresh email, not a reply: the interrupt cannot correlate it, but messaging judges it an opt-out.
+      const r = await inbound({ from: s.person.email!, subject: 'Lista', text: 'Me tira da lista' });
+      await consumed(r.message_id);
+      await eventually(async () => (await b.enrollmentRow(s.enrollmentId)).status === 'ended', 15_000);
+      expect(await b.enrollmentRow(s.enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'opted_out' });
+      expect(await b.action(s.pendingId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'opted_out' });
+      expect(await replyEvents(s.enrollmentId)).toEqual([]);
+    });
+
     it('interrupts on LinkedIn when the chat carries the id of our invitation', async () => {
       const s = await sentAndDrafted({ channels: ['linkedin'], type: 'linkedin_connection', contact: { linkedin_provider_id: `ACo${randomUUID().slice(0, 8)}` } });
       const r = await w.rpc.call<{ message_id: string }>('messaging', MessagingRpc.InboundRecord, {

@@ -10,6 +10,7 @@ import { DecisionRunner } from './decisions/decision.runner.js';
 import { DecisionsRepository } from './decisions/decisions.repository.js';
 import { PeopleDirectory } from './directory/people.directory.js';
 import { PersonAddressesConsumer } from './directory/person-addresses.consumer.js';
+import { ContactOptedOutConsumer } from './interrupts/contact-opted-out.consumer.js';
 import { PersonAddressesRepository } from './directory/person-addresses.repository.js';
 import { DraftSaver } from './drafting/draft-saver.js';
 import { ExecutionRunner } from './execution/execution.runner.js';
@@ -49,6 +50,7 @@ export class OutreachModule {
         PeopleDirectory,
         PersonAddressesRepository,
         PersonAddressesConsumer,
+        ContactOptedOutConsumer,
         ThreadReader,
         CampaignsRepository,
         CampaignsService,
