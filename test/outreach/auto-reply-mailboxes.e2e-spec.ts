@@ -14,6 +14,8 @@ import { SandboxHandle } from '../outbox/harness.js';
 import { startOutreachToSandbox } from './outreach-world.js';
 
 type Row = Record<string, any>;
+/** Deadline of this file's RPCs, ms: late in the serial suite the process is busy, and 5 s was once too short. */
+const RPC_MS = 20_000;
 interface NylasCall {
   operation: string;
   outcome: string;
@@ -112,13 +114,13 @@ describe('auto-replies and the mailbox they arrive on', () => {
       followup_min_days: 2,
       followup_max_days: 5,
       email_sender_id: campaignSenderId,
-    });
+    }, RPC_MS);
     const phone = `+55119${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
-    const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, phone });
-    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, phone }, RPC_MS);
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] }, RPC_MS);
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const pending = await eventually(async () => (await world.sql<Row>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
-    await rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } });
+    await rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } }, RPC_MS);
     const sent = await eventually(async () => ((await action(pending!.id)).status === 'executed' ? action(pending!.id) : null), 30_000);
     const send = (await nylasCalls()).find((c) => c.operation === 'send' && c.provider_id === sent.provider_message_id);
     expect(send?.context.grant_id).toBe(campaignGrant);
@@ -142,7 +144,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
 
   /** Nothing the auto-reply could have stopped was stopped, in any service, and nothing was suppressed. */
   async function expectUntouched(s: Awaited<ReturnType<typeof emailed>>) {
-    const contact = await rpc.call<ContactView>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id });
+    const contact = await rpc.call<ContactView>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id }, RPC_MS);
     expect(contact).toMatchObject({ opted_out_at: null, kind: 'prospect' });
     expect(await world.sql(`SELECT type FROM "${m()}".outbox_events WHERE type IN ('messaging.contact.opted_out', 'messaging.suppression.requested') AND payload->'data'->>'contact_id' = $1`, [s.person.contact_id])).toEqual([]);
     expect(await world.sql(`SELECT value FROM "${world.schema('outbox-dispatcher')}".contact_suppressions WHERE organization_id = $1 AND value IN ($2, $3)`, [org, s.person.email!.toLowerCase(), s.person.phone])).toEqual([]);
