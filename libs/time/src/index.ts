@@ -31,3 +31,4 @@ export class FixedClock extends Clock {
 /** Sleeps `ms` milliseconds. */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 export * from './send-window.js';
+export * from './service-window.js';

@@ -11,6 +11,7 @@ import {
   type FlowValidationCode,
   type FlowValidationError,
 } from '@touchpoint/contracts';
+import { WHATSAPP_SERVICE_WINDOW_MS } from '@touchpoint/time';
 import { CONVERSATION_TRIGGERS, flowSettingsProblems } from '../flows/flow-settings.js';
 import { branchIdOf, type ExitKey, exitKeyOf, exitsOf, isSendAction, type ParsedNode, parseNodeConfig, usesAi } from './node-config.js';
 
@@ -20,8 +21,6 @@ import { branchIdOf, type ExitKey, exitKeyOf, exitsOf, isSendAction, type Parsed
  * it needs from the organization comes in `context`.
  */
 
-/** The customer-service window: free text may only go out within 24 h of the contact's last message (WhatsApp rule, seed 000 "24-hour window"). */
-export const SERVICE_WINDOW_MS = 24 * 3_600_000;
 
 export interface PublishContext {
   /** Templates the organization may send (`unknown_template` otherwise). */
@@ -244,7 +243,7 @@ export function sendsOutsideServiceWindow(graph: CompiledGraph, startsInConversa
   const best = new Map<string, number>();
   let explored = 0;
   let exhausted = false;
-  const stack: { id: string; elapsed: number; counts: Record<string, number> }[] = [{ id: graph.triggerId, elapsed: startsInConversation ? 0 : SERVICE_WINDOW_MS, counts: {} }];
+  const stack: { id: string; elapsed: number; counts: Record<string, number> }[] = [{ id: graph.triggerId, elapsed: startsInConversation ? 0 : WHATSAPP_SERVICE_WINDOW_MS, counts: {} }];
   while (stack.length) {
     const { id, elapsed, counts } = stack.pop()!;
     const node = graph.nodes.get(id);
@@ -256,12 +255,12 @@ export function sendsOutsideServiceWindow(graph: CompiledGraph, startsInConversa
       exhausted = true;
       break;
     }
-    if (node.type === 'action' && isSendAction(node.config) && node.config.mode !== 'template' && !node.config.template_fallback && elapsed >= SERVICE_WINDOW_MS) late.add(id);
+    if (node.type === 'action' && isSendAction(node.config) && node.config.mode !== 'template' && !node.config.template_fallback && elapsed >= WHATSAPP_SERVICE_WINDOW_MS) late.add(id);
     const exits = graph.next.get(id);
     if (!exits) continue;
     const push = (exit: ExitKey, nextElapsed: number, nextCounts = counts) => {
       const target = exits.get(exit);
-      if (target) stack.push({ id: target, elapsed: Math.min(SERVICE_WINDOW_MS, nextElapsed), counts: nextCounts });
+      if (target) stack.push({ id: target, elapsed: Math.min(WHATSAPP_SERVICE_WINDOW_MS, nextElapsed), counts: nextCounts });
     };
     if (node.type === 'wait') {
       if (node.config.mode === 'fixed') push('always', elapsed + node.config.duration_ms);

@@ -29,10 +29,9 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
-import { Clock, nextSendOpening } from '@touchpoint/time';
+import { Clock, insideServiceWindow, nextSendOpening } from '@touchpoint/time';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import type { FollowupsConfig } from '../followups.config.js';
-import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { decodeCursor, encodeCursor } from '@touchpoint/database';
 import { truncateText } from '@touchpoint/text';
@@ -271,7 +270,7 @@ export class PromisesService {
         await this.promises.update(tx, row.id, { status: 'skipped', fired_at: row.fired_at ?? now, locked_until: null, run: { ai_run_id: null, message_key: null, skip_reason: contact.erased_at ? 'contact_erased' : 'opted_out', usage: null } }, now);
         return { outcome: 'skipped' };
       }
-      const inside = contact?.last_inbound_at != null && now.getTime() - contact.last_inbound_at.getTime() < SERVICE_WINDOW_MS;
+      const inside = insideServiceWindow(contact?.last_inbound_at, now);
       if (row.status === 'turn_enqueued' || (row.status === 'scheduled' && inside)) {
         const leased = await this.promises.update(tx, row.id, { status: 'turn_enqueued', attempts: row.attempts + 1, locked_until: new Date(now.getTime() + this.config.FOLLOWUP_AI_LEASE_MS), fired_at: row.fired_at ?? now }, now);
         return { outcome: 'resumed', resume: leased! };

@@ -22,12 +22,11 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
-import { Clock, nextSendOpening } from '@touchpoint/time';
+import { Clock, insideServiceWindow, nextSendOpening } from '@touchpoint/time';
 import { type ContactActivity, ContactsRepository } from '../contacts/contacts.repository.js';
 import { type EnrollmentRow, type NewEnrollmentEvent, sendKeyOf } from '../enrollments/enrollment-row.js';
 import { type CompiledVersion, FlowVersionCache } from '../flows/flow-version-cache.js';
 import type { FollowupsConfig } from '../followups.config.js';
-import { SERVICE_WINDOW_MS } from '../graph/graph-validation.js';
 import { type ActionConfig, type AiClassifyConfig, type ExitKey, isSendAction, type ParsedNode } from '../graph/node-config.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { SendersRepository } from '../senders/senders.repository.js';
@@ -498,12 +497,12 @@ export class ReleaseService {
     const needsConsent = organization.consent_mode === 'all_opt_in' || (organization.consent_mode === 'marketing_opt_in' && purpose === 'marketing');
     if (needsConsent && !contact.tags.includes(organization.consent_tag)) return this.skip(ctx, nodeId, 'no_consent');
 
-    const insideServiceWindow = contact.last_inbound_at !== null && now.getTime() - contact.last_inbound_at.getTime() < SERVICE_WINDOW_MS;
+    const inServiceWindow = insideServiceWindow(contact.last_inbound_at, now);
     let template: FlowTemplateRef | undefined;
     let aiText: string | undefined;
     let usage: Record<string, unknown> | null = null;
     if (config.mode === 'template') template = config.template;
-    else if (!insideServiceWindow) {
+    else if (!inServiceWindow) {
       // Free text cannot go outside the window, so an AI-written step does not ask the model either.
       if (!config.template_fallback) return this.skip(ctx, nodeId, 'outside_service_window');
       template = config.template_fallback;

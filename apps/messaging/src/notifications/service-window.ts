@@ -1,12 +1,7 @@
 import type { MessagingSendContent, NotificationVariables, NotificationWhatsAppTemplate } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
+import { serviceWindowLeftMs } from '@touchpoint/time';
 
-/**
- * WhatsApp's customer-service window: free-form messages may reach a person only within 24 hours
- * of their last message to the business; after it Meta refuses them (131047, "Re-engagement
- * message") and only an approved template goes (Cloud API "Customer service windows").
- */
-export const WHATSAPP_SERVICE_WINDOW_MS = 24 * 3_600_000;
 /**
  * How long before the window closes a template is preferred to the text, ms: a send waits in the
  * dispatcher's queue (per-pair pacing of 6.5 s, retries) before it reaches Meta, and a text that
@@ -24,7 +19,7 @@ export type WhatsAppDeliveryChoice = 'text' | 'template' | 'template_required';
  * without one (the delivery fails `whatsapp_template_required` at creation). Pure.
  */
 export function chooseWhatsAppContent(lastInboundAt: Date | null, now: Date, hasTemplate: boolean): WhatsAppDeliveryChoice {
-  const left = lastInboundAt === null ? -1 : lastInboundAt.getTime() + WHATSAPP_SERVICE_WINDOW_MS - now.getTime();
+  const left = serviceWindowLeftMs(lastInboundAt, now);
   if (left > SERVICE_WINDOW_MARGIN_MS) return 'text';
   if (hasTemplate) return 'template';
   return left > 0 ? 'text' : 'template_required';

@@ -1,5 +1,6 @@
 import { AppError } from '@touchpoint/errors';
-import { chooseWhatsAppContent, SERVICE_WINDOW_MARGIN_MS, WHATSAPP_SERVICE_WINDOW_MS, whatsAppTemplateContent } from '../service-window.js';
+import { WHATSAPP_SERVICE_WINDOW_MS } from '@touchpoint/time';
+import { chooseWhatsAppContent, SERVICE_WINDOW_MARGIN_MS, whatsAppTemplateContent } from '../service-window.js';
 
 const now = new Date('2026-12-01T12:00:00Z');
 const ago = (ms: number) => new Date(now.getTime() - ms);
