@@ -334,6 +334,24 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       );
     }, 400_000);
 
+    it('a WhatsApp STOP ends the person\'s email outreach enrollment, and the draft waiting for review never reaches the wire (stop means stop on every channel)', async () => {
+      const scenario = 'WhatsApp STOP during an email campaign';
+      const p = await person(scenario);
+      const card = await until(async () => ((await e.gateway.get('/agentic/outreach/actions?limit=200')).body?.items as Array<Record<string, any>> | undefined)?.find((a) => a.enrollment_id === p.enrollmentId), 90_000);
+      if (!card) throw new Error(`${scenario}: no draft reached the review queue`);
+      const stop = expectOk('sandbox inbound', await sandbox.request('POST', '/sandbox/meta/inbound', { from: p.waId, text: 'STOP', name: 'Safety Person', phone_number_id: e.numbers[0]! }), 200);
+      if (stop.status !== 200) throw new Error(`${scenario}: the gateway answered the STOP with ${stop.status}`);
+      const ackedAt = Date.now();
+      ledger.stop({ scenario, kind: 'WhatsApp STOP', ackedAt, addresses: p.addresses, texts: [LATER_TEXT] });
+      ledger.suppress({ scenario, cause: 'WhatsApp STOP', ackedAt, addresses: p.addresses });
+      const ended = await until(async () => ((await enrollment(p.enrollmentId)).status === 'ended' ? true : undefined), 45_000);
+      if (!ended) ledger.violation('stopWins', scenario, `outreach enrollment ${p.enrollmentId} still live 45 s after the WhatsApp STOP (${await timelineSummary(p.enrollmentId)})`);
+      // A reviewer who approves the old card afterwards: refused, or at least nothing reaches the person (the invariants judge the wire).
+      const approved = await e.gateway.post(`/agentic/outreach/actions/${card.action_id}/approve`, {});
+      if (approved.status < 300) ledger.violation('stopWins', scenario, `the draft of an opted-out person was approved (${approved.status})`);
+      await everyCallerTriesEmail(scenario, p, ['whatsapp', 'email']);
+    }, 200_000);
+
     it('a bounce and an unsubscribe link suppress the address for every caller', async () => {
       await pool(2, [
         async () => {

@@ -29,6 +29,14 @@ export class ContactsRepository {
     await rowsOf(db, `INSERT INTO contacts (organization_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [organizationId, contactId]);
   }
 
+  /**
+   * Writes the contact's row (creating it when followups has not seen the contact), so a release
+   * of this contact in flight — which holds the row — is ordered with the caller's stop path.
+   */
+  async touch(db: Queryable, organizationId: string, contactId: string): Promise<void> {
+    await rowsOf(db, `INSERT INTO contacts (organization_id, contact_id) VALUES ($1, $2) ON CONFLICT (organization_id, contact_id) DO UPDATE SET updated_at = now()`, [organizationId, contactId]);
+  }
+
   /** `lock`: FOR SHARE, so a stop path's write of the row waits for the caller's transaction. */
   async find(db: Queryable, organizationId: string, contactId: string, lock = false): Promise<ContactActivity | undefined> {
     const [row] = await rowsOf<ContactActivity>(db, `SELECT * FROM contacts WHERE organization_id = $1 AND contact_id = $2${lock ? ' FOR SHARE' : ''}`, [organizationId, contactId]);

@@ -11,7 +11,6 @@ import { PromisesRepository } from '../promises/promises.repository.js';
 import { ReleaseSignal } from '../release/release-signal.js';
 import { INSTANCE_UNAVAILABLE } from '../release/number-chain.js';
 import { type QueuedSendScope, StopPathsRepository, type TouchedEnrollment } from './stop-paths.repository.js';
-import { rowsOf } from '../requests/queryable.js';
 
 const FINISHED = new Set(['completed', 'cancelled', 'dead']);
 
@@ -77,9 +76,7 @@ export class StopPathsService {
 
   /** The conversation was resolved: its enrollments (and the contact's unattached ones) complete. */
   async onConversationResolved(tx: Tx, organizationId: string, contactId: string, conversationId: string, now: Date): Promise<TouchedEnrollment[]> {
-    await this.contacts.ensure(tx, organizationId, contactId);
-    // Touch the contact row so a release of this contact in flight is ordered with us.
-    await rowsOf(tx, `UPDATE contacts SET updated_at = now() WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+    await this.contacts.touch(tx, organizationId, contactId);
     const touched = await this.repository.stop(tx, { organizationId, contactId, conversationId }, 'completed', 'conversation_resolved', now);
     await this.settle(tx, touched, now, 'conversation_resolved', { organizationId, contactId, only: 'conversation', conversationId });
     return touched;
@@ -91,9 +88,7 @@ export class StopPathsService {
    * `lead_won` or `lead_lost`, and its queued follow-up sends are taken back like on a reply.
    */
   async onLeadClosed(tx: Tx, organizationId: string, contactId: string, closed: 'won' | 'lost', now: Date): Promise<TouchedEnrollment[]> {
-    await this.contacts.ensure(tx, organizationId, contactId);
-    // Touch the contact row so a release of this contact in flight is ordered with us.
-    await rowsOf(tx, `UPDATE contacts SET updated_at = now() WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
+    await this.contacts.touch(tx, organizationId, contactId);
     await this.cancelPromises(tx, organizationId, contactId, `lead_${closed}`, now);
     const touched = await this.repository.stop(tx, { organizationId, contactId }, 'cancelled', `lead_${closed}`, now);
     await this.settle(tx, touched, now, 'lead_closed', { organizationId, contactId });
