@@ -5,7 +5,7 @@ import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing
 import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { inboundText, newWamid, outboxEvents, publishEvent, registerSender } from './helpers.js';
+import { inboundText, newWamid, outboxEvents, publishEvent, registerSender, restrictInReadModel } from './helpers.js';
 
 /** Seed 004 "When the Check Itself Fails": the abuse service is not running in this world. */
 describe('inbound when the abuse check fails', () => {
@@ -39,20 +39,7 @@ describe('inbound when the abuse check fails', () => {
     await sut.whatsapp(inboundText(first, from, 'first', ts++, pnid));
     const [{ contact_id }] = await world.sql<{ contact_id: string }>(`SELECT contact_id FROM "${m()}".messages WHERE external_id = $1`, [first]);
     // The block arrives the way it does in production: an abuse.action.applied event.
-    const action = {
-      action_id: randomUUID(),
-      organization_id: org,
-      contact_id,
-      conversation_id: null,
-      action_type: 'block',
-      offense_number: 5,
-      reason: 'spam',
-      starts_at: new Date().toISOString(),
-      expires_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
-      status: 'active',
-    };
-    await publishEvent(world, AbuseEvents.ActionApplied, org, { action });
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".abuse_restrictions WHERE action_id = $1`, [action.action_id])).length === 1);
+    const action = await restrictInReadModel(world, { organization_id: org, contact_id }, 'block', 7 * 86_400_000);
 
     const wamid = newWamid();
     expect(await sut.whatsapp(inboundText(wamid, from, 'let me in', ts++, pnid))).toMatchObject({ stored: 0, denied: 1 });
@@ -72,20 +59,7 @@ describe('inbound when the abuse check fails', () => {
     const first = newWamid();
     await sut.whatsapp(inboundText(first, from, 'first', ts++, pnid));
     const [{ contact_id }] = await world.sql<{ contact_id: string }>(`SELECT contact_id FROM "${m()}".messages WHERE external_id = $1`, [first]);
-    const action = {
-      action_id: randomUUID(),
-      organization_id: org,
-      contact_id,
-      conversation_id: null,
-      action_type: 'throttle',
-      offense_number: 3,
-      reason: 'flooding',
-      starts_at: new Date().toISOString(),
-      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
-      status: 'active',
-    };
-    await publishEvent(world, AbuseEvents.ActionApplied, org, { action });
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".abuse_restrictions WHERE action_id = $1`, [action.action_id])).length === 1);
+    const action = await restrictInReadModel(world, { organization_id: org, contact_id }, 'throttle', 3_600_000);
 
     const wamid = newWamid();
     expect(await sut.whatsapp(inboundText(wamid, from, 'still there?', ts++, pnid))).toMatchObject({ stored: 1, denied: 0 });

@@ -1,14 +1,13 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { AbuseEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { inboundText, newWamid, publishEvent, registerSender, setLimits } from './helpers.js';
+import { inboundText, newWamid, registerSender, restrictInReadModel, setLimits } from './helpers.js';
 
 /**
  * Seed 004 "When the Check Itself Fails", with the abuse service running but its check unable to
@@ -51,20 +50,7 @@ describe('inbound when the abuse check times out but the abuse service answers',
     const [{ contact_id, conversation_id }] = await world.sql<{ contact_id: string; conversation_id: string }>(`SELECT contact_id, conversation_id FROM "${m()}".messages WHERE external_id = $1`, [first]);
     // Messaging's copy shows a block the abuse service does not have (in force there: nothing),
     // as when the block's end has not reached messaging yet.
-    const action = {
-      action_id: randomUUID(),
-      organization_id: org,
-      contact_id,
-      conversation_id,
-      action_type: 'block',
-      offense_number: 5,
-      reason: 'spam',
-      starts_at: new Date().toISOString(),
-      expires_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
-      status: 'active',
-    };
-    await publishEvent(world, AbuseEvents.ActionApplied, org, { action });
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".abuse_restrictions WHERE action_id = $1`, [action.action_id])).length === 1);
+    await restrictInReadModel(world, { organization_id: org, contact_id, conversation_id }, 'block', 7 * 86_400_000);
 
     await held.query('BEGIN');
     try {

@@ -1,8 +1,8 @@
 import amqplib from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { BusNames } from '@touchpoint/bus';
-import type { WhatsAppInboundBatch } from '@touchpoint/contracts';
-import type { TestWorld } from '@touchpoint/testing';
+import { AbuseEvents, type WhatsAppInboundBatch } from '@touchpoint/contracts';
+import { eventually, type TestWorld } from '@touchpoint/testing';
 
 /** The business number of the fixtures (fixtures/README: phone-number id 100000000000002). */
 export const PHONE_NUMBER_ID = '100000000000002';
@@ -55,4 +55,46 @@ export async function publishEvent(world: TestWorld, type: string, organizationI
 /** Outbox rows of a service, by type, oldest first. */
 export async function outboxEvents<T = Record<string, unknown>>(world: TestWorld, service: 'messaging' | 'abuse', type: string): Promise<{ event_id: string; payload: { data: T; organization_id: string } }[]> {
   return world.sql(`SELECT event_id, payload FROM "${world.schema(service)}".outbox_events WHERE type = $1 ORDER BY id`, [type]);
+}
+
+/** An abuse action as `abuse.action.applied` carries it. */
+export interface AbuseActionFixture {
+  action_id: string;
+  organization_id: string;
+  contact_id: string;
+  conversation_id: string | null;
+  action_type: 'block' | 'suspension' | 'throttle';
+  offense_number: number;
+  reason: string;
+  starts_at: string;
+  expires_at: string;
+  status: 'active' | 'expired';
+}
+
+/**
+ * Puts a restriction in force in messaging's event-fed copy the way production does (an
+ * `abuse.action.applied` event from the abuse service) and waits until messaging stored it.
+ * @param forMs how long it lasts from now, ms
+ */
+export async function restrictInReadModel(
+  world: TestWorld,
+  who: { organization_id: string; contact_id: string; conversation_id?: string | null },
+  type: AbuseActionFixture['action_type'],
+  forMs: number,
+): Promise<AbuseActionFixture> {
+  const action: AbuseActionFixture = {
+    action_id: randomUUID(),
+    organization_id: who.organization_id,
+    contact_id: who.contact_id,
+    conversation_id: who.conversation_id ?? null,
+    action_type: type,
+    offense_number: type === 'throttle' ? 3 : 5,
+    reason: type === 'throttle' ? 'flooding' : 'spam',
+    starts_at: new Date().toISOString(),
+    expires_at: new Date(Date.now() + forMs).toISOString(),
+    status: 'active',
+  };
+  await publishEvent(world, AbuseEvents.ActionApplied, who.organization_id, { action });
+  await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".abuse_restrictions WHERE action_id = $1`, [action.action_id])).length === 1);
+  return action;
 }
