@@ -1,5 +1,5 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { PlatformModule } from '@touchpoint/runtime';
+import { PlatformModule, WakeSignal } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { AgentsController } from './agents/agents.controller.js';
 import { AgentsRepository } from './agents/agents.repository.js';
@@ -44,7 +44,6 @@ import { NumberChain } from './release/number-chain.js';
 import { ReleaseLoop } from './release/release.loop.js';
 import { ReleaseRepository } from './release/release.repository.js';
 import { ReleaseService } from './release/release.service.js';
-import { ReleaseSignal } from './release/release-signal.js';
 import { DeliveryStatusesConsumer } from './delivery/delivery-statuses.consumer.js';
 import { DeliveryStatusesService } from './delivery/delivery-statuses.service.js';
 import { SendOutcomesConsumer } from './release/send-outcomes.consumer.js';
@@ -94,7 +93,7 @@ export class FollowupsModule {
       StopPathsRepository,
       StopPathsService,
       StopPathsConsumer,
-      ReleaseSignal,
+      WakeSignal,
       ReleaseRepository,
       ReleaseService,
       ReleaseLoop,

@@ -10,3 +10,5 @@ export * from './platform-rpc.controller.js';
 export * from './bootstrap.js';
 export * from './locks.js';
 export * from './wake-signal.js';
+export * from './poll-loop.js';
+export * from './interval-task.js';

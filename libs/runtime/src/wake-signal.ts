@@ -1,7 +1,12 @@
+import { Injectable } from '@nestjs/common';
+
 /**
  * Wakes idle workers of this process early (new work arrived here). A hint only: workers poll
- * anyway, so a wake-up nobody waits for is simply dropped.
+ * anyway, so a wake-up nobody waits for is simply dropped. Injectable: a service that provides it
+ * once has one signal for all its poll loops (followups: an enrollment became due now — enrolled,
+ * advanced, woken by a reply, or a wake-up message arrived); `new WakeSignal()` gives a worker its own.
  */
+@Injectable()
 export class WakeSignal {
   private waiters: (() => void)[] = [];
 

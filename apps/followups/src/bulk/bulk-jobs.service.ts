@@ -4,12 +4,11 @@ import { BULK_JOB_MAX_CONTACTS, type BulkJobCreateData, type BulkJobRef, type Bu
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { APP_CONFIG, LOGGER, UnitOfWork, WakeSignal } from '@touchpoint/runtime';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsService } from '../enrollments/enrollments.service.js';
 import type { FollowupsConfig } from '../followups.config.js';
-import { ReleaseSignal } from '../release/release-signal.js';
 import { poolOf, rowsOf } from '../requests/queryable.js';
 import { check, isUuid, notFound } from '../requests/request-checks.js';
 import { compileSegment, type Segment } from '../rules/segment-sql.js';
@@ -72,7 +71,7 @@ export class BulkJobsService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly enrollments: EnrollmentsService,
-    private readonly signal: ReleaseSignal,
+    private readonly signal: WakeSignal,
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: FollowupsConfig,
     @Inject(LOGGER) private readonly logger: Logger,

@@ -1,9 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
+import { APP_CONFIG, LOGGER, PollLoop, WakeSignal } from '@touchpoint/runtime';
 import type { FollowupsConfig } from '../followups.config.js';
-import { PollLoop } from '../release/poll-loop.js';
-import { ReleaseSignal } from '../release/release-signal.js';
 import { BulkJobsService } from './bulk-jobs.service.js';
 
 /** Runs bulk enrollment jobs one at a time per process; idle → the poll interval. */
@@ -11,15 +9,16 @@ import { BulkJobsService } from './bulk-jobs.service.js';
 export class BulkLoop extends PollLoop {
   constructor(
     private readonly jobs: BulkJobsService,
-    signal: ReleaseSignal,
-    @Inject(APP_CONFIG) config: FollowupsConfig,
+    signal: WakeSignal,
+    @Inject(APP_CONFIG) private readonly config: FollowupsConfig,
     @Inject(LOGGER) logger: Logger,
   ) {
-    super('bulk', signal, config, logger);
+    super({ service: 'followups', name: 'bulk', pollMs: config.FOLLOWUP_POLL_MS }, signal, logger);
   }
 
   protected enabled(): boolean {
-    return this.config.FOLLOWUP_BULK_ENABLED;
+    // Off with the release loop (an API-only replica), or on its own.
+    return this.config.FOLLOWUP_RELEASE_ENABLED && this.config.FOLLOWUP_BULK_ENABLED;
   }
 
   protected async step(): Promise<boolean> {

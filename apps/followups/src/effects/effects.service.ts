@@ -10,11 +10,10 @@ import {
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { UnitOfWork } from '@touchpoint/runtime';
+import { UnitOfWork, WakeSignal } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { ReleaseSignal } from '../release/release-signal.js';
 import { check, notFound } from '../requests/request-checks.js';
 import { rowsOf } from '../requests/queryable.js';
 
@@ -37,7 +36,7 @@ export class EffectsService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly enrollments: EnrollmentsRepository,
-    private readonly signal: ReleaseSignal,
+    private readonly signal: WakeSignal,
     private readonly metrics: FollowupsMetrics,
     private readonly clock: Clock,
   ) {}

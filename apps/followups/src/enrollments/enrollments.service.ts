@@ -15,7 +15,7 @@ import {
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
-import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { LOGGER, UnitOfWork, WakeSignal } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { AgentsService } from '../agents/agents.service.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
@@ -26,7 +26,6 @@ import { decodeCursor, encodeCursor } from '@touchpoint/database';
 import { codePointLength } from '@touchpoint/text';
 import { poolOf } from '../requests/queryable.js';
 import { check, notFound, revisionConflict } from '../requests/request-checks.js';
-import { ReleaseSignal } from '../release/release-signal.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { type EnrollmentRow, toEffectView, toEnrollmentView, toEventView } from './enrollment-row.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
@@ -54,7 +53,7 @@ export class EnrollmentsService {
     private readonly agents: AgentsService,
     private readonly settings: SettingsService,
     private readonly metrics: FollowupsMetrics,
-    private readonly signal: ReleaseSignal,
+    private readonly signal: WakeSignal,
     private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}

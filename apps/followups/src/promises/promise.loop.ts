@@ -1,9 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
+import { APP_CONFIG, LOGGER, PollLoop, WakeSignal } from '@touchpoint/runtime';
 import type { FollowupsConfig } from '../followups.config.js';
-import { PollLoop } from '../release/poll-loop.js';
-import { ReleaseSignal } from '../release/release-signal.js';
 import { PromisesService } from './promises.service.js';
 
 /**
@@ -14,15 +12,16 @@ import { PromisesService } from './promises.service.js';
 export class PromiseLoop extends PollLoop {
   constructor(
     private readonly promises: PromisesService,
-    signal: ReleaseSignal,
-    @Inject(APP_CONFIG) config: FollowupsConfig,
+    signal: WakeSignal,
+    @Inject(APP_CONFIG) private readonly config: FollowupsConfig,
     @Inject(LOGGER) logger: Logger,
   ) {
-    super('promise', signal, config, logger);
+    super({ service: 'followups', name: 'promise', pollMs: config.FOLLOWUP_POLL_MS }, signal, logger);
   }
 
   protected enabled(): boolean {
-    return this.config.FOLLOWUP_PROMISES_ENABLED;
+    // Off with the release loop (an API-only replica), or on its own.
+    return this.config.FOLLOWUP_RELEASE_ENABLED && this.config.FOLLOWUP_PROMISES_ENABLED;
   }
 
   protected async step(): Promise<boolean> {

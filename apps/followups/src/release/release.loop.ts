@@ -1,9 +1,8 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
+import { APP_CONFIG, LOGGER, WakeSignal } from '@touchpoint/runtime';
 import type { FollowupsConfig } from '../followups.config.js';
 import { ReleaseService } from './release.service.js';
-import { ReleaseSignal } from './release-signal.js';
 
 /**
  * The release workers of this process (FOLLOWUP_RELEASE_CONCURRENCY of them, DESIGN §1): each
@@ -19,7 +18,7 @@ export class ReleaseLoop implements OnApplicationBootstrap, OnApplicationShutdow
 
   constructor(
     private readonly release: ReleaseService,
-    private readonly signal: ReleaseSignal,
+    private readonly signal: WakeSignal,
     @Inject(APP_CONFIG) private readonly config: FollowupsConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}

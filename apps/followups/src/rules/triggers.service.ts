@@ -3,12 +3,11 @@ import type { FlowSettings, FlowTriggerFilter } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
-import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { LOGGER, UnitOfWork, WakeSignal } from '@touchpoint/runtime';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsService } from '../enrollments/enrollments.service.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { ReleaseSignal } from '../release/release-signal.js';
 import { matchReply } from '../release/step-rules.js';
 import { rowsOf } from '../requests/queryable.js';
 import { compileSegment } from './segment-sql.js';
@@ -51,7 +50,7 @@ export class TriggersService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly enrollments: EnrollmentsService,
-    private readonly signal: ReleaseSignal,
+    private readonly signal: WakeSignal,
     private readonly metrics: FollowupsMetrics,
     private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,

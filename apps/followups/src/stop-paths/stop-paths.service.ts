@@ -2,13 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { FollowupsEvents, OutboxCommands, type OutboxCancelData, type OutgoingMessage } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
-import { LOGGER } from '@touchpoint/runtime';
+import { LOGGER, WakeSignal } from '@touchpoint/runtime';
 import { AgentsRepository } from '../agents/agents.repository.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { PromisesRepository } from '../promises/promises.repository.js';
-import { ReleaseSignal } from '../release/release-signal.js';
 import { INSTANCE_UNAVAILABLE } from '../release/number-chain.js';
 import { type QueuedSendScope, StopPathsRepository, type TouchedEnrollment } from './stop-paths.repository.js';
 
@@ -33,7 +32,7 @@ export class StopPathsService {
     private readonly promises: PromisesRepository,
     private readonly agents: AgentsRepository,
     private readonly metrics: FollowupsMetrics,
-    private readonly signal: ReleaseSignal,
+    private readonly signal: WakeSignal,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
