@@ -1,7 +1,7 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { AbuseEvents } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { APP_CONFIG, IntervalTask, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import type { AbuseConfig } from '../abuse.config.js';
 import { AbuseRepository } from '../check/abuse.repository.js';
@@ -15,9 +15,8 @@ export const EXPIRY_BATCH = 500;
  * restrictions follows. Safe in many replicas (SKIP LOCKED).
  */
 @Injectable()
-export class ExpiryService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+export class ExpiryService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly task: IntervalTask;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -25,22 +24,20 @@ export class ExpiryService implements OnApplicationBootstrap, OnApplicationShutd
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AbuseConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    if (this.config.ABUSE_EXPIRY_INTERVAL_MS <= 0) return;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.expireDue()
-        .catch((err) => this.logger.warn({ event: 'abuse.expiry_failed', err: (err as Error).message }, 'expiry sweep failed'))
-        .finally(() => (this.running = undefined));
-    }, this.config.ABUSE_EXPIRY_INTERVAL_MS);
-    this.timer.unref();
+  ) {
+    this.task = new IntervalTask({
+      everyMs: config.ABUSE_EXPIRY_INTERVAL_MS,
+      run: () => this.expireDue(),
+      onError: (err) => this.logger.warn({ event: 'abuse.expiry_failed', err: err.message }, 'expiry sweep failed'),
+    });
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+  onApplicationBootstrap(): void {
+    this.task.start();
+  }
+
+  onModuleDestroy(): Promise<void> {
+    return this.task.stop();
   }
 
   /** Expires every due action now; returns how many. */

@@ -1,7 +1,7 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { Logger } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
+import { APP_CONFIG, IntervalTask, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import type { MessagingConfig } from '../messaging.config.js';
 import { StreamRepository } from '../stream/stream.repository.js';
@@ -12,9 +12,8 @@ import { InstancesService } from './instances.service.js';
  * prune the real-time feed. Runs alone across replicas (advisory lock).
  */
 @Injectable()
-export class InstanceSweepService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+export class InstanceSweepService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly task: IntervalTask;
 
   constructor(
     private readonly instances: InstancesService,
@@ -24,20 +23,21 @@ export class InstanceSweepService implements OnApplicationBootstrap, OnApplicati
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: MessagingConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    if (this.config.INSTANCE_SWEEP_INTERVAL_MS <= 0) return;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.runOnce().finally(() => (this.running = undefined));
-    }, this.config.INSTANCE_SWEEP_INTERVAL_MS);
-    this.timer.unref();
+  ) {
+    // The steps log their own failures (runOnce); what reaches onError is the advisory lock's (the database gone).
+    this.task = new IntervalTask({
+      everyMs: config.INSTANCE_SWEEP_INTERVAL_MS,
+      run: () => this.runOnce(),
+      onError: (err) => this.logger.error({ event: 'messaging.instance_sweep_failed', err: err.message }, 'instance sweep failed'),
+    });
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+  onApplicationBootstrap(): void {
+    this.task.start();
+  }
+
+  onModuleDestroy(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One pass; each step isolated, so a failing summary never stops the idle close. */

@@ -1,8 +1,8 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { OUTBOX_ENTRIES_BY_KEY_MAX, type OutboxEntryEventData, type OutboxEntryView, OutboxRpc } from '@touchpoint/contracts';
 import { type Logger, METRIC_PREFIX, Metrics, zeroCounter } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
+import { APP_CONFIG, IntervalTask, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { MessagesRepository } from '../messages/messages.repository.js';
 import type { MessagingConfig } from '../messaging.config.js';
@@ -38,9 +38,9 @@ const SETTLED = new Set(['accepted', 'failed', 'cancelled', 'ambiguous']);
  * (SKIP LOCKED claims, conditional writes).
  */
 @Injectable()
-export class OutcomeSweepService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
+export class OutcomeSweepService implements OnApplicationBootstrap, OnModuleDestroy {
   private running?: Promise<OutcomeSweepReport>;
+  private readonly task: IntervalTask;
   private readonly steps: Counter<'step' | 'result'>;
   private readonly repairs: Counter<'kind'>;
 
@@ -64,16 +64,21 @@ export class OutcomeSweepService implements OnApplicationBootstrap, OnApplicatio
     });
     zeroCounter(this.steps, { step: OUTCOME_SWEEP_STEPS, result: ['ok', 'error'] });
     zeroCounter(this.repairs, { kind: ['outcome_applied', 'delivery_settled', 'status_pruned'] });
+    // Each step logs its own failure (runSteps); what reaches onError is a bug in the sweep itself.
+    this.task = new IntervalTask({
+      everyMs: config.OUTCOME_SWEEP_INTERVAL_MS,
+      run: () => this.sweep(),
+      onError: (err) => this.logger.error({ event: 'messaging.outcome_sweep_failed', err: err.message }, 'outcome sweep failed'),
+    });
   }
 
   onApplicationBootstrap(): void {
-    if (this.config.OUTCOME_SWEEP_INTERVAL_MS <= 0) return;
-    this.timer = setInterval(() => void this.sweep(), this.config.OUTCOME_SWEEP_INTERVAL_MS);
-    this.timer.unref();
+    this.task.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
+  async onModuleDestroy(): Promise<void> {
+    await this.task.stop();
+    // A pass a test started outside the schedule.
     await this.running?.catch(() => undefined);
   }
 

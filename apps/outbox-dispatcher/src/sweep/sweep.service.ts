@@ -1,6 +1,6 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Logger } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
+import { APP_CONFIG, IntervalTask, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { DrainService } from '../drain/drain.service.js';
 import { OutboxRepository } from '../drain/outbox.repository.js';
@@ -25,9 +25,9 @@ export type SweepReport = Record<SweepStep, { ok: true; result: unknown } | { ok
  * costs the others their run — the drain runs even when the probe failed.
  */
 @Injectable()
-export class SweepService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
+export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   private running?: Promise<SweepReport>;
+  private readonly task: IntervalTask;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -38,17 +38,22 @@ export class SweepService implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly metrics: OutboxMetrics,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    if (this.config.OUTBOX_SWEEP_INTERVAL_MS > 0) {
-      this.timer = setInterval(() => void this.sweep(), this.config.OUTBOX_SWEEP_INTERVAL_MS);
-      this.timer.unref();
-    }
+  ) {
+    // Each step logs its own failure (runSteps); what reaches onError is a bug in the sweep itself.
+    this.task = new IntervalTask({
+      everyMs: config.OUTBOX_SWEEP_INTERVAL_MS,
+      run: () => this.sweep(),
+      onError: (err) => this.logger.error({ event: 'outbox.sweep_failed', err: err.message }, 'sweep failed'),
+    });
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+  onApplicationBootstrap(): void {
+    this.task.start();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.task.stop();
+    // A sweep a test or an RPC started outside the schedule.
     await this.running?.catch(() => undefined);
   }
 

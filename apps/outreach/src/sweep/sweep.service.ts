@@ -1,8 +1,8 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { OutgoingMessage } from '@touchpoint/contracts';
 import { type Logger, METRIC_PREFIX, Metrics, zeroCounter } from '@touchpoint/observability';
-import { APP_CONFIG, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
+import { APP_CONFIG, IntervalTask, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { decisionRequested } from '../enrollments/enrollments.service.js';
 import type { OutreachConfig } from '../outreach.config.js';
@@ -35,9 +35,8 @@ export interface SweepPassResult {
  * event ids make a repeated pass harmless.
  */
 @Injectable()
-export class DueSweepService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> | null = null;
+export class DueSweepService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly task: IntervalTask;
   private readonly events: Counter<'kind'>;
   private readonly passes: Counter<'outcome'>;
   private readonly lag: Histogram<'kind'>;
@@ -84,26 +83,22 @@ export class DueSweepService implements OnApplicationBootstrap, OnApplicationShu
         this.set(row?.n ?? 0);
       },
     });
+    this.task = new IntervalTask({
+      everyMs: config.OUTREACH_SWEEP_INTERVAL_MS,
+      run: () => this.runOnce(),
+      onError: (err) => {
+        this.passes.inc({ outcome: 'failed' });
+        this.logger.error({ event: 'outreach.sweep_failed', err: err.message }, 'due sweep pass failed');
+      },
+    });
   }
 
   onApplicationBootstrap(): void {
-    const every = this.config.OUTREACH_SWEEP_INTERVAL_MS;
-    if (!this.config.OUTREACH_RUNNER_ENABLED || every <= 0) return;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.runOnce()
-        .catch((err) => {
-          this.passes.inc({ outcome: 'failed' });
-          this.logger.error({ event: 'outreach.sweep_failed', err: (err as Error).message }, 'due sweep pass failed');
-        })
-        .finally(() => (this.running = null));
-    }, every);
-    this.timer.unref();
+    if (this.config.OUTREACH_RUNNER_ENABLED) this.task.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
+  onModuleDestroy(): Promise<void> {
+    return this.task.stop();
   }
 
   /**
