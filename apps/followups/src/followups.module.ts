@@ -44,6 +44,11 @@ import { NumberChain } from './release/number-chain.js';
 import { ReleaseLoop } from './release/release.loop.js';
 import { ReleaseRepository } from './release/release.repository.js';
 import { ReleaseService } from './release/release.service.js';
+import { AiStepLease } from './release/ai-step-lease.js';
+import { NodeInterpreter } from './release/node-interpreter.js';
+import { SendGate } from './release/send-gate.js';
+import { SendStep } from './release/send-step.js';
+import { StepOutcomes } from './release/step-outcomes.js';
 import { DeliveryStatusesConsumer } from './delivery/delivery-statuses.consumer.js';
 import { DeliveryStatusesService } from './delivery/delivery-statuses.service.js';
 import { SendOutcomesConsumer } from './release/send-outcomes.consumer.js';
@@ -95,6 +100,11 @@ export class FollowupsModule {
       StopPathsConsumer,
       WakeSignal,
       ReleaseRepository,
+      StepOutcomes,
+      AiStepLease,
+      SendGate,
+      SendStep,
+      NodeInterpreter,
       ReleaseService,
       ReleaseLoop,
       SendOutcomesService,
