@@ -1,4 +1,5 @@
 import { ProviderCallError } from '../providers/provider-adapter.js';
+import he from 'he';
 import { truncateText } from '@touchpoint/text';
 
 /** Socket errors raised before a request was written: it provably never left. */
@@ -39,14 +40,10 @@ export async function providerFetch(url: string, init: RequestInit, timeoutMs: n
   return { status: response.status, body, headers: response.headers };
 }
 
-/** HTML of a plain-text body: escaped, line breaks kept (the approved text goes out as written). */
+/** HTML of a plain-text body: escaped (the `he` library), line breaks kept (the approved text goes out as written). */
 export function textToHtml(text: string): string {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;')
+  return he
+    .escape(text)
     .replace(/\r\n?/g, '\n')
     .replace(/\n/g, '<br>');
 }
