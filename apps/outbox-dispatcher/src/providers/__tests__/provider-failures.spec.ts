@@ -1,6 +1,6 @@
-import { slugOf } from '../../linkedin/unipile.adapter.js';
-import { classifyProviderFailure, PROSPECT_CAP_REFUSAL_CODE } from '../nylas.adapter.js';
-import { textToHtml } from '../provider-http.js';
+import { classifyProviderFailure } from '../../classification/classification.js';
+import { PROSPECT_CAP_REFUSAL_CODE, textToHtml } from '../email/nylas.adapter.js';
+import { slugOf } from '../linkedin/unipile.adapter.js';
 
 describe('classifyProviderFailure', () => {
   it.each([
