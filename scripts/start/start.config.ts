@@ -1,4 +1,4 @@
-import { IsBoolean, IsInt, IsString, Matches, Max, Min } from 'class-validator';
+import { IsBoolean, IsInt, IsString, Matches, Max, Min } from '@touchpoint/config';
 import { SERVICE_PORT, SERVICES, type ServiceName } from '@touchpoint/contracts';
 
 /** Everything `npm start` runs: the seven services and the provider sandbox (DESIGN §7). */

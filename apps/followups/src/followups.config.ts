@@ -1,5 +1,4 @@
-import { IsBoolean } from 'class-validator';
-import { IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { IsBoolean, IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
 
 /** Environment of the followups service; see libs/config for the shared variables. */
 export class FollowupsConfig extends ServiceConfig {
@@ -54,6 +53,7 @@ export class FollowupsConfig extends ServiceConfig {
    * Whether AI steps (`ai_classify`, AI-written actions) may be published; false makes publishing
    * them answer 422 `invalid_graph` / `ai_step_unavailable` (an installation without ai-gateway).
    */
+  @IsBoolean()
   FOLLOWUP_AI_STEPS_ENABLED = true;
 
   /** Deadline of the RPC a tag/untag step makes to messaging, ms. */

@@ -1,5 +1,4 @@
-import { IsBoolean } from 'class-validator';
-import { IsInt, IsOptional, IsString, Matches, Max, Min, Secret, ServiceConfig } from '@touchpoint/config';
+import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, Min, Secret, ServiceConfig } from '@touchpoint/config';
 
 /**
  * Environment of the outbox-dispatcher service; see libs/config for the shared variables. The

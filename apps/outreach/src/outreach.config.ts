@@ -1,4 +1,4 @@
-import { IsIn, IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
+import { IsBoolean, IsInt, Max, Min, ServiceConfig } from '@touchpoint/config';
 
 /** Environment of the outreach service; see libs/config for the shared variables. */
 export class OutreachConfig extends ServiceConfig {
@@ -9,7 +9,7 @@ export class OutreachConfig extends ServiceConfig {
    * Whether this process runs the runner loops (a replica that only serves the API can turn them
    * off; its bus handlers still record runs for the others).
    */
-  @IsIn([true, false])
+  @IsBoolean()
   OUTREACH_RUNNER_ENABLED = true;
 
   /** How often an idle runner loop looks for queued runs, ms (a bus handler also wakes it). */

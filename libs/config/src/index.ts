@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, type ValidationError, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, type ValidationError, validateSync } from 'class-validator';
 
 /** class-validator's type checks, and the size or range checks that only repeat a failed type check (`limit=abc`). */
 const TYPE_CONSTRAINTS = new Set(['isInt', 'isNumber', 'isNumberString', 'isString', 'isBoolean', 'isUuid', 'isArray', 'isObject', 'isDate', 'isDateString', 'isIso8601', 'isEnum']);
@@ -53,9 +53,26 @@ function secretMap(target: object): Map<string, SecretUnused | undefined> {
   return (proto as Record<symbol, Map<string, SecretUnused | undefined> | undefined>)[SECRETS] ?? new Map();
 }
 
+/** The spellings of a boolean variable (compared case-insensitively, surrounding spaces ignored). */
+export const BOOLEAN_SPELLINGS = { true: ['true', '1', 'yes'], false: ['false', '0', 'no'] } as const;
+
+const BOOLEAN_PROBLEM = 'must be one of true, false, 1, 0, yes, no';
+
+/**
+ * A boolean variable's value: `true`/`1`/`yes` → true, `false`/`0`/`no` → false (any case), and
+ * anything else (`flase`, `on`, `2`) → undefined, which loadConfig reports as a ConfigError.
+ */
+export function parseBoolean(value: string): boolean | undefined {
+  const word = value.trim().toLowerCase();
+  if ((BOOLEAN_SPELLINGS.true as readonly string[]).includes(word)) return true;
+  if ((BOOLEAN_SPELLINGS.false as readonly string[]).includes(word)) return false;
+  return undefined;
+}
+
 /**
  * Builds and validates a config class from environment variables (the class's property names are
- * the variable names). Defaults come from property initialisers. Only this function reads
+ * the variable names). Defaults come from property initialisers; a variable whose default is a
+ * boolean takes only the spellings of parseBoolean. Only this function reads
  * `process.env` (STYLE: config is one validated class per app). With `NODE_ENV=production`, every
  * `@Secret()` variable must be set to something other than its built-in default.
  * @throws ConfigError naming each missing or invalid variable, or each secret left at its default in production
@@ -63,20 +80,29 @@ function secretMap(target: object): Map<string, SecretUnused | undefined> {
 export function loadConfig<T extends object>(cls: new () => T, env: NodeJS.ProcessEnv = process.env): T {
   const defaults = new cls() as Record<string, unknown>;
   const raw: Record<string, unknown> = { ...defaults };
+  const notBooleans = new Set<string>();
+  const order = (name: string) => Object.keys(defaults).indexOf(name);
   for (const key of Object.keys(defaults)) {
     const value = env[key];
     if (value === undefined || value === '') continue;
     // Coerce by the default's type: decorator metadata is not reliable for initialised fields.
     const kind = typeof defaults[key];
-    raw[key] = kind === 'number' && /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : kind === 'boolean' ? ['1', 'true', 'yes'].includes(value.toLowerCase()) : value;
+    if (kind === 'boolean') {
+      const parsed = parseBoolean(value);
+      if (parsed === undefined) notBooleans.add(key);
+      raw[key] = parsed ?? value;
+    } else {
+      raw[key] = kind === 'number' && /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value;
+    }
   }
   const instance = Object.assign(new cls(), raw);
   const errors = validateSync(instance, { whitelist: false, forbidUnknownValues: false });
-  if (errors.length > 0) {
-    const names = errors.map((e) => e.property);
-    const detail = errors
-      .map((e) => `${e.property}=${JSON.stringify(raw[e.property])}: ${problemsOf(e).join('; ')}`)
-      .join(', ');
+  const problems = new Map<string, string[]>([...notBooleans].map((name) => [name, [BOOLEAN_PROBLEM]]));
+  // A boolean's own type check would repeat BOOLEAN_PROBLEM; its other checks are kept.
+  for (const e of errors) problems.set(e.property, problems.has(e.property) ? problems.get(e.property)! : problemsOf(e));
+  if (problems.size > 0) {
+    const names = [...problems.keys()].sort((a, b) => order(a) - order(b));
+    const detail = names.map((name) => `${name}=${JSON.stringify(raw[name])}: ${problems.get(name)!.join('; ')}`).join(', ');
     throw new ConfigError(names, detail);
   }
   if ((instance as { NODE_ENV?: unknown }).NODE_ENV === 'production') {
@@ -159,4 +185,4 @@ export class ServiceConfig extends BaseConfig {
   PORT = 0;
 }
 
-export { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+export { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';

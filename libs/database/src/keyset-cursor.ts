@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError, ErrorCode } from '@touchpoint/errors';
+import { canonicalJson } from '@touchpoint/text';
 
 /**
  * Opaque keyset cursors (seed 002 "Fila": cursor pagination; a bad or stale cursor answers 422
@@ -32,7 +33,7 @@ export interface CursorPosition {
 
 const digestOf = (filters: Record<string, unknown>): string =>
   createHash('sha256')
-    .update(JSON.stringify(Object.keys(filters).sort().map((k) => [k, filters[k] ?? null])))
+    .update(canonicalJson(Object.fromEntries(Object.entries(filters).map(([k, v]) => [k, v ?? null]))))
     .digest('base64url')
     .slice(0, 16);
 

@@ -1,6 +1,7 @@
 /**
  * Text rules shared by messaging and outreach: quoted-text stripping, accent-insensitive
- * normalisation, the opt-out phrase rule and the email auto-reply rule. Pure functions, no I/O.
+ * normalisation, the opt-out phrase rule, the email auto-reply rule and canonical JSON. Pure
+ * functions, no I/O.
  */
 
 /**
@@ -147,5 +148,6 @@ export function isAutoReply(input: { headers?: { name: string; value: string }[]
 export { signUnsubscribeToken, verifyUnsubscribeToken, type UnsubscribeTokenClaims } from './unsubscribe-token.js';
 export { type EmailHeader, type InboundFacts, type InboundJudgement, judgeInbound } from './inbound-judgement.js';
 export { isOptOut } from './opt-out.js';
+export { canonicalJson } from './canonical-json.js';
 export { codePointLength, toWellFormedJson, toWellFormedText, truncateText, type TruncateTextOptions } from './truncate.js';
 export { findReturnDate, type ReturnDate, type ReturnDateOptions } from './return-date.js';

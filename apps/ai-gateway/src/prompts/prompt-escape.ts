@@ -1,11 +1,11 @@
-/** The characters that could open or close a tag, or end an attribute, and their entities. */
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#x27;' };
+import he from 'he';
 
 /**
- * HTML-escapes tenant text before it goes inside a prompt section, as Python's `html.escape` does,
- * so no text can open or close a tag and forge a section (seed 003 §4.2, render()). `&` first by
- * construction: the single pass never re-escapes its own output.
+ * HTML-escapes tenant text before it goes inside a prompt section (`&`, `<`, `>`, `"`, `'` and the
+ * backtick become entities, `'` as `&#x27;` as Python's `html.escape` writes it), so no text can
+ * open or close a tag and forge a section (seed 003 §4.2, render()). The `he` library's escape:
+ * one pass, never re-escaping its own output.
  */
 export function escapeData(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ENTITIES[c]!);
+  return he.escape(text);
 }

@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { stringify as stableStringify } from 'safe-stable-stringify';
 import {
   NOTIFICATION_CHANNELS,
   type NotificationChannel,
@@ -20,7 +19,7 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
-import { codePointLength } from '@touchpoint/text';
+import { canonicalJson, codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { SendService } from '../sending/send.service.js';
@@ -295,7 +294,7 @@ function requestHashOf(data: NotificationCreateData, channels: string[]): string
     priority: data.priority ?? 'normal',
     data: data.data ?? {},
   };
-  return createHash('sha256').update(stableStringify(request) ?? '').digest('hex');
+  return createHash('sha256').update(canonicalJson(request)).digest('hex');
 }
 
 /**

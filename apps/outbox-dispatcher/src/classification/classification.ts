@@ -105,3 +105,20 @@ export function parseRetryAfter(value: string | null | undefined, now: Date): nu
   if (Number.isNaN(at)) return null;
   return Math.max(0, at - now.getTime());
 }
+
+/** The shared classification of the email and LinkedIn adapters; `refusals` are our local refusal codes (permanent). */
+export function classifyProviderFailure(failure: WireFailure, refusals: number[]): Classified {
+  const permanent: Classified = { classification: 'permanent', action: 'fail', floorMs: 0, accountRestricted: false };
+  switch (failure.kind) {
+    case 'timeout':
+    case 'network':
+      return { classification: 'ambiguous', action: 'park_ambiguous', floorMs: 0, accountRestricted: false };
+    case 'local':
+      return { classification: 'local_execution', action: 'fail', floorMs: 0, accountRestricted: false };
+    case 'http':
+      if (failure.providerCode !== null && refusals.includes(failure.providerCode)) return permanent;
+      if (failure.httpStatus === 429) return { classification: 'rate_limited', action: 'retry', floorMs: failure.retryAfterMs ?? 0, accountRestricted: false };
+      if (failure.httpStatus >= 500) return { classification: 'transient', action: 'retry', floorMs: failure.retryAfterMs ?? 0, accountRestricted: false };
+      return permanent;
+  }
+}

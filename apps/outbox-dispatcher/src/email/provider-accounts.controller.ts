@@ -19,7 +19,7 @@ import { UnitOfWork } from '@touchpoint/runtime';
 import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { SuppressionsService } from '../suppressions/suppressions.service.js';
-import { NylasEmailAdapter } from './nylas.adapter.js';
+import { NylasEmailAdapter } from '../providers/email/nylas.adapter.js';
 import { ProviderAccountsService } from './provider-accounts.service.js';
 
 /** Most values one suppression check reads (ours). */

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { APP_CONFIG } from '@touchpoint/runtime';
-import { type ProviderAnswer, providerFetch } from '../email/provider-http.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { ProviderCallError } from '../providers/provider-adapter.js';
+import { isSuccess, type ProviderAnswer, ProviderHttp } from '../providers/provider-http.js';
 
 type Provider = 'Meta' | 'Nylas' | 'Unipile';
 
@@ -24,38 +24,44 @@ type Provider = 'Meta' | 'Nylas' | 'Unipile';
  */
 @Injectable()
 export class SenderOwnershipService {
-  constructor(@Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig) {}
+  /** The adapters' providers (same base URLs), each call within SENDER_VERIFY_TIMEOUT_MS. */
+  private readonly providers: Record<Provider, ProviderHttp>;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig) {
+    const at = (name: Provider, baseUrl: string) => new ProviderHttp({ name, baseUrl, timeoutMs: config.SENDER_VERIFY_TIMEOUT_MS });
+    this.providers = { Meta: at('Meta', config.WHATSAPP_GRAPH_BASE_URL), Nylas: at('Nylas', config.NYLAS_API_BASE_URL), Unipile: at('Unipile', config.UNIPILE_API_BASE_URL) };
+  }
 
   /** @throws AppError sender_unverified, service_unavailable */
   async proveWhatsAppNumber(phoneNumberId: string, accessToken: string): Promise<void> {
     requireHeaderSafe('access_token', accessToken);
-    const url = `${base(this.config.WHATSAPP_GRAPH_BASE_URL)}/${this.config.WHATSAPP_GRAPH_VERSION}/${encodeURIComponent(phoneNumberId)}?fields=id,display_phone_number,verified_name`;
-    const answer = await this.read('Meta', url, { authorization: `Bearer ${accessToken}` });
+    const answer = await this.read('Meta', `/${this.config.WHATSAPP_GRAPH_VERSION}/${encodeURIComponent(phoneNumberId)}?fields=id,display_phone_number,verified_name`, { authorization: `Bearer ${accessToken}` });
     const id = (answer.body as { id?: unknown } | null)?.id;
-    if (!isOk(answer) || String(id) !== phoneNumberId) throw refused('Meta', 'the access token cannot read this phone number id', answer);
+    if (!isSuccess(answer) || String(id) !== phoneNumberId) throw refused('Meta', 'the access token cannot read this phone number id', answer);
   }
 
   /** @throws AppError sender_unverified, service_unavailable */
   async proveNylasGrant(grantId: string, apiKey: string): Promise<void> {
     requireHeaderSafe('api_key', apiKey);
-    const answer = await this.read('Nylas', `${base(this.config.NYLAS_API_BASE_URL)}/v3/grants/${encodeURIComponent(grantId)}`, { authorization: `Bearer ${apiKey}` });
+    const answer = await this.read('Nylas', `/v3/grants/${encodeURIComponent(grantId)}`, { authorization: `Bearer ${apiKey}` });
     const data = (answer.body as { data?: { id?: unknown; grant_status?: unknown } } | null)?.data;
-    if (!isOk(answer) || data?.id !== grantId) throw refused('Nylas', 'the API key cannot read this grant', answer);
+    if (!isSuccess(answer) || data?.id !== grantId) throw refused('Nylas', 'the API key cannot read this grant', answer);
     if (data.grant_status === 'invalid') throw refused('Nylas', 'the grant has expired and must be re-authenticated at Nylas', answer);
   }
 
   /** @throws AppError sender_unverified, service_unavailable */
   async proveUnipileAccount(accountId: string, apiKey: string): Promise<void> {
     requireHeaderSafe('api_key', apiKey);
-    const answer = await this.read('Unipile', `${base(this.config.UNIPILE_API_BASE_URL)}/api/v1/accounts/${encodeURIComponent(accountId)}`, { 'x-api-key': apiKey, accept: 'application/json' });
+    const answer = await this.read('Unipile', `/api/v1/accounts/${encodeURIComponent(accountId)}`, { 'x-api-key': apiKey, accept: 'application/json' });
     const id = (answer.body as { id?: unknown } | null)?.id;
-    if (!isOk(answer) || id !== accountId) throw refused('Unipile', 'the API key cannot read this account', answer);
+    if (!isSuccess(answer) || id !== accountId) throw refused('Unipile', 'the API key cannot read this account', answer);
   }
 
-  private async read(provider: Provider, url: string, headers: Record<string, string>): Promise<ProviderAnswer> {
+  /** GET `path` (after the provider's base URL). @throws AppError service_unavailable when the provider cannot answer now */
+  private async read(provider: Provider, path: string, headers: Record<string, string>): Promise<ProviderAnswer> {
     let answer: ProviderAnswer;
     try {
-      answer = await providerFetch(url, { method: 'GET', headers }, this.config.SENDER_VERIFY_TIMEOUT_MS, provider);
+      answer = await this.providers[provider].request(path, { method: 'GET', headers });
     } catch (err) {
       const reason = err instanceof ProviderCallError ? err.message : String(err);
       throw new AppError(ErrorCode.ServiceUnavailable, `could not reach ${provider} to verify the sender (${reason}); retry later`);
@@ -75,8 +81,6 @@ function requireHeaderSafe(field: string, value: string): void {
   if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) throw new AppError(ErrorCode.ValidationFailed, `${field} holds a control character`, [{ field, problems: ['must not contain control characters'] }]);
 }
 
-const base = (url: string) => url.replace(/\/+$/, '');
-const isOk = (answer: ProviderAnswer) => answer.status >= 200 && answer.status < 300;
 
 /** The refusal: the provider's status and error code in the details, never its message (it may name the id's owner). */
 function refused(provider: Provider, message: string, answer: ProviderAnswer): AppError {

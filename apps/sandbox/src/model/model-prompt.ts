@@ -1,13 +1,13 @@
+import he from 'he';
+
 /**
  * Reading a Touchpoint prompt the way the sandbox model needs to: the task name, the data sections
  * (unescaped back to the tenant's text) and the output fields the system message asks for.
  */
 
-const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#x27;': "'", '&#39;': "'" };
-
-/** Reverses the HTML escape ai-gateway applies to tenant text. */
+/** Reverses the HTML escape ai-gateway applies to tenant text (the `he` library's decode). */
 export function unescapeData(text: string): string {
-  return text.replace(/&(amp|lt|gt|quot|#x27|#39);/g, (e) => ENTITIES[e] ?? e);
+  return he.decode(text);
 }
 
 /**

@@ -1,4 +1,9 @@
-import { ConfigError, IsString, loadConfig, Secret, ServiceConfig } from '../index.js';
+import { ConfigError, IsBoolean, IsString, loadConfig, parseBoolean, Secret, ServiceConfig } from '../index.js';
+
+class WithSwitch extends ServiceConfig {
+  @IsBoolean()
+  FEATURE_ENABLED = true;
+}
 
 class WithSecrets extends ServiceConfig {
   @IsString() @Secret()
@@ -62,6 +67,44 @@ describe(loadConfig.name, () => {
     expect(caught).toBeInstanceOf(ConfigError);
     expect((caught as ConfigError).variables).toEqual([name]);
     expect((caught as ConfigError).message).toContain(name);
+  });
+
+  describe('booleans', () => {
+    it.each([
+      ['true', true], ['TRUE', true], ['True', true], ['1', true], ['yes', true], ['YES', true], [' yes ', true],
+      ['false', false], ['FALSE', false], ['False', false], ['0', false], ['no', false], ['No', false], ['false\n', false],
+    ])('reads %p as %p', (value, expected) => {
+      expect(parseBoolean(value)).toBe(expected);
+      expect(loadConfig(WithSwitch, { FEATURE_ENABLED: value }).FEATURE_ENABLED).toBe(expected);
+    });
+
+    it.each(['flase', 'ture', 'on', 'off', 'y', 'n', '2', '-1', 'enabled', 'true1', 'null'])('stops with a ConfigError naming the variable when it is %p', (value) => {
+      expect(parseBoolean(value)).toBeUndefined();
+      let caught: unknown;
+      try {
+        loadConfig(WithSwitch, { FEATURE_ENABLED: value });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(ConfigError);
+      expect((caught as ConfigError).variables).toEqual(['FEATURE_ENABLED']);
+      expect((caught as ConfigError).message).toBe(`invalid configuration: FEATURE_ENABLED=${JSON.stringify(value)}: must be one of true, false, 1, 0, yes, no`);
+    });
+
+    it('names a bad boolean beside the other bad variables, in declaration order', () => {
+      let caught: unknown;
+      try {
+        loadConfig(WithSwitch, { FEATURE_ENABLED: 'flase', RPC_TIMEOUT_MS: 'soon' });
+      } catch (err) {
+        caught = err;
+      }
+      expect((caught as ConfigError).variables).toEqual(['RPC_TIMEOUT_MS', 'FEATURE_ENABLED']);
+    });
+
+    it('keeps the default when the variable is unset or empty', () => {
+      expect(loadConfig(WithSwitch, {}).FEATURE_ENABLED).toBe(true);
+      expect(loadConfig(WithSwitch, { FEATURE_ENABLED: '' }).FEATURE_ENABLED).toBe(true);
+    });
   });
 
   describe('secrets', () => {

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import he from 'he';
 
 /**
  * Whether `header` is Nylas's signature of `rawBody`: hex HMAC-SHA256 of the exact raw bytes with
@@ -14,22 +15,19 @@ export function isValidNylasSignature(rawBody: Buffer | undefined, header: strin
 
 /**
  * Plain text of a Nylas message body (HTML): line breaks for `<br>` and block ends, tags dropped,
- * the common entities decoded. Enough for the opt-out rule and the thread view; not a renderer.
+ * character references decoded (the `he` library; a no-break space reads as a space). Enough for
+ * the opt-out rule and the thread view; not a renderer.
  */
 export function htmlToText(html: string | null | undefined): string {
   if (!html) return '';
-  return html
+  const withoutTags = html
     .replace(/<(script|style)[\s\S]*?<\/\1>/gi, '')
     .replace(/<br\s*\/?>/gi, '\n')
     .replace(/<\/(p|div|li|tr|h[1-6]|blockquote)>/gi, '\n')
-    .replace(/<[^>]+>/g, '')
-    .replace(/&nbsp;/g, ' ')
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;|&apos;/g, "'")
-    .replace(/&#(\d+);/g, (_m, code: string) => String.fromCodePoint(Number(code)))
-    .replace(/&amp;/g, '&')
+    .replace(/<[^>]+>/g, '');
+  return he
+    .decode(withoutTags)
+    .replace(/\u00a0/g, ' ')
     .replace(/\r\n?/g, '\n')
     .replace(/[ \t]+\n/g, '\n')
     .replace(/\n{3,}/g, '\n\n')

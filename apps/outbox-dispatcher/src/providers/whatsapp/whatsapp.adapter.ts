@@ -1,14 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { buildWhatsAppMessage, type OutboxPayload, validateWhatsAppPayload } from '@touchpoint/contracts';
 import { APP_CONFIG } from '@touchpoint/runtime';
-import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { type Classified, classifyWhatsAppFailure, parseRetryAfter, type WireFailure } from '../../classification/classification.js';
 import type { OutboxDispatcherConfig } from '../../outbox-dispatcher.config.js';
 import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../provider-adapter.js';
-
-/** Error codes of socket failures that happen before a request was written: it provably never left. */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+import { isSuccess, ProviderHttp } from '../provider-http.js';
 
 /**
  * WhatsApp Cloud API adapter: `POST {base}/{version}/{phone_number_id}/messages` with a bearer
@@ -19,10 +16,14 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EH
 export class WhatsAppAdapter implements ProviderAdapter {
   readonly channel = 'whatsapp' as const;
 
+  private readonly graph: ProviderHttp;
+
   constructor(
     @Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.graph = new ProviderHttp({ name: 'Graph', baseUrl: config.WHATSAPP_GRAPH_BASE_URL, timeoutMs: config.WHATSAPP_SEND_TIMEOUT_MS });
+  }
 
   validate(payload: unknown, idempotencyKey: string): string[] {
     return validateWhatsAppPayload(payload, idempotencyKey);
@@ -54,7 +55,7 @@ export class WhatsAppAdapter implements ProviderAdapter {
   }
 
   async send(prepared: PreparedSend, sender: SenderCredentials): Promise<SendAccepted> {
-    const { status, body } = await this.call(sender, 'messages', JSON.stringify(prepared.body), 'application/json');
+    const { status, body } = await this.call(sender, 'messages', { json: prepared.body });
     const messages = (body as { messages?: { id?: unknown }[] } | null)?.messages;
     const wamid = Array.isArray(messages) && typeof messages[0]?.id === 'string' ? messages[0].id : null;
     const isReadReceipt = prepared.body.status === 'read';
@@ -71,41 +72,23 @@ export class WhatsAppAdapter implements ProviderAdapter {
     form.set('messaging_product', 'whatsapp');
     form.set('type', upload.mime_type);
     form.set('file', new Blob([Buffer.from(upload.data_base64, 'base64')], { type: upload.mime_type }), upload.filename ?? 'file');
-    const { body } = await this.call(sender, 'media', form, undefined);
+    const { body } = await this.call(sender, 'media', { form });
     const id = (body as { id?: unknown } | null)?.id;
     if (typeof id !== 'string') throw new ProviderCallError({ kind: 'network' }, 'media upload answered without an id', body);
     return id;
   }
 
   /** One Graph call; raises ProviderCallError for any failure, including a non-2xx answer. */
-  private async call(sender: SenderCredentials, edge: 'messages' | 'media', body: string | FormData, contentType: string | undefined): Promise<{ status: number; body: unknown }> {
-    const url = `${this.config.WHATSAPP_GRAPH_BASE_URL.replace(/\/+$/, '')}/${this.config.WHATSAPP_GRAPH_VERSION}/${encodeURIComponent(sender.phoneNumberId ?? '')}/${edge}`;
-    let response: Response;
-    let text: string;
-    try {
-      response = await fetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${sender.secrets.access_token}`, ...(contentType ? { 'content-type': contentType } : {}) },
-        body,
-        signal: AbortSignal.timeout(this.config.WHATSAPP_SEND_TIMEOUT_MS),
-      });
-      text = await response.text();
-    } catch (err) {
-      throw transportError(err);
-    }
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      parsed = { raw: truncateText(text, 2000) };
-    }
-    if (response.ok) return { status: response.status, body: parsed };
+  private async call(sender: SenderCredentials, edge: 'messages' | 'media', request: { json?: unknown; form?: FormData }): Promise<{ status: number; body: unknown }> {
+    const answer = await this.graph.request(`/${this.config.WHATSAPP_GRAPH_VERSION}/${encodeURIComponent(sender.phoneNumberId ?? '')}/${edge}`, { method: 'POST', headers: { authorization: `Bearer ${sender.secrets.access_token}` }, ...request });
+    const parsed = answer.body;
+    if (isSuccess(answer)) return { status: answer.status, body: parsed };
     const error = (parsed as { error?: { code?: unknown; message?: unknown; error_subcode?: unknown; error_data?: { details?: unknown } } } | null)?.error;
     const providerCode = typeof error?.code === 'number' ? error.code : typeof error?.code === 'string' && /^\d+$/.test(error.code) ? Number(error.code) : null;
-    const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), this.clock.now());
+    const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'), this.clock.now());
     throw new ProviderCallError(
-      { kind: 'http', httpStatus: response.status, providerCode, retryAfterMs },
-      typeof error?.message === 'string' ? error.message : `Graph answered ${response.status}`,
+      { kind: 'http', httpStatus: answer.status, providerCode, retryAfterMs },
+      typeof error?.message === 'string' ? error.message : `Graph answered ${answer.status}`,
       parsed,
       providerCode === null ? null : String(providerCode),
       {
@@ -115,18 +98,4 @@ export class WhatsAppAdapter implements ProviderAdapter {
       },
     );
   }
-}
-
-/** Maps a fetch failure to a wire failure: timeout, network (may have arrived) or unreachable. */
-function transportError(err: unknown): ProviderCallError {
-  const e = err as { name?: string; message?: string; cause?: { code?: string; name?: string; message?: string } };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.cause?.name === 'TimeoutError') {
-    return new ProviderCallError({ kind: 'timeout' }, 'Graph did not answer in time', null, 'timeout');
-  }
-  const code = e?.cause?.code;
-  if (code && UNREACHABLE_CODES.has(code)) {
-    // The connection was never made, so no request existed: safe to retry like a transient fault.
-    return new ProviderCallError({ kind: 'http', httpStatus: 503, providerCode: null, retryAfterMs: null }, `Graph unreachable (${code})`, null, code);
-  }
-  return new ProviderCallError({ kind: 'network' }, `network failure: ${e?.cause?.message ?? e?.message ?? String(err)}`, null, code ?? 'network');
 }

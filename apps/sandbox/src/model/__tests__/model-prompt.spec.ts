@@ -6,6 +6,7 @@ describe('model prompt reading', () => {
     ['a &amp;lt; b', 'a &lt; b'],
     ['&quot;x&quot; &#x27;y&#x27;', `"x" 'y'`],
     ['plain', 'plain'],
+    ['&#x60;code&#x60; &amp;quot;', '`code` &quot;'],
   ])('unescapes %j to %j', (text, plain) => {
     expect(unescapeData(text)).toBe(plain);
   });

@@ -1,6 +1,6 @@
-import { slugOf } from '../../linkedin/unipile.adapter.js';
-import { classifyProviderFailure, PROSPECT_CAP_REFUSAL_CODE } from '../nylas.adapter.js';
-import { textToHtml } from '../provider-http.js';
+import { classifyProviderFailure } from '../../classification/classification.js';
+import { PROSPECT_CAP_REFUSAL_CODE, textToHtml } from '../email/nylas.adapter.js';
+import { slugOf } from '../linkedin/unipile.adapter.js';
 
 describe('classifyProviderFailure', () => {
   it.each([
@@ -31,5 +31,9 @@ describe('slugOf', () => {
 describe('textToHtml', () => {
   it('escapes markup and keeps line breaks', () => {
     expect(textToHtml('Hi <Ana> & co,\r\nline "two"\n\nUnsubscribe: https://x.example/u?token=a.b')).toBe('Hi &lt;Ana&gt; &amp; co,<br>line &quot;two&quot;<br><br>Unsubscribe: https://x.example/u?token=a.b');
+  });
+
+  it("writes an apostrophe as a numeric reference (&apos; is not HTML 4, which some mail clients still parse)", () => {
+    expect(textToHtml("It's &amp; done")).toBe('It&#x27;s &amp;amp; done');
   });
 });

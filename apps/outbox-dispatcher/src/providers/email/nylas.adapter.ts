@@ -3,11 +3,12 @@ import { type OutboxPayload, validateEmailPayload } from '@touchpoint/contracts'
 import { APP_CONFIG } from '@touchpoint/runtime';
 import { signUnsubscribeToken } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { type Classified, parseRetryAfter, type WireFailure } from '../classification/classification.js';
-import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
-import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
-import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../providers/provider-adapter.js';
-import { providerFetch, textToHtml } from './provider-http.js';
+import he from 'he';
+import { type Classified, classifyProviderFailure, parseRetryAfter, type WireFailure } from '../../classification/classification.js';
+import type { OutboxDispatcherConfig } from '../../outbox-dispatcher.config.js';
+import { ProspectCapService } from '../../prospect-cap/prospect-cap.service.js';
+import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../provider-adapter.js';
+import { isSuccess, ProviderHttp } from '../provider-http.js';
 
 /**
  * Provider code we give the prospect-cap refusal (ours; Nylas has no such code): the dispatcher
@@ -33,12 +34,15 @@ const HEADER_FRIENDLY_PROVIDERS = new Set(['google', 'gmail']);
 @Injectable()
 export class NylasEmailAdapter implements ProviderAdapter {
   readonly channel = 'email' as const;
+  private readonly nylas: ProviderHttp;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig,
     private readonly cap: ProspectCapService,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.nylas = new ProviderHttp({ name: 'Nylas', baseUrl: config.NYLAS_API_BASE_URL, timeoutMs: config.NYLAS_SEND_TIMEOUT_MS });
+  }
 
   validate(payload: unknown): string[] {
     return validateEmailPayload(payload);
@@ -78,9 +82,8 @@ export class NylasEmailAdapter implements ProviderAdapter {
   }
 
   async send(prepared: PreparedSend, sender: SenderCredentials): Promise<SendAccepted> {
-    const url = `${this.base()}/v3/grants/${encodeURIComponent(sender.secrets.grant_id ?? '')}/messages/send`;
-    const answer = await providerFetch(url, { method: 'POST', headers: { authorization: `Bearer ${sender.secrets.api_key}`, 'content-type': 'application/json' }, body: JSON.stringify(prepared.body) }, this.config.NYLAS_SEND_TIMEOUT_MS, 'Nylas');
-    if (answer.status >= 200 && answer.status < 300) {
+    const answer = await this.nylas.request(`/v3/grants/${encodeURIComponent(sender.secrets.grant_id ?? '')}/messages/send`, { method: 'POST', headers: { authorization: `Bearer ${sender.secrets.api_key}` }, json: prepared.body });
+    if (isSuccess(answer)) {
       const id = (answer.body as { data?: { id?: unknown } } | null)?.data?.id;
       // A 2xx we cannot read: Nylas may well have sent it.
       if (typeof id !== 'string') throw new ProviderCallError({ kind: 'network' }, `unreadable ${answer.status} answer from Nylas`, answer.body);
@@ -97,8 +100,7 @@ export class NylasEmailAdapter implements ProviderAdapter {
 
   /** One message read with its headers (`fields=include_headers`), for the auto-reply rule. */
   async readHeaders(sender: SenderCredentials, messageId: string): Promise<{ headers: { name: string; value: string }[]; subject: string | null }> {
-    const url = `${this.base()}/v3/grants/${encodeURIComponent(sender.secrets.grant_id ?? '')}/messages/${encodeURIComponent(messageId)}?fields=include_headers`;
-    const answer = await providerFetch(url, { method: 'GET', headers: { authorization: `Bearer ${sender.secrets.api_key}` } }, this.config.NYLAS_SEND_TIMEOUT_MS, 'Nylas');
+    const answer = await this.nylas.request(`/v3/grants/${encodeURIComponent(sender.secrets.grant_id ?? '')}/messages/${encodeURIComponent(messageId)}?fields=include_headers`, { method: 'GET', headers: { authorization: `Bearer ${sender.secrets.api_key}` } });
     if (answer.status !== 200) throw new ProviderCallError({ kind: 'http', httpStatus: answer.status, providerCode: null, retryAfterMs: null }, `Nylas answered ${answer.status}`, answer.body);
     const data = (answer.body as { data?: { headers?: unknown; subject?: unknown } } | null)?.data;
     return { headers: Array.isArray(data?.headers) ? (data.headers as { name: string; value: string }[]) : [], subject: typeof data?.subject === 'string' ? data.subject : null };
@@ -112,25 +114,12 @@ export class NylasEmailAdapter implements ProviderAdapter {
   classify(failure: WireFailure): Classified {
     return classifyProviderFailure(failure, [PROSPECT_CAP_REFUSAL_CODE]);
   }
-
-  private base(): string {
-    return this.config.NYLAS_API_BASE_URL.replace(/\/+$/, '');
-  }
 }
 
-/** The shared classification of the email and LinkedIn adapters; `refusals` are our local refusal codes (permanent). */
-export function classifyProviderFailure(failure: WireFailure, refusals: number[]): Classified {
-  const permanent: Classified = { classification: 'permanent', action: 'fail', floorMs: 0, accountRestricted: false };
-  switch (failure.kind) {
-    case 'timeout':
-    case 'network':
-      return { classification: 'ambiguous', action: 'park_ambiguous', floorMs: 0, accountRestricted: false };
-    case 'local':
-      return { classification: 'local_execution', action: 'fail', floorMs: 0, accountRestricted: false };
-    case 'http':
-      if (failure.providerCode !== null && refusals.includes(failure.providerCode)) return permanent;
-      if (failure.httpStatus === 429) return { classification: 'rate_limited', action: 'retry', floorMs: failure.retryAfterMs ?? 0, accountRestricted: false };
-      if (failure.httpStatus >= 500) return { classification: 'transient', action: 'retry', floorMs: failure.retryAfterMs ?? 0, accountRestricted: false };
-      return permanent;
-  }
+/** HTML of a plain-text body: escaped (the `he` library), line breaks kept (the approved text goes out as written). */
+export function textToHtml(text: string): string {
+  return he
+    .escape(text)
+    .replace(/\r\n?/g, '\n')
+    .replace(/\n/g, '<br>');
 }

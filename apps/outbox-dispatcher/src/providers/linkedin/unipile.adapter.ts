@@ -3,11 +3,10 @@ import { type OutboxPayload, validateLinkedinPayload } from '@touchpoint/contrac
 import { APP_CONFIG } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { type Classified, parseRetryAfter, type WireFailure } from '../classification/classification.js';
-import { classifyProviderFailure } from '../email/nylas.adapter.js';
-import { providerFetch } from '../email/provider-http.js';
-import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
-import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../providers/provider-adapter.js';
+import { type Classified, classifyProviderFailure, parseRetryAfter, type WireFailure } from '../../classification/classification.js';
+import type { OutboxDispatcherConfig } from '../../outbox-dispatcher.config.js';
+import { type DispatchEntry, type PreparedSend, type ProviderAdapter, ProviderCallError, type SendAccepted, type SenderCredentials } from '../provider-adapter.js';
+import { isSuccess, ProviderHttp } from '../provider-http.js';
 
 /** Provider codes we give Unipile's refusals (ours): both fail the entry with nothing sent. */
 export const ALREADY_CONNECTED_CODE = 90_101;
@@ -39,11 +38,14 @@ const CONNECTION_HELD_TYPES = [/cannot_resend_yet/, /already_invited_recently/, 
 @Injectable()
 export class UnipileLinkedinAdapter implements ProviderAdapter {
   readonly channel = 'linkedin' as const;
+  private readonly unipile: ProviderHttp;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig,
+    @Inject(APP_CONFIG) config: OutboxDispatcherConfig,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.unipile = new ProviderHttp({ name: 'Unipile', baseUrl: config.UNIPILE_API_BASE_URL, timeoutMs: config.UNIPILE_SEND_TIMEOUT_MS });
+  }
 
   validate(payload: unknown): string[] {
     return validateLinkedinPayload(payload);
@@ -78,15 +80,15 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
     const headers = { 'x-api-key': sender.secrets.api_key ?? '', accept: 'application/json' };
     let answer;
     if (action === 'invite') {
-      answer = await providerFetch(`${this.base()}/api/v1/users/invite`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(fields) }, this.config.UNIPILE_SEND_TIMEOUT_MS, 'Unipile');
+      answer = await this.unipile.request('/api/v1/users/invite', { method: 'POST', headers, json: fields });
     } else {
       const form = new FormData();
       form.set('account_id', fields.account_id!);
       form.set('text', fields.text!);
       form.append('attendees_ids', fields.attendees_ids!);
-      answer = await providerFetch(`${this.base()}/api/v1/chats`, { method: 'POST', headers, body: form }, this.config.UNIPILE_SEND_TIMEOUT_MS, 'Unipile');
+      answer = await this.unipile.request('/api/v1/chats', { method: 'POST', headers, form });
     }
-    if (answer.status >= 200 && answer.status < 300) {
+    if (isSuccess(answer)) {
       const b = answer.body as { invitation_id?: unknown; message_id?: unknown } | null;
       const id = action === 'invite' ? b?.invitation_id : b?.message_id;
       if (typeof id !== 'string') throw new ProviderCallError({ kind: 'network' }, `unreadable ${answer.status} answer from Unipile`, answer.body);
@@ -108,8 +110,7 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
    * @throws ProviderCallError (a 404 fails the entry: no such profile)
    */
   private async resolveMember(sender: SenderCredentials, slug: string): Promise<string> {
-    const url = `${this.base()}/api/v1/users/${encodeURIComponent(slug)}?account_id=${encodeURIComponent(sender.secrets.account_id ?? '')}`;
-    const answer = await providerFetch(url, { method: 'GET', headers: { 'x-api-key': sender.secrets.api_key ?? '', accept: 'application/json' } }, this.config.UNIPILE_SEND_TIMEOUT_MS, 'Unipile');
+    const answer = await this.unipile.request(`/api/v1/users/${encodeURIComponent(slug)}?account_id=${encodeURIComponent(sender.secrets.account_id ?? '')}`, { method: 'GET', headers: { 'x-api-key': sender.secrets.api_key ?? '', accept: 'application/json' } });
     const id = (answer.body as { provider_id?: unknown } | null)?.provider_id;
     if (answer.status === 200 && typeof id === 'string' && id !== '') return id;
     const type = (answer.body as { type?: unknown } | null)?.type;
@@ -119,10 +120,6 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
   /** As the email adapter; the two refusals are permanent for this entry (the requester decides what follows). */
   classify(failure: WireFailure): Classified {
     return classifyProviderFailure(failure, [ALREADY_CONNECTED_CODE, CONNECTION_HELD_CODE]);
-  }
-
-  private base(): string {
-    return this.config.UNIPILE_API_BASE_URL.replace(/\/+$/, '');
   }
 }
 
