@@ -13,7 +13,7 @@ import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
+import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, registerSender } from '../messaging/helpers.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { HOUR, publishEvent, startFollowups } from './followups-world.js';
@@ -56,7 +56,7 @@ describe('One-off returns (promises)', () => {
     operator = { organizationId: org, memberId: member.member_id, apiKeyId: key.key.api_key_id, secret: key.secret };
     // A conversation of the organization for the returns to name (a return's conversation must be the caller's).
     await registerSender(world, org, 'pn-promises');
-    await messaging.get(InboundService).whatsapp(inboundText(newWamid(), '5592900001111', 'Oi', Math.floor(Date.now() / 1000), 'pn-promises'));
+    await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), '5592900001111', 'Oi', Math.floor(Date.now() / 1000), 'pn-promises'));
     [{ conversation_id: conversationId }] = await world.sql<{ conversation_id: string }>(`SELECT conversation_id FROM "${world.schema('messaging')}".messages LIMIT 1`);
     sut = followups.get(PromisesService);
     schema = world.schema('followups');
