@@ -15,7 +15,9 @@ import { SendersService, TOKEN_INVALID } from '../senders/senders.service.js';
 import { entryEvent } from './entry-events.js';
 import { failure, settleByEvidence } from './settle-helpers.js';
 import type { Tx } from '@touchpoint/database';
-import { type AttemptEnd, type EntryRow, type EntryTransition, OutboxRepository, type PairLease } from './outbox.repository.js';
+import { type AttemptEnd, AttemptsRepository, type EntryTransition } from './attempts.repository.js';
+import { type EntryRow, OutboxRepository } from './outbox.repository.js';
+import { type PairLease, PairLeaseRepository } from './pair-lease.repository.js';
 
 /** What one drain step did. */
 export interface StepResult {
@@ -71,6 +73,8 @@ export class DispatchService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly repository: OutboxRepository,
+    private readonly pairs: PairLeaseRepository,
+    private readonly attempts: AttemptsRepository,
     private readonly senders: SendersService,
     private readonly providers: ProviderRegistry,
     private readonly resolution: ResolutionService,
@@ -102,11 +106,11 @@ export class DispatchService {
     let claimed: Claimed;
     try {
       claimed = await this.uow.run(async (tx): Promise<Claimed> => {
-        const claim = await this.repository.claimPair(tx, now, this.owner, this.config.OUTBOX_LEASE_MS, this.interval);
-        if (!claim) return { kind: 'none', nextDueAt: await this.repository.nextDue(tx, now) };
+        const claim = await this.pairs.claimPair(tx, now, this.owner, this.config.OUTBOX_LEASE_MS, this.interval);
+        if (!claim) return { kind: 'none', nextDueAt: await this.pairs.nextDue(tx, now) };
         if (!claim.entry) {
           // Due, but its head is backing off (or was cancelled): recompute and let go.
-          await this.repository.releasePair(tx, claim.lease, this.interval);
+          await this.pairs.releasePair(tx, claim.lease, this.interval);
           return { kind: 'released' };
         }
         const entry = claim.entry;
@@ -152,7 +156,7 @@ export class DispatchService {
    */
   private async openAttempt(tx: Tx, lease: PairLease, entry: EntryRow, prepared: PreparedSend): Promise<Opened | 'suppressed'> {
     const now = this.clock.now();
-    const result = await this.repository.openAttempt(tx, {
+    const result = await this.attempts.openAttempt(tx, {
       lease,
       entryId: entry.id,
       organizationId: entry.organization_id,
@@ -164,10 +168,10 @@ export class DispatchService {
     });
     if (result.suppressed) {
       // The do-not-contact gate sits next to the wire: the entry fails without an attempt.
-      const row = await this.repository.transitionClaimed(tx, entry.id, lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), now);
+      const row = await this.attempts.transitionClaimed(tx, entry.id, lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), now);
       if (!row) throw new LeaseLost();
       await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
-      await this.repository.releasePair(tx, lease, this.interval);
+      await this.pairs.releasePair(tx, lease, this.interval);
       return 'suppressed';
     }
     if (result.attemptId === null || result.attempts === null) throw new LeaseLost();
@@ -188,9 +192,9 @@ export class DispatchService {
     } catch (err) {
       this.logger.warn({ event: 'outbox.sender_read_failed', entry_id: entry.id, err: (err as Error).message }, 'could not read the sender; requeued');
       await this.uow.run(async (tx) => {
-        await this.repository.lockPair(tx, lease.pairId);
-        await this.repository.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), new Date(this.clock.now().getTime() + SENDER_READ_RETRY_MS));
-        await this.repository.releasePair(tx, lease, this.interval);
+        await this.pairs.lockPair(tx, lease.pairId);
+        await this.attempts.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), new Date(this.clock.now().getTime() + SENDER_READ_RETRY_MS));
+        await this.pairs.releasePair(tx, lease, this.interval);
       });
       return { claimed: true, attempted: false, nextDueAt: null, requeued: true };
     }
@@ -210,7 +214,7 @@ export class DispatchService {
     let opened: Opened | 'suppressed' | 'lease_lost';
     try {
       opened = await this.uow.run(async (tx) => {
-        await this.repository.lockPair(tx, lease.pairId);
+        await this.pairs.lockPair(tx, lease.pairId);
         return this.openAttempt(tx, lease, entry, prepared);
       });
     } catch (err) {
@@ -224,7 +228,7 @@ export class DispatchService {
     if (opened === 'lease_lost') {
       // No attempt was opened, so nothing can have been sent: hand the entry back untouched.
       this.logger.warn({ event: 'outbox.lease_lost', entry_id: entry.id, pair_id: lease.pairId }, 'claim lost before the attempt opened; requeued');
-      await this.uow.run((tx) => this.repository.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), this.clock.now()));
+      await this.uow.run((tx) => this.attempts.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), this.clock.now()));
       return { claimed: true, attempted: false, nextDueAt: null, requeued: true };
     }
     return this.sendOpened(lease, entry, adapter!, sender!, prepared, opened);
@@ -279,7 +283,7 @@ export class DispatchService {
 
     const write = () =>
       this.uow.run(async (tx) => {
-        await this.repository.lockPair(tx, lease.pairId);
+        await this.pairs.lockPair(tx, lease.pairId);
         let [finalEnd, finalTransition] = [end, transition];
         if (transition.status === 'ambiguous') {
           // A status webhook may have correlated this send while we waited: evidence beats "unknown".
@@ -287,13 +291,13 @@ export class DispatchService {
           const settled = evidence ? settleByEvidence(evidence, end) : null;
           if (settled) [finalEnd, finalTransition] = settled;
         }
-        const row = await this.repository.settleAttempt(tx, attemptId, finalEnd, entry.id, lease.fence, finalTransition, now);
+        const row = await this.attempts.settleAttempt(tx, attemptId, finalEnd, entry.id, lease.fence, finalTransition, now);
         if (!row) return undefined;
         await this.disconnectOnInvalidToken(tx, row);
         if (row.status === 'accepted') await tx.publish(entryEvent(OutboxEvents.EntryAccepted, row));
         else if (row.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
         else if (row.status === 'ambiguous') await tx.publish(entryEvent(OutboxEvents.EntryAmbiguous, row));
-        await this.repository.releasePair(tx, lease, this.interval);
+        await this.pairs.releasePair(tx, lease, this.interval);
         return row;
       });
 
@@ -367,15 +371,15 @@ export class DispatchService {
     const row = await this.uow
       .run(async (tx) => {
         const now = this.clock.now();
-        await this.repository.lockPair(tx, lease.pairId);
-        if (!(await this.repository.stampPacingGate(tx, lease, now, this.interval))) throw new LeaseLost();
-        const attempts = await this.repository.bumpAttempt(tx, entry.id, lease.fence, now, null);
+        await this.pairs.lockPair(tx, lease.pairId);
+        if (!(await this.pairs.stampPacingGate(tx, lease, now, this.interval))) throw new LeaseLost();
+        const attempts = await this.attempts.bumpAttempt(tx, entry.id, lease.fence, now, null);
         if (attempts === null) throw new LeaseLost();
         const retry = classified.action === 'retry' && attempts < entry.max_attempts;
         const end: AttemptEnd = { outcome: retry ? 'requeued' : 'failed', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs: null, body };
-        await this.repository.insertAttempt(tx, entry.id, lease, attempts, now, end);
+        await this.attempts.insertAttempt(tx, entry.id, lease, attempts, now, end);
         const delay = retryDelayMs({ baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS }, attempts, classified.floorMs);
-        const next = await this.repository.transitionClaimed(
+        const next = await this.attempts.transitionClaimed(
           tx,
           entry.id,
           lease.fence,
@@ -387,7 +391,7 @@ export class DispatchService {
         if (!next) throw new LeaseLost();
         if (err instanceof ProviderCallError) await this.disconnectOnInvalidToken(tx, next);
         if (next.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, next));
-        await this.repository.releasePair(tx, lease, this.interval);
+        await this.pairs.releasePair(tx, lease, this.interval);
         return next;
       })
       .catch((e) => {
