@@ -13,9 +13,10 @@ import { ProviderRegistry } from '../providers/provider-registry.js';
 import { ResolutionService } from '../ambiguous/resolution.service.js';
 import { SendersService, TOKEN_INVALID } from '../senders/senders.service.js';
 import { entryEvent } from './entry-events.js';
+import { preparationFailure, SenderUnavailable, sendOutcome } from './send-outcome.js';
 import { failure, settleByEvidence } from './settle-helpers.js';
 import type { Tx } from '@touchpoint/database';
-import { type AttemptEnd, AttemptsRepository, type EntryTransition } from './attempts.repository.js';
+import { type AttemptEnd, AttemptsRepository } from './attempts.repository.js';
 import { type EntryRow, OutboxRepository } from './outbox.repository.js';
 import { type PairLease, PairLeaseRepository } from './pair-lease.repository.js';
 
@@ -48,17 +49,6 @@ function toDispatchEntry(entry: EntryRow): DispatchEntry {
 
 /** Raised inside the attempt-opening transaction to roll it back when the entry is no longer ours. */
 class LeaseLost extends Error {}
-
-/** A preparation failure that is not the provider's: the sender cannot send. */
-class SenderUnavailable extends Error {
-  constructor(
-    message: string,
-    /** The dispatcher disconnected it after a 190: its entries fail `sender_token_invalid`. */
-    readonly tokenInvalid = false,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * Claims a pair and works its head: prepare → open the attempt → send → record (seed 004 "Dispatch
@@ -250,36 +240,7 @@ export class DispatchService {
   /** Turns a send result into the attempt's end and the entry's transition, and writes them. */
   private async recordOutcome(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, attemptId: string, attempts: number, result: { accepted: SendAccepted } | { error: unknown }): Promise<StepResult> {
     const now = this.clock.now();
-    let end: AttemptEnd;
-    let transition: EntryTransition;
-    let classified: Classified | null = null;
-    if ('accepted' in result) {
-      end = { outcome: 'accepted', classification: null, providerCode: null, httpStatus: result.accepted.httpStatus, retryAfterMs: null, body: result.accepted.body };
-      transition = { status: 'accepted', providerMessageId: result.accepted.providerMessageId, classification: null, errorCode: null, errorMessage: null, httpStatus: result.accepted.httpStatus };
-    } else {
-      const err = result.error;
-      const wire = err instanceof ProviderCallError ? err : null;
-      classified = adapter.classify(wire ? wire.failure : { kind: 'local' });
-      const body = wire ? wire.body : { source: 'local_execution', message: (err as Error)?.message ?? String(err) };
-      const code = wire ? wire.errorCode : 'local_execution';
-      const message = (err as Error)?.message ?? String(err);
-      const retryAfterMs = wire?.failure.kind === 'http' ? wire.failure.retryAfterMs : null;
-      const httpStatus = wire?.httpStatus ?? null;
-      const extras = { errorSubcode: wire?.detail.subcode ?? null, errorDetails: wire?.detail.details ?? null };
-      const canRetry = classified.action === 'retry' && attempts < entry.max_attempts;
-      if (canRetry) {
-        const delay = retryDelayMs({ baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS }, attempts, classified.floorMs);
-        end = { outcome: 'retry', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'pending', nextAttemptAt: new Date(now.getTime() + delay), classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
-      } else if (classified.action === 'park_ambiguous' && entry.payload_type !== 'read_receipt') {
-        end = { outcome: 'ambiguous', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'ambiguous', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
-      } else {
-        // Permanent, attempts exhausted, or a read receipt: a receipt has no value by the time a retry would run.
-        end = { outcome: 'failed', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'failed', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
-      }
-    }
+    const { end, transition, classified } = sendOutcome(entry, adapter, attempts, result, now, { baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS });
 
     const write = () =>
       this.uow.run(async (tx) => {
@@ -348,26 +309,8 @@ export class DispatchService {
    * which also stamps the pacing gate, so a failing entry cannot spin faster than real sends.
    */
   private async preparationFailed(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter | undefined, err: unknown): Promise<StepResult> {
-    let classified: Classified;
-    let body: unknown;
-    let code: string | null;
     const message = (err as Error)?.message ?? String(err);
-    if (err instanceof ProviderCallError && adapter) {
-      classified = adapter.classify(err.failure);
-      // An upload that timed out sent no message: retrying it cannot duplicate one.
-      if (classified.action === 'park_ambiguous') classified = { ...classified, classification: 'transient', action: 'retry' };
-      body = err.body;
-      code = err.errorCode;
-    } else if (err instanceof SenderUnavailable) {
-      classified = { classification: err.tokenInvalid ? 'sender_unauthorized' : 'sender_unavailable', action: 'fail', floorMs: 0, accountRestricted: false };
-      body = { source: 'sender', message };
-      code = err.tokenInvalid ? 'sender_token_invalid' : 'sender_unavailable';
-    } else {
-      classified = { classification: 'local_execution', action: 'fail', floorMs: 0, accountRestricted: false };
-      body = { source: 'local_execution', message };
-      code = 'local_execution';
-    }
-    const httpStatus = err instanceof ProviderCallError ? err.httpStatus : null;
+    const { classified, body, code, httpStatus } = preparationFailure(err, adapter);
     const row = await this.uow
       .run(async (tx) => {
         const now = this.clock.now();
