@@ -4,7 +4,7 @@ import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
 import type { FollowupsConfig } from '../followups.config.js';
 import { PollLoop } from '../release/poll-loop.js';
 import { ReleaseSignal } from '../release/release-signal.js';
-import { PromisesService } from './promises.service.js';
+import { PromiseFiringService } from './promise-firing.service.js';
 
 /**
  * Fires due one-off returns back to back, then sleeps the poll interval. A resumption waiting on a
@@ -13,7 +13,7 @@ import { PromisesService } from './promises.service.js';
 @Injectable()
 export class PromiseLoop extends PollLoop {
   constructor(
-    private readonly promises: PromisesService,
+    private readonly promises: PromiseFiringService,
     signal: ReleaseSignal,
     @Inject(APP_CONFIG) config: FollowupsConfig,
     @Inject(LOGGER) logger: Logger,
