@@ -4,6 +4,7 @@ import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js'
 import { AiGatewayModule } from '../../apps/ai-gateway/src/ai-gateway.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
+import { PromiseFiringService } from '../../apps/followups/src/promises/promise-firing.service.js';
 import { PromisesService } from '../../apps/followups/src/promises/promises.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
@@ -316,7 +317,7 @@ describe('Follow-up AI steps', () => {
     it('resume the conversation with the message ai-gateway writes from the promise (promise_resume)', async () => {
       const { id, contactId } = await dueReturn();
       await script([{ reply: { body: 'Oi! Conseguiu falar com seu sócio sobre a cadeira?' } }]);
-      expect(await followupsA.get(PromisesService).fireOne()).toBe('resumed');
+      expect(await followupsA.get(PromiseFiringService).fireOne()).toBe('resumed');
       const row = await promiseRow(id);
       expect(row).toMatchObject({ status: 'completed', attempts: 1, locked_until: null, run: { message_key: `promise:${id}`, skip_reason: null } });
       expect(row.run.ai_run_id).toEqual(expect.any(String));
@@ -329,18 +330,18 @@ describe('Follow-up AI steps', () => {
     it('skip with the reason when the model fails, and drop a late answer after another worker took over', async () => {
       const failing = await dueReturn();
       await script([{ fault: 'http_error', status: 500, times: 5 }]);
-      expect(await followupsA.get(PromisesService).fireOne()).toBe('skipped');
+      expect(await followupsA.get(PromiseFiringService).fireOne()).toBe('skipped');
       expect((await promiseRow(failing.id)).run.skip_reason).toMatch(/^ai_(unavailable|timeout|invalid_output)$/);
       expect(await sql(`SELECT 1 FROM fu.outbox_events WHERE event_id = $1`, [`promise:${failing.id}`])).toEqual([]);
 
       await model('POST', 'reset', {});
       const slow = await dueReturn();
       await script([{ fault: 'timeout', delay_ms: LEASE_MS + 3000 }, { reply: { body: 'Olá de novo!' } }]);
-      const late = followupsA.get(PromisesService).fireOne();
+      const late = followupsA.get(PromiseFiringService).fireOne();
       await eventually(async () => (await requests()).length === 1);
       expect(await promiseRow(slow.id)).toMatchObject({ status: 'turn_enqueued', attempts: 1 });
       clock.advance(LEASE_MS + 1);
-      expect(await followupsB.get(PromisesService).fireOne()).toBe('resumed');
+      expect(await followupsB.get(PromiseFiringService).fireOne()).toBe('resumed');
       expect(await late).toBe('dropped');
       expect(await promiseRow(slow.id)).toMatchObject({ status: 'completed', attempts: 2 });
       const commands = await sql(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${slow.id}`]);

@@ -15,10 +15,10 @@ import { signCrmWebhook } from '../../apps/gateway/src/crm/crm-signature.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
+import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { ALWAYS_OPEN, HOUR, startFollowups } from './followups-world.js';
@@ -255,7 +255,7 @@ describe('CRM events ingress', () => {
 
     it.each(['lost', 'won'] as const)('a lead closed %s stops the contact\'s live enrollments with that reason and the queued follow-up never reaches the sandbox', async (closed) => {
       const waId = newWaId();
-      await messaging.get(InboundService).whatsapp(inboundText(newWamid(), waId, `Oi, sou ${waId}`, (inboundSeconds += 5), phoneNumberId));
+      await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, `Oi, sou ${waId}`, (inboundSeconds += 5), phoneNumberId));
       const [inbound] = await world.sql<{ contact_id: string; conversation_id: string }>(`SELECT contact_id, conversation_id FROM ${msg('messages')} WHERE direction = 'inbound' AND body = $1`, [`Oi, sou ${waId}`]);
       await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('contacts')} WHERE contact_id = $1 AND last_inbound_at IS NOT NULL`, [inbound!.contact_id])).length === 1);
       const flowId = await activeFlow(...TWO_TEXTS);

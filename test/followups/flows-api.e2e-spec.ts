@@ -6,9 +6,9 @@ import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders, gatewayTable, httpClient, type SeededKey } from '../gateway/gateway-world.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, registerSender } from '../messaging/helpers.js';
 import { startFollowups } from './followups-world.js';
 
@@ -45,7 +45,7 @@ describe('Follow-up REST API (gateway → followups)', () => {
   /** A contact of the seed organization writes in: its contact and conversation ids. */
   async function contactWrites(): Promise<{ contact_id: string; conversation_id: string }> {
     const waId = `55119${String(70_000_000 + ++waSeq)}`;
-    await messaging.get(InboundService).whatsapp(inboundText(newWamid(), waId, 'Oi', Math.floor(Date.now() / 1000), 'pn-fu-api'));
+    await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, 'Oi', Math.floor(Date.now() / 1000), 'pn-fu-api'));
     const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
       `SELECT m.contact_id, m.conversation_id FROM "${world.schema('messaging')}".messages m JOIN "${world.schema('messaging')}".contacts c ON c.id = m.contact_id WHERE c.phone = $1 LIMIT 1`,
       [`+${waId}`],

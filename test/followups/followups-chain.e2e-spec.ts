@@ -10,10 +10,10 @@ import { ReleaseService } from '../../apps/followups/src/release/release.service
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
+import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { ALWAYS_OPEN, HOUR, startFollowups } from './followups-world.js';
@@ -85,7 +85,7 @@ describe('follow-ups end to end', () => {
 
   /** The contact writes through messaging's WhatsApp inbound path; answers its ids in messaging. */
   async function contactWrites(waId: string, text: string): Promise<{ contactId: string; conversationId: string }> {
-    await messaging.get(InboundService).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
+    await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
     const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
       `SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`,
       [text],

@@ -8,9 +8,9 @@ import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollm
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { InFlightWindow } from '../../apps/followups/src/release/in-flight-window.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { HOUR, ONE_TEXT_FLOW, startFollowups } from './followups-world.js';
@@ -80,7 +80,7 @@ describe(InFlightWindow.name, () => {
 
   async function contactWrites(waId: string): Promise<{ contactId: string; conversationId: string }> {
     const text = `Oi, aqui é ${waId}`;
-    await messaging.get(InboundService).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
+    await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
     const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
       `SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`,
       [text],

@@ -6,6 +6,7 @@ import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
+import { PromiseFiringService } from '../../apps/followups/src/promises/promise-firing.service.js';
 import { PromisesService } from '../../apps/followups/src/promises/promises.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
@@ -13,7 +14,7 @@ import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
+import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, registerSender } from '../messaging/helpers.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { HOUR, publishEvent, startFollowups } from './followups-world.js';
@@ -31,6 +32,7 @@ describe('One-off returns (promises)', () => {
   let followups: NestFastifyApplication;
   let http: ReturnType<typeof httpClient>;
   let sut: PromisesService;
+  let firing: PromiseFiringService;
   let admin: SeededKey;
   let operator: SeededKey;
   let conversationId: string;
@@ -56,9 +58,10 @@ describe('One-off returns (promises)', () => {
     operator = { organizationId: org, memberId: member.member_id, apiKeyId: key.key.api_key_id, secret: key.secret };
     // A conversation of the organization for the returns to name (a return's conversation must be the caller's).
     await registerSender(world, org, 'pn-promises');
-    await messaging.get(InboundService).whatsapp(inboundText(newWamid(), '5592900001111', 'Oi', Math.floor(Date.now() / 1000), 'pn-promises'));
+    await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), '5592900001111', 'Oi', Math.floor(Date.now() / 1000), 'pn-promises'));
     [{ conversation_id: conversationId }] = await world.sql<{ conversation_id: string }>(`SELECT conversation_id FROM "${world.schema('messaging')}".messages LIMIT 1`);
     sut = followups.get(PromisesService);
+    firing = followups.get(PromiseFiringService);
     schema = world.schema('followups');
     await followups.get(SettingsService).update({
       organization_id: org,
@@ -291,7 +294,7 @@ describe('One-off returns (promises)', () => {
       return p.id as string;
     };
     const fireUntil = async (id: string) => {
-      for (let i = 0; i < 20 && (await row(id)).status === 'scheduled'; i++) await sut.fireOne();
+      for (let i = 0; i < 20 && (await row(id)).status === 'scheduled'; i++) await firing.fireOne();
     };
 
     it('with template: sends the approved template through messaging (template_dispatching), completes on the send outcome, and is no longer cancellable (409 already_terminal)', async () => {
@@ -347,14 +350,14 @@ describe('One-off returns (promises)', () => {
       // A contact messaging does not know: its notification is refused (not_found).
       const id = await dueNow(randomUUID(), 'alert', {}, 'service');
       for (let attempt = 1; attempt <= 5; attempt++) {
-        expect(await sut.fireOne()).toBe(attempt < 5 ? 'waiting' : 'failed');
+        expect(await firing.fireOne()).toBe(attempt < 5 ? 'waiting' : 'failed');
         const r = await row(id);
         expect(r.attempts).toBe(attempt);
         expect(r.last_error).toMatch(/^alert: /);
         if (attempt < 5) {
           expect(r).toMatchObject({ status: 'scheduled' });
           expect(r.due_at.getTime()).toBe(clock.now().getTime() + 30_000);
-          expect(await sut.fireOne()).toBe('idle');
+          expect(await firing.fireOne()).toBe('idle');
           clock.advance(30_000);
         } else expect(r.status).toBe('failed');
       }

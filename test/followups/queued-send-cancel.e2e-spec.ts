@@ -9,9 +9,9 @@ import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { ONE_TEXT_FLOW, publishEvent, startFollowups } from './followups-world.js';
@@ -90,7 +90,7 @@ describe('queued follow-up sends lose to stop events', () => {
 
   /** The contact writes through messaging's WhatsApp inbound path, and followups has taken it in. */
   async function contactWrites(waId: string, text: string): Promise<{ contactId: string; conversationId: string }> {
-    await messaging.get(InboundService).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
+    await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
     const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
       `SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`,
       [text],

@@ -13,13 +13,13 @@ import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { BEARER_SCHEME } from '../../apps/gateway/src/http/openapi.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
 import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
 import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
 import { ONE_TEXT_FLOW } from '../followups/followups-world.js';
+import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, registerSender } from '../messaging/helpers.js';
 import { dispatcherConfig, SandboxHandle } from '../outbox/harness.js';
 import { gatewayBuilders, httpClient, type SeededKey } from './gateway-world.js';
@@ -229,7 +229,7 @@ describe('Hostile input over every route', () => {
       const pnid = `pn-${org.slice(0, 8)}`;
       await registerSender(world, org, pnid);
       const waId = `55119${String(80_000_000 + ++waSeq)}`;
-      await messaging.get(InboundService).whatsapp(inboundText(newWamid(), waId, 'Oi', Math.floor(Date.now() / 1000), pnid));
+      await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, 'Oi', Math.floor(Date.now() / 1000), pnid));
       const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
         `SELECT m.contact_id, m.conversation_id FROM "${world.schema('messaging')}".messages m JOIN "${world.schema('messaging')}".contacts c ON c.id = m.contact_id WHERE c.organization_id = $1 AND c.phone = $2`,
         [org, `+${waId}`],

@@ -2,16 +2,16 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { AbuseEvents, OutboxCommands } from '@touchpoint/contracts';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { type InboundPipeline, inboundPipeline } from './inbound-pipeline.js';
 import { inboundText, newWamid, outboxEvents, publishEvent, registerSender, restrictInReadModel } from './helpers.js';
 
 /** Seed 004 "When the Check Itself Fails": the abuse service is not running in this world. */
 describe('inbound when the abuse check fails', () => {
   let world: TestWorld;
   let app: NestFastifyApplication;
-  let sut: InboundService;
+  let sut: InboundPipeline;
   const org = `org-${randomUUID()}`;
   const pnid = `pn-${randomUUID()}`;
   const m = () => world.schema('messaging');
@@ -20,7 +20,7 @@ describe('inbound when the abuse check fails', () => {
   beforeAll(async () => {
     world = await createTestWorld('abusefail');
     app = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '300' })));
-    sut = app.get(InboundService);
+    sut = inboundPipeline(app);
     await registerSender(world, org, pnid);
   });
   afterAll(() => world.close());

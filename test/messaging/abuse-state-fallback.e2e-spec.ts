@@ -4,9 +4,9 @@ import pg from 'pg';
 import { createTestWorld, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { type InboundPipeline, inboundPipeline } from './inbound-pipeline.js';
 import { inboundText, newWamid, registerSender, restrictInReadModel, setLimits } from './helpers.js';
 
 /**
@@ -17,7 +17,7 @@ import { inboundText, newWamid, registerSender, restrictInReadModel, setLimits }
  */
 describe('inbound when the abuse check times out but the abuse service answers', () => {
   let world: TestWorld;
-  let sut: InboundService;
+  let sut: InboundPipeline;
   let held: pg.Client;
   const org = `org-${randomUUID()}`;
   const pnid = `pn-${randomUUID()}`;
@@ -30,7 +30,7 @@ describe('inbound when the abuse check times out but the abuse service answers',
     const app: NestFastifyApplication = await world.start(
       MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', OUTCOME_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '300', ABUSE_STATE_TIMEOUT_MS: '5000' })),
     );
-    sut = app.get(InboundService);
+    sut = inboundPipeline(app);
     await registerSender(world, org, pnid);
     await setLimits(world, org, {});
     held = new pg.Client({ connectionString: TEST_DATABASE_URL });

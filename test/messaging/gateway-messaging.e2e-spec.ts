@@ -4,12 +4,12 @@ import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
 import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
+import { inboundPipeline } from './inbound-pipeline.js';
 import { inboundText, newWamid, outboxEvents, registerSender } from './helpers.js';
 
 /** Reads an SSE response until `count` events came or `timeoutMs` passed; then aborts it. */
@@ -142,7 +142,7 @@ describe('gateway messaging routes', () => {
   it('lists conversations, reads a thread newest first, lets an operator write and resolve', async () => {
     const pnid = 'pn-gw-1';
     await registerSender(world, key.organizationId, pnid);
-    const inbound = messaging.get(InboundService);
+    const inbound = inboundPipeline(messaging);
     await inbound.whatsapp(inboundText(newWamid(), '5511944445555', 'first question', 1_760_200_000, pnid));
     await inbound.whatsapp(inboundText(newWamid(), '5511944445555', 'second question', 1_760_200_010, pnid));
 

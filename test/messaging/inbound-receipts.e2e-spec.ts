@@ -4,7 +4,7 @@ import { MessagingEvents } from '@touchpoint/contracts';
 import { Metrics } from '@touchpoint/observability';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { InboundReceiptsWorker } from '../../apps/messaging/src/inbound/inbound-receipts.worker.js';
-import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
+import { InboundReceiptsService } from '../../apps/messaging/src/inbound/inbound-receipts.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundText, newWamid, outboxEvents, registerSender } from './helpers.js';
@@ -17,7 +17,7 @@ import { inboundText, newWamid, outboxEvents, registerSender } from './helpers.j
 describe('inbound receipts', () => {
   let world: TestWorld;
   let app: NestFastifyApplication;
-  let inbound: InboundService;
+  let inbound: InboundReceiptsService;
   let worker: InboundReceiptsWorker;
   const org = `org-${randomUUID()}`;
   const pnid = `pn-${randomUUID()}`;
@@ -29,7 +29,7 @@ describe('inbound receipts', () => {
     app = await world.start(
       MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '200', INBOUND_POLL_MS: '0', INBOUND_CONCURRENCY: '4' })),
     );
-    inbound = app.get(InboundService);
+    inbound = app.get(InboundReceiptsService);
     worker = app.get(InboundReceiptsWorker);
     await registerSender(world, org, pnid);
   });

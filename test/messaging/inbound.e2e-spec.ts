@@ -9,19 +9,20 @@ import { InboundService } from '../../apps/messaging/src/inbound/inbound.service
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { SendService } from '../../apps/messaging/src/sending/send.service.js';
+import { type InboundPipeline, inboundPipeline } from './inbound-pipeline.js';
 import { inboundText, newWamid, outboxEvents, PHONE_NUMBER_ID, registerSender, setLimits } from './helpers.js';
 
 describe(InboundService.name, () => {
   let world: TestWorld;
   let messaging: NestFastifyApplication;
-  let sut: InboundService;
+  let sut: InboundPipeline;
   const m = () => world.schema('messaging');
 
   beforeAll(async () => {
     world = await createTestWorld('inbound');
     await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
     messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', RPC_TIMEOUT_MS: '1000' })));
-    sut = messaging.get(InboundService);
+    sut = inboundPipeline(messaging);
   });
   afterAll(() => world.close());
 

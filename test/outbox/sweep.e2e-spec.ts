@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { OutboxEvents } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { OutboxRepository } from '../../apps/outbox-dispatcher/src/drain/outbox.repository.js';
+import { AttemptsRepository } from '../../apps/outbox-dispatcher/src/drain/attempts.repository.js';
+import { PairLeaseRepository } from '../../apps/outbox-dispatcher/src/drain/pair-lease.repository.js';
 import { LeaseRecoveryService } from '../../apps/outbox-dispatcher/src/sweep/lease-recovery.service.js';
 import { SWEEP_STEPS, type SweepStep } from '../../apps/outbox-dispatcher/src/sweep/sweep.service.js';
 import { DrainService } from '../../apps/outbox-dispatcher/src/drain/drain.service.js';
@@ -32,15 +33,16 @@ describe('outbox sweep', () => {
   async function strandedByDeadDispatcher(to: string, stage: 'prepare' | 'opened'): Promise<string> {
     const { entry_id } = await d.enqueue.enqueue(textTo(org, to));
     const uow = d.app.get(UnitOfWork);
-    const repo = d.app.get(OutboxRepository);
+    const pairs = d.app.get(PairLeaseRepository);
+    const attempts = d.app.get(AttemptsRepository);
     const now = d.clock.now();
     await uow.run(async (tx) => {
-      const claim = await repo.claimPair(tx, now, 'dead-dispatcher', 60_000, 6500);
+      const claim = await pairs.claimPair(tx, now, 'dead-dispatcher', 60_000, 6500);
       if (!claim?.entry || claim.entry.id !== entry_id) throw new Error('the test expected to claim its own entry');
       if (stage === 'opened') {
-        if (!(await repo.stampPacingGate(tx, claim.lease, now, 6500))) throw new Error('gate refused');
-        const n = await repo.bumpAttempt(tx, entry_id, claim.lease.fence, now, null);
-        await repo.insertAttempt(tx, entry_id, claim.lease, n!, now);
+        if (!(await pairs.stampPacingGate(tx, claim.lease, now, 6500))) throw new Error('gate refused');
+        const n = await attempts.bumpAttempt(tx, entry_id, claim.lease.fence, now, null);
+        await attempts.insertAttempt(tx, entry_id, claim.lease, n!, now);
       }
     });
     return entry_id;

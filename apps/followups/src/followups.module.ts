@@ -19,6 +19,7 @@ import { FlowsService } from './flows/flows.service.js';
 import type { FollowupsConfig } from './followups.config.js';
 import { FollowupsMetrics } from './metrics/followups.metrics.js';
 import { FollowupsEntities, FollowupsMigrations } from './migrations/index.js';
+import { PromiseFiringService } from './promises/promise-firing.service.js';
 import { PromiseLoop } from './promises/promise.loop.js';
 import { PromisesController } from './promises/promises.controller.js';
 import { PromisesRepository } from './promises/promises.repository.js';
@@ -116,6 +117,7 @@ export class FollowupsModule {
       EffectsService,
       PromisesRepository,
       PromisesService,
+      PromiseFiringService,
       PromiseLoop,
       RuleCache,
       TriggerRecorder,

@@ -15,6 +15,10 @@ import { InstancesService } from './conversations/instances.service.js';
 import { InboundController } from './inbound/inbound.controller.js';
 import { InboundReceiptsRepository } from './inbound/inbound-receipts.repository.js';
 import { InboundReceiptsWorker } from './inbound/inbound-receipts.worker.js';
+import { InboundMetrics } from './inbound/inbound.metrics.js';
+import { InboundOptOutService } from './inbound/inbound-opt-out.service.js';
+import { InboundReceiptsService } from './inbound/inbound-receipts.service.js';
+import { InboundRecordService } from './inbound/inbound-record.service.js';
 import { InboundService } from './inbound/inbound.service.js';
 import { MessagesRepository } from './messages/messages.repository.js';
 import type { MessagingConfig } from './messaging.config.js';
@@ -71,7 +75,11 @@ export class MessagingModule {
       OutcomesConsumer,
       OutcomeSweepRepository,
       OutcomeSweepService,
+      InboundMetrics,
+      InboundOptOutService,
       InboundService,
+      InboundReceiptsService,
+      InboundRecordService,
       InboundReceiptsRepository,
       InboundReceiptsWorker,
     ];

@@ -2,10 +2,13 @@ import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { PlatformModule } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { AmbiguousController } from './ambiguous/ambiguous.controller.js';
+import { AmbiguousRepository } from './ambiguous/ambiguous.repository.js';
 import { ResolutionService } from './ambiguous/resolution.service.js';
+import { AttemptsRepository } from './drain/attempts.repository.js';
 import { DispatchService } from './drain/dispatch.service.js';
 import { DrainService } from './drain/drain.service.js';
 import { OutboxRepository } from './drain/outbox.repository.js';
+import { PairLeaseRepository } from './drain/pair-lease.repository.js';
 import { EnqueueConsumer } from './enqueue/enqueue.consumer.js';
 import { EnqueueController } from './enqueue/enqueue.controller.js';
 import { EnqueueService } from './enqueue/enqueue.service.js';
@@ -31,6 +34,7 @@ import { SuppressionsConsumer } from './suppressions/suppressions.consumer.js';
 import { SuppressionsRepository } from './suppressions/suppressions.repository.js';
 import { SuppressionsService } from './suppressions/suppressions.service.js';
 import { LeaseRecoveryService } from './sweep/lease-recovery.service.js';
+import { SweepRepository } from './sweep/sweep.repository.js';
 import { SweepService } from './sweep/sweep.service.js';
 
 /** What a test may replace when it starts the service. */
@@ -53,6 +57,10 @@ export class OutboxDispatcherModule {
       WebhookErrorsService,
       SenderOwnershipService,
       OutboxRepository,
+      PairLeaseRepository,
+      AttemptsRepository,
+      AmbiguousRepository,
+      SweepRepository,
       OutboxMetrics,
       WhatsAppAdapter,
       NylasEmailAdapter,

@@ -1,3 +1,4 @@
+// Over 400 lines on purpose: declarations only (one service's contract: names, data shapes, RPC patterns), no rules to split.
 /**
  * Contract of the followups service (DESIGN §4; seed 002 "Fluxos", "Inscrições", "Fila"; seed 000
  * "Release", "Stop paths"): the graph of a flow, its settings, the RPC patterns the gateway

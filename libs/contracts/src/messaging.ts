@@ -1,3 +1,4 @@
+// Over 400 lines on purpose: declarations (one service's contract: names, data shapes, RPC patterns) and one shared check, no rules to split.
 /**
  * Contract of the messaging service (DESIGN §4, seed 004): contacts, conversations and their
  * bounded instances, messages of every channel, the shared send path, notifications, the operator

@@ -1,3 +1,4 @@
+// Over 400 lines on purpose: declarations only (one service's contract: names, data shapes, RPC patterns), no rules to split.
 /**
  * Contract of the outbox-dispatcher (DESIGN §4, seed 004 "Outbound WhatsApp outbox & dispatcher"):
  * the commands and RPCs that queue, cancel and resolve sends, the events that report their

@@ -1,3 +1,4 @@
+// Over 400 lines on purpose: declarations only (one service's contract: names, data shapes, RPC patterns), no rules to split.
 /**
  * Contract of the outreach service (DESIGN §4, seed 003 §4–§5): campaigns, enrollments, decisions,
  * proposed actions (the review queue), their events and RPC patterns. Every name and data shape

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, PollLoop, WakeSignal } from '@touchpoint/runtime';
 import type { FollowupsConfig } from '../followups.config.js';
-import { PromisesService } from './promises.service.js';
+import { PromiseFiringService } from './promise-firing.service.js';
 
 /**
  * Fires due one-off returns back to back, then sleeps the poll interval. A resumption waiting on a
@@ -11,7 +11,7 @@ import { PromisesService } from './promises.service.js';
 @Injectable()
 export class PromiseLoop extends PollLoop {
   constructor(
-    private readonly promises: PromisesService,
+    private readonly promises: PromiseFiringService,
     signal: WakeSignal,
     @Inject(APP_CONFIG) private readonly config: FollowupsConfig,
     @Inject(LOGGER) logger: Logger,

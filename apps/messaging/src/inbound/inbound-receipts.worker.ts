@@ -6,7 +6,8 @@ import { toPhoneKey } from '@touchpoint/phone';
 import { APP_CONFIG, LOGGER, WakeSignal } from '@touchpoint/runtime';
 import type { MessagingConfig } from '../messaging.config.js';
 import { type InboundReceiptRow, InboundReceiptsRepository } from './inbound-receipts.repository.js';
-import { InboundService, type ReceiptHints } from './inbound.service.js';
+import { InboundReceiptsService } from './inbound-receipts.service.js';
+import type { ReceiptHints } from './inbound.service.js';
 
 /** First wait before a failed receipt is tried again, ms; it doubles per attempt up to INBOUND_RETRY_MAX_MS. */
 const FIRST_RETRY_MS = 1000;
@@ -35,7 +36,7 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
 
   constructor(
     private readonly receipts: InboundReceiptsRepository,
-    private readonly inbound: InboundService,
+    private readonly inbound: InboundReceiptsService,
     metrics: Metrics,
     @Inject(APP_CONFIG) private readonly config: MessagingConfig,
     @Inject(LOGGER) private readonly logger: Logger,

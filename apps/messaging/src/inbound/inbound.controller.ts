@@ -1,20 +1,24 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import { MessagingRpc, type MessagingInboundRecordData, MessagingWhatsAppRpc, type WhatsAppInboundBatch } from '@touchpoint/contracts';
-import { InboundService } from './inbound.service.js';
+import { InboundReceiptsService } from './inbound-receipts.service.js';
+import { InboundRecordService } from './inbound-record.service.js';
 
 /** RPC edge of inbound messages (the gateway's webhook ingress and the other channels' receivers). */
 @Controller()
 export class InboundController {
-  constructor(private readonly inbound: InboundService) {}
+  constructor(
+    private readonly receipts: InboundReceiptsService,
+    private readonly records: InboundRecordService,
+  ) {}
 
   @MessagePattern(MessagingWhatsAppRpc.Inbound)
   whatsapp(@Payload() batch: WhatsAppInboundBatch & { organization_id?: string }) {
-    return this.inbound.accept(batch);
+    return this.receipts.accept(batch);
   }
 
   @MessagePattern(MessagingRpc.InboundRecord)
   record(@Payload() data: MessagingInboundRecordData) {
-    return this.inbound.record(data);
+    return this.records.record(data);
   }
 }

@@ -1,27 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Counter, Histogram } from 'prom-client';
 import {
   type AbuseCheckData,
-  type EmailHeadersQuery,
-  type EmailHeadersView,
   type MessageReceivedData,
   MessagingEvents,
   type MessagingChannel,
-  type MessagingInboundRecordData,
   type OutgoingMessage,
-  OutboxAccountRpc,
   OutboxCommands,
-  type OutboxSuppressionAddResult,
-  OutreachDispatcherRpc,
   type OutboxEnqueueData,
   type WhatsAppInboundBatch,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
-import { toPhoneKey, toRecipientKey } from '@touchpoint/phone';
-import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
-import { type EmailHeader, type InboundJudgement, judgeInbound, truncateText } from '@touchpoint/text';
+import type { Logger } from '@touchpoint/observability';
+import { toPhoneKey } from '@touchpoint/phone';
+import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { type InboundJudgement, judgeInbound } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
@@ -32,62 +25,15 @@ import { MessagesRepository, type NewAttachment, toMessageView } from '../messag
 import type { MessagingConfig } from '../messaging.config.js';
 import { AbuseGuardService, type GuardVerdict } from '../restrictions/abuse-guard.service.js';
 import { SendService } from '../sending/send.service.js';
-import { SendersService } from '../senders/senders.service.js';
 import { StreamRepository } from '../stream/stream.repository.js';
-import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt } from './inbound-receipts.repository.js';
-import { parseWhatsAppMessage, type ParsedWhatsAppMessage, unusableWhatsAppMessage } from './whatsapp-message.js';
+import { InboundMetrics } from './inbound.metrics.js';
+import { parseWhatsAppMessage, type ParsedWhatsAppMessage } from './whatsapp-message.js';
 
 /** How many rollovers one message may go through before it is stored anyway (a cap of 0 would loop). */
 const MAX_ROLLOVERS_PER_MESSAGE = 3;
 
 /**
- * The header read of an inbound email (seed 003 §4.7 "Auto-reply": the webhook body has no
- * headers, one Nylas GET with `fields=include_headers` has them). It runs before the gateway's
- * acknowledgement, inside its RPC deadline (RPC_TIMEOUT_MS, 5 s by default): at most 3 tries of
- * 800 ms, 100 ms then 300 ms apart, 2.8 s at worst. Then the message is judged without them.
- */
-export const EMAIL_HEADER_READ_ATTEMPTS = 3;
-
-/**
- * Deadline of the dispatcher call that puts an opt-out's address on the do-not-contact list before
- * the webhook is acknowledged, ms. With the header read above it stays inside the gateway's 5 s.
- */
-export const OPT_OUT_SUPPRESSION_TIMEOUT_MS = 1500;
-
-/** Channels whose addresses the dispatcher's do-not-contact list keys. */
-const SUPPRESSIBLE_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
-export const EMAIL_HEADER_READ_TIMEOUT_MS = 800;
-const EMAIL_HEADER_READ_BACKOFF_MS = [100, 300];
-
-/** What became of the messages of one webhook change. */
-export interface InboundResult {
-  stored: number;
-  duplicates: number;
-  denied: number;
-  ignored: number;
-}
-
-/** Profile names by wa_id from a change's `contacts` (any other shape: none). */
-function contactNames(contacts: unknown): Map<string, string | null> {
-  const names = new Map<string, string | null>();
-  if (!Array.isArray(contacts)) return names;
-  for (const c of contacts as { wa_id?: unknown; profile?: { name?: unknown } }[]) {
-    if (c && typeof c.wa_id === 'string') names.set(c.wa_id, typeof c.profile?.name === 'string' ? c.profile.name : null);
-  }
-  return names;
-}
-
-/** What `accept` did with the messages of one webhook change. */
-export interface AcceptResult {
-  /** New receipts stored (acknowledged; the worker makes them messages). */
-  accepted: number;
-  /** Provider ids already waiting as receipts. */
-  duplicates: number;
-  ignored: number;
-}
-
-/**
- * What the receipt worker already knows about one receipt (`InboundService.hintsFor`): `known` — its
+ * What the receipt worker already knows about one receipt (`InboundReceiptsService.hintsFor`): `known` — its
  * provider id is stored; `open` — the sender's contact, conversation and active instance (null: none
  * yet). An absent field is read by the pipeline itself.
  */
@@ -97,7 +43,7 @@ export interface ReceiptHints {
 }
 
 /** An inbound message on its way to storage, whatever the channel. */
-interface InboundMessage {
+export interface InboundMessage {
   organizationId: string;
   channel: MessagingChannel;
   externalId: string;
@@ -117,17 +63,15 @@ interface InboundMessage {
 }
 
 /**
- * Inbound messages (issue 4 §4, seed 004 "Scenario 2"): store once per provider id, find or
+ * The inbound message pipeline (issue 4 §4, seed 004 "Scenario 2"): store once per provider id, find or
  * create the contact, conversation and instance, ask abuse (rolling over on the instance verdict),
  * mark read through the outbox, and emit `messaging.message.received`. WhatsApp messages arrive as
- * receipts (`accept`, one insert, then the gateway answers) and are processed by the receipt
- * worker; the other channels' `record` RPC runs the pipeline before it answers.
+ * receipts (`InboundReceiptsService.accept`, one insert, then the gateway answers) and the receipt
+ * worker hands each to `takeWhatsApp`; the other channels' `record` RPC
+ * (`InboundRecordService`) runs the pipeline before it answers.
  */
 @Injectable()
 export class InboundService {
-  private readonly received: Counter<'channel' | 'outcome'>;
-  private readonly seconds: Histogram<'channel'>;
-  private readonly acceptedListeners: (() => void)[] = [];
   /** Plain reads outside a transaction (one round trip, any pool connection). */
   private readonly reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
 
@@ -140,141 +84,23 @@ export class InboundService {
     private readonly messages: MessagesRepository,
     private readonly guard: AbuseGuardService,
     private readonly sends: SendService,
-    private readonly senders: SendersService,
     private readonly stream: StreamRepository,
-    private readonly receipts: InboundReceiptsRepository,
-    private readonly rpc: RpcClient,
+    private readonly metrics: InboundMetrics,
     private readonly clock: Clock,
-    metrics: Metrics,
     @Inject(APP_CONFIG) private readonly config: MessagingConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {
-    this.received = new Counter({ name: `${METRIC_PREFIX}messaging_inbound_total`, help: 'Inbound messages by channel and outcome (accepted as a receipt, stored, duplicate, denied, ignored)', labelNames: ['channel', 'outcome'], registers: [metrics.registry] });
-    this.seconds = new Histogram({
-      name: `${METRIC_PREFIX}messaging_inbound_seconds`,
-      help: 'Time to take one inbound message from the RPC to its commit, seconds',
-      labelNames: ['channel'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [metrics.registry],
-    });
-  }
+  ) {}
 
   /**
-   * The `messaging.inbound.whatsapp` RPC (the gateway's Meta ingress): stores each message of one
-   * webhook change as an inbound receipt, in one statement, and answers; the receipt worker does
-   * the rest (`processReceipt`). So the gateway's 2xx means "durably stored", and a failure after
-   * that point (abuse unreachable with nothing in the read model, a lost database) is retried here
-   * rather than by Meta. A message without an id or a sender, or from a number that is not a
-   * phone, is ignored (a redelivery would not change it).
-   * @throws AppError service_unavailable when the receipts could not be stored or the owner of the number not learned (→ 503, Meta redelivers)
+   * One Meta message (`value.messages[]`, a receipt's payload) through the pipeline: a `system`
+   * message changes the contact's number, any other is parsed and taken (`take`).
+   * @param name the sender's profile name from the change's `contacts`, or null
+   * @param hints what the receipt worker read already for its batch (`InboundReceiptsService.hintsFor`)
+   * @throws AppError service_unavailable (or the pipeline's own code) when it could not be stored or judged
    */
-  async accept(batch: WhatsAppInboundBatch & { organization_id?: string }): Promise<AcceptResult> {
-    const result: AcceptResult = { accepted: 0, duplicates: 0, ignored: 0 };
-    const owner = await this.ownerOf(batch, result);
-    if (!owner) return result;
-    const names = contactNames(batch.contacts);
-    const receipts: NewInboundReceipt[] = [];
-    for (const raw of batch.messages) {
-      const problem = unusableWhatsAppMessage(raw) ?? (toPhoneKey(raw.from) ? null : 'sender is not a phone');
-      if (problem) {
-        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: typeof raw?.id === 'string' ? truncateText(raw.id, 100) : undefined, reason: problem }, 'unusable inbound message ignored');
-        result.ignored++;
-        continue;
-      }
-      receipts.push({ organization_id: owner.organization_id, channel: 'whatsapp', external_id: raw.id, sender_id: owner.sender_id, contact_name: names.get(raw.from) ?? null, message: raw });
-    }
-    try {
-      const fresh = await this.receipts.insert(receipts);
-      result.accepted = fresh.size;
-      result.duplicates = receipts.length - fresh.size;
-    } catch (err) {
-      this.logger.error({ event: 'messaging.inbound_receipt_failed', organization_id: owner.organization_id, count: receipts.length, err: (err as Error).message }, 'inbound receipts not stored');
-      throw new AppError(ErrorCode.ServiceUnavailable, 'the message could not be stored; retry');
-    }
-    this.received.inc({ channel: 'whatsapp', outcome: 'accepted' }, result.accepted);
-    if (result.duplicates) this.received.inc({ channel: 'whatsapp', outcome: 'duplicate' }, result.duplicates);
-    if (result.accepted) for (const listener of this.acceptedListeners) listener();
-    // The receipt worker applies the opt-out to the contact (every address, followups, outreach)
-    // later, behind whatever is waiting; the number it came from is suppressed before we answer.
-    for (const r of receipts) {
-      const parsed = parseWhatsAppMessage(r.message as WhatsAppInboundBatch['messages'][number]);
-      if (judgeInbound({ channel: 'whatsapp', text: parsed.text, textMayOptOut: parsed.typedText }).optOut) await this.optOutNow(owner.organization_id, 'whatsapp', parsed.from);
-    }
-    return result;
-  }
-
-  /** Registers what runs after `accept` stored new receipts (the worker's wake-up). */
-  onAccepted(listener: () => void): void {
-    this.acceptedListeners.push(listener);
-  }
-
-  /**
-   * Processes one inbound receipt through the whole pipeline (`take`).
-   * @throws AppError service_unavailable (or the pipeline's own code) when it could not be stored or judged; the worker retries
-   */
-  async processReceipt(r: InboundReceiptRow, hints: ReceiptHints = {}): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
-    if (r.channel !== 'whatsapp') throw new AppError(ErrorCode.Internal, `no receipt processing for channel ${r.channel}`);
-    if ((r.message as { type?: unknown }).type === 'system') return this.systemMessage(r.organization_id, r.message as unknown as WhatsAppInboundBatch['messages'][number]);
-    return this.take(this.fromWhatsApp(r.message as unknown as WhatsAppInboundBatch['messages'][number], r.organization_id, r.sender_id), r.contact_name, true, hints);
-  }
-
-  /**
-   * What two queries tell about a whole batch of receipts, instead of two per message: which
-   * provider ids are stored already, and the contact, conversation and active instance of each
-   * sender's first receipt in the batch (its later ones read their own: the first may roll over).
-   * @param batch receipts in arrival order
-   * @returns hints by receipt id, for `processReceipt`
-   */
-  async hintsFor(batch: InboundReceiptRow[]): Promise<Map<string, ReceiptHints>> {
-    const hints = new Map<string, ReceiptHints>();
-    if (batch.length === 0) return hints;
-    const stored = await this.reader.query<{ organization_id: string; external_id: string }>(
-      `SELECT organization_id, external_id FROM messages
-        WHERE channel = 'whatsapp' AND external_id IS NOT NULL
-          AND (organization_id, external_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-      [batch.map((r) => r.organization_id), batch.map((r) => r.external_id)],
-    );
-    const storedIds = new Set(stored.map((r) => `${r.organization_id}|${r.external_id}`));
-    const firstOfSender = new Map<string, InboundReceiptRow>();
-    for (const r of batch) {
-      const key = toPhoneKey(String(r.message.from ?? ''));
-      if (key && !firstOfSender.has(`${r.organization_id}|${key}`)) firstOfSender.set(`${r.organization_id}|${key}`, r);
-    }
-    const entries = [...firstOfSender.keys()].map((k) => k.split('|') as [string, string]);
-    const open = await this.reader.query<{ organization_id: string; phone_key: string; contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
-      `SELECT DISTINCT ON (ct.organization_id, ct.phone_key) ct.organization_id, ct.phone_key, to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
-         FROM contacts ct
-         JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = 'whatsapp' AND cv.organization_id = ct.organization_id
-         JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
-        WHERE (ct.organization_id, ct.phone_key) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ct.erased_at IS NULL
-        ORDER BY ct.organization_id, ct.phone_key, (ct.kind = 'crm') DESC, ct.created_at`,
-      [entries.map((e) => e[0]), entries.map((e) => e[1])],
-    );
-    const openBySender = new Map(open.map((o) => [`${o.organization_id}|${o.phone_key}`, { contact: o.contact, conversation: o.conversation, instance: o.instance }]));
-    for (const r of batch) hints.set(r.id, { known: storedIds.has(`${r.organization_id}|${r.external_id}`) });
-    for (const [sender, r] of firstOfSender) hints.get(r.id)!.open = openBySender.get(sender) ?? null;
-    return hints;
-  }
-
-  /**
-   * The messages of one Meta webhook change, processed at once in order (what the receipt worker
-   * does one receipt at a time); tests and tools use it to run the pipeline without the worker.
-   * @throws AppError service_unavailable when a message could not be stored or judged
-   */
-  async whatsapp(batch: WhatsAppInboundBatch & { organization_id?: string }): Promise<InboundResult> {
-    const result: InboundResult = { stored: 0, duplicates: 0, denied: 0, ignored: 0 };
-    const owner = await this.ownerOf(batch, result);
-    if (!owner) return result;
-    const names = contactNames(batch.contacts);
-    for (const raw of batch.messages) {
-      if (unusableWhatsAppMessage(raw)) {
-        result.ignored++;
-        continue;
-      }
-      const outcome = raw.type === 'system' ? await this.systemMessage(owner.organization_id, raw) : await this.take(this.fromWhatsApp(raw, owner.organization_id, owner.sender_id), names.get(raw.from) ?? null, true);
-      result[outcome === 'stored' ? 'stored' : outcome === 'duplicate' ? 'duplicates' : outcome === 'denied' ? 'denied' : 'ignored']++;
-    }
-    return result;
+  async takeWhatsApp(raw: WhatsAppInboundBatch['messages'][number], organizationId: string, senderId: string | null, name: string | null, hints: ReceiptHints = {}): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
+    if (raw.type === 'system') return this.systemMessage(organizationId, raw);
+    return this.take(this.fromWhatsApp(raw, organizationId, senderId), name, true, hints);
   }
 
   /**
@@ -289,24 +115,6 @@ export class InboundService {
     const outcome = await this.uow.run((tx) => this.contacts.changeWhatsAppNumber(tx, organizationId, raw.from, newWaId, raw.id));
     this.logger.info({ event: 'messaging.contact_number_changed', organization_id: organizationId, external_id: raw.id, outcome }, 'WhatsApp user changed number');
     return outcome === 'changed' ? 'stored' : 'ignored';
-  }
-
-  /** The organization and sender owning the batch's number, or null (counted ignored) when nobody does. */
-  private async ownerOf(batch: (WhatsAppInboundBatch & { organization_id?: string }) | null | undefined, result: { ignored: number }): Promise<{ organization_id: string; sender_id: string | null } | null> {
-    if (!batch || !Array.isArray(batch.messages) || batch.messages.length === 0) return null;
-    const owner = batch.organization_id
-      ? { organization_id: batch.organization_id, sender_id: null as string | null }
-      : batch.phone_number_id
-        ? await this.senders.resolve(batch.phone_number_id)
-        : null;
-    if (!owner?.organization_id) {
-      // Nobody owns this number here: storing is impossible and a redelivery will not change that.
-      this.logger.warn({ event: 'messaging.inbound_unknown_number', phone_number_id: batch.phone_number_id, count: batch.messages.length }, 'inbound for an unregistered number ignored');
-      result.ignored = batch.messages.length;
-      this.received.inc({ channel: 'whatsapp', outcome: 'ignored' }, batch.messages.length);
-      return null;
-    }
-    return owner;
   }
 
   private fromWhatsApp(raw: WhatsAppInboundBatch['messages'][number], organizationId: string, senderId: string | null): InboundMessage {
@@ -327,141 +135,18 @@ export class InboundService {
   }
 
   /**
-   * The `messaging.inbound.record` RPC: an inbound message of email, LinkedIn, SMS or web. An email
-   * that came without headers has them read first with the mailbox it arrived on (`sender_id`,
-   * `readEmailHeaders`), so the verdict sees them; a redelivery of a stored message reads nothing.
-   * Without headers and without a mailbox, or when the read failed, the verdict is uncertain
-   * (libs/text `judgeInbound`).
+   * One message through the pipeline; never half-stored (each write is one transaction).
+   * @param name the sender's name for a contact created here, or null
+   * @param checkAbuse whether abuse judges it first (WhatsApp: yes; the `record` channels: no)
+   * @throws AppError service_unavailable (or the pipeline's own code) when it could not be stored or judged
    */
-  async record(data: MessagingInboundRecordData): Promise<{ message_id: string | null; duplicate: boolean }> {
-    for (const f of ['organization_id', 'channel', 'from', 'external_id'] as const) {
-      if (typeof data?.[f] !== 'string' || data[f].trim() === '') throw new AppError(ErrorCode.ValidationFailed, `${f} is required`, { field: f });
-    }
-    if (data.channel === ('whatsapp' as string)) throw new AppError(ErrorCode.ValidationFailed, 'WhatsApp messages come through messaging.inbound.whatsapp', { field: 'channel' });
-    let headers: EmailHeader[] | null = Array.isArray(data.headers) ? data.headers : null;
-    let subject = data.subject ?? null;
-    let headersUnreadable = false;
-    if (data.channel === 'email' && !headers) {
-      const mailbox = typeof data.sender_id === 'string' && data.sender_id !== '' ? data.sender_id : null;
-      // No mailbox named: nobody can read its headers, so the verdict is made without them.
-      if (!mailbox) headersUnreadable = true;
-      else if (!(await this.messages.existsExternal(this.reader, data.organization_id, 'email', data.external_id))) {
-        const read = await this.readEmailHeaders(data.organization_id, mailbox, data.external_id);
-        if (read) {
-          headers = read.headers;
-          subject = subject ?? read.subject;
-        } else headersUnreadable = true;
-      }
-    }
-    const outcome = await this.take(
-      {
-        organizationId: data.organization_id,
-        channel: data.channel,
-        externalId: data.external_id,
-        from: data.from,
-        text: data.text ?? null,
-        subject,
-        messageType: data.channel === 'email' ? 'email' : 'text',
-        inReplyTo: data.in_reply_to ?? null,
-        threadId: data.thread_id ?? null,
-        headers,
-        attachments: [],
-        sentAt: data.received_at ? new Date(data.received_at) : this.clock.now(),
-        judgement: judgeInbound({ channel: data.channel, text: data.text ?? null, subject, headers, headersUnreadable }),
-      },
-      data.from_name ?? null,
-      false,
-    );
-    const row = await this.uow.run((tx) => this.messages.findByExternalId(tx, data.organization_id, data.channel, data.external_id));
-    // Stored (or stored before: a redelivery retries a suppression that failed last time).
-    if (row?.opt_out) await this.optOutNow(data.organization_id, data.channel, data.from);
-    return { message_id: row?.id ?? null, duplicate: outcome === 'duplicate' };
-  }
-
-  /**
-   * What an opt-out must have done by the time its webhook is acknowledged (DESIGN §5.3; seed 003
-   * "stop means stop on every channel"): the contact it came from is marked opted out, so messaging
-   * refuses any new send to it on any channel, and the address it came from and every address the
-   * contact has are on the dispatcher's list, so nothing already queued to them starts its attempt.
-   * The receipt worker still runs the whole stop later (events to followups and outreach); each
-   * step here is idempotent with it.
-   * @throws AppError service_unavailable (see `suppressNow`)
-   */
-  private async optOutNow(organizationId: string, channel: string, from: string): Promise<void> {
-    const key = toRecipientKey(channel, from);
-    const contact = !key
-      ? null
-      : await this.uow.run(async (tx) => {
-          const found =
-            channel === 'whatsapp'
-              ? await this.contactsRepository.findByPhoneKey(tx, organizationId, key)
-              : channel === 'email'
-                ? await this.contactsRepository.findByEmailKey(tx, organizationId, key)
-                : channel === 'linkedin'
-                  ? await this.contactsRepository.findByLinkedinId(tx, organizationId, key)
-                  : null;
-          if (found) await this.contactsRepository.markOptedOut(tx, found.id, this.clock.now());
-          return found;
-        });
-    const addresses = new Map<string, [string, string]>([[`${channel}|${from}`, [channel, from]]]);
-    for (const [c, value] of [['whatsapp', contact?.phone], ['email', contact?.email], ['linkedin', contact?.linkedin_provider_id]] as const) {
-      if (value) addresses.set(`${c}|${value}`, [c, value]);
-    }
-    for (const [c, value] of addresses.values()) await this.suppressNow(organizationId, c, value);
-  }
-
-  /**
-   * Puts the address an opt-out came from on the dispatcher's do-not-contact list and waits until
-   * it is committed (seed 003 "stop means stop"; DESIGN §5.3 the reply wins): from the moment the
-   * webhook is acknowledged, nothing queued or sent later to that address starts a wire attempt.
-   * @throws AppError service_unavailable when the dispatcher did not confirm (the provider redelivers;
-   *   the stored message is a duplicate then and the suppression is asked again)
-   */
-  private async suppressNow(organizationId: string, channel: string, value: string): Promise<void> {
-    if (!SUPPRESSIBLE_CHANNELS.has(channel) || !value) return;
-    try {
-      const added = await this.rpc.call<OutboxSuppressionAddResult>('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, { organization_id: organizationId, channel, value, reason: 'opt_out' }, OPT_OUT_SUPPRESSION_TIMEOUT_MS);
-      if (added.created) this.logger.info({ event: 'messaging.opt_out_suppressed', organization_id: organizationId, channel, cancelled: added.cancelled_entry_ids.length }, 'opt-out address suppressed before the acknowledgement');
-    } catch (err) {
-      // An address the list cannot key (not a phone, not an email) has nothing to suppress.
-      if (err instanceof AppError && (err.code === ErrorCode.InvalidRecipient || err.code === ErrorCode.ValidationFailed)) return;
-      this.logger.error({ event: 'messaging.opt_out_suppression_failed', organization_id: organizationId, channel, err: (err as Error).message }, 'opt-out not yet in force at the dispatcher; asking the provider to redeliver');
-      throw new AppError(ErrorCode.ServiceUnavailable, 'the opt-out could not be put in force yet; retry');
-    }
-  }
-
-  /**
-   * The headers of an inbound email, read through the dispatcher with the grant of the mailbox it
-   * arrived on (another mailbox's grant answers 404). Retried (`EMAIL_HEADER_READ_ATTEMPTS`) unless
-   * the mailbox is unknown; null when no try succeeded: the caller judges the message without them,
-   * and `judgeInbound` marks that verdict uncertain.
-   */
-  private async readEmailHeaders(organizationId: string, senderId: string, externalId: string): Promise<EmailHeadersView | null> {
-    const query: EmailHeadersQuery = { organization_id: organizationId, provider_message_id: externalId, sender_id: senderId };
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const view = await this.rpc.call<EmailHeadersView>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, query, EMAIL_HEADER_READ_TIMEOUT_MS);
-        return { headers: Array.isArray(view?.headers) ? view.headers : [], subject: view?.subject ?? null };
-      } catch (err) {
-        const last = attempt >= EMAIL_HEADER_READ_ATTEMPTS || (err instanceof AppError && err.code === ErrorCode.SenderNotFound);
-        this.logger.warn(
-          { event: 'messaging.email_headers_unread', organization_id: organizationId, external_id: externalId, sender_id: senderId, attempt, final: last, err: (err as Error).message },
-          last ? 'email headers not read; judged by the subject alone' : 'email headers not read; retrying',
-        );
-        if (last) return null;
-        await new Promise((resolve) => setTimeout(resolve, EMAIL_HEADER_READ_BACKOFF_MS[attempt - 1] ?? 300));
-      }
-    }
-  }
-
-  /** One message through the pipeline; never half-stored (each write is one transaction). */
-  private async take(m: InboundMessage, name: string | null, checkAbuse: boolean, hints: ReceiptHints = {}): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
-    const end = this.seconds.startTimer({ channel: m.channel });
+  async take(m: InboundMessage, name: string | null, checkAbuse: boolean, hints: ReceiptHints = {}): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
+    const end = this.metrics.seconds.startTimer({ channel: m.channel });
     try {
       // Plain reads outside a transaction: the common redelivery and known-contact cases cost one round trip each.
         const known = hints.known ?? (await this.messages.existsExternal(this.reader, m.organizationId, m.channel, m.externalId));
       if (known) {
-        this.received.inc({ channel: m.channel, outcome: 'duplicate' });
+        this.metrics.received.inc({ channel: m.channel, outcome: 'duplicate' });
         return 'duplicate';
       }
       const found = hints.open !== undefined ? hints.open : await this.findOpen(m);
@@ -486,11 +171,11 @@ export class InboundService {
       }
       if (verdict && !verdict.allowed) {
         await this.deny(m, contact, conversation, verdict);
-        this.received.inc({ channel: m.channel, outcome: 'denied' });
+        this.metrics.received.inc({ channel: m.channel, outcome: 'denied' });
         return 'denied';
       }
       const stored = await this.uow.run((tx) => this.store(tx, m, contact, conversation, verdict));
-      this.received.inc({ channel: m.channel, outcome: stored ? 'stored' : 'duplicate' });
+      this.metrics.received.inc({ channel: m.channel, outcome: stored ? 'stored' : 'duplicate' });
       return stored ? 'stored' : 'duplicate';
     } catch (err) {
       this.logger.error(

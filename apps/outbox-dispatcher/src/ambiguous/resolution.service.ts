@@ -16,6 +16,7 @@ import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
 import { toEntryView } from '../enqueue/enqueue.service.js';
 import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
+import { AmbiguousRepository } from './ambiguous.repository.js';
 import { OutboxMetrics } from '../metrics/outbox.metrics.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 
@@ -50,6 +51,7 @@ export class ResolutionService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly repository: OutboxRepository,
+    private readonly ambiguous: AmbiguousRepository,
     private readonly senders: SendersRepository,
     private readonly clock: Clock,
     private readonly metrics: OutboxMetrics,
@@ -82,11 +84,11 @@ export class ResolutionService {
       const now = this.clock.now();
       if (entry.status === 'sending') {
         if (!c.providerMessageId && accepting) return { outcome: 'invalid_resolution', entry_id: entry.id };
-        await this.repository.recordEvidence(tx, entry.id, { provider_message_id: c.providerMessageId ?? '', status: c.status, recorded_at: now.toISOString() }, now);
+        await this.ambiguous.recordEvidence(tx, entry.id, { provider_message_id: c.providerMessageId ?? '', status: c.status, recorded_at: now.toISOString() }, now);
         return { outcome: 'evidence_recorded', entry_id: entry.id, status: entry.status };
       }
       if (entry.status !== 'ambiguous') return { outcome: 'not_ambiguous', entry_id: entry.id, status: entry.status };
-      const settled = await this.repository.settleAmbiguous(
+      const settled = await this.ambiguous.settleAmbiguous(
         tx,
         entry.id,
         accepting ? 'accepted' : 'failed',
@@ -122,7 +124,7 @@ export class ResolutionService {
       if (!entry || (data.organization_id && entry.organization_id !== data.organization_id)) return { outcome: 'not_found', entry_id: data.entry_id };
       if (entry.status !== 'ambiguous') return { outcome: 'not_ambiguous', entry_id: entry.id, status: entry.status };
       const accepted = data.status === 'accepted';
-      const settled = await this.repository.settleAmbiguous(
+      const settled = await this.ambiguous.settleAmbiguous(
         tx,
         entry.id,
         accepted ? 'accepted' : 'failed',
@@ -172,7 +174,7 @@ export class ResolutionService {
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new AppError(ErrorCode.ValidationFailed, 'limit must be an integer from 1 to 1000', { field: 'limit' });
     const filters = { organization_id: data?.organization_id ?? null };
     const after = typeof data?.cursor === 'string' && data.cursor !== '' ? decodeCursor(data.cursor, filters) : null;
-    const rows = await this.uow.run((tx) => this.repository.listAmbiguous(tx, data?.organization_id, limit + 1, after));
+    const rows = await this.uow.run((tx) => this.ambiguous.listAmbiguous(tx, data?.organization_id, limit + 1, after));
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return { items: page.map(toEntryView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
@@ -194,7 +196,7 @@ export class ResolutionService {
         const seconds = Number(s.timestamp);
         const providerTimestamp = Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : this.clock.now();
         const token = typeof s.biz_opaque_callback_data === 'string' ? s.biz_opaque_callback_data : null;
-        const statusId = await this.repository.insertProviderStatus(
+        const statusId = await this.ambiguous.insertProviderStatus(
           tx,
           { channel: 'whatsapp', accountId: batch.phone_number_id, providerMessageId: s.id, status: s.status, providerTimestamp, recipient: s.recipient_id ?? null, correlation: token, body: s },
           this.clock.now(),
@@ -220,7 +222,7 @@ export class ResolutionService {
         }
         const entry: EntryRow | undefined = (token ? await this.repository.findById(tx, token) : undefined) ?? (await this.repository.findByProviderMessageId(tx, s.id));
         const ours = entry && owner && entry.sender_id === owner.id ? entry : undefined;
-        await this.repository.noteStatusOutcome(tx, statusId, ours?.id ?? null, outcome);
+        await this.ambiguous.noteStatusOutcome(tx, statusId, ours?.id ?? null, outcome);
         outcomes.push({ id: s.id, status: s.status, outcome });
         const organizationId = ours?.organization_id ?? owner?.organization_id ?? null;
         if (!organizationId) continue;

@@ -13,9 +13,12 @@ import { ProviderRegistry } from '../providers/provider-registry.js';
 import { ResolutionService } from '../ambiguous/resolution.service.js';
 import { SendersService, TOKEN_INVALID } from '../senders/senders.service.js';
 import { entryEvent } from './entry-events.js';
+import { preparationFailure, SenderUnavailable, sendOutcome } from './send-outcome.js';
 import { failure, settleByEvidence } from './settle-helpers.js';
 import type { Tx } from '@touchpoint/database';
-import { type AttemptEnd, type EntryRow, type EntryTransition, OutboxRepository, type PairLease } from './outbox.repository.js';
+import { type AttemptEnd, AttemptsRepository } from './attempts.repository.js';
+import { type EntryRow, OutboxRepository } from './outbox.repository.js';
+import { type PairLease, PairLeaseRepository } from './pair-lease.repository.js';
 
 /** What one drain step did. */
 export interface StepResult {
@@ -47,17 +50,6 @@ function toDispatchEntry(entry: EntryRow): DispatchEntry {
 /** Raised inside the attempt-opening transaction to roll it back when the entry is no longer ours. */
 class LeaseLost extends Error {}
 
-/** A preparation failure that is not the provider's: the sender cannot send. */
-class SenderUnavailable extends Error {
-  constructor(
-    message: string,
-    /** The dispatcher disconnected it after a 190: its entries fail `sender_token_invalid`. */
-    readonly tokenInvalid = false,
-  ) {
-    super(message);
-  }
-}
-
 /**
  * Claims a pair and works its head: prepare → open the attempt → send → record (seed 004 "Dispatch
  * order: prepare, then open the attempt, then send"). Every write names the lease fence, so a
@@ -71,6 +63,8 @@ export class DispatchService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly repository: OutboxRepository,
+    private readonly pairs: PairLeaseRepository,
+    private readonly attempts: AttemptsRepository,
     private readonly senders: SendersService,
     private readonly providers: ProviderRegistry,
     private readonly resolution: ResolutionService,
@@ -102,11 +96,11 @@ export class DispatchService {
     let claimed: Claimed;
     try {
       claimed = await this.uow.run(async (tx): Promise<Claimed> => {
-        const claim = await this.repository.claimPair(tx, now, this.owner, this.config.OUTBOX_LEASE_MS, this.interval);
-        if (!claim) return { kind: 'none', nextDueAt: await this.repository.nextDue(tx, now) };
+        const claim = await this.pairs.claimPair(tx, now, this.owner, this.config.OUTBOX_LEASE_MS, this.interval);
+        if (!claim) return { kind: 'none', nextDueAt: await this.pairs.nextDue(tx, now) };
         if (!claim.entry) {
           // Due, but its head is backing off (or was cancelled): recompute and let go.
-          await this.repository.releasePair(tx, claim.lease, this.interval);
+          await this.pairs.releasePair(tx, claim.lease, this.interval);
           return { kind: 'released' };
         }
         const entry = claim.entry;
@@ -152,7 +146,7 @@ export class DispatchService {
    */
   private async openAttempt(tx: Tx, lease: PairLease, entry: EntryRow, prepared: PreparedSend): Promise<Opened | 'suppressed'> {
     const now = this.clock.now();
-    const result = await this.repository.openAttempt(tx, {
+    const result = await this.attempts.openAttempt(tx, {
       lease,
       entryId: entry.id,
       organizationId: entry.organization_id,
@@ -164,10 +158,10 @@ export class DispatchService {
     });
     if (result.suppressed) {
       // The do-not-contact gate sits next to the wire: the entry fails without an attempt.
-      const row = await this.repository.transitionClaimed(tx, entry.id, lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), now);
+      const row = await this.attempts.transitionClaimed(tx, entry.id, lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), now);
       if (!row) throw new LeaseLost();
       await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
-      await this.repository.releasePair(tx, lease, this.interval);
+      await this.pairs.releasePair(tx, lease, this.interval);
       return 'suppressed';
     }
     if (result.attemptId === null || result.attempts === null) throw new LeaseLost();
@@ -188,9 +182,9 @@ export class DispatchService {
     } catch (err) {
       this.logger.warn({ event: 'outbox.sender_read_failed', entry_id: entry.id, err: (err as Error).message }, 'could not read the sender; requeued');
       await this.uow.run(async (tx) => {
-        await this.repository.lockPair(tx, lease.pairId);
-        await this.repository.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), new Date(this.clock.now().getTime() + SENDER_READ_RETRY_MS));
-        await this.repository.releasePair(tx, lease, this.interval);
+        await this.pairs.lockPair(tx, lease.pairId);
+        await this.attempts.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), new Date(this.clock.now().getTime() + SENDER_READ_RETRY_MS));
+        await this.pairs.releasePair(tx, lease, this.interval);
       });
       return { claimed: true, attempted: false, nextDueAt: null, requeued: true };
     }
@@ -210,7 +204,7 @@ export class DispatchService {
     let opened: Opened | 'suppressed' | 'lease_lost';
     try {
       opened = await this.uow.run(async (tx) => {
-        await this.repository.lockPair(tx, lease.pairId);
+        await this.pairs.lockPair(tx, lease.pairId);
         return this.openAttempt(tx, lease, entry, prepared);
       });
     } catch (err) {
@@ -224,7 +218,7 @@ export class DispatchService {
     if (opened === 'lease_lost') {
       // No attempt was opened, so nothing can have been sent: hand the entry back untouched.
       this.logger.warn({ event: 'outbox.lease_lost', entry_id: entry.id, pair_id: lease.pairId }, 'claim lost before the attempt opened; requeued');
-      await this.uow.run((tx) => this.repository.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), this.clock.now()));
+      await this.uow.run((tx) => this.attempts.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), this.clock.now()));
       return { claimed: true, attempted: false, nextDueAt: null, requeued: true };
     }
     return this.sendOpened(lease, entry, adapter!, sender!, prepared, opened);
@@ -246,40 +240,11 @@ export class DispatchService {
   /** Turns a send result into the attempt's end and the entry's transition, and writes them. */
   private async recordOutcome(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, attemptId: string, attempts: number, result: { accepted: SendAccepted } | { error: unknown }): Promise<StepResult> {
     const now = this.clock.now();
-    let end: AttemptEnd;
-    let transition: EntryTransition;
-    let classified: Classified | null = null;
-    if ('accepted' in result) {
-      end = { outcome: 'accepted', classification: null, providerCode: null, httpStatus: result.accepted.httpStatus, retryAfterMs: null, body: result.accepted.body };
-      transition = { status: 'accepted', providerMessageId: result.accepted.providerMessageId, classification: null, errorCode: null, errorMessage: null, httpStatus: result.accepted.httpStatus };
-    } else {
-      const err = result.error;
-      const wire = err instanceof ProviderCallError ? err : null;
-      classified = adapter.classify(wire ? wire.failure : { kind: 'local' });
-      const body = wire ? wire.body : { source: 'local_execution', message: (err as Error)?.message ?? String(err) };
-      const code = wire ? wire.errorCode : 'local_execution';
-      const message = (err as Error)?.message ?? String(err);
-      const retryAfterMs = wire?.failure.kind === 'http' ? wire.failure.retryAfterMs : null;
-      const httpStatus = wire?.httpStatus ?? null;
-      const extras = { errorSubcode: wire?.detail.subcode ?? null, errorDetails: wire?.detail.details ?? null };
-      const canRetry = classified.action === 'retry' && attempts < entry.max_attempts;
-      if (canRetry) {
-        const delay = retryDelayMs({ baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS }, attempts, classified.floorMs);
-        end = { outcome: 'retry', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'pending', nextAttemptAt: new Date(now.getTime() + delay), classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
-      } else if (classified.action === 'park_ambiguous' && entry.payload_type !== 'read_receipt') {
-        end = { outcome: 'ambiguous', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'ambiguous', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
-      } else {
-        // Permanent, attempts exhausted, or a read receipt: a receipt has no value by the time a retry would run.
-        end = { outcome: 'failed', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
-        transition = { status: 'failed', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
-      }
-    }
+    const { end, transition, classified } = sendOutcome(entry, adapter, attempts, result, now, { baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS });
 
     const write = () =>
       this.uow.run(async (tx) => {
-        await this.repository.lockPair(tx, lease.pairId);
+        await this.pairs.lockPair(tx, lease.pairId);
         let [finalEnd, finalTransition] = [end, transition];
         if (transition.status === 'ambiguous') {
           // A status webhook may have correlated this send while we waited: evidence beats "unknown".
@@ -287,13 +252,13 @@ export class DispatchService {
           const settled = evidence ? settleByEvidence(evidence, end) : null;
           if (settled) [finalEnd, finalTransition] = settled;
         }
-        const row = await this.repository.settleAttempt(tx, attemptId, finalEnd, entry.id, lease.fence, finalTransition, now);
+        const row = await this.attempts.settleAttempt(tx, attemptId, finalEnd, entry.id, lease.fence, finalTransition, now);
         if (!row) return undefined;
         await this.disconnectOnInvalidToken(tx, row);
         if (row.status === 'accepted') await tx.publish(entryEvent(OutboxEvents.EntryAccepted, row));
         else if (row.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
         else if (row.status === 'ambiguous') await tx.publish(entryEvent(OutboxEvents.EntryAmbiguous, row));
-        await this.repository.releasePair(tx, lease, this.interval);
+        await this.pairs.releasePair(tx, lease, this.interval);
         return row;
       });
 
@@ -344,38 +309,20 @@ export class DispatchService {
    * which also stamps the pacing gate, so a failing entry cannot spin faster than real sends.
    */
   private async preparationFailed(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter | undefined, err: unknown): Promise<StepResult> {
-    let classified: Classified;
-    let body: unknown;
-    let code: string | null;
     const message = (err as Error)?.message ?? String(err);
-    if (err instanceof ProviderCallError && adapter) {
-      classified = adapter.classify(err.failure);
-      // An upload that timed out sent no message: retrying it cannot duplicate one.
-      if (classified.action === 'park_ambiguous') classified = { ...classified, classification: 'transient', action: 'retry' };
-      body = err.body;
-      code = err.errorCode;
-    } else if (err instanceof SenderUnavailable) {
-      classified = { classification: err.tokenInvalid ? 'sender_unauthorized' : 'sender_unavailable', action: 'fail', floorMs: 0, accountRestricted: false };
-      body = { source: 'sender', message };
-      code = err.tokenInvalid ? 'sender_token_invalid' : 'sender_unavailable';
-    } else {
-      classified = { classification: 'local_execution', action: 'fail', floorMs: 0, accountRestricted: false };
-      body = { source: 'local_execution', message };
-      code = 'local_execution';
-    }
-    const httpStatus = err instanceof ProviderCallError ? err.httpStatus : null;
+    const { classified, body, code, httpStatus } = preparationFailure(err, adapter);
     const row = await this.uow
       .run(async (tx) => {
         const now = this.clock.now();
-        await this.repository.lockPair(tx, lease.pairId);
-        if (!(await this.repository.stampPacingGate(tx, lease, now, this.interval))) throw new LeaseLost();
-        const attempts = await this.repository.bumpAttempt(tx, entry.id, lease.fence, now, null);
+        await this.pairs.lockPair(tx, lease.pairId);
+        if (!(await this.pairs.stampPacingGate(tx, lease, now, this.interval))) throw new LeaseLost();
+        const attempts = await this.attempts.bumpAttempt(tx, entry.id, lease.fence, now, null);
         if (attempts === null) throw new LeaseLost();
         const retry = classified.action === 'retry' && attempts < entry.max_attempts;
         const end: AttemptEnd = { outcome: retry ? 'requeued' : 'failed', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs: null, body };
-        await this.repository.insertAttempt(tx, entry.id, lease, attempts, now, end);
+        await this.attempts.insertAttempt(tx, entry.id, lease, attempts, now, end);
         const delay = retryDelayMs({ baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS }, attempts, classified.floorMs);
-        const next = await this.repository.transitionClaimed(
+        const next = await this.attempts.transitionClaimed(
           tx,
           entry.id,
           lease.fence,
@@ -387,7 +334,7 @@ export class DispatchService {
         if (!next) throw new LeaseLost();
         if (err instanceof ProviderCallError) await this.disconnectOnInvalidToken(tx, next);
         if (next.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, next));
-        await this.repository.releasePair(tx, lease, this.interval);
+        await this.pairs.releasePair(tx, lease, this.interval);
         return next;
       })
       .catch((e) => {

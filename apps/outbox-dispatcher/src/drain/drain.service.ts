@@ -9,7 +9,7 @@ import { Clock } from '@touchpoint/time';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { wakeChannelOf } from '../enqueue/enqueue.service.js';
 import { DispatchService, type StepResult } from './dispatch.service.js';
-import { OutboxRepository } from './outbox.repository.js';
+import { PairLeaseRepository } from './pair-lease.repository.js';
 
 /** Type of the self-addressed, delayed wake-up message (a hint; it skips the outbox). */
 export const DISPATCH_WAKE = 'outbox.dispatch.wake';
@@ -48,7 +48,7 @@ export class DrainService implements OnApplicationBootstrap, OnApplicationShutdo
 
   constructor(
     private readonly dispatch: DispatchService,
-    private readonly repository: OutboxRepository,
+    private readonly pairs: PairLeaseRepository,
     private readonly bus: BusService,
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
@@ -115,7 +115,7 @@ export class DrainService implements OnApplicationBootstrap, OnApplicationShutdo
     };
     await Promise.all(Array.from({ length: Math.max(1, concurrency) }, loop));
     // Asked once all claimers stopped: a claimer that found nothing may have seen a peer's pair mid-claim.
-    run.nextDueAt = await this.uow.run((tx) => this.repository.nextDue(tx, this.clock.now()));
+    run.nextDueAt = await this.uow.run((tx) => this.pairs.nextDue(tx, this.clock.now()));
     if (run.nextDueAt || (run.stoppedByBudget && run.claims > 0)) run.workRemains = true;
     if (run.workRemains) await this.scheduleWake(run.nextDueAt ?? this.clock.now());
     return run;

@@ -1,5 +1,6 @@
 import { ACCEPTING_DELIVERY_STATUSES, REJECTING_DELIVERY_STATUSES } from '../ambiguous/resolution.service.js';
-import type { AttemptEnd, EntryTransition, Evidence } from './outbox.repository.js';
+import type { AttemptEnd, EntryTransition } from './attempts.repository.js';
+import type { Evidence } from './outbox.repository.js';
 
 /**
  * The attempt end and entry transition that correlation evidence proves, or null when it proves

@@ -29,7 +29,7 @@ export class SuppressionsRepository {
    * Cancels every `pending` entry of the organization to `pacingKey` on `channel`, whoever queued
    * it. Only `pending`: a `sending` entry belongs to the dispatcher holding its claim, and its
    * attempt either opened before this transaction commits (already on its way to the wire) or will
-   * meet the suppression at the pre-wire gate (`OutboxRepository.openAttempt`). A claim racing this
+   * meet the suppression at the pre-wire gate (`AttemptsRepository.openAttempt`). A claim racing this
    * statement holds the row lock; the UPDATE waits for it and then skips the row it no longer
    * finds `pending`.
    */

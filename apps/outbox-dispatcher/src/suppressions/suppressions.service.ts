@@ -26,7 +26,7 @@ export interface SuppressionAdded {
  * `messaging.suppression.requested` (an opt-out it saw: STOP on WhatsApp, an opt-out by email), and
  * tests. `add` cancels the value's queued entries in its own transaction, so when the row commits
  * nothing to that address that has not started its attempt can still leave; the pre-wire gate
- * (`OutboxRepository.openAttempt`) refuses the rest, whoever enqueued them.
+ * (`AttemptsRepository.openAttempt`) refuses the rest, whoever enqueued them.
  */
 @Injectable()
 export class SuppressionsService {

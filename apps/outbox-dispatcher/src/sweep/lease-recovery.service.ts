@@ -5,7 +5,9 @@ import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { ACCEPTING_DELIVERY_STATUSES, REJECTING_DELIVERY_STATUSES } from '../ambiguous/resolution.service.js';
 import { entryEvent } from '../drain/entry-events.js';
+import { AttemptsRepository } from '../drain/attempts.repository.js';
 import { OutboxRepository } from '../drain/outbox.repository.js';
+import { PairLeaseRepository } from '../drain/pair-lease.repository.js';
 import { OutboxMetrics } from '../metrics/outbox.metrics.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 
@@ -36,6 +38,8 @@ export class LeaseRecoveryService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly repository: OutboxRepository,
+    private readonly pairs: PairLeaseRepository,
+    private readonly attempts: AttemptsRepository,
     private readonly clock: Clock,
     private readonly metrics: OutboxMetrics,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -45,25 +49,25 @@ export class LeaseRecoveryService {
   async recover(): Promise<RecoveryReport> {
     const report: RecoveryReport = { requeued: 0, ambiguous: 0, acceptedByEvidence: 0, failedByEvidence: 0, failed: 0, freedPairs: 0, repairedPairs: 0 };
     const interval = this.config.WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS;
-    const stranded = await this.uow.run((tx) => this.repository.findStranded(tx, this.clock.now(), RECOVERY_BATCH));
+    const stranded = await this.uow.run((tx) => this.attempts.findStranded(tx, this.clock.now(), RECOVERY_BATCH));
     for (const candidate of stranded) {
       const result = await this.uow.run(async (tx) => {
         const now = this.clock.now();
         // Pair first, like every other writer of the pair, then the entry.
-        await this.repository.lockPair(tx, candidate.pair_id);
+        await this.pairs.lockPair(tx, candidate.pair_id);
         const entry = await this.repository.findById(tx, candidate.id, true);
         if (!entry || entry.status !== 'sending' || entry.claim_fence !== candidate.claim_fence) return null;
-        if (!(await this.repository.leaseIsOver(tx, entry.pair_id, String(entry.claim_fence), now))) return null;
-        const open = await this.repository.findOpenAttempt(tx, entry.id);
+        if (!(await this.pairs.leaseIsOver(tx, entry.pair_id, String(entry.claim_fence), now))) return null;
+        const open = await this.attempts.findOpenAttempt(tx, entry.id);
         const fence = String(entry.claim_fence);
         const evidence = entry.evidence;
         let kind: keyof RecoveryReport;
         if (evidence && (ACCEPTING_DELIVERY_STATUSES.has(evidence.status) || REJECTING_DELIVERY_STATUSES.has(evidence.status))) {
           const accepted = ACCEPTING_DELIVERY_STATUSES.has(evidence.status);
           if (open) {
-            await this.repository.closeAttempt(tx, open.id, { outcome: accepted ? 'accepted' : 'failed', classification: null, providerCode: null, httpStatus: null, retryAfterMs: null, body: { source: 'lease_recovery', evidence } }, now);
+            await this.attempts.closeAttempt(tx, open.id, { outcome: accepted ? 'accepted' : 'failed', classification: null, providerCode: null, httpStatus: null, retryAfterMs: null, body: { source: 'lease_recovery', evidence } }, now);
           }
-          const row = await this.repository.transitionClaimed(
+          const row = await this.attempts.transitionClaimed(
             tx,
             entry.id,
             fence,
@@ -77,8 +81,8 @@ export class LeaseRecoveryService {
           kind = accepted ? 'acceptedByEvidence' : 'failedByEvidence';
         } else if (open) {
           const receipt = entry.payload_type === 'read_receipt';
-          await this.repository.closeAttempt(tx, open.id, { outcome: receipt ? 'failed' : 'ambiguous', classification: 'ambiguous', providerCode: 'lease_expired', httpStatus: null, retryAfterMs: null, body: { source: 'lease_recovery', message: 'the dispatcher holding the attempt never recorded its outcome' } }, now);
-          const row = await this.repository.transitionClaimed(
+          await this.attempts.closeAttempt(tx, open.id, { outcome: receipt ? 'failed' : 'ambiguous', classification: 'ambiguous', providerCode: 'lease_expired', httpStatus: null, retryAfterMs: null, body: { source: 'lease_recovery', message: 'the dispatcher holding the attempt never recorded its outcome' } }, now);
+          const row = await this.attempts.transitionClaimed(
             tx,
             entry.id,
             fence,
@@ -89,11 +93,11 @@ export class LeaseRecoveryService {
           await tx.publish(entryEvent(receipt ? OutboxEvents.EntryFailed : OutboxEvents.EntryAmbiguous, row));
           kind = receipt ? 'failed' : 'ambiguous';
         } else {
-          const back = await this.repository.requeueUnopened(tx, entry.id, fence, now, now);
+          const back = await this.attempts.requeueUnopened(tx, entry.id, fence, now, now);
           if (!back) return null;
           kind = 'requeued';
         }
-        await this.repository.recomputeFreePair(tx, entry.pair_id, now, interval);
+        await this.pairs.recomputeFreePair(tx, entry.pair_id, now, interval);
         return { kind, entry };
       });
       if (!result) continue;
@@ -105,8 +109,8 @@ export class LeaseRecoveryService {
       );
     }
     const pairs = await this.uow.run(async (tx) => ({
-      freed: await this.repository.freeExpiredPairs(tx, this.clock.now(), interval),
-      repaired: await this.repository.repairUndatedPairs(tx, this.clock.now(), interval),
+      freed: await this.pairs.freeExpiredPairs(tx, this.clock.now(), interval),
+      repaired: await this.pairs.repairUndatedPairs(tx, this.clock.now(), interval),
     }));
     report.freedPairs = pairs.freed;
     report.repairedPairs = pairs.repaired;

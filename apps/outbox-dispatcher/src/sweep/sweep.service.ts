@@ -3,7 +3,7 @@ import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, IntervalTask, LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { DrainService } from '../drain/drain.service.js';
-import { OutboxRepository } from '../drain/outbox.repository.js';
+import { SweepRepository } from './sweep.repository.js';
 import { OutboxMetrics } from '../metrics/outbox.metrics.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { LeaseRecoveryService } from './lease-recovery.service.js';
@@ -31,7 +31,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly uow: UnitOfWork,
-    private readonly repository: OutboxRepository,
+    private readonly repository: SweepRepository,
     private readonly recovery: LeaseRecoveryService,
     private readonly drainService: DrainService,
     private readonly clock: Clock,

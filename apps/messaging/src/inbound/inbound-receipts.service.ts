@@ -1,0 +1,171 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { WhatsAppInboundBatch } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
+import type { Logger } from '@touchpoint/observability';
+import { toPhoneKey } from '@touchpoint/phone';
+import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { judgeInbound, truncateText } from '@touchpoint/text';
+import type { ContactRow } from '../contacts/contacts.repository.js';
+import type { ConversationRow, InstanceRow } from '../conversations/conversations.repository.js';
+import { SendersService } from '../senders/senders.service.js';
+import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt } from './inbound-receipts.repository.js';
+import { InboundMetrics } from './inbound.metrics.js';
+import { InboundOptOutService } from './inbound-opt-out.service.js';
+import { InboundService, type ReceiptHints } from './inbound.service.js';
+import { parseWhatsAppMessage, unusableWhatsAppMessage } from './whatsapp-message.js';
+
+/** Profile names by wa_id from a change's `contacts` (any other shape: none). */
+export function contactNames(contacts: unknown): Map<string, string | null> {
+  const names = new Map<string, string | null>();
+  if (!Array.isArray(contacts)) return names;
+  for (const c of contacts as { wa_id?: unknown; profile?: { name?: unknown } }[]) {
+    if (c && typeof c.wa_id === 'string') names.set(c.wa_id, typeof c.profile?.name === 'string' ? c.profile.name : null);
+  }
+  return names;
+}
+
+/** What `accept` did with the messages of one webhook change. */
+export interface AcceptResult {
+  /** New receipts stored (acknowledged; the worker makes them messages). */
+  accepted: number;
+  /** Provider ids already waiting as receipts. */
+  duplicates: number;
+  ignored: number;
+}
+
+/**
+ * Receipt acceptance (seed 004 "Scenario 2"): a WhatsApp webhook change becomes
+ * inbound receipts, one insert, before the gateway answers (`accept`), and the receipt worker's
+ * claimed batches go to the message pipeline (`hintsFor`, `processReceipt`, `InboundService`).
+ */
+@Injectable()
+export class InboundReceiptsService {
+  private readonly acceptedListeners: (() => void)[] = [];
+  /** Plain reads outside a transaction (one round trip, any pool connection). */
+  private readonly reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly inbound: InboundService,
+    private readonly optOut: InboundOptOutService,
+    private readonly senders: SendersService,
+    private readonly receipts: InboundReceiptsRepository,
+    private readonly metrics: InboundMetrics,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /**
+   * The `messaging.inbound.whatsapp` RPC (the gateway's Meta ingress): stores each message of one
+   * webhook change as an inbound receipt, in one statement, and answers; the receipt worker does
+   * the rest (`processReceipt`). So the gateway's 2xx means "durably stored", and a failure after
+   * that point (abuse unreachable with nothing in the read model, a lost database) is retried here
+   * rather than by Meta. A message without an id or a sender, or from a number that is not a
+   * phone, is ignored (a redelivery would not change it).
+   * @throws AppError service_unavailable when the receipts could not be stored or the owner of the number not learned (→ 503, Meta redelivers)
+   */
+  async accept(batch: WhatsAppInboundBatch & { organization_id?: string }): Promise<AcceptResult> {
+    const result: AcceptResult = { accepted: 0, duplicates: 0, ignored: 0 };
+    const owner = await this.ownerOf(batch, result);
+    if (!owner) return result;
+    const names = contactNames(batch.contacts);
+    const receipts: NewInboundReceipt[] = [];
+    for (const raw of batch.messages) {
+      const problem = unusableWhatsAppMessage(raw) ?? (toPhoneKey(raw.from) ? null : 'sender is not a phone');
+      if (problem) {
+        this.logger.warn({ event: 'messaging.inbound_malformed', organization_id: owner.organization_id, external_id: typeof raw?.id === 'string' ? truncateText(raw.id, 100) : undefined, reason: problem }, 'unusable inbound message ignored');
+        result.ignored++;
+        continue;
+      }
+      receipts.push({ organization_id: owner.organization_id, channel: 'whatsapp', external_id: raw.id, sender_id: owner.sender_id, contact_name: names.get(raw.from) ?? null, message: raw });
+    }
+    try {
+      const fresh = await this.receipts.insert(receipts);
+      result.accepted = fresh.size;
+      result.duplicates = receipts.length - fresh.size;
+    } catch (err) {
+      this.logger.error({ event: 'messaging.inbound_receipt_failed', organization_id: owner.organization_id, count: receipts.length, err: (err as Error).message }, 'inbound receipts not stored');
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the message could not be stored; retry');
+    }
+    this.metrics.received.inc({ channel: 'whatsapp', outcome: 'accepted' }, result.accepted);
+    if (result.duplicates) this.metrics.received.inc({ channel: 'whatsapp', outcome: 'duplicate' }, result.duplicates);
+    if (result.accepted) for (const listener of this.acceptedListeners) listener();
+    // The receipt worker applies the opt-out to the contact (every address, followups, outreach)
+    // later, behind whatever is waiting; the number it came from is suppressed before we answer.
+    for (const r of receipts) {
+      const parsed = parseWhatsAppMessage(r.message as WhatsAppInboundBatch['messages'][number]);
+      if (judgeInbound({ channel: 'whatsapp', text: parsed.text, textMayOptOut: parsed.typedText }).optOut) await this.optOut.optOutNow(owner.organization_id, 'whatsapp', parsed.from);
+    }
+    return result;
+  }
+
+  /** Registers what runs after `accept` stored new receipts (the worker's wake-up). */
+  onAccepted(listener: () => void): void {
+    this.acceptedListeners.push(listener);
+  }
+
+  /**
+   * Processes one inbound receipt through the whole pipeline (`InboundService.takeWhatsApp`).
+   * @throws AppError service_unavailable (or the pipeline's own code) when it could not be stored or judged; the worker retries
+   */
+  async processReceipt(r: InboundReceiptRow, hints: ReceiptHints = {}): Promise<'stored' | 'duplicate' | 'denied' | 'ignored'> {
+    if (r.channel !== 'whatsapp') throw new AppError(ErrorCode.Internal, `no receipt processing for channel ${r.channel}`);
+    return this.inbound.takeWhatsApp(r.message as unknown as WhatsAppInboundBatch['messages'][number], r.organization_id, r.sender_id, r.contact_name, hints);
+  }
+
+  /**
+   * What two queries tell about a whole batch of receipts, instead of two per message: which
+   * provider ids are stored already, and the contact, conversation and active instance of each
+   * sender's first receipt in the batch (its later ones read their own: the first may roll over).
+   * @param batch receipts in arrival order
+   * @returns hints by receipt id, for `processReceipt`
+   */
+  async hintsFor(batch: InboundReceiptRow[]): Promise<Map<string, ReceiptHints>> {
+    const hints = new Map<string, ReceiptHints>();
+    if (batch.length === 0) return hints;
+    const stored = await this.reader.query<{ organization_id: string; external_id: string }>(
+      `SELECT organization_id, external_id FROM messages
+        WHERE channel = 'whatsapp' AND external_id IS NOT NULL
+          AND (organization_id, external_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      [batch.map((r) => r.organization_id), batch.map((r) => r.external_id)],
+    );
+    const storedIds = new Set(stored.map((r) => `${r.organization_id}|${r.external_id}`));
+    const firstOfSender = new Map<string, InboundReceiptRow>();
+    for (const r of batch) {
+      const key = toPhoneKey(String(r.message.from ?? ''));
+      if (key && !firstOfSender.has(`${r.organization_id}|${key}`)) firstOfSender.set(`${r.organization_id}|${key}`, r);
+    }
+    const entries = [...firstOfSender.keys()].map((k) => k.split('|') as [string, string]);
+    const open = await this.reader.query<{ organization_id: string; phone_key: string; contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
+      `SELECT DISTINCT ON (ct.organization_id, ct.phone_key) ct.organization_id, ct.phone_key, to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
+         FROM contacts ct
+         JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = 'whatsapp' AND cv.organization_id = ct.organization_id
+         JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
+        WHERE (ct.organization_id, ct.phone_key) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ct.erased_at IS NULL
+        ORDER BY ct.organization_id, ct.phone_key, (ct.kind = 'crm') DESC, ct.created_at`,
+      [entries.map((e) => e[0]), entries.map((e) => e[1])],
+    );
+    const openBySender = new Map(open.map((o) => [`${o.organization_id}|${o.phone_key}`, { contact: o.contact, conversation: o.conversation, instance: o.instance }]));
+    for (const r of batch) hints.set(r.id, { known: storedIds.has(`${r.organization_id}|${r.external_id}`) });
+    for (const [sender, r] of firstOfSender) hints.get(r.id)!.open = openBySender.get(sender) ?? null;
+    return hints;
+  }
+
+  /** The organization and sender owning the batch's number, or null (counted ignored) when nobody does. */
+  async ownerOf(batch: (WhatsAppInboundBatch & { organization_id?: string }) | null | undefined, result: { ignored: number }): Promise<{ organization_id: string; sender_id: string | null } | null> {
+    if (!batch || !Array.isArray(batch.messages) || batch.messages.length === 0) return null;
+    const owner = batch.organization_id
+      ? { organization_id: batch.organization_id, sender_id: null as string | null }
+      : batch.phone_number_id
+        ? await this.senders.resolve(batch.phone_number_id)
+        : null;
+    if (!owner?.organization_id) {
+      // Nobody owns this number here: storing is impossible and a redelivery will not change that.
+      this.logger.warn({ event: 'messaging.inbound_unknown_number', phone_number_id: batch.phone_number_id, count: batch.messages.length }, 'inbound for an unregistered number ignored');
+      result.ignored = batch.messages.length;
+      this.metrics.received.inc({ channel: 'whatsapp', outcome: 'ignored' }, batch.messages.length);
+      return null;
+    }
+    return owner;
+  }
+}
