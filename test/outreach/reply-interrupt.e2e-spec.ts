@@ -84,7 +84,7 @@ describe(ReplyInterruptService.name, () => {
         opt_out: false,
         from: s.person.email!,
       };
-      await uow.run((tx) => tx.publish({ event_id: `messaging.message.received:${updated.message_id}`, type: MessagingEvents.MessageReceived, organization_id: org, data: data as unknown as Record<string, unknown> }));
+      await uow.run((tx) => tx.publish({ event_id: `messaging.message.received:${updated.message_id}`, type: MessagingEvents.MessageReceived, organization_id: org, data: data }));
       // The same message under another event id, after the reply's decision was saved: that decision is the guard.
       await w.sql(
         `INSERT INTO {o}.decisions (organization_id, enrollment_id, trigger_event_id, trigger_reason, trigger_ref, context_version, outcome, type, created_at, updated_at)
@@ -92,7 +92,7 @@ describe(ReplyInterruptService.name, () => {
         [org, s.enrollmentId, `reply:${updated.message_id}`, updated.message_id, after.context_version],
       );
       const replayId = `replay:${randomUUID()}`;
-      await uow.run((tx) => tx.publish({ event_id: replayId, type: MessagingEvents.MessageReceived, organization_id: org, data: data as unknown as Record<string, unknown> }));
+      await uow.run((tx) => tx.publish({ event_id: replayId, type: MessagingEvents.MessageReceived, organization_id: org, data: data }));
       await eventually(async () => (await w.sql(`SELECT 1 FROM {o}.inbox_events WHERE event_id = $1`, [replayId]))[0], 10_000);
       await sleep(300);
       expect((await b.enrollmentRow(s.enrollmentId)).context_version).toBe(after.context_version);

@@ -663,6 +663,46 @@ export const FollowupsEvents = {
   HandoffRequested: 'followups.enrollment.handoff_requested',
 } as const;
 
+/** Data of `followups.flow.published`. `source_version_id`: the version a rollback republished, else null. */
+export interface FollowupsFlowPublishedData {
+  flow_id: string;
+  version_id: string;
+  version: number;
+  source_version_id: string | null;
+}
+
+/** Data of `followups.flow.status_changed`. */
+export interface FollowupsFlowStatusChangedData {
+  flow_id: string;
+  status: FlowStatus;
+}
+
+/** Data of `followups.enrollment.created`. */
+export interface FollowupsEnrollmentCreatedData {
+  enrollment_id: string;
+  flow_id: string;
+  contact_id: string;
+  version_id: string;
+}
+
+/** Data of `followups.enrollment.finished`: the terminal status and why (`reason`, null when none was recorded). */
+export interface FollowupsEnrollmentFinishedData {
+  enrollment_id: string;
+  flow_id: string;
+  contact_id: string;
+  status: FollowupEnrollmentStatus;
+  reason: string | null;
+}
+
+/** Data of `followups.enrollment.handoff_requested`. `note`: the step's note to the person, or null. */
+export interface FollowupsHandoffRequestedData {
+  enrollment_id: string;
+  contact_id: string;
+  conversation_id: string | null;
+  node_id: string;
+  note: string | null;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bulk enrollment jobs (seed 000 "followup_bulk_jobs")
 // ---------------------------------------------------------------------------------------------

@@ -213,6 +213,9 @@ export interface MessageOutcomeData {
   /** `failed` only: where it failed (`enqueue`: never queued; `delivery`: queued but undeliverable). */
   failure_stage?: 'enqueue' | 'delivery';
   error_code?: string | null;
+  /** `failed` at `delivery` only: the provider's sub-code and explanation (`MessageView.error_subcode`, `error_details`). */
+  error_subcode?: string | null;
+  error_details?: string | null;
   notification_delivery_id?: string | null;
   context?: Record<string, string | number>;
   /** `delivered` / `read` only: when the provider says it happened (ISO-8601, UTC). */
@@ -366,6 +369,9 @@ export interface ContactEventData {
   linkedin_provider_id?: string | null;
   /** A prospect's CRM person (seed 003 §4.1), on `updated`. */
   linked_contact_id?: string | null;
+  /** `updated` by a WhatsApp number change only: the phone before it, and `reason: 'whatsapp_number_changed'`. */
+  previous_phone?: string | null;
+  reason?: 'whatsapp_number_changed';
   tags?: string[];
   /** The contact's IANA time zone (`America/Sao_Paulo`), null when unknown; absent on `erased`. */
   time_zone?: string | null;

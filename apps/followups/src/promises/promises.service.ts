@@ -395,7 +395,7 @@ export class PromisesService {
       ...content,
       context: { followup_promise_id: row.id },
     };
-    return { event_id: key, type: MessagingCommands.Send, organization_id: row.organization_id, data: command as unknown as Record<string, unknown> };
+    return { event_id: key, type: MessagingCommands.Send, organization_id: row.organization_id, data: command };
   }
 }
 

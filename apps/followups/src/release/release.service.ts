@@ -627,7 +627,7 @@ export class ReleaseService {
       context: { followup_enrollment_id: state.id, followup_effect_id: effectId, followup_node_id: nodeId },
     };
     // The step's own record is the effect and the `step_queued` timeline entry; only the command goes on the bus.
-    ctx.messages.push({ event_id: key, type: MessagingCommands.Send, organization_id: state.organization_id, data: command as unknown as Record<string, unknown> });
+    ctx.messages.push({ event_id: key, type: MessagingCommands.Send, organization_id: state.organization_id, data: command });
     state.inflight_effect_id = effectId;
     state.last_send_status = 'queued';
     state.sender_id = senderId;

@@ -134,9 +134,9 @@ export class ConversationsService {
         event_id: `messaging.conversation.resolved:${conversation.id}:${now.toISOString()}`,
         type: MessagingEvents.ConversationResolved,
         organization_id: organizationId,
-        data: data as unknown as Record<string, unknown>,
+        data: data,
       });
-      await this.stream.append(tx, organizationId, MessagingEvents.ConversationResolved, data as unknown as Record<string, unknown>);
+      await this.stream.append(tx, organizationId, MessagingEvents.ConversationResolved, data);
     });
     return this.get(organizationId, conversationId);
   }

@@ -119,7 +119,7 @@ export class NotificationsService {
       const disabled = await this.repository.disabledChannels(tx, data.organization_id, contact.id);
       for (const channel of channels) await this.deliver(tx, notification, channel, disabled.has(channel), now, whatsappTemplate, contact.opted_out_at !== null);
       const created: NotificationCreatedData = { notification_id: notification.id, contact_id: contact.id, channels };
-      await tx.publish({ event_id: `messaging.notification.created:${notification.id}`, type: MessagingEvents.NotificationCreated, organization_id: data.organization_id, data: created as unknown as Record<string, unknown> });
+      await tx.publish({ event_id: `messaging.notification.created:${notification.id}`, type: MessagingEvents.NotificationCreated, organization_id: data.organization_id, data: created });
       await this.stream.append(tx, data.organization_id, MessagingEvents.NotificationCreated, { ...created, title, body });
       return notification.id;
     });

@@ -66,7 +66,7 @@ export class LinkedinStateController {
       );
       if (inserted.length) {
         const event: LinkedinRelationEventData = { sender_id: sender.id, provider_id: data.provider_id, public_identifier: slug };
-        await tx.publish({ event_id: `${OutboxLinkedinEvents.RelationAccepted}:${sender.id}:${data.provider_id}`, type: OutboxLinkedinEvents.RelationAccepted, organization_id: sender.organization_id, data: event as unknown as Record<string, unknown> });
+        await tx.publish({ event_id: `${OutboxLinkedinEvents.RelationAccepted}:${sender.id}:${data.provider_id}`, type: OutboxLinkedinEvents.RelationAccepted, organization_id: sender.organization_id, data: event });
       }
       return { stored: true, sender_id: sender.id };
     });

@@ -161,7 +161,7 @@ export class ExecutionRunner implements RunHandler {
       // An invitation carries its note; a message goes into the chat (the adapter tells them apart).
       send.context!.linkedin_action = claimed.type === 'linkedin_connection' ? 'invite' : 'message';
     }
-    await tx.publish({ event_id: `outreach.send:${key}`, type: MessagingCommands.Send, organization_id: claimed.organization_id, data: send as unknown as Record<string, unknown> });
+    await tx.publish({ event_id: `outreach.send:${key}`, type: MessagingCommands.Send, organization_id: claimed.organization_id, data: send });
     return key;
   }
 
