@@ -632,7 +632,11 @@ export interface PromiseResolveData extends PromiseRef, FollowupActor {
 export const GatewayApprovalRpc = {
   Check: 'gateway.followups.approval_check',
 } as const;
-export interface ApprovalCheckData extends Scoped, FollowupActor {}
+/** Data of `gateway.followups.approval_check`: the key and member a decision recorded (null when it recorded none: not valid). */
+export interface ApprovalCheckData extends Scoped {
+  api_key_id: string | null;
+  member_id: string | null;
+}
 export interface ApprovalCheckView {
   valid: boolean;
   /** Why not: `key_revoked` or `member_left`; null when valid. */

@@ -546,8 +546,11 @@ export interface NotificationTemplateData {
   key: string;
   title?: string | null;
   body: string;
-  /** Null or absent: the template has none, and a WhatsApp delivery outside the window fails `whatsapp_template_required`. */
-  whatsapp_template?: NotificationWhatsAppTemplate | null;
+  /**
+   * Null or absent: the template has none, and a WhatsApp delivery outside the window fails
+   * `whatsapp_template_required`. Absent `parameters`: the body has none.
+   */
+  whatsapp_template?: (Omit<NotificationWhatsAppTemplate, 'parameters'> & { parameters?: string[] }) | null;
 }
 
 /** A notification template as the template RPCs answer it. */

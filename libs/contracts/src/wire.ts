@@ -123,8 +123,8 @@ export interface RpcContract {
   [MessagingRpc.ContactErase]: { request: { organization_id: string; contact_id: string; }; answer: ContactView };
   [MessagingRpc.ContactGet]: { request: { organization_id: string; contact_id: string; }; answer: ContactView };
   [MessagingRpc.ContactList]: { request: { organization_id: string; cursor?: string; limit?: number; tag?: string; kind?: 'crm' | 'prospect'; }; answer: MessagingPage<ContactView> };
-  [MessagingRpc.ContactTag]: { request: { organization_id: string; contact_id: string; tags: string[]; }; answer: ContactView };
-  [MessagingRpc.ContactUntag]: { request: { organization_id: string; contact_id: string; tags: string[]; }; answer: ContactView };
+  [MessagingRpc.ContactTag]: { request: { organization_id: string; contact_id: string; tags: string[]; source?: string; }; answer: ContactView };
+  [MessagingRpc.ContactUntag]: { request: { organization_id: string; contact_id: string; tags: string[]; source?: string; }; answer: ContactView };
   [MessagingRpc.ContactUpdate]: { request: ContactUpdateData; answer: ContactView };
   [MessagingRpc.ConversationGet]: { request: { organization_id: string; conversation_id: string; }; answer: ConversationView };
   [MessagingRpc.ConversationList]: { request: { organization_id: string; status?: ConversationStatus; channel?: string; contact_id?: string; cursor?: string; limit?: number; }; answer: MessagingPage<ConversationView> };

@@ -339,9 +339,9 @@ export class PromisesService {
       idempotency_key: `promise-alert:${row.id}`,
       data: { kind: 'followup_promise_due', promise_id: row.id, conversation_id: row.conversation_id ?? '' },
     };
-    let view: NotificationView | { data: NotificationView };
+    let view: NotificationView;
     try {
-      view = await this.rpc.call<NotificationView | { data: NotificationView }>('messaging', MessagingRpc.NotificationCreate, notification, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
+      view = await this.rpc.call('messaging', MessagingRpc.NotificationCreate, notification, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
     } catch (err) {
       // Messaging down or refusing: try again later (the key makes a repeat one notification), fail after a few tries.
       const attempts = row.attempts + 1;
@@ -353,7 +353,7 @@ export class PromisesService {
       await this.promises.update(tx, row.id, { attempts, due_at: new Date(now.getTime() + PROMISE_ALERT_RETRY_MS), last_error: truncateText(`alert: ${message}`, 1000) }, now);
       return 'waiting';
     }
-    const notificationId = 'notification_id' in view ? view.notification_id : (view.data?.notification_id ?? null);
+    const notificationId = view.notification_id;
     await this.promises.update(tx, row.id, { status: 'alerted', fired_at: row.fired_at ?? now, alert: { notification_id: notificationId, notified_at: now.toISOString() } }, now);
     return 'alerted';
   }

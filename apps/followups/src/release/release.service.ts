@@ -736,7 +736,7 @@ export class ReleaseService {
     }
     let check: ApprovalCheckView;
     try {
-      check = await this.rpc.call<ApprovalCheckView>(
+      check = await this.rpc.call(
         'gateway',
         GatewayApprovalRpc.Check,
         { organization_id: state.organization_id, api_key_id: existing.decided_by_api_key_id, member_id: existing.decided_by_member_id } satisfies Record<keyof ApprovalCheckData, unknown>,

@@ -21,6 +21,7 @@ export class ApprovalCheckController {
   async check(@Payload() input: ApprovalCheckData): Promise<ApprovalCheckView> {
     const key = (await this.apiKeys.list(input.organization_id)).find((k) => k.api_key_id === input.api_key_id);
     if (!key || key.revoked_at) return { valid: false, reason: 'key_revoked' };
+    if (input.member_id === null) return { valid: false, reason: 'member_left' };
     try {
       const member = await this.members.get(input.organization_id, input.member_id);
       if (!member.active) return { valid: false, reason: 'member_left' };

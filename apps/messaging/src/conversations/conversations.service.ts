@@ -113,7 +113,7 @@ export class ConversationsService {
     if (!email || existing) return;
     let check: OutboxProspectCapCheckResult;
     try {
-      check = await this.rpc.call<OutboxProspectCapCheckResult>('outbox-dispatcher', OutboxAccountRpc.ProspectCapCheck, { organization_id: organizationId, to: email }, PROSPECT_CAP_CHECK_TIMEOUT_MS);
+      check = await this.rpc.call('outbox-dispatcher', OutboxAccountRpc.ProspectCapCheck, { organization_id: organizationId, to: email }, PROSPECT_CAP_CHECK_TIMEOUT_MS);
     } catch {
       return;
     }

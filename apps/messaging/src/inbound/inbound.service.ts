@@ -14,6 +14,7 @@ import {
   type OutboxSuppressionAddResult,
   OutreachDispatcherRpc,
   type OutboxEnqueueData,
+  type OutboxSuppressionData,
   type SuppressionRequestedData,
   type WhatsAppInboundBatch,
 } from '@touchpoint/contracts';
@@ -56,7 +57,8 @@ export const EMAIL_HEADER_READ_ATTEMPTS = 3;
 export const OPT_OUT_SUPPRESSION_TIMEOUT_MS = 1500;
 
 /** Channels whose addresses the dispatcher's do-not-contact list keys. */
-const SUPPRESSIBLE_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
+const SUPPRESSIBLE_CHANNELS = new Set<string>(['whatsapp', 'email', 'linkedin'] satisfies OutboxSuppressionData['channel'][]);
+const isSuppressible = (channel: string): channel is OutboxSuppressionData['channel'] => SUPPRESSIBLE_CHANNELS.has(channel);
 export const EMAIL_HEADER_READ_TIMEOUT_MS = 800;
 const EMAIL_HEADER_READ_BACKOFF_MS = [100, 300];
 
@@ -419,9 +421,9 @@ export class InboundService {
    *   the stored message is a duplicate then and the suppression is asked again)
    */
   private async suppressNow(organizationId: string, channel: string, value: string): Promise<void> {
-    if (!SUPPRESSIBLE_CHANNELS.has(channel) || !value) return;
+    if (!isSuppressible(channel) || !value) return;
     try {
-      const added = await this.rpc.call<OutboxSuppressionAddResult>('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, { organization_id: organizationId, channel, value, reason: 'opt_out' }, OPT_OUT_SUPPRESSION_TIMEOUT_MS);
+      const added = await this.rpc.call('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, { organization_id: organizationId, channel, value, reason: 'opt_out' }, OPT_OUT_SUPPRESSION_TIMEOUT_MS);
       if (added.created) this.logger.info({ event: 'messaging.opt_out_suppressed', organization_id: organizationId, channel, cancelled: added.cancelled_entry_ids.length }, 'opt-out address suppressed before the acknowledgement');
     } catch (err) {
       // An address the list cannot key (not a phone, not an email) has nothing to suppress.
@@ -441,7 +443,7 @@ export class InboundService {
     const query: EmailHeadersQuery = { organization_id: organizationId, provider_message_id: externalId, sender_id: senderId };
     for (let attempt = 1; ; attempt++) {
       try {
-        const view = await this.rpc.call<EmailHeadersView>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, query, EMAIL_HEADER_READ_TIMEOUT_MS);
+        const view = await this.rpc.call('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, query, EMAIL_HEADER_READ_TIMEOUT_MS);
         return { headers: Array.isArray(view?.headers) ? view.headers : [], subject: view?.subject ?? null };
       } catch (err) {
         const last = attempt >= EMAIL_HEADER_READ_ATTEMPTS || (err instanceof AppError && err.code === ErrorCode.SenderNotFound);

@@ -267,7 +267,7 @@ function checkedTemplateContent(template: NotificationWhatsAppTemplate, variable
  * with a stand-in value for each parameter.
  * @throws AppError validation_failed, invalid_payload
  */
-function checkWhatsAppTemplate(t: NotificationWhatsAppTemplate): NotificationWhatsAppTemplate {
+function checkWhatsAppTemplate(t: NonNullable<NotificationTemplateData['whatsapp_template']>): NotificationWhatsAppTemplate {
   if (typeof t !== 'object' || typeof t.name !== 'string' || typeof t.language !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'whatsapp_template needs name and language', { field: 'whatsapp_template' });
   const parameters = t.parameters ?? [];
   if (!Array.isArray(parameters) || parameters.some((p) => typeof p !== 'string' || !/^[\w.-]{1,64}$/.test(p))) {
