@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { ClientRMQ, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
+import { ClientRMQ, MessagePattern, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
 import { firstValueFrom, timeout as rxTimeout, TimeoutError } from 'rxjs';
 import { BusNames } from '@touchpoint/bus';
 import type { RpcAnswer, RpcPattern, RpcRequest, ServiceName } from '@touchpoint/contracts';
@@ -42,6 +42,17 @@ export class TouchpointRmqServer extends ServerRMQ {
     }
     return super.handleMessage(incoming, channel);
   }
+}
+
+/** A handler of RPC pattern `P`: takes the pattern's request (or anything wider) and answers its answer (`RpcContract`). */
+export type RpcHandlerOf<P extends RpcPattern> = (request: RpcRequest<P>, ...rest: never[]) => RpcAnswer<P> | Promise<RpcAnswer<P>>;
+
+/**
+ * Nest's `@OnRpc(pattern)`, checked against `RpcContract`: a method whose payload does not
+ * take the pattern's request, or whose answer is not the pattern's answer, does not compile.
+ */
+export function OnRpc<P extends RpcPattern>(pattern: P): (target: object, key: string | symbol, descriptor: { value?: RpcHandlerOf<P> }) => void {
+  return MessagePattern(pattern);
 }
 
 /** RMQ options of a service's RPC server queue. */

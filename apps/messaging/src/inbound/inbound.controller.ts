@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { MessagingRpc, type MessagingInboundRecordData, MessagingWhatsAppRpc, type WhatsAppInboundBatch } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { InboundService } from './inbound.service.js';
 
 /** RPC edge of inbound messages (the gateway's webhook ingress and the other channels' receivers). */
@@ -8,12 +9,12 @@ import { InboundService } from './inbound.service.js';
 export class InboundController {
   constructor(private readonly inbound: InboundService) {}
 
-  @MessagePattern(MessagingWhatsAppRpc.Inbound)
+  @OnRpc(MessagingWhatsAppRpc.Inbound)
   whatsapp(@Payload() batch: WhatsAppInboundBatch & { organization_id?: string }) {
     return this.inbound.accept(batch);
   }
 
-  @MessagePattern(MessagingRpc.InboundRecord)
+  @OnRpc(MessagingRpc.InboundRecord)
   record(@Payload() data: MessagingInboundRecordData) {
     return this.inbound.record(data);
   }
