@@ -373,7 +373,7 @@ describe(DecisionRunner.name, () => {
       const past = new Date(Date.now() + 60 * DAY);
       await uow.run(async (tx) => {
         for (const [o, n] of [[busy, 3], [other, 1]] as const) {
-          for (let i = 0; i < n; i++) await runs.enqueue(tx, { run_key: `test:${o}:${i}`, kind: 'decision', organization_id: o, subject_id: randomUUID(), input: {}, now: past });
+          for (let i = 0; i < n; i++) await runs.enqueue(tx, { run_key: `test:${o}:${i}`, kind: 'decision', organization_id: o, subject_id: randomUUID(), input: { enrollment_id: randomUUID(), reason: 'enrolled' }, now: past });
         }
       });
       const later = new Date(past.getTime() + 1000);
