@@ -26,6 +26,3 @@ export interface BusMessage<T = Record<string, unknown>> {
 export type OutgoingMessage<K extends BusType = BusType> = {
   [T in K]: { event_id: string; type: T; organization_id: string | null; data: BusPayload<T> };
 }[K];
-
-/** A consumed message named `K`, with its typed `data` (what an `@OnBusMessage(K)` handler receives). */
-export type BusMessageOf<K extends BusType> = BusMessage<BusPayload<K>> & { type: K };
