@@ -89,9 +89,11 @@ export class CrmEventsService {
       }
       // When the CRM saw it happen; the envelope's own time is when we stored it.
       const facts = { contact_id: contact.id, crm_event_id: eventId, crm_occurred_at: new Date(occurredAt ?? now.getTime()).toISOString() };
-      const envelope = { event_id: busEventId(data.organization_id, eventId), organization_id: data.organization_id };
+      const busId = busEventId(data.organization_id, eventId);
       const message: OutgoingMessage =
-        payload.type === CrmEvents.DealStageChanged ? { ...envelope, type: payload.type, data: { ...payload.data, ...facts } } : { ...envelope, type: payload.type, data: { ...payload.data, ...facts } };
+        payload.type === CrmEvents.DealStageChanged
+          ? { event_id: busId, type: payload.type, organization_id: data.organization_id, data: { ...payload.data, ...facts } }
+          : { event_id: busId, type: payload.type, organization_id: data.organization_id, data: { ...payload.data, ...facts } };
       await tx.publish(message);
       return this.resultOf(claimed, false);
     });
