@@ -174,7 +174,7 @@ describe('ai.run', () => {
     expect(otherKind.status).toBe('ok');
     expect(await w.model.requests()).toHaveLength(2);
 
-    const view = await w.rpc.call<AiBudgetView>('ai-gateway', AiRpc.BudgetGet, { organization_id: org });
+    const view = await w.rpc.callUnchecked<AiBudgetView>('ai-gateway', AiRpc.BudgetGet, { organization_id: org });
     const decide = view.kinds.find((k) => k.kind === 'outreach_decide')!;
     expect(decide).toMatchObject({ requests: 1, total_tokens: used, limit_tokens: used });
     expect(view.kinds.find((k) => k.kind === 'followup_classify')).toMatchObject({ requests: 1, limit_tokens: used });

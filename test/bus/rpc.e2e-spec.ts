@@ -18,30 +18,30 @@ describe(RpcClient.name, () => {
   afterAll(() => world.close());
 
   it('returns the answer of the owning service', async () => {
-    await expect(sut.call('followups', 'probe.echo', { a: 1 })).resolves.toEqual({ echoed: { a: 1 } });
+    await expect(sut.callUnchecked('followups', 'probe.echo', { a: 1 })).resolves.toEqual({ echoed: { a: 1 } });
   });
 
   it('brings a domain error back as the same AppError', async () => {
-    const err = await sut.call('followups', 'probe.conflict', {}).catch((e: unknown) => e);
+    const err = await sut.callUnchecked('followups', 'probe.conflict', {}).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
     expect(err).toMatchObject({ code: ErrorCode.Conflict, message: 'probe conflict', details: { why: 'testing' } });
   });
 
   it('hides an unexpected error behind internal_error with an error id', async () => {
-    const err = (await sut.call('followups', 'probe.crash', {}).catch((e: unknown) => e)) as AppError;
+    const err = (await sut.callUnchecked('followups', 'probe.crash', {}).catch((e: unknown) => e)) as AppError;
     expect(err.code).toBe(ErrorCode.Internal);
     expect(JSON.stringify(err)).not.toContain('secret internals');
     expect((err.details as { error_id: string }).error_id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('dead-letters a request whose pattern nobody handles and answers with an error', async () => {
-    const err = await sut.call('followups', 'probe.nobody', { x: 1 }).catch((e: unknown) => e);
+    const err = await sut.callUnchecked('followups', 'probe.nobody', { x: 1 }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: ErrorCode.NoHandler });
     const admin = new DeadLetterAdmin(world.amqpUrl, world.namespace);
     const parked = await eventually(async () => (await admin.list('followups')).find((d) => d.reason === 'no_handler'));
     expect(parked).toBeDefined();
     // The server keeps serving.
-    await expect(sut.call('followups', 'probe.echo', 2)).resolves.toEqual({ echoed: 2 });
+    await expect(sut.callUnchecked('followups', 'probe.echo', 2)).resolves.toEqual({ echoed: 2 });
   });
 
   it('answers service_unavailable within the deadline when the service is not running', async () => {

@@ -79,7 +79,7 @@ describe('One-off returns (promises)', () => {
 
   /** A contact made by messaging (so its notifications have someone to name); followups reads it from the event. */
   async function contact(name = 'Ana', phone = `+55929${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`): Promise<string> {
-    const created = await followups.get(RpcClient).call<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name, phone });
+    const created = await followups.get(RpcClient).callUnchecked<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name, phone });
     const id = (created.data ?? created).contact_id ?? (created.data ?? created).id;
     // messaging's contact events carry the phone (not the name) into followups' read model.
     await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1 AND phone = $2`, [id, phone])).length === 1);

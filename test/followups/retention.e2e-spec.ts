@@ -118,7 +118,7 @@ describe('Follow-up retention', () => {
     };
 
     // Through the RPC `retention:run` uses.
-    const report = (await followups.get(RpcClient).call<{ data: Record<string, unknown> }>('followups', FollowupsRpc.RetentionRun, {}, 30_000)).data;
+    const report = (await followups.get(RpcClient).callUnchecked<{ data: Record<string, unknown> }>('followups', FollowupsRpc.RetentionRun, {}, 30_000)).data;
     expect(report).toEqual({ ran: true, enrollments: 3, events: 3, effects: 3, promises: 2, triggers: 1, bulk_jobs: 1 });
 
     const ids = async (table: string, list: string[]) => (await sql(`SELECT id::text FROM fu.${table} WHERE id::text = ANY($1::text[])`, [list])).map((r) => r.id).sort();

@@ -22,10 +22,10 @@ describe('followups facts on the messaging feed', () => {
   });
   afterAll(() => world.close());
 
-  const read = (after: string) => app.get(RpcClient).call<MessagingStreamPage>('messaging', MessagingRpc.StreamRead, { organization_id: org, after, types: ['followups.'] });
+  const read = (after: string) => app.get(RpcClient).callUnchecked<MessagingStreamPage>('messaging', MessagingRpc.StreamRead, { organization_id: org, after, types: ['followups.'] });
 
   it('shows an enrollment created, a handoff asked by a step and the finish, once each, in order', async () => {
-    const start = (await app.get(RpcClient).call<MessagingStreamPage>('messaging', MessagingRpc.StreamRead, { organization_id: org })).cursor;
+    const start = (await app.get(RpcClient).callUnchecked<MessagingStreamPage>('messaging', MessagingRpc.StreamRead, { organization_id: org })).cursor;
     const enrollment = { enrollment_id: randomUUID(), flow_id: randomUUID(), contact_id: randomUUID() };
     const handoffId = `${FollowupsEvents.HandoffRequested}:${enrollment.enrollment_id}`;
     await publishEvent(world, FollowupsEvents.EnrollmentCreated, org, enrollment);

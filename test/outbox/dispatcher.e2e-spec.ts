@@ -66,8 +66,8 @@ describe('outbox dispatcher', () => {
     it('answers the same entry through the RPC, with created false the second time', async () => {
       const rpc = d.app.get(RpcClient);
       const data = textTo(org, newNumber());
-      const a = await rpc.call<{ entry_id: string; created: boolean }>('outbox-dispatcher', OutboxRpc.Enqueue, data);
-      const b = await rpc.call<{ entry_id: string; created: boolean }>('outbox-dispatcher', OutboxRpc.Enqueue, data);
+      const a = await rpc.callUnchecked<{ entry_id: string; created: boolean }>('outbox-dispatcher', OutboxRpc.Enqueue, data);
+      const b = await rpc.callUnchecked<{ entry_id: string; created: boolean }>('outbox-dispatcher', OutboxRpc.Enqueue, data);
       expect(a.created).toBe(true);
       expect(b).toMatchObject({ entry_id: a.entry_id, created: false });
     });
@@ -78,8 +78,8 @@ describe('outbox dispatcher', () => {
       const cancelled = textTo(org, newNumber());
       await uow.run((tx) =>
         tx.publish([
-          { event_id: `cmd:${data.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: data as unknown as Record<string, unknown> },
-          { event_id: `cmd:${cancelled.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: cancelled as unknown as Record<string, unknown> },
+          { event_id: `cmd:${data.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: data },
+          { event_id: `cmd:${cancelled.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: cancelled },
         ]),
       );
       const keyed = async (key: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox WHERE idempotency_key = $1`, [key]))[0];
@@ -94,7 +94,7 @@ describe('outbox dispatcher', () => {
     it('answers a rejected outbox.enqueue command with outbox.entry.failed (enqueue stage), queues nothing and parks nothing', async () => {
       const uow = d.app.get(UnitOfWork);
       const data = { ...textTo(org, newNumber()), sender_id: randomUUID(), log_context: { message_id: 'm-rejected' } };
-      await uow.run((tx) => tx.publish({ event_id: `cmd:${data.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: data as unknown as Record<string, unknown> }));
+      await uow.run((tx) => tx.publish({ event_id: `cmd:${data.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: data }));
       const failed = await eventually(async () =>
         (await world.sql<{ payload: { data: Record<string, unknown> } }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'idempotency_key' = $1`, [data.idempotency_key]))[0],
       );

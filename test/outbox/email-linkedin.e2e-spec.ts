@@ -29,7 +29,7 @@ describe(ProspectCapService.name, () => {
   const mailbox = async (org: string, provider = 'google') => {
     const grant = `grant-${randomUUID()}`;
     await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', provider });
-    const view = await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: `sales.${grant.slice(6, 12)}@ours.example`, api_key: 'nylas-key', provider });
+    const view = await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: `sales.${grant.slice(6, 12)}@ours.example`, api_key: 'nylas-key', provider });
     return { grant, senderId: view.sender_id };
   };
   const email = (org: string, to: string, extra: Partial<OutboxEnqueueData> = {}): OutboxEnqueueData => ({
@@ -194,12 +194,12 @@ describe(ProspectCapService.name, () => {
       const other = await mailbox(org);
       const { grant, senderId } = await mailbox(org);
       const inbound = await sandbox.post<{ message: { id: string } }>('/sandbox/nylas/inbound', { grant_id: grant, from: 'ooo@lead.example', subject: 'Automatic reply: Chairs', headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }], types: [] });
-      const view = await rpc.call<{ headers: { name: string; value: string }[]; subject: string }>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id, sender_id: senderId });
+      const view = await rpc.callUnchecked<{ headers: { name: string; value: string }[]; subject: string }>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id, sender_id: senderId });
       expect(view).toEqual({ headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }], subject: 'Automatic reply: Chairs' });
       // Another mailbox's grant cannot read it (Nylas: 404), and a read that names no mailbox is refused (no default is assumed).
-      const wrong = (await rpc.call('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id, sender_id: other.senderId }).catch((e: unknown) => e)) as { code?: string; message?: string };
+      const wrong = (await rpc.callUnchecked('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id, sender_id: other.senderId }).catch((e: unknown) => e)) as { code?: string; message?: string };
       expect(wrong).toMatchObject({ code: 'service_unavailable', message: expect.stringContaining('404') });
-      const unnamed = (await rpc.call('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id }).catch((e: unknown) => e)) as { code?: string };
+      const unnamed = (await rpc.callUnchecked('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, { organization_id: org, provider_message_id: inbound.message.id }).catch((e: unknown) => e)) as { code?: string };
       expect(unnamed).toMatchObject({ code: 'validation_failed' });
     });
   });
@@ -208,7 +208,7 @@ describe(ProspectCapService.name, () => {
     const linkedinAccount = async (org: string) => {
       const account = `acct-${randomUUID()}`;
       await sandbox.post('/sandbox/unipile/accounts', { account_id: account, api_key: 'unipile-key' });
-      const view = await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURS', api_key: 'unipile-key' });
+      const view = await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURS', api_key: 'unipile-key' });
       return { account, senderId: view.sender_id };
     };
     const linkedin = (org: string, to: string, action: 'invite' | 'message', body = 'Hi Ana, glad to connect.'): OutboxEnqueueData => ({
@@ -227,7 +227,7 @@ describe(ProspectCapService.name, () => {
       const invite = await d.enqueue.enqueue(linkedin(org, 'ACoAAANA', 'invite'));
       await drain();
       expect((await entry(invite.entry_id)).provider_message_id).toMatch(/^inv/);
-      const state = () => rpc.call<{ state: string; sender_connected: boolean }>('outbox-dispatcher', OutreachDispatcherRpc.LinkedinState, { organization_id: org, sender_id: senderId, linkedin_url: null, provider_id: 'ACoAAANA' });
+      const state = () => rpc.callUnchecked<{ state: string; sender_connected: boolean }>('outbox-dispatcher', OutreachDispatcherRpc.LinkedinState, { organization_id: org, sender_id: senderId, linkedin_url: null, provider_id: 'ACoAAANA' });
       expect(await state()).toMatchObject({ state: 'invited', sender_connected: true });
       const message = await d.enqueue.enqueue(linkedin(org, 'ACoAAANA', 'message', 'Thanks for connecting, Ana!'));
       d.clock.advance(60_000);

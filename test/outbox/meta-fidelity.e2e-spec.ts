@@ -45,7 +45,7 @@ describe('Meta fidelity of the WhatsApp path', () => {
     ];
     for (const p of payloads) await enqueue(w.org, to, p);
     // And through messaging: an automated reply with media to an inbound wamid.
-    const sent = await rpc().call<MessagingSendResult>('messaging', MessagingRpc.Send, {
+    const sent = await rpc().callUnchecked<MessagingSendResult>('messaging', MessagingRpc.Send, {
       organization_id: w.org,
       idempotency_key: `reply:${quoted}:catalog`,
       channel: 'whatsapp',
@@ -179,7 +179,7 @@ describe('Meta fidelity of the WhatsApp path', () => {
   it('keeps Graph’s error_subcode and error_data.details on the failed entry, its event and the message', async () => {
     const to = newNumber();
     await w.sandbox.fault({ kind: 'error', code: 131008, status: 400, subcode: 2494010, details: 'The parameter to is required.', match: { wa_id: to } });
-    const sent = await rpc().call<MessagingSendResult>('messaging', MessagingRpc.Send, {
+    const sent = await rpc().callUnchecked<MessagingSendResult>('messaging', MessagingRpc.Send, {
       organization_id: w.org,
       idempotency_key: `test:subcode:${to}`,
       channel: 'whatsapp',
@@ -197,13 +197,13 @@ describe('Meta fidelity of the WhatsApp path', () => {
     expect(event.payload.data).toMatchObject({ error_code: '131008', error_subcode: '2494010', error_details: 'The parameter to is required.' });
     await soon(async () => (await w.world.sql(`SELECT 1 FROM "${messaging()}".messages WHERE id = $1 AND status = 'failed' AND error_subcode = '2494010' AND error_details = $2`, [sent.message_id, 'The parameter to is required.'])).length === 1);
     // The conversation's message list (what `GET /conversations/{id}/messages` answers) shows them too.
-    const page = await rpc().call<{ items: MessageView[] }>('messaging', MessagingRpc.ConversationMessages, { organization_id: w.org, conversation_id: sent.conversation_id });
+    const page = await rpc().callUnchecked<{ items: MessageView[] }>('messaging', MessagingRpc.ConversationMessages, { organization_id: w.org, conversation_id: sent.conversation_id });
     expect(page.items.find((m) => m.message_id === sent.message_id)).toMatchObject({ status: 'failed', error_code: '131008', error_subcode: '2494010', error_details: 'The parameter to is required.' });
   });
 
   it('keeps error_data.details of a failed status webhook on the message', async () => {
     const to = newNumber();
-    const sent = await rpc().call<MessagingSendResult>('messaging', MessagingRpc.Send, { organization_id: w.org, idempotency_key: `test:status:${to}`, channel: 'whatsapp', to: `+${to}`, sender_type: 'automation', requester: 'test', text: 'hi' });
+    const sent = await rpc().callUnchecked<MessagingSendResult>('messaging', MessagingRpc.Send, { organization_id: w.org, idempotency_key: `test:status:${to}`, channel: 'whatsapp', to: `+${to}`, sender_type: 'automation', requester: 'test', text: 'hi' });
     await soon(async () => (await w.entriesOf(sent.message_id)).length === 1);
     await w.drain(1);
     const [row] = await w.entriesOf(sent.message_id);

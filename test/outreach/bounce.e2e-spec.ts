@@ -33,7 +33,7 @@ describe(OptOutService.name, () => {
     expect(emailDraft).toMatchObject({ type: 'email' });
     const before = await b.enrollmentRow(enrollmentId);
 
-    const result = await w.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailBounce, { organization_id: org, emails: [person.email!.toUpperCase()], provider_message_id: `nylas-${randomUUID()}` });
+    const result = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailBounce, { organization_id: org, emails: [person.email!.toUpperCase()], provider_message_id: `nylas-${randomUUID()}` });
 
     expect(result).toEqual({ suppressed: [{ channel: 'email', value: person.email!.toLowerCase() }], enrollment_ids: [enrollmentId] });
     await eventually(() => w.dispatcher.suppressCommands.find((c) => c.organization_id === org && c.value === person.email!.toLowerCase()));
@@ -65,7 +65,7 @@ describe(OptOutService.name, () => {
     const campaign = await b.campaign(org);
     const { enrollmentId, person } = await b.enrollment(org, campaign.campaign_id, { linkedin_provider_id: `ACo${randomUUID().slice(0, 6)}` });
     await run(`enrolled:${enrollmentId}`);
-    const result = await w.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: person.email });
+    const result = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: person.email });
     expect(result).toEqual({ suppressed: [{ channel: 'email', value: person.email!.toLowerCase() }], enrollment_ids: [enrollmentId] });
     expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'opted_out' });
     const [draft] = await w.sql(`SELECT * FROM {o}.proposed_actions WHERE enrollment_id = $1`, [enrollmentId]);

@@ -6,7 +6,7 @@ import type { OutreachWorld } from './outreach-world.js';
 export function outreachBuilders(w: OutreachWorld) {
   return {
     async campaign(org: string, extra: Record<string, unknown> = {}): Promise<CampaignView> {
-      return w.rpc.call<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
+      return w.rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
         organization_id: org,
         name: `Campaign ${randomUUID().slice(0, 6)}`,
         goal: 'Book a demo of the ergonomic chair line',
@@ -21,7 +21,7 @@ export function outreachBuilders(w: OutreachWorld) {
     /** Enrolls a new contact; returns the enrollment id and the contact. */
     async enrollment(org: string, campaignId: string, contact: Record<string, unknown> = {}) {
       const person = await w.contact(org, contact);
-      const result = await w.rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people: [{ person_kind: person.kind, person_id: person.contact_id }] });
+      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people: [{ person_kind: person.kind, person_id: person.contact_id }] });
       const first = result.results[0] as { enrollment_id: string };
       return { enrollmentId: first.enrollment_id, person };
     },

@@ -88,7 +88,7 @@ export class DispatcherStandIn {
       log_context: entry.log_context ?? {},
       ...extra,
     };
-    await this.uow.run((tx) => tx.publish({ event_id: `${type}:${data.entry_id}`, type, organization_id: entry.organization_id, data: data as unknown as Record<string, unknown> }));
+    await this.uow.run((tx) => tx.publish({ event_id: `${type}:${data.entry_id}`, type, organization_id: entry.organization_id, data: data }));
   }
 
   /** `outbox.suppress` commands received, in order (the dispatcher upserts each into contact_suppressions). */

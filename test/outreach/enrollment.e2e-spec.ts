@@ -21,8 +21,8 @@ describe(EnrollmentsService.name, () => {
   afterAll(() => w.close());
 
   const campaign = (name = `Campaign ${randomUUID().slice(0, 6)}`, extra: Record<string, unknown> = {}) =>
-    w.rpc.call<CampaignView>('outreach', OutreachRpc.CampaignCreate, { organization_id: org, name, goal: 'Book a demo', allowed_channels: ['email'], max_touches: 3, followup_min_days: 2, followup_max_days: 5, ...extra });
-  const batch = (campaignId: string, people: PersonRef[]) => w.rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people }, 60_000);
+    w.rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, { organization_id: org, name, goal: 'Book a demo', allowed_channels: ['email'], max_touches: 3, followup_min_days: 2, followup_max_days: 5, ...extra });
+  const batch = (campaignId: string, people: PersonRef[]) => w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people }, 60_000);
   const people = async (n: number): Promise<PersonRef[]> => {
     const out: PersonRef[] = [];
     for (let i = 0; i < n; i += 20) {
@@ -273,7 +273,7 @@ describe(EnrollmentsService.name, () => {
       const id = (result.results[0] as { enrollment_id: string }).enrollment_id;
       await w.sql(`UPDATE {o}.enrollments SET status = 'needs_contact_data', next_check_at = NULL, context_version = 2 WHERE id = $1`, [id]);
 
-      const view = await w.rpc.call<EnrollmentView>('outreach', OutreachRpc.EnrollmentManualRetry, { organization_id: org, enrollment_id: id });
+      const view = await w.rpc.callUnchecked<EnrollmentView>('outreach', OutreachRpc.EnrollmentManualRetry, { organization_id: org, enrollment_id: id });
       expect(view).toMatchObject({ status: 'active', context_version: 3 });
       expect(view.next_check_at).not.toBeNull();
       const [event] = await w.sql(`SELECT payload FROM {o}.outbox_events WHERE event_id = $1`, [`retry:${id}:3`]);

@@ -48,7 +48,7 @@ describe(`${OptOutService.name} at scale`, () => {
     enrollmentOf = new Map();
     for (let c = 0; c < CAMPAIGNS; c++) {
       const batch = people.slice(c * PER_CAMPAIGN, (c + 1) * PER_CAMPAIGN);
-      const result = await w.rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaigns[c]!.campaign_id, people: batch.map((p) => ({ person_kind: p.kind, person_id: p.contact_id })) }, 60_000);
+      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaigns[c]!.campaign_id, people: batch.map((p) => ({ person_kind: p.kind, person_id: p.contact_id })) }, 60_000);
       result.results.forEach((r, i) => {
         expect(r.result).toBe('added');
         enrollmentOf.set(batch[i]!.contact_id, (r as { enrollment_id: string }).enrollment_id);
@@ -73,7 +73,7 @@ describe(`${OptOutService.name} at scale`, () => {
   it('an unsubscribe reads no person per live enrollment, and ends exactly the enrollment of that address', async () => {
     const target = people[234]!;
     const before = contactReads();
-    const result = await w.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: target.email!.toUpperCase() });
+    const result = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: target.email!.toUpperCase() });
 
     expect(result.enrollment_ids).toEqual([enrollmentOf.get(target.contact_id)]);
     expect(await status([enrollmentOf.get(target.contact_id)!])).toEqual([{ id: enrollmentOf.get(target.contact_id), status: 'ended', ended_reason: 'opted_out' }]);
@@ -84,7 +84,7 @@ describe(`${OptOutService.name} at scale`, () => {
   it('a bounce of several addresses moves exactly their enrollments, with no person read', async () => {
     const targets = [people[7]!, people[277]!, people[499]!];
     const before = contactReads();
-    const result = await w.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailBounce, { organization_id: org, emails: targets.map((t) => t.email), provider_message_id: `nylas-${randomUUID()}` });
+    const result = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailBounce, { organization_id: org, emails: targets.map((t) => t.email), provider_message_id: `nylas-${randomUUID()}` });
     expect([...result.enrollment_ids].sort()).toEqual(targets.map((t) => enrollmentOf.get(t.contact_id)!).sort());
     expect(contactReads() - before).toBe(0);
     expect(await live()).toBe(CAMPAIGNS * PER_CAMPAIGN - 1);
@@ -96,9 +96,9 @@ describe(`${OptOutService.name} at scale`, () => {
     await w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: moved.contact_id, email: newEmail });
     await eventually(async () => (await w.sql(`SELECT 1 FROM {o}.person_addresses WHERE organization_id = $1 AND person_id = $2 AND email = $3`, [org, moved.contact_id, newEmail]))[0], 20_000);
 
-    const old = await w.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: moved.email });
+    const old = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: moved.email });
     expect(old.enrollment_ids).toEqual([]);
-    const current = await w.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: newEmail });
+    const current = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: newEmail });
     expect(current.enrollment_ids).toEqual([enrollmentOf.get(moved.contact_id)]);
   }, 60_000);
 
@@ -106,11 +106,11 @@ describe(`${OptOutService.name} at scale`, () => {
     const legacy = [people[100]!, people[300]!, people[450]!];
     await w.sql(`DELETE FROM {o}.person_addresses WHERE organization_id = $1 AND person_id = ANY($2::text[])`, [org, legacy.map((p) => p.contact_id)]);
     let before = contactReads();
-    const first = await w.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: legacy[1]!.email });
+    const first = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: legacy[1]!.email });
     expect(first.enrollment_ids).toEqual([enrollmentOf.get(legacy[1]!.contact_id)]);
     expect(contactReads() - before).toBe(3);
     before = contactReads();
-    const second = await w.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: legacy[2]!.email });
+    const second = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: legacy[2]!.email });
     expect(second.enrollment_ids).toEqual([enrollmentOf.get(legacy[2]!.contact_id)]);
     expect(contactReads() - before).toBe(0);
   }, 60_000);

@@ -38,7 +38,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
     grant = `grant-${randomUUID()}`;
     await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example' });
-    senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+    senderId = (await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
   });
   afterAll(async () => {
     await world.close();
@@ -48,7 +48,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
   const schema = () => world.schema('outreach');
   const action = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".proposed_actions WHERE id = $1`, [id]))[0]!;
   const drafted = async () => {
-    const campaign = await rpc.call<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
+    const campaign = await rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
       organization_id: org,
       name: `Campaign ${randomUUID().slice(0, 6)}`,
       goal: 'Book a demo of the ergonomic chair line',
@@ -58,8 +58,8 @@ describe('outreach email through the dispatcher to Nylas', () => {
       followup_max_days: 5,
       email_sender_id: senderId,
     });
-    const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
-    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
+    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const [pending] = await eventually(async () => {
       const rows = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
@@ -67,7 +67,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     }, 30_000);
     return { person, enrollmentId, actionId: pending!.id as string };
   };
-  const approve = (actionId: string) => rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
+  const approve = (actionId: string) => rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
 
   it('sends the approved email through Nylas with the unsubscribe line and records it executed', async () => {
     const { person, enrollmentId, actionId } = await drafted();
@@ -148,7 +148,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
 
     // Back to the default cap: the same interactive send goes.
     await rpc.call('outbox-dispatcher', OutboxAccountRpc.ProspectCapSet, { organization_id: org, prospect_emails_per_day: null });
-    const sent = await rpc.call<{ message_id: string }>('messaging', MessagingRpc.ConversationSend, { organization_id: org, conversation_id: conversation!.id, idempotency_key: 'op-cap-1', text: 'Hi Sarah, a quick note.', subject: 'Chairs' });
+    const sent = await rpc.callUnchecked<{ message_id: string }>('messaging', MessagingRpc.ConversationSend, { organization_id: org, conversation_id: conversation!.id, idempotency_key: 'op-cap-1', text: 'Hi Sarah, a quick note.', subject: 'Chairs' });
     expect(sent.message_id).toEqual(expect.any(String));
   }, 120_000);
 });

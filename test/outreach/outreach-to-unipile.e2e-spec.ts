@@ -47,7 +47,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [UnipileWebhookModule]), gatewayStartOptions(gatewayConfig));
     await sandbox.post('/sandbox/unipile/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/unipile`, webhook_secret: UNIPILE_SECRET, account_users: { [account]: 'ACoAAOURSELVES' } });
     await sandbox.post('/sandbox/unipile/accounts', { account_id: account, api_key: 'unipile-key' });
-    senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURSELVES', api_key: 'unipile-key' })).sender_id;
+    senderId = (await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURSELVES', api_key: 'unipile-key' })).sender_id;
   });
   afterAll(async () => {
     await world.close();
@@ -57,12 +57,12 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
   const schema = () => world.schema('outreach');
   const rows = (sql: string, params: unknown[]) => world.sql<Record<string, any>>(sql.replaceAll('{o}', `"${schema()}"`), params);
   const pendingOf = (enrollmentId: string) => eventually(async () => (await rows(`SELECT * FROM {o}.proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
-  const approve = (actionId: string) => rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
+  const approve = (actionId: string) => rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
   const executed = (actionId: string) => eventually(async () => (await rows(`SELECT * FROM {o}.proposed_actions WHERE id = $1 AND status = 'executed'`, [actionId]))[0], 30_000);
   const unipile = async () => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; provider_id?: string }[] }>('/sandbox/control/unipile/received')).calls;
 
   it('invites with the note, learns the acceptance, messages, and the answer interrupts the enrollment', async () => {
-    const campaign = await rpc.call<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
+    const campaign = await rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
       organization_id: org,
       name: 'LinkedIn chairs',
       goal: 'Book a demo of the ergonomic chair line',
@@ -73,8 +73,8 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
       linkedin_sender_id: senderId,
     });
     const memberId = `ACoAAPERSON${randomUUID().slice(0, 6)}`;
-    const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', linkedin_url: `https://www.linkedin.com/in/sarah-${memberId.slice(-6).toLowerCase()}/`, linkedin_provider_id: memberId });
-    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', linkedin_url: `https://www.linkedin.com/in/sarah-${memberId.slice(-6).toLowerCase()}/`, linkedin_provider_id: memberId });
+    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
 
     // 1 the invitation, with its note
@@ -85,7 +85,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     const inviteCall = (await unipile()).find((c) => c.operation === 'invite' && c.context.provider_id === memberId)!;
     expect(inviteCall.body).toMatchObject({ account_id: account, provider_id: memberId, message: invite.draft_payload.note });
     expect(sentInvite.provider_message_id).toBe(inviteCall.provider_id);
-    const state = () => rpc.call<{ state: string }>('outbox-dispatcher', OutreachDispatcherRpc.LinkedinState, { organization_id: org, sender_id: senderId, linkedin_url: person.linkedin_url, provider_id: memberId });
+    const state = () => rpc.callUnchecked<{ state: string }>('outbox-dispatcher', OutreachDispatcherRpc.LinkedinState, { organization_id: org, sender_id: senderId, linkedin_url: person.linkedin_url, provider_id: memberId });
     expect((await state()).state).toBe('invited');
 
     // 2 accepted: new_relation through the gateway → connected → an invitation_accepted decision

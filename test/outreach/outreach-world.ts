@@ -87,7 +87,7 @@ export async function startOutreachWorld(label: string, options: { model?: boole
     schema,
     sql: (text, params) => world.sql(text.replaceAll('{o}', `"${schema}"`), params),
     contact: (org, data = {}) =>
-      rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, ...data }),
+      rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, ...data }),
     model: options.model
       ? {
           script: async (steps) => void (await control('POST', 'script', { steps })),

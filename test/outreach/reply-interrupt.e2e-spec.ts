@@ -36,7 +36,7 @@ describe(ReplyInterruptService.name, () => {
     return { campaign, ...e, sentId, pendingId: pending.actionId, before };
   };
   const inbound = (data: Partial<MessagingInboundRecordData> & { from: string }) =>
-    w.rpc.call<{ message_id: string; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', external_id: `in-${randomUUID()}`, text: 'Sounds good, tell me more', subject: 'Re: Chairs for Acme', headers: [], ...data });
+    w.rpc.callUnchecked<{ message_id: string; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', external_id: `in-${randomUUID()}`, text: 'Sounds good, tell me more', subject: 'Re: Chairs for Acme', headers: [], ...data });
   const replyEvents = (enrollmentId: string) =>
     w.sql(`SELECT event_id, payload FROM {o}.outbox_events WHERE type = 'outreach.decision.requested' AND payload->'data'->>'enrollment_id' = $1 AND event_id LIKE 'reply:%'`, [enrollmentId]);
   /** Waits until outreach consumed messaging's event for `messageId` (its inbox row). */
@@ -63,7 +63,7 @@ describe(ReplyInterruptService.name, () => {
       expect(await b.action(s.pendingId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'context_changed' });
       // A prospect's first real reply makes them a CRM person; the enrollment follows.
       expect(after.person_kind).toBe('crm');
-      expect((await w.rpc.call<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id })).kind).toBe('crm');
+      expect((await w.rpc.callUnchecked<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id })).kind).toBe('crm');
 
       // The event itself redelivered (same id): the inbox drops it.
       const uow = w.outreach.get(UnitOfWork);
@@ -84,7 +84,7 @@ describe(ReplyInterruptService.name, () => {
         opt_out: false,
         from: s.person.email!,
       };
-      await uow.run((tx) => tx.publish({ event_id: `messaging.message.received:${updated.message_id}`, type: MessagingEvents.MessageReceived, organization_id: org, data: data as unknown as Record<string, unknown> }));
+      await uow.run((tx) => tx.publish({ event_id: `messaging.message.received:${updated.message_id}`, type: MessagingEvents.MessageReceived, organization_id: org, data: data }));
       // The same message under another event id, after the reply's decision was saved: that decision is the guard.
       await w.sql(
         `INSERT INTO {o}.decisions (organization_id, enrollment_id, trigger_event_id, trigger_reason, trigger_ref, context_version, outcome, type, created_at, updated_at)
@@ -92,7 +92,7 @@ describe(ReplyInterruptService.name, () => {
         [org, s.enrollmentId, `reply:${updated.message_id}`, updated.message_id, after.context_version],
       );
       const replayId = `replay:${randomUUID()}`;
-      await uow.run((tx) => tx.publish({ event_id: replayId, type: MessagingEvents.MessageReceived, organization_id: org, data: data as unknown as Record<string, unknown> }));
+      await uow.run((tx) => tx.publish({ event_id: replayId, type: MessagingEvents.MessageReceived, organization_id: org, data: data }));
       await eventually(async () => (await w.sql(`SELECT 1 FROM {o}.inbox_events WHERE event_id = $1`, [replayId]))[0], 10_000);
       await sleep(300);
       expect((await b.enrollmentRow(s.enrollmentId)).context_version).toBe(after.context_version);
@@ -111,7 +111,7 @@ describe(ReplyInterruptService.name, () => {
       expect((await b.action(s.pendingId)).status).toBe('pending_approval');
       expect(await replyEvents(s.enrollmentId)).toEqual([]);
       // An auto-reply is not a real reply: the prospect stays a prospect.
-      expect((await w.rpc.call<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id })).kind).toBe('prospect');
+      expect((await w.rpc.callUnchecked<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id })).kind).toBe('prospect');
     });
 
     it('treats Auto-Submitted: no as a human reply', async () => {
@@ -196,7 +196,7 @@ describe(ReplyInterruptService.name, () => {
 
     it('interrupts on LinkedIn when the chat carries the id of our invitation', async () => {
       const s = await sentAndDrafted({ channels: ['linkedin'], type: 'linkedin_connection', contact: { linkedin_provider_id: `ACo${randomUUID().slice(0, 8)}` } });
-      const r = await w.rpc.call<{ message_id: string }>('messaging', MessagingRpc.InboundRecord, {
+      const r = await w.rpc.callUnchecked<{ message_id: string }>('messaging', MessagingRpc.InboundRecord, {
         organization_id: org,
         channel: 'linkedin',
         from: s.person.linkedin_provider_id,

@@ -1,11 +1,24 @@
 import { SetMetadata } from '@nestjs/common';
+import type { BusMessage, BusPayload, BusType } from '@touchpoint/contracts';
+import type { Tx } from '@touchpoint/database';
 
 export const BUS_HANDLER = Symbol('touchpoint:bus-handler');
+
+/** A handler of the message named `K`: it receives that message's payload type (`BusContract`). */
+export type BusHandlerOf<K extends BusType> = (message: BusMessage<BusPayload<K>>, tx: Tx) => Promise<void>;
 
 /**
  * Marks a method as the handler of one message type (event or command). The method receives
  * `(message: BusMessage<T>, tx: Tx)` and runs inside the transaction that records the message in
  * the inbox, so its writes and the dedupe commit together. Throwing retries the message with
  * backoff, then dead-letters it.
+ *
+ * For a message of `BusContract`, the method must accept that message's payload (a method taking
+ * another payload does not compile). Any other name is a service's private wake-up to itself,
+ * whose handler reads no message: `() => Promise<void>`.
  */
-export const OnBusMessage = (type: string): MethodDecorator => SetMetadata(BUS_HANDLER, type);
+export function OnBusMessage<K extends BusType>(type: K): (target: object, key: string | symbol, descriptor: { value?: BusHandlerOf<K> }) => void;
+export function OnBusMessage(type: string): (target: object, key: string | symbol, descriptor: { value?: () => Promise<void> }) => void;
+export function OnBusMessage(type: string): MethodDecorator {
+  return SetMetadata(BUS_HANDLER, type);
+}

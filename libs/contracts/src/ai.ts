@@ -1,5 +1,6 @@
 import { ErrorCode } from '@touchpoint/errors';
 import type { ServiceName } from './services.js';
+import type { RpcAnswer, RpcPattern, RpcRequest } from './wire.js';
 
 /**
  * Contract of the ai-gateway service (DESIGN §4, §6: "Agno agent run" → `ai.run`). Every model call
@@ -284,7 +285,7 @@ export const AI_DEFAULT_OUTPUT_SCHEMAS: Record<AiKind, AiOutputSchema> = {
 
 /** The one method of `RpcClient` (libs/runtime) that `AiClient` needs. */
 export interface AiRpcCaller {
-  call<T = unknown>(service: ServiceName, pattern: string, data: unknown, timeoutMs?: number): Promise<T>;
+  call<P extends RpcPattern>(service: ServiceName, pattern: P, data: RpcRequest<P>, timeoutMs?: number): Promise<RpcAnswer<P>>;
 }
 
 /**
@@ -303,7 +304,8 @@ export class AiClient {
   async run<K extends AiKind, O = Record<string, unknown>>(request: AiRunRequest<K>): Promise<AiRunResult<O>> {
     const timeoutMs = request.timeout_ms ?? AI_DEFAULT_TIMEOUT_MS;
     try {
-      return await this.rpc.call<AiRunResult<O>>('ai-gateway', AiRpc.Run, { ...request, timeout_ms: timeoutMs }, timeoutMs + AI_RPC_DEADLINE_MARGIN_MS);
+      // ai-gateway checked `output` against the request's `output_schema`; `O` is the caller's name for that shape.
+      return (await this.rpc.call('ai-gateway', AiRpc.Run, { ...request, timeout_ms: timeoutMs }, timeoutMs + AI_RPC_DEADLINE_MARGIN_MS)) as AiRunResult<O>;
     } catch (err) {
       if ((err as { code?: unknown })?.code === ErrorCode.ServiceUnavailable) {
         return { run_id: null, status: 'unavailable', output: null, usage: null, reason: 'ai_gateway_unreachable' };

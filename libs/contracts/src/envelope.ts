@@ -1,3 +1,5 @@
+import type { BusPayload, BusType } from './wire.js';
+
 /**
  * A message on the bus: an event (a fact, `<service>.<entity>.<past tense>`) or a command (a
  * request to the owner, `<service>.<verb>`). DESIGN §2.
@@ -17,10 +19,10 @@ export interface BusMessage<T = Record<string, unknown>> {
   data: T;
 }
 
-/** What a producer hands to `tx.publish`; the transaction fills in `occurred_at`. */
-export interface OutgoingMessage<T = Record<string, unknown>> {
-  event_id: string;
-  type: string;
-  organization_id: string | null;
-  data: T;
-}
+/**
+ * What a producer hands to `tx.publish`; the transaction fills in `occurred_at`. `type` names the
+ * message and `data` must be that message's payload (`BusContract`): a mismatch does not compile.
+ */
+export type OutgoingMessage<K extends BusType = BusType> = {
+  [T in K]: { event_id: string; type: T; organization_id: string | null; data: BusPayload<T> };
+}[K];

@@ -633,7 +633,11 @@ export interface PromiseResolveData extends PromiseRef, FollowupActor {
 export const GatewayApprovalRpc = {
   Check: 'gateway.followups.approval_check',
 } as const;
-export interface ApprovalCheckData extends Scoped, FollowupActor {}
+/** Data of `gateway.followups.approval_check`: the key and member a decision recorded (null when it recorded none: not valid). */
+export interface ApprovalCheckData extends Scoped {
+  api_key_id: string | null;
+  member_id: string | null;
+}
 export interface ApprovalCheckView {
   valid: boolean;
   /** Why not: `key_revoked` or `member_left`; null when valid. */
@@ -663,6 +667,46 @@ export const FollowupsEvents = {
   /** `{enrollment_id, contact_id, conversation_id, node_id, note}`: a step handed the contact to a person. */
   HandoffRequested: 'followups.enrollment.handoff_requested',
 } as const;
+
+/** Data of `followups.flow.published`. `source_version_id`: the version a rollback republished, else null. */
+export interface FollowupsFlowPublishedData {
+  flow_id: string;
+  version_id: string;
+  version: number;
+  source_version_id: string | null;
+}
+
+/** Data of `followups.flow.status_changed`. */
+export interface FollowupsFlowStatusChangedData {
+  flow_id: string;
+  status: FlowStatus;
+}
+
+/** Data of `followups.enrollment.created`. */
+export interface FollowupsEnrollmentCreatedData {
+  enrollment_id: string;
+  flow_id: string;
+  contact_id: string;
+  version_id: string;
+}
+
+/** Data of `followups.enrollment.finished`: the terminal status and why (`reason`, null when none was recorded). */
+export interface FollowupsEnrollmentFinishedData {
+  enrollment_id: string;
+  flow_id: string;
+  contact_id: string;
+  status: FollowupEnrollmentStatus;
+  reason: string | null;
+}
+
+/** Data of `followups.enrollment.handoff_requested`. `note`: the step's note to the person, or null. */
+export interface FollowupsHandoffRequestedData {
+  enrollment_id: string;
+  contact_id: string;
+  conversation_id: string | null;
+  node_id: string;
+  note: string | null;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Bulk enrollment jobs (seed 000 "followup_bulk_jobs")

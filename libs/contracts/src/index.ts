@@ -13,3 +13,4 @@ export * from './followups-example.js';
 export * from './leaves-platform.js';
 export * from './whatsapp-payload.js';
 export * from './outbox-payload-rules.js';
+export * from './wire.js';

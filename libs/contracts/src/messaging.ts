@@ -214,6 +214,9 @@ export interface MessageOutcomeData {
   /** `failed` only: where it failed (`enqueue`: never queued; `delivery`: queued but undeliverable). */
   failure_stage?: 'enqueue' | 'delivery';
   error_code?: string | null;
+  /** `failed` at `delivery` only: the provider's sub-code and explanation (`MessageView.error_subcode`, `error_details`). */
+  error_subcode?: string | null;
+  error_details?: string | null;
   notification_delivery_id?: string | null;
   context?: Record<string, string | number>;
   /** `delivered` / `read` only: when the provider says it happened (ISO-8601, UTC). */
@@ -367,6 +370,9 @@ export interface ContactEventData {
   linkedin_provider_id?: string | null;
   /** A prospect's CRM person (seed 003 §4.1), on `updated`. */
   linked_contact_id?: string | null;
+  /** `updated` by a WhatsApp number change only: the phone before it, and `reason: 'whatsapp_number_changed'`. */
+  previous_phone?: string | null;
+  reason?: 'whatsapp_number_changed';
   tags?: string[];
   /** The contact's IANA time zone (`America/Sao_Paulo`), null when unknown; absent on `erased`. */
   time_zone?: string | null;
@@ -541,8 +547,11 @@ export interface NotificationTemplateData {
   key: string;
   title?: string | null;
   body: string;
-  /** Null or absent: the template has none, and a WhatsApp delivery outside the window fails `whatsapp_template_required`. */
-  whatsapp_template?: NotificationWhatsAppTemplate | null;
+  /**
+   * Null or absent: the template has none, and a WhatsApp delivery outside the window fails
+   * `whatsapp_template_required`. Absent `parameters`: the body has none.
+   */
+  whatsapp_template?: (Omit<NotificationWhatsAppTemplate, 'parameters'> & { parameters?: string[] }) | null;
 }
 
 /** A notification template as the template RPCs answer it. */

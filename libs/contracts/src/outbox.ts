@@ -542,7 +542,7 @@ export interface WhatsAppWebhookErrorBatch {
 /** RPC patterns the messaging service answers for WhatsApp ingress. */
 export const MessagingWhatsAppRpc = {
   /**
-   * `WhatsAppInboundBatch` → `{ stored: number }`: inbound messages of one webhook change; the
+   * `WhatsAppInboundBatch` → `WhatsAppInboundAccepted`: inbound messages of one webhook change; the
    * answer comes only once they are durably stored (the gateway then answers Meta 200).
    */
   Inbound: 'messaging.inbound.whatsapp',
@@ -555,6 +555,15 @@ export interface WhatsAppInboundBatch {
   business_account_id?: string;
   contacts: { wa_id: string; profile?: { name?: string } }[];
   messages: ({ from: string; id: string; timestamp: string; type: string } & Record<string, unknown>)[];
+}
+
+/** Answer of `messaging.inbound.whatsapp`: what was done with the messages of one webhook change. */
+export interface WhatsAppInboundAccepted {
+  /** New receipts stored (acknowledged; messaging's worker makes them messages). */
+  accepted: number;
+  /** Provider ids already waiting as receipts. */
+  duplicates: number;
+  ignored: number;
 }
 
 // ---------------------------------------------------------------------------------------------

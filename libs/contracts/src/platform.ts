@@ -9,3 +9,9 @@ export const PlatformEvents = {
   /** A probe event written by one service and handled by another. */
   ProbeRecorded: 'platform.probe.recorded',
 } as const;
+
+/** Data of `platform.probe.recorded`: the probe's sequence number, and padding (`bench:bus`) to give the message a size. */
+export interface PlatformProbeData {
+  seq: number;
+  body?: string;
+}

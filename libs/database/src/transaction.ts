@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
-import type { OutgoingMessage } from '@touchpoint/contracts';
+import type { BusType, OutgoingMessage } from '@touchpoint/contracts';
 
 /** The notification channel the relay of a schema listens on (notified by a trigger on insert). */
 export const outboxChannel = (schema: string): string => `outbox_${schema}`;
@@ -14,7 +14,7 @@ export interface Tx {
    * are published if and only if the transaction commits. A message whose `event_id` is already
    * in the outbox is ignored (same cause → same id → one message).
    */
-  publish(messages: OutgoingMessage | OutgoingMessage[]): Promise<void>;
+  publish<K extends BusType>(messages: OutgoingMessage<K> | OutgoingMessage<K>[]): Promise<void>;
   /**
    * Runs `callback` right after this transaction commits (never after a rollback); for signals
    * that must not hold up the commit, such as waking workers of other processes.

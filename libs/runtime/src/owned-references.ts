@@ -44,7 +44,7 @@ export class OwnedReferences {
       if (reference.kind === 'contact') await this.rpc.call('messaging', MessagingRpc.ContactGet, { organization_id: organizationId, contact_id: reference.id });
       else if (reference.kind === 'conversation') await this.rpc.call('messaging', MessagingRpc.ConversationGet, { organization_id: organizationId, conversation_id: reference.id });
       else {
-        const sender = await this.rpc.call<OutboxSenderView>('outbox-dispatcher', OutboxRpc.SenderGet, { organization_id: organizationId, sender_id: reference.id });
+        const sender = await this.rpc.call('outbox-dispatcher', OutboxRpc.SenderGet, { organization_id: organizationId, sender_id: reference.id });
         if (reference.channel && sender.channel !== reference.channel) {
           return new AppError(ErrorCode.ValidationFailed, `${reference.field} must be a ${reference.channel} sender`, [{ field: reference.field, problems: [`must be a ${reference.channel} sender`] }]);
         }

@@ -1,6 +1,6 @@
 import { Controller, Inject } from '@nestjs/common';
-import { MessagePattern } from '@nestjs/microservices';
 import { PlatformRpc } from '@touchpoint/contracts';
+import { OnRpc } from './rpc.js';
 import { SERVICE_DEFINITION, type ServiceDefinition } from './tokens.js';
 
 /** RPC every service answers, so callers and tests can tell it is consuming. */
@@ -8,7 +8,7 @@ import { SERVICE_DEFINITION, type ServiceDefinition } from './tokens.js';
 export class PlatformRpcController {
   constructor(@Inject(SERVICE_DEFINITION) private readonly definition: ServiceDefinition) {}
 
-  @MessagePattern(PlatformRpc.Ping)
+  @OnRpc(PlatformRpc.Ping)
   ping(): { service: string; ok: true } {
     return { service: this.definition.service, ok: true };
   }

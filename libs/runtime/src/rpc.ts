@@ -1,8 +1,8 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { ClientRMQ, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
+import { ClientRMQ, MessagePattern, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
 import { firstValueFrom, timeout as rxTimeout, TimeoutError } from 'rxjs';
 import { BusNames } from '@touchpoint/bus';
-import type { ServiceName } from '@touchpoint/contracts';
+import type { RpcAnswer, RpcPattern, RpcRequest, ServiceName } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER } from './tokens.js';
@@ -44,6 +44,17 @@ export class TouchpointRmqServer extends ServerRMQ {
   }
 }
 
+/** A handler of RPC pattern `P`: takes the pattern's request (or anything wider) and answers its answer (`RpcContract`). */
+export type RpcHandlerOf<P extends RpcPattern> = (request: RpcRequest<P>, ...rest: never[]) => RpcAnswer<P> | Promise<RpcAnswer<P>>;
+
+/**
+ * Nest's `@OnRpc(pattern)`, checked against `RpcContract`: a method whose payload does not
+ * take the pattern's request, or whose answer is not the pattern's answer, does not compile.
+ */
+export function OnRpc<P extends RpcPattern>(pattern: P): (target: object, key: string | symbol, descriptor: { value?: RpcHandlerOf<P> }) => void {
+  return MessagePattern(pattern);
+}
+
 /** RMQ options of a service's RPC server queue. */
 export function rpcServerOptions(config: ServiceConfig, service: string): NonNullable<RmqOptions['options']> {
   return {
@@ -70,11 +81,21 @@ export class RpcClient implements OnApplicationShutdown {
   ) {}
 
   /**
-   * Calls `pattern` on `service` and resolves with its answer.
+   * Calls `pattern` on `service` with its request (`RpcContract`) and resolves with its answer.
    * @param timeoutMs deadline in ms (default RPC_TIMEOUT_MS)
    * @throws AppError service_unavailable on timeout; the service's own AppError otherwise
    */
-  async call<T = unknown>(service: ServiceName, pattern: string, data: unknown, timeoutMs = this.config.RPC_TIMEOUT_MS): Promise<T> {
+  call<P extends RpcPattern>(service: ServiceName, pattern: P, data: RpcRequest<P>, timeoutMs?: number): Promise<RpcAnswer<P>> {
+    return this.callUnchecked(service, pattern, data, timeoutMs) as Promise<RpcAnswer<P>>;
+  }
+
+  /**
+   * `call` without the contract: for tests and tools that send what no contract allows (a hostile
+   * payload, a test-only pattern). Services use `call`.
+   * @param timeoutMs deadline in ms (default RPC_TIMEOUT_MS)
+   * @throws AppError service_unavailable on timeout; the service's own AppError otherwise
+   */
+  async callUnchecked<T = unknown>(service: ServiceName, pattern: string, data: unknown, timeoutMs = this.config.RPC_TIMEOUT_MS): Promise<T> {
     const client = this.clientFor(service);
     try {
       // The request expires with its deadline: a service that starts later must not act on a call

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type AbuseCheckData, AbuseRpc, type AbuseVerdict } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { AbuseCheckService } from './abuse-check.service.js';
 
 /** RPC edge of the abuse service. */
@@ -8,22 +9,22 @@ import { AbuseCheckService } from './abuse-check.service.js';
 export class AbuseController {
   constructor(private readonly service: AbuseCheckService) {}
 
-  @MessagePattern(AbuseRpc.Check)
+  @OnRpc(AbuseRpc.Check)
   check(@Payload() data: AbuseCheckData): Promise<AbuseVerdict> {
     return this.service.check(data);
   }
 
-  @MessagePattern(AbuseRpc.ListActions)
+  @OnRpc(AbuseRpc.ListActions)
   async listActions(@Payload() data: { organization_id: string; contact_id?: string; active_only?: boolean }) {
     return { items: await this.service.listActions(data.organization_id, data.contact_id, data.active_only ?? false) };
   }
 
-  @MessagePattern(AbuseRpc.ActiveRestriction)
+  @OnRpc(AbuseRpc.ActiveRestriction)
   async activeRestriction(@Payload() data: { organization_id: string; contact_id: string }) {
     return { restriction: await this.service.activeRestriction(data?.organization_id, data?.contact_id) };
   }
 
-  @MessagePattern(AbuseRpc.ListConfig)
+  @OnRpc(AbuseRpc.ListConfig)
   async listConfig(@Payload() data: { organization_id?: string }) {
     return { items: await this.service.listConfig(data?.organization_id) };
   }

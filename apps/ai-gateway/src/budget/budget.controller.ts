@@ -1,8 +1,9 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { AI_KINDS, AiRpc, type AiBudgetLimit, type AiBudgetView, type AiKind } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { Clock } from '@touchpoint/time';
+import { OnRpc } from '@touchpoint/runtime';
 import { BudgetService } from './budget.service.js';
 import { ledgerMonthOf } from './price-table.js';
 
@@ -15,7 +16,7 @@ export class BudgetController {
   ) {}
 
   /** `{organization_id, month?: 'YYYY-MM'}` → `AiBudgetView`. @throws AppError validation_failed */
-  @MessagePattern(AiRpc.BudgetGet)
+  @OnRpc(AiRpc.BudgetGet)
   get(@Payload() data: { organization_id?: unknown; month?: unknown }): Promise<AiBudgetView> {
     if (typeof data?.organization_id !== 'string' || !data.organization_id) throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required');
     if (data.month !== undefined && (typeof data.month !== 'string' || !/^\d{4}-(0[1-9]|1[0-2])$/.test(data.month))) {
@@ -25,7 +26,7 @@ export class BudgetController {
   }
 
   /** `AiBudgetLimit` → the stored limit. @throws AppError validation_failed */
-  @MessagePattern(AiRpc.BudgetSetLimit)
+  @OnRpc(AiRpc.BudgetSetLimit)
   setLimit(@Payload() data: Partial<Record<keyof AiBudgetLimit, unknown>>): Promise<AiBudgetLimit> {
     const problems: string[] = [];
     if (typeof data?.organization_id !== 'string' || !data.organization_id) problems.push('organization_id is required');

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { AiRpc, type AiRunResult } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { parseRunRequest } from './run-request.js';
 import { RunsService } from './runs.service.js';
 
@@ -10,7 +11,7 @@ export class RunsController {
   constructor(private readonly runs: RunsService) {}
 
   /** @throws AppError validation_failed for a malformed request; service_unavailable while a same-key run is still in progress */
-  @MessagePattern(AiRpc.Run)
+  @OnRpc(AiRpc.Run)
   run(@Payload() data: unknown): Promise<AiRunResult> {
     return this.runs.run(parseRunRequest(data));
   }

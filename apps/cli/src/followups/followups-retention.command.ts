@@ -25,7 +25,7 @@ export class FollowupsRetentionClient implements OnApplicationShutdown {
 
   async run(): Promise<RetentionReport> {
     this.rpc ??= new RpcClient(this.config as unknown as ServiceConfig, this.logger);
-    return (await this.rpc.call<DataEnvelope<RetentionReport>>('followups', FollowupsRpc.RetentionRun, {}, RETENTION_RPC_TIMEOUT_MS)).data;
+    return (await this.rpc.call('followups', FollowupsRpc.RetentionRun, {}, RETENTION_RPC_TIMEOUT_MS)).data;
   }
 
   async onApplicationShutdown(): Promise<void> {

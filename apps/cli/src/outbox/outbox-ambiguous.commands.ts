@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import type { ServiceConfig } from '@touchpoint/config';
-import { type OutboxEntryView, type OutboxResolveResult, OutboxRpc } from '@touchpoint/contracts';
+import { type OutboxEntryView, type OutboxResolveData, type OutboxResolveResult, OutboxRpc } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import type { CliConfig } from '../cli.config.js';
@@ -27,7 +27,7 @@ export class OutboxClient implements OnApplicationShutdown {
     return this.client().call('outbox-dispatcher', OutboxRpc.ListAmbiguous, { organization_id: organizationId, limit });
   }
 
-  resolve(entryId: string, status: string, note: string, actor: string, organizationId?: string): Promise<OutboxResolveResult> {
+  resolve(entryId: string, status: OutboxResolveData['status'], note: string, actor: string, organizationId?: string): Promise<OutboxResolveResult> {
     return this.client().call('outbox-dispatcher', OutboxRpc.ResolveAmbiguous, { entry_id: entryId, status, note, actor, organization_id: organizationId });
   }
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import type { ServiceConfig } from '@touchpoint/config';
-import { type ActionView, OutboxAccountRpc, type OutboxProspectCapView, OutreachRpc, type ReviewQueuePage } from '@touchpoint/contracts';
+import { type ActionView, OutboxAccountRpc, type OutboxProspectCapView, OutreachRpc, type RejectThen, type ReviewQueuePage } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import type { CliConfig } from '../cli.config.js';
@@ -21,24 +21,24 @@ export class OutreachClient implements OnApplicationShutdown {
   ) {}
 
   list(organizationId: string, limit?: number): Promise<ReviewQueuePage> {
-    return this.client().call<ReviewQueuePage>('outreach', OutreachRpc.ActionList, { organization_id: organizationId, limit });
+    return this.client().call('outreach', OutreachRpc.ActionList, { organization_id: organizationId, limit });
   }
 
   approve(organizationId: string, actionId: string, memberId: string, payload?: Record<string, string>): Promise<ActionView> {
-    return this.client().call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: organizationId, action_id: actionId, actor: { member_id: memberId }, payload });
+    return this.client().call('outreach', OutreachRpc.ActionApprove, { organization_id: organizationId, action_id: actionId, actor: { member_id: memberId }, payload });
   }
 
-  reject(organizationId: string, actionId: string, memberId: string, then: string, reason?: string): Promise<ActionView> {
-    return this.client().call<ActionView>('outreach', OutreachRpc.ActionReject, { organization_id: organizationId, action_id: actionId, actor: { member_id: memberId }, then, reason });
+  reject(organizationId: string, actionId: string, memberId: string, then: RejectThen, reason?: string): Promise<ActionView> {
+    return this.client().call('outreach', OutreachRpc.ActionReject, { organization_id: organizationId, action_id: actionId, actor: { member_id: memberId }, then, reason });
   }
 
   prospectCap(organizationId: string): Promise<OutboxProspectCapView> {
-    return this.client().call<OutboxProspectCapView>('outbox-dispatcher', OutboxAccountRpc.ProspectCapGet, { organization_id: organizationId });
+    return this.client().call('outbox-dispatcher', OutboxAccountRpc.ProspectCapGet, { organization_id: organizationId });
   }
 
   /** `perDay` null → back to the default. */
   setProspectCap(organizationId: string, perDay: number | null): Promise<OutboxProspectCapView> {
-    return this.client().call<OutboxProspectCapView>('outbox-dispatcher', OutboxAccountRpc.ProspectCapSet, { organization_id: organizationId, prospect_emails_per_day: perDay });
+    return this.client().call('outbox-dispatcher', OutboxAccountRpc.ProspectCapSet, { organization_id: organizationId, prospect_emails_per_day: perDay });
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import {
   type AgentCreateData,
   type AgentDetailView,
@@ -13,7 +13,7 @@ import {
   type TurnPromisesRecordData,
   type TurnPromiseView,
 } from '@touchpoint/contracts';
-import { OwnedReferences } from '@touchpoint/runtime';
+import { OwnedReferences, OnRpc } from '@touchpoint/runtime';
 import { AgentsService } from './agents.service.js';
 import { TurnPromisesService } from './turn-promises.service.js';
 
@@ -26,28 +26,28 @@ export class AgentsController {
     private readonly references: OwnedReferences,
   ) {}
 
-  @MessagePattern(AgentsRpc.AgentCreate)
+  @OnRpc(AgentsRpc.AgentCreate)
   async create(@Payload() input: AgentCreateData): Promise<DataEnvelope<AgentView>> {
     return { data: await this.agents.create(input) };
   }
 
-  @MessagePattern(AgentsRpc.AgentList)
+  @OnRpc(AgentsRpc.AgentList)
   async list(@Payload() input: { organization_id: string }): Promise<DataEnvelope<AgentView[]>> {
     return { data: await this.agents.list(input) };
   }
 
-  @MessagePattern(AgentsRpc.AgentGet)
+  @OnRpc(AgentsRpc.AgentGet)
   async get(@Payload() input: AgentRef): Promise<DataEnvelope<AgentDetailView>> {
     return { data: await this.agents.get(input) };
   }
 
-  @MessagePattern(AgentsRpc.AgentVersionCreate)
+  @OnRpc(AgentsRpc.AgentVersionCreate)
   async createVersion(@Payload() input: AgentVersionCreateData): Promise<DataEnvelope<AgentView>> {
     return { data: await this.agents.createVersion(input) };
   }
 
   /** The contact and conversation must be the caller's (404 otherwise, as for an unknown id). */
-  @MessagePattern(AgentsRpc.TurnPromisesRecord)
+  @OnRpc(AgentsRpc.TurnPromisesRecord)
   async record(@Payload() input: TurnPromisesRecordData): Promise<DataEnvelope<TurnPromiseView[]> & { created: boolean }> {
     await this.references.require(input?.organization_id, [
       { field: 'contact_id', kind: 'contact', id: input?.contact_id },
@@ -57,7 +57,7 @@ export class AgentsController {
     return { data: promises, created };
   }
 
-  @MessagePattern(AgentsRpc.TurnPromiseList)
+  @OnRpc(AgentsRpc.TurnPromiseList)
   async listPromises(@Payload() input: TurnPromiseListData): Promise<DataEnvelope<CursorPage<TurnPromiseView>>> {
     return { data: await this.turnPromises.list(input) };
   }

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type DataEnvelope, type EffectDecisionData, type EffectDecisionView, type EffectResolveData, FollowupsRpc } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { EffectsService } from './effects.service.js';
 
 /** RPC edge of effects (seed 002 "Efeitos"). */
@@ -8,12 +9,12 @@ import { EffectsService } from './effects.service.js';
 export class EffectsController {
   constructor(private readonly effects: EffectsService) {}
 
-  @MessagePattern(FollowupsRpc.EffectDecide)
+  @OnRpc(FollowupsRpc.EffectDecide)
   async decide(@Payload() input: EffectDecisionData): Promise<DataEnvelope<EffectDecisionView>> {
     return { data: await this.effects.decide(input) };
   }
 
-  @MessagePattern(FollowupsRpc.EffectResolve)
+  @OnRpc(FollowupsRpc.EffectResolve)
   async resolve(@Payload() input: EffectResolveData): Promise<DataEnvelope<{ resolved: true }>> {
     return { data: await this.effects.resolve(input) };
   }

@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import {
   type CursorPage,
   type DataEnvelope,
@@ -11,7 +11,7 @@ import {
   type FollowupEnrollmentView,
   FollowupsRpc,
 } from '@touchpoint/contracts';
-import { OwnedReferences } from '@touchpoint/runtime';
+import { OwnedReferences, OnRpc } from '@touchpoint/runtime';
 import { EnrollmentsService } from './enrollments.service.js';
 
 /** RPC edge of enrollments (seed 002 "Inscrições"). */
@@ -22,7 +22,7 @@ export class EnrollmentsController {
     private readonly references: OwnedReferences,
   ) {}
 
-  @MessagePattern(FollowupsRpc.EnrollmentList)
+  @OnRpc(FollowupsRpc.EnrollmentList)
   async list(@Payload() input: EnrollmentListData): Promise<DataEnvelope<CursorPage<FollowupEnrollmentView>>> {
     return { data: await this.enrollments.list(input) };
   }
@@ -31,7 +31,7 @@ export class EnrollmentsController {
    * `{data: enrollment, created}`: `created` is false when the operation key had one already. The
    * contact, conversation and sender must be the caller's (404 otherwise, as for an unknown id).
    */
-  @MessagePattern(FollowupsRpc.EnrollmentCreate)
+  @OnRpc(FollowupsRpc.EnrollmentCreate)
   async create(@Payload() input: EnrollmentCreateData): Promise<DataEnvelope<FollowupEnrollmentView> & { created: boolean }> {
     await this.references.require(input?.organization_id, [
       { field: 'contact_id', kind: 'contact', id: input?.contact_id },
@@ -42,12 +42,12 @@ export class EnrollmentsController {
     return { data: enrollment, created };
   }
 
-  @MessagePattern(FollowupsRpc.EnrollmentGet)
+  @OnRpc(FollowupsRpc.EnrollmentGet)
   async get(@Payload() input: FollowupEnrollmentRef): Promise<DataEnvelope<EnrollmentDetailView>> {
     return { data: await this.enrollments.get(input) };
   }
 
-  @MessagePattern(FollowupsRpc.EnrollmentControl)
+  @OnRpc(FollowupsRpc.EnrollmentControl)
   async control(@Payload() input: EnrollmentControlData): Promise<DataEnvelope<FollowupEnrollmentView>> {
     return { data: await this.enrollments.control(input) };
   }

@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import {
   type DataEnvelope,
   type FlowCreateData,
@@ -14,7 +14,7 @@ import {
   type FlowView,
   FollowupsRpc,
 } from '@touchpoint/contracts';
-import { OwnedReferences, type Reference } from '@touchpoint/runtime';
+import { OwnedReferences, type Reference, OnRpc } from '@touchpoint/runtime';
 import { check } from '../requests/request-checks.js';
 import { FlowsService } from './flows.service.js';
 
@@ -34,55 +34,55 @@ export class FlowsController {
     return this.references.require(input?.organization_id, [reference]);
   }
 
-  @MessagePattern(FollowupsRpc.FlowList)
+  @OnRpc(FollowupsRpc.FlowList)
   async list(@Payload() input: { organization_id: string }): Promise<DataEnvelope<FlowView[]>> {
     check(input).uuid('organization_id').done();
     return { data: await this.flows.list(input.organization_id) };
   }
 
-  @MessagePattern(FollowupsRpc.FlowCreate)
+  @OnRpc(FollowupsRpc.FlowCreate)
   async create(@Payload() input: FlowCreateData): Promise<DataEnvelope<FlowView>> {
     await this.fixedSender(input);
     return { data: await this.flows.create(input) };
   }
 
-  @MessagePattern(FollowupsRpc.FlowModels)
+  @OnRpc(FollowupsRpc.FlowModels)
   models(): DataEnvelope<FlowModelView[]> {
     return { data: this.flows.models() };
   }
 
-  @MessagePattern(FollowupsRpc.FlowCreateFromModel)
+  @OnRpc(FollowupsRpc.FlowCreateFromModel)
   async createFromModel(@Payload() input: FlowCreateFromModelData): Promise<DataEnvelope<FlowView>> {
     return { data: await this.flows.createFromModel(input) };
   }
 
-  @MessagePattern(FollowupsRpc.FlowGet)
+  @OnRpc(FollowupsRpc.FlowGet)
   async get(@Payload() input: FlowRef): Promise<DataEnvelope<FlowView>> {
     return { data: await this.flows.get(input) };
   }
 
-  @MessagePattern(FollowupsRpc.FlowUpdate)
+  @OnRpc(FollowupsRpc.FlowUpdate)
   async update(@Payload() input: FlowUpdateData): Promise<DataEnvelope<FlowView>> {
     await this.fixedSender(input);
     return { data: await this.flows.update(input) };
   }
 
-  @MessagePattern(FollowupsRpc.FlowSetStatus)
+  @OnRpc(FollowupsRpc.FlowSetStatus)
   async setStatus(@Payload() input: FlowSetStatusData): Promise<DataEnvelope<FlowView>> {
     return { data: await this.flows.setStatus(input) };
   }
 
-  @MessagePattern(FollowupsRpc.FlowPublish)
+  @OnRpc(FollowupsRpc.FlowPublish)
   async publish(@Payload() input: FlowPublishData): Promise<DataEnvelope<FlowView>> {
     return { data: await this.flows.publish(input) };
   }
 
-  @MessagePattern(FollowupsRpc.FlowVersions)
+  @OnRpc(FollowupsRpc.FlowVersions)
   async versions(@Payload() input: FlowRef): Promise<DataEnvelope<FlowVersionView[]>> {
     return { data: await this.flows.versions(input) };
   }
 
-  @MessagePattern(FollowupsRpc.FlowRollback)
+  @OnRpc(FollowupsRpc.FlowRollback)
   async rollback(@Payload() input: FlowRollbackData): Promise<DataEnvelope<FlowView>> {
     return { data: await this.flows.rollback(input) };
   }

@@ -145,9 +145,9 @@ export class PromiseFiringService {
       idempotency_key: `promise-alert:${row.id}`,
       data: { kind: 'followup_promise_due', promise_id: row.id, conversation_id: row.conversation_id ?? '' },
     };
-    let view: NotificationView | { data: NotificationView };
+    let view: NotificationView;
     try {
-      view = await this.rpc.call<NotificationView | { data: NotificationView }>('messaging', MessagingRpc.NotificationCreate, notification, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
+      view = await this.rpc.call('messaging', MessagingRpc.NotificationCreate, notification, this.config.FOLLOWUP_ACTION_RPC_TIMEOUT_MS);
     } catch (err) {
       // Messaging down or refusing: try again later (the key makes a repeat one notification), fail after a few tries.
       const attempts = row.attempts + 1;
@@ -159,7 +159,7 @@ export class PromiseFiringService {
       await this.promises.update(tx, row.id, { attempts, due_at: new Date(now.getTime() + PROMISE_ALERT_RETRY_MS), last_error: truncateText(`alert: ${message}`, 1000) }, now);
       return 'waiting';
     }
-    const notificationId = 'notification_id' in view ? view.notification_id : (view.data?.notification_id ?? null);
+    const notificationId = view.notification_id;
     await this.promises.update(tx, row.id, { status: 'alerted', fired_at: row.fired_at ?? now, alert: { notification_id: notificationId, notified_at: now.toISOString() } }, now);
     return 'alerted';
   }
@@ -201,6 +201,6 @@ export class PromiseFiringService {
       ...content,
       context: { followup_promise_id: row.id },
     };
-    return { event_id: key, type: MessagingCommands.Send, organization_id: row.organization_id, data: command as unknown as Record<string, unknown> };
+    return { event_id: key, type: MessagingCommands.Send, organization_id: row.organization_id, data: command };
   }
 }

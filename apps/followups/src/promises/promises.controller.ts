@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import {
   type CursorPage,
   type DataEnvelope,
@@ -12,7 +12,7 @@ import {
   type PromiseResolveData,
   type PromiseView,
 } from '@touchpoint/contracts';
-import { OwnedReferences } from '@touchpoint/runtime';
+import { OwnedReferences, OnRpc } from '@touchpoint/runtime';
 import { PromisesService } from './promises.service.js';
 
 /** RPC edge of one-off returns (seed 002 "Retornos avulsos"). */
@@ -23,7 +23,7 @@ export class PromisesController {
     private readonly references: OwnedReferences,
   ) {}
 
-  @MessagePattern(FollowupsRpc.PromiseList)
+  @OnRpc(FollowupsRpc.PromiseList)
   async list(@Payload() input: PromiseListData): Promise<DataEnvelope<CursorPage<PromiseView>>> {
     return { data: await this.promises.list(input) };
   }
@@ -32,7 +32,7 @@ export class PromisesController {
    * `{data, created}`: `created` is false when the operation key had one already. The contact and
    * conversation must be the caller's (404 otherwise, as for an unknown id).
    */
-  @MessagePattern(FollowupsRpc.PromiseCreate)
+  @OnRpc(FollowupsRpc.PromiseCreate)
   async create(@Payload() input: PromiseCreateData): Promise<DataEnvelope<PromiseView> & { created: boolean }> {
     await this.references.require(input?.organization_id, [
       { field: 'contact_id', kind: 'contact', id: input?.contact_id },
@@ -42,17 +42,17 @@ export class PromisesController {
     return { data: promise, created };
   }
 
-  @MessagePattern(FollowupsRpc.PromiseGet)
+  @OnRpc(FollowupsRpc.PromiseGet)
   async get(@Payload() input: PromiseRef): Promise<DataEnvelope<PromiseDetailView>> {
     return { data: await this.promises.get(input) };
   }
 
-  @MessagePattern(FollowupsRpc.PromiseCancel)
+  @OnRpc(FollowupsRpc.PromiseCancel)
   async cancel(@Payload() input: PromiseCancelData): Promise<DataEnvelope<PromiseView>> {
     return { data: await this.promises.cancel(input) };
   }
 
-  @MessagePattern(FollowupsRpc.PromiseResolve)
+  @OnRpc(FollowupsRpc.PromiseResolve)
   async resolve(@Payload() input: PromiseResolveData): Promise<DataEnvelope<{ resolved: true }>> {
     return { data: await this.promises.resolve(input) };
   }

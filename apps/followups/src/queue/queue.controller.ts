@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type CursorPage, type DataEnvelope, FollowupsRpc, type QueueItemView, type QueueListData } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { QueueService } from './queue.service.js';
 
 /** RPC edge of the queue: `{data: {data: [...], next_cursor}}` exactly as seed 002 shows it. */
@@ -8,7 +9,7 @@ import { QueueService } from './queue.service.js';
 export class QueueController {
   constructor(private readonly queue: QueueService) {}
 
-  @MessagePattern(FollowupsRpc.QueueList)
+  @OnRpc(FollowupsRpc.QueueList)
   async list(@Payload() input: QueueListData): Promise<DataEnvelope<CursorPage<QueueItemView>>> {
     return { data: await this.queue.list(input) };
   }

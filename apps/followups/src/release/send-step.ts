@@ -137,7 +137,7 @@ export class SendStep {
       context: { followup_enrollment_id: state.id, followup_effect_id: effectId, followup_node_id: nodeId },
     };
     // The step's own record is the effect and the `step_queued` timeline entry; only the command goes on the bus.
-    ctx.messages.push({ event_id: key, type: MessagingCommands.Send, organization_id: state.organization_id, data: command as unknown as Record<string, unknown> });
+    ctx.messages.push({ event_id: key, type: MessagingCommands.Send, organization_id: state.organization_id, data: command });
     state.inflight_effect_id = effectId;
     state.last_send_status = 'queued';
     state.sender_id = senderId;
@@ -190,7 +190,7 @@ export class SendStep {
     }
     let check: ApprovalCheckView;
     try {
-      check = await this.rpc.call<ApprovalCheckView>(
+      check = await this.rpc.call(
         'gateway',
         GatewayApprovalRpc.Check,
         { organization_id: state.organization_id, api_key_id: existing.decided_by_api_key_id, member_id: existing.decided_by_member_id } satisfies Record<keyof ApprovalCheckData, unknown>,

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern } from '@nestjs/microservices';
 import { type DataEnvelope, FollowupsRpc, type RetentionReport } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { RetentionService } from './retention.service.js';
 
 /** RPC edge of retention: `retention:run` in the CLI (and its k8s CronJob) runs a pass now. */
@@ -8,7 +8,7 @@ import { RetentionService } from './retention.service.js';
 export class RetentionController {
   constructor(private readonly retention: RetentionService) {}
 
-  @MessagePattern(FollowupsRpc.RetentionRun)
+  @OnRpc(FollowupsRpc.RetentionRun)
   async run(): Promise<DataEnvelope<RetentionReport>> {
     return { data: await this.retention.run() };
   }

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type DataEnvelope, FollowupsRpc, type FollowupSettingsView, type SettingsEntitlementData, type SettingsUpdateData } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { check } from '../requests/request-checks.js';
 import { SettingsService } from './settings.service.js';
 
@@ -9,18 +10,18 @@ import { SettingsService } from './settings.service.js';
 export class SettingsController {
   constructor(private readonly settings: SettingsService) {}
 
-  @MessagePattern(FollowupsRpc.SettingsGet)
+  @OnRpc(FollowupsRpc.SettingsGet)
   async get(@Payload() input: { organization_id: string }): Promise<DataEnvelope<FollowupSettingsView>> {
     check(input).uuid('organization_id').done();
     return { data: await this.settings.get(input.organization_id) };
   }
 
-  @MessagePattern(FollowupsRpc.SettingsUpdate)
+  @OnRpc(FollowupsRpc.SettingsUpdate)
   async update(@Payload() input: SettingsUpdateData): Promise<DataEnvelope<FollowupSettingsView>> {
     return { data: await this.settings.update(input) };
   }
 
-  @MessagePattern(FollowupsRpc.SettingsSetEntitlement)
+  @OnRpc(FollowupsRpc.SettingsSetEntitlement)
   async setEntitlement(@Payload() input: SettingsEntitlementData): Promise<DataEnvelope<FollowupSettingsView>> {
     return { data: await this.settings.setEntitlement(input) };
   }

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type DataEnvelope, type FlowRef, FollowupsRpc, type FlowStatsView } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { FlowStatsService } from './flow-stats.service.js';
 
 /** RPC edge of a flow's statistics. */
@@ -8,7 +9,7 @@ import { FlowStatsService } from './flow-stats.service.js';
 export class FlowStatsController {
   constructor(private readonly stats: FlowStatsService) {}
 
-  @MessagePattern(FollowupsRpc.FlowStats)
+  @OnRpc(FollowupsRpc.FlowStats)
   async get(@Payload() input: FlowRef): Promise<DataEnvelope<FlowStatsView>> {
     return { data: await this.stats.get(input) };
   }

@@ -168,7 +168,7 @@ export class StopPathsService {
     const queued = await this.repository.queuedSends(tx, scope);
     for (const effect of queued) {
       const data: OutboxCancelData = { organization_id: scope.organizationId, idempotency_key: effect.idempotency_key };
-      messages.push({ event_id: `outbox.cancel:${effect.idempotency_key}`, type: OutboxCommands.Cancel, organization_id: data.organization_id, data: data as unknown as Record<string, unknown> });
+      messages.push({ event_id: `outbox.cancel:${effect.idempotency_key}`, type: OutboxCommands.Cancel, organization_id: data.organization_id, data: data });
     }
     await this.enrollments.insertEvents(tx, [
       ...touched.map((t) => ({

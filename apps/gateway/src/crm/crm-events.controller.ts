@@ -33,7 +33,7 @@ export class CrmEventsController {
   @ApiOkResponse({ type: CrmEventAcceptedDto })
   @ApiErrorResponses(400, 404, 422, 503)
   ingest(@CurrentCaller() caller: Caller, @Body() body: CrmEventDto): Promise<CrmEventIngestResult> {
-    return this.forwarder.forward<CrmEventIngestResult>(caller, 'messaging', MessagingRpc.CrmEventIngest, body);
+    return this.forwarder.forward(caller, 'messaging', MessagingRpc.CrmEventIngest, body);
   }
 }
 
@@ -80,6 +80,6 @@ export class CrmWebhookController {
       throw new AppError(ErrorCode.Unauthorized, CRM_SIGNATURE_REFUSALS[verdict]);
     }
     const event = (await this.validation.transform(request.body, { type: 'body', metatype: CrmWebhookEventDto })) as CrmWebhookEventDto;
-    return this.rpc.call<CrmEventIngestResult>('messaging', MessagingRpc.CrmEventIngest, { ...event });
+    return this.rpc.call('messaging', MessagingRpc.CrmEventIngest, { ...event });
   }
 }

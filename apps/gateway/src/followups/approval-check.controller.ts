@@ -1,7 +1,8 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type ApprovalCheckData, type ApprovalCheckView, GatewayApprovalRpc } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
+import { OnRpc } from '@touchpoint/runtime';
 import { ApiKeysService } from '../api-keys/api-keys.service.js';
 import { MembersService } from '../members/members.service.js';
 
@@ -17,10 +18,11 @@ export class ApprovalCheckController {
     private readonly members: MembersService,
   ) {}
 
-  @MessagePattern(GatewayApprovalRpc.Check)
+  @OnRpc(GatewayApprovalRpc.Check)
   async check(@Payload() input: ApprovalCheckData): Promise<ApprovalCheckView> {
     const key = (await this.apiKeys.list(input.organization_id)).find((k) => k.api_key_id === input.api_key_id);
     if (!key || key.revoked_at) return { valid: false, reason: 'key_revoked' };
+    if (input.member_id === null) return { valid: false, reason: 'member_left' };
     try {
       const member = await this.members.get(input.organization_id, input.member_id);
       if (!member.active) return { valid: false, reason: 'member_left' };

@@ -1,10 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Histogram } from 'prom-client';
-import { PlatformRpc, type ServiceName } from '@touchpoint/contracts';
+import { PlatformRpc, type RpcAnswer, type RpcPattern, type RpcRequest, type ServiceName } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { METRIC_PREFIX, type Logger, Metrics } from '@touchpoint/observability';
 import { LOGGER, RpcClient } from '@touchpoint/runtime';
 import type { Caller } from '../auth/auth.decorators.js';
+
+/** What a route gives for `P`: its request without `organization_id` (the caller's, added by `forward`). */
+export type ForwardPayload<P extends RpcPattern> = Omit<RpcRequest<P>, 'organization_id'>;
+
+/** `payload` may be left out only when every field of the pattern's request but the tenant is optional. */
+type ForwardArgs<P extends RpcPattern> = Record<string, never> extends ForwardPayload<P> ? [payload?: ForwardPayload<P>, timeoutMs?: number] : [payload: ForwardPayload<P>, timeoutMs?: number];
 
 /**
  * Hands a request to the service that owns it, by RPC with a deadline (DESIGN §1: the gateway holds
@@ -53,8 +59,9 @@ export class ServiceForwarder {
    * @param timeoutMs deadline, ms (default RPC_TIMEOUT_MS)
    * @throws AppError service_unavailable after the deadline; the service's own AppError otherwise
    */
-  forward<T = unknown>(caller: Caller, service: ServiceName, pattern: string, payload: object = {}, timeoutMs?: number): Promise<T> {
-    return this.call<T>(service, pattern, { ...payload, organization_id: caller.organizationId }, timeoutMs);
+  forward<P extends RpcPattern>(caller: Caller, service: ServiceName, pattern: P, ...[payload, timeoutMs]: ForwardArgs<P>): Promise<RpcAnswer<P>> {
+    // The one place the caller's tenant joins the request: what the route gives plus `organization_id` is the pattern's request.
+    return this.call(service, pattern, { ...payload, organization_id: caller.organizationId } as RpcRequest<P>, timeoutMs);
   }
 
   /**
@@ -68,10 +75,10 @@ export class ServiceForwarder {
     return Math.round((performance.now() - started) * 10) / 10;
   }
 
-  private async call<T>(service: ServiceName, pattern: string, payload: object, timeoutMs?: number): Promise<T> {
+  private async call<P extends RpcPattern>(service: ServiceName, pattern: P, payload: RpcRequest<P>, timeoutMs?: number): Promise<RpcAnswer<P>> {
     const end = this.seconds.startTimer({ service, pattern });
     try {
-      const result = await this.rpc.call<T>(service, pattern, payload, timeoutMs);
+      const result = await this.rpc.call(service, pattern, payload, timeoutMs);
       end({ outcome: 'ok' });
       return result;
     } catch (err) {

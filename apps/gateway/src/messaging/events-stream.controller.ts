@@ -51,7 +51,7 @@ export class EventsStreamController {
     const types = (query.types ?? '').split(',').map((t) => t.trim()).filter(Boolean);
     const resumeFrom = lastEventId ?? query.last_event_id ?? null;
     // The first read happens before the stream opens, so a broken messaging answers 503 as JSON.
-    let page = await this.forwarder.forward<MessagingStreamPage>(caller, 'messaging', MessagingRpc.StreamRead, { after: resumeFrom, types });
+    let page = await this.forwarder.forward(caller, 'messaging', MessagingRpc.StreamRead, { after: resumeFrom, types });
     reply.hijack();
     const raw = reply.raw;
     raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no', 'x-request-id': String(request.id) });
@@ -73,7 +73,7 @@ export class EventsStreamController {
       }
       if (!open) break;
       try {
-        page = await this.forwarder.forward<MessagingStreamPage>(caller, 'messaging', MessagingRpc.StreamRead, { after: cursor, types });
+        page = await this.forwarder.forward(caller, 'messaging', MessagingRpc.StreamRead, { after: cursor, types });
       } catch (err) {
         this.logger.warn({ event: 'gateway.stream_read_failed', organization_id: caller.organizationId, err: (err as Error).message }, 'stream read failed; retrying');
         page = { items: [], cursor, reset: false };

@@ -122,7 +122,7 @@ export class OutreachController {
   @ApiCreatedResponse({ type: EnrollmentDto })
   @ApiErrorResponses(400, 404, 409, 503)
   async enrollOne(@CurrentCaller() caller: Caller, @Param() params: CampaignParams, @Body() body: PersonBody, @Res({ passthrough: true }) reply: { status(code: number): unknown }) {
-    const { created, ...view } = await this.forwarder.forward<EnrollmentView & { created: boolean }>(caller, 'outreach', OutreachRpc.EnrollOne, { ...params, ...body });
+    const { created, ...view } = await this.forwarder.forward(caller, 'outreach', OutreachRpc.EnrollOne, { ...params, ...body });
     reply.status(created ? 201 : 200);
     return view;
   }

@@ -64,7 +64,7 @@ export class UnsubscribeController {
     const claims = verifyUnsubscribeToken(token, this.config.UNSUBSCRIBE_TOKEN_SECRET);
     if (!claims) throw new AppError(ErrorCode.ValidationFailed, 'the unsubscribe link is not valid', { field: 'token' });
     try {
-      const result = await this.rpc.call<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, claims);
+      const result = await this.rpc.call('outreach', OutreachSuppressionRpc.EmailUnsubscribe, claims);
       this.logger.info({ event: 'gateway.email_unsubscribed', organization_id: claims.organization_id, enrollments: result.enrollment_ids.length }, 'email unsubscribed by link');
       return result;
     } catch (err) {

@@ -7,9 +7,11 @@ import {
   type ContactKind,
   type ContactTagEventData,
   type ContactUpdateData,
+  type BusPayload,
   type ContactView,
   MessagingEvents,
   type MessagingPage,
+  type OutgoingMessage,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
@@ -20,6 +22,9 @@ import { Clock } from '@touchpoint/time';
 import { decodeCursor, encodeCursor, pageSize, requireId } from '../shared/sql.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { type ContactFields, type ContactRow, ContactsRepository, toContactView } from './contacts.repository.js';
+
+/** The contact events this service publishes (each also goes on the real-time feed). */
+type ContactEventType = (typeof MessagingEvents)['ContactCreated' | 'ContactUpdated' | 'ContactErased' | 'ContactTagged' | 'ContactUntagged'];
 
 /** Longest tag, characters; most tags per contact. */
 export const MAX_TAG_LENGTH = 64;
@@ -349,8 +354,9 @@ export class ContactsService {
     } satisfies ContactEventData);
   }
 
-  private async publish(tx: Tx, row: ContactRow, type: string, eventId: string, data: object): Promise<void> {
-    await tx.publish({ event_id: eventId, type, organization_id: row.organization_id, data: data as Record<string, unknown> });
-    await this.stream.append(tx, row.organization_id, type, data as Record<string, unknown>);
+  private async publish<K extends ContactEventType>(tx: Tx, row: ContactRow, type: K, eventId: string, data: BusPayload<K>): Promise<void> {
+    const message: OutgoingMessage<K> = { event_id: eventId, type, organization_id: row.organization_id, data };
+    await tx.publish(message);
+    await this.stream.append(tx, row.organization_id, type, data);
   }
 }

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type ConversationStatus, MessagingRpc, type MessagingSendContent } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { ConversationsService } from './conversations.service.js';
 
 /** RPC edge of the operator's conversation routes. */
@@ -8,27 +9,27 @@ import { ConversationsService } from './conversations.service.js';
 export class ConversationsController {
   constructor(private readonly conversations: ConversationsService) {}
 
-  @MessagePattern(MessagingRpc.ConversationList)
+  @OnRpc(MessagingRpc.ConversationList)
   list(@Payload() data: { organization_id: string; status?: ConversationStatus; channel?: string; contact_id?: string; cursor?: string; limit?: number }) {
     return this.conversations.list(data.organization_id, data);
   }
 
-  @MessagePattern(MessagingRpc.ConversationGet)
+  @OnRpc(MessagingRpc.ConversationGet)
   get(@Payload() data: { organization_id: string; conversation_id: string }) {
     return this.conversations.get(data.organization_id, data.conversation_id);
   }
 
-  @MessagePattern(MessagingRpc.ConversationMessages)
+  @OnRpc(MessagingRpc.ConversationMessages)
   messages(@Payload() data: { organization_id: string; conversation_id: string; cursor?: string; limit?: number }) {
     return this.conversations.messagesOf(data.organization_id, data.conversation_id, data);
   }
 
-  @MessagePattern(MessagingRpc.ConversationSend)
+  @OnRpc(MessagingRpc.ConversationSend)
   send(@Payload() data: MessagingSendContent & { organization_id: string; conversation_id: string; idempotency_key: string; operator_id?: string }) {
     return this.conversations.send(data.organization_id, data.conversation_id, data);
   }
 
-  @MessagePattern(MessagingRpc.ConversationResolve)
+  @OnRpc(MessagingRpc.ConversationResolve)
   resolve(@Payload() data: { organization_id: string; conversation_id: string; resolved_by?: string }) {
     return this.conversations.resolve(data.organization_id, data.conversation_id, data.resolved_by ?? null);
   }

@@ -113,7 +113,7 @@ export class ConversationsService {
     if (!email || existing) return;
     let check: OutboxProspectCapCheckResult;
     try {
-      check = await this.rpc.call<OutboxProspectCapCheckResult>('outbox-dispatcher', OutboxAccountRpc.ProspectCapCheck, { organization_id: organizationId, to: email }, PROSPECT_CAP_CHECK_TIMEOUT_MS);
+      check = await this.rpc.call('outbox-dispatcher', OutboxAccountRpc.ProspectCapCheck, { organization_id: organizationId, to: email }, PROSPECT_CAP_CHECK_TIMEOUT_MS);
     } catch {
       return;
     }
@@ -134,9 +134,9 @@ export class ConversationsService {
         event_id: `messaging.conversation.resolved:${conversation.id}:${now.toISOString()}`,
         type: MessagingEvents.ConversationResolved,
         organization_id: organizationId,
-        data: data as unknown as Record<string, unknown>,
+        data: data,
       });
-      await this.stream.append(tx, organizationId, MessagingEvents.ConversationResolved, data as unknown as Record<string, unknown>);
+      await this.stream.append(tx, organizationId, MessagingEvents.ConversationResolved, data);
     });
     return this.get(organizationId, conversationId);
   }

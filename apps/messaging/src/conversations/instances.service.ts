@@ -167,7 +167,7 @@ export class InstancesService {
   }
 }
 
-function instanceData(instance: InstanceRow, contactId: string, reason: InstanceCloseReason | null, previous: string | null): Record<string, unknown> {
+function instanceData(instance: InstanceRow, contactId: string, reason: InstanceCloseReason | null, previous: string | null): InstanceChangedData {
   const data: InstanceChangedData = {
     instance_id: instance.id,
     conversation_id: instance.conversation_id,
@@ -177,6 +177,6 @@ function instanceData(instance: InstanceRow, contactId: string, reason: Instance
     previous_instance_id: previous,
     message_count: instance.message_count,
   };
-  return data as unknown as Record<string, unknown>;
+  return data;
 }
 

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type CrmEventIngestData, MessagingRpc } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { CrmEventsService } from './crm-events.service.js';
 
 /** RPC edge of the CRM ingress (the gateway forwards `POST /crm/events` and `POST /webhooks/crm` here). */
@@ -8,7 +9,7 @@ import { CrmEventsService } from './crm-events.service.js';
 export class CrmEventsController {
   constructor(private readonly crm: CrmEventsService) {}
 
-  @MessagePattern(MessagingRpc.CrmEventIngest)
+  @OnRpc(MessagingRpc.CrmEventIngest)
   ingest(@Payload() data: CrmEventIngestData) {
     return this.crm.ingest(data);
   }

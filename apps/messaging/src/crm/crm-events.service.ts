@@ -24,11 +24,16 @@ export const CRM_ID_MAX = 200;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const BUS_TYPE: Record<CrmEventType, string> = {
+const BUS_TYPE = {
   'lead.created': CrmEvents.LeadCreated,
   'lead.status_changed': CrmEvents.LeadStatusChanged,
   'deal.stage_changed': CrmEvents.DealStageChanged,
-};
+} as const satisfies Record<CrmEventType, string>;
+
+/** A CRM event's bus name and its data before the contact and the event's own facts are added. */
+type CrmPayload =
+  | { type: typeof CrmEvents.DealStageChanged; data: Omit<CrmDealEventData, 'contact_id'> }
+  | { type: typeof CrmEvents.LeadCreated | typeof CrmEvents.LeadStatusChanged; data: Omit<CrmLeadEventData, 'contact_id'> };
 
 function invalid(field: string, message: string): AppError {
   return new AppError(ErrorCode.ValidationFailed, message, { field });
@@ -82,23 +87,23 @@ export class CrmEventsService {
         const winner = await this.repository.find(tx, data.organization_id, eventId);
         return this.resultOf(winner!, true);
       }
-      const message: OutgoingMessage = {
-        event_id: busEventId(data.organization_id, eventId),
-        type: BUS_TYPE[data.type],
-        organization_id: data.organization_id,
-        // When the CRM saw it happen; the envelope's own time is when we stored it.
-        data: { ...payload, contact_id: contact.id, crm_event_id: eventId, crm_occurred_at: new Date(occurredAt ?? now.getTime()).toISOString() },
-      };
+      // When the CRM saw it happen; the envelope's own time is when we stored it.
+      const facts = { contact_id: contact.id, crm_event_id: eventId, crm_occurred_at: new Date(occurredAt ?? now.getTime()).toISOString() };
+      const busId = busEventId(data.organization_id, eventId);
+      const message: OutgoingMessage =
+        payload.type === CrmEvents.DealStageChanged
+          ? { event_id: busId, type: payload.type, organization_id: data.organization_id, data: { ...payload.data, ...facts } }
+          : { event_id: busId, type: payload.type, organization_id: data.organization_id, data: { ...payload.data, ...facts } };
       await tx.publish(message);
       return this.resultOf(claimed, false);
     });
   }
 
   /** The fields each type needs, validated and trimmed (without the contact). */
-  private payloadOf(data: CrmEventIngestData): Record<string, unknown> {
+  private payloadOf(data: CrmEventIngestData): CrmPayload {
     if (data.type === 'deal.stage_changed') {
       const deal: Omit<CrmDealEventData, 'contact_id'> = { deal_id: crmId(data.deal_id, 'deal_id', true)!, stage_id: crmId(data.stage_id, 'stage_id', true)!, previous_stage_id: crmId(data.previous_stage_id, 'previous_stage_id', false) ?? null };
-      return deal;
+      return { type: BUS_TYPE[data.type], data: deal };
     }
     const lead: Omit<CrmLeadEventData, 'contact_id'> = { lead_id: crmId(data.lead_id, 'lead_id', true)! };
     const status = crmId(data.status, 'status', data.type === 'lead.status_changed');
@@ -109,7 +114,7 @@ export class CrmEventsService {
       if (!CRM_LEAD_CLOSED.includes(data.closed)) throw invalid('closed', `closed must be one of ${CRM_LEAD_CLOSED.join(', ')}`);
       lead.closed = data.closed;
     }
-    return lead;
+    return { type: BUS_TYPE[data.type], data: lead };
   }
 
   /** The contact by id, else by email, else by phone (a CRM record before a prospect). @throws AppError validation_failed, unknown_contact */

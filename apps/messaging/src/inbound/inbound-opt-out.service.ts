@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { OutboxAccountRpc, type OutboxSuppressionAddResult } from '@touchpoint/contracts';
+import { OutboxAccountRpc, type OutboxSuppressionData } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { toRecipientKey } from '@touchpoint/phone';
@@ -15,7 +15,8 @@ import { ContactsRepository } from '../contacts/contacts.repository.js';
 export const OPT_OUT_SUPPRESSION_TIMEOUT_MS = 1500;
 
 /** Channels whose addresses the dispatcher's do-not-contact list keys. */
-const SUPPRESSIBLE_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
+const SUPPRESSIBLE_CHANNELS = new Set<string>(['whatsapp', 'email', 'linkedin'] satisfies OutboxSuppressionData['channel'][]);
+const isSuppressible = (channel: string): channel is OutboxSuppressionData['channel'] => SUPPRESSIBLE_CHANNELS.has(channel);
 
 /**
  * The opt-out an inbound message carries, put in force before its webhook is acknowledged: called
@@ -72,9 +73,9 @@ export class InboundOptOutService {
    *   the stored message is a duplicate then and the suppression is asked again)
    */
   private async suppressNow(organizationId: string, channel: string, value: string): Promise<void> {
-    if (!SUPPRESSIBLE_CHANNELS.has(channel) || !value) return;
+    if (!isSuppressible(channel) || !value) return;
     try {
-      const added = await this.rpc.call<OutboxSuppressionAddResult>('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, { organization_id: organizationId, channel, value, reason: 'opt_out' }, OPT_OUT_SUPPRESSION_TIMEOUT_MS);
+      const added = await this.rpc.call('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, { organization_id: organizationId, channel, value, reason: 'opt_out' }, OPT_OUT_SUPPRESSION_TIMEOUT_MS);
       if (added.created) this.logger.info({ event: 'messaging.opt_out_suppressed', organization_id: organizationId, channel, cancelled: added.cancelled_entry_ids.length }, 'opt-out address suppressed before the acknowledgement');
     } catch (err) {
       // An address the list cannot key (not a phone, not an email) has nothing to suppress.

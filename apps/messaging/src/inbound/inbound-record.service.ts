@@ -101,7 +101,7 @@ export class InboundRecordService {
     const query: EmailHeadersQuery = { organization_id: organizationId, provider_message_id: externalId, sender_id: senderId };
     for (let attempt = 1; ; attempt++) {
       try {
-        const view = await this.rpc.call<EmailHeadersView>('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, query, EMAIL_HEADER_READ_TIMEOUT_MS);
+        const view = await this.rpc.call('outbox-dispatcher', OutreachDispatcherRpc.EmailHeaders, query, EMAIL_HEADER_READ_TIMEOUT_MS);
         return { headers: Array.isArray(view?.headers) ? view.headers : [], subject: view?.subject ?? null };
       } catch (err) {
         const last = attempt >= EMAIL_HEADER_READ_ATTEMPTS || (err instanceof AppError && err.code === ErrorCode.SenderNotFound);

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { MessagingRpc, type MessagingInboundRecordData, MessagingWhatsAppRpc, type WhatsAppInboundBatch } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { InboundReceiptsService } from './inbound-receipts.service.js';
 import { InboundRecordService } from './inbound-record.service.js';
 
@@ -12,12 +13,12 @@ export class InboundController {
     private readonly records: InboundRecordService,
   ) {}
 
-  @MessagePattern(MessagingWhatsAppRpc.Inbound)
+  @OnRpc(MessagingWhatsAppRpc.Inbound)
   whatsapp(@Payload() batch: WhatsAppInboundBatch & { organization_id?: string }) {
     return this.receipts.accept(batch);
   }
 
-  @MessagePattern(MessagingRpc.InboundRecord)
+  @OnRpc(MessagingRpc.InboundRecord)
   record(@Payload() data: MessagingInboundRecordData) {
     return this.records.record(data);
   }

@@ -8,6 +8,7 @@ import {
   OutboxCommands,
   type OutboxEnqueueData,
   type WhatsAppInboundBatch,
+  type SuppressionRequestedData,
 } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
@@ -280,7 +281,7 @@ export class InboundService {
       await this.contactsRepository.markOptedOut(tx, contact.id, now);
       await tx.publish({ event_id: `messaging.contact.opted_out:${message.id}`, type: MessagingEvents.ContactOptedOut, organization_id: m.organizationId, data: { contact_id: contact.id, channel: m.channel, message_id: message.id } });
       // "Stop" means stop on every channel (seed 003): ask to suppress each address the contact has.
-      const addresses: [string, string | null][] = [
+      const addresses: [SuppressionRequestedData['channel'], string | null][] = [
         ['whatsapp', contact.phone],
         ['email', contact.email],
         ['linkedin', contact.linkedin_provider_id],
@@ -308,7 +309,7 @@ export class InboundService {
         log_context: { message_id: message.id, conversation_id: conversation.id },
         requester: 'messaging',
       };
-      published.push({ event_id: `messaging.read_receipt:${m.organizationId}:${m.externalId}`, type: OutboxCommands.Enqueue, organization_id: m.organizationId, data: receipt as unknown as Record<string, unknown> });
+      published.push({ event_id: `messaging.read_receipt:${m.organizationId}:${m.externalId}`, type: OutboxCommands.Enqueue, organization_id: m.organizationId, data: receipt });
     }
     const received: MessageReceivedData = {
       message_id: message.id,
@@ -329,9 +330,9 @@ export class InboundService {
       from: contact.phone ?? contact.email ?? m.from,
       received_at: m.sentAt.toISOString(),
     };
-    published.push({ event_id: `messaging.message.received:${message.id}`, type: MessagingEvents.MessageReceived, organization_id: m.organizationId, data: received as unknown as Record<string, unknown> });
+    published.push({ event_id: `messaging.message.received:${message.id}`, type: MessagingEvents.MessageReceived, organization_id: m.organizationId, data: received });
     await tx.publish(published);
-    await this.stream.append(tx, m.organizationId, MessagingEvents.MessageReceived, toMessageView(message, []) as unknown as Record<string, unknown>);
+    await this.stream.append(tx, m.organizationId, MessagingEvents.MessageReceived, toMessageView(message, []));
 
     if (verdict?.action?.action_type === 'warning') {
       await this.reply(tx, m, contact, conversation, 'abuse_warning', this.config.ABUSE_WARNING_REPLY);

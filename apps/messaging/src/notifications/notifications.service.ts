@@ -118,7 +118,7 @@ export class NotificationsService {
       const disabled = await this.repository.disabledChannels(tx, data.organization_id, contact.id);
       for (const channel of channels) await this.deliver(tx, notification, channel, disabled.has(channel), now, whatsappTemplate, contact.opted_out_at !== null);
       const created: NotificationCreatedData = { notification_id: notification.id, contact_id: contact.id, channels };
-      await tx.publish({ event_id: `messaging.notification.created:${notification.id}`, type: MessagingEvents.NotificationCreated, organization_id: data.organization_id, data: created as unknown as Record<string, unknown> });
+      await tx.publish({ event_id: `messaging.notification.created:${notification.id}`, type: MessagingEvents.NotificationCreated, organization_id: data.organization_id, data: created });
       await this.stream.append(tx, data.organization_id, MessagingEvents.NotificationCreated, { ...created, title, body });
       return notification.id;
     });
@@ -266,7 +266,7 @@ function checkedTemplateContent(template: NotificationWhatsAppTemplate, variable
  * with a stand-in value for each parameter.
  * @throws AppError validation_failed, invalid_payload
  */
-function checkWhatsAppTemplate(t: NotificationWhatsAppTemplate): NotificationWhatsAppTemplate {
+function checkWhatsAppTemplate(t: NonNullable<NotificationTemplateData['whatsapp_template']>): NotificationWhatsAppTemplate {
   if (typeof t !== 'object' || typeof t.name !== 'string' || typeof t.language !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'whatsapp_template needs name and language', { field: 'whatsapp_template' });
   const parameters = t.parameters ?? [];
   if (!Array.isArray(parameters) || parameters.some((p) => typeof p !== 'string' || !/^[\w.-]{1,64}$/.test(p))) {

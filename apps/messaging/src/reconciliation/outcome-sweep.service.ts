@@ -126,7 +126,7 @@ export class OutcomeSweepService implements OnApplicationBootstrap, OnModuleDest
     for (const [organizationId, group] of byOrganization) {
       for (let i = 0; i < group.length; i += OUTBOX_ENTRIES_BY_KEY_MAX) {
         const chunk = group.slice(i, i + OUTBOX_ENTRIES_BY_KEY_MAX);
-        const { items } = await this.rpc.call<{ items: OutboxEntryView[] }>('outbox-dispatcher', OutboxRpc.GetEntriesByKey, { organization_id: organizationId, idempotency_keys: chunk.map((m) => m.idempotency_key) });
+        const { items } = await this.rpc.call('outbox-dispatcher', OutboxRpc.GetEntriesByKey, { organization_id: organizationId, idempotency_keys: chunk.map((m) => m.idempotency_key) });
         const waiting = new Map(chunk.map((m) => [m.idempotency_key, m]));
         for (const entry of items) {
           const message = waiting.get(entry.idempotency_key);

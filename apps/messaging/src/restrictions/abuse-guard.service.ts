@@ -51,7 +51,7 @@ export class AbuseGuardService {
   /** @throws AppError service_unavailable when the check failed AND no state of the blocks could be read */
   async check(input: AbuseCheckData): Promise<GuardVerdict> {
     try {
-      const verdict = await this.rpc.call<AbuseVerdict>('abuse', AbuseRpc.Check, input, this.config.ABUSE_CHECK_TIMEOUT_MS);
+      const verdict = await this.rpc.call('abuse', AbuseRpc.Check, input, this.config.ABUSE_CHECK_TIMEOUT_MS);
       return { ...verdict, source: 'abuse' };
     } catch (err) {
       this.logger.error(
@@ -84,7 +84,7 @@ export class AbuseGuardService {
    */
   private async blockInForce(input: AbuseCheckData): Promise<{ block: { action_id: string; expires_at: Date | string } | null; from: BlockSource }> {
     try {
-      const { restriction } = await this.rpc.call<{ restriction: AbuseActionView | null }>(
+      const { restriction } = await this.rpc.call(
         'abuse',
         AbuseRpc.ActiveRestriction,
         { organization_id: input.organization_id, contact_id: input.contact_id },

@@ -82,7 +82,9 @@ export class SendersService {
     let value: { organization_id: string; sender_id: string } | null = row && row.status !== 'removed' ? { organization_id: row.organization_id, sender_id: row.sender_id } : null;
     if (!value) {
       try {
-        value = await this.rpc.call<{ organization_id: string; sender_id: string } | null>('outbox-dispatcher', OutboxRpc.SenderLookupByPhoneNumberId, { phone_number_id: phoneNumberId });
+        const found = await this.rpc.call('outbox-dispatcher', OutboxRpc.SenderLookupByPhoneNumberId, { phone_number_id: phoneNumberId });
+        // The dispatcher answers nulls for a number nobody owns.
+        value = found.organization_id && found.sender_id ? { organization_id: found.organization_id, sender_id: found.sender_id } : null;
       } catch (err) {
         this.logger.warn({ event: 'messaging.sender_lookup_failed', phone_number_id: phoneNumberId, err: (err as Error).message }, 'sender lookup failed');
         throw err;

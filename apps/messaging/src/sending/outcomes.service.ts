@@ -158,10 +158,10 @@ export class OutcomesService {
       to,
       provider_message_id: message.external_id,
     };
-    await this.stream.append(tx, message.organization_id, MessagingEvents.MessageStatusChanged, changed as unknown as Record<string, unknown>);
+    await this.stream.append(tx, message.organization_id, MessagingEvents.MessageStatusChanged, changed);
 
     if ((from === 'queued' || from === 'ambiguous') && (to === 'sent' || to === 'delivered' || to === 'read')) {
-      await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: message.organization_id, data: outcomeData(message, 'sent') as unknown as Record<string, unknown> });
+      await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: message.organization_id, data: outcomeData(message, 'sent') });
       await this.settleDelivery(tx, message, 'sent', null);
     }
     if (to === 'delivered' || to === 'read') {
@@ -170,14 +170,14 @@ export class OutcomesService {
         event_id: `messaging.message.${to}:${message.id}`,
         type: to === 'delivered' ? MessagingEvents.MessageDelivered : MessagingEvents.MessageRead,
         organization_id: message.organization_id,
-        data: { ...outcomeData(message, to), status_at: at.toISOString() } as unknown as Record<string, unknown>,
+        data: { ...outcomeData(message, to), status_at: at.toISOString() },
       });
     } else if (to === 'failed') {
       await tx.publish({
         event_id: `messaging.message.failed:${message.id}`,
         type: MessagingEvents.MessageFailed,
         organization_id: message.organization_id,
-        data: { ...outcomeData(message, 'failed'), failure_stage: stage, error_code: error.code ?? null, error_subcode: error.subcode ?? null, error_details: error.details ?? null } as unknown as Record<string, unknown>,
+        data: { ...outcomeData(message, 'failed'), failure_stage: stage, error_code: error.code ?? null, error_subcode: error.subcode ?? null, error_details: error.details ?? null },
       });
       // A do-not-contact refusal is the platform doing its job, not a fault to page anyone about.
       this.logger[isDoNotContact(error.code) ? 'info' : 'error'](
@@ -198,7 +198,7 @@ export class OutcomesService {
         event_id: `messaging.message.cancelled:${message.id}`,
         type: MessagingEvents.MessageCancelled,
         organization_id: message.organization_id,
-        data: { ...outcomeData(message, 'cancelled'), error_code: error.code ?? null } as unknown as Record<string, unknown>,
+        data: { ...outcomeData(message, 'cancelled'), error_code: error.code ?? null },
       });
       await this.settleDelivery(tx, message, 'failed', error.code ?? 'cancelled');
     }
@@ -230,8 +230,8 @@ export class OutcomesService {
       error_code: delivery.error_code,
     };
     // A delivery reaches each status once (pending → sent → failed at most), so the id names both.
-    await tx.publish({ event_id: `messaging.notification.delivery_updated:${delivery.id}:${delivery.status}`, type: MessagingEvents.NotificationDeliveryUpdated, organization_id: message.organization_id, data: data as unknown as Record<string, unknown> });
-    await this.stream.append(tx, message.organization_id, MessagingEvents.NotificationDeliveryUpdated, data as unknown as Record<string, unknown>);
+    await tx.publish({ event_id: `messaging.notification.delivery_updated:${delivery.id}:${delivery.status}`, type: MessagingEvents.NotificationDeliveryUpdated, organization_id: message.organization_id, data: data });
+    await this.stream.append(tx, message.organization_id, MessagingEvents.NotificationDeliveryUpdated, data);
     return true;
   }
 }

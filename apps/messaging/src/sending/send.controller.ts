@@ -1,10 +1,10 @@
 import { Controller, Injectable } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, MessagingCommands, MessagingRpc, type MessagingSendData, type MessagingChannel, type WhatsAppStatusBatch } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, isRetryable } from '@touchpoint/errors';
-import { UnitOfWork } from '@touchpoint/runtime';
+import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
 import { OutcomesService } from './outcomes.service.js';
 import { SendService } from './send.service.js';
 
@@ -17,13 +17,13 @@ export class SendController {
     private readonly uow: UnitOfWork,
   ) {}
 
-  @MessagePattern(MessagingRpc.Send)
+  @OnRpc(MessagingRpc.Send)
   send(@Payload() data: MessagingSendData) {
     return this.sends.send(data);
   }
 
   /** `WhatsAppStatusBatch` + `organization_id` → counts; answered after the statuses are stored. */
-  @MessagePattern(MessagingRpc.WhatsAppStatuses)
+  @OnRpc(MessagingRpc.WhatsAppStatuses)
   async statuses(@Payload() data: WhatsAppStatusBatch & { organization_id: string }) {
     const counts = { applied: 0, ignored: 0, pending: 0 };
     await this.uow.run(async (tx) => {

@@ -117,7 +117,7 @@ export class SendService {
       error_code: err instanceof AppError ? err.code : ErrorCode.Internal,
       context: data?.context,
     };
-    return { event_id: `messaging.message.failed:cmd:${data?.organization_id}:${data?.idempotency_key}`, type: MessagingEvents.MessageFailed, organization_id: data?.organization_id ?? null, data: payload as unknown as Record<string, unknown> };
+    return { event_id: `messaging.message.failed:cmd:${data?.organization_id}:${data?.idempotency_key}`, type: MessagingEvents.MessageFailed, organization_id: data?.organization_id ?? null, data: payload };
   }
 
   /**
@@ -201,9 +201,9 @@ export class SendService {
         log_context: { message_id: message.id, conversation_id: conversation.id, contact_id: contact.id, requester: data.requester, ...(data.context ?? {}) },
         requester: 'messaging',
       };
-      await tx.publish({ event_id: `messaging.send:${message.id}`, type: OutboxCommands.Enqueue, organization_id: data.organization_id, data: enqueue as unknown as Record<string, unknown> });
+      await tx.publish({ event_id: `messaging.send:${message.id}`, type: OutboxCommands.Enqueue, organization_id: data.organization_id, data: enqueue });
     } else if (stored) {
-      await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: data.organization_id, data: outcomeData(message, 'sent') as unknown as Record<string, unknown> });
+      await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: data.organization_id, data: outcomeData(message, 'sent') });
     } else {
       // No adapter for this channel yet (sms): the send fails before it was ever queued.
       await this.refuse(tx, data, message, ErrorCode.UnsupportedChannel, `no sender for ${data.channel}`, now);
@@ -216,7 +216,7 @@ export class SendService {
         data: { message_id: message.id, conversation_id: conversation.id, contact_id: contact.id, channel: data.channel, operator_id: data.sender_id ?? null },
       });
     }
-    await this.stream.append(tx, data.organization_id, MessagingEvents.MessageQueued, toMessageView(message) as unknown as Record<string, unknown>);
+    await this.stream.append(tx, data.organization_id, MessagingEvents.MessageQueued, toMessageView(message));
     this.sends.inc({ channel: data.channel, outcome: message.status });
     return { message, created: true };
   }
@@ -230,7 +230,7 @@ export class SendService {
       event_id: `messaging.message.failed:${message.id}`,
       type: MessagingEvents.MessageFailed,
       organization_id: data.organization_id,
-      data: { ...outcomeData(message, 'failed'), failure_stage: 'enqueue', error_code: code } as unknown as Record<string, unknown>,
+      data: { ...outcomeData(message, 'failed'), failure_stage: 'enqueue', error_code: code },
     });
     this.logEnqueueFailure(data, new AppError(code, reason));
   }

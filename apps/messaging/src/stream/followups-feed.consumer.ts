@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
-import { type BusMessage, FollowupsEvents } from '@touchpoint/contracts';
+import { type BusMessage, FollowupsEvents, type FollowupsEnrollmentCreatedData, type FollowupsEnrollmentFinishedData, type FollowupsHandoffRequestedData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { StreamRepository } from './stream.repository.js';
 
@@ -15,22 +15,22 @@ export class FollowupsFeedConsumer {
   constructor(private readonly stream: StreamRepository) {}
 
   @OnBusMessage(FollowupsEvents.EnrollmentCreated)
-  async onCreated(message: BusMessage<Record<string, unknown>>, tx: Tx): Promise<void> {
+  async onCreated(message: BusMessage<FollowupsEnrollmentCreatedData>, tx: Tx): Promise<void> {
     await this.append(message, tx);
   }
 
   @OnBusMessage(FollowupsEvents.EnrollmentFinished)
-  async onFinished(message: BusMessage<Record<string, unknown>>, tx: Tx): Promise<void> {
+  async onFinished(message: BusMessage<FollowupsEnrollmentFinishedData>, tx: Tx): Promise<void> {
     await this.append(message, tx);
   }
 
   /** A flow step asked for a person: the inbox shows the conversation as handed off. */
   @OnBusMessage(FollowupsEvents.HandoffRequested)
-  async onHandoffRequested(message: BusMessage<Record<string, unknown>>, tx: Tx): Promise<void> {
+  async onHandoffRequested(message: BusMessage<FollowupsHandoffRequestedData>, tx: Tx): Promise<void> {
     await this.append(message, tx);
   }
 
-  private async append(message: BusMessage<Record<string, unknown>>, tx: Tx): Promise<void> {
+  private async append(message: BusMessage<object>, tx: Tx): Promise<void> {
     // Events without a tenant cannot be shown to anyone.
     if (!message.organization_id) return;
     await this.stream.append(tx, message.organization_id, message.type, message.data ?? {});

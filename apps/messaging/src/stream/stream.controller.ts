@@ -1,7 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { MessagingRpc, type MessagingStreamPage, type MessagingStreamReadData } from '@touchpoint/contracts';
-import { UnitOfWork } from '@touchpoint/runtime';
+import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
 import { pageSize } from '../shared/sql.js';
 import { StreamRepository } from './stream.repository.js';
 
@@ -17,7 +17,7 @@ export class StreamController {
     private readonly stream: StreamRepository,
   ) {}
 
-  @MessagePattern(MessagingRpc.StreamRead)
+  @OnRpc(MessagingRpc.StreamRead)
   read(@Payload() data: MessagingStreamReadData): Promise<MessagingStreamPage> {
     const limit = pageSize(data.limit, 500, 200);
     return this.uow.run(async (tx) => {

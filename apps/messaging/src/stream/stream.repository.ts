@@ -9,7 +9,7 @@ import type { Tx } from '@touchpoint/database';
 @Injectable()
 export class StreamRepository {
   /** Appends a feed item in the caller's transaction. */
-  async append(tx: Tx, organizationId: string, type: string, data: Record<string, unknown>): Promise<void> {
+  async append(tx: Tx, organizationId: string, type: string, data: object): Promise<void> {
     await tx.query(`INSERT INTO stream_events (organization_id, type, data) VALUES ($1, $2, $3::jsonb)`, [organizationId, type, JSON.stringify(data)]);
   }
 

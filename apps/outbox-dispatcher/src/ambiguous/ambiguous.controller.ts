@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type OutboxAmbiguousListData, type OutboxResolveData, OutboxRpc } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { ResolutionService } from './resolution.service.js';
 
 /**
@@ -12,17 +13,17 @@ import { ResolutionService } from './resolution.service.js';
 export class AmbiguousController {
   constructor(private readonly resolution: ResolutionService) {}
 
-  @MessagePattern(OutboxRpc.ListAmbiguous)
+  @OnRpc(OutboxRpc.ListAmbiguous)
   list(@Payload() data: OutboxAmbiguousListData) {
     return this.resolution.listAmbiguous(data ?? {});
   }
 
-  @MessagePattern(OutboxRpc.ResolveAmbiguous)
+  @OnRpc(OutboxRpc.ResolveAmbiguous)
   resolve(@Payload() data: OutboxResolveData) {
     return this.resolution.resolveByOperator(data);
   }
 
-  @MessagePattern(OutboxRpc.ResolveAmbiguousOrFail)
+  @OnRpc(OutboxRpc.ResolveAmbiguousOrFail)
   resolveOrFail(@Payload() data: OutboxResolveData) {
     return this.resolution.resolveByOperatorOrFail(data);
   }

@@ -243,7 +243,7 @@ export class ResolutionService {
           event_id: `${OutboxEvents.ProviderStatusRecorded}:${s.id}:${s.status}`,
           type: OutboxEvents.ProviderStatusRecorded,
           organization_id: organizationId,
-          data: data as unknown as Record<string, unknown>,
+          data: data,
         });
       }
       return { stored, outcomes };

@@ -31,5 +31,5 @@ export function entryEvent(type: EntryEventType, row: EntryRow, extra: Partial<O
     log_context: row.log_context ?? {},
     ...extra,
   };
-  return { event_id: `${type}:${row.id}`, type, organization_id: row.organization_id, data: data as unknown as Record<string, unknown> };
+  return { event_id: `${type}:${row.id}`, type, organization_id: row.organization_id, data: data };
 }

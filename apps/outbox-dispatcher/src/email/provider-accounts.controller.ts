@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import {
   type EmailHeadersQuery,
   type EmailHeadersView,
@@ -15,7 +15,7 @@ import {
   type SuppressionCheckResult, type OutboxSuppressionAddResult } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';
-import { UnitOfWork } from '@touchpoint/runtime';
+import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
 import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { SuppressionsService } from '../suppressions/suppressions.service.js';
@@ -42,48 +42,48 @@ export class ProviderAccountsController {
     private readonly suppressionList: SuppressionsService,
   ) {}
 
-  @MessagePattern(OutboxAccountRpc.Create)
+  @OnRpc(OutboxAccountRpc.Create)
   create(@Payload() data: OutboxAccountCreateData) {
     return this.accounts.create(data);
   }
 
-  @MessagePattern(OutreachDispatcherRpc.SenderLookupByAccount)
+  @OnRpc(OutreachDispatcherRpc.SenderLookupByAccount)
   lookup(@Payload() data: ProviderAccountLookup) {
     return this.accounts.lookup(data);
   }
 
-  @MessagePattern(OutboxAccountRpc.ProspectCapSet)
+  @OnRpc(OutboxAccountRpc.ProspectCapSet)
   setCap(@Payload() data: OutboxProspectCapData) {
     return this.cap.setOrganizationCap(data?.organization_id, data?.prospect_emails_per_day ?? null);
   }
 
-  @MessagePattern(OutboxAccountRpc.ProspectCapGet)
+  @OnRpc(OutboxAccountRpc.ProspectCapGet)
   getCap(@Payload() data: { organization_id: string }) {
     return this.cap.organizationCap(data?.organization_id);
   }
 
-  @MessagePattern(OutboxAccountRpc.ProspectCapCheck)
+  @OnRpc(OutboxAccountRpc.ProspectCapCheck)
   checkCap(@Payload() data: OutboxProspectCapCheckData): Promise<OutboxProspectCapCheckResult> {
     if (typeof data?.organization_id !== 'string' || typeof data.to !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and to are required');
     return this.cap.peek(data.organization_id, data.sender_id ?? null, data.to);
   }
 
   /** @throws AppError validation_failed, invalid_recipient */
-  @MessagePattern(OutboxAccountRpc.SuppressionRemove)
+  @OnRpc(OutboxAccountRpc.SuppressionRemove)
   async removeSuppression(@Payload() data: OutboxSuppressionData): Promise<{ removed: true; channel: string; value: string }> {
     const { value } = await this.suppressionList.remove(data);
     return { removed: true, channel: data.channel, value };
   }
 
   /** @throws AppError validation_failed, invalid_recipient */
-  @MessagePattern(OutboxAccountRpc.SuppressionAdd)
+  @OnRpc(OutboxAccountRpc.SuppressionAdd)
   async addSuppression(@Payload() data: OutboxSuppressionData): Promise<OutboxSuppressionAddResult> {
     const added = await this.suppressionList.add(data);
     return { channel: data.channel, ...added };
   }
 
   /** The subset of `values` on the organization's do-not-contact list, keyed like the senders key them. */
-  @MessagePattern(OutreachDispatcherRpc.SuppressionCheck)
+  @OnRpc(OutreachDispatcherRpc.SuppressionCheck)
   async suppressions(@Payload() data: SuppressionCheckData): Promise<SuppressionCheckResult> {
     if (typeof data?.organization_id !== 'string' || !Array.isArray(data.values) || data.values.length > MAX_CHECK_VALUES) throw new AppError(ErrorCode.ValidationFailed, `organization_id and at most ${MAX_CHECK_VALUES} values are required`);
     const keyed = data.values.map((v) => ({ v, key: toRecipientKey(v.channel, v.value) })).filter((k): k is { v: SuppressionCheckData['values'][number]; key: string } => k.key !== null);
@@ -101,7 +101,7 @@ export class ProviderAccountsController {
    * grant gets a 404 from Nylas).
    * @throws AppError validation_failed (no organization, message or mailbox), sender_not_found (no such mailbox), service_unavailable (Nylas did not answer 200)
    */
-  @MessagePattern(OutreachDispatcherRpc.EmailHeaders)
+  @OnRpc(OutreachDispatcherRpc.EmailHeaders)
   async headers(@Payload() query: EmailHeadersQuery): Promise<EmailHeadersView> {
     if (typeof query?.organization_id !== 'string' || typeof query.provider_message_id !== 'string' || typeof query.sender_id !== 'string' || query.sender_id === '') {
       throw new AppError(ErrorCode.ValidationFailed, 'organization_id, provider_message_id and sender_id (the mailbox it arrived on) are required');

@@ -71,7 +71,7 @@ export class ProviderAccountsService {
         );
         const view = toView(rows[0]!);
         const event: OutboxSenderEventData = { sender_id: id, channel: data.channel, address, is_default: isDefault, status: 'connected' };
-        await tx.publish({ event_id: `${OutboxEvents.SenderConnected}:${id}:created`, type: OutboxEvents.SenderConnected, organization_id: data.organization_id, data: event as unknown as Record<string, unknown> });
+        await tx.publish({ event_id: `${OutboxEvents.SenderConnected}:${id}:created`, type: OutboxEvents.SenderConnected, organization_id: data.organization_id, data: event });
         return view;
       });
     } catch (err) {

@@ -53,7 +53,7 @@ export class EnqueueConsumer {
           event_id: `${OutboxEvents.EntryFailed}:rejected:${data.organization_id}:${data.idempotency_key}`,
           type: OutboxEvents.EntryFailed,
           organization_id: data.organization_id || null,
-          data: failed as unknown as Record<string, unknown>,
+          data: failed,
         });
         return;
       }

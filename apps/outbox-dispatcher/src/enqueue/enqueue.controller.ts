@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type OutboxCancelData, type OutboxEnqueueData, type OutboxEntriesByKeyData, OutboxRpc, type WhatsAppStatusBatch, type WhatsAppWebhookErrorBatch } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { ResolutionService } from '../ambiguous/resolution.service.js';
 import { DrainService } from '../drain/drain.service.js';
 import { WebhookErrorsService } from '../senders/webhook-errors.service.js';
@@ -16,34 +17,34 @@ export class EnqueueController {
     private readonly webhookErrorsService: WebhookErrorsService,
   ) {}
 
-  @MessagePattern(OutboxRpc.Enqueue)
+  @OnRpc(OutboxRpc.Enqueue)
   async enqueue(@Payload() data: OutboxEnqueueData) {
     const result = await this.enqueueService.enqueue(data);
     if (result.created) this.drain.wake();
     return result;
   }
 
-  @MessagePattern(OutboxRpc.Cancel)
+  @OnRpc(OutboxRpc.Cancel)
   cancel(@Payload() data: OutboxCancelData) {
     return this.enqueueService.cancel(data);
   }
 
-  @MessagePattern(OutboxRpc.GetEntry)
+  @OnRpc(OutboxRpc.GetEntry)
   get(@Payload() data: { organization_id: string; entry_id: string }) {
     return this.enqueueService.get(data?.organization_id, data?.entry_id);
   }
 
-  @MessagePattern(OutboxRpc.GetEntriesByKey)
+  @OnRpc(OutboxRpc.GetEntriesByKey)
   byKeys(@Payload() data: OutboxEntriesByKeyData) {
     return this.enqueueService.getByKeys(data);
   }
 
-  @MessagePattern(OutboxRpc.WhatsAppStatuses)
+  @OnRpc(OutboxRpc.WhatsAppStatuses)
   statuses(@Payload() data: WhatsAppStatusBatch) {
     return this.resolution.recordWhatsAppStatuses(data);
   }
 
-  @MessagePattern(OutboxRpc.WhatsAppWebhookErrors)
+  @OnRpc(OutboxRpc.WhatsAppWebhookErrors)
   recordWebhookErrors(@Payload() data: WhatsAppWebhookErrorBatch) {
     return this.webhookErrorsService.record(data);
   }

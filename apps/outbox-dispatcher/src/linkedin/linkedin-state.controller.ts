@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import {
   type LinkedinRelationAcceptedData,
   type LinkedinRelationEventData,
@@ -10,7 +10,7 @@ import {
   OutreachDispatcherRpc,
 } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { UnitOfWork } from '@touchpoint/runtime';
+import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 
 /**
@@ -26,7 +26,7 @@ export class LinkedinStateController {
     private readonly clock: Clock,
   ) {}
 
-  @MessagePattern(OutreachDispatcherRpc.LinkedinState)
+  @OnRpc(OutreachDispatcherRpc.LinkedinState)
   async state(@Payload() q: LinkedinStateQuery): Promise<LinkedinStateView> {
     if (typeof q?.organization_id !== 'string' || typeof q.sender_id !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and sender_id are required');
     const [sender] = await this.uow.dataSource.query(`SELECT status FROM senders WHERE id::text = $1 AND organization_id = $2 AND removed_at IS NULL AND channel = 'linkedin'`, [q.sender_id, q.organization_id]);
@@ -52,7 +52,7 @@ export class LinkedinStateController {
    * Records an accepted relation of a LinkedIn account (idempotent) and tells the others with
    * `outbox.linkedin.relation_accepted` once per (sender, person).
    */
-  @MessagePattern(OutboxLinkedinRpc.RelationAccepted)
+  @OnRpc(OutboxLinkedinRpc.RelationAccepted)
   async accepted(@Payload() data: LinkedinRelationAcceptedData): Promise<{ stored: boolean; sender_id: string | null }> {
     if (typeof data?.account_id !== 'string' || typeof data.provider_id !== 'string' || data.provider_id === '') throw new AppError(ErrorCode.ValidationFailed, 'account_id and provider_id are required');
     return this.uow.run(async (tx) => {
@@ -66,7 +66,7 @@ export class LinkedinStateController {
       );
       if (inserted.length) {
         const event: LinkedinRelationEventData = { sender_id: sender.id, provider_id: data.provider_id, public_identifier: slug };
-        await tx.publish({ event_id: `${OutboxLinkedinEvents.RelationAccepted}:${sender.id}:${data.provider_id}`, type: OutboxLinkedinEvents.RelationAccepted, organization_id: sender.organization_id, data: event as unknown as Record<string, unknown> });
+        await tx.publish({ event_id: `${OutboxLinkedinEvents.RelationAccepted}:${sender.id}:${data.provider_id}`, type: OutboxLinkedinEvents.RelationAccepted, organization_id: sender.organization_id, data: event });
       }
       return { stored: true, sender_id: sender.id };
     });

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type OutboxChannel, OutboxRpc, type OutboxSenderCreateData, type OutboxSenderUpdateData } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { SendersService } from './senders.service.js';
 
 /** RPC edge of senders (the gateway's admin REST forwards here). */
@@ -8,32 +9,32 @@ import { SendersService } from './senders.service.js';
 export class SendersController {
   constructor(private readonly senders: SendersService) {}
 
-  @MessagePattern(OutboxRpc.SenderCreate)
+  @OnRpc(OutboxRpc.SenderCreate)
   create(@Payload() data: OutboxSenderCreateData) {
     return this.senders.create(data);
   }
 
-  @MessagePattern(OutboxRpc.SenderList)
+  @OnRpc(OutboxRpc.SenderList)
   async list(@Payload() data: { organization_id: string; channel?: OutboxChannel }) {
     return { items: await this.senders.list(data.organization_id, data.channel) };
   }
 
-  @MessagePattern(OutboxRpc.SenderGet)
+  @OnRpc(OutboxRpc.SenderGet)
   get(@Payload() data: { organization_id: string; sender_id: string }) {
     return this.senders.get(data.organization_id, data.sender_id);
   }
 
-  @MessagePattern(OutboxRpc.SenderUpdate)
+  @OnRpc(OutboxRpc.SenderUpdate)
   update(@Payload() data: OutboxSenderUpdateData) {
     return this.senders.update(data);
   }
 
-  @MessagePattern(OutboxRpc.SenderRemove)
+  @OnRpc(OutboxRpc.SenderRemove)
   remove(@Payload() data: { organization_id: string; sender_id: string }) {
     return this.senders.remove(data.organization_id, data.sender_id);
   }
 
-  @MessagePattern(OutboxRpc.SenderLookupByPhoneNumberId)
+  @OnRpc(OutboxRpc.SenderLookupByPhoneNumberId)
   lookup(@Payload() data: { phone_number_id: string }) {
     return this.senders.lookupByPhoneNumberId(data.phone_number_id);
   }

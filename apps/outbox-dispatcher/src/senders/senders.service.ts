@@ -18,6 +18,9 @@ import { CredentialsCipher } from './credentials.cipher.js';
 import { SenderOwnershipService } from './sender-ownership.service.js';
 import { type SenderRow, SendersRepository } from './senders.repository.js';
 
+/** The sender events this service publishes (`OutboxSenderEventData`). */
+type SenderEventType = (typeof OutboxEvents)['SenderConnected' | 'SenderDisconnected' | 'SenderRemoved' | 'SenderUpdated'];
+
 /** `status_reason` of a sender the dispatcher disconnected because Graph answered 190. */
 export const TOKEN_INVALID = 'token_invalid';
 
@@ -226,7 +229,7 @@ export class SendersService {
     return row;
   }
 
-  private async publish(tx: Tx, row: SenderRow, type: string, cause: string, extra: Partial<OutboxSenderEventData> = {}): Promise<void> {
+  private async publish(tx: Tx, row: SenderRow, type: SenderEventType, cause: string, extra: Partial<OutboxSenderEventData> = {}): Promise<void> {
     const data: OutboxSenderEventData = {
       ...extra,
       sender_id: row.id,
@@ -237,7 +240,7 @@ export class SendersService {
       is_default: row.is_default,
       status: type === OutboxEvents.SenderRemoved ? 'removed' : row.status,
     };
-    await tx.publish({ event_id: `${type}:${row.id}:${cause}`, type, organization_id: row.organization_id, data: data as unknown as Record<string, unknown> });
+    await tx.publish({ event_id: `${type}:${row.id}:${cause}`, type, organization_id: row.organization_id, data: data });
   }
 }
 

@@ -1,7 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type CampaignCreateData, type CampaignRef, type CampaignStatus, OutreachRpc } from '@touchpoint/contracts';
-import { OwnedReferences } from '@touchpoint/runtime';
+import { OwnedReferences, OnRpc } from '@touchpoint/runtime';
 import { CampaignsService } from './campaigns.service.js';
 
 /** RPC edge of campaigns and the organization-wide stop. */
@@ -13,7 +13,7 @@ export class CampaignsController {
   ) {}
 
   /** The mailbox and LinkedIn senders must be the caller's, of their channel (404 otherwise, as for an unknown id). */
-  @MessagePattern(OutreachRpc.CampaignCreate)
+  @OnRpc(OutreachRpc.CampaignCreate)
   async create(@Payload() data: CampaignCreateData) {
     await this.references.require(data?.organization_id, [
       { field: 'email_sender_id', kind: 'sender', id: data?.email_sender_id, channel: 'email' },
@@ -22,47 +22,47 @@ export class CampaignsController {
     return this.campaigns.create(data);
   }
 
-  @MessagePattern(OutreachRpc.CampaignList)
+  @OnRpc(OutreachRpc.CampaignList)
   async list(@Payload() data: { organization_id: string; status?: CampaignStatus }) {
     return { items: await this.campaigns.list(data.organization_id, data.status) };
   }
 
-  @MessagePattern(OutreachRpc.CampaignGet)
+  @OnRpc(OutreachRpc.CampaignGet)
   get(@Payload() data: CampaignRef) {
     return this.campaigns.get(data.organization_id, data.campaign_id);
   }
 
-  @MessagePattern(OutreachRpc.CampaignPause)
+  @OnRpc(OutreachRpc.CampaignPause)
   pause(@Payload() data: CampaignRef) {
     return this.campaigns.pause(data.organization_id, data.campaign_id);
   }
 
-  @MessagePattern(OutreachRpc.CampaignResume)
+  @OnRpc(OutreachRpc.CampaignResume)
   resume(@Payload() data: CampaignRef) {
     return this.campaigns.resume(data.organization_id, data.campaign_id);
   }
 
-  @MessagePattern(OutreachRpc.CampaignArchive)
+  @OnRpc(OutreachRpc.CampaignArchive)
   archive(@Payload() data: CampaignRef) {
     return this.campaigns.archive(data.organization_id, data.campaign_id);
   }
 
-  @MessagePattern(OutreachRpc.CampaignDelete)
+  @OnRpc(OutreachRpc.CampaignDelete)
   delete(@Payload() data: CampaignRef) {
     return this.campaigns.delete(data.organization_id, data.campaign_id);
   }
 
-  @MessagePattern(OutreachRpc.SettingsGet)
+  @OnRpc(OutreachRpc.SettingsGet)
   settings(@Payload() data: { organization_id: string }) {
     return this.campaigns.settings(data.organization_id);
   }
 
-  @MessagePattern(OutreachRpc.Stop)
+  @OnRpc(OutreachRpc.Stop)
   stop(@Payload() data: { organization_id: string }) {
     return this.campaigns.setStopped(data.organization_id, true);
   }
 
-  @MessagePattern(OutreachRpc.Resume)
+  @OnRpc(OutreachRpc.Resume)
   resumeOrganization(@Payload() data: { organization_id: string }) {
     return this.campaigns.setStopped(data.organization_id, false);
   }

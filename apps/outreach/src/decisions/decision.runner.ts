@@ -25,7 +25,7 @@ import { DraftSaver } from '../drafting/draft-saver.js';
 import { type EnrollmentRow, EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import type { OutreachConfig } from '../outreach.config.js';
 import type { RunContext, RunHandler } from '../runners/run-context.js';
-import type { RunRow } from '../runners/runs.repository.js';
+import type { RunRowOf } from '../runners/runs.repository.js';
 import { addMs, RETRY_DECISION_AFTER_MS } from '../shared/time.js';
 import { DecisionSaver, type DecisionResult, type SaveOutcome } from './decision-saver.js';
 import { type DecisionRow, DecisionsRepository } from './decisions.repository.js';
@@ -60,7 +60,7 @@ const OUTBOUND = new Set<string>(['email', 'linkedin_connection', 'linkedin_mess
  * Runs are limited per organization by the runner's concurrency key.
  */
 @Injectable()
-export class DecisionRunner implements RunHandler {
+export class DecisionRunner implements RunHandler<'decision'> {
   private readonly ai: AiClient;
   private readonly outcomes: Counter<'outcome'>;
 
@@ -89,8 +89,8 @@ export class DecisionRunner implements RunHandler {
     });
   }
 
-  async execute(ctx: RunContext): Promise<void> {
-    const input = ctx.run.input as unknown as DecisionRequestedData;
+  async execute(ctx: RunContext<'decision'>): Promise<void> {
+    const input = ctx.run.input;
     const eventId = ctx.key;
     const log = { organization_id: ctx.run.organization_id, enrollment_id: input.enrollment_id, event_id: eventId, reason: input.reason };
 
@@ -240,8 +240,8 @@ export class DecisionRunner implements RunHandler {
    * The run failed for good (seed 003 §4.3 on_failure): a decision `error` and the next check in
    * one day, so no row stays due and none waits forever with no draft. Conditional writes only.
    */
-  async onFailure(run: RunRow, error: string): Promise<void> {
-    const input = run.input as unknown as DecisionRequestedData;
+  async onFailure(run: RunRowOf<'decision'>, error: string): Promise<void> {
+    const input = run.input;
     const now = this.clock.now();
     await this.uow.run(async (tx) => {
       const enrollment = await this.enrollments.findById(tx, input.enrollment_id);

@@ -42,7 +42,7 @@ export class PeopleDirectory {
    */
   async person(organizationId: string, personId: string, timeoutMs?: number): Promise<ContactView | null> {
     try {
-      const contact = await this.rpc.call<ContactView>('messaging', MessagingRpc.ContactGet, { organization_id: organizationId, contact_id: personId }, timeoutMs);
+      const contact = await this.rpc.call('messaging', MessagingRpc.ContactGet, { organization_id: organizationId, contact_id: personId }, timeoutMs);
       return contact && !contact.erased ? contact : null;
     } catch (err) {
       if (err instanceof AppError && (err.code === ErrorCode.NotFound || err.code === ErrorCode.ValidationFailed)) return null;
@@ -57,7 +57,7 @@ export class PeopleDirectory {
   async suppressed(organizationId: string, values: ChannelValue[], timeoutMs?: number): Promise<ChannelValue[]> {
     if (values.length === 0) return [];
     try {
-      const result = await this.rpc.call<SuppressionCheckResult>('outbox-dispatcher', OutreachDispatcherRpc.SuppressionCheck, { organization_id: organizationId, values }, timeoutMs);
+      const result = await this.rpc.call('outbox-dispatcher', OutreachDispatcherRpc.SuppressionCheck, { organization_id: organizationId, values }, timeoutMs);
       return result?.suppressed ?? [];
     } catch (err) {
       this.logger.warn({ event: 'outreach.suppression_read_failed', organization_id: organizationId, err: (err as Error).message }, 'suppression list unreadable');
@@ -71,7 +71,7 @@ export class PeopleDirectory {
    */
   async linkedin(query: LinkedinStateQuery, timeoutMs?: number): Promise<LinkedinStateView | null> {
     try {
-      return await this.rpc.call<LinkedinStateView>('outbox-dispatcher', OutreachDispatcherRpc.LinkedinState, query, timeoutMs);
+      return await this.rpc.call('outbox-dispatcher', OutreachDispatcherRpc.LinkedinState, query, timeoutMs);
     } catch (err) {
       this.logger.warn({ event: 'outreach.linkedin_read_failed', organization_id: query.organization_id, err: (err as Error).message }, 'LinkedIn state unreadable');
       return null;
@@ -82,7 +82,7 @@ export class PeopleDirectory {
   async senderConnected(organizationId: string, senderId: string | null, timeoutMs?: number): Promise<boolean> {
     if (!senderId) return false;
     try {
-      const sender = await this.rpc.call<OutboxSenderView>('outbox-dispatcher', OutboxRpc.SenderGet, { organization_id: organizationId, sender_id: senderId }, timeoutMs);
+      const sender = await this.rpc.call('outbox-dispatcher', OutboxRpc.SenderGet, { organization_id: organizationId, sender_id: senderId }, timeoutMs);
       return sender?.status === 'connected';
     } catch {
       return false;
@@ -94,7 +94,7 @@ export class PeopleDirectory {
    * @throws AppError service_unavailable
    */
   async conversationMessages(organizationId: string, conversationId: string, limit = 100, timeoutMs?: number): Promise<MessageView[]> {
-    const page = await this.rpc.call<MessagingPage<MessageView>>(
+    const page = await this.rpc.call(
       'messaging',
       MessagingRpc.ConversationMessages,
       { organization_id: organizationId, conversation_id: conversationId, limit },

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type EnrollBatchData, type EnrollmentListQuery, type EnrollmentRef, type EnrollOneData, OutreachRpc } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { TimelineService } from '../timeline/timeline.service.js';
 import { EnrollmentsService } from './enrollments.service.js';
 
@@ -12,37 +13,37 @@ export class EnrollmentsController {
     private readonly timeline: TimelineService,
   ) {}
 
-  @MessagePattern(OutreachRpc.EnrollOne)
+  @OnRpc(OutreachRpc.EnrollOne)
   enrollOne(@Payload() data: EnrollOneData) {
     return this.enrollments.enrollOne(data);
   }
 
-  @MessagePattern(OutreachRpc.EnrollBatch)
+  @OnRpc(OutreachRpc.EnrollBatch)
   enrollBatch(@Payload() data: EnrollBatchData) {
     return this.enrollments.enroll(data);
   }
 
-  @MessagePattern(OutreachRpc.EnrollmentGet)
+  @OnRpc(OutreachRpc.EnrollmentGet)
   get(@Payload() data: EnrollmentRef) {
     return this.enrollments.get(data.organization_id, data.enrollment_id);
   }
 
-  @MessagePattern(OutreachRpc.EnrollmentList)
+  @OnRpc(OutreachRpc.EnrollmentList)
   list(@Payload() data: EnrollmentListQuery) {
     return this.enrollments.list(data);
   }
 
-  @MessagePattern(OutreachRpc.EnrollmentExit)
+  @OnRpc(OutreachRpc.EnrollmentExit)
   exit(@Payload() data: EnrollmentRef) {
     return this.enrollments.exit(data.organization_id, data.enrollment_id);
   }
 
-  @MessagePattern(OutreachRpc.EnrollmentManualRetry)
+  @OnRpc(OutreachRpc.EnrollmentManualRetry)
   manualRetry(@Payload() data: EnrollmentRef) {
     return this.enrollments.manualRetry(data.organization_id, data.enrollment_id);
   }
 
-  @MessagePattern(OutreachRpc.EnrollmentTimeline)
+  @OnRpc(OutreachRpc.EnrollmentTimeline)
   timelineOf(@Payload() data: EnrollmentRef) {
     return this.timeline.of(data.organization_id, data.enrollment_id);
   }

@@ -36,7 +36,7 @@ const INTERRUPT_TRIES = 3;
 
 /** The `outreach.decision.requested` message of a cause. */
 export function decisionRequested(organizationId: string, eventId: string, data: DecisionRequestedData) {
-  return { event_id: eventId, type: OutreachEvents.DecisionRequested, organization_id: organizationId, data: data as unknown as Record<string, unknown> };
+  return { event_id: eventId, type: OutreachEvents.DecisionRequested, organization_id: organizationId, data: data };
 }
 
 /**

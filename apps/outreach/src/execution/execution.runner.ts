@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { type ActionApprovedData, MessagingCommands, type MessagingSendData } from '@touchpoint/contracts';
+import { MessagingCommands, type MessagingSendData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -53,7 +53,7 @@ type Recheck = { verdict: 'send' } | { verdict: 'hold'; why: string } | { verdic
  *   the outcome comes back by event (ExecutionOutcomesConsumer).
  */
 @Injectable()
-export class ExecutionRunner implements RunHandler {
+export class ExecutionRunner implements RunHandler<'execution'> {
   private readonly outcomes: Counter<'outcome'>;
 
   constructor(
@@ -70,8 +70,8 @@ export class ExecutionRunner implements RunHandler {
     this.outcomes = new Counter({ name: `${METRIC_PREFIX}outreach_executions_total`, help: 'Execution runs by outcome (claimed, held, invalidated, skipped)', labelNames: ['outcome'], registers: [metrics.registry] });
   }
 
-  async execute(ctx: RunContext): Promise<void> {
-    const { action_id: actionId } = ctx.run.input as unknown as ActionApprovedData;
+  async execute(ctx: RunContext<'execution'>): Promise<void> {
+    const { action_id: actionId } = ctx.run.input;
     const log = { organization_id: ctx.run.organization_id, action_id: actionId, event_id: ctx.key };
     const row = await this.uow.run((tx) => this.review.withContextById(tx, actionId));
     if (!row || row.status !== 'approved') {
@@ -161,7 +161,7 @@ export class ExecutionRunner implements RunHandler {
       // An invitation carries its note; a message goes into the chat (the adapter tells them apart).
       send.context!.linkedin_action = claimed.type === 'linkedin_connection' ? 'invite' : 'message';
     }
-    await tx.publish({ event_id: `outreach.send:${key}`, type: MessagingCommands.Send, organization_id: claimed.organization_id, data: send as unknown as Record<string, unknown> });
+    await tx.publish({ event_id: `outreach.send:${key}`, type: MessagingCommands.Send, organization_id: claimed.organization_id, data: send });
     return key;
   }
 

@@ -78,7 +78,7 @@ export class OptOutService {
     await tx.publish(
       values.map((v) => {
         const data: OutboxSuppressionData = { organization_id: org, channel: v.channel, value: v.value, reason: request.source === 'bounce' ? 'bounced' : request.source === 'unsubscribe' ? 'unsubscribed' : 'opted_out' };
-        return { event_id: `outreach.suppress:${request.source}:${request.cause_id}:${v.channel}:${v.value}`, type: OutboxCommands.Suppress, organization_id: org, data: data as unknown as Record<string, unknown> };
+        return { event_id: `outreach.suppress:${request.source}:${request.cause_id}:${v.channel}:${v.value}`, type: OutboxCommands.Suppress, organization_id: org, data: data };
       }),
     );
     // 2 + 3 every live enrollment that matches, then its actions.

@@ -1,8 +1,8 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type EmailBounceData, type EmailSuppressionResult, type EmailUnsubscribeData, OutreachSuppressionRpc } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { UnitOfWork } from '@touchpoint/runtime';
+import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
 import { OptOutService } from './opt-out.service.js';
 
 /** Most recipients one bounce names (ours: a bounced message has few). */
@@ -19,7 +19,7 @@ export class SuppressionsController {
   ) {}
 
   /** @throws AppError validation_failed (no organization or a malformed address), service_unavailable */
-  @MessagePattern(OutreachSuppressionRpc.EmailUnsubscribe)
+  @OnRpc(OutreachSuppressionRpc.EmailUnsubscribe)
   unsubscribe(@Payload() data: EmailUnsubscribeData): Promise<EmailSuppressionResult> {
     const org = requireOrg(data?.organization_id);
     if (!isEmail(data.email)) throw new AppError(ErrorCode.ValidationFailed, 'email must be an address', { field: 'email' });
@@ -28,7 +28,7 @@ export class SuppressionsController {
   }
 
   /** @throws AppError validation_failed, service_unavailable */
-  @MessagePattern(OutreachSuppressionRpc.EmailBounce)
+  @OnRpc(OutreachSuppressionRpc.EmailBounce)
   bounce(@Payload() data: EmailBounceData): Promise<EmailSuppressionResult> {
     const org = requireOrg(data?.organization_id);
     const emails = Array.isArray(data.emails) ? data.emails.filter(isEmail).map((e) => e.trim().toLowerCase()) : [];

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Payload } from '@nestjs/microservices';
 import { type ActionApproveData, type ActionRejectData, OutreachRpc, type ReviewQueueQuery } from '@touchpoint/contracts';
+import { OnRpc } from '@touchpoint/runtime';
 import { ReviewService } from './review.service.js';
 
 /** RPC edge of the review queue (the gateway routes and the CLI commands call these). */
@@ -8,17 +9,17 @@ import { ReviewService } from './review.service.js';
 export class ReviewController {
   constructor(private readonly review: ReviewService) {}
 
-  @MessagePattern(OutreachRpc.ActionList)
+  @OnRpc(OutreachRpc.ActionList)
   list(@Payload() data: ReviewQueueQuery) {
     return this.review.queue(data);
   }
 
-  @MessagePattern(OutreachRpc.ActionApprove)
+  @OnRpc(OutreachRpc.ActionApprove)
   approve(@Payload() data: ActionApproveData) {
     return this.review.approve(data);
   }
 
-  @MessagePattern(OutreachRpc.ActionReject)
+  @OnRpc(OutreachRpc.ActionReject)
   reject(@Payload() data: ActionRejectData) {
     return this.review.reject(data);
   }

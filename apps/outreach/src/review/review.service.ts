@@ -36,7 +36,7 @@ const QUEUE_MAX_LIMIT = 200;
 /** The `outreach.action.approved` message; its id names the attempt (`approved:{id}:{next_attempt_at}`). */
 export function actionApproved(organizationId: string, actionId: string, enrollmentId: string, nextAttemptAt: Date) {
   const data: ActionApprovedData = { action_id: actionId, enrollment_id: enrollmentId };
-  return { event_id: `approved:${actionId}:${nextAttemptAt.toISOString()}`, type: OutreachEvents.ActionApproved, organization_id: organizationId, data: data as unknown as Record<string, unknown> };
+  return { event_id: `approved:${actionId}:${nextAttemptAt.toISOString()}`, type: OutreachEvents.ActionApproved, organization_id: organizationId, data: data };
 }
 
 /**

@@ -1,16 +1,16 @@
 import type { Tx } from '@touchpoint/database';
 import type { UnitOfWork } from '@touchpoint/runtime';
 import type { Clock } from '@touchpoint/time';
-import type { RunRow, RunsRepository } from './runs.repository.js';
+import type { RunKind, RunRowOf, RunsRepository } from './runs.repository.js';
 
 /**
  * One execution of a run, with its steps memoised (DESIGN §6: a `workflow_steps` row per (run key,
  * step)): a step that completed returns its saved output on every retry of the run, so a retried
  * run never pays for a model call twice and never repeats a write.
  */
-export class RunContext {
+export class RunContext<K extends RunKind = RunKind> {
   constructor(
-    readonly run: RunRow,
+    readonly run: RunRowOf<K>,
     private readonly runs: RunsRepository,
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
@@ -46,10 +46,10 @@ export class RunContext {
   }
 }
 
-/** What a runner kind does with a claimed run. */
-export interface RunHandler {
+/** What the runner of kind `K` does with a claimed run. */
+export interface RunHandler<K extends RunKind> {
   /** Runs (or resumes) the run; throwing retries it with backoff. */
-  execute(ctx: RunContext): Promise<void>;
+  execute(ctx: RunContext<K>): Promise<void>;
   /** Called once when the run failed for good (attempts exhausted). */
-  onFailure(run: RunRow, error: string): Promise<void>;
+  onFailure(run: RunRowOf<K>, error: string): Promise<void>;
 }

@@ -21,7 +21,7 @@ const MAX_RETRY_DELAY_MS = 10 * 60_000;
  */
 @Injectable()
 export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly handlers: Record<RunKind, RunHandler>;
+  private readonly handlers: { [K in RunKind]: RunHandler<K> };
   private stopping = false;
   private readonly loops: Promise<void>[] = [];
   private wakeUps: (() => void)[] = [];
@@ -93,11 +93,11 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private async execute(run: RunRow): Promise<void> {
-    const handler = this.handlers[run.kind];
+    const handler = this.handlerOf(run);
     const end = this.seconds.startTimer({ kind: run.kind });
     const log = { organization_id: run.organization_id, run_key: run.run_key, kind: run.kind, attempt: run.attempts };
     try {
-      await handler.execute(new RunContext(run, this.runs, this.uow, this.clock));
+      await handler.execute();
       const held = await this.uow.run((tx) => this.runs.finish(tx, run.id, run.fence, 'done', null, this.clock.now()));
       this.outcomes.inc({ kind: run.kind, outcome: held ? 'done' : 'lost_lease' });
     } catch (err) {
@@ -105,7 +105,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       if (run.attempts >= this.config.OUTREACH_RUN_MAX_ATTEMPTS) {
         this.logger.error({ event: 'outreach.run_failed', ...log, err: message }, 'run failed for good');
         const held = await this.uow.run((tx) => this.runs.finish(tx, run.id, run.fence, 'failed', message, this.clock.now()));
-        if (held) await handler.onFailure(run, message).catch((e) => this.logger.error({ event: 'outreach.run_on_failure_failed', ...log, err: (e as Error).message }, 'failure handler failed'));
+        if (held) await handler.onFailure(message).catch((e) => this.logger.error({ event: 'outreach.run_on_failure_failed', ...log, err: (e as Error).message }, 'failure handler failed'));
         this.outcomes.inc({ kind: run.kind, outcome: 'failed' });
       } else {
         const delay = Math.min(this.config.OUTREACH_RUN_RETRY_BASE_MS * 2 ** (run.attempts - 1), MAX_RETRY_DELAY_MS);
@@ -117,4 +117,15 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       end();
     }
   }
+
+  /** The run's handler, bound to the run (its kind decides which, and the input's type with it). */
+  private handlerOf(run: RunRow): { execute(): Promise<void>; onFailure(error: string): Promise<void> } {
+    if (run.kind === 'decision') {
+      const handler = this.handlers.decision;
+      return { execute: () => handler.execute(new RunContext(run, this.runs, this.uow, this.clock)), onFailure: (error) => handler.onFailure(run, error) };
+    }
+    const handler = this.handlers.execution;
+    return { execute: () => handler.execute(new RunContext(run, this.runs, this.uow, this.clock)), onFailure: (error) => handler.onFailure(run, error) };
+  }
+
 }

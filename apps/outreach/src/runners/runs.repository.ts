@@ -1,15 +1,23 @@
 import { Injectable } from '@nestjs/common';
+import type { ActionApprovedData, DecisionRequestedData } from '@touchpoint/contracts';
 import { type Db, rowsOf } from '../shared/sql.js';
 
-export type RunKind = 'decision' | 'execution';
+/** The bus payload each kind of run is enqueued from (`outreach.decision.requested`, `outreach.action.approved`). */
+export interface RunInputs {
+  decision: DecisionRequestedData;
+  execution: ActionApprovedData;
+}
+export type RunKind = keyof RunInputs;
 
-export interface RunRow {
+/** A run of kind `K`; its `input` is the payload of the event that caused it. */
+export type RunRowOf<K extends RunKind> = RunColumns & { kind: K; input: RunInputs[K] };
+export type RunRow = { [K in RunKind]: RunRowOf<K> }[RunKind];
+
+interface RunColumns {
   id: string;
   run_key: string;
-  kind: RunKind;
   organization_id: string;
   subject_id: string;
-  input: Record<string, unknown>;
   status: 'queued' | 'running' | 'done' | 'failed';
   attempts: number;
   run_after: Date;
@@ -27,7 +35,7 @@ export interface RunRow {
 @Injectable()
 export class RunsRepository {
   /** Records a run; a run key seen before is a no-op. Returns whether it was new. */
-  async enqueue(db: Db, r: { run_key: string; kind: RunKind; organization_id: string; subject_id: string; input: Record<string, unknown>; now: Date }): Promise<boolean> {
+  async enqueue(db: Db, r: { run_key: string; organization_id: string; subject_id: string; now: Date } & Pick<RunRow, 'kind' | 'input'>): Promise<boolean> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `INSERT INTO workflow_runs (run_key, kind, organization_id, subject_id, input, status, run_after, created_at)

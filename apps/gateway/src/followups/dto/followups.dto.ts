@@ -22,8 +22,23 @@ import {
   ValidateNested,
 } from 'class-validator';
 import {
+  type BulkJobCreateData,
   CONSENT_MODES,
   EFFECT_RESOLUTION_OUTCOMES,
+  type EffectResolveData,
+  type EnrollmentControlData,
+  type EnrollmentListData,
+  type FlowEdgeCondition,
+  type FlowEdgeConditionType,
+  type FlowSettings,
+  type FlowTriggerKind,
+  type HandoffPolicy,
+  type PromiseCreateData,
+  type PromiseListData,
+  type PromiseResolveData,
+  type QueueListData,
+  type SenderMode,
+  type SettingsUpdateData,
   PROMISE_OUTSIDE_WINDOW,
   PROMISE_STATUSES,
   RESOLUTION_NOTE_MAX,
@@ -72,7 +87,7 @@ export class FlowNodeDto {
 }
 
 export class EdgeConditionDto {
-  @ApiProperty({ enum: FLOW_EDGE_CONDITION_TYPES }) @IsIn(FLOW_EDGE_CONDITION_TYPES) type!: string;
+  @ApiProperty({ enum: FLOW_EDGE_CONDITION_TYPES }) @IsIn(FLOW_EDGE_CONDITION_TYPES) type!: FlowEdgeConditionType;
   @ApiPropertyOptional({ description: 'for `branch`' }) @IsOptional() @IsString() @MaxLength(64) branch_id?: string;
   @ApiPropertyOptional({ description: 'for `class_match`' }) @IsOptional() @IsString() @MaxLength(64) class_id?: string;
   @ApiPropertyOptional({ description: 'for `cond_result`' }) @IsOptional() @IsBoolean() value?: boolean;
@@ -82,7 +97,7 @@ export class FlowEdgeDto {
   @ApiProperty({ example: 'e1' }) @Matches(NODE_ID) id!: string;
   @ApiProperty({ example: 'inicio' }) @Matches(NODE_ID) source!: string;
   @ApiProperty({ example: 'espera' }) @Matches(NODE_ID) target!: string;
-  @ApiProperty({ type: EdgeConditionDto }) @ValidateNested() @Type(() => EdgeConditionDto) condition!: EdgeConditionDto;
+  @ApiProperty({ type: EdgeConditionDto }) @ValidateNested() @Type(() => EdgeConditionDto) condition!: EdgeConditionDto & FlowEdgeCondition;
 }
 
 export class FlowGraphDto {
@@ -102,7 +117,7 @@ export class FlowGraphDto {
 }
 
 export class FlowTriggerDto {
-  @ApiProperty({ enum: FLOW_TRIGGER_KINDS, example: 'manual' }) @IsIn(FLOW_TRIGGER_KINDS) kind!: string;
+  @ApiProperty({ enum: FLOW_TRIGGER_KINDS, example: 'manual' }) @IsIn(FLOW_TRIGGER_KINDS) kind!: FlowTriggerKind;
   @ApiProperty({ description: 'a reply stops the enrollment (unless it is waiting for that reply)' }) @IsBoolean() cancel_on_reply!: boolean;
   @ApiPropertyOptional({ description: 'the deal stage that starts the flow (models with requires_stage)' }) @IsOptional() @IsString() @MaxLength(200) stage_id?: string;
   @ApiPropertyOptional({ description: '`tag_added`: only this tag' }) @IsOptional() @IsString() @MaxLength(100) tag?: string;
@@ -111,17 +126,19 @@ export class FlowTriggerDto {
   @ApiPropertyOptional({ description: 'conditions on the contact: `{match: all|any, rules: [{field, op, value?}]}` (contact.tags, contact.name|phone|email, contact.fields.<key>)' })
   @IsOptional()
   @IsObject()
-  segment?: Record<string, unknown>;
+  segment?: BulkJobCreateData['segment'];
+  /** Other fields of a trigger kind pass through to followups, which checks them (`FlowSettings.trigger`). */
+  [key: string]: unknown;
 }
 
 export class FlowSenderDto {
-  @ApiProperty({ enum: SENDER_MODES, description: '`fixed` names the flow\'s number; every send takes the first connected number of: the enrollment\'s, the flow\'s fixed one, the contact\'s last conversation\'s, the organization\'s default, any connected' }) @IsIn(SENDER_MODES) mode!: string;
+  @ApiProperty({ enum: SENDER_MODES, description: '`fixed` names the flow\'s number; every send takes the first connected number of: the enrollment\'s, the flow\'s fixed one, the contact\'s last conversation\'s, the organization\'s default, any connected' }) @IsIn(SENDER_MODES) mode!: SenderMode;
   @ApiPropertyOptional({ format: 'uuid', description: 'the flow\'s fixed number (mode `fixed`)' }) @IsOptional() @IsUUID('all') sender_id?: string;
 }
 
 export class FlowSettingsDto {
   @ApiProperty({ type: FlowTriggerDto }) @ValidateNested() @Type(() => FlowTriggerDto) trigger!: FlowTriggerDto;
-  @ApiProperty({ enum: HANDOFF_POLICIES, description: 'what a human message does: pause, stop, or nothing' }) @IsIn(HANDOFF_POLICIES) handoff_policy!: string;
+  @ApiProperty({ enum: HANDOFF_POLICIES, description: 'what a human message does: pause, stop, or nothing' }) @IsIn(HANDOFF_POLICIES) handoff_policy!: HandoffPolicy;
   @ApiPropertyOptional({ minimum: 0, maximum: 23 }) @IsOptional() @IsInt() @Min(0) @Max(23) send_start_hour?: number;
   @ApiPropertyOptional({ minimum: 1, maximum: 24, description: 'exclusive' }) @IsOptional() @IsInt() @Min(1) @Max(24) send_end_hour?: number;
   @ApiPropertyOptional({ type: [Number], description: 'ISO weekdays, 1 = Monday … 7 = Sunday' })
@@ -134,8 +151,8 @@ export class FlowSettingsDto {
   @Max(7, { each: true })
   send_days?: number[];
   @ApiPropertyOptional({ example: 'America/Sao_Paulo' }) @IsOptional() @IsString() @MaxLength(64) timezone?: string;
-  @ApiPropertyOptional({ enum: ['utility', 'marketing'] }) @IsOptional() @IsIn(['utility', 'marketing']) purpose?: string;
-  @ApiPropertyOptional({ enum: ['live', 'test'] }) @IsOptional() @IsIn(['live', 'test']) environment?: string;
+  @ApiPropertyOptional({ enum: ['utility', 'marketing'] }) @IsOptional() @IsIn(['utility', 'marketing']) purpose?: FlowSettings['purpose'];
+  @ApiPropertyOptional({ enum: ['live', 'test'] }) @IsOptional() @IsIn(['live', 'test']) environment?: FlowSettings['environment'];
   @ApiPropertyOptional({ type: FlowSenderDto }) @IsOptional() @ValidateNested() @Type(() => FlowSenderDto) sender?: FlowSenderDto;
   @ApiPropertyOptional({ description: 'every send waits for a decision (`awaiting_decision`) before it goes out' }) @IsOptional() @IsBoolean() require_approval?: boolean;
   @ApiPropertyOptional({
@@ -146,7 +163,7 @@ export class FlowSettingsDto {
   })
   @IsOptional()
   @IsIn(FLOW_TIMEZONE_MODES)
-  timezone_mode?: string;
+  timezone_mode?: FlowSettings['timezone_mode'];
 }
 
 export class CustomerQuery {
@@ -200,7 +217,7 @@ export class OptionalCustomerQuery {
 export class ListEnrollmentsQuery extends CustomerQuery {
   @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') flow_id?: string;
   @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') contact_id?: string;
-  @ApiPropertyOptional({ enum: FOLLOWUP_ENROLLMENT_STATUSES }) @IsOptional() @IsIn(FOLLOWUP_ENROLLMENT_STATUSES) status?: string;
+  @ApiPropertyOptional({ enum: FOLLOWUP_ENROLLMENT_STATUSES }) @IsOptional() @IsIn(FOLLOWUP_ENROLLMENT_STATUSES) status?: EnrollmentListData['status'];
   @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 100 }) @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(200) limit?: number;
   @ApiPropertyOptional({ description: 'next_cursor of the previous page' }) @IsOptional() @IsString() @MaxLength(1024) cursor?: string;
 }
@@ -225,12 +242,12 @@ export class EnrollmentIdParams {
 /** Body of `POST /ai/followups/enrollments/{id}/control`. */
 export class ControlEnrollmentDto extends CustomerQuery {
   @ApiProperty({ minimum: 1, description: "the enrollment's revision" }) @IsInt() @Min(1) expected_revision!: number;
-  @ApiProperty({ enum: ENROLLMENT_CONTROL_ACTIONS, description: '`advance_now` runs the current wait now' }) @IsIn(ENROLLMENT_CONTROL_ACTIONS) action!: string;
+  @ApiProperty({ enum: ENROLLMENT_CONTROL_ACTIONS, description: '`advance_now` runs the current wait now' }) @IsIn(ENROLLMENT_CONTROL_ACTIONS) action!: EnrollmentControlData['action'];
   @ApiPropertyOptional({ maxLength: 500 }) @IsOptional() @IsString() @MaxLength(500) reason?: string;
 }
 
 export class QueueQuery extends CustomerQuery {
-  @ApiPropertyOptional({ enum: ['enrollment', 'promise'] }) @IsOptional() @IsIn(['enrollment', 'promise']) kind?: string;
+  @ApiPropertyOptional({ enum: ['enrollment', 'promise'] }) @IsOptional() @IsIn(['enrollment', 'promise']) kind?: QueueListData['kind'];
   @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') flow_id?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(40) status?: string;
   @ApiPropertyOptional({ maxLength: 100, description: 'matches contact name or phone, or flow name' }) @IsOptional() @IsString() @MaxLength(100) q?: string;
@@ -258,7 +275,7 @@ export class UpdateSettingsDto extends CustomerQuery {
   @ApiPropertyOptional({ type: SendWindowDto }) @IsOptional() @ValidateNested() @Type(() => SendWindowDto) send_window?: SendWindowDto;
   @ApiPropertyOptional({ minimum: 1, maximum: 100, description: 'follow-up sends per contact in any 24 hours' }) @IsOptional() @IsInt() @Min(1) @Max(100) contact_daily_cap?: number;
   @ApiPropertyOptional({ type: 'integer', nullable: true, description: 'follow-up sends per calendar month (UTC); null = unlimited' }) @IsOptional() @IsInt() @Min(1) monthly_send_quota?: number | null;
-  @ApiPropertyOptional({ enum: CONSENT_MODES }) @IsOptional() @IsIn(CONSENT_MODES) consent_mode?: string;
+  @ApiPropertyOptional({ enum: CONSENT_MODES }) @IsOptional() @IsIn(CONSENT_MODES) consent_mode?: SettingsUpdateData['consent_mode'];
   @ApiPropertyOptional({ example: 'opt_in' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(64) consent_tag?: string;
   @ApiPropertyOptional({ type: 'integer', nullable: true, description: 'live enrollments the plan allows; null = unlimited' }) @IsOptional() @IsInt() @Min(1) max_live_enrollments?: number | null;
   @ApiPropertyOptional({ minimum: 1, maximum: 3650 }) @IsOptional() @IsInt() @Min(1) @Max(3650) retention_days?: number;
@@ -283,7 +300,7 @@ export class EffectDecisionDto extends CustomerQuery {
 
 /** Body of `POST /ai/followups/effects/{id}/resolve` (seed 002 "Efeitos"). */
 export class EffectResolveDto extends CustomerQuery {
-  @ApiProperty({ enum: EFFECT_RESOLUTION_OUTCOMES }) @IsIn(EFFECT_RESOLUTION_OUTCOMES) outcome!: string;
+  @ApiProperty({ enum: EFFECT_RESOLUTION_OUTCOMES }) @IsIn(EFFECT_RESOLUTION_OUTCOMES) outcome!: EffectResolveData['outcome'];
   @ApiProperty({ minLength: RESOLUTION_NOTE_MIN, maxLength: RESOLUTION_NOTE_MAX, description: 'the evidence' })
   @IsString()
   @MinLength(RESOLUTION_NOTE_MIN)
@@ -311,12 +328,12 @@ export class CreatePromiseDto extends CustomerQuery {
   @ApiProperty({ maxLength: 500, example: 'Cliente pediu retorno após falar com o sócio' }) @IsString() @IsNotEmpty() @MaxLength(500) reason!: string;
   @ApiProperty({ maxLength: 1000, example: 'Retomar a proposta da cadeira ergonômica' }) @IsString() @IsNotEmpty() @MaxLength(1000) promise!: string;
   @ApiProperty({ example: '2026-10-02T10:00:00-03:00' }) @IsISO8601({ strict: true }) promised_at!: string;
-  @ApiProperty({ enum: PROMISE_OUTSIDE_WINDOW, description: 'outside the 24-hour window: alert the team, or send an approved template' }) @IsIn(PROMISE_OUTSIDE_WINDOW) outside_window!: string;
+  @ApiProperty({ enum: PROMISE_OUTSIDE_WINDOW, description: 'outside the 24-hour window: alert the team, or send an approved template' }) @IsIn(PROMISE_OUTSIDE_WINDOW) outside_window!: PromiseCreateData['outside_window'];
   @ApiPropertyOptional({ type: PromiseTemplateDto, description: "for `template` (default: the organization's first approved template)" }) @IsOptional() @ValidateNested() @Type(() => PromiseTemplateDto) template?: PromiseTemplateDto;
 }
 
 export class ListPromisesQuery extends CustomerQuery {
-  @ApiPropertyOptional({ enum: PROMISE_STATUSES }) @IsOptional() @IsIn(PROMISE_STATUSES) status?: string;
+  @ApiPropertyOptional({ enum: PROMISE_STATUSES }) @IsOptional() @IsIn(PROMISE_STATUSES) status?: PromiseListData['status'];
   @ApiPropertyOptional({ maxLength: 100 }) @IsOptional() @IsString() @MaxLength(100) q?: string;
   @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') contact_id?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(1024) cursor?: string;
@@ -328,7 +345,7 @@ export class CancelPromiseDto extends CustomerQuery {
 }
 
 export class ResolvePromiseDto extends CustomerQuery {
-  @ApiProperty({ enum: ['sent', 'rejected'] }) @IsIn(['sent', 'rejected']) outcome!: string;
+  @ApiProperty({ enum: ['sent', 'rejected'] }) @IsIn(['sent', 'rejected']) outcome!: PromiseResolveData['outcome'];
   @ApiProperty({ minLength: RESOLUTION_NOTE_MIN, maxLength: RESOLUTION_NOTE_MAX }) @IsString() @MinLength(RESOLUTION_NOTE_MIN) @MaxLength(RESOLUTION_NOTE_MAX) note!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) wamid?: string;
 }
@@ -341,7 +358,7 @@ export class CreateBulkJobDto extends CustomerQuery {
   @ApiPropertyOptional({ description: '`{match: all|any, rules: [{field, op, value?}]}` over contact.tags, contact.name|phone|email, contact.fields.<key>' })
   @IsOptional()
   @IsObject()
-  segment?: Record<string, unknown>;
+  segment?: BulkJobCreateData['segment'];
 }
 
 export class BulkJobIdParams {

@@ -4,9 +4,12 @@ import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsObject, IsOptional,
 import {
   ACTION_STATUSES,
   CAMPAIGN_STATUSES,
+  type CampaignStatus,
   ENROLLMENT_END_REASONS,
   ENROLLMENT_STATUSES,
+  type EnrollmentListQuery,
   OUTREACH_CHANNELS,
+  type OutreachChannel,
   OUTREACH_MAX_BATCH,
   OUTREACH_REJECT_REASON_MAX,
 } from '@touchpoint/contracts';
@@ -32,7 +35,7 @@ export class ActionParams {
 export class CreateCampaignBody {
   @ApiProperty({ maxLength: 200 }) @IsString() @MinLength(1) @MaxLength(200) name!: string;
   @ApiProperty({ maxLength: 2000, description: 'What the campaign must achieve; a stop decision says whether it was met' }) @IsString() @MinLength(1) @MaxLength(2000) goal!: string;
-  @ApiProperty({ enum: OUTREACH_CHANNELS, isArray: true }) @IsArray() @ArrayMinSize(1) @IsIn(OUTREACH_CHANNELS, { each: true }) allowed_channels!: string[];
+  @ApiProperty({ enum: OUTREACH_CHANNELS, isArray: true }) @IsArray() @ArrayMinSize(1) @IsIn(OUTREACH_CHANNELS, { each: true }) allowed_channels!: OutreachChannel[];
   @ApiProperty({ minimum: 1, maximum: 20 }) @IsInt() max_touches!: number;
   @ApiProperty({ minimum: 1, maximum: 90 }) @IsInt() followup_min_days!: number;
   @ApiProperty({ minimum: 1, maximum: 90 }) @IsInt() followup_max_days!: number;
@@ -41,7 +44,7 @@ export class CreateCampaignBody {
 }
 
 export class ListCampaignsQuery {
-  @ApiPropertyOptional({ enum: CAMPAIGN_STATUSES }) @IsOptional() @IsIn(CAMPAIGN_STATUSES) status?: string;
+  @ApiPropertyOptional({ enum: CAMPAIGN_STATUSES }) @IsOptional() @IsIn(CAMPAIGN_STATUSES) status?: CampaignStatus;
 }
 
 export class CampaignDto {
@@ -122,7 +125,7 @@ export class EnrollBatchResultDto {
 }
 
 export class ListEnrollmentsQuery {
-  @ApiPropertyOptional({ enum: ENROLLMENT_STATUSES }) @IsOptional() @IsIn(ENROLLMENT_STATUSES) status?: string;
+  @ApiPropertyOptional({ enum: ENROLLMENT_STATUSES }) @IsOptional() @IsIn(ENROLLMENT_STATUSES) status?: EnrollmentListQuery['status'];
   @ApiPropertyOptional({ minimum: 1, maximum: 500, default: 200 }) @IsOptional() @Type(() => Number) @IsInt() limit?: number;
   @ApiPropertyOptional({ description: '`next_cursor` of the previous page (same status filter); a bad or stale one answers 422 invalid_cursor' })
   @IsOptional()

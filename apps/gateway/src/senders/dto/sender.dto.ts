@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
+import type { OutboxChannel } from '@touchpoint/contracts';
 
 /** Body of `POST /senders`: a WhatsApp business number and its access token (stored encrypted, never returned). */
 export class CreateSenderDto {
@@ -51,7 +52,7 @@ export class SenderIdParams {
 }
 
 export class ListSendersQuery {
-  @ApiPropertyOptional({ enum: ['whatsapp', 'email', 'linkedin'] }) @IsOptional() @IsIn(['whatsapp', 'email', 'linkedin']) channel?: string;
+  @ApiPropertyOptional({ enum: ['whatsapp', 'email', 'linkedin'] }) @IsOptional() @IsIn(['whatsapp', 'email', 'linkedin']) channel?: OutboxChannel;
 }
 
 /** A sender as the API shows it (no credential). */

@@ -65,7 +65,7 @@ export class NylasWebhookService {
     const grantId = n?.data?.grant_id ?? object.grant_id;
     if (!grantId) return { outcome: 'ignored', reason: 'no_grant' };
     try {
-      const owner = await this.rpc.call<ProviderAccountOwner>('outbox-dispatcher', OutreachDispatcherRpc.SenderLookupByAccount, { channel: 'email', account_id: grantId });
+      const owner = await this.rpc.call('outbox-dispatcher', OutreachDispatcherRpc.SenderLookupByAccount, { channel: 'email', account_id: grantId });
       if (!owner?.organization_id) return { outcome: 'ignored', reason: 'unknown_grant' };
       if (type === 'message.bounce_detected') return await this.bounce(owner.organization_id, object);
       return await this.message(owner, object);
@@ -94,7 +94,7 @@ export class NylasWebhookService {
       ...(owner.sender_id ? { sender_id: owner.sender_id } : {}),
       ...(typeof m.date === 'number' ? { received_at: new Date(m.date * 1000).toISOString() } : {}),
     };
-    const result = await this.rpc.call<{ message_id: string | null; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, record);
+    const result = await this.rpc.call('messaging', MessagingRpc.InboundRecord, record);
     return { outcome: result.duplicate ? 'duplicate' : 'stored' };
   }
 

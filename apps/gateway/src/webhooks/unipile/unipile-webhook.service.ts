@@ -61,7 +61,7 @@ export class UnipileWebhookService {
     if (!e.account_id || !e.message_id || !from) return { outcome: 'ignored', reason: 'incomplete' };
     if (e.account_info?.user_id && from === e.account_info.user_id) return { outcome: 'ignored', reason: 'own_message' };
     try {
-      const owner = await this.rpc.call<ProviderAccountOwner>('outbox-dispatcher', OutreachDispatcherRpc.SenderLookupByAccount, { channel: 'linkedin', account_id: e.account_id });
+      const owner = await this.rpc.call('outbox-dispatcher', OutreachDispatcherRpc.SenderLookupByAccount, { channel: 'linkedin', account_id: e.account_id });
       if (!owner?.organization_id) return { outcome: 'ignored', reason: 'unknown_account' };
       if (owner.address && owner.address === from) return { outcome: 'ignored', reason: 'own_message' };
       const quoted = e.quoted?.provider_id ?? e.quoted?.id;
@@ -76,7 +76,7 @@ export class UnipileWebhookService {
         ...(quoted ? { in_reply_to: quoted } : {}),
         ...(e.timestamp && !Number.isNaN(Date.parse(e.timestamp)) ? { received_at: new Date(e.timestamp).toISOString() } : {}),
       };
-      const result = await this.rpc.call<{ message_id: string | null; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, record);
+      const result = await this.rpc.call('messaging', MessagingRpc.InboundRecord, record);
       return { outcome: result.duplicate ? 'duplicate' : 'stored' };
     } catch (err) {
       this.logger.warn({ event: 'gateway.unipile_webhook_not_stored', account_id: e.account_id, message_id: e.message_id, err: (err as Error).message }, 'Unipile webhook not acknowledged; Unipile will redeliver');
@@ -89,7 +89,7 @@ export class UnipileWebhookService {
     if (!e.account_id || !e.user_provider_id) return { outcome: 'ignored', reason: 'incomplete' };
     const data: LinkedinRelationAcceptedData = { account_id: e.account_id, provider_id: e.user_provider_id, public_identifier: e.user_public_identifier ?? null, profile_url: e.user_profile_url ?? null };
     try {
-      const result = await this.rpc.call<{ stored: boolean }>('outbox-dispatcher', OutboxLinkedinRpc.RelationAccepted, data);
+      const result = await this.rpc.call('outbox-dispatcher', OutboxLinkedinRpc.RelationAccepted, data);
       return result.stored ? { outcome: 'stored' } : { outcome: 'ignored', reason: 'unknown_account' };
     } catch (err) {
       this.logger.warn({ event: 'gateway.unipile_webhook_not_stored', account_id: e.account_id, err: (err as Error).message }, 'Unipile relation not acknowledged; Unipile will redeliver');
