@@ -32,7 +32,7 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { followupFixture, insertEnrollments, line, makeDue, rawClaimRate, sandboxSends, type Service, sleep, startService, stopServices, waitCompleted, waitReady } from './harness.js';
+import { followupFixture, insertEnrollments, line, makeDue, rawClaimRate, runBench, sandboxSends, type Service, sleep, startService, stopServices, waitCompleted, waitReady } from './harness.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const POOL = Number(process.env.BENCH_DB_POOL_SIZE ?? 20);
@@ -172,10 +172,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    process.stderr.write(`bench:release failed: ${(err as Error).stack ?? err}\n`);
-    process.exit(1);
-  },
-);
+runBench('bench:release', main);

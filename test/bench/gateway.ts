@@ -23,7 +23,7 @@ import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders } from '../gateway/gateway-world.js';
-import { line, pct, type Service, startService, stopServices, waitReady } from './harness.js';
+import { line, pct, runBench, type Service, startService, stopServices, waitReady } from './harness.js';
 
 const LEVELS = (process.env.BENCH_LEVELS ?? '1,4,16,64').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -137,10 +137,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    process.stderr.write(`bench:gateway failed: ${(err as Error).stack ?? err}\n`);
-    process.exit(1);
-  },
-);
+runBench('bench:gateway', main);

@@ -29,6 +29,17 @@ export const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math
 /** Prints one report line: the label padded to `width`, then the value. */
 export const line = (label: string, value: string, width = 52) => process.stdout.write(`${label.padEnd(width)} ${value}\n`);
 
+/** Runs a benchmark's `main` and exits: 0 when it resolved, 1 with the error on stderr when not. */
+export function runBench(name: string, main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      process.stderr.write(`${name} failed: ${(err as Error).stack ?? err}\n`);
+      process.exit(1);
+    },
+  );
+}
+
 /** A service's child process, with the last 2,000 characters of its stderr. */
 export type Service = ChildProcess & { tail: () => string; name: string };
 

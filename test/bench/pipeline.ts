@@ -53,6 +53,7 @@ import {
   startService,
   stopServices,
   waitCompleted,
+  runBench,
   waitReady,
 } from './harness.js';
 
@@ -255,10 +256,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    process.stderr.write(`bench:pipeline failed: ${(err as Error).stack ?? err}\n`);
-    process.exit(1);
-  },
-);
+runBench('bench:pipeline', main);
