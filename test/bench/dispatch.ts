@@ -106,6 +106,8 @@ async function main(): Promise<void> {
     const raw = await rawAcceptRate(sandboxUrl);
     await post('/sandbox/control/reset', {});
     await post('/sandbox/meta/settings', { status_webhooks: false });
+    // The dispatcher proves a sender's number with Meta: the sandbox must know it, readable with the sender's token.
+    await post('/sandbox/meta/numbers', { phone_number_id: PHONE_NUMBER_ID, access_token: 'bench-token' });
 
     // The enqueue side: an in-process dispatcher app that does not drain (it owns the migrations too).
     const env = { WHATSAPP_GRAPH_BASE_URL: sandboxUrl, OUTBOX_SWEEP_INTERVAL_MS: '0', DB_POOL_SIZE: POOL, LOG_LEVEL: 'warn' };

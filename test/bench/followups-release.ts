@@ -25,20 +25,14 @@
  * Env: BENCH_CONCURRENCY (release workers, default 8), BENCH_BATCH (enrollments per release
  * transaction, default 16, the service's default), BENCH_DB_POOL_SIZE (default 20),
  * BENCH_HEADLINE (default 100000), BENCH_LARGE (default 1000000), BENCH_SAMPLE (default 10000),
- * BENCH_PROF (a directory: the followups process writes a `--cpu-prof` profile there).
+ * BENCH_PROF (a directory: each service process writes a `--cpu-prof` profile there).
  */
 import 'reflect-metadata';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import pg from 'pg';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { FollowupsConfig } from '../../apps/followups/src/followups.config.js';
-import { FollowupsModule } from '../../apps/followups/src/followups.module.js';
-import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
-import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
-import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
-import { SendersService } from '../../apps/outbox-dispatcher/src/senders/senders.service.js';
+import { followupFixture, insertEnrollments, line, makeDue, rawClaimRate, runBench, sandboxSends, type Service, sleep, startService, stopServices, waitCompleted, waitReady } from './harness.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const POOL = Number(process.env.BENCH_DB_POOL_SIZE ?? 20);
@@ -46,138 +40,6 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 16);
 const HEADLINE = Number(process.env.BENCH_HEADLINE ?? 100_000);
 const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000);
 const SAMPLE = Number(process.env.BENCH_SAMPLE ?? 10_000);
-
-const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(52)} ${value}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const PHONE_NUMBER_ID = '100000000000002';
-
-type Service = ChildProcess & { tail: () => string };
-
-/** Starts `dist/apps/<svc>/src/main.js` (the compiled build, as `npm start` runs it) on `port`. */
-function startService(svc: string, env: Record<string, string>, port: number, extraArgs: string[] = []): Service {
-  const child = spawn(process.execPath, [...extraArgs, `dist/apps/${svc}/src/main.js`], {
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  }) as Service;
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
-  child.tail = () => stderr;
-  return child;
-}
-
-async function waitReady(child: Service, url: string, svc: string): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (await fetch(url).then((r) => r.ok).catch(() => false)) return;
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${svc} did not become ready: ${child.tail()}`);
-    await sleep(200);
-  }
-}
-
-/** WhatsApp `messages` calls the sandbox accepted: count, and first/last arrival (epoch ms). */
-async function sandboxSends(sandboxUrl: string): Promise<{ n: number; first: number; last: number }> {
-  let n = 0;
-  let first = 0;
-  let last = 0;
-  let since = 0;
-  for (;;) {
-    const { calls } = (await (await fetch(`${sandboxUrl}/sandbox/control/meta/received?since_seq=${since}&limit=5000`)).json()) as {
-      calls: { seq: number; at: number; operation: string; outcome: string }[];
-    };
-    if (!calls.length) return { n, first, last };
-    for (const c of calls) {
-      if (c.operation !== 'messages' || c.outcome !== 'accepted') continue;
-      n++;
-      first ||= c.at;
-      last = c.at;
-    }
-    since = calls[calls.length - 1].seq;
-  }
-}
-
-/** One-row claims with SKIP LOCKED from `connections` clients for `seconds`: claims/s. */
-async function rawClaimRate(url: string, schema: string, connections: number, seconds: number): Promise<number> {
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`CREATE TABLE "${schema}".bench_claims (id bigserial PRIMARY KEY, due timestamptz NOT NULL, done boolean NOT NULL DEFAULT false)`);
-  await admin.query(`INSERT INTO "${schema}".bench_claims (due) SELECT now() - make_interval(secs => g) FROM generate_series(1, 200000) g`);
-  await admin.query(`CREATE INDEX ON "${schema}".bench_claims (due) WHERE NOT done`);
-  await admin.query(`ANALYZE "${schema}".bench_claims`);
-  let claims = 0;
-  const deadline = Date.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: connections }, async () => {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      while (Date.now() < deadline) {
-        const r = await c.query(
-          `UPDATE "${schema}".bench_claims SET done = true WHERE id = (SELECT id FROM "${schema}".bench_claims WHERE NOT done AND due <= now() ORDER BY due LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`,
-        );
-        claims += r.rowCount ?? 0;
-      }
-      await c.end();
-    }),
-  );
-  await admin.query(`DROP TABLE "${schema}".bench_claims`);
-  await admin.end();
-  return claims / seconds;
-}
-
-interface Fixture {
-  org: string;
-  flowId: string;
-  versionId: string;
-}
-
-let numbersUsed = 0;
-
-/**
- * Inserts `count` contacts (who wrote a minute ago) and their enrollments at the send node, due at
- * `due` (SQL). With `reachable`, each contact also gets a messaging contact (same id) with its own
- * WhatsApp number, so its release becomes a real send; waiting filler rows do not need one.
- */
-async function insertEnrollments(world: TestWorld, f: Fixture, count: number, due: string, tag: string, reachable = false): Promise<void> {
-  const s = world.schema('followups');
-  const m = world.schema('messaging');
-  const chunk = 100_000;
-  for (let done = 0; done < count; done += chunk) {
-    const n = Math.min(chunk, count - done);
-    const first = numbersUsed;
-    numbersUsed += n;
-    const messagingContacts = reachable
-      ? `, mc AS (INSERT INTO "${m}".contacts (id, organization_id, phone, created_at, updated_at)
-                  SELECT id, $1::uuid::text, '55119' || lpad((10000000 + $6::int + g)::text, 8, '0'), now(), now() FROM src)`
-      : '';
-    await world.sql(
-      `WITH src AS (SELECT gen_random_uuid() AS id, g FROM generate_series(1, $4::int) g)${messagingContacts},
-            c AS (INSERT INTO "${s}".contacts (organization_id, contact_id, last_inbound_at)
-                  SELECT $1::uuid, id, now() - interval '1 minute' FROM src RETURNING contact_id)
-       INSERT INTO "${s}".enrollments (id, organization_id, flow_id, version_id, contact_id, operation_key, status, node_id, step, next_run_at,
-                                       cancel_on_reply, handoff_policy, reply_seen_at, handoff_seen_at)
-       SELECT gen_random_uuid(), $1, $2, $3, contact_id, $5 || contact_id, 'active', 'send', 1, ${due}, true, 'pause', now(), now() FROM c`,
-      reachable ? [f.org, f.flowId, f.versionId, n, `${tag}-`, first] : [f.org, f.flowId, f.versionId, n, `${tag}-`],
-    );
-  }
-  await world.sql(`ANALYZE "${s}".enrollments`);
-  await world.sql(`ANALYZE "${s}".contacts`);
-}
-
-/** Makes `count` waiting enrollments of `tag` due now; answers the instant (ms) they became due. */
-async function makeDue(world: TestWorld, tag: string): Promise<number> {
-  const s = world.schema('followups');
-  const [row] = await world.sql<{ at: Date }>(`UPDATE "${s}".enrollments SET next_run_at = clock_timestamp() WHERE operation_key LIKE $1 AND status = 'active' RETURNING clock_timestamp() AS at`, [`${tag}-%`]);
-  return row.at.getTime();
-}
-
-/** Waits until every enrollment of `tag` is completed; answers the elapsed seconds since `since`. */
-async function waitCompleted(world: TestWorld, tag: string, total: number, since: number): Promise<number> {
-  const s = world.schema('followups');
-  for (;;) {
-    const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".enrollments WHERE operation_key LIKE $1 AND status = 'completed'`, [`${tag}-%`]);
-    if (n >= total) return (Date.now() - since) / 1000;
-    await sleep(250);
-  }
-}
 
 async function lagOf(world: TestWorld, tag: string, dueAt: number): Promise<{ p50: number; p95: number; max: number }> {
   const s = world.schema('followups');
@@ -203,51 +65,17 @@ async function main(): Promise<void> {
     const sandboxUrl = `http://127.0.0.1:${ports.sandbox}`;
     const org = randomUUID();
 
-    // Setup through the services' own rules: a published, active flow (trigger → text → end), and a
-    // WhatsApp sender registered in the dispatcher (Graph base URL = the sandbox), known to followups.
-    const setup = await world.start(FollowupsModule.forRoot(world.config(FollowupsConfig, { FOLLOWUP_RELEASE_ENABLED: 'false' })));
+    // Setup through the services' own rules: a published, active flow, and a WhatsApp sender known to followups.
     const dispatcherEnv = { WHATSAPP_GRAPH_BASE_URL: sandboxUrl, OUTBOX_SWEEP_INTERVAL_MS: '0' };
-    const dispatcherSetup = await world.start(OutboxDispatcherModule.forRoot(world.config(OutboxDispatcherConfig, { ...dispatcherEnv, OUTBOX_DRAIN_AUTOSTART: 'false' })));
-    const flows = setup.get(FlowsService);
-    const flow = await flows.create({
-      organization_id: org,
-      name: 'bench',
-      graph: {
-        nodes: [
-          { id: 't', type: 'trigger', config: {} },
-          { id: 'send', type: 'action', config: { mode: 'text', body: 'Oi! Conseguiu ver a proposta que enviamos?' } },
-          { id: 'end', type: 'end', config: { outcome: 'exhausted' } },
-        ],
-        edges: [
-          { id: 'e1', source: 't', target: 'send', condition: { type: 'always' } },
-          { id: 'e2', source: 'send', target: 'end', condition: { type: 'always' } },
-        ],
-      },
-      settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC' },
-    });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    const sender = await dispatcherSetup.get(SendersService).create({
-      organization_id: org,
-      channel: 'whatsapp',
-      phone_number_id: PHONE_NUMBER_ID,
-      display_phone_number: '5511912345678',
-      business_account_id: '100000000000001',
-      access_token: 'bench-token',
-    });
-    // The sender.connected event would tell followups too; the row is written here so the run does not wait on it.
-    await world.sql(`INSERT INTO "${s}".senders (sender_id, organization_id, channel, status, is_default) VALUES ($1, $2, 'whatsapp', 'connected', true) ON CONFLICT DO NOTHING`, [sender.sender_id, org]);
-    const fixture: Fixture = { org, flowId: flow.id, versionId: published.published_version_id! };
-    // Only the processes under test run from here on (followups' relay is the one that publishes).
-    await dispatcherSetup.close();
-    await setup.close();
+    // The sandbox first (status webhooks off: no gateway here): the dispatcher proves the sender's number with it.
+    children.push(startService('sandbox', { GATEWAY_URL: 'http://127.0.0.1:9' }, ports.sandbox));
+    await waitReady(children[0], `${sandboxUrl}/health/live`);
+    await fetch(`${sandboxUrl}/sandbox/meta/settings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status_webhooks: false }) });
+    const fixture = await followupFixture(world, org, sandboxUrl);
 
     const raw = await rawClaimRate(world.databaseUrl, s, CONCURRENCY, 5);
 
-    // The sandbox (status webhooks off: no gateway here), messaging, the dispatcher, and the ONE followups process under test.
-    children.push(startService('sandbox', { GATEWAY_URL: 'http://127.0.0.1:9' }, ports.sandbox));
-    await waitReady(children[0], `${sandboxUrl}/health/live`, 'sandbox');
-    await fetch(`${sandboxUrl}/sandbox/meta/settings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status_webhooks: false }) });
+    // Messaging, the dispatcher, and the ONE followups process under test.
     const env = { ...world.env, BUS_PREFETCH: '200' };
     children.push(startService('messaging', { ...env, DB_POOL_SIZE: '20' }, ports.messaging));
     children.push(startService('outbox-dispatcher', { ...env, ...dispatcherEnv, DB_POOL_SIZE: '20', OUTBOX_DISPATCH_CONCURRENCY: '64', OUTBOX_INSTANCE_ID: 'bench-dispatcher' }, ports.dispatcher));
@@ -265,13 +93,12 @@ async function main(): Promise<void> {
         FOLLOWUP_POLL_MS: '200',
       },
       ports.followups,
-      process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [],
     );
     children.push(followups);
     await Promise.all([
-      waitReady(children[1], `http://127.0.0.1:${ports.messaging}/health/ready`, 'messaging'),
-      waitReady(children[2], `http://127.0.0.1:${ports.dispatcher}/health/ready`, 'outbox-dispatcher'),
-      waitReady(followups, `http://127.0.0.1:${ports.followups}/health/ready`, 'followups'),
+      waitReady(children[1], `http://127.0.0.1:${ports.messaging}/health/ready`),
+      waitReady(children[2], `http://127.0.0.1:${ports.dispatcher}/health/ready`),
+      waitReady(followups, `http://127.0.0.1:${ports.followups}/health/ready`),
     ]);
     const loads: number[] = [];
     const loadTimer = setInterval(() => loads.push(os.loadavg()[0]), 5000);
@@ -340,20 +167,9 @@ async function main(): Promise<void> {
     line('waited for the pipeline to drain between phases', `${drainSeconds.toFixed(0)} s`);
     line('setup', `${CONCURRENCY} release workers × up to ${BATCH} per transaction, DB pool ${POOL}, sender gap off; messaging + dispatcher + sandbox in own processes`);
   } finally {
-    for (const child of children.reverse()) {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await new Promise((r) => child.once('exit', r));
-      }
-    }
+    await stopServices(children);
     await world.close();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    process.stderr.write(`bench:release failed: ${(err as Error).stack ?? err}\n`);
-    process.exit(1);
-  },
-);
+runBench('bench:release', main);

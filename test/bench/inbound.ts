@@ -18,7 +18,7 @@
  * and no dispatcher), META_APP_SECRET (the secret the gateway verifies `X-Hub-Signature-256` with).
  */
 import 'reflect-metadata';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +27,7 @@ import { MessagingWhatsAppRpc } from '@touchpoint/contracts';
 import { createLogger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { line as harnessLine, pct, type Service, startService, stopServices, waitReady } from './harness.js';
 
 const RATE = Number(process.env.BENCH_RATE ?? 300);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -39,8 +40,7 @@ const OPTOUTS = Number(process.env.BENCH_OPTOUTS ?? 60);
 /** How often the suppression list is read while waiting for the STOPs, ms. */
 const SUPPRESSION_POLL_MS = 10;
 
-const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
-const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(46)} ${value}\n`);
+const line = (label: string, value: string) => harnessLine(label, value, 46);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 128 });
 
 /** POSTs `body` and resolves with the status and the time to the full answer, ms. */
@@ -128,31 +128,11 @@ async function bareRate(body: string): Promise<number> {
   return done / 3;
 }
 
-function startService(svc: string, env: Record<string, string>, port: number): ChildProcess {
-  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), `dist/apps/${svc}/src/main.js`], {
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
-  (child as ChildProcess & { tail: () => string }).tail = () => stderr;
-  return child;
-}
-
-async function waitReady(child: ChildProcess, port: number, svc: string): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (await fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.ok).catch(() => false)) return;
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${svc} did not become ready: ${(child as ChildProcess & { tail: () => string }).tail()}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 async function main(): Promise<void> {
   // The services run compiled, as `npm start` and the image run them (no TypeScript loader).
   execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' });
   const world: TestWorld = await createTestWorld('bench_inbound');
-  const children: ChildProcess[] = [];
+  const children: Service[] = [];
   const org = `bench-org-${randomBytes(3).toString('hex')}`;
   try {
     const sample = JSON.stringify(webhook('wamid.sample', '5511900000000', 'sample question about the order', 1_760_000_000));
@@ -164,7 +144,7 @@ async function main(): Promise<void> {
     // The dispatcher takes the suppressions (and the read receipts' enqueues: refused, no sender) only when STOPs are measured.
     const services = OPTOUTS > 0 ? (['abuse', 'messaging', 'gateway', 'outbox-dispatcher'] as const) : (['abuse', 'messaging', 'gateway'] as const);
     for (const svc of services) children.push(startService(svc, env, ports[svc]));
-    await Promise.all(services.map((svc, i) => waitReady(children[i], ports[svc], svc)));
+    await Promise.all(services.map((svc, i) => waitReady(children[i], `http://127.0.0.1:${ports[svc]}/health/ready`)));
     await world.sql(
       `INSERT INTO "${world.schema('messaging')}".whatsapp_senders (phone_number_id, organization_id, sender_id, status, updated_at) VALUES ($1, $2, 'bench-sender', 'connected', now())`,
       [PHONE_NUMBER_ID, org],
@@ -256,8 +236,7 @@ async function main(): Promise<void> {
       line('opt-out ACK → suppression in force', `p50 ${pct(lag, 50).toFixed(0)} ms, p99 ${pct(lag, 99).toFixed(0)} ms, max ${lag[lag.length - 1]?.toFixed(0)} ms (${lag.length}/${stopAcks.size} STOPs in force; poll ${SUPPRESSION_POLL_MS} ms)`);
     }
   } finally {
-    for (const c of children) c.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
+    await stopServices(children);
     await world.close();
     agent.destroy();
   }

@@ -1,0 +1,259 @@
+/**
+ * `npm run bench:pipeline`: the whole path of one follow-up send, every service its own compiled
+ * process (as `npm start` runs them):
+ *   followups releases the enrollment (effect row + `messaging.send` in its outbox) → messaging
+ *   stores the message and enqueues it (`outbox.enqueue`) → the outbox-dispatcher drains it to the
+ *   Meta sandbox → the sandbox answers with `sent`, `delivered` and `read` status webhooks, signed,
+ *   to the gateway → the gateway hands them to the dispatcher (RPC) → messaging updates the message
+ *   → followups updates the effect (`delivered_at`, `read_at`).
+ * BENCH_SENDS enrollments, each a contact with a WhatsApp number of its own (a distinct pair, so
+ * the dispatcher's 6.5 s per-pair pacing never holds a send back), become due at once. Printed:
+ *   - end-to-end sends/s: BENCH_SENDS / (first release → the last effect's `read` applied);
+ *   - releases/s of the same run (due → every enrollment completed), and release → wire
+ *     (effect written → the sandbox accepted the send) p50/p99;
+ *   - the raw one-row transaction rate of the same database (SKIP LOCKED claims, harness
+ *     `rawClaimRate`), measured in the same run before the services start, as the reference;
+ *   - per process, per send: SQL statements, transactions, AMQP messages published and delivered
+ *     (counted in each process by `probe.mjs`, over the timed run only), and CPU seconds per 1,000
+ *     sends (/proc/<pid>/stat before and after); idle background traffic is shown beside it.
+ * Targets (2-core reference machine, everything running): end-to-end sends/s ≥ 0.5 × releases/s
+ * of the same run, and ≥ 3 × 82/s (the pipeline's rate when this benchmark was written).
+ * Followups runs with per-number pacing and the in-flight window off (FOLLOWUP_SENDER_GAP_MS=0,
+ * FOLLOWUP_SENDER_INFLIGHT_WINDOW=0) as in `bench:release`: all sends share one sending number,
+ * and either would cap the run at one number's pace instead of the pipeline's.
+ *
+ * Env: BENCH_SENDS (default 3000), REPLICAS (1 or 2: processes of messaging and of the
+ * outbox-dispatcher, default 1), BENCH_CONCURRENCY (release workers, 8), BENCH_BATCH (enrollments per
+ * release transaction, 16), BENCH_DB_POOL_SIZE (per process, 8; followups gets at least
+ * BENCH_CONCURRENCY + 4), BENCH_STATUS_DELAY_MS (the sandbox's delay before each status, 50),
+ * BENCH_DRAIN_SECONDS (how long to wait for the last `read`, 300), BENCH_STALL_SECONDS (the run ends
+ * when no new `read` came for this long, 30), BENCH_PROF (a directory: each
+ * service writes a `--cpu-prof` profile there).
+ */
+import 'reflect-metadata';
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import {
+  cpuSeconds,
+  followupFixture,
+  insertEnrollments,
+  line,
+  makeDue,
+  pct,
+  type ProbeCounts,
+  rawClaimRate,
+  readProbe,
+  receivedCalls,
+  type Service,
+  sleep,
+  startService,
+  stopServices,
+  waitCompleted,
+  runBench,
+  waitReady,
+} from './harness.js';
+
+const SENDS = Number(process.env.BENCH_SENDS ?? 3000);
+const REPLICAS = Number(process.env.REPLICAS ?? 1);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const BATCH = Number(process.env.BENCH_BATCH ?? 16);
+const POOL = Number(process.env.BENCH_DB_POOL_SIZE ?? 8);
+const STATUS_DELAY_MS = Number(process.env.BENCH_STATUS_DELAY_MS ?? 50);
+const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 300);
+const WARMUP = Math.min(300, Math.max(50, Math.round(SENDS / 10)));
+const SECRET = 'sandbox-meta-app-secret';
+/** The pipeline's end-to-end rate when this benchmark was written (bench:release's sandbox count, first → last). */
+const BASELINE_SENDS_PER_S = 82;
+const IDLE_SECONDS = 3;
+/** A run with no new `read` for this long is over (some sends never got there). */
+const STALL_SECONDS = Number(process.env.BENCH_STALL_SECONDS ?? 30);
+
+/** Effects of `tag`'s enrollments that have their `read` applied. */
+async function readCount(world: TestWorld, tag: string): Promise<number> {
+  const s = world.schema('followups');
+  const [{ n }] = await world.sql<{ n: number }>(
+    `SELECT count(*)::int AS n FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE $1 AND f.kind = 'send' AND f.read_at IS NOT NULL`,
+    [`${tag}-%`],
+  );
+  return n;
+}
+
+/**
+ * Waits until `total` sends of `tag` have their `read` applied, or `deadline` (epoch ms), or no
+ * new one for STALL_SECONDS; answers the count and the wall-clock ms the last of them was seen.
+ */
+async function waitRead(world: TestWorld, tag: string, total: number, deadline: number): Promise<{ at: number; n: number }> {
+  let last = { at: Date.now(), n: -1 };
+  for (;;) {
+    const n = await readCount(world, tag);
+    if (n !== last.n) last = { at: Date.now(), n };
+    if (n >= total || Date.now() > deadline || Date.now() - last.at > STALL_SECONDS * 1000) return last;
+    await sleep(200);
+  }
+}
+
+/** Where the sends of `tag` are: effects by status and delivery stamp, messages, wire accepts. */
+async function stages(world: TestWorld, tag: string): Promise<string> {
+  const s = world.schema('followups');
+  const [r] = await world.sql<{ effects: number; sent: number; delivered: number; read: number }>(
+    `SELECT count(*)::int AS effects, count(*) FILTER (WHERE f.status = 'sent')::int AS sent, count(f.delivered_at)::int AS delivered, count(f.read_at)::int AS read
+       FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE $1 AND f.kind = 'send'`,
+    [`${tag}-%`],
+  );
+  const m = world.schema('messaging');
+  const messages = await world.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM "${m}".messages WHERE requester = 'followups' GROUP BY status ORDER BY status`);
+  const [{ n: pending }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${m}".pending_statuses`);
+  return `effects ${r.effects}: sent ${r.sent}, delivered ${r.delivered}, read ${r.read}; messaging messages ${messages.map((x) => `${x.status} ${x.n}`).join(', ')}; pending statuses ${pending} (all runs so far)`;
+}
+
+/** Release → wire latencies of `tag`'s sends, ms, ascending: effect created → the sandbox accepted the send to that contact's number. */
+async function releaseToWire(world: TestWorld, tag: string, sandboxUrl: string, sinceSeq: number): Promise<number[]> {
+  const s = world.schema('followups');
+  const released = await world.sql<{ phone: string; at: number }>(
+    `SELECT regexp_replace(mc.phone, '\\D', '', 'g') AS phone, extract(epoch FROM f.created_at) * 1000 AS at
+       FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id
+       JOIN "${world.schema('messaging')}".contacts mc ON mc.id::text = e.contact_id::text
+      WHERE e.operation_key LIKE $1 AND f.kind = 'send'`,
+    [`${tag}-%`],
+  );
+  const byPhone = new Map(released.map((r) => [r.phone, Number(r.at)]));
+  const out: number[] = [];
+  for (const c of await receivedCalls(sandboxUrl, sinceSeq)) {
+    const at = c.operation === 'messages' && c.outcome === 'accepted' ? byPhone.get(c.context.wa_id) : undefined;
+    if (at !== undefined) out.push(c.at - at);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+type Snapshot = Map<Service, ProbeCounts & { cpu: number }>;
+
+async function snapshot(children: Service[], probeDir: string): Promise<Snapshot> {
+  const out: Snapshot = new Map();
+  await Promise.all(children.map(async (c) => out.set(c, { ...(await readProbe(c, probeDir)), cpu: cpuSeconds(c.pid!) })));
+  return out;
+}
+
+const mark = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+
+async function main(): Promise<void> {
+  // The services run compiled, as `npm start` and the image run them (no TypeScript loader).
+  execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' });
+  const world = await createTestWorld('bench_pipeline');
+  const probeDir = mkdtempSync(path.join(os.tmpdir(), 'bench-pipeline-'));
+  const children: Service[] = [];
+  try {
+    const s = world.schema('followups');
+    const base = 21_000 + Math.floor(Math.random() * 20_000);
+    let nextPort = base;
+    const sandboxPort = nextPort++;
+    const gatewayPort = nextPort++;
+    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    const env = { ...world.env, BUS_PREFETCH: '200', DB_POOL_SIZE: String(POOL), META_APP_SECRET: SECRET };
+    const sandbox = startService('sandbox', { GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`, META_APP_SECRET: SECRET }, sandboxPort, { probeDir });
+    children.push(sandbox);
+    await waitReady(sandbox, `${sandboxUrl}/health/live`);
+    const settings = await fetch(`${sandboxUrl}/sandbox/meta/settings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ status_webhooks: true, statuses: ['sent', 'delivered', 'read'], status_delay_ms: STATUS_DELAY_MS }),
+    });
+    if (!settings.ok) throw new Error(`sandbox settings refused: ${settings.status} ${await settings.text()}`);
+    // The dispatcher proves the sender's number with Meta (the sandbox) when it is registered.
+    const fixture = await followupFixture(world, randomUUID(), sandboxUrl);
+    const raw = await rawClaimRate(world.databaseUrl, s, CONCURRENCY, 5);
+
+    const ready: Promise<void>[] = [];
+    const start = (svc: string, extra: Record<string, string>, name = svc, port = nextPort++) => {
+      const child = startService(svc, { ...env, ...extra }, port, { probeDir, name });
+      children.push(child);
+      ready.push(waitReady(child, `http://127.0.0.1:${port}/health/ready`));
+    };
+    start('gateway', {}, 'gateway', gatewayPort);
+    for (let i = 1; i <= REPLICAS; i++) start('messaging', {}, `messaging-${i}`);
+    for (let i = 1; i <= REPLICAS; i++) {
+      start('outbox-dispatcher', { WHATSAPP_GRAPH_BASE_URL: sandboxUrl, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_DISPATCH_CONCURRENCY: '64', OUTBOX_INSTANCE_ID: `bench-dispatcher-${i}` }, `dispatcher-${i}`);
+    }
+    start('followups', {
+      DB_POOL_SIZE: String(Math.max(POOL, CONCURRENCY + 4)),
+      FOLLOWUP_RELEASE_ENABLED: 'true',
+      FOLLOWUP_RELEASE_CONCURRENCY: String(CONCURRENCY),
+      FOLLOWUP_RELEASE_BATCH: String(BATCH),
+      FOLLOWUP_SENDER_GAP_MS: '0',
+      FOLLOWUP_SENDER_INFLIGHT_WINDOW: '0',
+      FOLLOWUP_POLL_MS: '200',
+    });
+    await Promise.all(ready);
+
+    // Warm-up (JIT, pools, plan caches, every queue declared), through to the last `read`.
+    await insertEnrollments(world, fixture, WARMUP, `now() + interval '30 days'`, 'warmup', true);
+    await makeDue(world, 'warmup');
+    const warm = await waitRead(world, 'warmup', WARMUP, Date.now() + 120_000);
+    const warmNote = warm.n < WARMUP ? `${warm.n}/${WARMUP} warm-up sends reached 'read' (${await stages(world, 'warmup')})` : '';
+    if (warm.n === 0) {
+      const { deliveries } = (await (await fetch(`${sandboxUrl}/sandbox/meta/webhooks`)).json()) as { deliveries: { status: number; response: string }[] };
+      const answers = [...new Set(deliveries.map((d) => `${d.status} ${d.response.slice(0, 200)}`))].slice(0, 3).join(' | ');
+      throw new Error(`warm-up: only ${warm.n} of ${WARMUP} sends reached 'read' (${await stages(world, 'warmup')}; ${deliveries.length} status webhooks, answers: ${answers})`);
+    }
+
+    await insertEnrollments(world, fixture, SENDS, `now() + interval '30 days'`, 'run', true);
+    await sleep(1000);
+    // Idle background (polls, sweeps, relays) over a few seconds, for judging the per-send counts.
+    const idleFrom = await snapshot(children, probeDir);
+    await sleep(IDLE_SECONDS * 1000);
+    const idleTo = await snapshot(children, probeDir);
+    const wireSeq = (await receivedCalls(sandboxUrl)).at(-1)?.seq ?? 0;
+
+    const before = await snapshot(children, probeDir);
+    const due = await makeDue(world, 'run');
+    const releaseSeconds = await waitCompleted(world, 'run', SENDS, due);
+    const done = await waitRead(world, 'run', SENDS, Date.now() + DRAIN_SECONDS * 1000);
+    const after = await snapshot(children, probeDir);
+
+    const [{ first }] = await world.sql<{ first: Date }>(
+      `SELECT min(f.created_at) AS first FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE 'run-%' AND f.kind = 'send'`,
+    );
+    const e2eSeconds = (done.at - first.getTime()) / 1000;
+    const e2e = done.n / e2eSeconds;
+    const releases = SENDS / releaseSeconds;
+    const wire = await releaseToWire(world, 'run', sandboxUrl, wireSeq);
+
+    process.stdout.write(`bench:pipeline — ${SENDS} follow-up sends, distinct pairs; messaging ×${REPLICAS}, outbox-dispatcher ×${REPLICAS}; ${CONCURRENCY} release workers × ${BATCH}\n`);
+    line('raw one-row transactions (SKIP LOCKED, same DB)', `${Math.round(raw)} tx/s (${CONCURRENCY} connections, reference)`);
+    line('releases (due → all completed)', `${Math.round(releases)} releases/s (${releaseSeconds.toFixed(1)} s)`);
+    line('release → wire', `p50 ${pct(wire, 50)} ms, p99 ${pct(wire, 99)} ms (${wire.length} sends matched)`);
+    line('end-to-end (first release → last effect read)', `${e2e.toFixed(0)} sends/s (${done.n}/${SENDS} read, ${e2eSeconds.toFixed(1)} s)`);
+    line('  target ≥ 0.5 × releases/s', `${(e2e / releases).toFixed(2)}× ${mark(e2e >= 0.5 * releases && done.n === SENDS)}`);
+    line(`  target ≥ 3 × ${BASELINE_SENDS_PER_S}/s`, `${(e2e / BASELINE_SENDS_PER_S).toFixed(2)}× ${mark(e2e >= 3 * BASELINE_SENDS_PER_S && done.n === SENDS)}`);
+    if (done.n < SENDS) line('  not all read: where they are', await stages(world, 'run'));
+    if (warmNote) line('  warm-up', warmNote);
+
+    // Per-send cost, per process (counted over the timed run; idle background per second beside it).
+    const cols = ['process', 'SQL/send', 'tx/send', 'AMQP out/send', 'AMQP in/send', 'CPU s/1k sends', 'idle SQL/s'];
+    const widths = [14, 9, 8, 14, 13, 15, 10];
+    const row = (cells: string[]) => process.stdout.write(cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' ') + '\n');
+    row(cols);
+    const total = { statements: 0, transactions: 0, published: 0, delivered: 0, cpu: 0, idle: 0 };
+    for (const c of children) {
+      const a = after.get(c)!;
+      const b = before.get(c)!;
+      const d = { statements: a.statements - b.statements, transactions: a.transactions - b.transactions, published: a.published - b.published, delivered: a.delivered - b.delivered, cpu: a.cpu - b.cpu };
+      const idle = (idleTo.get(c)!.statements - idleFrom.get(c)!.statements) / IDLE_SECONDS;
+      for (const k of ['statements', 'transactions', 'published', 'delivered', 'cpu'] as const) total[k] += d[k];
+      total.idle += idle;
+      row([c.name, (d.statements / SENDS).toFixed(2), (d.transactions / SENDS).toFixed(2), (d.published / SENDS).toFixed(2), (d.delivered / SENDS).toFixed(2), ((d.cpu * 1000) / SENDS).toFixed(1), idle.toFixed(1)]);
+    }
+    row(['total', (total.statements / SENDS).toFixed(2), (total.transactions / SENDS).toFixed(2), (total.published / SENDS).toFixed(2), (total.delivered / SENDS).toFixed(2), ((total.cpu * 1000) / SENDS).toFixed(1), total.idle.toFixed(1)]);
+    const [load1] = os.loadavg();
+    line('load average (1 min) at the end', `${load1.toFixed(1)} (${os.cpus().length} cores)`);
+  } finally {
+    await stopServices(children);
+    await world.close();
+    rmSync(probeDir, { recursive: true, force: true });
+  }
+}
+
+runBench('bench:pipeline', main);

@@ -1,0 +1,57 @@
+// Preloaded into a service by the benchmarks (`node --import test/bench/probe.mjs dist/apps/<svc>/src/main.js`,
+// see harness.ts `startService`): counts what the process sends to PostgreSQL and RabbitMQ, without
+// any change to the service. On SIGWINCH (ignored by default; Nest's shutdown hooks take SIGUSR2) it writes the counts so far, as JSON, to
+// `$BENCH_PROBE_DIR/<pid>.json` (written beside and renamed, so a reader never sees half a file):
+//   statements    query calls on any pg client, BEGIN/START TRANSACTION/COMMIT/ROLLBACK not included
+//   transactions  COMMITs and ROLLBACKs of explicit transactions, plus each statement outside one
+//   published     AMQP messages published (events, commands, RPC requests and replies)
+//   delivered     AMQP messages delivered to the process's consumers
+//   at            when the counts were taken, epoch ms
+import { renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const counts = { statements: 0, transactions: 0, published: 0, delivered: 0 };
+
+// Every pool's client class (libs/database PreparingClient) extends pg.Client and calls its query.
+const pg = require('pg');
+const query = pg.Client.prototype.query;
+const OPENS = /^\s*(BEGIN|START\s+TRANSACTION)\b/i;
+const CLOSES = /^\s*(COMMIT|ROLLBACK|END)\s*;?\s*$/i;
+pg.Client.prototype.query = function probedQuery(config, values, callback) {
+  const text = typeof config === 'string' ? config : typeof config?.text === 'string' ? config.text : '';
+  if (OPENS.test(text)) this.__benchInTx = true;
+  else if (CLOSES.test(text)) {
+    if (this.__benchInTx) counts.transactions++;
+    this.__benchInTx = false;
+  } else {
+    counts.statements++;
+    if (!this.__benchInTx) counts.transactions++;
+  }
+  return query.call(this, config, values, callback);
+};
+
+// amqplib by file (its package exports hide lib/): the same module instances the service loads.
+const amqplibDir = path.dirname(require.resolve('amqplib'));
+const { Channel } = require(path.join(amqplibDir, 'lib/channel_model.js'));
+const { BaseChannel } = require(path.join(amqplibDir, 'lib/channel.js'));
+const publish = Channel.prototype.publish;
+Channel.prototype.publish = function probedPublish(...args) {
+  counts.published++;
+  return publish.apply(this, args);
+};
+// Bound in the channel's constructor, so patched before any channel exists.
+const handleDelivery = BaseChannel.prototype.handleDelivery;
+BaseChannel.prototype.handleDelivery = function probedDelivery(message) {
+  counts.delivered++;
+  return handleDelivery.call(this, message);
+};
+
+process.on('SIGWINCH', () => {
+  const dir = process.env.BENCH_PROBE_DIR;
+  if (!dir) return;
+  const file = path.join(dir, `${process.pid}.json`);
+  writeFileSync(`${file}.tmp`, JSON.stringify({ ...counts, at: Date.now() }));
+  renameSync(`${file}.tmp`, file);
+});
