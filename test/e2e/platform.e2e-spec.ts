@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually } from '@touchpoint/testing';
 import { activeFlow, getEnrollment, twoTextsFlowBody } from '../../scripts/demo/followups-scenarios.js';
-import { contactWrites, conversationMessages, type DemoContext, prepareWhatsapp } from '../../scripts/demo/demo-context.js';
+import { contactWrites, conversationMessages, type DemoContext } from '../../scripts/demo/demo-context.js';
 import { GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
 import { type DemoResult, demoPhoneNumberId, runDemo } from '../../scripts/demo/run-demo.js';
 import { SEED_002_FLOW_EXAMPLE as SEED_002_FLOW_BODY } from '@touchpoint/contracts';

@@ -158,7 +158,7 @@ describe(ExecutionRunner.name, () => {
   });
 
   it('answers a reply in its thread: "Re: " + the subject, as a reply to the inbound message', async () => {
-    const { enrollmentId, actionId, person } = await drafted();
+    const { actionId, person } = await drafted();
     const approved = await approve(actionId);
     await w.dispatcher.settle(await entryOf(actionId), 'accepted', { provider_message_id: 'nylas-first' });
     await eventually(async () => (await b.action(actionId)).status === 'executed');

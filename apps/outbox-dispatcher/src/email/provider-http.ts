@@ -30,7 +30,7 @@ export async function providerFetch(url: string, init: RequestInit, timeoutMs: n
     if (code && UNREACHABLE_CODES.has(code)) throw new ProviderCallError({ kind: 'http', httpStatus: 503, providerCode: null, retryAfterMs: null }, `${name} unreachable (${code})`, null, code);
     throw new ProviderCallError({ kind: 'network' }, `network failure: ${e?.cause?.message ?? e?.message ?? String(err)}`, null, code ?? 'network');
   }
-  let body: unknown = null;
+  let body: unknown;
   try {
     body = text ? JSON.parse(text) : null;
   } catch {

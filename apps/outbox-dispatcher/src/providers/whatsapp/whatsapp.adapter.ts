@@ -93,7 +93,7 @@ export class WhatsAppAdapter implements ProviderAdapter {
     } catch (err) {
       throw transportError(err);
     }
-    let parsed: unknown = text;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {
