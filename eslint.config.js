@@ -62,17 +62,12 @@ const STILL_UNTYPED_TEST_FILES = [
   'scripts/demo/http-clients.ts',
   'scripts/demo/outreach-scenario.ts',
   'test/deploy/manifests.spec.ts',
-  'test/e2e/platform.e2e-spec.ts',
-  'test/followups/ai-steps.e2e-spec.ts',
-  'test/followups/promises.e2e-spec.ts',
   'test/followups/release-gates.e2e-spec.ts',
   'test/followups/release.e2e-spec.ts',
-  'test/followups/triggers.e2e-spec.ts',
   'test/gateway/cli.e2e-spec.ts',
   'test/gateway/gateway-world.ts',
   'test/outbox/wire-world.ts',
   'test/outreach/outreach-world.ts',
-  'test/safety/ledger.ts',
   'test/safety/safety.e2e-spec.ts',
 ];
 
