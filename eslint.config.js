@@ -62,7 +62,6 @@ const STILL_UNTYPED_TEST_FILES = [
   'scripts/demo/http-clients.ts',
   'scripts/demo/outreach-scenario.ts',
   'test/deploy/manifests.spec.ts',
-  'test/gateway/cli.e2e-spec.ts',
   'test/gateway/gateway-world.ts',
   'test/outbox/wire-world.ts',
   'test/outreach/outreach-world.ts',
