@@ -63,7 +63,6 @@ const STILL_UNTYPED_TEST_FILES = [
   'scripts/demo/outreach-scenario.ts',
   'test/deploy/manifests.spec.ts',
   'test/gateway/gateway-world.ts',
-  'test/outbox/wire-world.ts',
   'test/outreach/outreach-world.ts',
 ];
 
