@@ -23,13 +23,7 @@ const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  */
 const CLI_IMPORTS_FROM_APPS = {
   ...Object.fromEntries(APPS.filter((app) => app !== 'cli').map((app) => [app, ['migrations/index.js']])),
-  gateway: [
-    'migrations/index.js',
-    'accounts/accounts.module.js',
-    'api-keys/api-keys.service.js',
-    'members/members.service.js',
-    'organizations/organizations.service.js',
-  ],
+  gateway: ['migrations/index.js', 'accounts/accounts.module.js', 'api-keys/api-keys.service.js', 'members/members.service.js', 'organizations/organizations.service.js'],
 };
 
 /**
@@ -56,15 +50,7 @@ function appBoundaries(app, allowedFrom = {}) {
  * row or body type, or `unknown` where nothing is dug into). Remove a file from this list once it
  * is typed; a new file cannot join it. apps/ and libs/ hold no `any`.
  */
-const STILL_UNTYPED_TEST_FILES = [
-  'scripts/demo/demo-context.ts',
-  'scripts/demo/followups-scenarios.ts',
-  'scripts/demo/http-clients.ts',
-  'scripts/demo/outreach-scenario.ts',
-  'test/deploy/manifests.spec.ts',
-  'test/gateway/gateway-world.ts',
-  'test/outreach/outreach-world.ts',
-];
+const STILL_UNTYPED_TEST_FILES = ['scripts/demo/demo-context.ts', 'scripts/demo/followups-scenarios.ts', 'scripts/demo/http-clients.ts', 'scripts/demo/outreach-scenario.ts', 'test/deploy/manifests.spec.ts', 'test/gateway/gateway-world.ts', 'test/outreach/outreach-world.ts'];
 
 const PROCESS_ENV = 'read configuration through the app\'s config class (STYLE, Code: "Config is one validated class per app; nothing reads process.env elsewhere").';
 
@@ -104,9 +90,7 @@ export default defineConfig(
   {
     files: ['libs/**'],
     rules: {
-      'no-restricted-imports': restrictedImports([
-        { regex: `(^|/)apps/|(^|/)(${APPS.map(escape).join('|')})/src(/|$)`, message: 'a lib never imports an app (STYLE, Layout: libs hold only what two or more apps share).' },
-      ]),
+      'no-restricted-imports': restrictedImports([{ regex: `(^|/)apps/|(^|/)(${APPS.map(escape).join('|')})/src(/|$)`, message: 'a lib never imports an app (STYLE, Layout: libs hold only what two or more apps share).' }]),
     },
   },
 );
