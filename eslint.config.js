@@ -1,4 +1,4 @@
-// ESLint's flat config (`npm run lint`, also the first step of `npm test`). Syntax-only rules: no
+// ESLint's flat config (`npm run lint`; `npm test` runs it too, in test/lint/lint.spec.ts). Syntax-only rules: no
 // rule needs type information, so the whole repository lints in seconds (`npm run typecheck` is the
 // type check). Formatting is prettier's job (.prettierrc.json); no rule here is about layout.
 import { readdirSync } from 'node:fs';
