@@ -102,7 +102,7 @@ async function readState(file: string): Promise<DemoState> {
     return { demos: parsed.demos && typeof parsed.demos === 'object' ? parsed.demos : {} };
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') return { demos: {} };
-    throw new Error(`${file} is not readable JSON (${(err as Error).message}); fix or delete it`);
+    throw new Error(`${file} is not readable JSON (${(err as Error).message}); fix or delete it`, { cause: err });
   }
 }
 

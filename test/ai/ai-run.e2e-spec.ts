@@ -41,9 +41,9 @@ describe('ai.run', () => {
   });
 
   const runRow = async (org: string, key: string) =>
-    (await w.world.sql<Record<string, any>>(`SELECT * FROM "${w.ai_schema}".ai_runs WHERE organization_id = $1 AND idempotency_key = $2`, [org, key]))[0];
+    (await w.world.sql<Record<string, unknown>>(`SELECT * FROM "${w.ai_schema}".ai_runs WHERE organization_id = $1 AND idempotency_key = $2`, [org, key]))[0];
   const ledger = async (org: string) =>
-    w.world.sql<Record<string, any>>(`SELECT kind, month, requests, prompt_tokens::int, completion_tokens::int, total_tokens::int, cost_usd::float FROM "${w.ai_schema}".ai_budget_ledger WHERE organization_id = $1`, [org]);
+    w.world.sql<Record<string, unknown>>(`SELECT kind, month, requests, prompt_tokens::int, completion_tokens::int, total_tokens::int, cost_usd::float FROM "${w.ai_schema}".ai_budget_ledger WHERE organization_id = $1`, [org]);
 
   it('answers ok with the output, and stores prompt version, input hash, output, usage, latency and the ledger', async () => {
     const result = await w.ai.run(classifyRequest(org, 'k1', 'Yes, I am interested! What is the price?'));

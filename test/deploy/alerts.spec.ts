@@ -26,9 +26,9 @@ describe('deploy/prometheus alert rules under promtool', () => {
   });
 
   it('every alert of alerts.yml has a case in alerts.test.yml', () => {
-    const read = (file: string) => load(readFileSync(path.join(rulesDir, file), 'utf8')) as any;
-    const alerts: string[] = read('alerts.yml').groups.flatMap((g: { rules: { alert: string }[] }) => g.rules.map((r) => r.alert));
-    const cases = read('alerts.test.yml').tests.flatMap((t: { alert_rule_test: { alertname: string; exp_alerts?: unknown[] }[] }) => t.alert_rule_test);
+    const read = <T>(file: string) => load(readFileSync(path.join(rulesDir, file), 'utf8')) as T;
+    const alerts: string[] = read<{ groups: { rules: { alert: string }[] }[] }>('alerts.yml').groups.flatMap((g) => g.rules.map((r) => r.alert));
+    const cases = read<{ tests: { alert_rule_test: { alertname: string; exp_alerts?: unknown[] }[] }[] }>('alerts.test.yml').tests.flatMap((t) => t.alert_rule_test);
     for (const alert of alerts) {
       const mine = cases.filter((c: { alertname: string }) => c.alertname === alert);
       // One evaluation where it fires and one where it stays quiet.

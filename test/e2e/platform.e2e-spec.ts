@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually } from '@touchpoint/testing';
 import { activeFlow, getEnrollment, twoTextsFlowBody } from '../../scripts/demo/followups-scenarios.js';
-import { contactWrites, conversationMessages, type DemoContext, prepareWhatsapp } from '../../scripts/demo/demo-context.js';
+import { contactWrites, conversationMessages, type DemoContext } from '../../scripts/demo/demo-context.js';
 import { GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
 import { type DemoResult, demoPhoneNumberId, runDemo } from '../../scripts/demo/run-demo.js';
 import { SEED_002_FLOW_EXAMPLE as SEED_002_FLOW_BODY } from '@touchpoint/contracts';
@@ -39,6 +39,15 @@ const oneTextFlow = (text: string) => ({
   },
   settings: { trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'pause', send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC' },
 });
+
+/** A WhatsApp text message as the sandbox received it. */
+type MetaText = { type?: string; text?: { body?: string } };
+/** The parts of a k8s manifest document this file reads (a Deployment's probes and scrape annotation). */
+type K8sDocument = {
+  kind?: string;
+  metadata: { name: string };
+  spec: { template: { metadata?: { annotations?: Record<string, string> }; spec: { containers: Array<Record<string, { httpGet?: { path?: string } } | undefined>> } } };
+};
 
 describe('Touchpoint, black box', () => {
   let platform: Platform;
@@ -82,7 +91,7 @@ describe('Touchpoint, black box', () => {
       const view = await getEnrollment(ctxOf(a, ga), s.enrollmentId);
       expect(view.enrollment).toMatchObject({ status: 'completed', reason: 'exhausted' });
       expect(view.effects).toEqual([expect.objectContaining({ kind: 'send', status: 'sent', text: 'Oi! Conseguiu ver a proposta que enviamos?', message_id: s.messageId })]);
-      const calls = (await sandbox.received('meta')).filter((c) => c.context.wa_id === s.contact.waId && (c.body as any)?.text?.body === 'Oi! Conseguiu ver a proposta que enviamos?');
+      const calls = (await sandbox.received('meta')).filter((c) => c.context.wa_id === s.contact.waId && (c.body as MetaText | undefined)?.text?.body === 'Oi! Conseguiu ver a proposta que enviamos?');
       expect(calls).toHaveLength(1);
       const message = (await conversationMessages(ctxOf(a, ga), s.contact.conversationId)).find((m) => m.message_id === s.messageId);
       expect(message).toMatchObject({ direction: 'outbound', status: 'read', external_id: s.wamid });
@@ -95,7 +104,7 @@ describe('Touchpoint, black box', () => {
       const c = demo.cancelOnReply!;
       expect(c.enrollment).toMatchObject({ status: 'completed', reason: 'replied' });
       expect(c.effects.filter((e) => e.kind === 'send').map((e) => e.status)).toEqual(['cancelled']);
-      const calls = (await sandbox.received('meta')).filter((call) => call.context.wa_id === c.contact.waId && (call.body as any)?.type === 'text');
+      const calls = (await sandbox.received('meta')).filter((call) => call.context.wa_id === c.contact.waId && (call.body as MetaText | undefined)?.type === 'text');
       expect(calls).toEqual([]);
     });
 
@@ -127,7 +136,7 @@ describe('Touchpoint, black box', () => {
 
   describe('follow-up routes and their documented errors (seed 002)', () => {
     let flowId: string;
-    let enrollment: Record<string, any>;
+    let enrollment: Record<string, unknown> & { id: string };
 
     beforeAll(async () => {
       const ctx = ctxOf(a, ga);
@@ -307,7 +316,7 @@ describe('Touchpoint, black box', () => {
       const view = await getEnrollment(ctx, id);
       expect(view.effects.filter((e) => e.kind === 'send').map((e) => e.status)).toEqual(['sent']);
     }
-    const calls = (await sandbox.received('meta')).filter((c) => (c.body as any)?.text?.body === text);
+    const calls = (await sandbox.received('meta')).filter((c) => (c.body as MetaText | undefined)?.text?.body === text);
     expect(calls.map((c) => c.context.wa_id).sort()).toEqual([...waIds].sort());
   }
 
@@ -400,7 +409,7 @@ describe('Touchpoint, black box', () => {
     it('every Deployment in k8s/ points its probes and scrape annotation at routes that answer on the started service', async () => {
       const checked: Array<{ service: string; path: string; status: number }> = [];
       for (const file of readdirSync(path.join(REPO, 'k8s')).filter((f) => f.endsWith('.yaml'))) {
-        for (const doc of loadAll(readFileSync(path.join(REPO, 'k8s', file), 'utf8')) as Array<Record<string, any>>) {
+        for (const doc of loadAll(readFileSync(path.join(REPO, 'k8s', file), 'utf8')) as Array<K8sDocument | null>) {
           if (doc?.kind !== 'Deployment') continue;
           const service = String(doc.metadata.name).replace(/^touchpoint-/, '') as (typeof STARTED_PROCESSES)[number];
           const template = doc.spec.template;

@@ -11,7 +11,7 @@ import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
 
 /**
  * The agents registry and turn promises through the gateway (seed 002 "Follow-ups e retornos"):
@@ -60,8 +60,8 @@ describe('Agents registry and turn promises', () => {
 
   let n = 0;
   async function contact(): Promise<string> {
-    const created = await followups.get(RpcClient).callUnchecked<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Ana ${++n}`, phone: `+55929${String(Date.now() % 1e4).padStart(4, '0')}${String(n).padStart(4, '0')}` });
-    const id = (created.data ?? created).contact_id as string;
+    const created = await followups.get(RpcClient).callUnchecked<{ contact_id: string; data?: { contact_id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Ana ${++n}`, phone: `+55929${String(Date.now() % 1e4).padStart(4, '0')}${String(n).padStart(4, '0')}` });
+    const id = (created.data ?? created).contact_id;
     await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".contacts WHERE contact_id = $1`, [id])).length === 1);
     return id;
   }
@@ -103,7 +103,7 @@ describe('Agents registry and turn promises', () => {
       const detail = await get(`/ai/agents/${agentId}?customer_id=${org}`, reader);
       expect(detail.status).toBe(200);
       expect(detail.body.data).toMatchObject({ name: 'Vendas', version: 3 });
-      expect(detail.body.data.versions.map((v: Row) => [v.version, v.followup.enabled])).toEqual([[3, true], [2, false], [1, true]]);
+      expect(detail.body.data.versions.map((v: { version: number; followup: { enabled: boolean } }) => [v.version, v.followup.enabled])).toEqual([[3, true], [2, false], [1, true]]);
       const list = await get(`/ai/agents?customer_id=${org}`, reader);
       expect(list.body.data.map((a: Row) => a.id)).toContain(agentId);
       const enrolled = await world.sql<Row>(`SELECT agent_id FROM "${world.schema('followups')}".enrollments WHERE agent_id = $1`, [agentId]);

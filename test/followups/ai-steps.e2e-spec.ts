@@ -19,7 +19,9 @@ import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing
 import { FixedClock } from '@touchpoint/time';
 import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+/** A `messaging.send` command as written to the outbox. */
+type SendCommand = { payload: { data: { text?: string } & Record<string, unknown> } };
 
 /** Lease of the AI steps in this world, ms (small, so a test can let it run out). */
 const LEASE_MS = 5000;
@@ -73,18 +75,18 @@ describe('Follow-up AI steps', () => {
   beforeEach(() => model('POST', 'reset', {}));
   afterEach(() => world.sql(`UPDATE "${world.schema('followups')}".enrollments SET status = 'cancelled', next_run_at = NULL WHERE status <> 'cancelled'`));
 
-  async function model(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+  async function model(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
     const res = await fetch(`${sandboxUrl}/sandbox/model/${path}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
     if (!res.ok) throw new Error(`sandbox model ${path}: ${res.status}`);
-    return res.json() as Promise<Record<string, any>>;
+    return res.json() as Promise<Record<string, unknown>>;
   }
   const script = (steps: ModelScriptStep[]) => model('POST', 'script', { steps });
   const requests = async () => (await model('GET', 'requests')).requests as ReceivedModelRequest[];
 
-  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
-  const enrollment = async (id: string) => (await sql(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
+  const sql = <T = Row>(text: string, params?: unknown[]) => world.sql<T>(text.replaceAll('fu.', `"${schema}".`), params);
+  const enrollment = async (id: string) => (await sql<Row & { locked_until: Date; next_run_at: Date }>(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
   const effectsOf = (id: string, kind: string) => sql(`SELECT * FROM fu.effects WHERE enrollment_id = $1 AND kind = $2 ORDER BY created_at`, [id, kind]);
-  const sendCommands = (id: string) => sql(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1`, [`followup:${id}:%`]);
+  const sendCommands = (id: string) => sql<SendCommand>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1`, [`followup:${id}:%`]);
 
   /** trigger → wait for a reply → classify (interested | not_interested, fallback not_interested) → a text per class → end. */
   const classifyFlow = (): [FlowGraph, FlowSettings] => [
@@ -289,7 +291,7 @@ describe('Follow-up AI steps', () => {
     expect(await effectsOf(id, 'classification')).toHaveLength(1);
     expect(await effectsOf(id, 'send')).toEqual([expect.objectContaining({ node_id: 'yes', status: 'queued' })]);
     expect(await sendCommands(id)).toHaveLength(1);
-    const requested = await sql(`SELECT data FROM fu.enrollment_events WHERE enrollment_id = $1 AND type = 'ai_requested' ORDER BY id`, [id]);
+    const requested = await sql<{ data: { attempt: number } }>(`SELECT data FROM fu.enrollment_events WHERE enrollment_id = $1 AND type = 'ai_requested' ORDER BY id`, [id]);
     expect(requested.map((r) => r.data.attempt)).toEqual([1, 2]);
     expect((await requests()).map((r) => r.task)).toEqual(['followup_classify', 'followup_classify']);
     const counter = await followupsA.get(Metrics).registry.getSingleMetricAsString('touchpoint_followup_ai_requests_total');
@@ -312,7 +314,7 @@ describe('Follow-up AI steps', () => {
       });
       return { id: promise.id, contactId };
     }
-    const promiseRow = async (id: string) => (await sql(`SELECT * FROM fu.promises WHERE id = $1`, [id]))[0];
+    const promiseRow = async (id: string) => (await sql<Row & { run: { ai_run_id?: string; skip_reason?: string } }>(`SELECT * FROM fu.promises WHERE id = $1`, [id]))[0];
 
     it('resume the conversation with the message ai-gateway writes from the promise (promise_resume)', async () => {
       const { id, contactId } = await dueReturn();
@@ -321,7 +323,7 @@ describe('Follow-up AI steps', () => {
       const row = await promiseRow(id);
       expect(row).toMatchObject({ status: 'completed', attempts: 1, locked_until: null, run: { message_key: `promise:${id}`, skip_reason: null } });
       expect(row.run.ai_run_id).toEqual(expect.any(String));
-      const [command] = await sql(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${id}`]);
+      const [command] = await sql<SendCommand>(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${id}`]);
       expect(command.payload.data).toMatchObject({ contact_id: contactId, text: 'Oi! Conseguiu falar com seu sócio sobre a cadeira?', requester: 'followups', sender_type: 'followup' });
       const [request] = await requests();
       expect(request.task).toBe('promise_resume');
@@ -344,7 +346,7 @@ describe('Follow-up AI steps', () => {
       expect(await followupsB.get(PromiseFiringService).fireOne()).toBe('resumed');
       expect(await late).toBe('dropped');
       expect(await promiseRow(slow.id)).toMatchObject({ status: 'completed', attempts: 2 });
-      const commands = await sql(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${slow.id}`]);
+      const commands = await sql<SendCommand>(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${slow.id}`]);
       expect(commands.map((c) => c.payload.data.text)).toEqual(['Olá de novo!']);
     }, 30_000);
   });

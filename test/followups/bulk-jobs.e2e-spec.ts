@@ -13,7 +13,7 @@ import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
 
 const LEASE_MS = 5000;
 const MAX_ATTEMPTS = 3;
@@ -68,7 +68,7 @@ describe('Follow-up bulk enrollment jobs', () => {
   });
   afterAll(() => world.close());
 
-  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
+  const sql = <T = Row>(text: string, params?: unknown[]) => world.sql<T>(text.replaceAll('fu.', `"${schema}".`), params);
   const create = (json: object) => http('POST', '/ai/followups/bulk-enrollments', { secret: admin.secret, json: { customer_id: org, flow_id: flowId, operation_key: randomUUID(), ...json } });
   const progress = async (id: string) => (await http('GET', `/ai/followups/bulk-enrollments/${id}?customer_id=${org}`, { secret: admin.secret })).body.data;
 
@@ -177,7 +177,7 @@ describe('Follow-up bulk enrollment jobs', () => {
   });
 
   it('enforces the plan limit of live enrollments', async () => {
-    const live = (await sql(`SELECT count(*)::int AS n FROM fu.enrollments WHERE organization_id = $1 AND status IN ('active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual')`, [org]))[0].n;
+    const live = (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM fu.enrollments WHERE organization_id = $1 AND status IN ('active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual')`, [org]))[0].n;
     const settings = followups.get(SettingsService);
     const current = await settings.get(org);
     await settings.update({ organization_id: org, expected_revision: current.revision, max_live_enrollments: live + 3 });

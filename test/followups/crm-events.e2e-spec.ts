@@ -23,7 +23,7 @@ import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { ALWAYS_OPEN, HOUR, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
 
 const soon = <T>(probe: () => Promise<T>) => eventually(probe, 30_000, 100);
 const WEBHOOK_SECRET = 'crm-test-webhook-secret';
@@ -98,8 +98,8 @@ describe('CRM events ingress', () => {
     const n = ++seq;
     const email = `lead${n}.${waBase}@example.com`;
     const phone = `+55929${waBase}${String(n).padStart(4, '0')}`;
-    const created = await followups.get(RpcClient).callUnchecked<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Lead ${n}`, email, phone });
-    const id = (created.data ?? created).contact_id as string;
+    const created = await followups.get(RpcClient).callUnchecked<{ contact_id: string; data?: { contact_id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Lead ${n}`, email, phone });
+    const id = (created.data ?? created).contact_id;
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('contacts')} WHERE contact_id = $1`, [id])).length === 1);
     return { id, email, phone };
   }
@@ -146,7 +146,7 @@ describe('CRM events ingress', () => {
 
       const [row] = await published(`crm:${org}:${eventId}`);
       expect(row).toMatchObject({ type: CrmEvents.LeadStatusChanged });
-      expect(row.payload?.data ?? row.data ?? row.payload).toMatchObject({ lead_id: 'lead-4711', contact_id: who.id, status: 'qualified', previous_status: 'new', crm_event_id: eventId });
+      expect((row.payload as { data?: unknown } | undefined)?.data ?? row.data ?? row.payload).toMatchObject({ lead_id: 'lead-4711', contact_id: who.id, status: 'qualified', previous_status: 'new', crm_event_id: eventId });
       await soon(async () => (await triggersOf('lead_status_changed', who.id)).length === 1);
       await followups.get(TriggersService).processBatch();
       const enrolled = await enrollmentsOf(flowId);

@@ -14,7 +14,9 @@ import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+/** A row as these tests read it: the columns they use typed, every other column `unknown`. */
+type EffectRow = Row & { id: string; status: string; idempotency_key: string };
 
 /**
  * Effects through the gateway (seed 002 "Efeitos"): a flow that requires approval holds its send
@@ -60,10 +62,10 @@ describe('Follow-up effects: approval and reconciliation', () => {
   afterAll(() => world.close());
   afterEach(() => world.sql(`UPDATE "${schema}".enrollments SET status = 'cancelled', next_run_at = NULL WHERE status <> 'cancelled'`));
 
-  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
-  const enrollment = async (id: string) => (await sql(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
-  const sendEffect = async (id: string) => (await sql(`SELECT * FROM fu.effects WHERE enrollment_id = $1 AND kind = 'send'`, [id]))[0];
-  const sendCommands = (enrollmentId: string) => sql(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1`, [`followup:${enrollmentId}:%`]);
+  const sql = <T = Row>(text: string, params?: unknown[]) => world.sql<T>(text.replaceAll('fu.', `"${schema}".`), params);
+  const enrollment = async (id: string) => (await sql<Row & { next_run_at: Date }>(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
+  const sendEffect = async (id: string) => (await sql<EffectRow>(`SELECT * FROM fu.effects WHERE enrollment_id = $1 AND kind = 'send'`, [id]))[0];
+  const sendCommands = (enrollmentId: string) => sql<{ payload: { data: unknown } }>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1`, [`followup:${enrollmentId}:%`]);
   const decide = (effectId: string, key: SeededKey, approve: boolean) =>
     http('POST', `/ai/followups/effects/${effectId}/decision`, { secret: key.secret, json: { customer_id: org, approve } });
 
@@ -171,7 +173,7 @@ describe('Follow-up effects: approval and reconciliation', () => {
     expect(await release.releaseOne()).toBe('released');
     expect(await sendEffect(enrollmentId)).toMatchObject({ status: 'rejected', reason: 'approval_revoked' });
     expect(await sendCommands(enrollmentId)).toEqual([]);
-    const events = await sql(`SELECT type, data FROM fu.enrollment_events WHERE enrollment_id = $1 AND type = 'approval_revoked'`, [enrollmentId]);
+    const events = await sql<{ type: string; data: { cause: string } }>(`SELECT type, data FROM fu.enrollment_events WHERE enrollment_id = $1 AND type = 'approval_revoked'`, [enrollmentId]);
     expect(events[0].data.cause).toBe('member_left');
   });
 

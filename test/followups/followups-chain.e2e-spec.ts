@@ -73,9 +73,9 @@ describe('follow-ups end to end', () => {
   beforeEach(() => sandbox.reset());
 
   const fu = (table: string) => `"${world.schema('followups')}".${table}`;
-  const enrollment = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM ${fu('enrollments')} WHERE id = $1`, [id]))[0];
-  const sendEffects = (id: string) => world.sql<Record<string, any>>(`SELECT * FROM ${fu('effects')} WHERE enrollment_id = $1 AND kind = 'send' ORDER BY created_at`, [id]);
-  const outboxEntry = async (key: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${world.schema('outbox-dispatcher')}".message_outbox WHERE idempotency_key = $1`, [key]))[0];
+  const enrollment = async (id: string) => (await world.sql<Record<string, unknown>>(`SELECT * FROM ${fu('enrollments')} WHERE id = $1`, [id]))[0];
+  const sendEffects = (id: string) => world.sql<Record<string, unknown> & { idempotency_key: string }>(`SELECT * FROM ${fu('effects')} WHERE enrollment_id = $1 AND kind = 'send' ORDER BY created_at`, [id]);
+  const outboxEntry = async (key: string) => (await world.sql<Record<string, unknown>>(`SELECT * FROM "${world.schema('outbox-dispatcher')}".message_outbox WHERE idempotency_key = $1`, [key]))[0];
   /** Drains twice, 7 s apart on the dispatcher's clock: the inbound's read receipt went first on the pair, and a pair paces 6.5 s. */
   const drain = async () => {
     await dispatcher.drain.drain(5000);

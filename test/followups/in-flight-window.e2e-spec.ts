@@ -15,7 +15,7 @@ import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { HOUR, ONE_TEXT_FLOW, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
 
 /** The window of the test: two follow-ups in flight per number. */
 const WINDOW = 2;
@@ -62,9 +62,9 @@ describe(InFlightWindow.name, () => {
   });
 
   const fu = (table: string) => `"${world.schema('followups')}".${table}`;
-  const enrollment = async (id: string) => (await world.sql<Row>(`SELECT * FROM ${fu('enrollments')} WHERE id = $1`, [id]))[0];
-  const sendEffect = async (id: string) => (await world.sql<Row>(`SELECT * FROM ${fu('effects')} WHERE enrollment_id = $1 AND kind = 'send'`, [id]))[0];
-  const timeline = (id: string, type: string) => world.sql<Row>(`SELECT data FROM ${fu('enrollment_events')} WHERE enrollment_id = $1 AND type = $2 ORDER BY id`, [id, type]);
+  const enrollment = async (id: string) => (await world.sql<Row & { next_run_at: Date }>(`SELECT * FROM ${fu('enrollments')} WHERE id = $1`, [id]))[0];
+  const sendEffect = async (id: string) => (await world.sql<Row & { idempotency_key: string }>(`SELECT * FROM ${fu('effects')} WHERE enrollment_id = $1 AND kind = 'send'`, [id]))[0];
+  const timeline = (id: string, type: string) => world.sql<{ data: { reason: string } }>(`SELECT data FROM ${fu('enrollment_events')} WHERE enrollment_id = $1 AND type = $2 ORDER BY id`, [id, type]);
   const outboxEntry = async (key: string) => (await world.sql<Row>(`SELECT * FROM "${world.schema('outbox-dispatcher')}".message_outbox WHERE idempotency_key = $1`, [key]))[0];
   /** Follow-up texts Meta's stand-in received (accepted or refused), per recipient. */
   const wireTexts = async () => (await sandbox.received()).filter((c) => c.context.type === 'text');

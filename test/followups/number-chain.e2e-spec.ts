@@ -9,7 +9,9 @@ import { NumberChain } from '../../apps/followups/src/release/number-chain.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { HOUR, ONE_TEXT_FLOW, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+/** A row as these tests read it: the columns they use typed, every other column `unknown`. */
+type EnrollmentRow = Row & { status: string; next_run_at: Date; sender_unavailable_since: Date };
 
 /**
  * The sending number of a follow-up (seed 000 "send": "number (enrollment, fixed, last
@@ -36,8 +38,8 @@ describe(NumberChain.name, () => {
   afterAll(() => world.close());
   afterEach(() => clock.set(start));
 
-  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
-  const enrollment = async (id: string) => (await sql(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
+  const sql = <T = Row>(text: string, params?: unknown[]) => world.sql<T>(text.replaceAll('fu.', `"${schema}".`), params);
+  const enrollment = async (id: string) => (await sql<EnrollmentRow>(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
   const sendEffect = async (id: string) => (await sql(`SELECT * FROM fu.effects WHERE enrollment_id = $1 AND kind = 'send'`, [id]))[0];
 
   async function setSender(org: string, sender: string, status: 'connected' | 'disconnected', isDefault = false): Promise<void> {
@@ -88,7 +90,7 @@ describe(NumberChain.name, () => {
       expect({ down: round.down, sender: (await sendEffect(e.id))?.sender_id }).toEqual({ down: round.down, sender: round.expected });
       // The number it went out on becomes the enrollment's own: its next sends keep the conversation on it.
       expect(await enrollment(e.id)).toMatchObject({ status: 'completed', sender_id: round.expected });
-      const [command] = await sql(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1`, [`followup:${e.id}:%`]);
+      const [command] = await sql<{ payload: { data: unknown } }>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1`, [`followup:${e.id}:%`]);
       expect(command.payload.data).toMatchObject({ outbox_sender_id: round.expected });
     }
   });

@@ -40,8 +40,8 @@ describe(`${ReleaseService.name} pacing and quota`, () => {
     const { enrollment } = await app.get(EnrollmentsService).create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID() });
     return enrollment.id;
   }
-  const row = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${s()}".enrollments WHERE id = $1`, [id]))[0];
-  const sends = async (id: string) => world.sql<Record<string, any>>(`SELECT * FROM "${s()}".effects WHERE enrollment_id = $1 AND kind = 'send'`, [id]);
+  const row = async (id: string) => (await world.sql<Record<string, unknown> & { id: string; next_run_at: Date }>(`SELECT * FROM "${s()}".enrollments WHERE id = $1`, [id]))[0];
+  const sends = async (id: string) => world.sql<Record<string, unknown>>(`SELECT * FROM "${s()}".effects WHERE enrollment_id = $1 AND kind = 'send'`, [id]);
 
   it('spaces releases on one number by the gap', async () => {
     const first = await enrollContactWhoWrote();

@@ -19,7 +19,9 @@ import { inboundText, newWamid, registerSender } from '../messaging/helpers.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { HOUR, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+/** What messaging answers to a contact create or get (either enveloped in `data` or not). */
+type ContactAnswer = { contact_id: string; id: string; tags: string[]; data?: { contact_id: string; id: string; tags: string[] } };
 
 /**
  * One-off returns through the gateway (seed 002 "Retornos avulsos", "Fila"):
@@ -74,12 +76,12 @@ describe('One-off returns (promises)', () => {
   });
   afterAll(() => world.close());
 
-  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
-  const row = async (id: string) => (await sql(`SELECT * FROM fu.promises WHERE id = $1`, [id]))[0];
+  const sql = <T = Row>(text: string, params?: unknown[]) => world.sql<T>(text.replaceAll('fu.', `"${schema}".`), params);
+  const row = async (id: string) => (await sql<Row & { alert: { notification_id: string }; due_at: Date }>(`SELECT * FROM fu.promises WHERE id = $1`, [id]))[0];
 
   /** A contact made by messaging (so its notifications have someone to name); followups reads it from the event. */
   async function contact(name = 'Ana', phone = `+55929${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`): Promise<string> {
-    const created = await followups.get(RpcClient).callUnchecked<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name, phone });
+    const created = await followups.get(RpcClient).callUnchecked<ContactAnswer>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name, phone });
     const id = (created.data ?? created).contact_id ?? (created.data ?? created).id;
     // messaging's contact events carry the phone (not the name) into followups' read model.
     await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1 AND phone = $2`, [id, phone])).length === 1);
@@ -289,7 +291,7 @@ describe('One-off returns (promises)', () => {
         via === 'api'
           ? (await create(json)).body.data
           : // Past the edge, which refuses a contact the caller does not have: the service itself, as a rule would.
-            (await sut.create({ ...(json as Record<string, any>), organization_id: org } as never)).promise;
+            (await sut.create({ ...(json as Record<string, unknown>), organization_id: org } as never)).promise;
       expect(p.status).toBe('scheduled');
       return p.id as string;
     };
@@ -302,7 +304,7 @@ describe('One-off returns (promises)', () => {
       await fireUntil(id);
       const fired = await row(id);
       expect(fired).toMatchObject({ status: 'template_dispatching', run: { message_key: `promise:${id}` } });
-      const [command] = await sql(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id = $1`, [`promise:${id}`]);
+      const [command] = await sql<{ payload: { data: Record<string, unknown> } }>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id = $1`, [`promise:${id}`]);
       expect(command.payload.data).toMatchObject({ idempotency_key: `promise:${id}`, template: { name: 'retomada_conversa', language: 'pt_BR' }, requester: 'followups', outbox_sender_id: sender });
       expect(command.payload.data.text).toBeUndefined();
 
@@ -317,7 +319,7 @@ describe('One-off returns (promises)', () => {
     it('with template: an ambiguous send leaves it unknown until reconciled (resolve → completed with the evidence)', async () => {
       const id = await dueNow(await contact('Gabi'), 'template', { template: { name: 'retomada_proposta', language: 'pt_BR', parameters: ['Gabi'] } });
       await fireUntil(id);
-      const [command] = await sql(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${id}`]);
+      const [command] = await sql<{ payload: { data: Record<string, unknown> } }>(`SELECT payload FROM fu.outbox_events WHERE event_id = $1`, [`promise:${id}`]);
       expect(command.payload.data.template).toEqual({ name: 'retomada_proposta', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Gabi' }] }] });
       await publishEvent(world, OutboxEvents.EntryAmbiguous, org, { entry_id: randomUUID(), idempotency_key: `promise:${id}`, channel: 'whatsapp' });
       await eventually(async () => (await row(id)).status === 'unknown');

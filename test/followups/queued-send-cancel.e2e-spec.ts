@@ -16,7 +16,9 @@ import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { ONE_TEXT_FLOW, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+/** A row as these tests read it: the columns they use typed, every other column `unknown`. */
+type EffectRow = Row & { idempotency_key: string };
 
 /** Waits for a fact across several services on a busy machine (up to 30 s). */
 const soon = <T>(probe: () => Promise<T>) => eventually(probe, 30_000, 100);
@@ -73,7 +75,7 @@ describe('queued follow-up sends lose to stop events', () => {
 
   const fu = (table: string) => `"${world.schema('followups')}".${table}`;
   const enrollmentRow = async (id: string) => (await world.sql<Row>(`SELECT * FROM ${fu('enrollments')} WHERE id = $1`, [id]))[0];
-  const sendEffect = async (enrollmentId: string) => (await world.sql<Row>(`SELECT * FROM ${fu('effects')} WHERE enrollment_id = $1 AND kind = 'send'`, [enrollmentId]))[0];
+  const sendEffect = async (enrollmentId: string) => (await world.sql<EffectRow>(`SELECT * FROM ${fu('effects')} WHERE enrollment_id = $1 AND kind = 'send'`, [enrollmentId]))[0];
   const outboxEntry = async (key: string) => (await world.sql<Row>(`SELECT * FROM "${world.schema('outbox-dispatcher')}".message_outbox WHERE idempotency_key = $1`, [key]))[0];
   /** The enrollment's timeline as the API shows it, oldest first. */
   const timeline = async (enrollmentId: string) => (await followups.get(EnrollmentsService).get({ organization_id: org, enrollment_id: enrollmentId })).events.reverse();
@@ -127,7 +129,7 @@ describe('queued follow-up sends lose to stop events', () => {
   }
 
   /** The send never reached the wire, and followups knows it was cancelled and why. */
-  async function expectCancelled(q: { waId: string; enrollmentId: string; effect: Row }, cause: string) {
+  async function expectCancelled(q: { waId: string; enrollmentId: string; effect: EffectRow }, cause: string) {
     await soon(async () => (await outboxEntry(q.effect.idempotency_key)).status === 'cancelled');
     await soon(async () => (await sendEffect(q.enrollmentId)).status === 'cancelled');
     await drain();
@@ -224,4 +226,4 @@ describe('queued follow-up sends lose to stop events', () => {
   });
 });
 
-type Queued = { waId: string; who: { contactId: string; conversationId: string }; flowId: string; enrollmentId: string; effect: Row };
+type Queued = { waId: string; who: { contactId: string; conversationId: string }; flowId: string; enrollmentId: string; effect: EffectRow };

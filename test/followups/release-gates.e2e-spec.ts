@@ -11,7 +11,12 @@ import { ReleaseService } from '../../apps/followups/src/release/release.service
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { ALWAYS_OPEN, connectSender, HOUR, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+/** Rows as these tests read them (SELECT *): the columns they use typed, every other column `unknown`. */
+type EnrollmentRow = Row & { revision: number; next_run_at: Date };
+type EffectRow = Row & { id: string; idempotency_key: string; created_at: Date };
+/** A command written to the outbox (`messaging.send`, `outbox.cancel`). */
+type BusCommand = { payload: { data: Record<string, unknown> & { text?: string } } };
 const MINUTE = 60_000;
 const edge = (id: string, source: string, target: string, condition: FlowGraph['edges'][number]['condition'] = { type: 'always' }) => ({ id, source, target, condition });
 const manual = (extra: Partial<FlowSettings> = {}): FlowSettings => ({ trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'pause', ...ALWAYS_OPEN, ...extra });
@@ -49,10 +54,10 @@ describe(`${ReleaseService.name} gates`, () => {
   // `releaseOne` takes the oldest due enrollment of any test: end each test's enrollments after it.
   afterEach(() => world.sql(`UPDATE "${schema}".enrollments SET status = 'cancelled', next_run_at = NULL WHERE status <> 'cancelled'`));
 
-  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
-  const enrollment = async (id: string) => (await sql(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0]!;
-  const sendEffects = (id: string) => sql(`SELECT * FROM fu.effects WHERE enrollment_id = $1 AND kind = 'send' ORDER BY step`, [id]);
-  const sendCommands = (id: string) => sql(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1 ORDER BY id`, [`followup:${id}:%`]);
+  const sql = <T = Row>(text: string, params?: unknown[]) => world.sql<T>(text.replaceAll('fu.', `"${schema}".`), params);
+  const enrollment = async (id: string) => (await sql<EnrollmentRow>(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0]!;
+  const sendEffects = (id: string) => sql<EffectRow>(`SELECT * FROM fu.effects WHERE enrollment_id = $1 AND kind = 'send' ORDER BY step`, [id]);
+  const sendCommands = (id: string) => sql<BusCommand>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1 ORDER BY id`, [`followup:${id}:%`]);
   const timeline = async (id: string) => (await sql(`SELECT type, data FROM fu.enrollment_events WHERE enrollment_id = $1 ORDER BY id`, [id])) as { type: string; data: Row }[];
 
   async function activeFlow(organizationId: string, graph: FlowGraph, flowSettings: FlowSettings): Promise<string> {
@@ -202,7 +207,7 @@ describe(`${ReleaseService.name} gates`, () => {
       expect(await enrollment(e.id)).toMatchObject({ status: 'cancelled', reason: 'plan_lost', next_run_at: null });
       expect(await sendCommands(e.id)).toEqual([]);
       expect(await timeline(e.id)).toContainEqual({ type: 'stopped', data: { reason: 'plan_lost' } });
-      const [finished] = await sql(`SELECT payload FROM fu.outbox_events WHERE type = 'followups.enrollment.finished' AND event_id = $1`, [`followups.enrollment.finished:${e.id}`]);
+      const [finished] = await sql<BusCommand>(`SELECT payload FROM fu.outbox_events WHERE type = 'followups.enrollment.finished' AND event_id = $1`, [`followups.enrollment.finished:${e.id}`]);
       expect(finished?.payload.data).toMatchObject({ status: 'cancelled', reason: 'plan_lost' });
 
       const refused = await enroll(flowId, await contact(other), {}, other).catch((err: AppError) => err);

@@ -12,7 +12,12 @@ import { ReleaseService } from '../../apps/followups/src/release/release.service
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+/** Rows as these tests read them (SELECT *): the columns they use typed, every other column `unknown`. */
+type EnrollmentRow = Row & { revision: number; next_run_at: Date };
+type EffectRow = Row & { id: string; idempotency_key: string; created_at: Date };
+/** A command written to the outbox (`messaging.send`, `outbox.cancel`). */
+type BusCommand = { payload: { data: Record<string, unknown> & { text?: string } } };
 
 /**
  * The release engine (seed 000 "Release", "Stop paths and ordering", "Failure behaviour") against
@@ -45,10 +50,10 @@ describe(ReleaseService.name, () => {
   // end the previous test's enrollments so they never become due in the next one.
   afterEach(() => world.sql(`UPDATE "${world.schema('followups')}".enrollments SET status = 'cancelled', next_run_at = NULL WHERE status <> 'cancelled'`));
 
-  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
-  const enrollment = async (id: string) => (await sql(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
-  const effects = (id: string) => sql(`SELECT * FROM fu.effects WHERE enrollment_id = $1 ORDER BY created_at, kind`, [id]);
-  const sendCommands = (enrollmentId: string) => sql(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1 ORDER BY id`, [`followup:${enrollmentId}:%`]);
+  const sql = <T = Row>(text: string, params?: unknown[]) => world.sql<T>(text.replaceAll('fu.', `"${schema}".`), params);
+  const enrollment = async (id: string) => (await sql<EnrollmentRow>(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
+  const effects = (id: string) => sql<EffectRow>(`SELECT * FROM fu.effects WHERE enrollment_id = $1 ORDER BY created_at, kind`, [id]);
+  const sendCommands = (enrollmentId: string) => sql<BusCommand>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1 ORDER BY id`, [`followup:${enrollmentId}:%`]);
 
   async function activeFlow(graph: FlowGraph, settings: FlowSettings): Promise<string> {
     const flow = await flows.create({ organization_id: org, name: `flow ${randomUUID().slice(0, 6)}`, graph, settings });
@@ -418,7 +423,7 @@ describe(ReleaseService.name, () => {
         { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: `wamid.${randomUUID()}`, text, message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777', ...extra },
         new Date(clock.now().getTime() + 1000),
       );
-    const cancels = (key: string) => sql(`SELECT payload FROM fu.outbox_events WHERE type = 'outbox.cancel' AND payload->'data'->>'idempotency_key' = $1`, [key]);
+    const cancels = (key: string) => sql<BusCommand>(`SELECT payload FROM fu.outbox_events WHERE type = 'outbox.cancel' AND payload->'data'->>'idempotency_key' = $1`, [key]);
 
     it('stops the enrollment and asks the dispatcher to cancel a follow-up still queued', async () => {
       const flowId = await activeFlow(...twoTexts());

@@ -12,7 +12,7 @@ import { RETENTION_LOCK_KEY, RetentionService } from '../../apps/followups/src/r
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { ALWAYS_OPEN, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
 const DAY = 86_400_000;
 
 /** Retention (seed 000 "Retention"): only what is past its time goes, per organization; one pass at a time. */

@@ -12,7 +12,7 @@ import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollm
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
 
 /** trigger → wait 1 h → tag → end: a flow that stays live and needs no conversation to publish. */
 const waitingFlow = (trigger: FlowSettings['trigger']): { graph: FlowGraph; settings: FlowSettings } => ({

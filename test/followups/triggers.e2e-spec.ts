@@ -15,7 +15,11 @@ import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+/** A trigger row as these tests read it (SELECT *): the columns they use typed, the rest `unknown`. */
+type TriggerRow = Row & { event_id: string; data: { text?: string; tag?: string }; outcome: { enrolled: unknown[] }; next_attempt_at: Date };
+/** What messaging answers to a contact create or get (either enveloped in `data` or not). */
+type ContactAnswer = { contact_id: string; id: string; tags: string[]; data?: { contact_id: string; id: string; tags: string[] } };
 
 /**
  * Rule triggers (seed 000 "Rules"): every trigger kind recorded in its event's transaction when a
@@ -41,9 +45,9 @@ describe('Follow-up rule triggers', () => {
   });
   afterAll(() => world.close());
 
-  const sql = (text: string, params?: unknown[]) => world.sql<Row>(text.replaceAll('fu.', `"${schema}".`), params);
+  const sql = <T = Row>(text: string, params?: unknown[]) => world.sql<T>(text.replaceAll('fu.', `"${schema}".`), params);
   const enrollmentsOf = (flowId: string) => sql(`SELECT * FROM fu.enrollments WHERE flow_id = $1`, [flowId]);
-  const triggersOf = (org: string) => sql(`SELECT * FROM fu.triggers WHERE organization_id = $1 ORDER BY id`, [org]);
+  const triggersOf = (org: string) => sql<TriggerRow>(`SELECT * FROM fu.triggers WHERE organization_id = $1 ORDER BY id`, [org]);
 
   /** Publishes one message twice, as a broker redelivery would (same event id). */
   async function deliverTwice<T>(type: string, organizationId: string, data: T): Promise<BusMessage<T>> {
@@ -234,7 +238,7 @@ describe('Follow-up rule triggers', () => {
     const sender = randomUUID();
     await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
     const rpc = followups.get(RpcClient);
-    const created = await rpc.callUnchecked<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: 'Ana', phone: '+5592988881234' });
+    const created = await rpc.callUnchecked<ContactAnswer>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: 'Ana', phone: '+5592988881234' });
     const contactId = (created.data ?? created).contact_id ?? (created.data ?? created).id;
     await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
 
@@ -261,7 +265,7 @@ describe('Follow-up rule triggers', () => {
     expect((await sql(`SELECT status FROM fu.enrollments WHERE id = $1`, [enrollment.id]))[0].status).toBe('completed');
 
     // messaging tagged the contact and told us; our read model has the tag, and no trigger was recorded.
-    const messagingContact = await rpc.callUnchecked<Record<string, any>>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: contactId });
+    const messagingContact = await rpc.callUnchecked<ContactAnswer>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: contactId });
     expect((messagingContact.data ?? messagingContact).tags).toContain('vip');
     // A tag from elsewhere, after the step's: its trigger arriving proves the step's event was consumed before it.
     await rpc.call('messaging', MessagingRpc.ContactTag, { organization_id: org, contact_id: contactId, tags: ['indicado'], source: 'api' });
@@ -290,7 +294,7 @@ describe('Follow-up rule triggers', () => {
     async function contactOf(org: string, tags: string[] = []): Promise<string> {
       await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: randomUUID(), channel: 'whatsapp', is_default: true, status: 'connected' });
       const rpc = followups.get(RpcClient);
-      const created = await rpc.callUnchecked<Record<string, any>>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: 'Ana', phone: `+55929${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}` });
+      const created = await rpc.callUnchecked<ContactAnswer>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: 'Ana', phone: `+55929${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}` });
       const contactId = (created.data ?? created).contact_id ?? (created.data ?? created).id;
       await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
       await eventually(async () => (await sql(`SELECT 1 FROM fu.senders WHERE organization_id = $1`, [org])).length === 1);
@@ -348,7 +352,7 @@ describe('Follow-up rule triggers', () => {
         const rows = await sql(`SELECT status, failures, last_error FROM fu.enrollments WHERE id = ANY($1::uuid[])`, [ids]);
         expect(rows.map((r) => [r.status, r.failures, r.last_error])).toEqual(ids.map(() => ['completed', 0, null]));
         // Messaging owns the tags: each step tagged the contact there.
-        const owner = await followups.get(RpcClient).callUnchecked<Record<string, any>>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: contactId });
+        const owner = await followups.get(RpcClient).callUnchecked<ContactAnswer>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: contactId });
         expect([...(owner.data ?? owner).tags].sort()).toEqual(ids.map((_, i) => `t${i}`).sort());
       } finally {
         clock.set(start);

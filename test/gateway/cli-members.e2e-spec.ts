@@ -2,6 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import type { ErrorEnvelope } from '@touchpoint/errors';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -9,7 +10,7 @@ import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders, gatewayTable, httpClient } from './gateway-world.js';
 
 /** Runs `npm run -s cli -- <args> --json` in the world's environment. */
-async function cli(world: TestWorld, args: string[]): Promise<{ code: number | null; json: any }> {
+async function cli<T = unknown>(world: TestWorld, args: string[]): Promise<{ code: number | null; json: T }> {
   const child = spawn('npm', ['run', '-s', 'cli', '--', ...args, '--json'], { env: { ...process.env, ...world.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'ignore'] });
   let stdout = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -45,7 +46,7 @@ describe('admin CLI: members and impersonation keys', () => {
     expect([after.status, after.body.error.code]).toEqual([401, 'unauthorized']);
     expect((await http('GET', '/api-keys', { secret: admin.secret })).status).toBe(200);
 
-    const unknown = await cli(world, ['member:remove', '--org', admin.organizationId, '--member', randomUUID()]);
+    const unknown = await cli<ErrorEnvelope>(world, ['member:remove', '--org', admin.organizationId, '--member', randomUUID()]);
     expect([unknown.code, unknown.json.error.code]).toEqual([1, 'not_found']);
   }, 120_000);
 
@@ -53,7 +54,7 @@ describe('admin CLI: members and impersonation keys', () => {
     const build = gatewayBuilders(gateway);
     const admin = await build.organizationWithKey({ scopes: ['admin'] });
 
-    const key = await cli(world, ['apikey:create', '--org', admin.organizationId, '--member', admin.memberId, '--scopes', 'outreach:write', '--impersonated-by', 'support@touchpoint.example']);
+    const key = await cli<{ api_key_id: string }>(world, ['apikey:create', '--org', admin.organizationId, '--member', admin.memberId, '--scopes', 'outreach:write', '--impersonated-by', 'support@touchpoint.example']);
 
     expect(key.code).toBe(0);
     expect(key.json).toMatchObject({ scopes: ['outreach:write'], impersonated_by: 'support@touchpoint.example' });

@@ -14,8 +14,11 @@ import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { probeControl, probeEvent, probeService } from '../bus/probe.js';
 import { gatewayTable, httpClient } from './gateway-world.js';
 
+/** What a command printed with `--json`: its result, or an error envelope (the fields these tests read). */
+type CliJson = { organization_id: string; member_id: string; api_key_id: string; secret: string; migrated: Record<string, unknown>; error: { code: string } };
+
 /** Runs `npm run -s cli -- <args>` in the world's environment; -s keeps npm's banner off stdout. */
-async function cli(world: TestWorld, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; json: any }> {
+async function cli(world: TestWorld, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; json: CliJson }> {
   const child = spawn('npm', ['run', '-s', 'cli', '--', ...args], {
     env: { ...process.env, ...world.env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -31,7 +34,7 @@ async function cli(world: TestWorld, args: string[]): Promise<{ code: number | n
   } catch {
     json = undefined;
   }
-  return { code, stdout, stderr, json };
+  return { code, stdout, stderr, json: json as CliJson };
 }
 
 describe('admin CLI', () => {
@@ -200,7 +203,7 @@ describe('admin CLI', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child = proc;
-      const lines: Record<string, any>[] = [];
+      const lines: (Record<string, unknown> & { event?: string; url?: string })[] = [];
       createInterface({ input: proc.stdout! }).on('line', (line) => {
         try {
           lines.push(JSON.parse(line));
@@ -209,7 +212,7 @@ describe('admin CLI', () => {
         }
       });
       const started = await eventually(() => lines.find((l) => l.event === 'service.started'), 30_000);
-      const gatewayHttp = httpClient(started.url);
+      const gatewayHttp = httpClient(started.url!);
 
       const me = await gatewayHttp('GET', '/me', { secret: key.secret, headers: { 'x-request-id': 'trace-me-1' } });
       expect(me.status).toBe(200);

@@ -1,5 +1,6 @@
 import { jest } from '@jest/globals';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { ErrorEnvelope } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
@@ -27,7 +28,7 @@ describe('Gateway hardening', () => {
   });
   afterAll(() => world.close());
 
-  const expectEnvelope = (res: { status: number; headers: Headers; body: any }, status: number, code: string) => {
+  const expectEnvelope = (res: { status: number; headers: Headers; body: Partial<ErrorEnvelope> | undefined }, status: number, code: string) => {
     expect({ status: res.status, code: res.body?.error?.code, message: typeof res.body?.error?.message }).toEqual({ status, code, message: 'string' });
     expect(res.headers.get('x-request-id')).toMatch(/^[\w.:-]{1,128}$/);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);

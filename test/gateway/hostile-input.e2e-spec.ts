@@ -1,6 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { PlatformRpc } from '@touchpoint/contracts';
+import type { ErrorEnvelope } from '@touchpoint/errors';
 import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
@@ -253,7 +254,7 @@ describe('Hostile input over every route', () => {
       graph: ONE_TEXT_FLOW.graph,
       settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC', ...(senderSettings ? { sender: senderSettings } : {}) },
     });
-    const refusal = (res: { status: number; body: any }) => ({ status: res.status, code: res.body?.error?.code, message: res.body?.error?.message });
+    const refusal = (res: { status: number; body: Partial<ErrorEnvelope> | undefined }) => ({ status: res.status, code: res.body?.error?.code, message: res.body?.error?.message });
     const rows = async (service: 'followups' | 'outreach', table: string, org: string) => world.sql(`SELECT 1 FROM "${world.schema(service)}".${table} WHERE organization_id = $1`, [org]);
 
     it("refuses another organization's contact, conversation and sender in an enrollment, as it refuses an unknown id, and stores nothing", async () => {

@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
+import type { ErrorEnvelope } from '@touchpoint/errors';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -64,7 +65,7 @@ describe('Sender ownership', () => {
       const nowhere = await http('POST', '/senders', { secret: attacker.secret, json: whatsapp(number(), 'attacker-token') });
       expect((await http('POST', '/senders', { secret: victim.secret, json: whatsapp(victims, 'victim-token-2') })).status).toBe(201);
       const after = await http('POST', '/senders', { secret: attacker.secret, json: whatsapp(victims, 'attacker-token') });
-      const shape = (res: { status: number; body: any }) => ({ status: res.status, code: res.body.error.code, message: res.body.error.message, details: res.body.error.details });
+      const shape = (res: { status: number; body: ErrorEnvelope }) => ({ status: res.status, code: res.body.error.code, message: res.body.error.message, details: res.body.error.details });
       expect(shape(before)).toEqual({ status: 422, code: 'sender_unverified', message: expect.any(String), details: { provider: 'meta', provider_status: 400, provider_code: 100 } });
       expect(shape(nowhere)).toEqual(shape(before));
       expect(shape(after)).toEqual(shape(before));

@@ -59,7 +59,7 @@ describe('inbound when the abuse check fails', () => {
     const first = newWamid();
     await sut.whatsapp(inboundText(first, from, 'first', ts++, pnid));
     const [{ contact_id }] = await world.sql<{ contact_id: string }>(`SELECT contact_id FROM "${m()}".messages WHERE external_id = $1`, [first]);
-    const action = await restrictInReadModel(world, { organization_id: org, contact_id }, 'throttle', 3_600_000);
+    await restrictInReadModel(world, { organization_id: org, contact_id }, 'throttle', 3_600_000);
 
     const wamid = newWamid();
     expect(await sut.whatsapp(inboundText(wamid, from, 'still there?', ts++, pnid))).toMatchObject({ stored: 1, denied: 0 });

@@ -16,7 +16,7 @@ import { inboundText, newWamid, outboxEvents, registerSender } from './helpers.j
 async function readEvents(url: string, secret: string, headers: Record<string, string>, count: number, timeoutMs = 5000) {
   const controller = new AbortController();
   const res = await fetch(url, { headers: { authorization: `Bearer ${secret}`, ...headers }, signal: controller.signal });
-  const events: { id?: string; event?: string; data?: any }[] = [];
+  const events: { id?: string; event?: string; data?: Record<string, unknown> }[] = [];
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
@@ -30,7 +30,7 @@ async function readEvents(url: string, secret: string, headers: Record<string, s
       while ((cut = buffer.indexOf('\n\n')) >= 0) {
         const block = buffer.slice(0, cut);
         buffer = buffer.slice(cut + 2);
-        const e: { id?: string; event?: string; data?: any } = {};
+        const e: { id?: string; event?: string; data?: Record<string, unknown> } = {};
         for (const line of block.split('\n')) {
           if (line.startsWith('id: ')) e.id = line.slice(4);
           else if (line.startsWith('event: ')) e.event = line.slice(7);
@@ -221,12 +221,12 @@ describe('gateway messaging routes', () => {
     expect(got.status).toBe(200);
     expect(got.contentType).toContain('text/event-stream');
     expect(got.events.map((e) => e.event)).toEqual(['messaging.contact.created', 'messaging.contact.created']);
-    expect(got.events.map((e) => e.data.email)).toEqual(['one@example.com', 'two@example.com']);
+    expect(got.events.map((e) => e.data?.email)).toEqual(['one@example.com', 'two@example.com']);
 
     // Missed while disconnected: a third contact; resuming after the first event replays two and three.
     await http('POST', '/contacts', { secret: key.secret, json: { name: 'Stream Three', email: 'three@example.com' } });
     const resumed = await readEvents(`${base}/events/stream?types=messaging.contact.created`, key.secret, { 'last-event-id': got.events[0].id! }, 2, 4000);
-    expect(resumed.events.map((e) => e.data.email)).toEqual(['two@example.com', 'three@example.com']);
+    expect(resumed.events.map((e) => e.data?.email)).toEqual(['two@example.com', 'three@example.com']);
 
     expect((await http('GET', '/events/stream', {})).status).toBe(401);
   });

@@ -21,10 +21,10 @@ describe('outbox dispatcher', () => {
   let seq = 0;
 
   const schema = () => world.schema('outbox-dispatcher');
-  const entry = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0];
-  const attempts = async (id: string) => world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox_attempts WHERE entry_id = $1 ORDER BY id`, [id]);
+  const entry = async (id: string) => (await world.sql<Record<string, unknown> & { payload: { body?: string }; pacing_key: string; next_attempt_at: Date }>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0];
+  const attempts = async (id: string) => world.sql<Record<string, unknown> & { started_at: Date; body: { error: { code: number; message: string } } }>(`SELECT * FROM "${schema()}".message_outbox_attempts WHERE entry_id = $1 ORDER BY id`, [id]);
   const events = async (entryId: string) =>
-    (await world.sql<{ type: string; payload: any }>(`SELECT type, payload FROM "${schema()}".outbox_events WHERE payload->'data'->>'entry_id' = $1 AND type LIKE 'outbox.entry.%' ORDER BY id`, [entryId])).map((r) => ({ type: r.type, data: r.payload.data }));
+    (await world.sql<{ type: string; payload: { data: Record<string, unknown> } }>(`SELECT type, payload FROM "${schema()}".outbox_events WHERE payload->'data'->>'entry_id' = $1 AND type LIKE 'outbox.entry.%' ORDER BY id`, [entryId])).map((r) => ({ type: r.type, data: r.payload.data }));
   const drain = () => d.drain.drain(5000);
   /** A fresh Brazilian mobile per test, so pairs never collide. */
   const newNumber = () => `55119${String(70000000 + ++seq * 7919).slice(-8)}`;
@@ -82,7 +82,7 @@ describe('outbox dispatcher', () => {
           { event_id: `cmd:${cancelled.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: cancelled },
         ]),
       );
-      const keyed = async (key: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox WHERE idempotency_key = $1`, [key]))[0];
+      const keyed = async (key: string) => (await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".message_outbox WHERE idempotency_key = $1`, [key]))[0];
       await eventually(async () => (await keyed(data.idempotency_key)) && (await keyed(cancelled.idempotency_key)));
       await uow.run((tx) => tx.publish({ event_id: `cancel:${cancelled.idempotency_key}`, type: OutboxCommands.Cancel, organization_id: org, data: { organization_id: org, idempotency_key: cancelled.idempotency_key } }));
       await eventually(async () => (await keyed(cancelled.idempotency_key)).status === 'cancelled');

@@ -21,11 +21,11 @@ describe(ProspectCapService.name, () => {
   let seq = 0;
 
   const schema = () => world.schema('outbox-dispatcher');
-  const entry = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0]!;
+  const entry = async (id: string) => (await world.sql<Record<string, unknown> & { recipient: string; idempotency_key: string }>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0]!;
   const drain = () => d.drain.drain(10_000);
   const nylasSends = async (grant?: string) =>
-    ((await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; outcome: string }[] }>('/sandbox/control/nylas/received')).calls ?? []).filter((c) => c.operation === 'send' && (!grant || c.context.grant_id === grant));
-  const unipileCalls = async () => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; outcome: string }[] }>('/sandbox/control/unipile/received')).calls ?? [];
+    ((await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: { body: string; custom_headers?: unknown }; outcome: string }[] }>('/sandbox/control/nylas/received')).calls ?? []).filter((c) => c.operation === 'send' && (!grant || c.context.grant_id === grant));
+  const unipileCalls = async () => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: unknown; outcome: string }[] }>('/sandbox/control/unipile/received')).calls ?? [];
   const mailbox = async (org: string, provider = 'google') => {
     const grant = `grant-${randomUUID()}`;
     await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', provider });
@@ -69,7 +69,7 @@ describe(ProspectCapService.name, () => {
       expect(refused).toHaveLength(1);
       expect(refused[0]).toMatchObject({ last_error_code: 'prospect_send_cap_reached', last_classification: 'permanent' });
       expect(await nylasSends(grant)).toHaveLength(30);
-      const [failedEvent] = await world.sql<{ payload: any }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'entry_id' = $1`, [refused[0]!.id]);
+      const [failedEvent] = await world.sql<{ payload: { data: unknown } }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'entry_id' = $1`, [refused[0]!.id]);
       expect(failedEvent!.payload.data).toMatchObject({ error_code: 'prospect_send_cap_reached' });
 
       // Still the same UTC day: the next one is refused too.

@@ -11,6 +11,9 @@ import { PHONE_NUMBER_ID, soon, startWireWorld, type WireWorld } from './wire-wo
  * `value.errors[]` that slow it, system messages that move a contact to its new number, and the
  * error subcode and details kept on a failed message.
  */
+/** The part of a Meta webhook body these tests look into. */
+type MetaWebhook = { entry: { changes: { value: Record<string, unknown> }[] }[] };
+
 describe('Meta fidelity of the WhatsApp path', () => {
   let w: WireWorld;
   let seq = 0;
@@ -18,7 +21,7 @@ describe('Meta fidelity of the WhatsApp path', () => {
   const messaging = () => w.world.schema('messaging');
   const newNumber = () => `55119${String(61000000 + ++seq * 7919).slice(-8)}`;
   const rpc = () => w.d.app.get(RpcClient);
-  const entry = async (id: string) => (await w.world.sql<Record<string, any>>(`SELECT * FROM "${outbox()}".message_outbox WHERE id = $1`, [id]))[0];
+  const entry = async (id: string) => (await w.world.sql<Record<string, unknown> & { next_attempt_at: Date }>(`SELECT * FROM "${outbox()}".message_outbox WHERE id = $1`, [id]))[0];
   const enqueue = (org: string, to: string, payload: OutboxPayload) => w.d.enqueue.enqueue(textTo(org, to, { payload }));
   const quoted = 'wamid.HBgNNTUxMTk4NzY1NDMyMRUCABIYFjNFQjBEMkZBNkE3NjA2OUU2OTZBAA==';
 
@@ -121,14 +124,14 @@ describe('Meta fidelity of the WhatsApp path', () => {
     expect(first).toMatchObject({ status: 'failed', last_classification: 'sender_unauthorized', last_error_code: '190', last_error_subcode: '463', last_http_status: 401 });
     expect(first.last_error_details).toContain('expired');
     for (const later of rest) expect(later).toMatchObject({ status: 'failed', last_classification: 'sender_unauthorized', last_error_code: 'sender_token_invalid', attempts: 1 });
-    const [sender] = await w.world.sql<Record<string, any>>(`SELECT status, status_reason FROM "${outbox()}".senders WHERE id = $1`, [senderId]);
+    const [sender] = await w.world.sql<Record<string, unknown>>(`SELECT status, status_reason FROM "${outbox()}".senders WHERE id = $1`, [senderId]);
     expect(sender).toEqual({ status: 'disconnected', status_reason: 'token_invalid' });
     await expect(w.d.enqueue.enqueue(textTo(org, newNumber()))).rejects.toMatchObject({ code: 'sender_disconnected' });
 
     // Messaging learns it: its read model and the organization's real-time feed.
     await soon(async () => (await w.world.sql(`SELECT 1 FROM "${messaging()}".whatsapp_senders WHERE sender_id = $1 AND status = 'disconnected'`, [senderId])).length === 1);
     const feed = await soon(async () => {
-      const rows = await w.world.sql<{ data: any }>(`SELECT data FROM "${messaging()}".stream_events WHERE organization_id = $1 AND type = 'outbox.sender.disconnected'`, [org]);
+      const rows = await w.world.sql<{ data: unknown }>(`SELECT data FROM "${messaging()}".stream_events WHERE organization_id = $1 AND type = 'outbox.sender.disconnected'`, [org]);
       return rows.length ? rows : false;
     });
     expect(feed[0].data).toMatchObject({ sender_id: senderId, reason: 'token_invalid', error_code: '190', error_subcode: '463' });
@@ -138,10 +141,10 @@ describe('Meta fidelity of the WhatsApp path', () => {
     const { org, senderId } = await otherNumber('100000000000772');
     const to = newNumber();
     const queued = await w.d.enqueue.enqueue(textTo(org, to));
-    const delivery = await w.sandbox.post<{ status: number; payload: any }>('/sandbox/meta/errors', { phone_number_id: '100000000000772', code: 130429 });
+    const delivery = await w.sandbox.post<{ status: number; payload: MetaWebhook }>('/sandbox/meta/errors', { phone_number_id: '100000000000772', code: 130429 });
     expect(delivery.status).toBe(200);
     expect(delivery.payload.entry[0].changes[0].value.statuses).toBeUndefined();
-    const [stored] = await w.world.sql<Record<string, any>>(`SELECT code, details, sender_id, paused_until FROM "${outbox()}".whatsapp_webhook_errors WHERE phone_number_id = '100000000000772'`);
+    const [stored] = await w.world.sql<Record<string, unknown> & { paused_until: Date }>(`SELECT code, details, sender_id, paused_until FROM "${outbox()}".whatsapp_webhook_errors WHERE phone_number_id = '100000000000772'`);
     expect(stored).toMatchObject({ code: 130429, details: 'Cloud API message throughput has been reached.', sender_id: senderId });
     const pausedUntil = new Date(stored.paused_until).getTime();
     expect(pausedUntil).toBe(w.d.clock.now().getTime() + 60_000);
@@ -164,15 +167,15 @@ describe('Meta fidelity of the WhatsApp path', () => {
     const fresh = newNumber();
     await w.sandbox.post('/sandbox/meta/inbound', { from: oldNumber, text: 'hello there' });
     const [contact] = await soon(async () => {
-      const rows = await w.world.sql<Record<string, any>>(`SELECT id, phone FROM "${messaging()}".contacts WHERE organization_id = $1 AND phone = $2`, [w.org, `+${oldNumber}`]);
+      const rows = await w.world.sql<Record<string, unknown>>(`SELECT id, phone FROM "${messaging()}".contacts WHERE organization_id = $1 AND phone = $2`, [w.org, `+${oldNumber}`]);
       return rows.length ? rows : false;
     });
-    const sys = await w.sandbox.post<{ status: number; payload: any; message_id: string }>('/sandbox/meta/system', { from: oldNumber, wa_id: fresh });
+    const sys = await w.sandbox.post<{ status: number; payload: MetaWebhook; message_id: string }>('/sandbox/meta/system', { from: oldNumber, wa_id: fresh });
     expect(sys.status).toBe(200);
     expect(sys.payload.entry[0].changes[0].value.contacts).toBeUndefined();
     await soon(async () => (await w.world.sql(`SELECT 1 FROM "${messaging()}".contacts WHERE id = $1 AND phone = $2`, [contact.id, `+${fresh}`])).length === 1);
     expect(await w.world.sql(`SELECT 1 FROM "${messaging()}".messages WHERE external_id = $1`, [sys.message_id])).toHaveLength(0);
-    const [event] = await w.world.sql<{ payload: any }>(`SELECT payload FROM "${messaging()}".outbox_events WHERE type = 'messaging.contact.updated' AND payload->'data'->>'contact_id' = $1`, [contact.id]);
+    const [event] = await w.world.sql<{ payload: { data: unknown } }>(`SELECT payload FROM "${messaging()}".outbox_events WHERE type = 'messaging.contact.updated' AND payload->'data'->>'contact_id' = $1`, [contact.id]);
     expect(event.payload.data).toMatchObject({ phone: `+${fresh}`, previous_phone: `+${oldNumber}`, reason: 'whatsapp_number_changed' });
   });
 
@@ -193,7 +196,7 @@ describe('Meta fidelity of the WhatsApp path', () => {
     expect((await w.sandbox.received(to)).map((c) => c.outcome)).toEqual(['error_131008']);
     const [row] = await w.entriesOf(sent.message_id);
     expect(row).toMatchObject({ status: 'failed', last_error_code: '131008', last_error_subcode: '2494010', last_error_details: 'The parameter to is required.' });
-    const [event] = await w.world.sql<{ payload: any }>(`SELECT payload FROM "${outbox()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'entry_id' = $1`, [row.id]);
+    const [event] = await w.world.sql<{ payload: { data: unknown } }>(`SELECT payload FROM "${outbox()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'entry_id' = $1`, [row.id]);
     expect(event.payload.data).toMatchObject({ error_code: '131008', error_subcode: '2494010', error_details: 'The parameter to is required.' });
     await soon(async () => (await w.world.sql(`SELECT 1 FROM "${messaging()}".messages WHERE id = $1 AND status = 'failed' AND error_subcode = '2494010' AND error_details = $2`, [sent.message_id, 'The parameter to is required.'])).length === 1);
     // The conversation's message list (what `GET /conversations/{id}/messages` answers) shows them too.

@@ -1,5 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { Clock } from '@touchpoint/time';
@@ -30,7 +30,7 @@ describe('Meta webhooks and senders through the gateway', () => {
   const phoneNumberId = '100000000000002';
   const schema = () => world.schema('outbox-dispatcher');
   const storedStatuses = async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema()}".provider_statuses`))[0].n;
-  const entry = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0];
+  const entry = async (id: string) => (await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0];
 
   beforeAll(async () => {
     world = await createTestWorld('outbox_meta');
@@ -183,7 +183,7 @@ describe('Meta webhooks and senders through the gateway', () => {
       expect((await http('DELETE', `/senders/${senderId}`, { secret: admin.secret })).status).toBe(200);
       expect((await http('GET', '/senders', { secret: admin.secret })).body.items).toEqual([]);
       expect((await http('GET', `/senders/${senderId}`, { secret: admin.secret })).status).toBe(404);
-      const [event] = await world.sql<{ payload: any }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.sender.removed' AND payload->'data'->>'sender_id' = $1`, [senderId]);
+      const [event] = await world.sql<{ payload: unknown }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.sender.removed' AND payload->'data'->>'sender_id' = $1`, [senderId]);
       expect(event.payload).toMatchObject({ organization_id: admin.organizationId, data: { sender_id: senderId, status: 'removed', phone_number_id: phoneNumberId } });
       const again = await http('POST', '/senders', { secret: admin.secret, json: { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '5511912345678', business_account_id: '100000000000001', access_token: 'new-token' } });
       expect(again.status).toBe(201);

@@ -72,9 +72,9 @@ describe('an opt-out on WhatsApp suppresses the contact at the dispatcher', () =
 
     // The held sends were cancelled with the suppression, and every requester is told why.
     for (const entry of heldEntries) {
-      const [row] = await w.world.sql<Record<string, any>>(`SELECT status, last_error_code, attempts FROM ${o('message_outbox')} WHERE id = $1`, [entry.id]);
+      const [row] = await w.world.sql<Record<string, unknown>>(`SELECT status, last_error_code, attempts FROM ${o('message_outbox')} WHERE id = $1`, [entry.id]);
       expect(row).toEqual({ status: 'cancelled', last_error_code: 'suppressed', attempts: 0 });
-      const [event] = await w.world.sql<{ payload: any }>(`SELECT payload FROM ${o('outbox_events')} WHERE type = $1 AND payload->'data'->>'entry_id' = $2`, [OutboxEvents.EntryCancelled, entry.id]);
+      const [event] = await w.world.sql<{ payload: { data: unknown } }>(`SELECT payload FROM ${o('outbox_events')} WHERE type = $1 AND payload->'data'->>'entry_id' = $2`, [OutboxEvents.EntryCancelled, entry.id]);
       expect(event!.payload.data).toMatchObject({ reason: 'suppressed', error_code: 'suppressed' });
     }
     await soon(async () => (await messageOf(who.conversationId, heldText))?.status === 'cancelled');

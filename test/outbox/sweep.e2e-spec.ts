@@ -23,7 +23,7 @@ describe('outbox sweep', () => {
   let seq = 0;
   const newNumber = () => `55219${String(80000000 + ++seq * 7919).slice(-8)}`;
   const schema = () => world.schema('outbox-dispatcher');
-  const entry = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0];
+  const entry = async (id: string) => (await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0];
   const entryEvents = async (id: string) => (await world.sql<{ type: string }>(`SELECT type FROM "${schema()}".outbox_events WHERE payload->'data'->>'entry_id' = $1 AND type LIKE 'outbox.entry.%' ORDER BY id`, [id])).map((r) => r.type);
 
   /**

@@ -39,13 +39,13 @@ export interface WireWorld {
   org: string;
   mailbox: { grant: string; senderId: string };
   /** POSTs a Meta webhook body to `/webhooks/meta`, signed like Meta signs it. */
-  meta(body: unknown): Promise<{ status: number; body: any }>;
+  meta(body: unknown): Promise<{ status: number; body: unknown }>;
   /** Drains the dispatcher `rounds` times, moving its clock past the pair pacing (6.5 s) between rounds. */
   drain(rounds?: number): Promise<void>;
   /** Emails the sandbox's Nylas was asked to send to `to`. */
   emailsTo(to: string): Promise<unknown[]>;
   /** `message_outbox` rows whose log context names `messageId`. */
-  entriesOf(messageId: string): Promise<Record<string, any>[]>;
+  entriesOf(messageId: string): Promise<(Record<string, unknown> & { id: string })[]>;
   close(): Promise<void>;
 }
 

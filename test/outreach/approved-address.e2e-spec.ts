@@ -56,7 +56,7 @@ describe('outreach sends to the approved address only', () => {
   });
 
   const outreachTable = (table: string) => `"${world.schema('outreach')}".${table}`;
-  const action = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE id = $1`, [id]))[0]!;
+  const action = async (id: string) => (await world.sql<Record<string, unknown>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE id = $1`, [id]))[0]!;
   const sendsTo = async (...addresses: string[]) => {
     const { calls } = await sandbox.get<{ calls: NylasCall[] }>('/sandbox/control/nylas/received');
     return calls.filter((c) => c.operation === 'send' && (c.body.to ?? []).some((t) => addresses.includes(t.email)));
@@ -77,7 +77,7 @@ describe('outreach sends to the approved address only', () => {
     const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const [pending] = await eventually(async () => {
-      const rows = await world.sql<Record<string, any>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
+      const rows = await world.sql<Record<string, unknown>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
       return rows.length ? rows : null;
     }, 30_000);
     return { person, actionId: pending!.id as string };

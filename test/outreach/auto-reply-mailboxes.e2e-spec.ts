@@ -13,14 +13,14 @@ import { ALWAYS_OPEN, startFollowups } from '../followups/followups-world.js';
 import { SandboxHandle } from '../outbox/harness.js';
 import { startOutreachToSandbox } from './outreach-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
 /** Deadline of this file's RPCs, ms: late in the serial suite the process is busy, and 5 s was once too short. */
 const RPC_MS = 20_000;
 interface NylasCall {
   operation: string;
   outcome: string;
   context: Record<string, string>;
-  body: any;
+  body: unknown;
   provider_id?: string;
 }
 
@@ -95,7 +95,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
   const m = () => world.schema('messaging');
   const fu = () => world.schema('followups');
   const action = async (id: string) => (await world.sql<Row>(`SELECT * FROM "${o()}".proposed_actions WHERE id = $1`, [id]))[0]!;
-  const enrollment = async (id: string) => (await world.sql<Row>(`SELECT * FROM "${o()}".enrollments WHERE id = $1`, [id]))[0]!;
+  const enrollment = async (id: string) => (await world.sql<Row & { context_version: number }>(`SELECT * FROM "${o()}".enrollments WHERE id = $1`, [id]))[0]!;
   const nylasCalls = async () => (await sandbox.get<{ calls: NylasCall[] }>('/sandbox/control/nylas/received')).calls;
   const replyEvents = (enrollmentId: string) => world.sql<Row>(`SELECT event_id FROM "${o()}".outbox_events WHERE event_id LIKE 'reply:%' AND payload->'data'->>'enrollment_id' = $1`, [enrollmentId]);
 
@@ -119,7 +119,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
     const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, phone }, RPC_MS);
     const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] }, RPC_MS);
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
-    const pending = await eventually(async () => (await world.sql<Row>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
+    const pending = await eventually(async () => (await world.sql<{ id: string }>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
     await rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } }, RPC_MS);
     const sent = await eventually(async () => ((await action(pending!.id)).status === 'executed' ? action(pending!.id) : null), 30_000);
     const send = (await nylasCalls()).find((c) => c.operation === 'send' && c.provider_id === sent.provider_message_id);
@@ -203,7 +203,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
     const { nylasId, message } = await answer(s.person, s.sentId, { subject: 'Re: your note', body: 'Away this week.', headers: [{ name: 'Auto-Submitted', value: 'auto-replied' }] });
     expect((await nylasCalls()).filter((c) => c.operation === 'read' && c.context.message_id === nylasId).map((c) => c.outcome)).toEqual(['error_503', 'error_503', 'error_503']);
     expect(message).toMatchObject({ auto_reply: false, opt_out: false });
-    const [event] = await world.sql<Row>(`SELECT payload FROM "${m()}".outbox_events WHERE event_id = $1`, [`messaging.message.received:${message.id}`]);
+    const [event] = await world.sql<{ payload: { data: unknown } }>(`SELECT payload FROM "${m()}".outbox_events WHERE event_id = $1`, [`messaging.message.received:${message.id}`]);
     expect(event!.payload.data).toMatchObject({ auto_reply: false, opt_out: false, judgement_certain: false });
     await eventually(async () => (await replyEvents(s.enrollmentId)).length === 1, 30_000);
     // The interrupt moves the version on; the decision it wakes may move it again before we look.

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import type { ErrorEnvelope } from '@touchpoint/errors';
 import { outreachBuilders } from './builders.js';
 import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
 
 /** Runs the admin CLI in this world, as an operator would (`npm run cli -- …`). */
-async function cli(w: OutreachWorld, args: string[]): Promise<{ code: number | null; json: any; stderr: string }> {
+async function cli<T = unknown>(w: OutreachWorld, args: string[]): Promise<{ code: number | null; json: T; stderr: string }> {
   const child = spawn('npm', ['run', '-s', 'cli', '--', ...args, '--json'], { env: { ...process.env, ...w.world.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -38,18 +39,18 @@ describe('outreach:drafts commands', () => {
     const a1 = await b.pendingAction(org, first.enrollmentId);
     const a2 = await b.pendingAction(org, second.enrollmentId);
 
-    const list = await cli(w, ['outreach:drafts:list', '--org', org]);
+    const list = await cli<{ total: number; items: { action_id: string }[] }>(w, ['outreach:drafts:list', '--org', org]);
     expect(list.code).toBe(0);
     expect(list.json.total).toBe(2);
     expect(list.json.items.map((i: { action_id: string }) => i.action_id)).toEqual([a1.actionId, a2.actionId]);
 
-    const badEdit = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Hi {name}', '--body', 'b']);
+    const badEdit = await cli<ErrorEnvelope>(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Hi {name}', '--body', 'b']);
     expect([badEdit.code, badEdit.json.error.code]).toEqual([1, 'draft_placeholder']);
     const approved = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Chairs', '--body', 'Hi Sarah, a call?']);
     expect(approved.code).toBe(0);
     expect(approved.json).toMatchObject({ status: 'approved', approved_by: member, approved_payload: { subject: 'Chairs', body: 'Hi Sarah, a call?', to: first.person.email } });
 
-    const noReason = await cli(w, ['outreach:drafts:reject', '--org', org, '--action', a2.actionId, '--member', member, '--then', 'regenerate']);
+    const noReason = await cli<ErrorEnvelope>(w, ['outreach:drafts:reject', '--org', org, '--action', a2.actionId, '--member', member, '--then', 'regenerate']);
     expect([noReason.code, noReason.json.error.code]).toEqual([1, 'validation_failed']);
     const rejected = await cli(w, ['outreach:drafts:reject', '--org', org, '--action', a2.actionId, '--member', member, '--then', 'regenerate', '--reason', 'Mention the free trial.']);
     expect(rejected.json).toMatchObject({ status: 'rejected', reject_then: 'regenerate', rejected_by: member });
@@ -67,12 +68,12 @@ describe('outreach:drafts commands', () => {
     const leaver = await w.builders!.organizationWithKey({ organizationId: org, role: 'operator', scopes: ['outreach:read'], email: `leaver.${randomUUID().slice(0, 6)}@example.com` });
     await w.builders!.members.remove(org, leaver.memberId);
 
-    const invented = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', actionId, '--member', 'm-1']);
+    const invented = await cli<ErrorEnvelope>(w, ['outreach:drafts:approve', '--org', org, '--action', actionId, '--member', 'm-1']);
     expect([invented.code, invented.json.error.code]).toEqual([1, 'not_found']);
     expect(invented.json.error.message).toContain('--member');
-    const foreign = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', actionId, '--member', stranger.memberId]);
+    const foreign = await cli<ErrorEnvelope>(w, ['outreach:drafts:approve', '--org', org, '--action', actionId, '--member', stranger.memberId]);
     expect([foreign.code, foreign.json.error.code]).toEqual([1, 'not_found']);
-    const gone = await cli(w, ['outreach:drafts:reject', '--org', org, '--action', actionId, '--member', leaver.memberId, '--then', 'stop']);
+    const gone = await cli<ErrorEnvelope>(w, ['outreach:drafts:reject', '--org', org, '--action', actionId, '--member', leaver.memberId, '--then', 'stop']);
     expect([gone.code, gone.json.error.code]).toEqual([1, 'forbidden']);
 
     expect(await b.action(actionId)).toMatchObject({ status: 'pending_approval', approved_by: null, rejected_by: null });

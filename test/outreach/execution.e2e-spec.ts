@@ -56,7 +56,7 @@ describe(ExecutionRunner.name, () => {
     const approved = await approve(actionId);
 
     const entry = await entryOf(actionId);
-    expect(entry).toMatchObject({ organization_id: org, channel: 'email', to: person.email, payload: { type: 'text', body: (approved.approved_payload as any).body, subject: (approved.approved_payload as any).subject } });
+    expect(entry).toMatchObject({ organization_id: org, channel: 'email', to: person.email, payload: { type: 'text', body: (approved.approved_payload as { body: string }).body, subject: (approved.approved_payload as { subject: string }).subject } });
     expect(entry.log_context).toMatchObject({ requester: 'outreach', action_id: actionId, enrollment_id: enrollmentId });
     expect((await b.action(actionId)).status).toBe('sending');
     const [message] = await w.sql(`SELECT * FROM "${w.world.schema('messaging')}".messages WHERE idempotency_key = $1`, [`outreach:${actionId}`]);
@@ -158,7 +158,7 @@ describe(ExecutionRunner.name, () => {
   });
 
   it('answers a reply in its thread: "Re: " + the subject, as a reply to the inbound message', async () => {
-    const { enrollmentId, actionId, person } = await drafted();
+    const { actionId, person } = await drafted();
     const approved = await approve(actionId);
     await w.dispatcher.settle(await entryOf(actionId), 'accepted', { provider_message_id: 'nylas-first' });
     await eventually(async () => (await b.action(actionId)).status === 'executed');
@@ -200,7 +200,7 @@ describe(ExecutionRunner.name, () => {
     await eventually(async () => (await b.action(actionId)).status === 'executed');
     await w.rpc.call('outreach', OutreachRpc.EnrollmentExit, { organization_id: org, enrollment_id: enrollmentId });
 
-    const timeline = await w.rpc.callUnchecked<{ items: { id: string; kind: string; at: string | null; data: any }[]; missing: string[] }>('outreach', OutreachRpc.EnrollmentTimeline, { organization_id: org, enrollment_id: enrollmentId });
+    const timeline = await w.rpc.callUnchecked<{ items: { id: string; kind: string; at: string | null; data: unknown }[]; missing: string[] }>('outreach', OutreachRpc.EnrollmentTimeline, { organization_id: org, enrollment_id: enrollmentId });
 
     expect(timeline.missing).toEqual([]);
     expect(timeline.items.map((i) => i.kind)).toEqual(['ended', 'action', 'email', 'decision', 'enrolled']);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { QueryRunner } from 'typeorm';
-import { type CampaignView, type ContactView, MessagingRpc, OutreachRpc } from '@touchpoint/contracts';
+import { type CampaignView, type ContactView, MessagingRpc } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { EnrollmentsRepository } from '../../apps/outreach/src/enrollments/enrollments.repository.js';

@@ -15,7 +15,7 @@ import { gatewayBuilders, httpClient } from '../gateway/gateway-world.js';
 import { SandboxHandle } from '../outbox/harness.js';
 import { startOutreachToSandbox } from './outreach-world.js';
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
 const DAY = 86_400_000;
 
 /**
@@ -60,7 +60,7 @@ describe('out-of-office auto-resume', () => {
 
   const o = () => world.schema('outreach');
   const m = () => world.schema('messaging');
-  const enrollment = async (id: string) => (await world.sql<Row>(`SELECT * FROM "${o()}".enrollments WHERE id = $1`, [id]))[0]!;
+  const enrollment = async (id: string) => (await world.sql<Row & { next_check_at: Date }>(`SELECT * FROM "${o()}".enrollments WHERE id = $1`, [id]))[0]!;
   const action = async (id: string) => (await world.sql<Row>(`SELECT * FROM "${o()}".proposed_actions WHERE id = $1`, [id]))[0]!;
 
   /** A person enrolled (contact time zone `timeZone`), whose first email went out after approval. */
@@ -78,7 +78,7 @@ describe('out-of-office auto-resume', () => {
     const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, time_zone: timeZone });
     const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
-    const pending = await eventually(async () => (await world.sql<Row>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
+    const pending = await eventually(async () => (await world.sql<{ id: string }>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
     await rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } });
     const sent = await eventually(async () => ((await action(pending!.id)).status === 'executed' ? action(pending!.id) : null), 30_000);
     const before = await eventually(async () => {

@@ -46,7 +46,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
   });
 
   const schema = () => world.schema('outreach');
-  const action = async (id: string) => (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".proposed_actions WHERE id = $1`, [id]))[0]!;
+  const action = async (id: string) => (await world.sql<Record<string, unknown> & { next_attempt_at: Date }>(`SELECT * FROM "${schema()}".proposed_actions WHERE id = $1`, [id]))[0]!;
   const drafted = async () => {
     const campaign = await rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
       organization_id: org,
@@ -62,7 +62,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const [pending] = await eventually(async () => {
-      const rows = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
+      const rows = await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
       return rows.length ? rows : null;
     }, 30_000);
     return { person, enrollmentId, actionId: pending!.id as string };
@@ -73,14 +73,14 @@ describe('outreach email through the dispatcher to Nylas', () => {
     const { person, enrollmentId, actionId } = await drafted();
     const approved = await approve(actionId);
     const executed = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 30_000);
-    const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; provider_id?: string }[] }>('/sandbox/control/nylas/received');
+    const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: { subject?: string; body: string; custom_headers?: unknown }; provider_id?: string }[] }>('/sandbox/control/nylas/received');
     const sends = calls.filter((c) => c.operation === 'send' && c.context.to === person.email);
     expect(sends).toHaveLength(1);
     expect(sends[0]!.body.subject).toBe((approved.approved_payload as { subject: string }).subject);
     expect(sends[0]!.body.body).toContain('Unsubscribe: https://touchpoint.example/nylas/email/unsubscribe?token=');
     expect(sends[0]!.body.custom_headers).toEqual(expect.arrayContaining([{ name: 'List-Unsubscribe-Post', value: 'List-Unsubscribe=One-Click' }]));
     expect(executed.provider_message_id).toBe(sends[0]!.provider_id);
-    const [enrollment] = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]);
+    const [enrollment] = await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]);
     expect(enrollment!.touch_count).toBe(1);
   }, 120_000);
 
@@ -88,7 +88,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     const { person, enrollmentId, actionId } = await drafted();
     await approve(actionId);
     const sent = await eventually(async () => ((await action(actionId)).status === 'executed' ? action(actionId) : null), 30_000);
-    const before = (await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]))[0]!;
+    const before = (await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]))[0]!;
 
     // An out-of-office: the notification carries no headers; outreach reads them with one Nylas GET.
     const ooo = await sandbox.post<{ message: { id: string }; deliveries: { status: number }[] }>('/sandbox/nylas/inbound', {
@@ -100,11 +100,11 @@ describe('outreach email through the dispatcher to Nylas', () => {
       reply_to_message_id: sent.provider_message_id,
     });
     expect(ooo.deliveries.map((d) => d.status)).toEqual([200]);
-    const oooRow = await eventually(async () => (await world.sql<Record<string, any>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [ooo.message.id]))[0], 30_000);
+    const oooRow = await eventually(async () => (await world.sql<Record<string, unknown>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [ooo.message.id]))[0], 30_000);
     await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".inbox_events WHERE event_id = $1`, [`messaging.message.received:${oooRow.id}`]))[0], 30_000);
     const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string> }[] }>('/sandbox/control/nylas/received');
     expect(calls.filter((c) => c.operation === 'read' && c.context.message_id === ooo.message.id && c.context.fields === 'include_headers')).toHaveLength(1);
-    expect((await world.sql<Record<string, any>>(`SELECT context_version FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]))[0]!.context_version).toBe(before.context_version);
+    expect((await world.sql<Record<string, unknown>>(`SELECT context_version FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]))[0]!.context_version).toBe(before.context_version);
 
     // A real reply, its notifications out of order and redelivered.
     const reply = await sandbox.post<{ message: { id: string }; deliveries: { status: number; body: string }[] }>('/sandbox/nylas/inbound', {
@@ -119,7 +119,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
       [200, 'duplicate'],
       [200, 'duplicate'],
     ]);
-    const replyRow = (await world.sql<Record<string, any>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [reply.message.id]))[0]!;
+    const replyRow = (await world.sql<Record<string, unknown>>(`SELECT id FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [reply.message.id]))[0]!;
     await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".outbox_events WHERE event_id = $1`, [`reply:${replyRow.id}`]))[0], 30_000);
     await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema()}".decisions WHERE trigger_event_id = $1`, [`reply:${replyRow.id}`]))[0], 30_000);
     expect(await world.sql(`SELECT event_id FROM "${schema()}".outbox_events WHERE event_id LIKE 'reply:%' AND payload->'data'->>'enrollment_id' = $1`, [enrollmentId])).toHaveLength(1);

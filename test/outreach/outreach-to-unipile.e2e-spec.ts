@@ -25,6 +25,9 @@ const UNIPILE_SECRET = 'e2e-unipile-secret';
  * enrollment gets an `invitation_accepted` decision; the approved chat message goes out; the
  * person's answer (`message_received` through the gateway) interrupts the enrollment.
  */
+/** A proposed action as these tests read it (SELECT *): the columns they use typed, the rest `unknown`. */
+type ActionRow = Record<string, unknown> & { id: string; draft_payload: { note?: string; body?: string } };
+
 describe('outreach LinkedIn through the dispatcher to Unipile', () => {
   let world: TestWorld;
   let sandbox: SandboxHandle;
@@ -55,11 +58,11 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
   });
 
   const schema = () => world.schema('outreach');
-  const rows = (sql: string, params: unknown[]) => world.sql<Record<string, any>>(sql.replaceAll('{o}', `"${schema()}"`), params);
+  const rows = <T = ActionRow>(sql: string, params: unknown[]) => world.sql<T>(sql.replaceAll('{o}', `"${schema()}"`), params);
   const pendingOf = (enrollmentId: string) => eventually(async () => (await rows(`SELECT * FROM {o}.proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
   const approve = (actionId: string) => rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
   const executed = (actionId: string) => eventually(async () => (await rows(`SELECT * FROM {o}.proposed_actions WHERE id = $1 AND status = 'executed'`, [actionId]))[0], 30_000);
-  const unipile = async () => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: any; provider_id?: string }[] }>('/sandbox/control/unipile/received')).calls;
+  const unipile = async () => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: unknown; provider_id?: string }[] }>('/sandbox/control/unipile/received')).calls;
 
   it('invites with the note, learns the acceptance, messages, and the answer interrupts the enrollment', async () => {
     const campaign = await rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
@@ -105,12 +108,12 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     expect(sentMessage.provider_message_id).toBe(chatCall.provider_id);
 
     // 4 the answer, through the gateway: stored, and the enrollment interrupted once
-    const before = (await rows(`SELECT * FROM {o}.enrollments WHERE id = $1`, [enrollmentId]))[0]!;
+    const before = (await rows<{ context_version: number }>(`SELECT * FROM {o}.enrollments WHERE id = $1`, [enrollmentId]))[0]!;
     const answer = await sandbox.post<{ payload: { message_id: string }; delivery: { status: number; body: string } }>('/sandbox/unipile/inbound', { account_id: account, from_provider_id: memberId, text: 'Happy to talk on Tuesday!' });
     expect(answer.delivery.status).toBe(200);
-    const [stored] = await world.sql<Record<string, any>>(`SELECT * FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [answer.payload.message_id]);
+    const [stored] = await world.sql<Record<string, unknown>>(`SELECT * FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [answer.payload.message_id]);
     expect(stored).toMatchObject({ channel: 'linkedin', direction: 'inbound', body: 'Happy to talk on Tuesday!' });
     await eventually(async () => (await rows(`SELECT 1 FROM {o}.outbox_events WHERE event_id = $1`, [`reply:${stored!.id}`]))[0], 30_000);
-    expect((await rows(`SELECT context_version FROM {o}.enrollments WHERE id = $1`, [enrollmentId]))[0]!.context_version).toBeGreaterThan(before.context_version);
+    expect((await rows<{ context_version: number }>(`SELECT context_version FROM {o}.enrollments WHERE id = $1`, [enrollmentId]))[0]!.context_version).toBeGreaterThan(before.context_version);
   }, 120_000);
 });

@@ -1,6 +1,9 @@
 import type { SandboxClient } from '../../scripts/demo/http-clients.js';
 
 /** An address a message can go to, keyed as the wire shows it (WhatsApp digits, email lower case, LinkedIn member id). */
+
+/** The fields of a Meta message request (text, template, interactive or media with a caption) the ledger reads. */
+type MetaMessageBody = Record<string, unknown> & { type?: string; text?: { body?: string }; template?: { name?: string }; interactive?: { body?: { text?: string } } };
 export interface Address {
   channel: 'whatsapp' | 'email' | 'linkedin';
   value: string;
@@ -27,17 +30,17 @@ export async function wireLog(sandbox: SandboxClient): Promise<WireCall[]> {
   const out: WireCall[] = [];
   for (const provider of ['meta', 'nylas', 'unipile'] as const) {
     const answer = await sandbox.request('GET', `/sandbox/control/${provider}/received`);
-    for (const call of (answer.body?.calls ?? []) as Array<{ seq: number; at: number; arrived_at?: number; operation: string; context: Record<string, string>; body: any; outcome: string }>) {
+    for (const call of (answer.body?.calls ?? []) as Array<{ seq: number; at: number; arrived_at?: number; operation: string; context: Record<string, string>; body?: Record<string, unknown>; outcome: string }>) {
       if (call.outcome === 'rejected') continue;
       const arrivedAt = call.arrived_at ?? call.at;
       if (provider === 'meta') {
         if (call.operation !== 'messages' || call.context.type === 'read') continue;
-        const b = call.body ?? {};
-        const text = b.text?.body ?? b.template?.name ?? b.interactive?.body?.text ?? b[b.type]?.caption ?? '';
+        const b = (call.body ?? {}) as MetaMessageBody;
+        const text = b.text?.body ?? b.template?.name ?? b.interactive?.body?.text ?? (b.type ? (b[b.type] as { caption?: string } | undefined) : undefined)?.caption ?? '';
         out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'whatsapp', value: call.context.wa_id ?? '' }, from: call.context.phone_number_id ?? '', text: String(text), subject: null, outcome: call.outcome });
       } else if (provider === 'nylas') {
         if (call.operation !== 'send') continue;
-        out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'email', value: (call.context.to ?? '').toLowerCase() }, from: call.context.grant_id ?? '', text: String(call.body?.body ?? ''), subject: call.body?.subject ?? null, outcome: call.outcome });
+        out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'email', value: (call.context.to ?? '').toLowerCase() }, from: call.context.grant_id ?? '', text: String(call.body?.body ?? ''), subject: (call.body?.subject as string | undefined) ?? null, outcome: call.outcome });
       } else {
         if (!['invite', 'chat', 'message'].includes(call.operation)) continue;
         out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'linkedin', value: call.context.provider_id ?? '' }, from: call.context.account_id ?? '', text: String(call.body?.text ?? call.body?.message ?? ''), subject: null, outcome: call.outcome });

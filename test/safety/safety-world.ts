@@ -108,12 +108,12 @@ export class SafetyOrg {
     return this.gateway.post('/ai/followups/enrollments', { customer_id: this.id, flow_id: flowId, contact_id: who.contactId, conversation_id: who.conversationId, operation_key: key });
   }
 
-  async followup(enrollmentId: string): Promise<{ enrollment: Record<string, any>; effects: Array<Record<string, any>> }> {
+  async followup(enrollmentId: string): Promise<{ enrollment: Record<string, unknown> & { status: string; finished_at?: string | null; reason?: string | null }; effects: Array<Record<string, unknown> & { kind: string; status: string }> }> {
     return expectOk('GET follow-up enrollment', await this.gateway.get(`/ai/followups/enrollments/${enrollmentId}?customer_id=${this.id}`), 200).data;
   }
 
-  messages(conversationId: string): Promise<Array<Record<string, any>>> {
-    return conversationMessages(this.ctx(), conversationId);
+  messages(conversationId: string): Promise<Array<Record<string, unknown> & { message_id: string; direction: string; status: string }>> {
+    return conversationMessages(this.ctx(), conversationId) as Promise<Array<Record<string, unknown> & { message_id: string; direction: string; status: string }>>;
   }
 
   /**
@@ -158,18 +158,18 @@ export class SafetyOrg {
     let open = '';
     const done = await until(async () => {
       const view = expectOk('GET notification', await this.gateway.get(`/notifications/${notificationId}`), 200);
-      const pending = (view.deliveries as Array<Record<string, any>>).filter((d) => d.status === 'pending');
+      const pending = (view.deliveries as Array<Record<string, unknown>>).filter((d) => d.status === 'pending');
       open = pending.map((d) => `${d.channel}:${d.status}`).join(',');
       return pending.length === 0;
     }, timeoutMs);
     return done ? null : `notification ${notificationId} ${open}`;
   }
 
-  async notification(notificationId: string): Promise<Record<string, any>> {
+  async notification(notificationId: string): Promise<Record<string, unknown> & { deliveries: Array<Record<string, unknown> & { status: string }> }> {
     return expectOk('GET notification', await this.gateway.get(`/notifications/${notificationId}`), 200);
   }
 
-  async contact(contactId: string): Promise<Record<string, any>> {
+  async contact(contactId: string): Promise<Record<string, unknown>> {
     return expectOk('GET contact', await this.gateway.get(`/contacts/${contactId}`), 200);
   }
 }

@@ -30,6 +30,11 @@ const BACKOFF_BASE_MS = 10_000;
 /** A stop must land at least this long before the lane could pick the text up to count as "while it waits". */
 const STOP_MARGIN_MS = 3_000;
 
+/** A draft in the review queue (`GET /agentic/outreach/actions`), the fields this file reads. */
+type ReviewCard = { action_id: string; enrollment_id: string; to: string; draft?: { subject?: string; body?: string } };
+/** An item of an outreach enrollment's timeline, the fields this file reads. */
+type TimelineItem = { kind: string; data?: { trigger_reason?: string; status?: string; direction?: string } };
+
 describe('Safety: the reply, the opt-out and the approval win across services', () => {
   const v = new Variants(SEED);
   const ledger = new Ledger();
@@ -188,10 +193,10 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
   /** When the first call of `type` for `waId` reached the sandbox (a held one included), if it did by `before`. */
   async function arrivalOf(waId: string, type: string, before: number): Promise<number | undefined> {
     const mine = (context: Record<string, string>) => context.type === type && (type === 'read' ? context.message_id === receipts.get(waId) : context.wa_id === waId);
-    const calls = (await sandbox.received('meta')).filter((c) => mine(c.context) && Number((c as any).arrived_at ?? 0) <= before);
+    const calls = (await sandbox.received('meta')).filter((c) => mine(c.context) && Number((c as { arrived_at?: number }).arrived_at ?? 0) <= before);
     // A call still held by a scripted fault is not in the log yet, but its taken fault is.
     const taken = ((await sandbox.request('GET', '/sandbox/control/meta/faults/taken')).body?.taken ?? []) as Array<{ taken_at: number; context: Record<string, string> }>;
-    return [...calls.map((c) => Number((c as any).arrived_at)), ...taken.filter((t) => mine(t.context) && t.taken_at <= before).map((t) => t.taken_at)].sort((a, b) => a - b)[0];
+    return [...calls.map((c) => Number((c as { arrived_at?: number }).arrived_at)), ...taken.filter((t) => mine(t.context) && t.taken_at <= before).map((t) => t.taken_at)].sort((a, b) => a - b)[0];
   }
 
   /** Makes `stop` happen and answers when the platform acknowledged it (epoch ms). */
@@ -265,29 +270,29 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
 
     /** Waits for the person's draft, approves it (recording the approval) and waits until the email reached the sandbox. */
     async function approveAndSend(scenario: string, p: { enrollmentId: string; email: string; contactId: string }, options: { editAddressTo?: string } = {}) {
-      const card = await until(async () => ((await e.gateway.get('/agentic/outreach/actions?limit=200')).body?.items as Array<Record<string, any>> | undefined)?.find((a) => a.enrollment_id === p.enrollmentId), 90_000);
+      const card = await until(async () => ((await e.gateway.get('/agentic/outreach/actions?limit=200')).body?.items as ReviewCard[] | undefined)?.find((a) => a.enrollment_id === p.enrollmentId), 90_000);
       if (!card) throw new Error(`${scenario}: no draft reached the review queue`);
       const approving = e.gateway.post(`/agentic/outreach/actions/${card.action_id}/approve`, {});
       // The address edited while the approval is executed: the wire must still get the approved one.
       const editing = options.editAddressTo ? e.gateway.patch(`/contacts/${p.contactId}`, { email: options.editAddressTo }) : Promise.resolve(undefined);
       const [approved] = await Promise.all([approving, editing]);
       const action = expectOk(`${scenario}: approve`, approved, 200);
-      const payload = (action.approved_payload ?? {}) as Record<string, any>;
+      const payload = (action.approved_payload ?? {}) as { to?: string | { email?: string }; subject?: string; body?: string };
       const to = typeof payload.to === 'string' ? payload.to : (payload.to?.email ?? card.to);
       ledger.approve({ scenario, actionId: card.action_id, grant: grantCampaign, to, subject: payload.subject ?? card.draft?.subject ?? null, body: String(payload.body ?? card.draft?.body ?? ''), personAddresses: [p.email, ...(options.editAddressTo ? [options.editAddressTo] : [])] });
       // With the address edited, refusing to send is as good as sending to the approved address: the invariant judges the wire.
       if (options.editAddressTo) return { actionId: card.action_id as string, providerId: '', body: '' };
       const sent = await until(async () => (await sandbox.received('nylas')).find((c) => c.context.grant_id === grantCampaign && c.context.to === p.email && c.provider_id), 60_000);
       if (!sent) throw new Error(`${scenario}: the approved email never reached the sandbox`);
-      return { actionId: card.action_id as string, providerId: sent.provider_id!, body: String((sent.body as any)?.body ?? '') };
+      return { actionId: card.action_id as string, providerId: sent.provider_id!, body: String((sent.body as { body?: string } | undefined)?.body ?? '') };
     }
 
     const enrollment = async (id: string) => expectOk('GET outreach enrollment', await e.gateway.get(`/agentic/outreach/enrollments/${id}`), 200);
-    const replyDecisions = async (id: string) => (((await e.gateway.get(`/agentic/outreach/enrollments/${id}/timeline`)).body?.items ?? []) as Array<Record<string, any>>).filter((i) => i.kind === 'decision' && i.data?.trigger_reason === 'reply_received').length;
+    const replyDecisions = async (id: string) => (((await e.gateway.get(`/agentic/outreach/enrollments/${id}/timeline`)).body?.items ?? []) as TimelineItem[]).filter((i) => i.kind === 'decision' && i.data?.trigger_reason === 'reply_received').length;
     /** The enrollment's status and timeline kinds (decision reasons, action statuses), oldest first, for a violation's detail. */
     const timelineSummary = async (id: string) => {
       const en = await enrollment(id);
-      const items = (((await e.gateway.get(`/agentic/outreach/enrollments/${id}/timeline`)).body?.items ?? []) as Array<Record<string, any>>).reverse();
+      const items = (((await e.gateway.get(`/agentic/outreach/enrollments/${id}/timeline`)).body?.items ?? []) as TimelineItem[]).reverse();
       return `${en.status}${en.ended_reason ? ` ${en.ended_reason}` : ''}; ${items.map((i) => (i.kind === 'decision' ? `decision:${i.data?.trigger_reason}` : i.kind === 'action' ? `action:${i.data?.status}` : i.kind === 'email' ? `email:${i.data?.direction}` : i.kind)).join(' → ')}`;
     };
     const inbound = async (p: { email: string }, providerId: string, body: string, extra: { subject?: string; headers?: { name: string; value: string }[] } = {}) => {
@@ -337,7 +342,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     it('a WhatsApp STOP ends the person\'s email outreach enrollment, and the draft waiting for review never reaches the wire (stop means stop on every channel)', async () => {
       const scenario = 'WhatsApp STOP during an email campaign';
       const p = await person(scenario);
-      const card = await until(async () => ((await e.gateway.get('/agentic/outreach/actions?limit=200')).body?.items as Array<Record<string, any>> | undefined)?.find((a) => a.enrollment_id === p.enrollmentId), 90_000);
+      const card = await until(async () => ((await e.gateway.get('/agentic/outreach/actions?limit=200')).body?.items as ReviewCard[] | undefined)?.find((a) => a.enrollment_id === p.enrollmentId), 90_000);
       if (!card) throw new Error(`${scenario}: no draft reached the review queue`);
       const stop = expectOk('sandbox inbound', await sandbox.request('POST', '/sandbox/meta/inbound', { from: p.waId, text: 'STOP', name: 'Safety Person', phone_number_id: e.numbers[0]! }), 200);
       if (stop.status !== 200) throw new Error(`${scenario}: the gateway answered the STOP with ${stop.status}`);
@@ -458,8 +463,8 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       await approveAndSend(scenario, p, { editAddressTo: `edited.${p.waId}@elsewhere.example` });
       // Barrier: the action settled (executed or failed): nothing more leaves for this approval.
       await until(async () => {
-        const items = ((await e.gateway.get(`/agentic/outreach/enrollments/${p.enrollmentId}/timeline`)).body?.items ?? []) as Array<Record<string, any>>;
-        return items.some((i) => i.kind === 'action' && ['executed', 'failed', 'invalidated'].includes(i.data?.status));
+        const items = ((await e.gateway.get(`/agentic/outreach/enrollments/${p.enrollmentId}/timeline`)).body?.items ?? []) as TimelineItem[];
+        return items.some((i) => i.kind === 'action' && ['executed', 'failed', 'invalidated'].includes(i.data?.status ?? ''));
       }, 45_000);
     }, 200_000);
 
@@ -467,7 +472,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       const live = async (personId: string) => {
         let n = 0;
         for (const c of [campaignId, otherCampaignId]) {
-          const items = expectOk('GET campaign enrollments', await e.gateway.get(`/agentic/outreach/campaigns/${c}/enrollments?limit=500`), 200).items as Array<Record<string, any>>;
+          const items = expectOk('GET campaign enrollments', await e.gateway.get(`/agentic/outreach/campaigns/${c}/enrollments?limit=500`), 200).items as Array<Record<string, unknown>>;
           n += items.filter((i) => i.person_id === personId && i.status !== 'ended').length;
         }
         return n;

@@ -108,7 +108,7 @@ export class DeadLetterAdmin {
 
 function describe(msg: amqplib.GetMessage): DeadLetter {
   const h = msg.properties.headers ?? {};
-  let body: Partial<BusMessage> = {};
+  let body: Partial<BusMessage>;
   try {
     body = JSON.parse(msg.content.toString('utf8'));
   } catch {

@@ -26,8 +26,11 @@ export class ConfigError extends Error {
 
 const SECRETS = Symbol('touchpoint:config-secrets');
 
-/** When a secret is not in use, so its default may stay (e.g. the model key with no model configured). */
-export type SecretUnused = (config: any) => boolean;
+/**
+ * When a secret is not in use, so its default may stay (e.g. the model key with no model configured).
+ * Called with the loaded instance of the class that declares the secret (`never`: any config class).
+ */
+export type SecretUnused = (config: never) => boolean;
 
 /**
  * Marks a variable as a secret (a signing key, a token, an encryption key). Its built-in default
@@ -106,7 +109,7 @@ export function loadConfig<T extends object>(cls: new () => T, env: NodeJS.Proce
     throw new ConfigError(names, detail);
   }
   if ((instance as { NODE_ENV?: unknown }).NODE_ENV === 'production') {
-    const defaulted = [...secretMap(cls)].filter(([name, unused]) => (instance as Record<string, unknown>)[name] === defaults[name] && !unused?.(instance)).map(([name]) => name);
+    const defaulted = [...secretMap(cls)].filter(([name, unused]) => (instance as Record<string, unknown>)[name] === defaults[name] && !unused?.(instance as never)).map(([name]) => name);
     if (defaulted.length > 0) {
       throw new ConfigError(defaulted, `${defaulted.join(', ')}: still the built-in default, which is public; set a secret value of your own (NODE_ENV=production)`);
     }

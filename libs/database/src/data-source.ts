@@ -1,7 +1,7 @@
 import pg from 'pg';
-import { DataSource, type EntitySchema, type MigrationInterface } from 'typeorm';
+import { DataSource, type EntitySchema, type MigrationInterface, type ObjectType } from 'typeorm';
 
-type EntityTarget = Function | EntitySchema<unknown>;
+type EntityTarget = ObjectType<unknown> | EntitySchema<unknown>;
 type MigrationClass = new () => MigrationInterface;
 
 export interface ServiceDatabaseOptions {

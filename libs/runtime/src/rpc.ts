@@ -23,7 +23,7 @@ export class TouchpointRmqServer extends ServerRMQ {
     super(options ?? {});
   }
 
-  override async handleMessage(incoming: Record<string, any>, channel: any): Promise<void> {
+  override async handleMessage(incoming: Record<string, unknown>, channel: unknown): Promise<void> {
     const message = incoming as RmqMessage | null;
     if (message) {
       let pattern: string | undefined;

@@ -1,6 +1,6 @@
 import type { ServiceConfig } from '@touchpoint/config';
 import type { ServiceName } from '@touchpoint/contracts';
-import type { EntitySchema, MigrationInterface } from 'typeorm';
+import type { EntitySchema, MigrationInterface, ObjectType } from 'typeorm';
 
 /** Injection token of the validated config object of the running service. */
 export const APP_CONFIG = Symbol('touchpoint:config');
@@ -14,7 +14,7 @@ export interface ServiceDefinition<C extends ServiceConfig = ServiceConfig> {
   service: ServiceName;
   config: C;
   /** Explicit entity classes (no globs: ESM). */
-  entities: (Function | EntitySchema<unknown>)[];
+  entities: (ObjectType<unknown> | EntitySchema<unknown>)[];
   /** Explicit migrations, oldest first; the bus tables migration is added in front. */
   migrations: (new () => MigrationInterface)[];
   /** Whether to run the RPC server (default true). */

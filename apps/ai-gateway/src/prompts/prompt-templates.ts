@@ -9,7 +9,7 @@ import { outreachDraftLinkedinTemplate } from './templates/outreach-draft-linked
 import { promiseResumeTemplate } from './templates/promise-resume.template.js';
 
 /** The one prompt template of each kind (a `Record` over `AiKind`, so a new kind cannot lack one). */
-export const PROMPT_TEMPLATES: { readonly [K in AiKind]: PromptTemplate<any> } = {
+export const PROMPT_TEMPLATES: { readonly [K in AiKind]: PromptTemplate<unknown> } = {
   followup_classify: followupClassifyTemplate,
   followup_message: followupMessageTemplate,
   outreach_decide: outreachDecideTemplate,

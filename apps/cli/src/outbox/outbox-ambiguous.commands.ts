@@ -91,6 +91,7 @@ export class OutboxAmbiguousResolveCommand extends CommandRunner {
   constructor(
     private readonly outbox: OutboxClient,
     private readonly output: CliOutput,
+    @Inject(CLI_CONFIG) private readonly config: CliConfig,
   ) {
     super();
   }
@@ -100,7 +101,7 @@ export class OutboxAmbiguousResolveCommand extends CommandRunner {
       if (!options.id) throw badOption('id', 'is required');
       if (options.status !== 'accepted' && options.status !== 'rejected') throw badOption('status', 'must be accepted or rejected');
       if (!options.note || options.note.trim() === '') throw badOption('note', 'is required');
-      const result = await this.outbox.resolve(options.id, options.status, options.note, options.actor ?? process.env.USER ?? 'cli', options.org);
+      const result = await this.outbox.resolve(options.id, options.status, options.note, options.actor ?? this.config.USER, options.org);
       const human = `${result.entry_id}: ${result.outcome}${result.status ? ` (${result.status})` : ''}`;
       if (result.outcome === 'resolved' || result.outcome === 'resolved_failed') this.output.success(result, options.json, human);
       else {

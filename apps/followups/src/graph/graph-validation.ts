@@ -201,7 +201,10 @@ function edgeConditionProblem(edge: FlowEdge): string | undefined {
 function reach(starts: string[], step: (id: string) => string[]): Set<string> {
   const seen = new Set<string>(starts);
   const stack = [...starts];
-  while (stack.length) for (const n of step(stack.pop()!)) if (!seen.has(n)) (seen.add(n), stack.push(n));
+  while (stack.length) for (const n of step(stack.pop()!)) if (!seen.has(n)) {
+      seen.add(n);
+      stack.push(n);
+    }
   return seen;
 }
 

@@ -1,4 +1,4 @@
-import type { EntitySchema, MigrationInterface } from 'typeorm';
+import type { EntitySchema, MigrationInterface, ObjectType } from 'typeorm';
 import { CreateFollowupTables1764700000000 } from './1764700000000-CreateFollowupTables.js';
 import { AddEffectApprovals1764800000000 } from './1764800000000-AddEffectApprovals.js';
 import { CreatePromises1764810000000 } from './1764810000000-CreatePromises.js';
@@ -13,7 +13,7 @@ import { AddReleaseGates1796130358289417 } from './1796130358289417-AddReleaseGa
 import { CreateAgentsRegistry1796131069596562 } from './1796131069596562-CreateAgentsRegistry.js';
 
 /** Entities of the followups schema (explicit list: ESM has no globs). Repositories use named SQL. */
-export const FollowupsEntities: (Function | EntitySchema<unknown>)[] = [];
+export const FollowupsEntities: (ObjectType<unknown> | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the followups schema, oldest first (the bus tables come from the platform). */
 export const FollowupsMigrations: (new () => MigrationInterface)[] = [

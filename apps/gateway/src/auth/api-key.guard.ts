@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, type Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { HealthController } from '@touchpoint/runtime';
@@ -8,7 +8,7 @@ import { type Caller, KEY_REQUIREMENT, type KeyRequirement, needsAdminCreator, P
 import { assertSameTenant } from './tenancy.js';
 
 /** Routes of the shared platform that answer without a key (probes and Prometheus scrapes). */
-const PLATFORM_CONTROLLERS: Function[] = [HealthController];
+const PLATFORM_CONTROLLERS: Type[] = [HealthController];
 
 /** What a route requires when it declares nothing: a valid key, no particular scope. */
 const DEFAULT_REQUIREMENT: KeyRequirement = { scopes: [], adminCreatedKey: false };

@@ -24,7 +24,7 @@ export function nulFields(value: unknown, prefix = ''): string[] {
     }
     if (current === null || typeof current !== 'object' || depth >= MAX_DEPTH) continue;
     for (const [key, child] of Object.entries(current)) {
-      const childPath = path ? `${path}.${key.replace(/\u0000/g, '\\0')}` : key.replace(/\u0000/g, '\\0');
+      const childPath = path ? `${path}.${key.replaceAll('\u0000', '\\0')}` : key.replaceAll('\u0000', '\\0');
       if (key.includes('\u0000')) found.push(childPath);
       else stack.push({ value: child, path: childPath, depth: depth + 1 });
     }

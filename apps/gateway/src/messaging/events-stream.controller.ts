@@ -59,7 +59,7 @@ export class EventsStreamController {
     let open = true;
     request.raw.on('close', () => (open = false));
     let lastBeat = Date.now();
-    let cursor = page.cursor;
+    let cursor: MessagingStreamPage['cursor'];
     while (open) {
       if (page.reset) raw.write(`event: reset\ndata: {}\n\n`);
       for (const item of page.items) raw.write(`id: ${item.id}\nevent: ${item.type}\ndata: ${JSON.stringify({ ...item.data, occurred_at: item.occurred_at })}\n\n`);

@@ -44,7 +44,7 @@ export class InboundReceiptsRepository {
     const params: unknown[] = [];
     const rows = receipts.map((r) => {
       // jsonb refuses the NUL character: it goes, wherever a provider put it.
-      params.push(r.organization_id, r.channel, r.external_id, r.sender_id, r.contact_name?.replace(/\u0000/g, '') ?? null, JSON.stringify(r.message, (_key, value: unknown) => (typeof value === 'string' ? value.replace(/\u0000/g, '') : value)));
+      params.push(r.organization_id, r.channel, r.external_id, r.sender_id, r.contact_name?.replaceAll('\u0000', '') ?? null, JSON.stringify(r.message, (_key, value: unknown) => (typeof value === 'string' ? value.replaceAll('\u0000', '') : value)));
       const b = params.length - 6;
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}::jsonb)`;
     });

@@ -16,13 +16,43 @@ export interface ParsedWhatsAppMessage {
   typedText: boolean;
 }
 
-type Json = Record<string, any>;
+/** A media object of a Meta message (image, video, audio, document, sticker). */
+interface MetaMedia {
+  id?: unknown;
+  mime_type?: unknown;
+  sha256?: unknown;
+  url?: unknown;
+  caption?: unknown;
+  filename?: unknown;
+}
+
+/**
+ * The fields of a Meta `value.messages[]` item that this file reads. Every leaf is `unknown`: a
+ * provider may send any type there, and `str`/`num` take only what has the documented one.
+ */
+interface MetaMessage {
+  id?: unknown;
+  from?: unknown;
+  type?: unknown;
+  timestamp?: unknown;
+  context?: { id?: unknown };
+  text?: { body?: unknown };
+  interactive?: { button_reply?: { title?: unknown }; list_reply?: { title?: unknown } };
+  button?: { text?: unknown };
+  reaction?: { emoji?: unknown; message_id?: unknown };
+  location?: { latitude?: unknown; longitude?: unknown; name?: unknown; address?: unknown };
+  image?: MetaMedia;
+  video?: MetaMedia;
+  audio?: MetaMedia;
+  document?: MetaMedia;
+  sticker?: MetaMedia;
+}
 
 /** Longest provider message id we take (Meta's wamids are about 60 characters; AMQP ids stop at 255). */
 export const MAX_WAMID_LENGTH = 255;
 
 /** A string field as text: other types (a number where Meta sends a string) become null, NUL characters go. */
-const str = (value: unknown): string | null => (typeof value === 'string' ? value.replace(/\u0000/g, '') : null);
+const str = (value: unknown): string | null => (typeof value === 'string' ? value.replaceAll('\u0000', '') : null);
 /** A coordinate: finite numbers only. */
 const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
 
@@ -31,21 +61,22 @@ const num = (value: unknown): number | null => (typeof value === 'number' && Num
  * bounds, or no sender that is a string. A message that fails here is ignored, never retried.
  */
 export function unusableWhatsAppMessage(m: unknown): string | null {
-  const item = m as Json | null;
+  const item = m as MetaMessage | null;
   if (!item || typeof item !== 'object') return 'not an object';
   if (typeof item.id !== 'string' || item.id.trim() === '' || item.id.length > MAX_WAMID_LENGTH) return 'no usable id';
   if (typeof item.from !== 'string' || item.from.trim() === '') return 'no sender';
   return null;
 }
 
-const MEDIA_TYPES = ['image', 'video', 'audio', 'document', 'sticker'];
+const MEDIA_TYPES = ['image', 'video', 'audio', 'document', 'sticker'] as const;
+const isMediaType = (type: string): type is (typeof MEDIA_TYPES)[number] => (MEDIA_TYPES as readonly string[]).includes(type);
 
 /**
  * Reads one inbound message of a Meta webhook in its documented shapes (fixtures/meta): text,
  * media with caption, interactive button/list replies, template quick-reply buttons, reactions,
  * locations and contacts. Unknown types keep their type with no text.
  */
-export function parseWhatsAppMessage(m: Json): ParsedWhatsAppMessage {
+export function parseWhatsAppMessage(m: MetaMessage): ParsedWhatsAppMessage {
   const type = str(m.type) ?? 'unknown';
   const seconds = Number(m.timestamp);
   // A timestamp out of Date's range (or in the future by more than a day) is not Meta's: use now.
@@ -60,7 +91,7 @@ export function parseWhatsAppMessage(m: Json): ParsedWhatsAppMessage {
     typedText: false,
   };
   if (type === 'text') return { ...base, text: str(m.text?.body), typedText: true };
-  if (MEDIA_TYPES.includes(type)) {
+  if (isMediaType(type)) {
     const media = m[type] ?? {};
     return {
       ...base,

@@ -1,4 +1,4 @@
-import type { EntitySchema, MigrationInterface } from 'typeorm';
+import type { EntitySchema, MigrationInterface, ObjectType } from 'typeorm';
 import { CreateMessagingTables1764500000000 } from './1764500000000-CreateMessagingTables.js';
 import { CreateInboundReceipts1764510000000 } from './1764510000000-CreateInboundReceipts.js';
 import { AddNotificationRequestHash1764520000000 } from './1764520000000-AddNotificationRequestHash.js';
@@ -10,7 +10,7 @@ import { CreateCrmEvents1796130303779417 } from './1796130303779417-CreateCrmEve
 import { AddContactLink1796131301193522 } from './1796131301193522-AddContactLink.js';
 
 /** Entities of the messaging schema (explicit list: ESM has no globs). Repositories use plain SQL. */
-export const MessagingEntities: (Function | EntitySchema<unknown>)[] = [];
+export const MessagingEntities: (ObjectType<unknown> | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the messaging schema, oldest first (the bus tables come from the platform). */
 export const MessagingMigrations: (new () => MigrationInterface)[] = [

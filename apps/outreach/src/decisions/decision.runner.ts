@@ -4,7 +4,6 @@ import {
   AI_DEFAULT_OUTPUT_SCHEMAS,
   AiClient,
   type AiRunResult,
-  type ContactView,
   type DecisionReason,
   type DecisionRequestedData,
   type OutboundActionType,

@@ -1,4 +1,4 @@
-import { isAutoReply, isOptOut, normalizeText, stripQuotedText } from '../index.js';
+import { isOptOut, normalizeText, stripQuotedText } from '../index.js';
 
 describe('isOptOut', () => {
   it.each([
