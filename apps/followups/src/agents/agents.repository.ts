@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { cursorAtSql, type CursorPosition } from '@touchpoint/database';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { cursorAtSql, type CursorPosition, type Queryable, rowsOf } from '@touchpoint/database';
 
 /** An agent with its current version's follow-up settings. */
 export interface AgentRow {

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { BULK_JOB_MAX_CONTACTS, type BulkJobCreateData, type BulkJobRef, type BulkJobStatus, type BulkJobView } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { poolOf, rowsOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -10,7 +10,6 @@ import { Clock } from '@touchpoint/time';
 import { EnrollmentsService } from '../enrollments/enrollments.service.js';
 import type { FollowupsConfig } from '../followups.config.js';
 import { ReleaseSignal } from '../release/release-signal.js';
-import { poolOf, rowsOf } from '../requests/queryable.js';
 import { check, isUuid, notFound } from '../requests/request-checks.js';
 import { compileSegment, type Segment } from '../rules/segment-sql.js';
 

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { rowsOf } from '../requests/queryable.js';
 
 /** A provider's delivery report that followups keeps on the effect (messaging's `delivered` and `read`). */
 export type DeliveryReport = 'delivered' | 'read';

@@ -8,7 +8,7 @@ import {
   RESOLUTION_NOTE_MAX,
   RESOLUTION_NOTE_MIN,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
@@ -16,7 +16,6 @@ import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js'
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { ReleaseSignal } from '../release/release-signal.js';
 import { check, notFound } from '../requests/request-checks.js';
-import { rowsOf } from '../requests/queryable.js';
 
 interface LockedEffect {
   id: string;

@@ -1,7 +1,6 @@
-import { cursorAtSql } from '@touchpoint/database';
+import { cursorAtSql, type Queryable, rowsOf } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
 import type { FollowupEnrollmentStatus } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
 import type { EffectRow, EnrollmentEventRow, EnrollmentRow, NewEnrollmentEvent } from './enrollment-row.js';
 
 /** Columns the engine and the control route change; `saveState` writes them all at once. */

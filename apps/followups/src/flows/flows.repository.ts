@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FlowGraph, FlowSettings, FlowStatus, FlowVersionView, FlowView } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 type FlowRow = {
   id: string;

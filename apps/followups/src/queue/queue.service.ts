@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { CursorPage, QueueItemView, QueueListData } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { decodeCursor, encodeCursor } from '@touchpoint/database';
-import { poolOf } from '../requests/queryable.js';
+import { decodeCursor, encodeCursor, poolOf } from '@touchpoint/database';
 import { check } from '../requests/request-checks.js';
 import { QueueRepository } from './queue.repository.js';
 

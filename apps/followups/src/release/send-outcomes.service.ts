@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { PromisesService } from '../promises/promises.service.js';
-import { rowsOf } from '../requests/queryable.js';
 
 /** A send's outcome as followups records it on the effect. */
 export type SendOutcome = 'sent' | 'failed' | 'cancelled' | 'uncertain';

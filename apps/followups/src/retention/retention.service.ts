@@ -4,7 +4,7 @@ import type { RetentionReport } from '@touchpoint/contracts';
 import { METRIC_PREFIX, type Logger, Metrics } from '@touchpoint/observability';
 import { LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
-import { poolOf, rowsOf } from '../requests/queryable.js';
+import { poolOf, rowsOf } from '@touchpoint/database';
 import { DEFAULT_FOLLOWUP_SETTINGS } from '../settings/settings.repository.js';
 
 /** Processed triggers are kept this long, days (seed 000 "Retention": processed triggers). */

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FlowSettings, FlowTriggerFilter } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -10,7 +10,6 @@ import { EnrollmentsService } from '../enrollments/enrollments.service.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { ReleaseSignal } from '../release/release-signal.js';
 import { matchReply } from '../release/step-rules.js';
-import { rowsOf } from '../requests/queryable.js';
 import { compileSegment } from './segment-sql.js';
 
 /** Triggers one claim takes (seed 000 "claims triggers in batches"). */

@@ -1,12 +1,11 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
 import { CONSENT_MODES, type FollowupSettingsView, type SettingsEntitlementData, type SettingsUpdateData } from '@touchpoint/contracts';
-import { quoteIdent, type Tx } from '@touchpoint/database';
+import { poolOf, quoteIdent, rowsOf, type Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock, sendWindowProblems } from '@touchpoint/time';
 import type { FollowupsConfig } from '../followups.config.js';
-import { poolOf, rowsOf } from '../requests/queryable.js';
 import { check, revisionConflict } from '../requests/request-checks.js';
 import { SettingsRepository } from './settings.repository.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FlowRef, FlowStatsView } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { poolOf, rowsOf } from '../requests/queryable.js';
+import { poolOf, rowsOf } from '@touchpoint/database';
 import { check, notFound } from '../requests/request-checks.js';
 
 /**

@@ -11,13 +11,12 @@ import {
   MessagingEvents,
   type MessagingPage,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, pageSize, requireId, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toPhoneKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { decodeCursor, encodeCursor, pageSize, requireId } from '../shared/sql.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { type ContactFields, type ContactRow, ContactsRepository, toContactView } from './contacts.repository.js';
 
@@ -192,12 +191,13 @@ export class ContactsService {
 
   async list(organizationId: string, query: { cursor?: string; limit?: number; tag?: string; kind?: ContactKind }): Promise<MessagingPage<ContactView>> {
     const limit = pageSize(query.limit);
-    const after = decodeCursor(query.cursor);
+    const filters = { tag: query.tag, kind: query.kind };
+    const after = query.cursor ? decodeCursor(query.cursor, filters, { acceptUnversioned: true }) : null;
     return this.uow.run(async (tx) => {
       const rows = await this.repository.list(tx, organizationId, { tag: query.tag, kind: query.kind, after }, limit + 1);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      return { items: page.map(toContactView), next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+      return { items: page.map(toContactView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
     });
   }
 

@@ -1,8 +1,7 @@
 import { truncateText } from '@touchpoint/text';
 import { Injectable } from '@nestjs/common';
 import type { MessageSenderType, MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
-import { iso, returnedRows } from '../shared/sql.js';
+import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
 
 export interface MessageRow {
   id: string;
@@ -234,11 +233,12 @@ export class MessagesRepository {
 
   /** Takes (deletes and returns) the statuses kept for a provider id, in arrival order. */
   async takePendingStatuses(tx: Tx, organizationId: string, channel: string, externalId: string): Promise<StatusReport[]> {
-    const result = await tx.query<{ status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date; id: string }>(
+    const result = await rowsOf<{ status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date; id: string }>(
+      tx,
       `DELETE FROM pending_statuses WHERE organization_id = $1 AND channel = $2 AND external_id = $3 RETURNING *`,
       [organizationId, channel, externalId],
     );
-    return returnedRows<{ id: string; status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date }>(result)
+    return result
       .sort((a, b) => Number(a.id) - Number(b.id))
       .map((r) => ({
         organization_id: organizationId,
@@ -253,18 +253,18 @@ export class MessagesRepository {
   }
 
   /** A conversation's messages, newest first, after a keyset cursor, with attachments. */
-  async thread(tx: Tx, organizationId: string, conversationId: string, after: { at: string; id: string } | null, limit: number): Promise<MessageView[]> {
-    const rows = await tx.query<MessageRow & { attachments: MessageView['attachments'] }>(
-      `SELECT m.*, COALESCE((SELECT json_agg(json_build_object('attachment_id', a.id, 'media_type', a.media_type, 'mime_type', a.mime_type, 'url', a.url,
+  async thread(tx: Tx, organizationId: string, conversationId: string, after: CursorPosition | null, limit: number): Promise<(MessageView & { cursor_at: string })[]> {
+    const rows = await tx.query<MessageRow & { attachments: MessageView['attachments']; cursor_at: string }>(
+      `SELECT m.*, ${cursorAtSql('m.created_at')} AS cursor_at, COALESCE((SELECT json_agg(json_build_object('attachment_id', a.id, 'media_type', a.media_type, 'mime_type', a.mime_type, 'url', a.url,
                                    'provider_media_id', a.provider_media_id, 'caption', a.caption) ORDER BY a.created_at)
                               FROM message_attachments a WHERE a.message_id = m.id), '[]'::json) AS attachments
          FROM messages m
         WHERE m.organization_id = $1 AND m.conversation_id = $2
           AND ($3::timestamptz IS NULL OR (m.created_at, m.id) < ($3::timestamptz, $4::uuid))
         ORDER BY m.created_at DESC, m.id DESC LIMIT $5`,
-      [organizationId, conversationId, after?.at ?? null, after?.id ?? null, limit],
+      [organizationId, conversationId, after?.createdAt ?? null, after?.id ?? null, limit],
     );
-    return rows.map((r) => toMessageView(r, r.attachments));
+    return rows.map((r) => ({ ...toMessageView(r, r.attachments), cursor_at: r.cursor_at }));
   }
 }
 

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
-import { cursorAtSql, type Tx } from '@touchpoint/database';
+import { cursorAtSql, rowsOf, type Tx } from '@touchpoint/database';
 import { codePointLength, toWellFormedText, truncateText } from '@touchpoint/text';
-import { rowsOf } from './sql.js';
 
 /** A `message_outbox` row. */
 export interface EntryRow {

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
-import { rowsOf } from '../drain/sql.js';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import type { OutboxChannel } from '@touchpoint/contracts';
 
 /** A sender row (credentials still encrypted). */

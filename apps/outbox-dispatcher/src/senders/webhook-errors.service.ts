@@ -1,12 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { WhatsAppWebhookErrorBatch } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { rowsOf } from '../drain/sql.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { SendersRepository } from './senders.repository.js';
 

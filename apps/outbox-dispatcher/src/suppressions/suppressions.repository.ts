@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import type { EntryRow } from '../drain/outbox.repository.js';
-import { rowsOf } from '../drain/sql.js';
 
 /** Why a suppressed entry is cancelled, as its row and its event say it. */
 export const SUPPRESSED_CODE = 'suppressed';

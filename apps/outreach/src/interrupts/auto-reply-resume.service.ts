@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DateTime } from 'luxon';
 import { Counter } from 'prom-client';
 import type { MessageReceivedData } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { findReturnDate } from '@touchpoint/text';
@@ -10,7 +10,6 @@ import { Clock } from '@touchpoint/time';
 import { CampaignsRepository } from '../campaigns/campaigns.repository.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
-import { type Db, rowsOf } from '../shared/sql.js';
 import { addMs, DAY_MS } from '../shared/time.js';
 
 /** The latest an out-of-office moves the next check, days from now (ours). */
@@ -101,7 +100,7 @@ export class AutoReplyResumeService {
   }
 
   /** The moves of one enrollment, newest first (the timeline). */
-  ofEnrollment(db: Db, enrollmentId: string): Promise<ScheduleMoveRow[]> {
+  ofEnrollment(db: Queryable, enrollmentId: string): Promise<ScheduleMoveRow[]> {
     return rowsOf<ScheduleMoveRow>(db, `SELECT id, message_id, to_char(return_date, 'YYYY-MM-DD') AS return_date, return_text, time_zone, previous_next_check_at, next_check_at, bounded, created_at FROM schedule_moves WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC`, [enrollmentId]);
   }
 }

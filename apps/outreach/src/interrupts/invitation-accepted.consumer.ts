@@ -1,11 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, type LinkedinRelationEventData, OutboxLinkedinEvents } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { decisionRequested, EnrollmentsService } from '../enrollments/enrollments.service.js';
-import { rowsOf } from '../shared/sql.js';
 
 /**
  * An accepted LinkedIn invitation (the dispatcher's `outbox.linkedin.relation_accepted`, from Unipile

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Db, rowsOf } from '../shared/sql.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** A due enrollment (Q1). */
 export interface DueEnrollment {
@@ -28,7 +28,7 @@ export class SweepRepository {
    * organization whose outreach is not stopped. Served by the partial index `enrollments_due`.
    * A paused campaign's rows keep their past due time and come back here after resume.
    */
-  async dueEnrollments(db: Db, now: Date, limit: number): Promise<DueEnrollment[]> {
+  async dueEnrollments(db: Queryable, now: Date, limit: number): Promise<DueEnrollment[]> {
     if (limit <= 0) return [];
     return rowsOf<DueEnrollment>(
       db,
@@ -44,7 +44,7 @@ export class SweepRepository {
   }
 
   /** Q2: approved actions whose next attempt passed, oldest first, with the same campaign and stop filters. */
-  async dueActions(db: Db, now: Date, limit: number): Promise<DueAction[]> {
+  async dueActions(db: Queryable, now: Date, limit: number): Promise<DueAction[]> {
     if (limit <= 0) return [];
     return rowsOf<DueAction>(
       db,

@@ -9,7 +9,7 @@ import { DecisionsRepository } from '../decisions/decisions.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { AutoReplyResumeService } from '../interrupts/auto-reply-resume.service.js';
 import { ActionsRepository } from '../review/actions.repository.js';
-import { iso } from '../shared/sql.js';
+import { iso } from '@touchpoint/database';
 
 /**
  * The enrollment drawer's timeline (seed 003 §4.5): this enrollment only, from the reads of §4.2 —
