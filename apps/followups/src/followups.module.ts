@@ -30,11 +30,14 @@ import { TriggerRecorder } from './rules/trigger-recorder.js';
 import { TriggersService } from './rules/triggers.service.js';
 import { BulkLoop } from './bulk/bulk.loop.js';
 import { BulkJobsController } from './bulk/bulk-jobs.controller.js';
+import { BulkJobsRepository } from './bulk/bulk-jobs.repository.js';
 import { BulkJobsService } from './bulk/bulk-jobs.service.js';
 import { RetentionController } from './retention/retention.controller.js';
 import { RetentionLoop } from './retention/retention.loop.js';
+import { RetentionRepository } from './retention/retention.repository.js';
 import { RetentionService } from './retention/retention.service.js';
 import { FlowStatsController } from './stats/flow-stats.controller.js';
+import { FlowStatsRepository } from './stats/flow-stats.repository.js';
 import { FlowStatsService } from './stats/flow-stats.service.js';
 import { QueueController } from './queue/queue.controller.js';
 import { QueueRepository } from './queue/queue.repository.js';
@@ -113,10 +116,13 @@ export class FollowupsModule {
       TriggersService,
       TriggerLoop,
       CrmTriggersConsumer,
+      BulkJobsRepository,
       BulkJobsService,
       BulkLoop,
+      RetentionRepository,
       RetentionService,
       RetentionLoop,
+      FlowStatsRepository,
       FlowStatsService,
     ];
     if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { rowsOf, type Tx } from '@touchpoint/database';
+import { isUuid, rowsOf, type Tx } from '@touchpoint/database';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 
@@ -68,5 +68,3 @@ export class DeliveryStatusesService {
     return true;
   }
 }
-
-const isUuid = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);

@@ -8,14 +8,14 @@ import {
   RESOLUTION_NOTE_MAX,
   RESOLUTION_NOTE_MIN,
 } from '@touchpoint/contracts';
-import { rowsOf, type Tx } from '@touchpoint/database';
+import { notFound, rowsOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { ReleaseSignal } from '../release/release-signal.js';
-import { check, notFound } from '../requests/request-checks.js';
+import { check } from '../input-checks/input-checks.js';
 
 interface LockedEffect {
   id: string;

@@ -61,6 +61,12 @@ export class FlowsRepository {
     return rows.map(toFlowView);
   }
 
+  /** Whether the organization has the flow (any status), without reading it. */
+  async exists(db: Queryable, organizationId: string, flowId: string): Promise<boolean> {
+    const rows = await rowsOf(db, `SELECT 1 FROM flows WHERE id = $1 AND organization_id = $2`, [flowId, organizationId]);
+    return rows.length > 0;
+  }
+
   async find(db: Queryable, organizationId: string, flowId: string, lock = false): Promise<FlowView | undefined> {
     const [row] = await rowsOf<FlowRow>(db, `SELECT * FROM flows WHERE id = $1 AND organization_id = $2 ${lock ? 'FOR UPDATE' : ''}`, [flowId, organizationId]);
     return row && toFlowView(row);

@@ -25,7 +25,7 @@ import {
   RESOLUTION_NOTE_MAX,
   RESOLUTION_NOTE_MIN,
 } from '@touchpoint/contracts';
-import { poolOf, type Tx } from '@touchpoint/database';
+import { notFound, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
@@ -35,7 +35,7 @@ import type { FollowupsConfig } from '../followups.config.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { decodeCursor, encodeCursor } from '@touchpoint/database';
 import { truncateText } from '@touchpoint/text';
-import { check, notFound } from '../requests/request-checks.js';
+import { check } from '../input-checks/input-checks.js';
 import { AgentsRepository } from '../agents/agents.repository.js';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';

@@ -6,7 +6,7 @@ import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock, sendWindowProblems } from '@touchpoint/time';
 import type { FollowupsConfig } from '../followups.config.js';
-import { check, revisionConflict } from '../requests/request-checks.js';
+import { check, revisionConflict } from '../input-checks/input-checks.js';
 import { SettingsRepository } from './settings.repository.js';
 
 /** How long a cached copy of an organization's settings is trusted without an invalidation (seed 000: 30 s TTL). */

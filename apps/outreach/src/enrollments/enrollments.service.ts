@@ -25,7 +25,7 @@ import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
 import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
-import { addMs, EVENT_LEASE_MS } from '../shared/time.js';
+import { addMs, EVENT_LEASE_MS } from '../decisions/next-check.js';
 import { type EnrollmentRow, EnrollmentsRepository, type LiveEnrollmentRow, toEnrollmentView } from './enrollments.repository.js';
 
 /** People read from messaging at once while a batch is checked (ours: bounds the RPC fan-out). */

@@ -8,7 +8,7 @@ import { Clock } from '@touchpoint/time';
 import { DecisionsRepository } from '../decisions/decisions.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
-import { addMs, DAY_MS } from '../shared/time.js';
+import { addMs, DAY_MS } from '../decisions/next-check.js';
 import { OUTREACH_REQUESTER } from './execution.runner.js';
 
 /** Sender refusals that invalidate the action (seed 003 §5: sending → invalidated). */

@@ -10,7 +10,7 @@ import { Clock } from '@touchpoint/time';
 import { CampaignsRepository } from '../campaigns/campaigns.repository.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
-import { addMs, DAY_MS } from '../shared/time.js';
+import { addMs, DAY_MS } from '../decisions/next-check.js';
 
 /** The latest an out-of-office moves the next check, days from now (ours). */
 export const OUT_OF_OFFICE_MAX_DAYS = 30;

@@ -21,7 +21,7 @@ import { newTextOf } from '../context/context-render.js';
 import { checkDraft } from '../drafting/draft-check.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { decisionRequested } from '../enrollments/enrollments.service.js';
-import { addMs, EVENT_LEASE_MS } from '../shared/time.js';
+import { addMs, EVENT_LEASE_MS } from '../decisions/next-check.js';
 import { ActionsRepository, toActionView } from './actions.repository.js';
 import { approvedHash } from './canonical-json.js';
 import { displayRecipient, recipientOf } from './recipient.js';
