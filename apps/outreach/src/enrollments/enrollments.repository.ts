@@ -222,4 +222,17 @@ export class EnrollmentsRepository {
       [id, now],
     );
   }
+
+  /**
+   * Makes a live enrollment due `now` unless it already has a next check (a failed send after
+   * the draft save cleared it would otherwise never come due again). No version bump.
+   */
+  async dueIfUnscheduled(db: Queryable, id: string, now: Date): Promise<void> {
+    await db.query(`UPDATE enrollments SET next_check_at = COALESCE(next_check_at, $2), updated_at = $2 WHERE id = $1 AND status = 'active'`, [id, now]);
+  }
+
+  /** Moves a waiting enrollment's next check to `nextCheckAt` (an out-of-office return date); only a live row with a next check changes. */
+  async moveNextCheck(db: Queryable, id: string, nextCheckAt: Date, now: Date): Promise<void> {
+    await db.query(`UPDATE enrollments SET next_check_at = $2, updated_at = $3 WHERE id = $1 AND status = 'active' AND next_check_at IS NOT NULL`, [id, nextCheckAt, now]);
+  }
 }

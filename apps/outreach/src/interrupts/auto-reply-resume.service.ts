@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DateTime } from 'luxon';
 import { Counter } from 'prom-client';
 import type { MessageReceivedData } from '@touchpoint/contracts';
-import { type Queryable, rowsOf, type Tx } from '@touchpoint/database';
+import type { Tx } from '@touchpoint/database';
+import { ScheduleMovesRepository } from './schedule-moves.repository.js';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { findReturnDate } from '@touchpoint/text';
@@ -22,19 +23,6 @@ export const OUT_OF_OFFICE_MAX_DAYS = 30;
  */
 export type ResumeResult = 'moved' | 'no_date' | 'not_waiting' | 'repeat';
 
-/** One row of `schedule_moves`, as the timeline shows it. */
-export interface ScheduleMoveRow {
-  id: string;
-  message_id: string;
-  return_date: string;
-  return_text: string;
-  time_zone: string;
-  previous_next_check_at: Date | null;
-  next_check_at: Date;
-  bounded: 'none' | 'min' | 'max';
-  created_at: Date;
-}
-
 /**
  * Out-of-office auto-resume (ours, beyond seed 003; the seed's auto-reply rule still holds: an
  * auto-reply is no reply, no opt-out and starts no decision, §4.7). When the auto-reply states a
@@ -52,6 +40,7 @@ export class AutoReplyResumeService {
 
   constructor(
     private readonly enrollments: EnrollmentsRepository,
+    private readonly moves: ScheduleMovesRepository,
     private readonly campaigns: CampaignsRepository,
     private readonly people: PeopleDirectory,
     private readonly clock: Clock,
@@ -84,23 +73,24 @@ export class AutoReplyResumeService {
     const max = addMs(now, OUT_OF_OFFICE_MAX_DAYS * DAY_MS);
     const bounded = dayAfter < min ? 'min' : dayAfter > max ? 'max' : 'none';
     const next = bounded === 'min' ? min : bounded === 'max' ? max : dayAfter;
-    const recorded = await rowsOf<{ id: string }>(
-      tx,
-      `INSERT INTO schedule_moves (organization_id, enrollment_id, message_id, return_date, return_text, time_zone, previous_next_check_at, next_check_at, bounded, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT ON CONSTRAINT schedule_moves_once DO NOTHING RETURNING id`,
-      [org, enrollmentId, m.message_id, found.date, found.text.slice(0, 200), zone, enrollment.next_check_at, next, bounded, now],
-    );
-    if (recorded.length === 0) return 'repeat';
-    await tx.query(`UPDATE enrollments SET next_check_at = $2, updated_at = $3 WHERE id = $1 AND status = 'active' AND next_check_at IS NOT NULL`, [enrollmentId, next, now]);
+    const recorded = await this.moves.recordOnce(tx, {
+      organizationId: org,
+      enrollmentId,
+      messageId: m.message_id,
+      returnDate: found.date,
+      returnText: found.text.slice(0, 200),
+      timeZone: zone,
+      previousNextCheckAt: enrollment.next_check_at,
+      nextCheckAt: next,
+      bounded,
+      now,
+    });
+    if (!recorded) return 'repeat';
+    await this.enrollments.moveNextCheck(tx, enrollmentId, next, now);
     this.logger.info(
       { event: 'outreach.out_of_office_moved', organization_id: org, enrollment_id: enrollmentId, message_id: m.message_id, return_date: found.date, next_check_at: next.toISOString(), bounded },
       'out-of-office return date moved the next check',
     );
     return 'moved';
-  }
-
-  /** The moves of one enrollment, newest first (the timeline). */
-  ofEnrollment(db: Queryable, enrollmentId: string): Promise<ScheduleMoveRow[]> {
-    return rowsOf<ScheduleMoveRow>(db, `SELECT id, message_id, to_char(return_date, 'YYYY-MM-DD') AS return_date, return_text, time_zone, previous_next_check_at, next_check_at, bounded, created_at FROM schedule_moves WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC`, [enrollmentId]);
   }
 }

@@ -76,6 +76,36 @@ export class ActionsRepository {
     return row ?? null;
   }
 
+  /**
+   * The latest executed LinkedIn invitation of a live enrollment (active or needing contact data)
+   * to the person `providerId` (or whose profile URL holds `/in/<publicIdentifier>`), sent from a
+   * campaign of the LinkedIn sender `senderId`; with whether its campaign is active and whether
+   * outreach is stopped for the organization. Null when none.
+   */
+  async acceptedConnection(
+    db: Queryable,
+    organizationId: string,
+    senderId: string,
+    providerId: string,
+    publicIdentifier: string | null,
+  ): Promise<{ action_id: string; enrollment_id: string; campaign_active: boolean; stopped: boolean } | null> {
+    const [found] = await rowsOf<{ action_id: string; enrollment_id: string; campaign_active: boolean; stopped: boolean }>(
+      db,
+      `SELECT a.id AS action_id, a.enrollment_id, c.status = 'active' AS campaign_active, s.outreach_stopped_at IS NOT NULL AS stopped
+         FROM proposed_actions a
+         JOIN enrollments e ON e.id = a.enrollment_id AND e.status IN ('active', 'needs_contact_data')
+         JOIN campaigns c ON c.id = a.campaign_id AND c.linkedin_sender_id = $2
+         LEFT JOIN organization_settings s ON s.organization_id = a.organization_id
+        WHERE a.organization_id = $1 AND a.type = 'linkedin_connection' AND a.status = 'executed'
+          AND (a.approved_payload->'to'->>'provider_id' = $3
+               OR ($4::text IS NOT NULL AND lower(a.approved_payload->'to'->>'url') LIKE '%/in/' || $4 || '%'))
+        ORDER BY a.executed_at DESC NULLS LAST
+        LIMIT 1`,
+      [organizationId, senderId, providerId, publicIdentifier],
+    );
+    return found ?? null;
+  }
+
   async ofEnrollment(db: Queryable, enrollmentId: string): Promise<ActionRow[]> {
     return rowsOf<ActionRow>(db, `SELECT * FROM proposed_actions WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC`, [enrollmentId]);
   }

@@ -58,4 +58,15 @@ export class SweepRepository {
       [now, limit],
     );
   }
+
+  /** Proposed actions by status, for the scrape-time gauge. */
+  actionsByStatus(db: Queryable): Promise<{ status: string; n: number }[]> {
+    return rowsOf<{ status: string; n: number }>(db, `SELECT status, count(*)::int AS n FROM proposed_actions GROUP BY status`);
+  }
+
+  /** Active enrollments whose next check has passed (the database's clock: the backlog as scraped). */
+  async dueEnrollmentCount(db: Queryable): Promise<number> {
+    const [row] = await rowsOf<{ n: number }>(db, `SELECT count(*)::int AS n FROM enrollments WHERE status = 'active' AND next_check_at <= now()`);
+    return row?.n ?? 0;
+  }
 }

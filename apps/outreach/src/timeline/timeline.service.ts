@@ -7,7 +7,7 @@ import { isUuid, requireId } from '../campaigns/campaigns.service.js';
 import { ThreadReader } from '../context/thread-reader.js';
 import { DecisionsRepository } from '../decisions/decisions.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
-import { AutoReplyResumeService } from '../interrupts/auto-reply-resume.service.js';
+import { ScheduleMovesRepository } from '../interrupts/schedule-moves.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
 import { iso } from '@touchpoint/database';
 
@@ -26,7 +26,7 @@ export class TimelineService {
     private readonly decisions: DecisionsRepository,
     private readonly actions: ActionsRepository,
     private readonly threads: ThreadReader,
-    private readonly resume: AutoReplyResumeService,
+    private readonly moves: ScheduleMovesRepository,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -39,7 +39,7 @@ export class TimelineService {
         enrollment,
         decisions: await this.decisions.ofEnrollment(tx, enrollment.id, 500),
         actions: await this.actions.ofEnrollment(tx, enrollment.id),
-        moves: await this.resume.ofEnrollment(tx, enrollment.id),
+        moves: await this.moves.ofEnrollment(tx, enrollment.id),
       };
     });
     const { enrollment, decisions, actions, moves } = read;
