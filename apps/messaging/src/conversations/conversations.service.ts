@@ -14,6 +14,7 @@ import {
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { MessagesRepository } from '../messages/messages.repository.js';
 import { SendService } from '../sending/send.service.js';
 import { decodeCursor, encodeCursor, pageSize, requireId, requireString } from '@touchpoint/database';
@@ -30,6 +31,7 @@ export class ConversationsService {
     private readonly uow: UnitOfWork,
     private readonly repository: ConversationsRepository,
     private readonly messages: MessagesRepository,
+    private readonly contacts: ContactsRepository,
     private readonly sends: SendService,
     private readonly stream: StreamRepository,
     private readonly clock: Clock,
@@ -109,7 +111,7 @@ export class ConversationsService {
    */
   private async refuseOverProspectCap(organizationId: string, contactId: string, key: string): Promise<void> {
     const { email, existing } = await this.uow.run(async (tx) => ({
-      email: ((await tx.query<{ email: string | null }>(`SELECT email FROM contacts WHERE id = $1`, [contactId]))[0]?.email ?? null) as string | null,
+      email: (await this.contacts.findById(tx, organizationId, contactId))?.email ?? null,
       existing: await this.messages.findByIdempotencyKey(tx, organizationId, key),
     }));
     if (!email || existing) return;

@@ -252,6 +252,11 @@ export class MessagesRepository {
       }));
   }
 
+  /** Marks a message as the one sent for a notification's delivery. */
+  async setNotification(tx: Tx, messageId: string, notificationId: string): Promise<void> {
+    await tx.query(`UPDATE messages SET notification_id = $2 WHERE id = $1`, [messageId, notificationId]);
+  }
+
   /** A conversation's messages, newest first, after a keyset cursor, with attachments. */
   async thread(tx: Tx, organizationId: string, conversationId: string, after: CursorPosition | null, limit: number): Promise<(MessageView & { cursor_at: string })[]> {
     const rows = await tx.query<MessageRow & { attachments: MessageView['attachments']; cursor_at: string }>(

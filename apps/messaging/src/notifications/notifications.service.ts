@@ -171,7 +171,7 @@ export class NotificationsService {
         notification_delivery_id: delivery.id,
         context: { notification_id: notification.id, delivery_id: delivery.id },
       });
-      await tx.query(`UPDATE messages SET notification_id = $2 WHERE id = $1`, [message.id, notification.id]);
+      await this.messages.setNotification(tx, message.id, notification.id);
       await this.repository.setDeliveryMessage(tx, delivery.id, message.id);
       if (channel === 'whatsapp') await this.repository.linkInstance(tx, notification.id, message.instance_id);
       if (message.status === 'failed') await this.repository.settleDelivery(tx, delivery.id, 'failed', message.error_code ?? 'failed', now);
