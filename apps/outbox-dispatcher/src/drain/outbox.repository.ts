@@ -613,6 +613,15 @@ export class OutboxRepository {
     await tx.query(`DELETE FROM message_outbox_cancellations WHERE cancelled_at < $1::timestamptz - make_interval(days => $2)`, [now, failedDays]);
     return { entries: entries.length, pairs: pairs.length, statuses: statuses.length };
   }
+
+  /**
+   * Holds every pending entry of a sender until `until`, and its pairs with them, so no dispatcher
+   * claims them earlier. Entries being sent now are left alone (their attempt is open).
+   */
+  async delaySender(tx: Tx, senderId: string, until: Date): Promise<void> {
+    await rowsOf(tx, `UPDATE message_outbox SET next_attempt_at = $2 WHERE sender_id = $1 AND status = 'pending' AND next_attempt_at < $2`, [senderId, until]);
+    await rowsOf(tx, `UPDATE message_outbox_pairs SET next_due_at = $2 WHERE sender_id = $1 AND next_due_at IS NOT NULL AND next_due_at < $2`, [senderId, until]);
+  }
 }
 
 function trimBody(body: unknown): string | null {

@@ -98,6 +98,19 @@ export class SendersRepository {
     return row;
   }
 
+  /** Keeps one error of a WhatsApp webhook error batch (`sender` null when no live sender has the number). */
+  async recordWebhookError(
+    tx: Tx,
+    e: { organizationId: string | null; senderId: string | null; phoneNumberId: string; code: number; title: string | null; details: string | null; body: string; pausedUntil: Date | null; receivedAt: Date },
+  ): Promise<void> {
+    await rowsOf(
+      tx,
+      `INSERT INTO whatsapp_webhook_errors (organization_id, sender_id, phone_number_id, code, title, details, body, paused_until, received_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [e.organizationId, e.senderId, e.phoneNumberId, e.code, e.title, e.details, e.body, e.pausedUntil, e.receivedAt],
+    );
+  }
+
   /** Pushes the sender's pause to at least `until`; returns the pause now in force. */
   async pauseUntil(tx: Tx, id: string, until: Date): Promise<Date> {
     const [row] = await rowsOf<{ paused_until: Date }>(tx, `UPDATE senders SET paused_until = GREATEST(COALESCE(paused_until, $2), $2) WHERE id = $1 RETURNING paused_until`, [id, until]);
