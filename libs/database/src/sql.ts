@@ -41,8 +41,6 @@ export function iso(value: Date | string | null | undefined): string | null {
 export const PG_UNIQUE_VIOLATION = '23505';
 /** PostgreSQL SQLSTATE of a foreign key violation. */
 export const PG_FOREIGN_KEY_VIOLATION = '23503';
-/** PostgreSQL SQLSTATE of an invalid text representation (a malformed uuid reached a query). */
-export const PG_INVALID_TEXT_REPRESENTATION = '22P02';
 
 /**
  * Whether `err` (pg's error, or TypeORM's QueryFailedError around it) is a unique violation, of
