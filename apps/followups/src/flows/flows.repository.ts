@@ -1,21 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import type { FlowGraph, FlowSettings, FlowStatus, FlowVersionView, FlowView } from '@touchpoint/contracts';
+import type { FlowGraph, FlowSettings, FlowVersionView, FlowView } from '@touchpoint/contracts';
 import { type Queryable, rowsOf } from '@touchpoint/database';
 
-type FlowRow = {
-  id: string;
+/** A row of `flows`; the columns its view shows as they are come from `FlowView`. */
+interface FlowRow extends Pick<FlowView, 'id' | 'name' | 'graph' | 'settings' | 'status' | 'published_version_id' | 'revision' | 'model_id' | 'stage_id'> {
   organization_id: string;
-  name: string;
-  graph: FlowGraph;
-  settings: FlowSettings;
-  status: FlowStatus;
-  published_version_id: string | null;
-  revision: number;
-  model_id: string | null;
-  stage_id: string | null;
   created_at: Date;
   updated_at: Date;
-};
+}
 
 type VersionRow = {
   id: string;

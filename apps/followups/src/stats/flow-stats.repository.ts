@@ -1,22 +1,9 @@
 import { Injectable } from '@nestjs/common';
+import type { FlowStatsView } from '@touchpoint/contracts';
 import { type Queryable, rowsOf } from '@touchpoint/database';
 
-/** One flow's counts as `FlowStatsRepository.counts` reads them (see `FlowStatsService.get`). */
-export interface FlowStatsRow {
-  enrolled: number;
-  active: number;
-  completed: number;
-  /** Cancelled or dead enrollments by reason (`unknown` for none). */
-  stopped: Record<string, number>;
-  /** Send effects by status. */
-  sends: Record<string, number>;
-  /** Enrollments with a send queued, sent or uncertain. */
-  with_send: number;
-  /** Of those, the ones with a reply on the timeline at or after their first send. */
-  replied: number;
-  /** Median seconds from the first send to the first reply after it; null with no reply. */
-  median: number | null;
-}
+/** One flow's counts as `FlowStatsRepository.counts` reads them: the view's counts, and the median in seconds unrounded. */
+export type FlowStatsRow = Pick<FlowStatsView, 'enrolled' | 'active' | 'completed' | 'stopped' | 'sends' | 'enrollments_with_send' | 'replied'> & { median_seconds: number | null };
 
 /** The SQL of flow statistics (seed 000 "API … statistics"): one read over the flow's enrollments. */
 @Injectable()
@@ -42,9 +29,9 @@ export class FlowStatsRepository {
               (SELECT count(*) FROM e WHERE status = 'completed')::int AS completed,
               (SELECT coalesce(jsonb_object_agg(reason, n), '{}') FROM (SELECT coalesce(reason, 'unknown') AS reason, count(*)::int AS n FROM e WHERE status IN ('cancelled', 'dead') GROUP BY 1) s) AS stopped,
               (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (SELECT status, count(*)::int AS n FROM effects WHERE kind = 'send' AND enrollment_id IN (SELECT id FROM e) GROUP BY 1) s) AS sends,
-              (SELECT count(*) FROM first_send)::int AS with_send,
+              (SELECT count(*) FROM first_send)::int AS enrollments_with_send,
               (SELECT count(*) FROM first_reply)::int AS replied,
-              (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM fr.at - fs.at)) FROM first_reply fr JOIN first_send fs USING (enrollment_id))::float8 AS median`,
+              (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM fr.at - fs.at)) FROM first_reply fr JOIN first_send fs USING (enrollment_id))::float8 AS median_seconds`,
       [flowId, organizationId],
     );
     return row!;

@@ -33,10 +33,10 @@ export class FlowStatsService {
       completed: r.completed,
       stopped: r.stopped,
       sends: r.sends,
-      enrollments_with_send: r.with_send,
+      enrollments_with_send: r.enrollments_with_send,
       replied: r.replied,
-      reply_rate: r.with_send ? Math.round((r.replied / r.with_send) * 10_000) / 10_000 : null,
-      median_time_to_reply_seconds: r.median === null ? null : Math.round(r.median),
+      reply_rate: r.enrollments_with_send ? Math.round((r.replied / r.enrollments_with_send) * 10_000) / 10_000 : null,
+      median_time_to_reply_seconds: r.median_seconds === null ? null : Math.round(r.median_seconds),
     };
   }
 }

@@ -3,31 +3,17 @@ import { Injectable } from '@nestjs/common';
 import type { MessageSenderType, MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
 import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
 
-export interface MessageRow {
+/** A row of `messages`; the columns its view shows as they are come from `MessageView`. */
+export interface MessageRow extends Pick<MessageView, 'conversation_id' | 'instance_id' | 'contact_id' | 'channel' | 'direction' | 'sender_type' | 'sender_id' | 'message_type' | 'body' | 'subject' | 'status' | 'external_id' | 'thread_id' | 'notification_id' | 'error_code'> {
   id: string;
   organization_id: string;
-  conversation_id: string;
-  instance_id: string;
-  contact_id: string;
-  channel: MessagingChannel;
-  direction: 'inbound' | 'outbound';
-  sender_type: MessageSenderType;
-  sender_id: string | null;
-  message_type: string;
-  body: string | null;
-  subject: string | null;
-  status: MessageStatus;
-  external_id: string | null;
-  thread_id: string | null;
   in_reply_to: string | null;
   /** What was asked of the provider for an outbound message (the outbox payload), else null. */
   payload: unknown;
   idempotency_key: string | null;
   requester: string | null;
   context: Record<string, string | number> | null;
-  notification_id: string | null;
   notification_delivery_id: string | null;
-  error_code: string | null;
   /** The provider's sub-code and details of a failure (Meta's `error_subcode`, `error_data.details`), else null. */
   error_subcode?: string | null;
   error_details?: string | null;
@@ -42,35 +28,17 @@ export interface MessageRow {
   failed_at: Date | null;
 }
 
-export interface NewMessage {
-  organization_id: string;
-  conversation_id: string;
-  instance_id: string;
-  contact_id: string;
-  channel: MessagingChannel;
-  direction: 'inbound' | 'outbound';
-  sender_type: MessageSenderType;
-  sender_id?: string | null;
-  message_type: string;
-  body: string | null;
-  subject?: string | null;
-  status: MessageStatus;
-  external_id?: string | null;
-  thread_id?: string | null;
-  in_reply_to?: string | null;
-  headers?: unknown;
-  payload?: unknown;
-  idempotency_key?: string | null;
-  requester?: string | null;
-  context?: Record<string, string | number> | null;
-  notification_id?: string | null;
-  notification_delivery_id?: string | null;
-  auto_reply?: boolean;
-  opt_out?: boolean;
-  provider_timestamp?: Date | null;
-  created_at: Date;
-  sent_at?: Date | null;
-}
+/** A message to insert: the columns of `MessageRow` it must give, those it may give, and what only the insert reads. */
+export type NewMessage = Pick<MessageRow, 'organization_id' | 'conversation_id' | 'instance_id' | 'contact_id' | 'channel' | 'direction' | 'sender_type' | 'message_type' | 'body' | 'status' | 'created_at'> &
+  Partial<
+    Pick<
+      MessageRow,
+      'sender_id' | 'subject' | 'external_id' | 'thread_id' | 'in_reply_to' | 'payload' | 'idempotency_key' | 'requester' | 'context' | 'notification_id' | 'notification_delivery_id' | 'auto_reply' | 'opt_out' | 'sent_at'
+    >
+  > & {
+    headers?: unknown;
+    provider_timestamp?: Date | null;
+  };
 
 export interface NewAttachment {
   media_type: string;

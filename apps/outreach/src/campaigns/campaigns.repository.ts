@@ -1,19 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import type { CampaignStatus, CampaignView, OutreachChannel, OutreachSettingsView } from '@touchpoint/contracts';
+import type { CampaignStatus, CampaignView, OutreachSettingsView } from '@touchpoint/contracts';
 import { type Queryable, iso, rowsOf } from '@touchpoint/database';
 
-export interface CampaignRow {
+/** A row of `campaigns`; the columns its view shows as they are come from `CampaignView`. */
+export interface CampaignRow extends Pick<CampaignView, 'organization_id' | 'name' | 'goal' | 'status' | 'allowed_channels' | 'max_touches' | 'followup_min_days' | 'followup_max_days' | 'email_sender_id' | 'linkedin_sender_id'> {
   id: string;
-  organization_id: string;
-  name: string;
-  goal: string;
-  status: CampaignStatus;
-  allowed_channels: OutreachChannel[];
-  max_touches: number;
-  followup_min_days: number;
-  followup_max_days: number;
-  email_sender_id: string | null;
-  linkedin_sender_id: string | null;
   created_at: Date;
   updated_at: Date;
   paused_at: Date | null;

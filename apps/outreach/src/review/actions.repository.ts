@@ -2,24 +2,13 @@ import { Injectable } from '@nestjs/common';
 import type { ActionStatus, ActionView, DraftPayload, OutboundActionType, RejectThen } from '@touchpoint/contracts';
 import { type Queryable, iso, rowsOf } from '@touchpoint/database';
 
-export interface ActionRow {
+/** A row of `proposed_actions`; the columns its view shows as they are come from `ActionView`. */
+export interface ActionRow extends Pick<ActionView, 'organization_id' | 'enrollment_id' | 'decision_id' | 'type' | 'status' | 'draft_payload' | 'approved_payload' | 'approved_hash' | 'approved_by' | 'reject_reason' | 'reject_then' | 'rejected_by'> {
   id: string;
-  organization_id: string;
-  enrollment_id: string;
   campaign_id: string;
-  decision_id: string;
-  type: OutboundActionType;
-  status: ActionStatus;
-  draft_payload: DraftPayload;
-  approved_payload: Record<string, unknown> | null;
-  approved_hash: string | null;
-  approved_by: string | null;
   approved_at: Date | null;
   next_attempt_at: Date | null;
   send_attempt: number;
-  reject_reason: string | null;
-  reject_then: RejectThen | null;
-  rejected_by: string | null;
   rejected_at: Date | null;
   invalidated_reason: string | null;
   executed_at: Date | null;
