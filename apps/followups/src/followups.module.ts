@@ -8,6 +8,7 @@ import { TurnPromisesService } from './agents/turn-promises.service.js';
 import { ContactsConsumer } from './contacts/contacts.consumer.js';
 import { ContactsRepository } from './contacts/contacts.repository.js';
 import { EffectsController } from './effects/effects.controller.js';
+import { EffectsRepository } from './effects/effects.repository.js';
 import { EffectsService } from './effects/effects.service.js';
 import { EnrollmentsController } from './enrollments/enrollments.controller.js';
 import { EnrollmentsRepository } from './enrollments/enrollments.repository.js';
@@ -49,6 +50,7 @@ import { ReleaseRepository } from './release/release.repository.js';
 import { ReleaseService } from './release/release.service.js';
 import { ReleaseSignal } from './release/release-signal.js';
 import { DeliveryStatusesConsumer } from './delivery/delivery-statuses.consumer.js';
+import { DeliveryStatusesRepository } from './delivery/delivery-statuses.repository.js';
 import { DeliveryStatusesService } from './delivery/delivery-statuses.service.js';
 import { SendOutcomesConsumer } from './release/send-outcomes.consumer.js';
 import { SendOutcomesService } from './release/send-outcomes.service.js';
@@ -103,10 +105,12 @@ export class FollowupsModule {
       ReleaseLoop,
       SendOutcomesService,
       SendOutcomesConsumer,
+      DeliveryStatusesRepository,
       DeliveryStatusesService,
       DeliveryStatusesConsumer,
       QueueRepository,
       QueueService,
+      EffectsRepository,
       EffectsService,
       PromisesRepository,
       PromisesService,

@@ -76,6 +76,21 @@ export class EnrollmentsRepository {
   }
 
   /** Appends timeline entries (one statement). */
+  /** Makes a live enrollment due `now` (revision + 1) only while it still stands at that visit (`nodeId`, `step`) of the node. */
+  async wakeAtVisit(db: Queryable, id: string, nodeId: string, step: number, now: Date): Promise<void> {
+    await rowsOf(
+      db,
+      `UPDATE enrollments SET next_run_at = $4, updated_at = $4, revision = revision + 1
+        WHERE id = $1 AND node_id = $2 AND step = $3 AND status = 'active'`,
+      [id, nodeId, step, now],
+    );
+  }
+
+  /** Settles the send in flight `effectId` with `status`, only while it is still the one in flight. */
+  async settleInflight(db: Queryable, id: string, effectId: string, status: string, now: Date): Promise<void> {
+    await rowsOf(db, `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = NULL, updated_at = $4 WHERE id = $1 AND inflight_effect_id = $2`, [id, effectId, status, now]);
+  }
+
   async insertEvents(db: Queryable, events: NewEnrollmentEvent[]): Promise<void> {
     if (events.length === 0) return;
     await rowsOf(db, 
