@@ -28,6 +28,7 @@ import { CrmTriggersConsumer } from './rules/crm-triggers.consumer.js';
 import { RuleCache } from './rules/rule-cache.js';
 import { TriggerLoop } from './rules/trigger.loop.js';
 import { TriggerRecorder } from './rules/trigger-recorder.js';
+import { TriggersRepository } from './rules/triggers.repository.js';
 import { TriggersService } from './rules/triggers.service.js';
 import { BulkLoop } from './bulk/bulk.loop.js';
 import { BulkJobsController } from './bulk/bulk-jobs.controller.js';
@@ -117,6 +118,7 @@ export class FollowupsModule {
       PromiseLoop,
       RuleCache,
       TriggerRecorder,
+      TriggersRepository,
       TriggersService,
       TriggerLoop,
       CrmTriggersConsumer,
