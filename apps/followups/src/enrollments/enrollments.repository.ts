@@ -86,9 +86,17 @@ export class EnrollmentsRepository {
     );
   }
 
-  /** Settles the send in flight `effectId` with `status`, only while it is still the one in flight. */
-  async settleInflight(db: Queryable, id: string, effectId: string, status: string, now: Date): Promise<void> {
-    await rowsOf(db, `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = NULL, updated_at = $4 WHERE id = $1 AND inflight_effect_id = $2`, [id, effectId, status, now]);
+  /**
+   * Records `status` as the last send's, only while `effectId` is the send in flight; `clear`
+   * (an outcome that is final) also ends the in-flight marker.
+   */
+  async settleInflight(db: Queryable, id: string, effectId: string, status: string, now: Date, clear = true): Promise<void> {
+    await rowsOf(
+      db,
+      `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = CASE WHEN $4 THEN NULL ELSE inflight_effect_id END, updated_at = $5
+        WHERE id = $1 AND inflight_effect_id = $2`,
+      [id, effectId, status, clear, now],
+    );
   }
 
   async insertEvents(db: Queryable, events: NewEnrollmentEvent[]): Promise<void> {
