@@ -11,7 +11,7 @@ import {
   MessagingEvents,
   type MessagingPage,
 } from '@touchpoint/contracts';
-import { decodeCursor, encodeCursor, pageSize, requireId, type Tx } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, isUuid, pageSize, requireId, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toPhoneKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
@@ -25,7 +25,6 @@ export const MAX_TAG_LENGTH = 64;
 export const MAX_TAGS = 100;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LINKEDIN_URL = /^https?:\/\/([a-z]{2,3}\.)?(www\.)?linkedin\.com\/(in|pub)\/[^/\s]+\/?$/i;
 
 function invalid(field: string, message: string): AppError {
@@ -181,7 +180,7 @@ export class ContactsService {
    */
   private async link(tx: Tx, row: ContactRow, link: string | null): Promise<ContactRow> {
     if (link !== null) {
-      if (typeof link !== 'string' || !UUID.test(link)) throw invalid('linked_contact_id', 'linked_contact_id must be a contact id or null');
+      if (!isUuid(link)) throw invalid('linked_contact_id', 'linked_contact_id must be a contact id or null');
       if (row.kind !== 'prospect') throw invalid('linked_contact_id', 'only a prospect can be linked to a CRM person');
       const target = link === row.id ? null : await this.repository.findById(tx, row.organization_id, link);
       if (!target || target.erased_at || target.kind !== 'crm') throw invalid('linked_contact_id', 'linked_contact_id must name a CRM contact of the organization');

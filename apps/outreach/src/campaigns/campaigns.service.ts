@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid } from '@touchpoint/database';
 import {
   CAMPAIGN_STATUSES,
   type CampaignCreateData,
@@ -123,9 +124,6 @@ export class CampaignsService {
     return row;
   }
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
 
 /** @throws AppError validation_failed */
 export function requireId(value: unknown, field: string): string {

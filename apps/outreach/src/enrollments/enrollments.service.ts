@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, isUuid } from '@touchpoint/database';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   type ContactView,
@@ -21,7 +21,7 @@ import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { type CampaignRow, CampaignsRepository } from '../campaigns/campaigns.repository.js';
-import { isUuid, requireId } from '../campaigns/campaigns.service.js';
+import { requireId } from '../campaigns/campaigns.service.js';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
 import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid } from '@touchpoint/database';
 import {
   type ActionApproveData,
   type ActionApprovedData,
@@ -15,7 +16,7 @@ import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength, truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { isUuid, requireId } from '../campaigns/campaigns.service.js';
+import { requireId } from '../campaigns/campaigns.service.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
 import { newTextOf } from '../context/context-render.js';
 import { checkDraft } from '../drafting/draft-check.js';

@@ -3,13 +3,13 @@ import type { TimelineItem } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
-import { isUuid, requireId } from '../campaigns/campaigns.service.js';
+import { requireId } from '../campaigns/campaigns.service.js';
 import { ThreadReader } from '../context/thread-reader.js';
 import { DecisionsRepository } from '../decisions/decisions.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { ScheduleMovesRepository } from '../interrupts/schedule-moves.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
-import { iso } from '@touchpoint/database';
+import { iso, isUuid } from '@touchpoint/database';
 
 /**
  * The enrollment drawer's timeline (seed 003 §4.5): this enrollment only, from the reads of §4.2 —
