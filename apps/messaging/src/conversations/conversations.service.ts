@@ -72,7 +72,7 @@ export class ConversationsService {
       const rows = await this.messages.thread(tx, organizationId, conversationId, after, limit + 1);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      return { items: page.map(({ cursor_at: _, ...view }) => view), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.message_id }, filters) : null };
+      return { items: page.map((r) => r.view), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.view.message_id }, filters) : null };
     });
   }
 

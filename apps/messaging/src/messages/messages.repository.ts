@@ -225,8 +225,8 @@ export class MessagesRepository {
     await tx.query(`UPDATE messages SET notification_id = $2 WHERE id = $1`, [messageId, notificationId]);
   }
 
-  /** A conversation's messages, newest first, after a keyset cursor, with attachments. */
-  async thread(tx: Tx, organizationId: string, conversationId: string, after: CursorPosition | null, limit: number): Promise<(MessageView & { cursor_at: string })[]> {
+  /** A conversation's messages, newest first, after a keyset cursor, with attachments; each with its cursor position. */
+  async thread(tx: Tx, organizationId: string, conversationId: string, after: CursorPosition | null, limit: number): Promise<{ view: MessageView; cursor_at: string }[]> {
     const rows = await tx.query<MessageRow & { attachments: MessageView['attachments']; cursor_at: string }>(
       `SELECT m.*, ${cursorAtSql('m.created_at')} AS cursor_at, COALESCE((SELECT json_agg(json_build_object('attachment_id', a.id, 'media_type', a.media_type, 'mime_type', a.mime_type, 'url', a.url,
                                    'provider_media_id', a.provider_media_id, 'caption', a.caption) ORDER BY a.created_at)
@@ -237,7 +237,7 @@ export class MessagesRepository {
         ORDER BY m.created_at DESC, m.id DESC LIMIT $5`,
       [organizationId, conversationId, after?.createdAt ?? null, after?.id ?? null, limit],
     );
-    return rows.map((r) => ({ ...toMessageView(r, r.attachments), cursor_at: r.cursor_at }));
+    return rows.map((r) => ({ view: toMessageView(r, r.attachments), cursor_at: r.cursor_at }));
   }
 }
 
