@@ -1,4 +1,5 @@
 import { AppError, ErrorCode } from '@touchpoint/errors';
+import { codePointLength } from '@touchpoint/text';
 
 /**
  * The errors every service answers for a request that names no row or carries a bad field, so
@@ -37,10 +38,10 @@ export function requireId(value: unknown, what: string): string {
 }
 
 /**
- * `value` when it is a non-blank string.
+ * `value` when it is a non-blank string of at most `maxChars` code points (no limit when omitted).
  * @throws AppError validation_failed `<field> is required`, details `{field}`, otherwise
  */
-export function requireString(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
+export function requireString(value: unknown, field: string, maxChars?: number): string {
+  if (typeof value !== 'string' || value.trim() === '' || (maxChars !== undefined && codePointLength(value) > maxChars)) throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
   return value;
 }

@@ -94,3 +94,11 @@ describe('request errors', () => {
     }
   });
 });
+
+describe('requireString with a length cap', () => {
+  it('answers a string of at most maxChars code points and refuses a longer one naming the field', () => {
+    expect(requireString('😀'.repeat(200), 'organization_id', 200)).toHaveLength(400);
+    expect(() => requireString('😀'.repeat(201), 'organization_id', 200)).toThrow(expect.objectContaining({ code: ErrorCode.ValidationFailed, details: { field: 'organization_id' } }));
+    expect(requireString('x'.repeat(5000), 'key')).toHaveLength(5000);
+  });
+});
