@@ -8,6 +8,7 @@ import { TurnPromisesService } from './agents/turn-promises.service.js';
 import { ContactsConsumer } from './contacts/contacts.consumer.js';
 import { ContactsRepository } from './contacts/contacts.repository.js';
 import { EffectsController } from './effects/effects.controller.js';
+import { EffectsRepository } from './effects/effects.repository.js';
 import { EffectsService } from './effects/effects.service.js';
 import { EnrollmentsController } from './enrollments/enrollments.controller.js';
 import { EnrollmentsRepository } from './enrollments/enrollments.repository.js';
@@ -28,14 +29,18 @@ import { CrmTriggersConsumer } from './rules/crm-triggers.consumer.js';
 import { RuleCache } from './rules/rule-cache.js';
 import { TriggerLoop } from './rules/trigger.loop.js';
 import { TriggerRecorder } from './rules/trigger-recorder.js';
+import { TriggersRepository } from './rules/triggers.repository.js';
 import { TriggersService } from './rules/triggers.service.js';
 import { BulkLoop } from './bulk/bulk.loop.js';
 import { BulkJobsController } from './bulk/bulk-jobs.controller.js';
+import { BulkJobsRepository } from './bulk/bulk-jobs.repository.js';
 import { BulkJobsService } from './bulk/bulk-jobs.service.js';
 import { RetentionController } from './retention/retention.controller.js';
 import { RetentionLoop } from './retention/retention.loop.js';
+import { RetentionRepository } from './retention/retention.repository.js';
 import { RetentionService } from './retention/retention.service.js';
 import { FlowStatsController } from './stats/flow-stats.controller.js';
+import { FlowStatsRepository } from './stats/flow-stats.repository.js';
 import { FlowStatsService } from './stats/flow-stats.service.js';
 import { QueueController } from './queue/queue.controller.js';
 import { QueueRepository } from './queue/queue.repository.js';
@@ -51,6 +56,7 @@ import { SendGate } from './release/send-gate.js';
 import { SendStep } from './release/send-step.js';
 import { StepOutcomes } from './release/step-outcomes.js';
 import { DeliveryStatusesConsumer } from './delivery/delivery-statuses.consumer.js';
+import { DeliveryStatusesRepository } from './delivery/delivery-statuses.repository.js';
 import { DeliveryStatusesService } from './delivery/delivery-statuses.service.js';
 import { SendOutcomesConsumer } from './release/send-outcomes.consumer.js';
 import { SendOutcomesService } from './release/send-outcomes.service.js';
@@ -110,10 +116,12 @@ export class FollowupsModule {
       ReleaseLoop,
       SendOutcomesService,
       SendOutcomesConsumer,
+      DeliveryStatusesRepository,
       DeliveryStatusesService,
       DeliveryStatusesConsumer,
       QueueRepository,
       QueueService,
+      EffectsRepository,
       EffectsService,
       PromisesRepository,
       PromisesService,
@@ -121,13 +129,17 @@ export class FollowupsModule {
       PromiseLoop,
       RuleCache,
       TriggerRecorder,
+      TriggersRepository,
       TriggersService,
       TriggerLoop,
       CrmTriggersConsumer,
+      BulkJobsRepository,
       BulkJobsService,
       BulkLoop,
+      RetentionRepository,
       RetentionService,
       RetentionLoop,
+      FlowStatsRepository,
       FlowStatsService,
     ];
     if (overrides.clock) providers.push({ provide: Clock, useValue: overrides.clock });

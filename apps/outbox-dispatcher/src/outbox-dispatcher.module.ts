@@ -21,9 +21,11 @@ import { WhatsAppAdapter } from './providers/whatsapp/whatsapp.adapter.js';
 import { NylasEmailAdapter } from './providers/email/nylas.adapter.js';
 import { ProviderAccountsController } from './email/provider-accounts.controller.js';
 import { ProviderAccountsService } from './email/provider-accounts.service.js';
+import { LinkedinRelationsRepository } from './linkedin/linkedin-relations.repository.js';
 import { LinkedinStateController } from './linkedin/linkedin-state.controller.js';
 import { UnipileLinkedinAdapter } from './providers/linkedin/unipile.adapter.js';
 import { CorrespondentsConsumer } from './prospect-cap/correspondents.consumer.js';
+import { ProspectCapRepository } from './prospect-cap/prospect-cap.repository.js';
 import { ProspectCapService } from './prospect-cap/prospect-cap.service.js';
 import { SendersController } from './senders/senders.controller.js';
 import { SendersRepository } from './senders/senders.repository.js';
@@ -65,7 +67,9 @@ export class OutboxDispatcherModule {
       WhatsAppAdapter,
       NylasEmailAdapter,
       UnipileLinkedinAdapter,
+      ProspectCapRepository,
       ProspectCapService,
+      LinkedinRelationsRepository,
       CorrespondentsConsumer,
       ProviderAccountsService,
       {

@@ -31,6 +31,7 @@ import { TimelineService } from './timeline/timeline.service.js';
 import { SweepRepository } from './sweep/sweep.repository.js';
 import { DueSweepService } from './sweep/sweep.service.js';
 import { AutoReplyResumeService } from './interrupts/auto-reply-resume.service.js';
+import { ScheduleMovesRepository } from './interrupts/schedule-moves.repository.js';
 import { InterruptsConsumer } from './interrupts/interrupts.consumer.js';
 import { InvitationAcceptedConsumer } from './interrupts/invitation-accepted.consumer.js';
 import { InterruptsRepository } from './interrupts/interrupts.repository.js';
@@ -75,6 +76,7 @@ export class OutreachModule {
         InterruptsRepository,
         OptOutService,
         AutoReplyResumeService,
+        ScheduleMovesRepository,
         ReplyInterruptService,
         InterruptsConsumer,
         InvitationAcceptedConsumer,

@@ -1,9 +1,9 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { templateSha256, versionOf } from './prompt-renderer.js';
 import { PROMPT_TEMPLATES } from './prompt-templates.js';
+import { PromptVersionsRepository } from './prompt-versions.repository.js';
 
 /**
  * Records each prompt template version the code holds in `ai_prompt_versions` at start-up, so a
@@ -13,7 +13,7 @@ import { PROMPT_TEMPLATES } from './prompt-templates.js';
 @Injectable()
 export class PromptVersionsService implements OnApplicationBootstrap {
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly repository: PromptVersionsRepository,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -21,13 +21,8 @@ export class PromptVersionsService implements OnApplicationBootstrap {
     for (const template of Object.values(PROMPT_TEMPLATES)) {
       const version = versionOf(template);
       const sha = templateSha256(template);
-      const [row] = await this.dataSource.query(
-        `INSERT INTO ai_prompt_versions (version, kind, template_sha256) VALUES ($1, $2, $3)
-         ON CONFLICT (version) DO UPDATE SET version = EXCLUDED.version
-         RETURNING template_sha256`,
-        [version, template.kind, sha],
-      );
-      if (row && row.template_sha256 !== sha) {
+      const stored = await this.repository.record(version, template.kind, sha);
+      if (stored !== undefined && stored !== sha) {
         this.logger.error({ event: 'ai.prompt_changed_without_version', version }, `prompt template ${version} changed without a version bump`);
       }
     }

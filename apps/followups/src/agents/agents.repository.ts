@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { cursorAtSql, type CursorPosition } from '@touchpoint/database';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import type { TurnPromiseView } from '@touchpoint/contracts';
+import { cursorAtSql, type CursorPosition, type Queryable, rowsOf } from '@touchpoint/database';
 
 /** An agent with its current version's follow-up settings. */
 export interface AgentRow {
@@ -22,16 +22,9 @@ export interface AgentVersionRow {
   created_at: Date;
 }
 
-export interface TurnPromiseRow {
-  id: string;
+/** A row of `turn_promises` with its agent's name; the columns its view shows as they are come from `TurnPromiseView`. */
+export interface TurnPromiseRow extends Pick<TurnPromiseView, 'id' | 'agent_id' | 'agent_name' | 'turn_id' | 'position' | 'contact_id' | 'conversation_id' | 'text'> {
   organization_id: string;
-  agent_id: string;
-  agent_name: string | null;
-  turn_id: string;
-  position: number;
-  contact_id: string;
-  conversation_id: string | null;
-  text: string;
   due_at: Date | null;
   created_at: Date;
   cursor_at: string;

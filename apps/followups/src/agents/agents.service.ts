@@ -9,13 +9,12 @@ import {
   type AgentVersionCreateData,
   type AgentView,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { isUuid, notFound, poolOf, type Queryable, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { FlowsRepository } from '../flows/flows.repository.js';
-import { type Queryable, poolOf } from '../requests/queryable.js';
-import { check, isUuid, notFound } from '../requests/request-checks.js';
+import { check } from '../input-checks/input-checks.js';
 import { type AgentRow, AgentsRepository, type AgentVersionRow } from './agents.repository.js';
 
 /** Longest agent name, code points. */

@@ -10,12 +10,11 @@ import {
   type TurnPromisesRecordData,
   type TurnPromiseView,
 } from '@touchpoint/contracts';
-import { decodeCursor, encodeCursor } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, notFound, poolOf } from '@touchpoint/database';
 import { codePointLength } from '@touchpoint/text';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
-import { poolOf } from '../requests/queryable.js';
-import { check, notFound } from '../requests/request-checks.js';
+import { check } from '../input-checks/input-checks.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { AgentsRepository, type TurnPromiseRow } from './agents.repository.js';
 

@@ -1,38 +1,18 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { BULK_JOB_MAX_CONTACTS, type BulkJobCreateData, type BulkJobRef, type BulkJobStatus, type BulkJobView } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { BULK_JOB_MAX_CONTACTS, type BulkJobCreateData, type BulkJobRef, type BulkJobView } from '@touchpoint/contracts';
+import { isUuid, notFound, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork, WakeSignal } from '@touchpoint/runtime';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsService } from '../enrollments/enrollments.service.js';
+import { FlowsRepository } from '../flows/flows.repository.js';
 import type { FollowupsConfig } from '../followups.config.js';
-import { poolOf, rowsOf } from '../requests/queryable.js';
-import { check, isUuid, notFound } from '../requests/request-checks.js';
-import { compileSegment, type Segment } from '../rules/segment-sql.js';
-
-interface BulkJobRow {
-  id: string;
-  organization_id: string;
-  flow_id: string;
-  operation_key: string;
-  source: { kind: 'list' | 'segment'; segment?: Segment };
-  contact_ids: string[];
-  total: number;
-  cursor: number;
-  enrolled: number;
-  rejected: Record<string, number>;
-  status: BulkJobStatus;
-  lease_token: string | null;
-  locked_until: Date | null;
-  last_error: string | null;
-  attempts: number;
-  created_at: Date;
-  updated_at: Date;
-  finished_at: Date | null;
-}
+import { check } from '../input-checks/input-checks.js';
+import { compileSegment } from '../rules/segment-sql.js';
+import { type BulkJobRow, BulkJobsRepository } from './bulk-jobs.repository.js';
 
 const toView = (r: BulkJobRow): BulkJobView => ({
   id: r.id,
@@ -70,6 +50,8 @@ export interface BulkLease {
 export class BulkJobsService {
   constructor(
     private readonly uow: UnitOfWork,
+    private readonly repository: BulkJobsRepository,
+    private readonly flows: FlowsRepository,
     private readonly enrollments: EnrollmentsService,
     private readonly signal: WakeSignal,
     private readonly clock: Clock,
@@ -91,15 +73,14 @@ export class BulkJobsService {
       .custom('source', (input.contact_ids === undefined) === (input.segment === undefined) ? ['give contact_ids or segment, not both'] : [])
       .done();
     const db = poolOf(this.uow.dataSource);
-    const [existing] = await rowsOf<BulkJobRow>(db, `SELECT * FROM bulk_jobs WHERE organization_id = $1 AND operation_key = $2`, [input.organization_id, input.operation_key]);
+    const existing = await this.repository.findByOperationKey(db, input.organization_id, input.operation_key);
     if (existing) {
       if (existing.flow_id !== input.flow_id) throw new AppError(ErrorCode.IdempotencyConflict, 'this operation_key was used for another flow', { job_id: existing.id });
       return { job: toView(existing), created: false };
     }
     const now = this.clock.now();
     const row = await this.uow.run(async (tx) => {
-      const [flow] = await rowsOf(tx, `SELECT 1 FROM flows WHERE id = $1 AND organization_id = $2`, [input.flow_id, input.organization_id]);
-      if (!flow) throw notFound('flow');
+      if (!(await this.flows.exists(tx, input.organization_id, input.flow_id))) throw notFound('flow');
       let contactIds: string[];
       if (input.contact_ids) contactIds = [...new Set(input.contact_ids)];
       else {
@@ -111,18 +92,19 @@ export class BulkJobsService {
           throw new AppError(ErrorCode.ValidationFailed, (err as Error).message, [{ field: 'segment', problems: [(err as Error).message] }]);
         }
         // Frozen now: contacts that match later are not added; erased ones are never enrolled.
-        const rows = await rowsOf<{ contact_id: string }>(tx, `SELECT c.contact_id FROM contacts c WHERE c.organization_id = $1 AND c.erased_at IS NULL AND (${where}) ORDER BY c.contact_id LIMIT $2`, params);
-        if (rows.length > BULK_JOB_MAX_CONTACTS) throw new AppError(ErrorCode.ValidationFailed, `the segment holds more than ${BULK_JOB_MAX_CONTACTS} contacts`, [{ field: 'segment', problems: ['too many contacts'] }]);
-        contactIds = rows.map((r) => r.contact_id);
+        contactIds = await this.repository.segmentContactIds(tx, where, params);
+        if (contactIds.length > BULK_JOB_MAX_CONTACTS) throw new AppError(ErrorCode.ValidationFailed, `the segment holds more than ${BULK_JOB_MAX_CONTACTS} contacts`, [{ field: 'segment', problems: ['too many contacts'] }]);
       }
-      const [inserted] = await rowsOf<BulkJobRow>(
-        tx,
-        `INSERT INTO bulk_jobs (id, organization_id, flow_id, operation_key, source, contact_ids, total, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6::uuid[], $7, $8, $9, $9)
-         ON CONFLICT (organization_id, operation_key) DO NOTHING RETURNING *`,
-        [randomUUID(), input.organization_id, input.flow_id, input.operation_key, JSON.stringify(input.segment ? { kind: 'segment', segment: input.segment } : { kind: 'list' }), contactIds, contactIds.length, contactIds.length ? 'pending' : 'completed', now],
-      );
-      return inserted;
+      return this.repository.insert(tx, {
+        id: randomUUID(),
+        organizationId: input.organization_id,
+        flowId: input.flow_id,
+        operationKey: input.operation_key,
+        source: input.segment ? { kind: 'segment', segment: input.segment } : { kind: 'list' },
+        contactIds,
+        status: contactIds.length ? 'pending' : 'completed',
+        now,
+      });
     });
     if (!row) return this.create(input);
     this.signal.wake();
@@ -132,7 +114,7 @@ export class BulkJobsService {
   /** @throws AppError not_found */
   async get(input: BulkJobRef): Promise<BulkJobView> {
     check(input).uuid('organization_id').uuid('job_id').done();
-    const [row] = await rowsOf<BulkJobRow>(poolOf(this.uow.dataSource), `SELECT * FROM bulk_jobs WHERE id = $1 AND organization_id = $2`, [input.job_id, input.organization_id]);
+    const row = await this.repository.find(poolOf(this.uow.dataSource), input.organization_id, input.job_id);
     if (!row) throw notFound('bulk job');
     return toView(row);
   }
@@ -149,19 +131,13 @@ export class BulkJobsService {
     for (;;) {
       const now = this.clock.now();
       const token = randomUUID();
-      const [row] = await rowsOf<{ id: string; organization_id: string; status: BulkJobStatus; attempts: number; last_error: string | null }>(
-        poolOf(this.uow.dataSource),
-        `UPDATE bulk_jobs SET attempts = attempts + 1, updated_at = $1,
-                status = CASE WHEN attempts + 1 > $4 THEN 'failed' ELSE 'running' END,
-                lease_token = CASE WHEN attempts + 1 > $4 THEN NULL ELSE $2::uuid END,
-                locked_until = CASE WHEN attempts + 1 > $4 THEN NULL ELSE $3::timestamptz END,
-                finished_at = CASE WHEN attempts + 1 > $4 THEN $1::timestamptz ELSE finished_at END,
-                last_error = CASE WHEN attempts + 1 > $4 THEN coalesce(last_error, $5) ELSE last_error END
-          WHERE id = (SELECT id FROM bulk_jobs WHERE status IN ('pending', 'running') AND (locked_until IS NULL OR locked_until <= $1)
-                       ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-          RETURNING id, organization_id, status, attempts, last_error`,
-        [now, token, new Date(now.getTime() + this.config.FOLLOWUP_BULK_LEASE_MS), max, `gave up after ${max} attempts without a chunk going through`],
-      );
+      const row = await this.repository.claimNext(poolOf(this.uow.dataSource), {
+        now,
+        token,
+        lockedUntil: new Date(now.getTime() + this.config.FOLLOWUP_BULK_LEASE_MS),
+        maxAttempts: max,
+        gaveUp: `gave up after ${max} attempts without a chunk going through`,
+      });
       if (!row) return undefined;
       if (row.status !== 'failed') return { jobId: row.id, token };
       this.logger.error({ event: 'followups.bulk_job_failed', organization_id: row.organization_id, job_id: row.id, attempts: max, err: row.last_error }, 'bulk enrollment job failed');
@@ -175,7 +151,7 @@ export class BulkJobsService {
   async runChunk(lease: BulkLease): Promise<'more' | 'done' | 'lost'> {
     const now = this.clock.now();
     const outcome = await this.uow.run(async (tx) => {
-      const [job] = await rowsOf<BulkJobRow>(tx, `SELECT * FROM bulk_jobs WHERE id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`, [lease.jobId, lease.token]);
+      const job = await this.repository.lockLeased(tx, lease.jobId, lease.token);
       if (!job) return 'lost' as const;
       const chunk = job.contact_ids.slice(job.cursor, job.cursor + this.config.FOLLOWUP_BULK_CHUNK);
       const rejected = { ...job.rejected };
@@ -188,14 +164,7 @@ export class BulkJobsService {
       const cursor = job.cursor + chunk.length;
       const done = cursor >= job.total;
       // A chunk went through: the count of attempts starts again, this claim being the first for the next chunk.
-      await rowsOf(
-        tx,
-        `UPDATE bulk_jobs SET cursor = $2, enrolled = enrolled + $3, rejected = $4::jsonb, locked_until = $5, updated_at = $6, attempts = 1, last_error = NULL,
-                status = CASE WHEN $7 THEN 'completed' ELSE status END, finished_at = CASE WHEN $7 THEN $6::timestamptz ELSE NULL END,
-                lease_token = CASE WHEN $7 THEN NULL ELSE lease_token END
-          WHERE id = $1`,
-        [job.id, cursor, enrolled, JSON.stringify(rejected), done ? null : new Date(now.getTime() + this.config.FOLLOWUP_BULK_LEASE_MS), now, done],
-      );
+      await this.repository.recordChunk(tx, { jobId: job.id, cursor, enrolled, rejected, lockedUntil: done ? null : new Date(now.getTime() + this.config.FOLLOWUP_BULK_LEASE_MS), now, done });
       return done ? ('done' as const) : ('more' as const);
     });
     this.signal.wake();
@@ -212,17 +181,7 @@ export class BulkJobsService {
       // The chunk rolled back; the lease runs out and the job is resumed at its cursor, unless this
       // was its last attempt: then it ends `failed` now, with the error that stopped it.
       const error = truncateText((err as Error).message, 1000);
-      const [after] = await rowsOf<{ status: BulkJobStatus; attempts: number; organization_id: string }>(
-        poolOf(this.uow.dataSource),
-        `UPDATE bulk_jobs SET last_error = $3, updated_at = $4,
-                status = CASE WHEN attempts >= $5 THEN 'failed' ELSE status END,
-                finished_at = CASE WHEN attempts >= $5 THEN $4::timestamptz ELSE finished_at END,
-                lease_token = CASE WHEN attempts >= $5 THEN NULL ELSE lease_token END,
-                locked_until = CASE WHEN attempts >= $5 THEN NULL ELSE locked_until END
-          WHERE id = $1 AND lease_token = $2 AND status = 'running'
-          RETURNING status, attempts, organization_id`,
-        [lease.jobId, lease.token, error, this.clock.now(), this.config.FOLLOWUP_BULK_MAX_ATTEMPTS],
-      );
+      const after = await this.repository.recordChunkFailure(poolOf(this.uow.dataSource), { jobId: lease.jobId, token: lease.token, error, now: this.clock.now(), maxAttempts: this.config.FOLLOWUP_BULK_MAX_ATTEMPTS });
       const failed = after?.status === 'failed';
       this.logger[failed ? 'error' : 'warn'](
         { event: failed ? 'followups.bulk_job_failed' : 'followups.bulk_chunk_failed', organization_id: after?.organization_id, job_id: lease.jobId, attempts: after?.attempts, err: error },

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, type ContactEventData, type ContactTagEventData, MessagingEvents } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import { Clock, isValidTimeZone } from '@touchpoint/time';
-import { rowsOf } from '../requests/queryable.js';
 import { TriggerRecorder } from '../rules/trigger-recorder.js';
 import { ContactsRepository } from './contacts.repository.js';
 

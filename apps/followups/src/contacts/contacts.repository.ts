@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** A contact's activity as followups knows it (read model fed by messaging's events). */
 export interface ContactActivity {

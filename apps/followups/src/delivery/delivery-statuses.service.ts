@@ -1,14 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
+import { isUuid, type Tx } from '@touchpoint/database';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { rowsOf } from '../requests/queryable.js';
+import { DeliveryStatusesRepository } from './delivery-statuses.repository.js';
 
 /** A provider's delivery report that followups keeps on the effect (messaging's `delivered` and `read`). */
 export type DeliveryReport = 'delivered' | 'read';
-
-/** Rank of `last_send_status` values a delivery report may move: forward only. */
-const RANK_SQL = `CASE last_send_status WHEN 'read' THEN 3 WHEN 'delivered' THEN 2 ELSE 0 END`;
 
 /**
  * Keeps how far a follow-up send got after it left (seed 002 "Efeitos": the effect's status): the
@@ -25,6 +22,7 @@ const RANK_SQL = `CASE last_send_status WHEN 'read' THEN 3 WHEN 'delivered' THEN
 @Injectable()
 export class DeliveryStatusesService {
   constructor(
+    private readonly repository: DeliveryStatusesRepository,
     private readonly enrollments: EnrollmentsRepository,
     private readonly metrics: FollowupsMetrics,
   ) {}
@@ -35,32 +33,16 @@ export class DeliveryStatusesService {
    * @returns whether anything changed (false: not ours, settled as failed/cancelled, or a repeat)
    */
   async apply(tx: Tx, organizationId: string, key: string, report: DeliveryReport, detail: { messageId?: string | null; at: Date }): Promise<boolean> {
-    const [effect] = await rowsOf<{ id: string; enrollment_id: string; node_id: string; step: number; status: string; delivered_at: Date | null; read_at: Date | null }>(
-      tx,
-      `SELECT id, enrollment_id, node_id, step, status, delivered_at, read_at FROM effects
-        WHERE idempotency_key = $1 AND organization_id = $2 AND kind = 'send' FOR UPDATE`,
-      [key, organizationId],
-    );
+    const effect = await this.repository.lockSend(tx, organizationId, key);
     // A send that failed or was cancelled is not delivered; messaging never reports that, but a stale report must not revive it.
     if (!effect || !['queued', 'uncertain', 'sent'].includes(effect.status)) return false;
     const stamp = report === 'delivered' ? 'delivered_at' : 'read_at';
     if (effect[stamp]) return false;
     const leftNow = effect.status !== 'sent';
-    await rowsOf(
-      tx,
-      `UPDATE effects SET ${stamp} = $2, status = 'sent', message_id = coalesce(message_id, $3::uuid), updated_at = greatest(updated_at, $2) WHERE id = $1`,
-      [effect.id, detail.at, isUuid(detail.messageId) ? detail.messageId : null],
-    );
+    await this.repository.stampReport(tx, effect.id, stamp, detail.at, isUuid(detail.messageId) ? detail.messageId : null);
     const status: DeliveryReport = report === 'read' || effect.read_at ? 'read' : 'delivered';
     // Only the enrollment's newest send speaks for `last_send.status` (a late report of an older one must not).
-    await rowsOf(
-      tx,
-      `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = CASE WHEN inflight_effect_id = $2 THEN NULL ELSE inflight_effect_id END, updated_at = $5
-        WHERE id = $1 AND ${RANK_SQL} < $4
-          AND (inflight_effect_id = $2 OR NOT EXISTS (
-                SELECT 1 FROM effects o WHERE o.enrollment_id = $1 AND o.kind = 'send' AND o.idempotency_key IS NOT NULL AND o.step > $6))`,
-      [effect.enrollment_id, effect.id, status, status === 'read' ? 3 : 2, detail.at, effect.step],
-    );
+    await this.repository.raiseLastSendStatus(tx, effect.enrollment_id, effect.id, effect.step, status, detail.at);
     const events = [];
     if (leftNow) events.push({ organization_id: organizationId, enrollment_id: effect.enrollment_id, type: 'send_sent', node_id: effect.node_id, data: { effect_id: effect.id, error_code: null }, at: detail.at });
     events.push({ organization_id: organizationId, enrollment_id: effect.enrollment_id, type: `send_${report}`, node_id: effect.node_id, data: { effect_id: effect.id }, at: detail.at });
@@ -69,5 +51,3 @@ export class DeliveryStatusesService {
     return true;
   }
 }
-
-const isUuid = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);

@@ -8,23 +8,14 @@ import {
   RESOLUTION_NOTE_MAX,
   RESOLUTION_NOTE_MIN,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { notFound, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork, WakeSignal } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { check, notFound } from '../requests/request-checks.js';
-import { rowsOf } from '../requests/queryable.js';
-
-interface LockedEffect {
-  id: string;
-  enrollment_id: string;
-  node_id: string;
-  step: number;
-  kind: string;
-  status: EffectStatus;
-}
+import { check } from '../input-checks/input-checks.js';
+import { EffectsRepository, type LockedEffect } from './effects.repository.js';
 
 /**
  * A person's part in a step's effects (seed 002 "Efeitos"): deciding a send that waits for
@@ -35,6 +26,7 @@ interface LockedEffect {
 export class EffectsService {
   constructor(
     private readonly uow: UnitOfWork,
+    private readonly effects: EffectsRepository,
     private readonly enrollments: EnrollmentsRepository,
     private readonly signal: WakeSignal,
     private readonly metrics: FollowupsMetrics,
@@ -58,18 +50,9 @@ export class EffectsService {
       if (effect.status !== 'awaiting_decision') {
         throw new AppError(ErrorCode.Conflict, `the effect is ${effect.status}, not awaiting a decision`, { status: effect.status });
       }
-      await rowsOf(
-        tx,
-        `UPDATE effects SET status = $2, reason = $3, decided_at = $4, decided_by_api_key_id = $5, decided_by_member_id = $6, updated_at = $4 WHERE id = $1`,
-        [effect.id, target, input.approve ? null : 'decision_rejected', now, input.api_key_id, input.member_id],
-      );
+      await this.effects.decide(tx, { effectId: effect.id, status: target, reason: input.approve ? null : 'decision_rejected', now, apiKeyId: input.api_key_id, memberId: input.member_id });
       // Wake the enrollment only if it still stands at that visit of the node.
-      await rowsOf(
-        tx,
-        `UPDATE enrollments SET next_run_at = $4, updated_at = $4, revision = revision + 1
-          WHERE id = $1 AND node_id = $2 AND step = $3 AND status = 'active'`,
-        [effect.enrollment_id, effect.node_id, effect.step, now],
-      );
+      await this.enrollments.wakeAtVisit(tx, effect.enrollment_id, effect.node_id, effect.step, now);
       await this.enrollments.insertEvents(tx, [
         { organization_id: input.organization_id, enrollment_id: effect.enrollment_id, type: 'send_decided', node_id: effect.node_id, data: { effect_id: effect.id, approve: input.approve, api_key_id: input.api_key_id }, at: now },
       ]);
@@ -104,8 +87,8 @@ export class EffectsService {
         throw new AppError(ErrorCode.NotAmbiguous, `the effect is ${effect.status}; only an uncertain send is reconciled`, { status: effect.status });
       }
       const resolution = { outcome: input.outcome, note: input.note, wamid: input.wamid ?? null, api_key_id: input.api_key_id, member_id: input.member_id, at: now.toISOString() };
-      await rowsOf(tx, `UPDATE effects SET status = $2, resolution = $3::jsonb, reason = coalesce(reason, 'reconciled'), updated_at = $4 WHERE id = $1`, [effect.id, input.outcome, JSON.stringify(resolution), now]);
-      await rowsOf(tx, `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = NULL, updated_at = $4 WHERE id = $1 AND inflight_effect_id = $2`, [effect.enrollment_id, effect.id, input.outcome, now]);
+      await this.effects.resolve(tx, effect.id, input.outcome, resolution, now);
+      await this.enrollments.settleInflight(tx, effect.enrollment_id, effect.id, input.outcome, now);
       await this.enrollments.insertEvents(tx, [
         { organization_id: input.organization_id, enrollment_id: effect.enrollment_id, type: 'send_resolved', node_id: effect.node_id, data: { effect_id: effect.id, outcome: input.outcome, wamid: input.wamid ?? null }, at: now },
       ]);
@@ -115,7 +98,7 @@ export class EffectsService {
   }
 
   private async lock(tx: Tx, organizationId: string, effectId: string): Promise<LockedEffect> {
-    const [effect] = await rowsOf<LockedEffect>(tx, `SELECT id, enrollment_id, node_id, step, kind, status FROM effects WHERE id = $1 AND organization_id = $2 FOR UPDATE`, [effectId, organizationId]);
+    const effect = await this.effects.lock(tx, organizationId, effectId);
     if (!effect) throw notFound('effect');
     return effect;
   }

@@ -1,26 +1,16 @@
-import type { AiRunResult, EnrollmentEventView, FollowupEnrollmentStatus, FollowupEnrollmentView, EffectStatus, EffectView, FlowTemplateRef, HandoffPolicy } from '@touchpoint/contracts';
+import type { AiRunResult, EnrollmentEventView, FollowupEnrollmentView, EffectStatus, EffectView, FlowTemplateRef, HandoffPolicy } from '@touchpoint/contracts';
 
-/** An enrollment row as the engine reads and writes it (one per contact × flow run). */
-export interface EnrollmentRow {
-  id: string;
+/**
+ * An enrollment row as the engine reads and writes it (one per contact × flow run); the columns
+ * its view shows as they are come from `FollowupEnrollmentView`.
+ */
+export interface EnrollmentRow extends Pick<FollowupEnrollmentView, 'id' | 'flow_id' | 'version_id' | 'contact_id' | 'conversation_id' | 'agent_id' | 'appointment_id' | 'operation_key' | 'status' | 'reason' | 'node_id' | 'variables' | 'sender_id'> {
   organization_id: string;
-  flow_id: string;
-  version_id: string;
-  contact_id: string;
-  conversation_id: string | null;
-  agent_id: string | null;
-  appointment_id: string | null;
-  operation_key: string;
-  status: FollowupEnrollmentStatus;
-  reason: string | null;
-  node_id: string | null;
   /** Nodes entered so far: the visit number of the current node (part of every send's key). */
   step: number;
   next_run_at: Date | null;
   node_entered_at: Date | null;
-  variables: Record<string, unknown>;
   anchor_at: Date | null;
-  sender_id: string | null;
   repeat_counts: Record<string, number>;
   last_reply_text: string | null;
   /** Inbound messages up to this instant have been taken into account (the reply backstop). */

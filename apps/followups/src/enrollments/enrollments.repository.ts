@@ -1,7 +1,6 @@
-import { cursorAtSql } from '@touchpoint/database';
+import { cursorAtSql, type Queryable, rowsOf } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
 import type { FollowupEnrollmentStatus } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
 import type { EffectRow, EnrollmentEventRow, EnrollmentRow, NewEnrollmentEvent } from './enrollment-row.js';
 
 /** Columns the engine and the control route change; `saveState` writes them all at once. */
@@ -77,6 +76,29 @@ export class EnrollmentsRepository {
   }
 
   /** Appends timeline entries (one statement). */
+  /** Makes a live enrollment due `now` (revision + 1) only while it still stands at that visit (`nodeId`, `step`) of the node. */
+  async wakeAtVisit(db: Queryable, id: string, nodeId: string, step: number, now: Date): Promise<void> {
+    await rowsOf(
+      db,
+      `UPDATE enrollments SET next_run_at = $4, updated_at = $4, revision = revision + 1
+        WHERE id = $1 AND node_id = $2 AND step = $3 AND status = 'active'`,
+      [id, nodeId, step, now],
+    );
+  }
+
+  /**
+   * Records `status` as the last send's, only while `effectId` is the send in flight; `clear`
+   * (an outcome that is final) also ends the in-flight marker.
+   */
+  async settleInflight(db: Queryable, id: string, effectId: string, status: string, now: Date, clear = true): Promise<void> {
+    await rowsOf(
+      db,
+      `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = CASE WHEN $4 THEN NULL ELSE inflight_effect_id END, updated_at = $5
+        WHERE id = $1 AND inflight_effect_id = $2`,
+      [id, effectId, status, clear, now],
+    );
+  }
+
   async insertEvents(db: Queryable, events: NewEnrollmentEvent[]): Promise<void> {
     if (events.length === 0) return;
     await rowsOf(db, 

@@ -12,7 +12,7 @@ import {
   type FollowupEnrollmentView,
   FollowupsEvents,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { notFound, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork, WakeSignal } from '@touchpoint/runtime';
@@ -24,8 +24,7 @@ import { FlowsRepository } from '../flows/flows.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { decodeCursor, encodeCursor } from '@touchpoint/database';
 import { codePointLength } from '@touchpoint/text';
-import { poolOf } from '../requests/queryable.js';
-import { check, notFound, revisionConflict } from '../requests/request-checks.js';
+import { check, revisionConflict } from '../input-checks/input-checks.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { type EnrollmentRow, toEffectView, toEnrollmentView, toEventView } from './enrollment-row.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FlowSettings } from '@touchpoint/contracts';
 import { type CompiledGraph, compileGraph } from '../graph/graph-validation.js';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** A published version, compiled for the engine. */
 export interface CompiledVersion {

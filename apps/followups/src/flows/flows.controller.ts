@@ -15,7 +15,7 @@ import {
   FollowupsRpc,
 } from '@touchpoint/contracts';
 import { OwnedReferences, type Reference, OnRpc } from '@touchpoint/runtime';
-import { check } from '../requests/request-checks.js';
+import { check } from '../input-checks/input-checks.js';
 import { FlowsService } from './flows.service.js';
 
 /** RPC edge of flows (seed 002 "Fluxos"); every answer is `{data}` as the REST contract shows. */

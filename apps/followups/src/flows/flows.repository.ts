@@ -1,21 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import type { FlowGraph, FlowSettings, FlowStatus, FlowVersionView, FlowView } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import type { FlowGraph, FlowSettings, FlowVersionView, FlowView } from '@touchpoint/contracts';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
-type FlowRow = {
-  id: string;
+/** A row of `flows`; the columns its view shows as they are come from `FlowView`. */
+interface FlowRow extends Pick<FlowView, 'id' | 'name' | 'graph' | 'settings' | 'status' | 'published_version_id' | 'revision' | 'model_id' | 'stage_id'> {
   organization_id: string;
-  name: string;
-  graph: FlowGraph;
-  settings: FlowSettings;
-  status: FlowStatus;
-  published_version_id: string | null;
-  revision: number;
-  model_id: string | null;
-  stage_id: string | null;
   created_at: Date;
   updated_at: Date;
-};
+}
 
 type VersionRow = {
   id: string;
@@ -59,6 +51,12 @@ export class FlowsRepository {
   async list(db: Queryable, organizationId: string): Promise<FlowView[]> {
     const rows = await rowsOf<FlowRow>(db, `SELECT * FROM flows WHERE organization_id = $1 ORDER BY created_at DESC, id DESC`, [organizationId]);
     return rows.map(toFlowView);
+  }
+
+  /** Whether the organization has the flow (any status), without reading it. */
+  async exists(db: Queryable, organizationId: string, flowId: string): Promise<boolean> {
+    const rows = await rowsOf(db, `SELECT 1 FROM flows WHERE id = $1 AND organization_id = $2`, [flowId, organizationId]);
+    return rows.length > 0;
   }
 
   async find(db: Queryable, organizationId: string, flowId: string, lock = false): Promise<FlowView | undefined> {

@@ -15,15 +15,14 @@ import {
   type FlowView,
   FollowupsEvents,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { notFound, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import type { FollowupsConfig } from '../followups.config.js';
 import { validateForPublish } from '../graph/graph-validation.js';
-import { poolOf } from '../requests/queryable.js';
-import { check, notFound, revisionConflict } from '../requests/request-checks.js';
+import { check, revisionConflict } from '../input-checks/input-checks.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { StopPathsService } from '../stop-paths/stop-paths.service.js';
 import { findFlowModel, listFlowModels } from './flow-models.js';

@@ -8,7 +8,7 @@ import { Clock, insideServiceWindow } from '@touchpoint/time';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import type { FollowupsConfig } from '../followups.config.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
-import { poolOf } from '../requests/queryable.js';
+import { poolOf } from '@touchpoint/database';
 import { SendersRepository } from '../senders/senders.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { type PromiseRow, promiseSendKeyOf } from './promise-row.js';

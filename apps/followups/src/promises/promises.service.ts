@@ -17,15 +17,15 @@ import {
   RESOLUTION_NOTE_MAX,
   RESOLUTION_NOTE_MIN,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { notFound, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { Clock, nextSendOpening } from '@touchpoint/time';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { decodeCursor, encodeCursor } from '@touchpoint/database';
-import { poolOf } from '../requests/queryable.js';
-import { check, notFound } from '../requests/request-checks.js';
+import { truncateText } from '@touchpoint/text';
+import { check } from '../input-checks/input-checks.js';
 import { AgentsRepository } from '../agents/agents.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
 import { PROMISE_KEY_PREFIX, type PromiseRow, toPromiseDetail, toPromiseView } from './promise-row.js';

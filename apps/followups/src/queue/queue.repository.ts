@@ -1,7 +1,6 @@
-import { cursorAtSql } from '@touchpoint/database';
+import { cursorAtSql, type Queryable, rowsOf } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
 import type { QueueItemView } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
 
 export interface QueueFilter {
   organizationId: string;

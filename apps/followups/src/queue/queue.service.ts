@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { CursorPage, QueueItemView, QueueListData } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { decodeCursor, encodeCursor } from '@touchpoint/database';
-import { poolOf } from '../requests/queryable.js';
-import { check } from '../requests/request-checks.js';
+import { decodeCursor, encodeCursor, poolOf } from '@touchpoint/database';
+import { check } from '../input-checks/input-checks.js';
 import { QueueRepository } from './queue.repository.js';
 
 /** (created_at, kind, id) descending: created_at strings are fixed-width UTC, so they compare as text. */

@@ -3,7 +3,7 @@ import type { FlowStatus, FlowTemplateRef } from '@touchpoint/contracts';
 import { truncateText } from '@touchpoint/text';
 import type { ContactActivity } from '../contacts/contacts.repository.js';
 import type { EnrollmentRow, NewEnrollmentEvent } from '../enrollments/enrollment-row.js';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** An effect a step records (written with the step by `writeStep`). */
 export interface NewEffect {

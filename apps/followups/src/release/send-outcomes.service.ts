@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
+import { isUuid, type Tx } from '@touchpoint/database';
+import { EffectsRepository } from '../effects/effects.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { PromisesService } from '../promises/promises.service.js';
-import { rowsOf } from '../requests/queryable.js';
 
 /** A send's outcome as followups records it on the effect. */
 export type SendOutcome = 'sent' | 'failed' | 'cancelled' | 'uncertain';
@@ -16,6 +16,7 @@ export type SendOutcome = 'sent' | 'failed' | 'cancelled' | 'uncertain';
 @Injectable()
 export class SendOutcomesService {
   constructor(
+    private readonly effects: EffectsRepository,
     private readonly enrollments: EnrollmentsRepository,
     private readonly metrics: FollowupsMetrics,
     private readonly promises: PromisesService,
@@ -29,24 +30,15 @@ export class SendOutcomesService {
   async apply(tx: Tx, organizationId: string, key: string, outcome: SendOutcome, detail: { messageId?: string | null; errorCode?: string | null; at: Date }): Promise<boolean> {
     if (await this.promises.applySendOutcome(tx, organizationId, key, outcome, detail.errorCode ?? null, detail.at)) return true;
     const from = outcome === 'uncertain' ? ['queued'] : ['queued', 'uncertain'];
-    const [effect] = await rowsOf<{ id: string; enrollment_id: string; node_id: string }>(tx, 
-      `UPDATE effects SET status = $3, message_id = coalesce($4::uuid, message_id), reason = coalesce($5, reason), updated_at = $6
-        WHERE idempotency_key = $1 AND organization_id = $2 AND kind = 'send' AND status = ANY($7::text[])
-        RETURNING id, enrollment_id, node_id`,
-      [key, organizationId, outcome, isUuid(detail.messageId) ? detail.messageId : null, detail.errorCode ?? null, detail.at, from],
-    );
+    const effect = await this.effects.recordSendOutcome(tx, { organizationId, idempotencyKey: key, outcome, from, messageId: isUuid(detail.messageId) ? detail.messageId : null, errorCode: detail.errorCode ?? null, at: detail.at });
     if (!effect) {
       // The dispatcher's report may have settled the effect first; messaging's still names the message.
       if (isUuid(detail.messageId)) {
-        await rowsOf(tx, `UPDATE effects SET message_id = $3 WHERE idempotency_key = $1 AND organization_id = $2 AND message_id IS NULL`, [key, organizationId, detail.messageId]);
+        await this.effects.fillMessageId(tx, organizationId, key, detail.messageId);
       }
       return false;
     }
-    await rowsOf(tx, 
-      `UPDATE enrollments SET last_send_status = $3, inflight_effect_id = CASE WHEN $4 THEN NULL ELSE inflight_effect_id END, updated_at = $5
-        WHERE id = $1 AND inflight_effect_id = $2`,
-      [effect.enrollment_id, effect.id, outcome, outcome !== 'uncertain', detail.at],
-    );
+    await this.enrollments.settleInflight(tx, effect.enrollment_id, effect.id, outcome, detail.at, outcome !== 'uncertain');
     await this.enrollments.insertEvents(tx, [
       { organization_id: organizationId, enrollment_id: effect.enrollment_id, type: `send_${outcome}`, node_id: effect.node_id, data: { effect_id: effect.id, error_code: detail.errorCode ?? null }, at: detail.at },
     ]);
@@ -54,5 +46,3 @@ export class SendOutcomesService {
     return true;
   }
 }
-
-const isUuid = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);

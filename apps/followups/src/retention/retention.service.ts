@@ -4,8 +4,9 @@ import type { RetentionReport } from '@touchpoint/contracts';
 import { METRIC_PREFIX, type Logger, Metrics } from '@touchpoint/observability';
 import { LOGGER, tryWithAdvisoryLock, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
-import { poolOf, rowsOf } from '../requests/queryable.js';
+import { poolOf } from '@touchpoint/database';
 import { DEFAULT_FOLLOWUP_SETTINGS } from '../settings/settings.repository.js';
+import { RetentionRepository } from './retention.repository.js';
 
 /** Processed triggers are kept this long, days (seed 000 "Retention": processed triggers). */
 export const TRIGGER_RETENTION_DAYS = 7;
@@ -30,6 +31,7 @@ export class RetentionService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
+    private readonly repository: RetentionRepository,
     metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
@@ -51,48 +53,25 @@ export class RetentionService {
     const report: RetentionReport = { ran: true, enrollments: 0, events: 0, effects: 0, promises: 0, triggers: 0, bulk_jobs: 0 };
     const days = DEFAULT_FOLLOWUP_SETTINGS.retention_days;
     for (;;) {
-      const [r] = await rowsOf<{ enrollments: number; events: number; effects: number }>(
-        db,
-        `WITH doomed AS (
-           SELECT e.id FROM enrollments e LEFT JOIN settings s ON s.organization_id = e.organization_id
-            WHERE e.status IN ('completed', 'cancelled', 'dead')
-              AND e.finished_at < $1::timestamptz - make_interval(days => coalesce(s.retention_days, $2))
-            LIMIT $3),
-         ev AS (DELETE FROM enrollment_events WHERE enrollment_id IN (SELECT id FROM doomed) RETURNING 1),
-         ef AS (DELETE FROM effects WHERE enrollment_id IN (SELECT id FROM doomed) RETURNING 1),
-         en AS (DELETE FROM enrollments WHERE id IN (SELECT id FROM doomed) RETURNING 1)
-         SELECT (SELECT count(*) FROM en)::int AS enrollments, (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM ef)::int AS effects`,
-        [now, days, BATCH],
-      );
-      report.enrollments += r!.enrollments;
-      report.events += r!.events;
-      report.effects += r!.effects;
-      if (r!.enrollments < BATCH) break;
+      const r = await this.repository.deleteFinishedEnrollments(db, now, days, BATCH);
+      report.enrollments += r.enrollments;
+      report.events += r.events;
+      report.effects += r.effects;
+      if (r.enrollments < BATCH) break;
     }
-    report.promises = await this.batched(
-      `DELETE FROM promises WHERE id IN (
-         SELECT p.id FROM promises p LEFT JOIN settings s ON s.organization_id = p.organization_id
-          WHERE p.status IN ('alerted', 'completed', 'skipped', 'failed', 'cancelled')
-            AND p.updated_at < $1::timestamptz - make_interval(days => coalesce(s.retention_days, $2))
-          LIMIT $3)`,
-      [now, days, BATCH],
-    );
-    report.triggers = await this.batched(`DELETE FROM triggers WHERE id IN (SELECT id FROM triggers WHERE processed_at < $1::timestamptz - make_interval(days => $2) LIMIT $3)`, [now, TRIGGER_RETENTION_DAYS, BATCH]);
-    report.bulk_jobs = await this.batched(
-      `DELETE FROM bulk_jobs WHERE id IN (SELECT id FROM bulk_jobs WHERE status IN ('completed', 'failed') AND finished_at < $1::timestamptz - make_interval(days => $2) LIMIT $3)`,
-      [now, BULK_JOB_RETENTION_DAYS, BATCH],
-    );
+    report.promises = await batched(() => this.repository.deleteFinishedPromises(db, now, days, BATCH));
+    report.triggers = await batched(() => this.repository.deleteProcessedTriggers(db, now, TRIGGER_RETENTION_DAYS, BATCH));
+    report.bulk_jobs = await batched(() => this.repository.deleteFinishedBulkJobs(db, now, BULK_JOB_RETENTION_DAYS, BATCH));
     return report;
   }
+}
 
-  /** Repeats a `LIMIT $3` delete until it takes less than a batch. @returns rows deleted */
-  private async batched(sql: string, params: unknown[]): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const result = await this.uow.dataSource.query(`WITH d AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM d`, params);
-      const n = (result as { n: number }[])[0]!.n;
-      total += n;
-      if (n < BATCH) return total;
-    }
+/** Repeats a batch delete until it takes less than a batch. @returns rows deleted */
+async function batched(deleteBatch: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await deleteBatch();
+    total += n;
+    if (n < BATCH) return total;
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** How long an organization's rule kinds are trusted without asking again, ms (seed 000 "Rules": 30 s TTL). */
 export const RULE_CACHE_TTL_MS = 30_000;

@@ -1,9 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FlowTriggerKind } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { rowsOf, type Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
-import { rowsOf } from '../requests/queryable.js';
 import { RuleCache } from './rule-cache.js';
 
 /** Trigger kinds that come from events (every kind but `manual`). */

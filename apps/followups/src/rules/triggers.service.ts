@@ -9,8 +9,8 @@ import { Clock } from '@touchpoint/time';
 import { EnrollmentsService } from '../enrollments/enrollments.service.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { matchReply } from '../release/step-rules.js';
-import { rowsOf } from '../requests/queryable.js';
 import { compileSegment } from './segment-sql.js';
+import { type TriggerRow, TriggersRepository } from './triggers.repository.js';
 
 /** Triggers one claim takes (seed 000 "claims triggers in batches"). */
 export const TRIGGER_BATCH = 50;
@@ -18,16 +18,6 @@ export const TRIGGER_BATCH = 50;
 export const TRIGGER_MAX_ATTEMPTS = 5;
 /** Backoff of a failed trigger: 30 s doubled per attempt, ms. */
 export const triggerBackoffMs = (attempts: number): number => Math.min(30_000 * 2 ** (attempts - 1), 3_600_000);
-
-interface TriggerRow {
-  id: string;
-  organization_id: string;
-  type: string;
-  event_id: string;
-  contact_id: string;
-  data: Record<string, unknown>;
-  attempts: number;
-}
 
 /** What one trigger did, kept on its row. */
 interface TriggerOutcome {
@@ -49,6 +39,7 @@ interface TriggerOutcome {
 export class TriggersService {
   constructor(
     private readonly uow: UnitOfWork,
+    private readonly repository: TriggersRepository,
     private readonly enrollments: EnrollmentsService,
     private readonly signal: WakeSignal,
     private readonly metrics: FollowupsMetrics,
@@ -60,32 +51,19 @@ export class TriggersService {
   async processBatch(limit = TRIGGER_BATCH): Promise<number> {
     const now = this.clock.now();
     const claimed = await this.uow.run(async (tx) => {
-      const batch = await rowsOf<TriggerRow>(
-        tx,
-        `SELECT id, organization_id, type, event_id, contact_id, data, attempts FROM triggers
-          WHERE processed_at IS NULL AND next_attempt_at <= $1
-          ORDER BY next_attempt_at, id LIMIT $2
-          FOR UPDATE SKIP LOCKED`,
-        [now, limit],
-      );
+      const batch = await this.repository.claimDue(tx, now, limit);
       for (const trigger of batch) {
         await tx.query('SAVEPOINT trigger_row');
         try {
           const outcome = await this.processOne(tx, trigger);
           await tx.query('RELEASE SAVEPOINT trigger_row');
-          await rowsOf(tx, `UPDATE triggers SET processed_at = $2, outcome = $3::jsonb, attempts = attempts + 1 WHERE id = $1`, [trigger.id, now, JSON.stringify(outcome)]);
+          await this.repository.markProcessed(tx, trigger.id, now, outcome);
         } catch (err) {
           await tx.query('ROLLBACK TO SAVEPOINT trigger_row');
           const attempts = trigger.attempts + 1;
           const message = err instanceof Error ? err.message : String(err);
           const giveUp = attempts >= TRIGGER_MAX_ATTEMPTS;
-          await rowsOf(
-            tx,
-            `UPDATE triggers SET attempts = $2, last_error = $3, next_attempt_at = $4, processed_at = CASE WHEN $5 THEN $6::timestamptz ELSE NULL END,
-                    outcome = CASE WHEN $5 THEN '{"given_up": true}'::jsonb ELSE outcome END
-              WHERE id = $1`,
-            [trigger.id, attempts, truncateText(message, 1000), new Date(now.getTime() + triggerBackoffMs(attempts)), giveUp, now],
-          );
+          await this.repository.recordFailure(tx, { id: trigger.id, attempts, error: truncateText(message, 1000), nextAttemptAt: new Date(now.getTime() + triggerBackoffMs(attempts)), giveUp, now });
           // `failed` is a trigger given up (the FollowUpTriggerFailures alert counts it); `retry` one that will run again.
           this.metrics.triggers.inc({ type: trigger.type, outcome: giveUp ? 'failed' : 'retry' });
           this.logger.warn({ event: 'followups.trigger_failed', trigger_id: trigger.id, organization_id: trigger.organization_id, attempts, err: message, given_up: giveUp }, 'trigger failed');
@@ -98,13 +76,7 @@ export class TriggersService {
   }
 
   private async processOne(tx: Tx, trigger: TriggerRow): Promise<TriggerOutcome> {
-    const rules = await rowsOf<{ id: string; settings: FlowSettings }>(
-      tx,
-      `SELECT f.id, v.settings FROM flows f JOIN flow_versions v ON v.id = f.published_version_id
-        WHERE f.organization_id = $1 AND f.status = 'active' AND v.settings -> 'trigger' ->> 'kind' = $2
-        ORDER BY f.created_at, f.id`,
-      [trigger.organization_id, trigger.type],
-    );
+    const rules = await this.repository.activeRules(tx, trigger.organization_id, trigger.type);
     const outcome: TriggerOutcome = { rules: rules.length, enrolled: [], rejected: {}, no_match: 0 };
     for (const rule of rules) {
       const filter = rule.settings.trigger as FlowSettings['trigger'] & FlowTriggerFilter;
@@ -139,7 +111,7 @@ export class TriggersService {
     if (!filter.segment) return true;
     const params: unknown[] = [trigger.organization_id, trigger.contact_id];
     const where = compileSegment(filter.segment, params);
-    return (await rowsOf(tx, `SELECT 1 FROM contacts c WHERE c.organization_id = $1 AND c.contact_id = $2 AND (${where})`, params)).length === 1;
+    return this.repository.contactMatches(tx, where, params);
   }
 }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxSenderEventData } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 export interface SenderRow {
   sender_id: string;

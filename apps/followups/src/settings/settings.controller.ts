@@ -2,7 +2,7 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { type DataEnvelope, FollowupsRpc, type FollowupSettingsView, type SettingsEntitlementData, type SettingsUpdateData } from '@touchpoint/contracts';
 import { OnRpc } from '@touchpoint/runtime';
-import { check } from '../requests/request-checks.js';
+import { check } from '../input-checks/input-checks.js';
 import { SettingsService } from './settings.service.js';
 
 /** RPC edge of organization follow-up settings (issue 6 "Settings"). */

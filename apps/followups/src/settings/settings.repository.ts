@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FollowupSettingsView } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 
 /** Defaults of an organization that never saved its follow-up settings (revision 0). */
 export const DEFAULT_FOLLOWUP_SETTINGS: Omit<FollowupSettingsView, 'customer_id' | 'updated_at'> = {

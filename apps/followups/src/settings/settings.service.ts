@@ -1,13 +1,12 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
 import { CONSENT_MODES, type FollowupSettingsView, type SettingsEntitlementData, type SettingsUpdateData } from '@touchpoint/contracts';
-import { quoteIdent, type Tx } from '@touchpoint/database';
+import { poolOf, quoteIdent, rowsOf, type Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock, sendWindowProblems } from '@touchpoint/time';
 import type { FollowupsConfig } from '../followups.config.js';
-import { poolOf, rowsOf } from '../requests/queryable.js';
-import { check, revisionConflict } from '../requests/request-checks.js';
+import { check, revisionConflict } from '../input-checks/input-checks.js';
 import { SettingsRepository } from './settings.repository.js';
 
 /** How long a cached copy of an organization's settings is trusted without an invalidation (seed 000: 30 s TTL). */

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FollowupEnrollmentStatus } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '../requests/queryable.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 const LIVE = `('active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual')`;
 

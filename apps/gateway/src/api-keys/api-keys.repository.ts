@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { ApiScope, MemberRole } from '@touchpoint/contracts';
+import { rowsOf } from '@touchpoint/database';
 
 /** An API key row as listed (never the hash). */
 export interface ApiKeyRow {
@@ -38,13 +39,14 @@ export class ApiKeysRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   async insert(input: { organizationId: string; createdByMemberId: string; name: string; secretHash: Buffer; secretHint: string; scopes: ApiScope[]; impersonatedBy: string | null }): Promise<ApiKeyRow> {
-    const [row] = await this.dataSource.query(
+    const [row] = await rowsOf<ApiKeyRow>(
+      this.dataSource,
       `INSERT INTO api_keys (organization_id, created_by_member_id, name, secret_hash, secret_hint, scopes, impersonated_by)
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        RETURNING ${KEY_COLUMNS}`,
       [input.organizationId, input.createdByMemberId, input.name, input.secretHash, input.secretHint, input.scopes, input.impersonatedBy],
     );
-    return row;
+    return row!;
   }
 
   /**
@@ -52,7 +54,8 @@ export class ApiKeysRepository {
    * revocation or a creator's demotion takes effect on the very next call (DESIGN §3).
    */
   async findForAuth(secretHash: Buffer): Promise<ApiKeyAuthRow | undefined> {
-    const [row] = await this.dataSource.query(
+    const [row] = await rowsOf<ApiKeyAuthRow>(
+      this.dataSource,
       `SELECT k.id, k.organization_id, k.scopes, k.secret_hash, k.last_used_at, k.revoked_at, k.impersonated_by,
               m.id AS creator_id, m.role AS creator_role, m.active AS creator_active
          FROM api_keys k
@@ -68,7 +71,8 @@ export class ApiKeysRepository {
    * requests of one key write once, and most requests skip the write entirely.
    */
   async touch(id: string, now: Date, intervalMs: number): Promise<void> {
-    await this.dataSource.query(
+    await rowsOf(
+      this.dataSource,
       `UPDATE api_keys SET last_used_at = $2
         WHERE id = $1 AND (last_used_at IS NULL OR last_used_at <= $2::timestamptz - make_interval(secs => $3::double precision / 1000))`,
       [id, now, intervalMs],
@@ -76,7 +80,7 @@ export class ApiKeysRepository {
   }
 
   listByOrganization(organizationId: string): Promise<ApiKeyRow[]> {
-    return this.dataSource.query(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
+    return rowsOf<ApiKeyRow>(this.dataSource, `SELECT ${KEY_COLUMNS} FROM api_keys WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
   }
 
   /**
@@ -84,12 +88,13 @@ export class ApiKeysRepository {
    * Returns the key, or undefined when there is none (in that organization).
    */
   async revoke(id: string, organizationId: string | null, now: Date): Promise<ApiKeyRow | undefined> {
-    const [rows] = await this.dataSource.query(
+    const [row] = await rowsOf<ApiKeyRow>(
+      this.dataSource,
       `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
         WHERE id = $1 AND ($2::uuid IS NULL OR organization_id = $2::uuid)
        RETURNING ${KEY_COLUMNS}`,
       [id, organizationId, now],
     );
-    return rows?.[0];
+    return row;
   }
 }

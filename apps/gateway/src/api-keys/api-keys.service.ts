@@ -3,7 +3,7 @@ import { API_SCOPES, type ApiScope, type MemberRole, Scope } from '@touchpoint/c
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { invalidField, notFound, UUID_PATTERN } from '../accounts/accounts.errors.js';
+import { invalidField, notFound, UUID_PATTERN } from '@touchpoint/database';
 import { MembersService } from '../members/members.service.js';
 import { ApiKeySecrets } from './api-key-secrets.js';
 import { type ApiKeyRow, ApiKeysRepository } from './api-keys.repository.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import type { FieldProblem } from '../accounts/accounts.errors.js';
+import type { FieldProblem } from '@touchpoint/database';
 
 /** The problem named for each field that holds a NUL. */
 export const NUL_PROBLEM = 'must not contain a NUL character (U+0000)';

@@ -1,7 +1,7 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
 import { problemsOf } from '@touchpoint/config';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import type { FieldProblem } from '../accounts/accounts.errors.js';
+import type { FieldProblem } from '@touchpoint/database';
 
 /**
  * The one validation pipe of the gateway: unknown fields are refused (not silently dropped), values

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { MemberRole } from '@touchpoint/contracts';
+import { rowsOf } from '@touchpoint/database';
 
 /** A member row as the repository returns it. */
 export interface MemberRow {
@@ -27,7 +28,8 @@ export class MembersRepository {
    * the same email cannot both insert.
    */
   async upsert(input: { organizationId: string; email: string; role: MemberRole; name: string | null }): Promise<MemberRow & { created: boolean }> {
-    const [row] = await this.dataSource.query(
+    const [row] = await rowsOf<MemberRow & { created: boolean }>(
+      this.dataSource,
       `INSERT INTO members (organization_id, email, name, role)
        VALUES ($1, $2, $3, $4)
        ON CONFLICT (organization_id, email) DO UPDATE
@@ -39,17 +41,17 @@ export class MembersRepository {
        RETURNING ${MEMBER_COLUMNS}, (xmax = 0) AS created`,
       [input.organizationId, input.email, input.name, input.role],
     );
-    return row;
+    return row!;
   }
 
   async findInOrganization(organizationId: string, memberId: string): Promise<MemberRow | undefined> {
-    const [row] = await this.dataSource.query(`SELECT ${MEMBER_COLUMNS} FROM members WHERE organization_id = $1 AND id = $2`, [organizationId, memberId]);
+    const [row] = await rowsOf<MemberRow>(this.dataSource, `SELECT ${MEMBER_COLUMNS} FROM members WHERE organization_id = $1 AND id = $2`, [organizationId, memberId]);
     return row;
   }
 
   /** The organization's members, oldest first (those who left included). */
   listByOrganization(organizationId: string): Promise<MemberRow[]> {
-    return this.dataSource.query(`SELECT ${MEMBER_COLUMNS} FROM members WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
+    return rowsOf<MemberRow>(this.dataSource, `SELECT ${MEMBER_COLUMNS} FROM members WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
   }
 
   /**
@@ -61,31 +63,33 @@ export class MembersRepository {
     return this.dataSource.transaction(async (manager) => {
       // Every active admin row locked, so two admins removing each other at once cannot both pass:
       // the second re-reads after the first commits and finds itself the last one.
-      const admins = (await manager.query(`SELECT id FROM members WHERE organization_id = $1 AND role = 'admin' AND active ORDER BY id FOR UPDATE`, [organizationId])) as { id: string }[];
+      const admins = await rowsOf<{ id: string }>(manager, `SELECT id FROM members WHERE organization_id = $1 AND role = 'admin' AND active ORDER BY id FOR UPDATE`, [organizationId]);
       if (admins.length === 1 && admins[0]!.id === memberId) return 'last_admin';
-      const [rows] = await manager.query(
+      const [row] = await rowsOf<MemberRow>(
+        manager,
         `UPDATE members SET active = false, updated_at = $3 WHERE organization_id = $1 AND id = $2 RETURNING ${MEMBER_COLUMNS}`,
         [organizationId, memberId, now],
       );
-      const row = rows?.[0] as MemberRow | undefined;
       if (!row) return undefined;
-      const [keys] = await manager.query(
+      const keys = await rowsOf<{ id: string }>(
+        manager,
         `UPDATE api_keys SET revoked_at = $3 WHERE organization_id = $1 AND created_by_member_id = $2 AND revoked_at IS NULL RETURNING id`,
         [organizationId, memberId, now],
       );
-      return { ...row, revoked_api_key_ids: ((keys ?? []) as { id: string }[]).map((k) => k.id) };
+      return { ...row, revoked_api_key_ids: keys.map((k) => k.id) };
     });
   }
 
   /** Changes role and/or active flag; undefined fields keep their value. */
   async update(organizationId: string, memberId: string, change: { role?: MemberRole; active?: boolean }): Promise<MemberRow | undefined> {
-    const [rows] = await this.dataSource.query(
+    const [row] = await rowsOf<MemberRow>(
+      this.dataSource,
       `UPDATE members
           SET role = COALESCE($3, role), active = COALESCE($4, active), updated_at = now()
         WHERE organization_id = $1 AND id = $2
        RETURNING ${MEMBER_COLUMNS}`,
       [organizationId, memberId, change.role ?? null, change.active ?? null],
     );
-    return rows?.[0];
+    return row;
   }
 }

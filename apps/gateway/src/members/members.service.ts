@@ -4,7 +4,7 @@ import { MEMBER_ROLES, type MemberRole } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { Clock } from '@touchpoint/time';
 import { codePointLength } from '@touchpoint/text';
-import { invalidField, notFound, PG_FOREIGN_KEY_VIOLATION, UUID_PATTERN } from '../accounts/accounts.errors.js';
+import { invalidField, notFound, PG_FOREIGN_KEY_VIOLATION, UUID_PATTERN } from '@touchpoint/database';
 import { type MemberRow, MembersRepository } from './members.repository.js';
 
 /** Public view of a member. */

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { codePointLength } from '@touchpoint/text';
-import { invalidField, notFound, UUID_PATTERN } from '../accounts/accounts.errors.js';
+import { invalidField, notFound, UUID_PATTERN } from '@touchpoint/database';
 import type { OrganizationEntity } from './entities/organization.entity.js';
 import { OrganizationsRepository } from './organizations.repository.js';
 

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ContactKind, ContactView } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
-import { iso, returnedRows } from '../shared/sql.js';
+import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
 
 export interface ContactRow {
   id: string;
@@ -101,28 +100,29 @@ export class ContactsRepository {
       params.push(column === 'custom_fields' ? JSON.stringify(value) : value);
       sets.push(`${column} = $${params.length}${column === 'custom_fields' ? '::jsonb' : column === 'tags' ? '::text[]' : ''}`);
     }
-    const result = await tx.query<ContactRow>(
+    const result = await rowsOf<ContactRow>(
+      tx,
       `UPDATE contacts SET ${[...sets, 'updated_at = $3'].join(', ')} WHERE organization_id = $1 AND id = $2 AND erased_at IS NULL RETURNING *`,
       params,
     );
-    return returnedRows<ContactRow>(result)[0] ?? null;
+    return result[0] ?? null;
   }
 
   /** Sets or clears a prospect's link to its CRM person (the service checked both ends). */
   async setLink(tx: Tx, organizationId: string, contactId: string, linkedContactId: string | null, now: Date): Promise<ContactRow | null> {
-    const result = await tx.query<ContactRow>(`UPDATE contacts SET linked_contact_id = $3, updated_at = $4 WHERE organization_id = $1 AND id = $2 AND erased_at IS NULL RETURNING *`, [organizationId, contactId, linkedContactId, now]);
-    return returnedRows<ContactRow>(result)[0] ?? null;
+    const result = await rowsOf<ContactRow>(tx, `UPDATE contacts SET linked_contact_id = $3, updated_at = $4 WHERE organization_id = $1 AND id = $2 AND erased_at IS NULL RETURNING *`, [organizationId, contactId, linkedContactId, now]);
+    return result[0] ?? null;
   }
 
   /** Contacts newest first after a keyset cursor, optionally with a tag / of a kind. */
   async list(
     tx: Tx,
     organizationId: string,
-    filter: { tag?: string; kind?: ContactKind; after?: { at: string; id: string } | null; includeErased?: boolean },
+    filter: { tag?: string; kind?: ContactKind; after?: CursorPosition | null; includeErased?: boolean },
     limit: number,
-  ): Promise<ContactRow[]> {
-    return tx.query<ContactRow>(
-      `SELECT * FROM contacts
+  ): Promise<(ContactRow & { cursor_at: string })[]> {
+    return tx.query<ContactRow & { cursor_at: string }>(
+      `SELECT *, ${cursorAtSql('created_at')} AS cursor_at FROM contacts
         WHERE organization_id = $1
           AND ($2::text IS NULL OR tags @> ARRAY[$2::text])
           AND ($3::text IS NULL OR kind = $3)
@@ -130,19 +130,20 @@ export class ContactsRepository {
           AND ($6 OR erased_at IS NULL)
         ORDER BY created_at DESC, id DESC
         LIMIT $7`,
-      [organizationId, filter.tag ?? null, filter.kind ?? null, filter.after?.at ?? null, filter.after?.id ?? null, filter.includeErased ?? false, limit],
+      [organizationId, filter.tag ?? null, filter.kind ?? null, filter.after?.createdAt ?? null, filter.after?.id ?? null, filter.includeErased ?? false, limit],
     );
   }
 
   /** Wipes every personal field of a contact and of its messages' bodies (right to erasure). */
   async erase(tx: Tx, organizationId: string, contactId: string, now: Date): Promise<ContactRow | null> {
-    const result = await tx.query<ContactRow>(
+    const result = await rowsOf<ContactRow>(
+      tx,
       `UPDATE contacts SET name = NULL, phone = NULL, phone_key = NULL, email = NULL, email_key = NULL, linkedin_url = NULL,
               linkedin_provider_id = NULL, tags = '{}', custom_fields = '{}'::jsonb, time_zone = NULL, erased_at = $3, updated_at = $3
         WHERE organization_id = $1 AND id = $2 AND erased_at IS NULL RETURNING *`,
       [organizationId, contactId, now],
     );
-    const row = returnedRows<ContactRow>(result)[0] ?? null;
+    const row = result[0] ?? null;
     if (row) {
       await tx.query(`UPDATE messages SET body = NULL, subject = NULL, headers = NULL, payload = NULL WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
       await tx.query(

@@ -13,13 +13,12 @@ import {
   type MessagingPage,
   type OutgoingMessage,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, isUuid, pageSize, requireId, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toPhoneKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { decodeCursor, encodeCursor, pageSize, requireId } from '../shared/sql.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { type ContactFields, type ContactRow, ContactsRepository, toContactView } from './contacts.repository.js';
 
@@ -31,7 +30,6 @@ export const MAX_TAG_LENGTH = 64;
 export const MAX_TAGS = 100;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LINKEDIN_URL = /^https?:\/\/([a-z]{2,3}\.)?(www\.)?linkedin\.com\/(in|pub)\/[^/\s]+\/?$/i;
 
 function invalid(field: string, message: string): AppError {
@@ -187,7 +185,7 @@ export class ContactsService {
    */
   private async link(tx: Tx, row: ContactRow, link: string | null): Promise<ContactRow> {
     if (link !== null) {
-      if (typeof link !== 'string' || !UUID.test(link)) throw invalid('linked_contact_id', 'linked_contact_id must be a contact id or null');
+      if (!isUuid(link)) throw invalid('linked_contact_id', 'linked_contact_id must be a contact id or null');
       if (row.kind !== 'prospect') throw invalid('linked_contact_id', 'only a prospect can be linked to a CRM person');
       const target = link === row.id ? null : await this.repository.findById(tx, row.organization_id, link);
       if (!target || target.erased_at || target.kind !== 'crm') throw invalid('linked_contact_id', 'linked_contact_id must name a CRM contact of the organization');
@@ -197,12 +195,13 @@ export class ContactsService {
 
   async list(organizationId: string, query: { cursor?: string; limit?: number; tag?: string; kind?: ContactKind }): Promise<MessagingPage<ContactView>> {
     const limit = pageSize(query.limit);
-    const after = decodeCursor(query.cursor);
+    const filters = { tag: query.tag, kind: query.kind };
+    const after = query.cursor ? decodeCursor(query.cursor, filters, { acceptUnversioned: true }) : null;
     return this.uow.run(async (tx) => {
       const rows = await this.repository.list(tx, organizationId, { tag: query.tag, kind: query.kind, after }, limit + 1);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      return { items: page.map(toContactView), next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+      return { items: page.map(toContactView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
     });
   }
 

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ConversationStatus, ConversationView, InstanceCloseReason, InstanceStatus, MessagingChannel } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
 import { truncateText } from '@touchpoint/text';
-import { iso, returnedRows } from '../shared/sql.js';
 
 export interface ConversationRow {
   id: string;
@@ -97,11 +96,12 @@ export class ConversationsRepository {
   }
 
   async closeInstance(tx: Tx, instanceId: string, reason: InstanceCloseReason, now: Date): Promise<InstanceRow | null> {
-    const result = await tx.query<InstanceRow>(
+    const result = await rowsOf<InstanceRow>(
+      tx,
       `UPDATE conversation_instances SET status = 'closed', closed_at = $3, auto_closed_reason = $2 WHERE id = $1 AND status = 'active' RETURNING *`,
       [instanceId, reason, now],
     );
-    return returnedRows<InstanceRow>(result)[0] ?? null;
+    return result[0] ?? null;
   }
 
   /**
@@ -110,7 +110,8 @@ export class ConversationsRepository {
    * an instance a message is being added to right now is not idle; the next sweep sees it again.
    */
   async closeIdle(tx: Tx, cutoff: Date, now: Date, limit: number): Promise<(InstanceRow & { contact_id: string })[]> {
-    const result = await tx.query<InstanceRow & { contact_id: string }>(
+    const result = await rowsOf<InstanceRow & { contact_id: string }>(
+      tx,
       `WITH idle AS (
          SELECT id FROM conversation_instances
           WHERE status = 'active' AND COALESCE(last_message_at, started_at) <= $1
@@ -121,7 +122,7 @@ export class ConversationsRepository {
        RETURNING i.*, c.contact_id`,
       [cutoff, now, limit],
     );
-    return returnedRows(result);
+    return result;
   }
 
   /** Closed instances still without a summary (seed 004: the sweep retries them), oldest first. */
@@ -159,17 +160,17 @@ export class ConversationsRepository {
   async list(
     tx: Tx,
     organizationId: string,
-    f: { status?: ConversationStatus; channel?: string; contact_id?: string; after?: { at: string; id: string } | null },
+    f: { status?: ConversationStatus; channel?: string; contact_id?: string; after?: CursorPosition | null },
     limit: number,
-  ): Promise<(ConversationRow & { active_instance_id: string | null; active_instance_message_count: number | null })[]> {
+  ): Promise<(ConversationRow & { active_instance_id: string | null; active_instance_message_count: number | null; cursor_at: string })[]> {
     return tx.query(
-      `SELECT c.*, i.id AS active_instance_id, i.message_count AS active_instance_message_count
+      `SELECT c.*, i.id AS active_instance_id, i.message_count AS active_instance_message_count, ${cursorAtSql('c.activity_at')} AS cursor_at
          FROM conversations c LEFT JOIN conversation_instances i ON i.conversation_id = c.id AND i.status = 'active'
         WHERE c.organization_id = $1
           AND ($2::text IS NULL OR c.status = $2) AND ($3::text IS NULL OR c.channel = $3) AND ($4::uuid IS NULL OR c.contact_id = $4)
           AND ($5::timestamptz IS NULL OR (c.activity_at, c.id) < ($5::timestamptz, $6::uuid))
         ORDER BY c.activity_at DESC, c.id DESC LIMIT $7`,
-      [organizationId, f.status ?? null, f.channel ?? null, f.contact_id ?? null, f.after?.at ?? null, f.after?.id ?? null, limit],
+      [organizationId, f.status ?? null, f.channel ?? null, f.contact_id ?? null, f.after?.createdAt ?? null, f.after?.id ?? null, limit],
     );
   }
 }

@@ -14,9 +14,10 @@ import {
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { MessagesRepository } from '../messages/messages.repository.js';
 import { SendService } from '../sending/send.service.js';
-import { decodeCursor, encodeCursor, pageSize, requireId, requireString } from '../shared/sql.js';
+import { decodeCursor, encodeCursor, pageSize, requireId, requireString } from '@touchpoint/database';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { ConversationsRepository, toConversationView } from './conversations.repository.js';
 
@@ -30,6 +31,7 @@ export class ConversationsService {
     private readonly uow: UnitOfWork,
     private readonly repository: ConversationsRepository,
     private readonly messages: MessagesRepository,
+    private readonly contacts: ContactsRepository,
     private readonly sends: SendService,
     private readonly stream: StreamRepository,
     private readonly clock: Clock,
@@ -38,13 +40,14 @@ export class ConversationsService {
 
   async list(organizationId: string, q: { status?: ConversationStatus; channel?: string; contact_id?: string; cursor?: string; limit?: number }): Promise<MessagingPage<ConversationView>> {
     const limit = pageSize(q.limit);
-    const after = decodeCursor(q.cursor);
+    const filters = { status: q.status, channel: q.channel, contact_id: q.contact_id };
+    const after = q.cursor ? decodeCursor(q.cursor, filters, { acceptUnversioned: true }) : null;
     if (q.contact_id) requireId(q.contact_id, 'contact');
     return this.uow.run(async (tx) => {
       const rows = await this.repository.list(tx, organizationId, { status: q.status, channel: q.channel, contact_id: q.contact_id, after }, limit + 1);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      return { items: page.map(toConversationView), next_cursor: rows.length > limit && last ? encodeCursor(last.activity_at, last.id) : null };
+      return { items: page.map(toConversationView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
     });
   }
 
@@ -62,13 +65,14 @@ export class ConversationsService {
   async messagesOf(organizationId: string, conversationId: string, q: { cursor?: string; limit?: number }): Promise<MessagingPage<MessageView>> {
     requireId(conversationId, 'conversation');
     const limit = pageSize(q.limit);
-    const after = decodeCursor(q.cursor);
+    const filters = { conversation_id: conversationId };
+    const after = q.cursor ? decodeCursor(q.cursor, filters, { acceptUnversioned: true }) : null;
     return this.uow.run(async (tx) => {
       if (!(await this.repository.findConversation(tx, organizationId, conversationId))) throw new AppError(ErrorCode.NotFound, 'conversation not found');
       const rows = await this.messages.thread(tx, organizationId, conversationId, after, limit + 1);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      return { items: page, next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.message_id) : null };
+      return { items: page.map((r) => r.view), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.view.message_id }, filters) : null };
     });
   }
 
@@ -107,7 +111,7 @@ export class ConversationsService {
    */
   private async refuseOverProspectCap(organizationId: string, contactId: string, key: string): Promise<void> {
     const { email, existing } = await this.uow.run(async (tx) => ({
-      email: ((await tx.query<{ email: string | null }>(`SELECT email FROM contacts WHERE id = $1`, [contactId]))[0]?.email ?? null) as string | null,
+      email: (await this.contacts.findById(tx, organizationId, contactId))?.email ?? null,
       existing: await this.messages.findByIdempotencyKey(tx, organizationId, key),
     }));
     if (!email || existing) return;

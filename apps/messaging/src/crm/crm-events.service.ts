@@ -10,7 +10,7 @@ import {
   type CrmLeadEventData,
   type OutgoingMessage,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { isUuid, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
@@ -22,7 +22,6 @@ import { CrmEventsRepository } from './crm-events.repository.js';
 /** Longest CRM id we keep (event, lead, deal, status, stage), code points. */
 export const CRM_ID_MAX = 200;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const BUS_TYPE = {
   'lead.created': CrmEvents.LeadCreated,
@@ -122,7 +121,7 @@ export class CrmEventsService {
     if (!ref.contact_id && !ref.email && !ref.phone) throw invalid('contact', 'contact needs one of contact_id, email or phone');
     let row: ContactRow | null = null;
     if (ref.contact_id) {
-      if (typeof ref.contact_id !== 'string' || !UUID.test(ref.contact_id)) throw invalid('contact.contact_id', 'contact.contact_id must be a UUID');
+      if (!isUuid(ref.contact_id)) throw invalid('contact.contact_id', 'contact.contact_id must be a UUID');
       row = await this.contacts.findById(tx, organizationId, ref.contact_id);
       if (row?.erased_at) row = null;
     } else if (ref.email) {

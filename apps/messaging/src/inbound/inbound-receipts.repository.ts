@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { MessagingChannel } from '@touchpoint/contracts';
-import { returnedRows } from '../shared/sql.js';
+import { rowsOf } from '@touchpoint/database';
 
 /** One inbound message as the provider sent it, waiting for the worker (table `inbound_receipts`). */
 export interface InboundReceiptRow {
@@ -48,12 +48,13 @@ export class InboundReceiptsRepository {
       const b = params.length - 6;
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}::jsonb)`;
     });
-    const inserted = await this.db.query<{ external_id: string }[]>(
+    const inserted = await rowsOf<{ external_id: string }>(
+      this.db,
       `INSERT INTO inbound_receipts (organization_id, channel, external_id, sender_id, contact_name, message) VALUES ${rows.join(', ')}
        ON CONFLICT (organization_id, channel, external_id) DO NOTHING RETURNING external_id`,
       params,
     );
-    return new Set(returnedRows<{ external_id: string }>(inserted).map((r) => r.external_id));
+    return new Set(inserted.map((r) => r.external_id));
   }
 
   /**
@@ -62,13 +63,12 @@ export class InboundReceiptsRepository {
    * @returns the claimed rows in arrival order
    */
   async claim(limit: number, leaseMs: number): Promise<InboundReceiptRow[]> {
-    const rows = returnedRows<InboundReceiptRow>(
-      await this.db.query(
-        `UPDATE inbound_receipts SET due_at = now() + make_interval(secs => $2::float8 / 1000)
-          WHERE id IN (SELECT id FROM inbound_receipts WHERE due_at <= now() ORDER BY due_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
-          RETURNING id, organization_id, channel, external_id, sender_id, contact_name, message, received_at, attempts`,
-        [limit, leaseMs],
-      ),
+    const rows = await rowsOf<InboundReceiptRow>(
+      this.db,
+      `UPDATE inbound_receipts SET due_at = now() + make_interval(secs => $2::float8 / 1000)
+        WHERE id IN (SELECT id FROM inbound_receipts WHERE due_at <= now() ORDER BY due_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+        RETURNING id, organization_id, channel, external_id, sender_id, contact_name, message, received_at, attempts`,
+      [limit, leaseMs],
     );
     return rows.sort((a, b) => Number(a.id) - Number(b.id));
   }

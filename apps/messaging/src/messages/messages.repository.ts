@@ -1,34 +1,19 @@
 import { truncateText } from '@touchpoint/text';
 import { Injectable } from '@nestjs/common';
 import type { MessageSenderType, MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
-import { iso, returnedRows } from '../shared/sql.js';
+import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
 
-export interface MessageRow {
+/** A row of `messages`; the columns its view shows as they are come from `MessageView`. */
+export interface MessageRow extends Pick<MessageView, 'conversation_id' | 'instance_id' | 'contact_id' | 'channel' | 'direction' | 'sender_type' | 'sender_id' | 'message_type' | 'body' | 'subject' | 'status' | 'external_id' | 'thread_id' | 'notification_id' | 'error_code'> {
   id: string;
   organization_id: string;
-  conversation_id: string;
-  instance_id: string;
-  contact_id: string;
-  channel: MessagingChannel;
-  direction: 'inbound' | 'outbound';
-  sender_type: MessageSenderType;
-  sender_id: string | null;
-  message_type: string;
-  body: string | null;
-  subject: string | null;
-  status: MessageStatus;
-  external_id: string | null;
-  thread_id: string | null;
   in_reply_to: string | null;
   /** What was asked of the provider for an outbound message (the outbox payload), else null. */
   payload: unknown;
   idempotency_key: string | null;
   requester: string | null;
   context: Record<string, string | number> | null;
-  notification_id: string | null;
   notification_delivery_id: string | null;
-  error_code: string | null;
   /** The provider's sub-code and details of a failure (Meta's `error_subcode`, `error_data.details`), else null. */
   error_subcode?: string | null;
   error_details?: string | null;
@@ -43,35 +28,17 @@ export interface MessageRow {
   failed_at: Date | null;
 }
 
-export interface NewMessage {
-  organization_id: string;
-  conversation_id: string;
-  instance_id: string;
-  contact_id: string;
-  channel: MessagingChannel;
-  direction: 'inbound' | 'outbound';
-  sender_type: MessageSenderType;
-  sender_id?: string | null;
-  message_type: string;
-  body: string | null;
-  subject?: string | null;
-  status: MessageStatus;
-  external_id?: string | null;
-  thread_id?: string | null;
-  in_reply_to?: string | null;
-  headers?: unknown;
-  payload?: unknown;
-  idempotency_key?: string | null;
-  requester?: string | null;
-  context?: Record<string, string | number> | null;
-  notification_id?: string | null;
-  notification_delivery_id?: string | null;
-  auto_reply?: boolean;
-  opt_out?: boolean;
-  provider_timestamp?: Date | null;
-  created_at: Date;
-  sent_at?: Date | null;
-}
+/** A message to insert: the columns of `MessageRow` it must give, those it may give, and what only the insert reads. */
+export type NewMessage = Pick<MessageRow, 'organization_id' | 'conversation_id' | 'instance_id' | 'contact_id' | 'channel' | 'direction' | 'sender_type' | 'message_type' | 'body' | 'status' | 'created_at'> &
+  Partial<
+    Pick<
+      MessageRow,
+      'sender_id' | 'subject' | 'external_id' | 'thread_id' | 'in_reply_to' | 'payload' | 'idempotency_key' | 'requester' | 'context' | 'notification_id' | 'notification_delivery_id' | 'auto_reply' | 'opt_out' | 'sent_at'
+    >
+  > & {
+    headers?: unknown;
+    provider_timestamp?: Date | null;
+  };
 
 export interface NewAttachment {
   media_type: string;
@@ -234,11 +201,12 @@ export class MessagesRepository {
 
   /** Takes (deletes and returns) the statuses kept for a provider id, in arrival order. */
   async takePendingStatuses(tx: Tx, organizationId: string, channel: string, externalId: string): Promise<StatusReport[]> {
-    const result = await tx.query<{ status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date; id: string }>(
+    const result = await rowsOf<{ status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date; id: string }>(
+      tx,
       `DELETE FROM pending_statuses WHERE organization_id = $1 AND channel = $2 AND external_id = $3 RETURNING *`,
       [organizationId, channel, externalId],
     );
-    return returnedRows<{ id: string; status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date }>(result)
+    return result
       .sort((a, b) => Number(a.id) - Number(b.id))
       .map((r) => ({
         organization_id: organizationId,
@@ -252,19 +220,24 @@ export class MessagesRepository {
       }));
   }
 
-  /** A conversation's messages, newest first, after a keyset cursor, with attachments. */
-  async thread(tx: Tx, organizationId: string, conversationId: string, after: { at: string; id: string } | null, limit: number): Promise<MessageView[]> {
-    const rows = await tx.query<MessageRow & { attachments: MessageView['attachments'] }>(
-      `SELECT m.*, COALESCE((SELECT json_agg(json_build_object('attachment_id', a.id, 'media_type', a.media_type, 'mime_type', a.mime_type, 'url', a.url,
+  /** Marks a message as the one sent for a notification's delivery. */
+  async setNotification(tx: Tx, messageId: string, notificationId: string): Promise<void> {
+    await tx.query(`UPDATE messages SET notification_id = $2 WHERE id = $1`, [messageId, notificationId]);
+  }
+
+  /** A conversation's messages, newest first, after a keyset cursor, with attachments; each with its cursor position. */
+  async thread(tx: Tx, organizationId: string, conversationId: string, after: CursorPosition | null, limit: number): Promise<{ view: MessageView; cursor_at: string }[]> {
+    const rows = await tx.query<MessageRow & { attachments: MessageView['attachments']; cursor_at: string }>(
+      `SELECT m.*, ${cursorAtSql('m.created_at')} AS cursor_at, COALESCE((SELECT json_agg(json_build_object('attachment_id', a.id, 'media_type', a.media_type, 'mime_type', a.mime_type, 'url', a.url,
                                    'provider_media_id', a.provider_media_id, 'caption', a.caption) ORDER BY a.created_at)
                               FROM message_attachments a WHERE a.message_id = m.id), '[]'::json) AS attachments
          FROM messages m
         WHERE m.organization_id = $1 AND m.conversation_id = $2
           AND ($3::timestamptz IS NULL OR (m.created_at, m.id) < ($3::timestamptz, $4::uuid))
         ORDER BY m.created_at DESC, m.id DESC LIMIT $5`,
-      [organizationId, conversationId, after?.at ?? null, after?.id ?? null, limit],
+      [organizationId, conversationId, after?.createdAt ?? null, after?.id ?? null, limit],
     );
-    return rows.map((r) => toMessageView(r, r.attachments));
+    return rows.map((r) => ({ view: toMessageView(r, r.attachments), cursor_at: r.cursor_at }));
   }
 }
 

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { NotificationChannel, NotificationDeliveryStatus, NotificationDeliveryView, NotificationTemplateView, NotificationView, NotificationWhatsAppTemplate } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
-import { iso, returnedRows } from '../shared/sql.js';
+import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
 
 export interface NotificationRow {
   id: string;
@@ -130,12 +129,13 @@ export class NotificationsRepository {
    * did not move.
    */
   async settleDelivery(tx: Tx, deliveryId: string, status: 'sent' | 'failed', errorCode: string | null, now: Date): Promise<DeliveryRow | null> {
-    const result = await tx.query<DeliveryRow>(
+    const result = await rowsOf<DeliveryRow>(
+      tx,
       `UPDATE notification_deliveries SET status = $2, error_code = $3, updated_at = $4
         WHERE id = $1 AND (status = 'pending' OR (status = 'sent' AND $2 = 'failed')) RETURNING *`,
       [deliveryId, status, errorCode, now],
     );
-    return returnedRows<DeliveryRow>(result)[0] ?? null;
+    return result[0] ?? null;
   }
 
   async deliveries(tx: Tx, notificationIds: string[]): Promise<DeliveryRow[]> {
@@ -143,12 +143,12 @@ export class NotificationsRepository {
     return tx.query<DeliveryRow>(`SELECT * FROM notification_deliveries WHERE notification_id = ANY($1::uuid[]) ORDER BY created_at, channel`, [notificationIds]);
   }
 
-  async list(tx: Tx, organizationId: string, f: { contact_id?: string; after?: { at: string; id: string } | null }, limit: number): Promise<NotificationRow[]> {
-    return tx.query<NotificationRow>(
-      `SELECT * FROM notifications WHERE organization_id = $1 AND ($2::uuid IS NULL OR contact_id = $2)
+  async list(tx: Tx, organizationId: string, f: { contact_id?: string; after?: CursorPosition | null }, limit: number): Promise<(NotificationRow & { cursor_at: string })[]> {
+    return tx.query<NotificationRow & { cursor_at: string }>(
+      `SELECT *, ${cursorAtSql('created_at')} AS cursor_at FROM notifications WHERE organization_id = $1 AND ($2::uuid IS NULL OR contact_id = $2)
           AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))
         ORDER BY created_at DESC, id DESC LIMIT $5`,
-      [organizationId, f.contact_id ?? null, f.after?.at ?? null, f.after?.id ?? null, limit],
+      [organizationId, f.contact_id ?? null, f.after?.createdAt ?? null, f.after?.id ?? null, limit],
     );
   }
 }

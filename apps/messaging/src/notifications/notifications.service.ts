@@ -15,7 +15,7 @@ import {
   notificationVariableProblems,
   validateWhatsAppPayload,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, pageSize, requireId, requireString, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -23,7 +23,6 @@ import { canonicalJson, codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { SendService } from '../sending/send.service.js';
-import { decodeCursor, encodeCursor, pageSize, requireId, requireString } from '../shared/sql.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { MessagesRepository } from '../messages/messages.repository.js';
 import { NotificationsRepository, type NotificationRow, toNotificationView, toTemplateView } from './notifications.repository.js';
@@ -171,7 +170,7 @@ export class NotificationsService {
         notification_delivery_id: delivery.id,
         context: { notification_id: notification.id, delivery_id: delivery.id },
       });
-      await tx.query(`UPDATE messages SET notification_id = $2 WHERE id = $1`, [message.id, notification.id]);
+      await this.messages.setNotification(tx, message.id, notification.id);
       await this.repository.setDeliveryMessage(tx, delivery.id, message.id);
       if (channel === 'whatsapp') await this.repository.linkInstance(tx, notification.id, message.instance_id);
       if (message.status === 'failed') await this.repository.settleDelivery(tx, delivery.id, 'failed', message.error_code ?? 'failed', now);
@@ -196,14 +195,15 @@ export class NotificationsService {
 
   async list(organizationId: string, q: { contact_id?: string; cursor?: string; limit?: number }): Promise<MessagingPage<NotificationView>> {
     const limit = pageSize(q.limit);
-    const after = decodeCursor(q.cursor);
+    const filters = { contact_id: q.contact_id };
+    const after = q.cursor ? decodeCursor(q.cursor, filters, { acceptUnversioned: true }) : null;
     if (q.contact_id) requireId(q.contact_id, 'contact');
     return this.uow.run(async (tx) => {
       const rows = await this.repository.list(tx, organizationId, { contact_id: q.contact_id, after }, limit + 1);
       const page = rows.slice(0, limit);
       const deliveries = await this.repository.deliveries(tx, page.map((r) => r.id));
       const last = page[page.length - 1];
-      return { items: page.map((r) => toNotificationView(r, deliveries)), next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+      return { items: page.map((r) => toNotificationView(r, deliveries)), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
     });
   }
 

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
-import { returnedRows } from '../shared/sql.js';
+import { rowsOf, type Tx } from '@touchpoint/database';
 
 /** An outbound message still waiting for its send outcome. */
 export interface AwaitingMessage {
@@ -32,7 +31,8 @@ export class OutcomeSweepRepository {
    * line instead of filling every pass.
    */
   async claimAwaiting(tx: Tx, olderThan: Date, now: Date, limit: number): Promise<AwaitingMessage[]> {
-    const result = await tx.query(
+    const result = await rowsOf<AwaitingMessage>(
+      tx,
       `UPDATE messages SET outcome_checked_at = $2
         WHERE id IN (SELECT id FROM messages
                       WHERE direction = 'outbound' AND status IN ('queued', 'ambiguous') AND channel = ANY($4::text[])
@@ -43,7 +43,7 @@ export class OutcomeSweepRepository {
         RETURNING id, organization_id, idempotency_key, status`,
       [olderThan, now, limit, DISPATCHED_CHANNELS],
     );
-    return returnedRows<AwaitingMessage>(result);
+    return result;
   }
 
   /**
@@ -68,10 +68,11 @@ export class OutcomeSweepRepository {
    * Oldest first, by the `received_at` index; returns how many were deleted.
    */
   async prunePendingStatuses(tx: Tx, before: Date, limit: number): Promise<number> {
-    const result = await tx.query(
+    const result = await rowsOf(
+      tx,
       `DELETE FROM pending_statuses WHERE id IN (SELECT id FROM pending_statuses WHERE received_at < $1 ORDER BY received_at LIMIT $2) RETURNING id`,
       [before, limit],
     );
-    return returnedRows(result).length;
+    return result.length;
   }
 }

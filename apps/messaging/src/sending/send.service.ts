@@ -13,7 +13,7 @@ import {
   type OutboxPayload,
   validateOutboxPayload,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { requireString, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode, httpStatusOf } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -24,7 +24,6 @@ import { ContactsService } from '../contacts/contacts.service.js';
 import { type ConversationRow, ConversationsRepository } from '../conversations/conversations.repository.js';
 import { InstancesService } from '../conversations/instances.service.js';
 import { type MessageRow, MessagesRepository, toMessageView } from '../messages/messages.repository.js';
-import { requireString } from '../shared/sql.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 
 /** Channels whose sends go through the outbox-dispatcher (it owns every wire call, DESIGN §4). */

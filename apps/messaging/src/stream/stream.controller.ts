@@ -2,7 +2,7 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { MessagingRpc, type MessagingStreamPage, type MessagingStreamReadData } from '@touchpoint/contracts';
 import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
-import { pageSize } from '../shared/sql.js';
+import { pageSize } from '@touchpoint/database';
 import { StreamRepository } from './stream.repository.js';
 
 /**

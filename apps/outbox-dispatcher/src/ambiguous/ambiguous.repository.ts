@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { cursorAtSql, type Tx } from '@touchpoint/database';
 import type { Evidence, EntryRow } from '../drain/outbox.repository.js';
-import { rowsOf } from '../drain/sql.js';
+import { rowsOf } from '@touchpoint/database';
 
 /**
  * Ambiguous sends and their resolution (seed 004 `evidence_recorded`): correlation evidence,

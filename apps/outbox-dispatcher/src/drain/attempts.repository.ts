@@ -4,7 +4,7 @@ import type { Tx } from '@touchpoint/database';
 import { codePointLength, toWellFormedText, truncateText } from '@touchpoint/text';
 import { type EntryRow, ms } from './outbox.repository.js';
 import type { PairLease } from './pair-lease.repository.js';
-import { rowsOf } from './sql.js';
+import { rowsOf } from '@touchpoint/database';
 
 /** What is written when an attempt ends. */
 export interface AttemptEnd {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
-import { rowsOf } from './sql.js';
+import { cursorAtSql, rowsOf, type Tx } from '@touchpoint/database';
+import { codePointLength, toWellFormedText, truncateText } from '@touchpoint/text';
 
 /** A `message_outbox` row. */
 export interface EntryRow {
@@ -149,5 +149,14 @@ export class OutboxRepository {
       [organizationId, idempotencyKey, now],
     );
     return row;
+  }
+
+  /**
+   * Holds every pending entry of a sender until `until`, and its pairs with them, so no dispatcher
+   * claims them earlier. Entries being sent now are left alone (their attempt is open).
+   */
+  async delaySender(tx: Tx, senderId: string, until: Date): Promise<void> {
+    await rowsOf(tx, `UPDATE message_outbox SET next_attempt_at = $2 WHERE sender_id = $1 AND status = 'pending' AND next_attempt_at < $2`, [senderId, until]);
+    await rowsOf(tx, `UPDATE message_outbox_pairs SET next_due_at = $2 WHERE sender_id = $1 AND next_due_at IS NOT NULL AND next_due_at < $2`, [senderId, until]);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@touchpoint/database';
 import { type EntryRow, ms } from './outbox.repository.js';
-import { rowsOf } from './sql.js';
+import { rowsOf } from '@touchpoint/database';
 
 /** A leased pair. */
 export interface PairLease {

@@ -14,16 +14,12 @@ import {
   type SuppressionCheckData,
   type SuppressionCheckResult, type OutboxSuppressionAddResult } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { toRecipientKey } from '@touchpoint/phone';
 import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
 import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { SuppressionsService } from '../suppressions/suppressions.service.js';
 import { NylasEmailAdapter } from '../providers/email/nylas.adapter.js';
 import { ProviderAccountsService } from './provider-accounts.service.js';
-
-/** Most values one suppression check reads (ours). */
-const MAX_CHECK_VALUES = 500;
 
 /**
  * RPCs of the email and LinkedIn side of the dispatcher: provider accounts as senders, the
@@ -38,7 +34,6 @@ export class ProviderAccountsController {
     private readonly cap: ProspectCapService,
     private readonly senders: SendersService,
     private readonly nylas: NylasEmailAdapter,
-    private readonly uow: UnitOfWork,
     private readonly suppressionList: SuppressionsService,
   ) {}
 
@@ -84,16 +79,8 @@ export class ProviderAccountsController {
 
   /** The subset of `values` on the organization's do-not-contact list, keyed like the senders key them. */
   @OnRpc(OutreachDispatcherRpc.SuppressionCheck)
-  async suppressions(@Payload() data: SuppressionCheckData): Promise<SuppressionCheckResult> {
-    if (typeof data?.organization_id !== 'string' || !Array.isArray(data.values) || data.values.length > MAX_CHECK_VALUES) throw new AppError(ErrorCode.ValidationFailed, `organization_id and at most ${MAX_CHECK_VALUES} values are required`);
-    const keyed = data.values.map((v) => ({ v, key: toRecipientKey(v.channel, v.value) })).filter((k): k is { v: SuppressionCheckData['values'][number]; key: string } => k.key !== null);
-    if (keyed.length === 0) return { suppressed: [] };
-    const rows: { channel: string; value: string }[] = await this.uow.dataSource.query(
-      `SELECT channel, value FROM contact_suppressions WHERE organization_id = $1 AND (channel, value) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
-      [data.organization_id, keyed.map((k) => k.v.channel), keyed.map((k) => k.key)],
-    );
-    const hit = new Set(rows.map((r) => `${r.channel}\u0000${r.value}`));
-    return { suppressed: keyed.filter((k) => hit.has(`${k.v.channel}\u0000${k.key}`)).map((k) => k.v) };
+  suppressions(@Payload() data: SuppressionCheckData): Promise<SuppressionCheckResult> {
+    return this.suppressionList.check(data);
   }
 
   /**

@@ -1,26 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { type OutboxAccountCreateData, OutboxEvents, type OutboxSenderEventData, type OutboxSenderView, type ProviderAccountLookup, type ProviderAccountOwner } from '@touchpoint/contracts';
+import { isUniqueViolation, poolOf } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { CredentialsCipher } from '../senders/credentials.cipher.js';
 import { SenderOwnershipService } from '../senders/sender-ownership.service.js';
-
-interface AccountRow {
-  id: string;
-  organization_id: string;
-  channel: 'email' | 'linkedin';
-  label: string | null;
-  address: string | null;
-  status: 'connected' | 'disconnected';
-  is_default: boolean;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const isUniqueViolation = (err: unknown) => (err as { code?: string; driverError?: { code?: string } })?.code === '23505' || (err as { driverError?: { code?: string } })?.driverError?.code === '23505';
+import { type SenderRow, SendersRepository } from '../senders/senders.repository.js';
 
 /**
  * Email mailboxes (a Nylas grant) and LinkedIn accounts (Unipile) as dispatcher senders (issue 8
@@ -36,6 +24,7 @@ export class ProviderAccountsService {
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
     private readonly ownership: SenderOwnershipService,
+    private readonly senders: SendersRepository,
     @Inject(APP_CONFIG) config: OutboxDispatcherConfig,
   ) {
     this.cipher = new CredentialsCipher(config.OUTBOX_CREDENTIALS_KEY);
@@ -61,15 +50,21 @@ export class ProviderAccountsService {
     const address = data.channel === 'email' ? data.address.trim().toLowerCase() : data.address.trim();
     try {
       return await this.uow.run(async (tx) => {
-        const [{ n }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM senders WHERE organization_id = $1 AND channel = $2 AND removed_at IS NULL AND is_default`, [data.organization_id, data.channel]);
-        const isDefault = data.is_default ?? n === 0;
-        if (isDefault) await tx.query(`UPDATE senders SET is_default = false, updated_at = $3 WHERE organization_id = $1 AND channel = $2 AND removed_at IS NULL AND is_default`, [data.organization_id, data.channel, now]);
-        const rows = await tx.query<AccountRow>(
-          `INSERT INTO senders (id, organization_id, channel, label, address, credentials_encrypted, status, is_default, provider_account_id, account_provider, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, 'connected', $7, $8, $9, $10, $10) RETURNING *`,
-          [id, data.organization_id, data.channel, data.label ?? null, address, this.cipher.encrypt(secrets, id), isDefault, data.account_id, data.provider ?? null, now],
-        );
-        const view = toView(rows[0]!);
+        const isDefault = data.is_default ?? !(await this.senders.hasDefault(tx, data.organization_id, data.channel));
+        if (isDefault) await this.senders.clearDefault(tx, data.organization_id, data.channel, id, now);
+        const row = await this.senders.insertAccount(tx, {
+          id,
+          organizationId: data.organization_id,
+          channel: data.channel,
+          label: data.label ?? null,
+          address,
+          credentialsEncrypted: this.cipher.encrypt(secrets, id),
+          isDefault,
+          accountId: data.account_id,
+          provider: data.provider ?? null,
+          now,
+        });
+        const view = toView(row);
         const event: OutboxSenderEventData = { sender_id: id, channel: data.channel, address, is_default: isDefault, status: 'connected' };
         await tx.publish({ event_id: `${OutboxEvents.SenderConnected}:${id}:created`, type: OutboxEvents.SenderConnected, organization_id: data.organization_id, data: event });
         return view;
@@ -83,12 +78,12 @@ export class ProviderAccountsService {
   /** Which organization's live sender is this provider account (all null when nobody's). */
   async lookup(query: ProviderAccountLookup): Promise<ProviderAccountOwner> {
     if ((query?.channel !== 'email' && query?.channel !== 'linkedin') || typeof query.account_id !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'channel (email or linkedin) and account_id are required');
-    const [row] = await this.uow.dataSource.query(`SELECT id, organization_id, address FROM senders WHERE channel = $1 AND provider_account_id = $2 AND removed_at IS NULL`, [query.channel, query.account_id]);
+    const row = await this.senders.findByProviderAccount(poolOf(this.uow.dataSource), query.channel, query.account_id);
     return row ? { organization_id: row.organization_id, sender_id: row.id, address: row.address } : { organization_id: null, sender_id: null, address: null };
   }
 }
 
-function toView(r: AccountRow): OutboxSenderView {
+function toView(r: SenderRow): OutboxSenderView {
   return {
     sender_id: r.id,
     organization_id: r.organization_id,

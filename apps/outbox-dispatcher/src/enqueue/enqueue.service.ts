@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { delaySenderWork } from '../senders/webhook-errors.service.js';
 import {
   OUTBOX_CHANNELS,
   OUTBOX_ENTRIES_BY_KEY_MAX,
@@ -84,7 +83,7 @@ export class EnqueueService {
         now,
       );
       // Meta said the number is over its throughput (an asynchronous 130429): a new send waits with the queued ones.
-      if (created && sender.paused_until && new Date(sender.paused_until).getTime() > now.getTime()) await delaySenderWork(t, sender.id, new Date(sender.paused_until));
+      if (created && sender.paused_until && new Date(sender.paused_until).getTime() > now.getTime()) await this.repository.delaySender(t, sender.id, new Date(sender.paused_until));
       if (created && (await this.repository.isCancelledInAdvance(t, checked.organization_id, checked.idempotency_key))) {
         // The reply won the race: its cancel arrived first, so this entry is born cancelled.
         const cancelled = await this.repository.cancelPending(t, checked.organization_id, checked.idempotency_key, now);

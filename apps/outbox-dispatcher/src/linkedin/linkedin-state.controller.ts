@@ -9,9 +9,11 @@ import {
   OutboxLinkedinRpc,
   OutreachDispatcherRpc,
 } from '@touchpoint/contracts';
+import { poolOf } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { LinkedinRelationsRepository } from './linkedin-relations.repository.js';
 
 /**
  * The LinkedIn relation of a person to a sender account (seed 003 §4.2 "linkedin_state"): an
@@ -24,26 +26,19 @@ export class LinkedinStateController {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
+    private readonly relations: LinkedinRelationsRepository,
   ) {}
 
   @OnRpc(OutreachDispatcherRpc.LinkedinState)
   async state(@Payload() q: LinkedinStateQuery): Promise<LinkedinStateView> {
     if (typeof q?.organization_id !== 'string' || typeof q.sender_id !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and sender_id are required');
-    const [sender] = await this.uow.dataSource.query(`SELECT status FROM senders WHERE id::text = $1 AND organization_id = $2 AND removed_at IS NULL AND channel = 'linkedin'`, [q.sender_id, q.organization_id]);
-    const senderConnected = sender?.status === 'connected';
+    const db = poolOf(this.uow.dataSource);
+    const senderConnected = (await this.relations.senderStatus(db, q.organization_id, q.sender_id)) === 'connected';
     const slug = publicIdentifierOf(q.linkedin_url);
-    const [relation] = await this.uow.dataSource.query(
-      `SELECT provider_id FROM linkedin_relations WHERE sender_id::text = $1 AND organization_id = $2 AND (provider_id = $3 OR ($4::text IS NOT NULL AND public_identifier = $4)) LIMIT 1`,
-      [q.sender_id, q.organization_id, q.provider_id ?? '', slug],
-    );
-    if (relation) return { state: 'connected', sender_connected: senderConnected, provider_id: relation.provider_id, messages: [] };
+    const relation = await this.relations.acceptedRelation(db, q.organization_id, q.sender_id, q.provider_id ?? '', slug);
+    if (relation !== null) return { state: 'connected', sender_connected: senderConnected, provider_id: relation, messages: [] };
     if (!q.provider_id) return { state: 'none', sender_connected: senderConnected, provider_id: null, messages: [] };
-    const [row] = await this.uow.dataSource.query(
-      `SELECT bool_or(log_context->>'linkedin_action' = 'message') AS messaged, bool_or(log_context->>'linkedin_action' = 'invite') AS invited
-         FROM message_outbox
-        WHERE organization_id = $1 AND sender_id::text = $2 AND channel = 'linkedin' AND pacing_key = $3 AND status = 'accepted'`,
-      [q.organization_id, q.sender_id, q.provider_id.trim()],
-    );
+    const row = await this.relations.sendsTo(db, q.organization_id, q.sender_id, q.provider_id.trim());
     const state = row?.messaged ? 'connected' : row?.invited ? 'invited' : 'none';
     return { state, sender_connected: senderConnected, provider_id: q.provider_id, messages: [] };
   }
@@ -56,15 +51,11 @@ export class LinkedinStateController {
   async accepted(@Payload() data: LinkedinRelationAcceptedData): Promise<{ stored: boolean; sender_id: string | null }> {
     if (typeof data?.account_id !== 'string' || typeof data.provider_id !== 'string' || data.provider_id === '') throw new AppError(ErrorCode.ValidationFailed, 'account_id and provider_id are required');
     return this.uow.run(async (tx) => {
-      const [sender] = await tx.query<{ id: string; organization_id: string }>(`SELECT id, organization_id FROM senders WHERE channel = 'linkedin' AND provider_account_id = $1 AND removed_at IS NULL`, [data.account_id]);
+      const sender = await this.relations.senderOfAccount(tx, data.account_id);
       if (!sender) return { stored: false, sender_id: null };
       const slug = data.public_identifier ?? publicIdentifierOf(data.profile_url ?? null);
-      const inserted = await tx.query<{ provider_id: string }>(
-        `INSERT INTO linkedin_relations (sender_id, provider_id, organization_id, public_identifier, connected_at) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (sender_id, provider_id) DO NOTHING RETURNING provider_id`,
-        [sender.id, data.provider_id, sender.organization_id, slug, this.clock.now()],
-      );
-      if (inserted.length) {
+      const inserted = await this.relations.insertRelation(tx, { senderId: sender.id, providerId: data.provider_id, organizationId: sender.organization_id, publicIdentifier: slug, connectedAt: this.clock.now() });
+      if (inserted) {
         const event: LinkedinRelationEventData = { sender_id: sender.id, provider_id: data.provider_id, public_identifier: slug };
         await tx.publish({ event_id: `${OutboxLinkedinEvents.RelationAccepted}:${sender.id}:${data.provider_id}`, type: OutboxLinkedinEvents.RelationAccepted, organization_id: sender.organization_id, data: event });
       }

@@ -3,6 +3,7 @@ import { OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, type ContactEventData, type MessageReceivedData, MessagingEvents } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { Clock } from '@touchpoint/time';
+import { ProspectCapRepository } from './prospect-cap.repository.js';
 
 /**
  * Keeps `email_correspondents`, the dispatcher's read model of who is not a prospect (seed 003 §6),
@@ -11,17 +12,16 @@ import { Clock } from '@touchpoint/time';
  */
 @Injectable()
 export class CorrespondentsConsumer {
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly repository: ProspectCapRepository,
+  ) {}
 
   @OnBusMessage(MessagingEvents.MessageReceived)
   async onReceived(message: BusMessage<MessageReceivedData>, tx: Tx): Promise<void> {
     const d = message.data;
     if (!message.organization_id || d?.channel !== 'email' || typeof d.from !== 'string' || !d.from.includes('@')) return;
-    await tx.query(
-      `INSERT INTO email_correspondents (organization_id, address, wrote_in, updated_at) VALUES ($1, $2, true, $3)
-       ON CONFLICT (organization_id, address) DO UPDATE SET wrote_in = true, updated_at = EXCLUDED.updated_at`,
-      [message.organization_id, d.from.trim().toLowerCase(), this.clock.now()],
-    );
+    await this.repository.markWroteIn(tx, message.organization_id, d.from.trim().toLowerCase(), this.clock.now());
   }
 
   @OnBusMessage(MessagingEvents.ContactCreated)
@@ -38,10 +38,6 @@ export class CorrespondentsConsumer {
     const d = message.data;
     if (!message.organization_id || typeof d?.email !== 'string' || !d.email.includes('@')) return;
     const crm = d.kind === 'crm';
-    await tx.query(
-      `INSERT INTO email_correspondents (organization_id, address, crm_person, updated_at) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (organization_id, address) DO UPDATE SET crm_person = email_correspondents.crm_person OR EXCLUDED.crm_person, updated_at = EXCLUDED.updated_at`,
-      [message.organization_id, d.email.trim().toLowerCase(), crm, this.clock.now()],
-    );
+    await this.repository.markContact(tx, message.organization_id, d.email.trim().toLowerCase(), crm, this.clock.now());
   }
 }

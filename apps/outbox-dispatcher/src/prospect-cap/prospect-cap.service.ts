@@ -1,10 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
+import { poolOf } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import type { OutboxProspectCapView } from '@touchpoint/contracts';
 import { Clock } from '@touchpoint/time';
+import { ProspectCapRepository } from './prospect-cap.repository.js';
 
 /** Prospect emails one mailbox sends per UTC day unless the organization overrides it (seed 003 §6). */
 export const PROSPECT_EMAILS_PER_DAY_DEFAULT = 30;
@@ -27,6 +29,7 @@ export class ProspectCapService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
+    private readonly repository: ProspectCapRepository,
     metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
@@ -35,15 +38,14 @@ export class ProspectCapService {
 
   /** Counts the send of `entryId` against its mailbox's day, or refuses it. One statement. */
   async claim(entry: { entryId: string; organizationId: string; recipient: string }, senderId: string): Promise<ProspectClaim> {
-    const [row] = await this.uow.dataSource.query(`SELECT claim_prospect_email_send($1, $2, $3, $4, $5, $6) AS outcome`, [
-      entry.entryId,
-      entry.organizationId,
+    const outcome = await this.repository.claim(poolOf(this.uow.dataSource), {
+      entryId: entry.entryId,
+      organizationId: entry.organizationId,
       senderId,
-      entry.recipient.trim().toLowerCase(),
-      this.clock.now(),
-      PROSPECT_EMAILS_PER_DAY_DEFAULT,
-    ]);
-    const outcome = row.outcome as ProspectClaim;
+      address: entry.recipient.trim().toLowerCase(),
+      now: this.clock.now(),
+      defaultPerDay: PROSPECT_EMAILS_PER_DAY_DEFAULT,
+    });
     this.outcomes.inc({ outcome });
     if (outcome === 'refused') this.logger.warn({ event: 'outbox.prospect_cap_reached', organization_id: entry.organizationId, entry_id: entry.entryId, sender_id: senderId }, 'daily prospect cap reached; not sent');
     return outcome;
@@ -55,21 +57,7 @@ export class ProspectCapService {
    * (no mailbox → allowed: the enqueue refuses it anyway).
    */
   async peek(organizationId: string, senderId: string | null, recipient: string): Promise<{ allowed: boolean; prospect: boolean; sent: number; cap: number }> {
-    const [row] = await this.uow.dataSource.query(
-      `WITH s AS (
-         SELECT id FROM senders
-          WHERE organization_id = $1 AND channel = 'email' AND removed_at IS NULL AND ($2::uuid IS NULL AND is_default OR id = $2::uuid)
-          LIMIT 1)
-       SELECT (SELECT id FROM s) AS sender_id,
-              NOT EXISTS (
-                SELECT 1 FROM email_correspondents c
-                 WHERE c.organization_id = $1 AND c.address = $3
-                   AND (c.wrote_in OR (c.crm_person AND EXISTS (
-                         SELECT 1 FROM message_outbox m WHERE m.organization_id = $1 AND m.channel = 'email' AND m.status = 'accepted' AND m.pacing_key = $3)))) AS prospect,
-              COALESCE((SELECT sent FROM prospect_send_counters WHERE sender_id = (SELECT id FROM s) AND day = ($4::timestamptz AT TIME ZONE 'UTC')::date), 0) AS sent,
-              COALESCE((SELECT prospect_emails_per_day FROM prospect_cap_settings WHERE organization_id = $1), $5) AS cap`,
-      [organizationId, senderId, recipient.trim().toLowerCase(), this.clock.now(), PROSPECT_EMAILS_PER_DAY_DEFAULT],
-    );
+    const row = await this.repository.peek(poolOf(this.uow.dataSource), organizationId, senderId, recipient.trim().toLowerCase(), this.clock.now(), PROSPECT_EMAILS_PER_DAY_DEFAULT);
     const allowed = !row.sender_id || !row.prospect || row.sent < row.cap;
     if (!allowed) this.outcomes.inc({ outcome: 'refused_interactive' });
     return { allowed, prospect: row.prospect, sent: row.sent, cap: row.cap };
@@ -82,15 +70,7 @@ export class ProspectCapService {
   async setOrganizationCap(organizationId: string, perDay: number | null): Promise<OutboxProspectCapView> {
     if (typeof organizationId !== 'string' || organizationId === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
     if (perDay !== null && (!Number.isInteger(perDay) || perDay < 0 || perDay > 100_000)) throw new AppError(ErrorCode.ValidationFailed, 'prospect_emails_per_day must be an integer from 0 to 100000, or null', { field: 'prospect_emails_per_day' });
-    await this.uow.run(async (tx) => {
-      if (perDay === null) await tx.query(`DELETE FROM prospect_cap_settings WHERE organization_id = $1`, [organizationId]);
-      else
-        await tx.query(
-          `INSERT INTO prospect_cap_settings (organization_id, prospect_emails_per_day, updated_at) VALUES ($1, $2, $3)
-           ON CONFLICT (organization_id) DO UPDATE SET prospect_emails_per_day = EXCLUDED.prospect_emails_per_day, updated_at = EXCLUDED.updated_at`,
-          [organizationId, perDay, this.clock.now()],
-        );
-    });
+    await this.uow.run((tx) => this.repository.setOrganizationCap(tx, organizationId, perDay, this.clock.now()));
     return { organization_id: organizationId, prospect_emails_per_day: perDay ?? PROSPECT_EMAILS_PER_DAY_DEFAULT, is_default: perDay === null };
   }
 
@@ -100,7 +80,7 @@ export class ProspectCapService {
    */
   async organizationCap(organizationId: string): Promise<OutboxProspectCapView> {
     if (typeof organizationId !== 'string' || organizationId === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
-    const [row] = await this.uow.dataSource.query(`SELECT prospect_emails_per_day FROM prospect_cap_settings WHERE organization_id = $1`, [organizationId]);
-    return row ? { organization_id: organizationId, prospect_emails_per_day: row.prospect_emails_per_day, is_default: false } : { organization_id: organizationId, prospect_emails_per_day: PROSPECT_EMAILS_PER_DAY_DEFAULT, is_default: true };
+    const own = await this.repository.organizationCap(poolOf(this.uow.dataSource), organizationId);
+    return own !== null ? { organization_id: organizationId, prospect_emails_per_day: own, is_default: false } : { organization_id: organizationId, prospect_emails_per_day: PROSPECT_EMAILS_PER_DAY_DEFAULT, is_default: true };
   }
 }

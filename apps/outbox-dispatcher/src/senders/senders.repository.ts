@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
-import { rowsOf } from '../drain/sql.js';
+import { type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 import type { OutboxChannel } from '@touchpoint/contracts';
 
 /** A sender row (credentials still encrypted). */
@@ -75,9 +74,39 @@ export class SendersRepository {
     );
   }
 
-  /** Drops the default flag of the organization's other senders of the channel (one default each). */
-  async clearDefault(tx: Tx, organizationId: string, channel: OutboxChannel, exceptId: string): Promise<void> {
-    await rowsOf(tx, `UPDATE senders SET is_default = false WHERE organization_id = $1 AND channel = $2 AND id <> $3 AND is_default AND removed_at IS NULL`, [organizationId, channel, exceptId]);
+  /** Drops the default flag of the organization's other senders of the channel (one default each); `now` also stamps `updated_at`. */
+  async clearDefault(tx: Tx, organizationId: string, channel: OutboxChannel, exceptId: string, now?: Date): Promise<void> {
+    if (now) await rowsOf(tx, `UPDATE senders SET is_default = false, updated_at = $4 WHERE organization_id = $1 AND channel = $2 AND id <> $3 AND is_default AND removed_at IS NULL`, [organizationId, channel, exceptId, now]);
+    else await rowsOf(tx, `UPDATE senders SET is_default = false WHERE organization_id = $1 AND channel = $2 AND id <> $3 AND is_default AND removed_at IS NULL`, [organizationId, channel, exceptId]);
+  }
+
+  /** Whether the organization has a live default sender of the channel. */
+  async hasDefault(tx: Tx, organizationId: string, channel: OutboxChannel): Promise<boolean> {
+    const [row] = await rowsOf<{ n: number }>(tx, `SELECT count(*)::int AS n FROM senders WHERE organization_id = $1 AND channel = $2 AND removed_at IS NULL AND is_default`, [organizationId, channel]);
+    return row!.n > 0;
+  }
+
+  /**
+   * Inserts a connected mailbox or LinkedIn account. The account id is unique among live senders:
+   * a second live sender of it fails with a unique violation.
+   */
+  async insertAccount(
+    tx: Tx,
+    a: { id: string; organizationId: string; channel: 'email' | 'linkedin'; label: string | null; address: string; credentialsEncrypted: string; isDefault: boolean; accountId: string; provider: string | null; now: Date },
+  ): Promise<SenderRow> {
+    const [row] = await rowsOf<SenderRow>(
+      tx,
+      `INSERT INTO senders (id, organization_id, channel, label, address, credentials_encrypted, status, is_default, provider_account_id, account_provider, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'connected', $7, $8, $9, $10, $10) RETURNING *`,
+      [a.id, a.organizationId, a.channel, a.label, a.address, a.credentialsEncrypted, a.isDefault, a.accountId, a.provider, a.now],
+    );
+    return row!;
+  }
+
+  /** The live sender of a provider account on the channel, or undefined. */
+  async findByProviderAccount(db: Queryable, channel: 'email' | 'linkedin', accountId: string): Promise<Pick<SenderRow, 'id' | 'organization_id' | 'address'> | undefined> {
+    const [row] = await rowsOf<Pick<SenderRow, 'id' | 'organization_id' | 'address'>>(db, `SELECT id, organization_id, address FROM senders WHERE channel = $1 AND provider_account_id = $2 AND removed_at IS NULL`, [channel, accountId]);
+    return row;
   }
 
   async update(tx: Tx, id: string, changes: Partial<Pick<SenderRow, 'label' | 'display_phone_number' | 'business_account_id' | 'credentials_encrypted' | 'status' | 'status_reason' | 'is_default'>>, now: Date): Promise<SenderRow> {
@@ -97,6 +126,19 @@ export class SendersRepository {
   async disconnectForReason(tx: Tx, id: string, reason: string, now: Date): Promise<SenderRow | undefined> {
     const [row] = await rowsOf<SenderRow>(tx, `UPDATE senders SET status = 'disconnected', status_reason = $2, updated_at = $3 WHERE id = $1 AND status = 'connected' AND removed_at IS NULL RETURNING *`, [id, reason, now]);
     return row;
+  }
+
+  /** Keeps one error of a WhatsApp webhook error batch (`sender` null when no live sender has the number). */
+  async recordWebhookError(
+    tx: Tx,
+    e: { organizationId: string | null; senderId: string | null; phoneNumberId: string; code: number; title: string | null; details: string | null; body: string; pausedUntil: Date | null; receivedAt: Date },
+  ): Promise<void> {
+    await rowsOf(
+      tx,
+      `INSERT INTO whatsapp_webhook_errors (organization_id, sender_id, phone_number_id, code, title, details, body, paused_until, received_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [e.organizationId, e.senderId, e.phoneNumberId, e.code, e.title, e.details, e.body, e.pausedUntil, e.receivedAt],
+    );
   }
 
   /** Pushes the sender's pause to at least `until`; returns the pause now in force. */

@@ -8,7 +8,7 @@ import {
   type OutboxSenderUpdateData,
   type OutboxSenderView,
 } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { requireString, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
@@ -57,9 +57,9 @@ export class SendersService {
    *   (number already registered)
    */
   async create(data: OutboxSenderCreateData): Promise<OutboxSenderView> {
-    requireString(data, 'organization_id');
+    requireString(data.organization_id, 'organization_id');
     if (data.channel !== 'whatsapp') throw new AppError(ErrorCode.UnsupportedChannel, `channel ${String(data.channel)} has no sender support yet`);
-    for (const field of ['phone_number_id', 'display_phone_number', 'business_account_id', 'access_token'] as const) requireString(data, field);
+    for (const field of ['phone_number_id', 'display_phone_number', 'business_account_id', 'access_token'] as const) requireString(data[field], field);
     if (!/^\d{1,32}$/.test(data.phone_number_id)) throw new AppError(ErrorCode.ValidationFailed, 'phone_number_id must be digits', { field: 'phone_number_id' });
     if (data.status !== undefined && !['connected', 'disconnected'].includes(data.status)) throw new AppError(ErrorCode.ValidationFailed, 'status must be connected or disconnected');
     await this.ownership.proveWhatsAppNumber(data.phone_number_id, data.access_token);
@@ -108,11 +108,11 @@ export class SendersService {
    * @throws AppError not_found, validation_failed, sender_unverified, service_unavailable
    */
   async update(data: OutboxSenderUpdateData): Promise<OutboxSenderView> {
-    requireString(data, 'organization_id');
-    requireString(data, 'sender_id');
+    requireString(data.organization_id, 'organization_id');
+    requireString(data.sender_id, 'sender_id');
     if (data.status !== undefined && !['connected', 'disconnected'].includes(data.status)) throw new AppError(ErrorCode.ValidationFailed, 'status must be connected or disconnected');
     if (data.access_token !== undefined) {
-      requireString(data, 'access_token');
+      requireString(data.access_token, 'access_token');
       const current = await this.uow.run((tx) => this.mustFind(tx, data.organization_id, data.sender_id));
       if (current.channel !== 'whatsapp' || !current.phone_number_id) throw new AppError(ErrorCode.ValidationFailed, 'only a WhatsApp sender takes an access_token', { field: 'access_token' });
       await this.ownership.proveWhatsAppNumber(current.phone_number_id, data.access_token);
@@ -242,11 +242,6 @@ export class SendersService {
     };
     await tx.publish({ event_id: `${type}:${row.id}:${cause}`, type, organization_id: row.organization_id, data: data });
   }
-}
-
-function requireString(data: object, field: string): void {
-  const value = (data as Record<string, unknown>)[field];
-  if (typeof value !== 'string' || value.trim() === '') throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
 }
 
 /** The public shape: never a credential. */

@@ -1,12 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { WhatsAppWebhookErrorBatch } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { rowsOf } from '../drain/sql.js';
+import { OutboxRepository } from '../drain/outbox.repository.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { SendersRepository } from './senders.repository.js';
 
@@ -27,6 +26,7 @@ export class WebhookErrorsService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly senders: SendersRepository,
+    private readonly outbox: OutboxRepository,
     private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(APP_CONFIG) private readonly config: OutboxDispatcherConfig,
@@ -48,17 +48,22 @@ export class WebhookErrorsService {
         const code = Number(error?.code);
         if (!Number.isInteger(code)) continue;
         const pause = sender && NUMBER_RATE_LIMIT_CODES.has(code) ? await this.senders.pauseUntil(tx, sender.id, new Date(now.getTime() + this.config.WHATSAPP_ASYNC_RATE_LIMIT_PAUSE_MS)) : null;
-        await rowsOf(
-          tx,
-          `INSERT INTO whatsapp_webhook_errors (organization_id, sender_id, phone_number_id, code, title, details, body, paused_until, received_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [sender?.organization_id ?? null, sender?.id ?? null, batch.phone_number_id, code, textOf(error.title ?? error.message), textOf(error.error_data?.details), JSON.stringify(error), pause, now],
-        );
+        await this.senders.recordWebhookError(tx, {
+          organizationId: sender?.organization_id ?? null,
+          senderId: sender?.id ?? null,
+          phoneNumberId: batch.phone_number_id,
+          code,
+          title: textOf(error.title ?? error.message),
+          details: textOf(error.error_data?.details),
+          body: JSON.stringify(error),
+          pausedUntil: pause,
+          receivedAt: now,
+        });
         stored++;
         if (pause) pausedUntil = pause;
       }
       if (sender && pausedUntil) {
-        await delaySenderWork(tx, sender.id, pausedUntil);
+        await this.outbox.delaySender(tx, sender.id, pausedUntil);
         this.logger.warn(
           { event: 'outbox.whatsapp_number_rate_limited', organization_id: sender.organization_id, sender_id: sender.id, phone_number_id: batch.phone_number_id, paused_until: pausedUntil.toISOString() },
           'Meta reported the number over its throughput; its sends are slowed',
@@ -67,15 +72,6 @@ export class WebhookErrorsService {
       return { stored, paused_until: pausedUntil ? pausedUntil.toISOString() : null };
     });
   }
-}
-
-/**
- * Holds every pending entry of a sender until `until`, and its pairs with them, so no dispatcher
- * claims them earlier. Entries being sent now are left alone (their attempt is open).
- */
-export async function delaySenderWork(tx: Tx, senderId: string, until: Date): Promise<void> {
-  await rowsOf(tx, `UPDATE message_outbox SET next_attempt_at = $2 WHERE sender_id = $1 AND status = 'pending' AND next_attempt_at < $2`, [senderId, until]);
-  await rowsOf(tx, `UPDATE message_outbox_pairs SET next_due_at = $2 WHERE sender_id = $1 AND next_due_at IS NOT NULL AND next_due_at < $2`, [senderId, until]);
 }
 
 const textOf = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? truncateText(v, 1000) : null);

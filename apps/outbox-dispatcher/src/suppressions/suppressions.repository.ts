@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
+import { type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 import type { EntryRow } from '../drain/outbox.repository.js';
-import { rowsOf } from '../drain/sql.js';
 
 /** Why a suppressed entry is cancelled, as its row and its event say it. */
 export const SUPPRESSED_CODE = 'suppressed';
@@ -41,6 +40,15 @@ export class SuppressionsRepository {
         WHERE organization_id = $1 AND channel = $2 AND pacing_key = $3 AND status = 'pending'
         RETURNING *`,
       [organizationId, channel, pacingKey, SUPPRESSED_CODE, SUPPRESSED_MESSAGE, now],
+    );
+  }
+
+  /** Which of `keys` (channel and recipient key) are on the organization's list. */
+  async onList(db: Queryable, organizationId: string, keys: { channel: string; value: string }[]): Promise<{ channel: string; value: string }[]> {
+    return rowsOf<{ channel: string; value: string }>(
+      db,
+      `SELECT channel, value FROM contact_suppressions WHERE organization_id = $1 AND (channel, value) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
+      [organizationId, keys.map((k) => k.channel), keys.map((k) => k.value)],
     );
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { OUTBOX_CHANNELS, OutboxEvents, type OutboxSuppressionData } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { OUTBOX_CHANNELS, OutboxEvents, type OutboxSuppressionData, type SuppressionCheckData, type SuppressionCheckResult } from '@touchpoint/contracts';
+import { poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -8,6 +8,9 @@ import { toRecipientKey } from '@touchpoint/phone';
 import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
 import { SuppressionsRepository } from './suppressions.repository.js';
+
+/** Most values one suppression check reads (ours). */
+const MAX_CHECK_VALUES = 500;
 
 /** What adding a suppression did. */
 export interface SuppressionAdded {
@@ -36,6 +39,20 @@ export class SuppressionsService {
     private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
+
+  /**
+   * The subset of `data.values` on the organization's do-not-contact list, keyed like the senders
+   * key them (a value that is no address of its channel is never on it).
+   * @throws AppError validation_failed (no organization, or more than 500 values)
+   */
+  async check(data: SuppressionCheckData): Promise<SuppressionCheckResult> {
+    if (typeof data?.organization_id !== 'string' || !Array.isArray(data.values) || data.values.length > MAX_CHECK_VALUES) throw new AppError(ErrorCode.ValidationFailed, `organization_id and at most ${MAX_CHECK_VALUES} values are required`);
+    const keyed = data.values.map((v) => ({ v, key: toRecipientKey(v.channel, v.value) })).filter((k): k is { v: SuppressionCheckData['values'][number]; key: string } => k.key !== null);
+    if (keyed.length === 0) return { suppressed: [] };
+    const rows = await this.repository.onList(poolOf(this.uow.dataSource), data.organization_id, keyed.map((k) => ({ channel: k.v.channel, value: k.key })));
+    const hit = new Set(rows.map((r) => `${r.channel}\u0000${r.value}`));
+    return { suppressed: keyed.filter((k) => hit.has(`${k.v.channel}\u0000${k.key}`)).map((k) => k.v) };
+  }
 
   /**
    * Puts `value` on the organization's list for `channel` and cancels (`outbox.entry.cancelled`,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@touchpoint/database';
-import { rowsOf } from '../drain/sql.js';
+import { rowsOf } from '@touchpoint/database';
 
 /** The sweep's statements: the due-work probe and retention pruning. */
 @Injectable()

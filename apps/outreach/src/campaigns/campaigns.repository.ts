@@ -1,19 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import type { CampaignStatus, CampaignView, OutreachChannel, OutreachSettingsView } from '@touchpoint/contracts';
-import { type Db, iso, rowsOf } from '../shared/sql.js';
+import type { CampaignStatus, CampaignView, OutreachSettingsView } from '@touchpoint/contracts';
+import { type Queryable, iso, rowsOf } from '@touchpoint/database';
 
-export interface CampaignRow {
+/** A row of `campaigns`; the columns its view shows as they are come from `CampaignView`. */
+export interface CampaignRow extends Pick<CampaignView, 'organization_id' | 'name' | 'goal' | 'status' | 'allowed_channels' | 'max_touches' | 'followup_min_days' | 'followup_max_days' | 'email_sender_id' | 'linkedin_sender_id'> {
   id: string;
-  organization_id: string;
-  name: string;
-  goal: string;
-  status: CampaignStatus;
-  allowed_channels: OutreachChannel[];
-  max_touches: number;
-  followup_min_days: number;
-  followup_max_days: number;
-  email_sender_id: string | null;
-  linkedin_sender_id: string | null;
   created_at: Date;
   updated_at: Date;
   paused_at: Date | null;
@@ -45,7 +36,7 @@ const LIVE_COUNT = `(SELECT count(*) FROM enrollments e WHERE e.campaign_id = c.
 /** Every SQL statement of campaigns and the organization-wide stop; all scoped by organization. */
 @Injectable()
 export class CampaignsRepository {
-  async insert(db: Db, r: Omit<CampaignRow, 'id' | 'status' | 'updated_at' | 'paused_at' | 'archived_at'>): Promise<CampaignRow> {
+  async insert(db: Queryable, r: Omit<CampaignRow, 'id' | 'status' | 'updated_at' | 'paused_at' | 'archived_at'>): Promise<CampaignRow> {
     const [row] = await rowsOf<CampaignRow>(
       db,
       `INSERT INTO campaigns (organization_id, name, goal, status, allowed_channels, max_touches, followup_min_days, followup_max_days,
@@ -56,7 +47,7 @@ export class CampaignsRepository {
     return row!;
   }
 
-  async find(db: Db, organizationId: string, id: string, lock = false): Promise<CampaignRow | null> {
+  async find(db: Queryable, organizationId: string, id: string, lock = false): Promise<CampaignRow | null> {
     const [row] = await rowsOf<CampaignRow>(
       db,
       lock ? `SELECT c.* FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2 FOR UPDATE` : `SELECT c.*, ${LIVE_COUNT} FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2`,
@@ -65,7 +56,7 @@ export class CampaignsRepository {
     return row ?? null;
   }
 
-  async list(db: Db, organizationId: string, status: CampaignStatus | undefined): Promise<CampaignRow[]> {
+  async list(db: Queryable, organizationId: string, status: CampaignStatus | undefined): Promise<CampaignRow[]> {
     return rowsOf<CampaignRow>(
       db,
       `SELECT c.*, ${LIVE_COUNT} FROM campaigns c WHERE c.organization_id = $1 AND ($2::text IS NULL OR c.status = $2) ORDER BY c.created_at DESC, c.id DESC`,
@@ -74,7 +65,7 @@ export class CampaignsRepository {
   }
 
   /** Moves the status only from one of `from` (a conditional write: a repeat finds 0 rows). */
-  async setStatus(db: Db, organizationId: string, id: string, from: CampaignStatus[], to: CampaignStatus, now: Date): Promise<CampaignRow | null> {
+  async setStatus(db: Queryable, organizationId: string, id: string, from: CampaignStatus[], to: CampaignStatus, now: Date): Promise<CampaignRow | null> {
     const [row] = await rowsOf<CampaignRow>(
       db,
       `UPDATE campaigns SET status = $4, updated_at = $5,
@@ -87,7 +78,7 @@ export class CampaignsRepository {
   }
 
   /** Deletes a campaign that never had an enrollment (seed 003 §5); false when it had one. */
-  async deleteIfNeverEnrolled(db: Db, organizationId: string, id: string): Promise<boolean> {
+  async deleteIfNeverEnrolled(db: Queryable, organizationId: string, id: string): Promise<boolean> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `DELETE FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2 AND NOT EXISTS (SELECT 1 FROM enrollments e WHERE e.campaign_id = c.id) RETURNING c.id`,
@@ -96,13 +87,13 @@ export class CampaignsRepository {
     return rows.length > 0;
   }
 
-  async settings(db: Db, organizationId: string): Promise<OutreachSettingsView> {
+  async settings(db: Queryable, organizationId: string): Promise<OutreachSettingsView> {
     const [row] = await rowsOf<{ outreach_stopped_at: Date | null }>(db, `SELECT outreach_stopped_at FROM organization_settings WHERE organization_id = $1`, [organizationId]);
     return { organization_id: organizationId, outreach_stopped_at: iso(row?.outreach_stopped_at) };
   }
 
   /** Sets or clears the organization-wide stop; a stop that is already on keeps its first instant. */
-  async setStopped(db: Db, organizationId: string, stopped: boolean, now: Date): Promise<OutreachSettingsView> {
+  async setStopped(db: Queryable, organizationId: string, stopped: boolean, now: Date): Promise<OutreachSettingsView> {
     const [row] = await rowsOf<{ outreach_stopped_at: Date | null }>(
       db,
       `INSERT INTO organization_settings (organization_id, outreach_stopped_at, updated_at) VALUES ($1, CASE WHEN $2 THEN $3::timestamptz END, $3)

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid, requireString } from '@touchpoint/database';
 import {
   CAMPAIGN_STATUSES,
   type CampaignCreateData,
@@ -49,7 +50,7 @@ export class CampaignsService {
 
   async list(organizationId: string, status?: CampaignStatus): Promise<CampaignView[]> {
     if (status !== undefined && !CAMPAIGN_STATUSES.includes(status)) throw new AppError(ErrorCode.ValidationFailed, `status must be one of ${CAMPAIGN_STATUSES.join(', ')}`, { field: 'status' });
-    return (await this.uow.run((tx) => this.campaigns.list(tx, requireId(organizationId, 'organization_id'), status))).map(toCampaignView);
+    return (await this.uow.run((tx) => this.campaigns.list(tx, requireString(organizationId, 'organization_id', REFERENCE_MAX_CHARS), status))).map(toCampaignView);
   }
 
   /** @throws AppError not_found */
@@ -98,12 +99,12 @@ export class CampaignsService {
   }
 
   settings(organizationId: string): Promise<OutreachSettingsView> {
-    return this.uow.run((tx) => this.campaigns.settings(tx, requireId(organizationId, 'organization_id')));
+    return this.uow.run((tx) => this.campaigns.settings(tx, requireString(organizationId, 'organization_id', REFERENCE_MAX_CHARS)));
   }
 
   /** Organization-wide stop (seed 003 §6): no decision, no send and no sweep while it is set. */
   async setStopped(organizationId: string, stopped: boolean): Promise<OutreachSettingsView> {
-    const view = await this.uow.run((tx) => this.campaigns.setStopped(tx, requireId(organizationId, 'organization_id'), stopped, this.clock.now()));
+    const view = await this.uow.run((tx) => this.campaigns.setStopped(tx, requireString(organizationId, 'organization_id', REFERENCE_MAX_CHARS), stopped, this.clock.now()));
     this.logger.info({ event: stopped ? 'outreach.stopped' : 'outreach.resumed', organization_id: organizationId }, stopped ? 'outreach stopped' : 'outreach resumed');
     return view;
   }
@@ -118,25 +119,19 @@ export class CampaignsService {
   }
 
   private async mustFind(tx: Parameters<CampaignsRepository['find']>[0], organizationId: string, campaignId: string, lock = false): Promise<CampaignRow> {
-    const row = isUuid(campaignId) ? await this.campaigns.find(tx, requireId(organizationId, 'organization_id'), campaignId, lock) : null;
+    const row = isUuid(campaignId) ? await this.campaigns.find(tx, requireString(organizationId, 'organization_id', REFERENCE_MAX_CHARS), campaignId, lock) : null;
     if (!row) throw new AppError(ErrorCode.NotFound, 'campaign not found');
     return row;
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
-
-/** @throws AppError validation_failed */
-export function requireId(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.trim() === '' || codePointLength(value) > 200) throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
-  return value;
-}
+/** The longest reference (organization, member id) an outreach request may carry, code points. */
+export const REFERENCE_MAX_CHARS = 200;
 
 /** Checks a campaign's fields. @throws AppError validation_failed naming the field */
 export function validateCampaign(data: CampaignCreateData): Omit<CampaignRow, 'id' | 'status' | 'created_at' | 'updated_at' | 'paused_at' | 'archived_at'> {
   const fail = (field: string, message: string) => new AppError(ErrorCode.ValidationFailed, message, { field });
-  requireId(data?.organization_id, 'organization_id');
+  requireString(data?.organization_id, 'organization_id', REFERENCE_MAX_CHARS);
   const name = typeof data.name === 'string' ? data.name.trim() : '';
   if (!name || codePointLength(name) > CAMPAIGN_NAME_MAX) throw fail('name', `name must be 1 to ${CAMPAIGN_NAME_MAX} characters`);
   const goal = typeof data.goal === 'string' ? data.goal.trim() : '';

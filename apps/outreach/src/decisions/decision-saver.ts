@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { DecisionReason, EnrollmentEndReason } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { EnrollmentsRepository, type EnrollmentRow } from '../enrollments/enrollments.repository.js';
-import { addMs, DAY_MS, RETRY_DECISION_AFTER_MS } from '../shared/time.js';
+import { addMs, DAY_MS, RETRY_DECISION_AFTER_MS } from './next-check.js';
 import { type DecisionRow, DecisionsRepository } from './decisions.repository.js';
 import type { CheckedAction } from './post-check.js';
 

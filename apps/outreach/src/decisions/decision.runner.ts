@@ -25,7 +25,7 @@ import { type EnrollmentRow, EnrollmentsRepository } from '../enrollments/enroll
 import type { OutreachConfig } from '../outreach.config.js';
 import type { RunContext, RunHandler } from '../runners/run-context.js';
 import type { RunRowOf } from '../runners/runs.repository.js';
-import { addMs, RETRY_DECISION_AFTER_MS } from '../shared/time.js';
+import { addMs, RETRY_DECISION_AFTER_MS } from './next-check.js';
 import { DecisionSaver, type DecisionResult, type SaveOutcome } from './decision-saver.js';
 import { type DecisionRow, DecisionsRepository } from './decisions.repository.js';
 import { postCheck } from './post-check.js';

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { DecisionOutcome, DecisionReason, OutreachActionType } from '@touchpoint/contracts';
-import { type Db, rowsOf } from '../shared/sql.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 export interface DecisionRow {
   id: string;
@@ -43,7 +43,7 @@ export class DecisionsRepository {
    * Inserts the decision of a trigger; a retried save finds the row it wrote before (unique on
    * (enrollment_id, trigger_event_id)) and gets `inserted: false`.
    */
-  async insert(db: Db, d: NewDecision): Promise<{ row: DecisionRow; inserted: boolean }> {
+  async insert(db: Queryable, d: NewDecision): Promise<{ row: DecisionRow; inserted: boolean }> {
     const [row] = await rowsOf<DecisionRow>(
       db,
       `INSERT INTO decisions (organization_id, enrollment_id, trigger_event_id, trigger_reason, trigger_ref, context_version, outcome, type, rationale, objective,
@@ -76,18 +76,18 @@ export class DecisionsRepository {
     return { row: (await this.findByTrigger(db, d.enrollment_id, d.trigger_event_id))!, inserted: false };
   }
 
-  async findByTrigger(db: Db, enrollmentId: string, triggerEventId: string): Promise<DecisionRow | null> {
+  async findByTrigger(db: Queryable, enrollmentId: string, triggerEventId: string): Promise<DecisionRow | null> {
     const [row] = await rowsOf<DecisionRow>(db, `SELECT * FROM decisions WHERE enrollment_id = $1 AND trigger_event_id = $2`, [enrollmentId, triggerEventId]);
     return row ?? null;
   }
 
-  async findById(db: Db, id: string): Promise<DecisionRow | null> {
+  async findById(db: Queryable, id: string): Promise<DecisionRow | null> {
     const [row] = await rowsOf<DecisionRow>(db, `SELECT * FROM decisions WHERE id = $1`, [id]);
     return row ?? null;
   }
 
   /** Changes the outcome of a saved decision (a draft failed, a later write lost to a reply). */
-  async setOutcome(db: Db, id: string, outcome: DecisionOutcome, failureReason: string | null, now: Date): Promise<void> {
+  async setOutcome(db: Queryable, id: string, outcome: DecisionOutcome, failureReason: string | null, now: Date): Promise<void> {
     await db.query(`UPDATE decisions SET outcome = $2, failure_reason = COALESCE($3, failure_reason), updated_at = $4 WHERE id = $1`, [id, outcome, failureReason, now]);
   }
 
@@ -95,7 +95,7 @@ export class DecisionsRepository {
    * The newest `n` outcomes that count for the stalled rule (seed 003 §4.3: errors and discarded
    * decisions are skipped; a saved one breaks the streak).
    */
-  async recentCounted(db: Db, enrollmentId: string, n: number): Promise<DecisionOutcome[]> {
+  async recentCounted(db: Queryable, enrollmentId: string, n: number): Promise<DecisionOutcome[]> {
     const rows = await rowsOf<{ outcome: DecisionOutcome }>(
       db,
       `SELECT outcome FROM decisions WHERE enrollment_id = $1 AND outcome IN ('saved', 'invalid') ORDER BY created_at DESC, id DESC LIMIT $2`,
@@ -104,7 +104,7 @@ export class DecisionsRepository {
     return rows.map((r) => r.outcome);
   }
 
-  async ofEnrollment(db: Db, enrollmentId: string, limit = 100): Promise<DecisionRow[]> {
+  async ofEnrollment(db: Queryable, enrollmentId: string, limit = 100): Promise<DecisionRow[]> {
     return rowsOf<DecisionRow>(db, `SELECT * FROM decisions WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, [enrollmentId, limit]);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ContactView } from '@touchpoint/contracts';
 import type { LiveEnrollment } from '../interrupts/interrupts.repository.js';
-import { type Db, rowsOf } from '../shared/sql.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 import type { ChannelValue } from './people.directory.js';
 
 /** What the read model keeps of a person: their channel values and the contact's version. */
@@ -15,7 +15,7 @@ export type AddressFacts = Pick<ContactView, 'contact_id' | 'email' | 'linkedin_
 @Injectable()
 export class PersonAddressesRepository {
   /** Inserts or refreshes a person's row (enrollment, every fresh read of the person). */
-  async upsert(db: Db, organizationId: string, c: AddressFacts, now: Date): Promise<void> {
+  async upsert(db: Queryable, organizationId: string, c: AddressFacts, now: Date): Promise<void> {
     await db.query(
       `INSERT INTO person_addresses (organization_id, person_id, email, linkedin_url, linkedin_provider_id, contact_updated_at, synced_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -28,7 +28,7 @@ export class PersonAddressesRepository {
   }
 
   /** Refreshes the row of a person outreach already holds (messaging's contact events); others are ignored. */
-  async refresh(db: Db, organizationId: string, c: AddressFacts, now: Date): Promise<void> {
+  async refresh(db: Queryable, organizationId: string, c: AddressFacts, now: Date): Promise<void> {
     await db.query(
       `UPDATE person_addresses SET email = $3, linkedin_url = $4, linkedin_provider_id = $5, contact_updated_at = $6, synced_at = $7
         WHERE organization_id = $1 AND person_id = $2 AND contact_updated_at <= $6`,
@@ -37,7 +37,7 @@ export class PersonAddressesRepository {
   }
 
   /** An erased person has no address left to match. */
-  async clear(db: Db, organizationId: string, personId: string, now: Date): Promise<void> {
+  async clear(db: Queryable, organizationId: string, personId: string, now: Date): Promise<void> {
     await db.query(`UPDATE person_addresses SET email = NULL, linkedin_url = NULL, linkedin_provider_id = NULL, synced_at = $3 WHERE organization_id = $1 AND person_id = $2`, [organizationId, personId, now]);
   }
 
@@ -46,7 +46,7 @@ export class PersonAddressesRepository {
    * `values` now (seed 003 §4.7, "The match"), in one statement: the person ids through the live
    * index of enrollments, the values through the indexes of `person_addresses`. Id order.
    */
-  async liveMatching(db: Db, organizationId: string, personIds: string[], values: ChannelValue[]): Promise<LiveEnrollment[]> {
+  async liveMatching(db: Queryable, organizationId: string, personIds: string[], values: ChannelValue[]): Promise<LiveEnrollment[]> {
     const emails = values.filter((v) => v.channel === 'email').map((v) => v.value.toLowerCase());
     const linkedin = values.filter((v) => v.channel === 'linkedin').map((v) => v.value);
     return rowsOf<LiveEnrollment>(
@@ -67,7 +67,7 @@ export class PersonAddressesRepository {
    * than `exceptPersonIds`: the match reads those people from messaging. Shrinks to none as their
    * decisions run.
    */
-  async liveWithoutAddresses(db: Db, organizationId: string, exceptPersonIds: string[]): Promise<LiveEnrollment[]> {
+  async liveWithoutAddresses(db: Queryable, organizationId: string, exceptPersonIds: string[]): Promise<LiveEnrollment[]> {
     return rowsOf<LiveEnrollment>(
       db,
       `SELECT e.id, e.person_kind, e.person_id FROM enrollments e

@@ -6,7 +6,7 @@ import { Clock } from '@touchpoint/time';
 import { DecisionsRepository } from '../decisions/decisions.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
-import { isUniqueViolation } from '../shared/sql.js';
+import { isUniqueViolation } from '@touchpoint/database';
 
 export interface DraftSaveInput {
   organization_id: string;

@@ -1,7 +1,6 @@
-import { cursorAtSql } from '@touchpoint/database';
+import { cursorAtSql, iso, type Queryable, rowsOf } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
 import type { EnrollmentEndReason, EnrollmentStatus, EnrollmentView, PersonKind } from '@touchpoint/contracts';
-import { type Db, iso, rowsOf } from '../shared/sql.js';
 
 export interface EnrollmentRow {
   id: string;
@@ -58,7 +57,7 @@ export class EnrollmentsRepository {
    * (organization_id, person_id) decides, so of two racing requests exactly one wins. Null when one
    * exists.
    */
-  async insertLive(db: Db, r: { organization_id: string; campaign_id: string; person_kind: PersonKind; person_id: string; next_check_at: Date; now: Date }): Promise<EnrollmentRow | null> {
+  async insertLive(db: Queryable, r: { organization_id: string; campaign_id: string; person_kind: PersonKind; person_id: string; next_check_at: Date; now: Date }): Promise<EnrollmentRow | null> {
     const [row] = await rowsOf<EnrollmentRow>(
       db,
       `INSERT INTO enrollments (organization_id, campaign_id, person_kind, person_id, status, touch_count, context_version, next_check_at, created_at, updated_at)
@@ -74,7 +73,7 @@ export class EnrollmentsRepository {
    * The person id's live enrollment (any kind, any campaign) with its campaign's name and status,
    * or null. `lock` takes the row (a promotion settles a duplicate under it).
    */
-  async findLiveOfPerson(db: Db, organizationId: string, personId: string, options: { lock?: boolean; exceptId?: string } = {}): Promise<LiveEnrollmentRow | null> {
+  async findLiveOfPerson(db: Queryable, organizationId: string, personId: string, options: { lock?: boolean; exceptId?: string } = {}): Promise<LiveEnrollmentRow | null> {
     const [row] = await rowsOf<LiveEnrollmentRow>(
       db,
       `SELECT e.*, c.name AS campaign_name, c.status AS campaign_status FROM enrollments e JOIN campaigns c ON c.id = e.campaign_id
@@ -89,11 +88,11 @@ export class EnrollmentsRepository {
    * Moves an enrollment to a CRM person (seed 003 §4.1, Prospect promotion): kind `crm` and the CRM
    * person's id. No version bump: the person is the same, only their record changed.
    */
-  async moveToCrmPerson(db: Db, id: string, crmPersonId: string, now: Date): Promise<void> {
+  async moveToCrmPerson(db: Queryable, id: string, crmPersonId: string, now: Date): Promise<void> {
     await db.query(`UPDATE enrollments SET person_kind = 'crm', person_id = $2, updated_at = $3 WHERE id = $1`, [id, crmPersonId, now]);
   }
 
-  async countLive(db: Db, campaignId: string): Promise<number> {
+  async countLive(db: Queryable, campaignId: string): Promise<number> {
     const [row] = await rowsOf<{ n: number }>(db, `SELECT count(*)::int AS n FROM enrollments WHERE campaign_id = $1 AND status IN ('active', 'needs_contact_data')`, [campaignId]);
     return row!.n;
   }
@@ -103,7 +102,7 @@ export class EnrollmentsRepository {
    * recount then sees the take-backs of the ones before it, so the last one always sees every
    * committed row and leaves at most the cap.
    */
-  async lockCapRecount(db: Db, campaignId: string): Promise<void> {
+  async lockCapRecount(db: Queryable, campaignId: string): Promise<void> {
     await db.query(`SELECT pg_advisory_xact_lock(hashtext('outreach:cap:' || $1))`, [campaignId]);
   }
 
@@ -111,7 +110,7 @@ export class EnrollmentsRepository {
    * Takes back (deletes) `ids`' newest `count` rows that are still untouched live rows of this
    * request (seed 003 §4.1: a row past the cap is taken back before any run). Returns the ids taken.
    */
-  async takeBack(db: Db, ids: string[], count: number): Promise<string[]> {
+  async takeBack(db: Queryable, ids: string[], count: number): Promise<string[]> {
     if (count <= 0 || ids.length === 0) return [];
     const rows = await rowsOf<{ id: string }>(
       db,
@@ -123,7 +122,7 @@ export class EnrollmentsRepository {
     return rows.map((r) => r.id);
   }
 
-  async find(db: Db, organizationId: string, id: string, lock = false): Promise<EnrollmentRow | null> {
+  async find(db: Queryable, organizationId: string, id: string, lock = false): Promise<EnrollmentRow | null> {
     const [row] = await rowsOf<EnrollmentRow>(
       db,
       lock ? `SELECT e.* FROM enrollments e WHERE e.organization_id = $1 AND e.id = $2 FOR UPDATE` : `SELECT e.*, ${AWAITING} FROM enrollments e WHERE e.organization_id = $1 AND e.id = $2`,
@@ -133,7 +132,7 @@ export class EnrollmentsRepository {
   }
 
   /** Reads by id alone: runners are handed an id by their own event (organization from the row). */
-  async findById(db: Db, id: string): Promise<EnrollmentRow | null> {
+  async findById(db: Queryable, id: string): Promise<EnrollmentRow | null> {
     const [row] = await rowsOf<EnrollmentRow>(db, `SELECT e.*, ${AWAITING} FROM enrollments e WHERE e.id = $1`, [id]);
     return row ?? null;
   }
@@ -143,7 +142,7 @@ export class EnrollmentsRepository {
    * (created_at DESC, id DESC) order: rows sharing a timestamp are neither repeated nor skipped.
    */
   async list(
-    db: Db,
+    db: Queryable,
     organizationId: string,
     campaignId: string,
     status: EnrollmentStatus | undefined,
@@ -166,7 +165,7 @@ export class EnrollmentsRepository {
    * @param set column → value; `status` changes must keep ended_reason consistent
    */
   async compareAndSet(
-    db: Db,
+    db: Queryable,
     id: string,
     expected: number,
     set: Partial<Pick<EnrollmentRow, 'status' | 'ended_reason' | 'ended_at' | 'next_check_at'>>,
@@ -192,7 +191,7 @@ export class EnrollmentsRepository {
   /**
    * Ends every live enrollment of a campaign (archive): `campaign_archived`, v+1. Returns their ids.
    */
-  async endLiveOfCampaign(db: Db, campaignId: string, reason: EnrollmentEndReason, now: Date): Promise<string[]> {
+  async endLiveOfCampaign(db: Queryable, campaignId: string, reason: EnrollmentEndReason, now: Date): Promise<string[]> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `UPDATE enrollments SET status = 'ended', ended_reason = $2, ended_at = $3, next_check_at = NULL, context_version = context_version + 1, updated_at = $3
@@ -206,7 +205,7 @@ export class EnrollmentsRepository {
    * The record of a send (seed 003 §4.6): touch_count + 1 and `next_check_at` only where it is
    * null (a reply's "now" wins); no version bump, so the decision a reply started stands.
    */
-  async recordTouch(db: Db, id: string, nextCheckAt: Date, now: Date): Promise<void> {
+  async recordTouch(db: Queryable, id: string, nextCheckAt: Date, now: Date): Promise<void> {
     await db.query(
       `UPDATE enrollments SET touch_count = touch_count + 1, next_check_at = COALESCE(next_check_at, $2), updated_at = $3 WHERE id = $1`,
       [id, nextCheckAt, now],
@@ -217,10 +216,23 @@ export class EnrollmentsRepository {
    * Wakes an enrollment after its action was invalidated (seed 003 §4.6): v+1 and
    * `next_check_at = now`, no event (the due sweep asks). Only a live row changes.
    */
-  async wake(db: Db, id: string, now: Date): Promise<void> {
+  async wake(db: Queryable, id: string, now: Date): Promise<void> {
     await db.query(
       `UPDATE enrollments SET context_version = context_version + 1, next_check_at = $2, updated_at = $2 WHERE id = $1 AND status = 'active'`,
       [id, now],
     );
+  }
+
+  /**
+   * Makes a live enrollment due `now` unless it already has a next check (a failed send after
+   * the draft save cleared it would otherwise never come due again). No version bump.
+   */
+  async dueIfUnscheduled(db: Queryable, id: string, now: Date): Promise<void> {
+    await db.query(`UPDATE enrollments SET next_check_at = COALESCE(next_check_at, $2), updated_at = $2 WHERE id = $1 AND status = 'active'`, [id, now]);
+  }
+
+  /** Moves a waiting enrollment's next check to `nextCheckAt` (an out-of-office return date); only a live row with a next check changes. */
+  async moveNextCheck(db: Queryable, id: string, nextCheckAt: Date, now: Date): Promise<void> {
+    await db.query(`UPDATE enrollments SET next_check_at = $2, updated_at = $3 WHERE id = $1 AND status = 'active' AND next_check_at IS NOT NULL`, [id, nextCheckAt, now]);
   }
 }

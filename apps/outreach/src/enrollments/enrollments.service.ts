@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, isUuid, requireString } from '@touchpoint/database';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   type ContactView,
@@ -21,11 +21,11 @@ import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { type CampaignRow, CampaignsRepository } from '../campaigns/campaigns.repository.js';
-import { isUuid, requireId } from '../campaigns/campaigns.service.js';
+import { REFERENCE_MAX_CHARS } from '../campaigns/campaigns.service.js';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
 import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
-import { addMs, EVENT_LEASE_MS } from '../shared/time.js';
+import { addMs, EVENT_LEASE_MS } from '../decisions/next-check.js';
 import { type EnrollmentRow, EnrollmentsRepository, type LiveEnrollmentRow, toEnrollmentView } from './enrollments.repository.js';
 
 /** People read from messaging at once while a batch is checked (ours: bounds the RPC fan-out). */
@@ -98,7 +98,7 @@ export class EnrollmentsService {
    *   campaign_archived, service_unavailable (messaging or the suppression list unreadable)
    */
   async enroll(data: EnrollBatchData): Promise<EnrollBatchResult> {
-    const organizationId = requireId(data?.organization_id, 'organization_id');
+    const organizationId = requireString(data?.organization_id, 'organization_id', REFERENCE_MAX_CHARS);
     const people = validatePeople(data.people);
     const campaign = await this.uow.run((tx) => this.campaigns.find(tx, organizationId, requireCampaignId(data.campaign_id)));
     if (!campaign) throw new AppError(ErrorCode.NotFound, 'campaign not found');
@@ -169,7 +169,7 @@ export class EnrollmentsService {
 
   /** @throws AppError not_found */
   async get(organizationId: string, enrollmentId: string): Promise<EnrollmentView> {
-    const row = isUuid(enrollmentId) ? await this.uow.run((tx) => this.enrollments.find(tx, requireId(organizationId, 'organization_id'), enrollmentId)) : null;
+    const row = isUuid(enrollmentId) ? await this.uow.run((tx) => this.enrollments.find(tx, requireString(organizationId, 'organization_id', REFERENCE_MAX_CHARS), enrollmentId)) : null;
     if (!row) throw new AppError(ErrorCode.NotFound, 'enrollment not found');
     return toEnrollmentView(row);
   }
@@ -181,7 +181,7 @@ export class EnrollmentsService {
   async list(query: EnrollmentListQuery): Promise<{ items: EnrollmentView[]; next_cursor: string | null }> {
     const limit = query.limit ?? 200;
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError(ErrorCode.ValidationFailed, 'limit must be an integer from 1 to 500', { field: 'limit' });
-    const organizationId = requireId(query.organization_id, 'organization_id');
+    const organizationId = requireString(query.organization_id, 'organization_id', REFERENCE_MAX_CHARS);
     const campaignId = requireCampaignId(query.campaign_id);
     const filters = { campaign_id: campaignId, status: query.status };
     const after = query.cursor === undefined ? undefined : decodeCursor(String(query.cursor), filters);
@@ -291,7 +291,7 @@ export class EnrollmentsService {
   }
 
   private async mustFindLocked(tx: Tx, organizationId: string, enrollmentId: string): Promise<EnrollmentRow> {
-    const row = isUuid(enrollmentId) ? await this.enrollments.find(tx, requireId(organizationId, 'organization_id'), enrollmentId, true) : null;
+    const row = isUuid(enrollmentId) ? await this.enrollments.find(tx, requireString(organizationId, 'organization_id', REFERENCE_MAX_CHARS), enrollmentId, true) : null;
     if (!row) throw new AppError(ErrorCode.NotFound, 'enrollment not found');
     return row;
   }

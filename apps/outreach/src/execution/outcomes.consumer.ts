@@ -8,7 +8,7 @@ import { Clock } from '@touchpoint/time';
 import { DecisionsRepository } from '../decisions/decisions.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
-import { addMs, DAY_MS } from '../shared/time.js';
+import { addMs, DAY_MS } from '../decisions/next-check.js';
 import { OUTREACH_REQUESTER } from './execution.runner.js';
 
 /** Sender refusals that invalidate the action (seed 003 §5: sending → invalidated). */
@@ -108,7 +108,7 @@ export class ExecutionOutcomesConsumer {
     const failed = await this.actions.markFailed(tx, actionId, { reason: code, outcome_unknown: false, message_id: messageId, conversation_id: conversationId, now });
     if (!failed) return;
     // The draft save cleared next_check_at; without a next check the enrollment would never be due.
-    await tx.query(`UPDATE enrollments SET next_check_at = COALESCE(next_check_at, $2), updated_at = $2 WHERE id = $1 AND status = 'active'`, [failed.enrollment_id, now]);
+    await this.enrollments.dueIfUnscheduled(tx, failed.enrollment_id, now);
     this.logger.warn({ event: 'outreach.send_failed', ...log }, 'send failed for good');
   }
 

@@ -3,6 +3,7 @@ import { DateTime } from 'luxon';
 import { Counter } from 'prom-client';
 import type { MessageReceivedData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
+import { ScheduleMovesRepository } from './schedule-moves.repository.js';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { findReturnDate } from '@touchpoint/text';
@@ -10,8 +11,7 @@ import { Clock } from '@touchpoint/time';
 import { CampaignsRepository } from '../campaigns/campaigns.repository.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
-import { type Db, rowsOf } from '../shared/sql.js';
-import { addMs, DAY_MS } from '../shared/time.js';
+import { addMs, DAY_MS } from '../decisions/next-check.js';
 
 /** The latest an out-of-office moves the next check, days from now (ours). */
 export const OUT_OF_OFFICE_MAX_DAYS = 30;
@@ -22,19 +22,6 @@ export const OUT_OF_OFFICE_MAX_DAYS = 30;
  * it ended), `repeat` (this message already moved it).
  */
 export type ResumeResult = 'moved' | 'no_date' | 'not_waiting' | 'repeat';
-
-/** One row of `schedule_moves`, as the timeline shows it. */
-export interface ScheduleMoveRow {
-  id: string;
-  message_id: string;
-  return_date: string;
-  return_text: string;
-  time_zone: string;
-  previous_next_check_at: Date | null;
-  next_check_at: Date;
-  bounded: 'none' | 'min' | 'max';
-  created_at: Date;
-}
 
 /**
  * Out-of-office auto-resume (ours, beyond seed 003; the seed's auto-reply rule still holds: an
@@ -53,6 +40,7 @@ export class AutoReplyResumeService {
 
   constructor(
     private readonly enrollments: EnrollmentsRepository,
+    private readonly moves: ScheduleMovesRepository,
     private readonly campaigns: CampaignsRepository,
     private readonly people: PeopleDirectory,
     private readonly clock: Clock,
@@ -85,23 +73,24 @@ export class AutoReplyResumeService {
     const max = addMs(now, OUT_OF_OFFICE_MAX_DAYS * DAY_MS);
     const bounded = dayAfter < min ? 'min' : dayAfter > max ? 'max' : 'none';
     const next = bounded === 'min' ? min : bounded === 'max' ? max : dayAfter;
-    const recorded = await rowsOf<{ id: string }>(
-      tx,
-      `INSERT INTO schedule_moves (organization_id, enrollment_id, message_id, return_date, return_text, time_zone, previous_next_check_at, next_check_at, bounded, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT ON CONSTRAINT schedule_moves_once DO NOTHING RETURNING id`,
-      [org, enrollmentId, m.message_id, found.date, found.text.slice(0, 200), zone, enrollment.next_check_at, next, bounded, now],
-    );
-    if (recorded.length === 0) return 'repeat';
-    await tx.query(`UPDATE enrollments SET next_check_at = $2, updated_at = $3 WHERE id = $1 AND status = 'active' AND next_check_at IS NOT NULL`, [enrollmentId, next, now]);
+    const recorded = await this.moves.recordOnce(tx, {
+      organizationId: org,
+      enrollmentId,
+      messageId: m.message_id,
+      returnDate: found.date,
+      returnText: found.text.slice(0, 200),
+      timeZone: zone,
+      previousNextCheckAt: enrollment.next_check_at,
+      nextCheckAt: next,
+      bounded,
+      now,
+    });
+    if (!recorded) return 'repeat';
+    await this.enrollments.moveNextCheck(tx, enrollmentId, next, now);
     this.logger.info(
       { event: 'outreach.out_of_office_moved', organization_id: org, enrollment_id: enrollmentId, message_id: m.message_id, return_date: found.date, next_check_at: next.toISOString(), bounded },
       'out-of-office return date moved the next check',
     );
     return 'moved';
-  }
-
-  /** The moves of one enrollment, newest first (the timeline). */
-  ofEnrollment(db: Db, enrollmentId: string): Promise<ScheduleMoveRow[]> {
-    return rowsOf<ScheduleMoveRow>(db, `SELECT id, message_id, to_char(return_date, 'YYYY-MM-DD') AS return_date, return_text, time_zone, previous_next_check_at, next_check_at, bounded, created_at FROM schedule_moves WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC`, [enrollmentId]);
   }
 }

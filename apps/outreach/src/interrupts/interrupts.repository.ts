@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EnrollmentStatus, PersonKind } from '@touchpoint/contracts';
-import { type Db, rowsOf } from '../shared/sql.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** The enrollment a reply belongs to, with what decides whether its decision event goes out. */
 export interface CorrelatedEnrollment {
@@ -37,7 +37,7 @@ export class InterruptsRepository {
    *   LinkedIn conversation (messaging keeps one chat per contact and account).
    * A live enrollment wins over an ended one; a provider-id match over the rest; the newest send last.
    */
-  async correlate(db: Db, organizationId: string, channel: 'email' | 'linkedin', ids: string[], conversationId: string | null, threadId: string | null): Promise<CorrelatedEnrollment | null> {
+  async correlate(db: Queryable, organizationId: string, channel: 'email' | 'linkedin', ids: string[], conversationId: string | null, threadId: string | null): Promise<CorrelatedEnrollment | null> {
     const email = channel === 'email';
     const types = email ? ['email'] : ['linkedin_connection', 'linkedin_message'];
     const [row] = await rowsOf<CorrelatedEnrollment>(
@@ -66,7 +66,7 @@ export class InterruptsRepository {
    * and of the opt-out, whose own writes must commit even when this one fails.
    * @returns false when the row could not be written (rolled back to the savepoint)
    */
-  async learnThread(db: Db, organizationId: string, threadId: string, actionId: string): Promise<boolean> {
+  async learnThread(db: Queryable, organizationId: string, threadId: string, actionId: string): Promise<boolean> {
     await db.query('SAVEPOINT learn_thread');
     try {
       await db.query(`INSERT INTO email_threads (organization_id, thread_id, action_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [organizationId, threadId, actionId]);
@@ -79,7 +79,7 @@ export class InterruptsRepository {
   }
 
   /** Whether a decision is already saved for this cause (seed 003 §4.7: the guard against a second bump). */
-  async decisionSaved(db: Db, enrollmentId: string, eventId: string): Promise<boolean> {
+  async decisionSaved(db: Queryable, enrollmentId: string, eventId: string): Promise<boolean> {
     const rows = await rowsOf(db, `SELECT 1 FROM decisions WHERE enrollment_id = $1 AND trigger_event_id = $2 AND outcome = 'saved'`, [enrollmentId, eventId]);
     return rows.length > 0;
   }
@@ -88,7 +88,7 @@ export class InterruptsRepository {
    * A bounce closes the email channel only (seed 003 §4.7): pending and approved EMAIL actions are
    * invalidated; LinkedIn drafts stay, and a sending email is left to the sender's own check.
    */
-  async invalidateEmailActions(db: Db, enrollmentId: string, reason: string, now: Date): Promise<string[]> {
+  async invalidateEmailActions(db: Queryable, enrollmentId: string, reason: string, now: Date): Promise<string[]> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $2, next_attempt_at = NULL, updated_at = $3

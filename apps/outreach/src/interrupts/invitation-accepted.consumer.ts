@@ -5,7 +5,7 @@ import type { Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { decisionRequested, EnrollmentsService } from '../enrollments/enrollments.service.js';
-import { rowsOf } from '../shared/sql.js';
+import { ActionsRepository } from '../review/actions.repository.js';
 
 /**
  * An accepted LinkedIn invitation (the dispatcher's `outbox.linkedin.relation_accepted`, from Unipile
@@ -19,6 +19,7 @@ import { rowsOf } from '../shared/sql.js';
 export class InvitationAcceptedConsumer {
   constructor(
     private readonly enrollments: EnrollmentsService,
+    private readonly actions: ActionsRepository,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -27,20 +28,7 @@ export class InvitationAcceptedConsumer {
     const d = message.data;
     const org = message.organization_id;
     if (!org || !d?.sender_id || !d.provider_id) return;
-    const [found] = await rowsOf<{ action_id: string; enrollment_id: string; campaign_active: boolean; stopped: boolean }>(
-      tx,
-      `SELECT a.id AS action_id, a.enrollment_id, c.status = 'active' AS campaign_active, s.outreach_stopped_at IS NOT NULL AS stopped
-         FROM proposed_actions a
-         JOIN enrollments e ON e.id = a.enrollment_id AND e.status IN ('active', 'needs_contact_data')
-         JOIN campaigns c ON c.id = a.campaign_id AND c.linkedin_sender_id = $2
-         LEFT JOIN organization_settings s ON s.organization_id = a.organization_id
-        WHERE a.organization_id = $1 AND a.type = 'linkedin_connection' AND a.status = 'executed'
-          AND (a.approved_payload->'to'->>'provider_id' = $3
-               OR ($4::text IS NOT NULL AND lower(a.approved_payload->'to'->>'url') LIKE '%/in/' || $4 || '%'))
-        ORDER BY a.executed_at DESC NULLS LAST
-        LIMIT 1`,
-      [org, d.sender_id, d.provider_id, d.public_identifier],
-    );
+    const found = await this.actions.acceptedConnection(tx, org, d.sender_id, d.provider_id, d.public_identifier);
     if (!found) return;
     const eventFollows = found.campaign_active && !found.stopped;
     const version = await this.enrollments.interrupt(tx, found.enrollment_id, eventFollows);

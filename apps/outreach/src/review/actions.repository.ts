@@ -1,25 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import type { ActionStatus, ActionView, DraftPayload, OutboundActionType, RejectThen } from '@touchpoint/contracts';
-import { type Db, iso, rowsOf } from '../shared/sql.js';
+import { type Queryable, iso, rowsOf } from '@touchpoint/database';
 
-export interface ActionRow {
+/** A row of `proposed_actions`; the columns its view shows as they are come from `ActionView`. */
+export interface ActionRow extends Pick<ActionView, 'organization_id' | 'enrollment_id' | 'decision_id' | 'type' | 'status' | 'draft_payload' | 'approved_payload' | 'approved_hash' | 'approved_by' | 'reject_reason' | 'reject_then' | 'rejected_by'> {
   id: string;
-  organization_id: string;
-  enrollment_id: string;
   campaign_id: string;
-  decision_id: string;
-  type: OutboundActionType;
-  status: ActionStatus;
-  draft_payload: DraftPayload;
-  approved_payload: Record<string, unknown> | null;
-  approved_hash: string | null;
-  approved_by: string | null;
   approved_at: Date | null;
   next_attempt_at: Date | null;
   send_attempt: number;
-  reject_reason: string | null;
-  reject_then: RejectThen | null;
-  rejected_by: string | null;
   rejected_at: Date | null;
   invalidated_reason: string | null;
   executed_at: Date | null;
@@ -61,22 +50,52 @@ export const toActionView = (r: ActionRow): ActionView => ({
 /** Every SQL statement of proposed actions. Status moves are conditional writes (seed 003 §5). */
 @Injectable()
 export class ActionsRepository {
-  async find(db: Db, organizationId: string, id: string): Promise<ActionRow | null> {
+  async find(db: Queryable, organizationId: string, id: string): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(db, `SELECT * FROM proposed_actions WHERE organization_id = $1 AND id = $2`, [organizationId, id]);
     return row ?? null;
   }
 
-  async findById(db: Db, id: string): Promise<ActionRow | null> {
+  async findById(db: Queryable, id: string): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(db, `SELECT * FROM proposed_actions WHERE id = $1`, [id]);
     return row ?? null;
   }
 
-  async findByDecision(db: Db, decisionId: string): Promise<ActionRow | null> {
+  async findByDecision(db: Queryable, decisionId: string): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(db, `SELECT * FROM proposed_actions WHERE decision_id = $1`, [decisionId]);
     return row ?? null;
   }
 
-  async ofEnrollment(db: Db, enrollmentId: string): Promise<ActionRow[]> {
+  /**
+   * The latest executed LinkedIn invitation of a live enrollment (active or needing contact data)
+   * to the person `providerId` (or whose profile URL holds `/in/<publicIdentifier>`), sent from a
+   * campaign of the LinkedIn sender `senderId`; with whether its campaign is active and whether
+   * outreach is stopped for the organization. Null when none.
+   */
+  async acceptedConnection(
+    db: Queryable,
+    organizationId: string,
+    senderId: string,
+    providerId: string,
+    publicIdentifier: string | null,
+  ): Promise<{ action_id: string; enrollment_id: string; campaign_active: boolean; stopped: boolean } | null> {
+    const [found] = await rowsOf<{ action_id: string; enrollment_id: string; campaign_active: boolean; stopped: boolean }>(
+      db,
+      `SELECT a.id AS action_id, a.enrollment_id, c.status = 'active' AS campaign_active, s.outreach_stopped_at IS NOT NULL AS stopped
+         FROM proposed_actions a
+         JOIN enrollments e ON e.id = a.enrollment_id AND e.status IN ('active', 'needs_contact_data')
+         JOIN campaigns c ON c.id = a.campaign_id AND c.linkedin_sender_id = $2
+         LEFT JOIN organization_settings s ON s.organization_id = a.organization_id
+        WHERE a.organization_id = $1 AND a.type = 'linkedin_connection' AND a.status = 'executed'
+          AND (a.approved_payload->'to'->>'provider_id' = $3
+               OR ($4::text IS NOT NULL AND lower(a.approved_payload->'to'->>'url') LIKE '%/in/' || $4 || '%'))
+        ORDER BY a.executed_at DESC NULLS LAST
+        LIMIT 1`,
+      [organizationId, senderId, providerId, publicIdentifier],
+    );
+    return found ?? null;
+  }
+
+  async ofEnrollment(db: Queryable, enrollmentId: string): Promise<ActionRow[]> {
     return rowsOf<ActionRow>(db, `SELECT * FROM proposed_actions WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC`, [enrollmentId]);
   }
 
@@ -84,7 +103,7 @@ export class ActionsRepository {
    * Invalidates the enrollment's actions in `statuses` (a reply, an exit, an archive, a newer
    * draft), except `exceptId`. A `sending` action is never touched: its send goes on (seed 003 §4.7).
    */
-  async invalidate(db: Db, enrollmentId: string, statuses: ActionStatus[], reason: string, now: Date, exceptId: string | null = null): Promise<string[]> {
+  async invalidate(db: Queryable, enrollmentId: string, statuses: ActionStatus[], reason: string, now: Date, exceptId: string | null = null): Promise<string[]> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $3, next_attempt_at = NULL, updated_at = $4
@@ -95,7 +114,7 @@ export class ActionsRepository {
   }
 
   /** Draft save step 1 (seed 003 §4.4): an older pending action of the enrollment is invalidated. */
-  async invalidateOlderPending(db: Db, enrollmentId: string, decisionId: string, now: Date): Promise<string[]> {
+  async invalidateOlderPending(db: Queryable, enrollmentId: string, decisionId: string, now: Date): Promise<string[]> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = 'newer_draft', updated_at = $3
@@ -105,7 +124,7 @@ export class ActionsRepository {
     return rows.map((r) => r.id);
   }
 
-  async invalidateOfCampaign(db: Db, campaignId: string, reason: string, now: Date): Promise<void> {
+  async invalidateOfCampaign(db: Queryable, campaignId: string, reason: string, now: Date): Promise<void> {
     await db.query(
       `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $2, next_attempt_at = NULL, updated_at = $3
         WHERE campaign_id = $1 AND status IN ('pending_approval', 'approved')`,
@@ -118,7 +137,7 @@ export class ActionsRepository {
    * (decision_id is unique). Throws the unique violation of `proposed_actions_one_pending` when
    * another pending action of the enrollment won the slot.
    */
-  async insertPending(db: Db, r: { organization_id: string; enrollment_id: string; campaign_id: string; decision_id: string; type: OutboundActionType; draft: DraftPayload; run_id: string | null; now: Date }): Promise<ActionRow> {
+  async insertPending(db: Queryable, r: { organization_id: string; enrollment_id: string; campaign_id: string; decision_id: string; type: OutboundActionType; draft: DraftPayload; run_id: string | null; now: Date }): Promise<ActionRow> {
     const [row] = await rowsOf<ActionRow>(
       db,
       `INSERT INTO proposed_actions (organization_id, enrollment_id, campaign_id, decision_id, type, status, draft_payload, run_id, created_at, updated_at)
@@ -130,7 +149,7 @@ export class ActionsRepository {
   }
 
   /** Marks one action invalidated if it is still in `statuses`. */
-  async invalidateOne(db: Db, id: string, statuses: ActionStatus[], reason: string, now: Date): Promise<boolean> {
+  async invalidateOne(db: Queryable, id: string, statuses: ActionStatus[], reason: string, now: Date): Promise<boolean> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $3, next_attempt_at = NULL, updated_at = $4
@@ -141,7 +160,7 @@ export class ActionsRepository {
   }
 
   /** Approve (seed 003 §4.5 step 5): only from `pending_approval`. Null when the action moved on. */
-  async approve(db: Db, organizationId: string, id: string, a: { payload: Record<string, unknown>; hash: string; by: string; now: Date }): Promise<ActionRow | null> {
+  async approve(db: Queryable, organizationId: string, id: string, a: { payload: Record<string, unknown>; hash: string; by: string; now: Date }): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(
       db,
       `UPDATE proposed_actions SET status = 'approved', approved_payload = $3, approved_hash = $4, approved_by = $5, approved_at = $6, next_attempt_at = $6, updated_at = $6
@@ -152,7 +171,7 @@ export class ActionsRepository {
   }
 
   /** Reject (seed 003 §4.5 step 3): only from `pending_approval`. */
-  async reject(db: Db, organizationId: string, id: string, r: { then: RejectThen; reason: string | null; by: string; now: Date }): Promise<ActionRow | null> {
+  async reject(db: Queryable, organizationId: string, id: string, r: { then: RejectThen; reason: string | null; by: string; now: Date }): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(
       db,
       `UPDATE proposed_actions SET status = 'rejected', reject_then = $3, reject_reason = $4, rejected_by = $5, rejected_at = $6, updated_at = $6
@@ -163,7 +182,7 @@ export class ActionsRepository {
   }
 
   /** A paused campaign or stopped organization holds an approved action (seed 003 §4.6). */
-  async hold(db: Db, id: string, nextAttemptAt: Date, now: Date): Promise<void> {
+  async hold(db: Queryable, id: string, nextAttemptAt: Date, now: Date): Promise<void> {
     await db.query(`UPDATE proposed_actions SET next_attempt_at = $2, updated_at = $3 WHERE id = $1 AND status = 'approved'`, [id, nextAttemptAt, now]);
   }
 
@@ -171,7 +190,7 @@ export class ActionsRepository {
    * The claim, `approved → sending`: the send key (seed 003 §4.6 step 2). Null when the action was
    * not approved any more. Counts the attempt, which names the messaging idempotency key.
    */
-  async claim(db: Db, id: string, now: Date): Promise<ActionRow | null> {
+  async claim(db: Queryable, id: string, now: Date): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(
       db,
       `UPDATE proposed_actions SET status = 'sending', next_attempt_at = NULL, send_attempt = send_attempt + 1, updated_at = $2
@@ -182,7 +201,7 @@ export class ActionsRepository {
   }
 
   /** `sending → executed` (or a settled ambiguous `failed → executed`), with what the provider said. */
-  async markExecuted(db: Db, id: string, r: { executed_at: Date; message_id: string | null; conversation_id: string | null; provider_message_id: string | null }): Promise<ActionRow | null> {
+  async markExecuted(db: Queryable, id: string, r: { executed_at: Date; message_id: string | null; conversation_id: string | null; provider_message_id: string | null }): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(
       db,
       `UPDATE proposed_actions SET status = 'executed', executed_at = $2, message_id = COALESCE($3, message_id), conversation_id = COALESCE($4, conversation_id),
@@ -194,7 +213,7 @@ export class ActionsRepository {
   }
 
   /** `sending → failed`; `outcome_unknown` for an ambiguous send (never sent again, seed 003 §4.6). */
-  async markFailed(db: Db, id: string, r: { reason: string; outcome_unknown: boolean; message_id: string | null; conversation_id: string | null; now: Date }): Promise<ActionRow | null> {
+  async markFailed(db: Queryable, id: string, r: { reason: string; outcome_unknown: boolean; message_id: string | null; conversation_id: string | null; now: Date }): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(
       db,
       `UPDATE proposed_actions SET status = 'failed', failure_reason = $2, outcome_unknown = $3, message_id = COALESCE($4, message_id),
@@ -206,7 +225,7 @@ export class ActionsRepository {
   }
 
   /** `sending → invalidated`: the sender refused it (suppressed, already connected). */
-  async markRefused(db: Db, id: string, reason: string, now: Date): Promise<ActionRow | null> {
+  async markRefused(db: Queryable, id: string, reason: string, now: Date): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(
       db,
       `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $2, failure_reason = $2, updated_at = $3 WHERE id = $1 AND status = 'sending' RETURNING *`,
@@ -216,7 +235,7 @@ export class ActionsRepository {
   }
 
   /** `sending → approved`: nothing was sent (held by the sender); tried again at `nextAttemptAt`. */
-  async release(db: Db, id: string, reason: string, nextAttemptAt: Date, now: Date): Promise<ActionRow | null> {
+  async release(db: Queryable, id: string, reason: string, nextAttemptAt: Date, now: Date): Promise<ActionRow | null> {
     const [row] = await rowsOf<ActionRow>(
       db,
       `UPDATE proposed_actions SET status = 'approved', failure_reason = $2, next_attempt_at = $3, updated_at = $4 WHERE id = $1 AND status = 'sending' RETURNING *`,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { CampaignStatus, OutreachChannel, PersonKind } from '@touchpoint/contracts';
-import { type Db, rowsOf } from '../shared/sql.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 import type { ActionRow } from './actions.repository.js';
 
 /** An action with what a review and a send need from its enrollment, campaign and decision. */
@@ -40,22 +40,22 @@ const SELECT = `
 /** The joined reads of the review queue, approve and the execution recheck (always fresh). */
 @Injectable()
 export class ReviewRepository {
-  async withContext(db: Db, organizationId: string, actionId: string): Promise<ActionContextRow | null> {
+  async withContext(db: Queryable, organizationId: string, actionId: string): Promise<ActionContextRow | null> {
     const [row] = await rowsOf<ActionContextRow>(db, `${SELECT} WHERE a.organization_id = $1 AND a.id = $2`, [organizationId, actionId]);
     return row ?? null;
   }
 
-  async withContextById(db: Db, actionId: string): Promise<ActionContextRow | null> {
+  async withContextById(db: Queryable, actionId: string): Promise<ActionContextRow | null> {
     const [row] = await rowsOf<ActionContextRow>(db, `${SELECT} WHERE a.id = $1`, [actionId]);
     return row ?? null;
   }
 
   /** Pending actions of the organization, oldest first (seed 003 §4.5). */
-  async queue(db: Db, organizationId: string, limit: number): Promise<ActionContextRow[]> {
+  async queue(db: Queryable, organizationId: string, limit: number): Promise<ActionContextRow[]> {
     return rowsOf<ActionContextRow>(db, `${SELECT} WHERE a.organization_id = $1 AND a.status = 'pending_approval' ORDER BY a.created_at, a.id LIMIT $2`, [organizationId, limit]);
   }
 
-  async queueTotal(db: Db, organizationId: string): Promise<number> {
+  async queueTotal(db: Queryable, organizationId: string): Promise<number> {
     const [row] = await rowsOf<{ n: number }>(db, `SELECT count(*)::int AS n FROM proposed_actions WHERE organization_id = $1 AND status = 'pending_approval'`, [organizationId]);
     return row!.n;
   }

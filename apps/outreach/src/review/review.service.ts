@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid, requireString } from '@touchpoint/database';
 import {
   type ActionApproveData,
   type ActionApprovedData,
@@ -15,13 +16,13 @@ import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength, truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import { isUuid, requireId } from '../campaigns/campaigns.service.js';
+import { REFERENCE_MAX_CHARS } from '../campaigns/campaigns.service.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
 import { newTextOf } from '../context/context-render.js';
 import { checkDraft } from '../drafting/draft-check.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { decisionRequested } from '../enrollments/enrollments.service.js';
-import { addMs, EVENT_LEASE_MS } from '../shared/time.js';
+import { addMs, EVENT_LEASE_MS } from '../decisions/next-check.js';
 import { ActionsRepository, toActionView } from './actions.repository.js';
 import { approvedHash } from './canonical-json.js';
 import { displayRecipient, recipientOf } from './recipient.js';
@@ -59,7 +60,7 @@ export class ReviewService {
 
   /** Pending actions, oldest first, each with its card, and the queue total. */
   async queue(query: ReviewQueueQuery): Promise<ReviewQueuePage> {
-    const organizationId = requireId(query?.organization_id, 'organization_id');
+    const organizationId = requireString(query?.organization_id, 'organization_id', REFERENCE_MAX_CHARS);
     const limit = query.limit ?? QUEUE_DEFAULT_LIMIT;
     if (!Number.isInteger(limit) || limit < 1 || limit > QUEUE_MAX_LIMIT) throw new AppError(ErrorCode.ValidationFailed, `limit must be an integer from 1 to ${QUEUE_MAX_LIMIT}`, { field: 'limit' });
     const { rows, total } = await this.uow.run(async (tx) => ({ rows: await this.review.queue(tx, organizationId, limit), total: await this.review.queueTotal(tx, organizationId) }));
@@ -100,8 +101,8 @@ export class ReviewService {
    */
   async approve(data: ActionApproveData): Promise<ActionView> {
     if (data?.actor?.impersonated) throw new AppError(ErrorCode.Forbidden, 'an impersonated session cannot approve');
-    const organizationId = requireId(data?.organization_id, 'organization_id');
-    const actor = requireId(data.actor?.member_id, 'actor.member_id');
+    const organizationId = requireString(data?.organization_id, 'organization_id', REFERENCE_MAX_CHARS);
+    const actor = requireString(data.actor?.member_id, 'actor.member_id', REFERENCE_MAX_CHARS);
     const row = await this.mustFind(organizationId, data.action_id);
     assertLive(row);
 
@@ -137,8 +138,8 @@ export class ReviewService {
    */
   async reject(data: ActionRejectData): Promise<ActionView> {
     if (data?.actor?.impersonated) throw new AppError(ErrorCode.Forbidden, 'an impersonated session cannot reject');
-    const organizationId = requireId(data?.organization_id, 'organization_id');
-    const actor = requireId(data.actor?.member_id, 'actor.member_id');
+    const organizationId = requireString(data?.organization_id, 'organization_id', REFERENCE_MAX_CHARS);
+    const actor = requireString(data.actor?.member_id, 'actor.member_id', REFERENCE_MAX_CHARS);
     if (data.then !== 'regenerate' && data.then !== 'stop') throw new AppError(ErrorCode.ValidationFailed, 'then must be regenerate or stop', { field: 'then' });
     const reason = typeof data.reason === 'string' ? data.reason.trim() : '';
     if (data.then === 'regenerate' && reason.length === 0) throw new AppError(ErrorCode.ValidationFailed, 'regenerate needs a reason', { field: 'reason' });

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ActionApprovedData, DecisionRequestedData } from '@touchpoint/contracts';
-import { type Db, rowsOf } from '../shared/sql.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** The bus payload each kind of run is enqueued from (`outreach.decision.requested`, `outreach.action.approved`). */
 export interface RunInputs {
@@ -35,7 +35,7 @@ interface RunColumns {
 @Injectable()
 export class RunsRepository {
   /** Records a run; a run key seen before is a no-op. Returns whether it was new. */
-  async enqueue(db: Db, r: { run_key: string; organization_id: string; subject_id: string; now: Date } & Pick<RunRow, 'kind' | 'input'>): Promise<boolean> {
+  async enqueue(db: Queryable, r: { run_key: string; organization_id: string; subject_id: string; now: Date } & Pick<RunRow, 'kind' | 'input'>): Promise<boolean> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `INSERT INTO workflow_runs (run_key, kind, organization_id, subject_id, input, status, run_after, created_at)
@@ -52,7 +52,7 @@ export class RunsRepository {
    * global transaction-scoped advisory lock so that count is exact across replicas (a claim is a
    * few milliseconds; the work runs outside it). The fence goes up on every claim.
    */
-  async claim(db: Db, now: Date, leaseMs: number, decisionLimit: number): Promise<RunRow | null> {
+  async claim(db: Queryable, now: Date, leaseMs: number, decisionLimit: number): Promise<RunRow | null> {
     await db.query(`SELECT pg_advisory_xact_lock(hashtext('outreach:run-claim'))`);
     const [row] = await rowsOf<RunRow>(
       db,
@@ -73,7 +73,7 @@ export class RunsRepository {
   }
 
   /** Ends a run this runner still holds (fence); false when the lease was taken over. */
-  async finish(db: Db, id: string, fence: number, status: 'done' | 'failed', error: string | null, now: Date): Promise<boolean> {
+  async finish(db: Queryable, id: string, fence: number, status: 'done' | 'failed', error: string | null, now: Date): Promise<boolean> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `UPDATE workflow_runs SET status = $3, last_error = $4, finished_at = $5, lease_until = NULL WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING id`,
@@ -83,7 +83,7 @@ export class RunsRepository {
   }
 
   /** Gives a failed attempt back to the queue, to run again at `runAfter`. */
-  async retryLater(db: Db, id: string, fence: number, runAfter: Date, error: string): Promise<boolean> {
+  async retryLater(db: Queryable, id: string, fence: number, runAfter: Date, error: string): Promise<boolean> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `UPDATE workflow_runs SET status = 'queued', run_after = $3, last_error = $4, lease_until = NULL WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING id`,
@@ -92,13 +92,13 @@ export class RunsRepository {
     return rows.length > 0;
   }
 
-  async memo(db: Db, runKey: string, step: string): Promise<{ output: unknown } | null> {
+  async memo(db: Queryable, runKey: string, step: string): Promise<{ output: unknown } | null> {
     const [row] = await rowsOf<{ output: unknown }>(db, `SELECT output FROM workflow_steps WHERE run_key = $1 AND step = $2`, [runKey, step]);
     return row ?? null;
   }
 
   /** Saves a step's output; the first writer wins, and the stored output is returned. */
-  async saveMemo(db: Db, runKey: string, step: string, output: unknown, now: Date): Promise<unknown> {
+  async saveMemo(db: Queryable, runKey: string, step: string, output: unknown, now: Date): Promise<unknown> {
     const rows = await rowsOf<{ output: unknown }>(
       db,
       `INSERT INTO workflow_steps (run_key, step, output, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (run_key, step) DO NOTHING RETURNING output`,
@@ -109,11 +109,11 @@ export class RunsRepository {
   }
 
   /** Serialises two runners on one step of one run (a transaction-scoped advisory lock). */
-  async lockStep(db: Db, runKey: string, step: string): Promise<void> {
+  async lockStep(db: Queryable, runKey: string, step: string): Promise<void> {
     await db.query(`SELECT pg_advisory_xact_lock(hashtext('outreach:step:' || $1 || ':' || $2))`, [runKey, step]);
   }
 
-  async find(db: Db, runKey: string): Promise<RunRow | null> {
+  async find(db: Queryable, runKey: string): Promise<RunRow | null> {
     const [row] = await rowsOf<RunRow>(db, `SELECT * FROM workflow_runs WHERE run_key = $1`, [runKey]);
     return row ?? null;
   }

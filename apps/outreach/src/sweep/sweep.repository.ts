@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Db, rowsOf } from '../shared/sql.js';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** A due enrollment (Q1). */
 export interface DueEnrollment {
@@ -28,7 +28,7 @@ export class SweepRepository {
    * organization whose outreach is not stopped. Served by the partial index `enrollments_due`.
    * A paused campaign's rows keep their past due time and come back here after resume.
    */
-  async dueEnrollments(db: Db, now: Date, limit: number): Promise<DueEnrollment[]> {
+  async dueEnrollments(db: Queryable, now: Date, limit: number): Promise<DueEnrollment[]> {
     if (limit <= 0) return [];
     return rowsOf<DueEnrollment>(
       db,
@@ -44,7 +44,7 @@ export class SweepRepository {
   }
 
   /** Q2: approved actions whose next attempt passed, oldest first, with the same campaign and stop filters. */
-  async dueActions(db: Db, now: Date, limit: number): Promise<DueAction[]> {
+  async dueActions(db: Queryable, now: Date, limit: number): Promise<DueAction[]> {
     if (limit <= 0) return [];
     return rowsOf<DueAction>(
       db,
@@ -57,5 +57,16 @@ export class SweepRepository {
         LIMIT $2`,
       [now, limit],
     );
+  }
+
+  /** Proposed actions by status, for the scrape-time gauge. */
+  actionsByStatus(db: Queryable): Promise<{ status: string; n: number }[]> {
+    return rowsOf<{ status: string; n: number }>(db, `SELECT status, count(*)::int AS n FROM proposed_actions GROUP BY status`);
+  }
+
+  /** Active enrollments whose next check has passed (the database's clock: the backlog as scraped). */
+  async dueEnrollmentCount(db: Queryable): Promise<number> {
+    const [row] = await rowsOf<{ n: number }>(db, `SELECT count(*)::int AS n FROM enrollments WHERE status = 'active' AND next_check_at <= now()`);
+    return row?.n ?? 0;
   }
 }

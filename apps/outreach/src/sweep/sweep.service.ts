@@ -62,6 +62,7 @@ export class DueSweepService implements OnApplicationBootstrap, OnModuleDestroy 
       registers: [metrics.registry],
     });
     const db = this.uow.dataSource;
+    const repository = this.sweep;
     // Read at scrape time: the tables are the truth, and a gauge kept by hand would drift across replicas.
     new Gauge({
       name: `${METRIC_PREFIX}outreach_actions`,
@@ -69,7 +70,7 @@ export class DueSweepService implements OnApplicationBootstrap, OnModuleDestroy 
       labelNames: ['status'],
       registers: [metrics.registry],
       async collect() {
-        const rows: { status: string; n: number }[] = await db.query(`SELECT status, count(*)::int AS n FROM proposed_actions GROUP BY status`);
+        const rows = await repository.actionsByStatus(db);
         this.reset();
         for (const r of rows) this.set({ status: r.status }, r.n);
       },
@@ -79,8 +80,7 @@ export class DueSweepService implements OnApplicationBootstrap, OnModuleDestroy 
       help: 'Active enrollments whose next check has passed (the due sweep backlog)',
       registers: [metrics.registry],
       async collect() {
-        const [row] = await db.query(`SELECT count(*)::int AS n FROM enrollments WHERE status = 'active' AND next_check_at <= now()`);
-        this.set(row?.n ?? 0);
+        this.set(await repository.dueEnrollmentCount(db));
       },
     });
     this.task = new IntervalTask({

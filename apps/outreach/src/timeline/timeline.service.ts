@@ -3,13 +3,13 @@ import type { TimelineItem } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
-import { isUuid, requireId } from '../campaigns/campaigns.service.js';
+import { REFERENCE_MAX_CHARS } from '../campaigns/campaigns.service.js';
 import { ThreadReader } from '../context/thread-reader.js';
 import { DecisionsRepository } from '../decisions/decisions.repository.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
-import { AutoReplyResumeService } from '../interrupts/auto-reply-resume.service.js';
+import { ScheduleMovesRepository } from '../interrupts/schedule-moves.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
-import { iso } from '../shared/sql.js';
+import { iso, isUuid, requireString } from '@touchpoint/database';
 
 /**
  * The enrollment drawer's timeline (seed 003 §4.5): this enrollment only, from the reads of §4.2 —
@@ -26,20 +26,20 @@ export class TimelineService {
     private readonly decisions: DecisionsRepository,
     private readonly actions: ActionsRepository,
     private readonly threads: ThreadReader,
-    private readonly resume: AutoReplyResumeService,
+    private readonly moves: ScheduleMovesRepository,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /** @throws AppError not_found */
   async of(organizationId: string, enrollmentId: string): Promise<{ enrollment_id: string; items: TimelineItem[]; missing: string[] }> {
     const read = await this.uow.run(async (tx) => {
-      const enrollment = isUuid(enrollmentId) ? await this.enrollments.find(tx, requireId(organizationId, 'organization_id'), enrollmentId) : null;
+      const enrollment = isUuid(enrollmentId) ? await this.enrollments.find(tx, requireString(organizationId, 'organization_id', REFERENCE_MAX_CHARS), enrollmentId) : null;
       if (!enrollment) throw new AppError(ErrorCode.NotFound, 'enrollment not found');
       return {
         enrollment,
         decisions: await this.decisions.ofEnrollment(tx, enrollment.id, 500),
         actions: await this.actions.ofEnrollment(tx, enrollment.id),
-        moves: await this.resume.ofEnrollment(tx, enrollment.id),
+        moves: await this.moves.ofEnrollment(tx, enrollment.id),
       };
     });
     const { enrollment, decisions, actions, moves } = read;

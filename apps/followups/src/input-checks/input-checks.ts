@@ -1,3 +1,4 @@
+import { type FieldProblem, isUuid } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { codePointLength } from '@touchpoint/text';
 
@@ -6,14 +7,6 @@ import { codePointLength } from '@touchpoint/text';
  * service safe for any other caller (another service, the CLI) and turn bad ids into
  * 400 `validation_failed` rather than a database error.
  */
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A field problem in the gateway's `details` shape. */
-export interface FieldProblem {
-  field: string;
-  problems: string[];
-}
 
 /** Collects field problems and throws them all at once. */
 export class RequestChecks {
@@ -29,7 +22,7 @@ export class RequestChecks {
     const v = this.input[field];
     if (v === undefined || v === null) {
       if (!optional) this.add(field, `${field} is required`);
-    } else if (typeof v !== 'string' || !UUID.test(v)) this.add(field, `${field} must be a UUID`);
+    } else if (!isUuid(v)) this.add(field, `${field} must be a UUID`);
     return this;
   }
 
@@ -71,9 +64,6 @@ export class RequestChecks {
 /** Starts checking an RPC input. */
 export const check = (input: unknown): RequestChecks => new RequestChecks((input ?? {}) as Record<string, unknown>);
 
-/** Whether `value` is a UUID string. */
-export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
-
 /**
  * A revision-guarded write found no row at `expected`: 409 `revision_conflict` with the current
  * revision, so the client can reload (seed 002 `expected_revision`).
@@ -81,6 +71,3 @@ export const isUuid = (value: unknown): value is string => typeof value === 'str
 export function revisionConflict(what: string, expected: number, current: number): AppError {
   return new AppError(ErrorCode.RevisionConflict, `the ${what} changed (revision ${current}, expected ${expected}); reload and retry`, { expected_revision: expected, current_revision: current });
 }
-
-/** 404 without saying whether the id exists in another organization (DESIGN §3). */
-export const notFound = (what: string): AppError => new AppError(ErrorCode.NotFound, `${what} not found`);

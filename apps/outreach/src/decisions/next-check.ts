@@ -1,3 +1,5 @@
+/** When an enrollment's next decision check is due (`next_check_at`, seed 003 §4.3, §4.7). */
+
 /** One day, ms. */
 export const DAY_MS = 86_400_000;
 

@@ -1,0 +1,54 @@
+import type { DataSource } from 'typeorm';
+import type { Tx } from './transaction.js';
+
+/**
+ * The one way services run SQL (README "SQL: the one way"): every statement lives in its feature's
+ * repository and runs through a `Queryable`, which is either the unit of work's transaction (`Tx`)
+ * or, for reads that need none, the pool (`poolOf`). `rowsOf` answers the rows of any statement.
+ */
+
+/** Anything that runs SQL: a transaction (`Tx`), or the pool for reads outside one (`poolOf`). */
+export type Queryable = Pick<Tx, 'query'>;
+
+/**
+ * The rows of a raw query result. TypeORM's `DataSource.query` and `EntityManager.query` answer an
+ * UPDATE or DELETE (RETURNING or not) on PostgreSQL as `[rows, affectedCount]` and every other
+ * statement as the rows; `Tx.query` always answers the rows.
+ */
+function returnedRows<T>(result: unknown): T[] {
+  return Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number' ? (result[0] as T[]) : (result as T[]);
+}
+
+/**
+ * Runs one parameterised statement and answers its rows (also of an UPDATE or DELETE … RETURNING),
+ * whichever `Queryable` runs it.
+ */
+export async function rowsOf<T = Record<string, unknown>>(db: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
+  return returnedRows<T>(await db.query(sql, params));
+}
+
+/** The data source as a `Queryable`, for reads that need no transaction; answers rows like `Tx`. */
+export function poolOf(dataSource: DataSource): Queryable {
+  return { query: async <T>(sql: string, params?: unknown[]) => returnedRows<T>(await dataSource.query(sql, params)) };
+}
+
+/** ISO-8601 (UTC, milliseconds) of a timestamp column; null and undefined answer null. */
+export function iso(value: Date | string | null | undefined): string | null {
+  return value === null || value === undefined ? null : new Date(value).toISOString();
+}
+
+/** PostgreSQL SQLSTATE of a unique violation. */
+export const PG_UNIQUE_VIOLATION = '23505';
+/** PostgreSQL SQLSTATE of a foreign key violation. */
+export const PG_FOREIGN_KEY_VIOLATION = '23503';
+
+/**
+ * Whether `err` (pg's error, or TypeORM's QueryFailedError around it) is a unique violation, of
+ * `constraint` when one is named.
+ */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string; driverError?: { code?: string; constraint?: string } } | null | undefined;
+  const code = e?.code ?? e?.driverError?.code;
+  const name = e?.constraint ?? e?.driverError?.constraint;
+  return code === PG_UNIQUE_VIOLATION && (!constraint || name === constraint);
+}
