@@ -1,10 +1,12 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
+import { UnitOfWork } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { NotificationsService } from '../../apps/messaging/src/notifications/notifications.service.js';
+import { OutcomesService } from '../../apps/messaging/src/sending/outcomes.service.js';
 import { SendService } from '../../apps/messaging/src/sending/send.service.js';
 import { outboxEvents, publishEvent } from './helpers.js';
 
@@ -124,6 +126,51 @@ describe('messaging outcomes and statuses', () => {
     expect(row.delivered_at?.toISOString()).toBe(new Date(1_760_000_100_000).toISOString());
     expect(await world.sql(`SELECT 1 FROM "${m()}".pending_statuses WHERE external_id = $1`, [wamid])).toHaveLength(0);
   });
+
+  /**
+   * Runs the acceptance of `wamid` and holds its transaction open (the row locked, the id set, the
+   * pending statuses already taken), handles a `read` for `wamid` on another connection until that
+   * waits on the acceptance or is done, then commits the acceptance: the order that lost statuses.
+   */
+  async function statusDuringAcceptance(messageId: string, key: string, wamid: string, hint: string | null) {
+    const uow = app.get(UnitOfWork);
+    const outcomes = app.get(OutcomesService);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let pid = 0;
+    let taken!: () => void;
+    const acceptedInTx = new Promise<void>((r) => (taken = r));
+    const acceptance = uow.run(async (tx) => {
+      pid = (await tx.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`))[0].pid;
+      await outcomes.accepted(tx, org, { ...entry(messageId, key, wamid), channel: 'whatsapp' });
+      taken();
+      await held;
+    });
+    await Promise.race([acceptedInTx, acceptance]);
+    let done = false;
+    const handled = uow
+      .run((tx) => outcomes.status(tx, { organization_id: org, channel: 'whatsapp', external_id: wamid, status: 'read', at: new Date(1_760_000_900_000) }, hint))
+      .finally(() => (done = true));
+    await eventually(async () => done || (await world.sql(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid])).length > 0);
+    release();
+    await acceptance;
+    return handled;
+  }
+
+  for (const hinted of [true, false]) {
+    it(`applies a status handled while the acceptance that sets its provider id commits, ${hinted ? 'with' : 'without'} the message hint`, async () => {
+      const sent = await send(`status during acceptance ${hinted ? 'hinted' : 'unhinted'}`);
+      const wamid = `wamid.${randomUUID()}`;
+      const key = (await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [sent.message_id]))[0].idempotency_key;
+      expect(await statusDuringAcceptance(sent.message_id, key, wamid, hinted ? sent.message_id : null)).toBe('applied');
+      const row = await messageRow(sent.message_id);
+      expect(row).toMatchObject({ status: 'read', external_id: wamid });
+      expect(row.read_at?.toISOString()).toBe(new Date(1_760_000_900_000).toISOString());
+      const read = (await outboxEvents<{ message_id: string }>(world, 'messaging', MessagingEvents.MessageRead)).filter((e) => e.payload.data.message_id === sent.message_id);
+      expect(read).toHaveLength(1);
+      expect(await world.sql(`SELECT 1 FROM "${m()}".pending_statuses WHERE external_id = $1`, [wamid])).toHaveLength(0);
+    });
+  }
 
   it('fails a message on the dispatcher failure and tells the requester, separating enqueue from delivery', async () => {
     const delivery = await send('will fail in delivery');

@@ -159,6 +159,16 @@ export class MessagesRepository {
     return rows[0] ?? null;
   }
 
+  /**
+   * Serialises, until the transaction ends, the transactions about one provider message id of an
+   * organization (a transaction-scoped advisory lock; other ids sharing its hash wait too): the
+   * acceptance that gives a message the id and takes its pending statuses, and the status that
+   * looks the id up and else keeps itself pending. Taken before any message row lock.
+   */
+  async lockProviderId(tx: Tx, organizationId: string, externalId: string): Promise<void> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('messaging:provider-id:' || $1 || ':' || $2))`, [organizationId, externalId]);
+  }
+
   /** Gives an outbound message its provider id (the dispatcher's accepted outcome). */
   async setExternalId(tx: Tx, messageId: string, externalId: string): Promise<void> {
     await tx.query(`UPDATE messages SET external_id = COALESCE(external_id, $2) WHERE id = $1`, [messageId, externalId]);

@@ -145,6 +145,8 @@ export class OutcomeSweepService implements OnApplicationBootstrap, OnModuleDest
     // The outcome lands on the message this pass claimed, whatever else the log context names.
     data.log_context = { ...data.log_context, message_id: message.id };
     const moved = await this.uow.run(async (tx) => {
+      // The provider id's lock before the row lock, the order `OutcomesService` takes them in (no deadlock with a status).
+      if (entry.status === 'accepted' && data.provider_message_id) await this.messages.lockProviderId(tx, organizationId, data.provider_message_id);
       const before = await this.messages.findById(tx, organizationId, message.id, true);
       if (!before || (before.status !== 'queued' && before.status !== 'ambiguous')) return false; // the event got there first
       if (entry.status === 'accepted') await this.outcomes.accepted(tx, organizationId, data);

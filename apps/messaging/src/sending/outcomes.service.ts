@@ -60,6 +60,8 @@ export class OutcomesService {
 
   /** `outbox.entry.accepted` (and a resolution as accepted): the provider id is known, the message is sent. */
   async accepted(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
+    // Before the row lock (the order `status` takes them in): see `status` for why.
+    if (data.provider_message_id) await this.messages.lockProviderId(tx, organizationId, data.provider_message_id);
     const message = await this.messageOf(tx, organizationId, data);
     if (!message) return; // read receipts and sends that are not messages have no row
     const at = this.clock.now();
@@ -120,11 +122,19 @@ export class OutcomesService {
    * @param messageHint the message id from the entry's log context, when the event carries it
    */
   async status(tx: Tx, report: StatusReport, messageHint?: string | null): Promise<'applied' | 'ignored' | 'pending'> {
+    // A status racing the acceptance that sets this id (READ COMMITTED): the lookup below cannot see
+    // the acceptance's uncommitted id, and the acceptance's take of pending statuses cannot see this
+    // uncommitted pending row, so both would commit and the status would stay pending for good. The
+    // acceptance holds this lock from before it sets the id until it commits, so the lookup here runs
+    // after that commit (and finds the message) or the acceptance takes the pending row after this
+    // commits. Taken before any row lock, as `accepted` (and the outcome sweep) take it.
+    await this.messages.lockProviderId(tx, report.organization_id, report.external_id);
     let message = await this.messages.findByExternalId(tx, report.organization_id, report.channel, report.external_id, true);
     if (!message && messageHint) {
       const hinted = await this.messages.findById(tx, report.organization_id, messageHint, true);
-      if (hinted && !hinted.external_id) {
-        await this.messages.setExternalId(tx, hinted.id, report.external_id);
+      // The locked re-read may carry this very id, set by an acceptance committed meanwhile: it is the message.
+      if (hinted && (!hinted.external_id || hinted.external_id === report.external_id)) {
+        if (!hinted.external_id) await this.messages.setExternalId(tx, hinted.id, report.external_id);
         message = { ...hinted, external_id: report.external_id };
       }
     }
