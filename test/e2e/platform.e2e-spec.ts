@@ -13,7 +13,7 @@ import { STARTED_PROCESSES } from '../../scripts/start/start.config.js';
 import { Platform, type Tenant } from './platform.js';
 
 /**
- * The black-box suite of issue 10: the platform started as `npm start -- --no-demo` starts it,
+ * The black-box suite: the platform started as `npm start -- --no-demo` starts it,
  * driven only through the gateway's REST API, the signed provider webhooks and the sandbox's
  * control API (plus the admin CLI, an operator's tool). One platform for the whole file: starting
  * eight processes is the expensive part.

@@ -10,7 +10,7 @@ const UNSUBSCRIBE_SECRET = 'test-unsubscribe-secret';
 
 /**
  * The email (Nylas v3) and LinkedIn (Unipile) adapters and the daily prospect cap (seed 003 §4.6,
- * §6; issue 8 item 8), against the real database and broker and the in-process sandbox, with a
+ * §6), against the real database and broker and the in-process sandbox, with a
  * hand-moved clock.
  */
 describe(ProspectCapService.name, () => {

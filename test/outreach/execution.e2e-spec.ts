@@ -174,7 +174,7 @@ describe(ExecutionRunner.name, () => {
       subject: `Re: ${subject}`,
       text: 'What does it cost per seat?\n\nOn Mon, Oct 27, 2026 Sales <sales@touchpoint.example> wrote:\n> Hi Sarah',
     });
-    // The reply interrupt (issue 9) bumps the enrollment and sends reply:{message_id} itself.
+    // The reply interrupt (seed 003 §4.7) bumps the enrollment and sends reply:{message_id} itself.
     await run(`reply:${inbound.message_id}`);
 
     const [decision] = await w.sql(`SELECT * FROM {o}.decisions WHERE trigger_event_id = $1`, [`reply:${inbound.message_id}`]);

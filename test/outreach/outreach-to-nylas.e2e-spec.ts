@@ -14,7 +14,7 @@ import { startOutreachToSandbox } from './outreach-world.js';
 
 /**
  * An approved outreach email goes out for real: outreach → messaging.send → the dispatcher's Nylas
- * adapter → the Nylas sandbox, and the outcome comes back to the action (issue 8 item 8, seed 003
+ * adapter → the Nylas sandbox, and the outcome comes back to the action (seed 003
  * §4.6). With the organization's prospect cap at 0, the same send is refused before the wire and the
  * action is held until the next 00:00 UTC (seed 003 §6).
  */

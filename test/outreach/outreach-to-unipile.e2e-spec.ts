@@ -20,7 +20,7 @@ import { SandboxHandle } from '../outbox/harness.js';
 const UNIPILE_SECRET = 'e2e-unipile-secret';
 
 /**
- * LinkedIn end to end (issue 8 item 8, seed 003 §4.6–§4.7): an approved invitation goes out through
+ * LinkedIn end to end (seed 003 §4.6–§4.7): an approved invitation goes out through
  * the dispatcher's Unipile adapter; the person accepts (`new_relation` through the gateway) and the
  * enrollment gets an `invitation_accepted` decision; the approved chat message goes out; the
  * person's answer (`message_received` through the gateway) interrupts the enrollment.

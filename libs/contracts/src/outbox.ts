@@ -557,7 +557,7 @@ export interface WhatsAppInboundBatch {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Email and LinkedIn provider accounts, the daily prospect cap (issue 8 item 8, seed 003 §6)
+// Email and LinkedIn provider accounts, the daily prospect cap (seed 003 §4.6, §6)
 // ---------------------------------------------------------------------------------------------
 
 /** RPCs of the dispatcher's email (Nylas) and LinkedIn (Unipile) senders and of the prospect cap. */

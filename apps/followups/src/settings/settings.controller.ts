@@ -4,7 +4,7 @@ import { type DataEnvelope, FollowupsRpc, type FollowupSettingsView, type Settin
 import { check } from '../requests/request-checks.js';
 import { SettingsService } from './settings.service.js';
 
-/** RPC edge of organization follow-up settings (issue 6 "Settings"). */
+/** RPC edge of organization follow-up settings. */
 @Controller()
 export class SettingsController {
   constructor(private readonly settings: SettingsService) {}

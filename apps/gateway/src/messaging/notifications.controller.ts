@@ -7,7 +7,7 @@ import { ApiErrorResponses } from '../http/openapi.js';
 import { CreateNotificationDto, ListNotificationsQuery, NotificationIdParams, TemplateDto, TemplateKeyParams } from './dto/messaging.dto.js';
 import { NotificationDto, NotificationPageDto, NotificationTemplateDto, NotificationTemplateListDto } from './dto/messaging-responses.dto.js';
 
-/** Notifications and their templates (issue 4 §7), forwarded to messaging. */
+/** Notifications and their templates (seed 004 "Scenario 1"), forwarded to messaging. */
 @ApiTags('notifications')
 @Controller()
 export class NotificationsController {

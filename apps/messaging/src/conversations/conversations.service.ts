@@ -23,7 +23,7 @@ import { ConversationsRepository, toConversationView } from './conversations.rep
 /** Deadline of the prospect-cap check of an interactive email, ms (ours: short; the wire check stays). */
 const PROSPECT_CAP_CHECK_TIMEOUT_MS = 1500;
 
-/** The operator's view of conversations (issue 4 §8): list, read a thread, write, resolve. */
+/** The operator's view of conversations: list, read a thread, write, resolve. */
 @Injectable()
 export class ConversationsService {
   constructor(

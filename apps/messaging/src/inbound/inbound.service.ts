@@ -117,7 +117,7 @@ interface InboundMessage {
 }
 
 /**
- * Inbound messages (issue 4 §4, seed 004 "Scenario 2"): store once per provider id, find or
+ * Inbound messages (seed 004 "Scenario 2"): store once per provider id, find or
  * create the contact, conversation and instance, ask abuse (rolling over on the instance verdict),
  * mark read through the outbox, and emit `messaging.message.received`. WhatsApp messages arrive as
  * receipts (`accept`, one insert, then the gateway answers) and are processed by the receipt

@@ -23,8 +23,8 @@ interface AccountRow {
 const isUniqueViolation = (err: unknown) => (err as { code?: string; driverError?: { code?: string } })?.code === '23505' || (err as { driverError?: { code?: string } })?.driverError?.code === '23505';
 
 /**
- * Email mailboxes (a Nylas grant) and LinkedIn accounts (Unipile) as dispatcher senders (issue 8
- * item 8). The credentials (`api_key` with the `grant_id` and `provider`, or the `account_id`) are
+ * Email mailboxes (a Nylas grant) and LinkedIn accounts (Unipile) as dispatcher senders (seed
+ * 003 §4.6). The credentials (`api_key` with the `grant_id` and `provider`, or the `account_id`) are
  * stored encrypted like every sender's; the account id is also kept in the clear, unique among live
  * senders, because webhooks name it and the gateway routes them by it.
  */

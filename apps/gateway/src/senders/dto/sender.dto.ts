@@ -81,7 +81,7 @@ export class SenderRemovedDto {
 
 /**
  * Body of `POST /senders/accounts`: an email mailbox (a Nylas grant) or a LinkedIn account (a
- * Unipile account) that outreach sends from (issue 8 §8). The API key is stored encrypted and never
+ * Unipile account) that outreach sends from (seed 003 §4.6). The API key is stored encrypted and never
  * returned; provider webhooks are routed to the organization by `account_id`.
  */
 export class CreateAccountSenderDto {

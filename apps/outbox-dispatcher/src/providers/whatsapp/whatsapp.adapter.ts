@@ -12,7 +12,7 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EH
 
 /**
  * WhatsApp Cloud API adapter: `POST {base}/{version}/{phone_number_id}/messages` with a bearer
- * token, and media upload to `/{phone_number_id}/media` during preparation (issue 3 §10).
+ * token, and media upload to `/{phone_number_id}/media` during preparation.
  * Every failure of a call is raised as a `ProviderCallError`.
  */
 @Injectable()
