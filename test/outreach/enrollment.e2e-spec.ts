@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type CampaignView, type EnrollBatchResult, type EnrollmentView, OutreachRpc, type PersonRef } from '@touchpoint/contracts';
+import { type CampaignView, type EnrollBatchResult, type OutreachEnrollmentView, OutreachRpc, type PersonRef } from '@touchpoint/contracts';
 import { AppError } from '@touchpoint/errors';
 import { EnrollmentsService } from '../../apps/outreach/src/enrollments/enrollments.service.js';
 import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
@@ -167,7 +167,7 @@ describe(EnrollmentsService.name, () => {
       const sizes: number[] = [];
       let cursor: string | null = null;
       do {
-        const res: { status: number; body: { items: EnrollmentView[]; next_cursor: string | null } } = await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments?limit=5${cursor ? `&cursor=${cursor}` : ''}`, { secret });
+        const res: { status: number; body: { items: OutreachEnrollmentView[]; next_cursor: string | null } } = await w.http!('GET', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments?limit=5${cursor ? `&cursor=${cursor}` : ''}`, { secret });
         expect(res.status).toBe(200);
         seen.push(...res.body.items.map((e) => e.enrollment_id));
         sizes.push(res.body.items.length);
@@ -273,7 +273,7 @@ describe(EnrollmentsService.name, () => {
       const id = (result.results[0] as { enrollment_id: string }).enrollment_id;
       await w.sql(`UPDATE {o}.enrollments SET status = 'needs_contact_data', next_check_at = NULL, context_version = 2 WHERE id = $1`, [id]);
 
-      const view = await w.rpc.call<EnrollmentView>('outreach', OutreachRpc.EnrollmentManualRetry, { organization_id: org, enrollment_id: id });
+      const view = await w.rpc.call<OutreachEnrollmentView>('outreach', OutreachRpc.EnrollmentManualRetry, { organization_id: org, enrollment_id: id });
       expect(view).toMatchObject({ status: 'active', context_version: 3 });
       expect(view.next_check_at).not.toBeNull();
       const [event] = await w.sql(`SELECT payload FROM {o}.outbox_events WHERE event_id = $1`, [`retry:${id}:3`]);

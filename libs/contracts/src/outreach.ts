@@ -17,11 +17,11 @@ export const OUTREACH_CHANNELS = ['email', 'linkedin'] as const;
 export type OutreachChannel = (typeof OUTREACH_CHANNELS)[number];
 
 /** Enrollment lifecycle: live while `active` or `needs_contact_data`; `ended` is final. Seed 003 §4.1. */
-export const ENROLLMENT_STATUSES = ['active', 'needs_contact_data', 'ended'] as const;
-export type EnrollmentStatus = (typeof ENROLLMENT_STATUSES)[number];
+export const OUTREACH_ENROLLMENT_STATUSES = ['active', 'needs_contact_data', 'ended'] as const;
+export type OutreachEnrollmentStatus = (typeof OUTREACH_ENROLLMENT_STATUSES)[number];
 
 /** Why an enrollment ended (seed 003 §4.1, the `ended` box). */
-export const ENROLLMENT_END_REASONS = [
+export const OUTREACH_ENROLLMENT_END_REASONS = [
   'goal_met',
   'stop_decision',
   'max_touches',
@@ -32,7 +32,7 @@ export const ENROLLMENT_END_REASONS = [
   'duplicate',
   'person_removed',
 ] as const;
-export type EnrollmentEndReason = (typeof ENROLLMENT_END_REASONS)[number];
+export type OutreachEnrollmentEndReason = (typeof OUTREACH_ENROLLMENT_END_REASONS)[number];
 
 /** Who an enrollment is about: a messaging contact of this kind (DESIGN §6: crm person or prospect). */
 export type PersonKind = 'crm' | 'prospect';
@@ -307,14 +307,14 @@ export interface EnrollBatchResult {
   results: EnrollResult[];
 }
 
-export interface EnrollmentView {
+export interface OutreachEnrollmentView {
   enrollment_id: string;
   organization_id: string;
   campaign_id: string;
   person_kind: PersonKind;
   person_id: string;
-  status: EnrollmentStatus;
-  ended_reason: EnrollmentEndReason | null;
+  status: OutreachEnrollmentStatus;
+  ended_reason: OutreachEnrollmentEndReason | null;
   ended_at: string | null;
   touch_count: number;
   context_version: number;
@@ -325,15 +325,15 @@ export interface EnrollmentView {
   awaiting_approval: boolean;
 }
 
-export interface EnrollmentRef {
+export interface OutreachEnrollmentRef {
   organization_id: string;
   enrollment_id: string;
 }
 
-export interface EnrollmentListQuery {
+export interface OutreachEnrollmentListQuery {
   organization_id: string;
   campaign_id: string;
-  status?: EnrollmentStatus;
+  status?: OutreachEnrollmentStatus;
   /** 1–500, default 200. */
   limit?: number;
   /** `next_cursor` of the previous page (same campaign and status). */

@@ -271,7 +271,7 @@ export class DispatchService {
         end = { outcome: 'ambiguous', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
         transition = { status: 'ambiguous', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
       } else {
-        // Permanent, attempts exhausted, or a read receipt: a receipt has no value by the time a retry would run.
+        // Permanent, attempts exhausted, or a read receipt: a read receipt has no value by the time a retry would run.
         end = { outcome: 'failed', classification: classified.classification, providerCode: code, httpStatus, retryAfterMs, body };
         transition = { status: 'failed', classification: classified.classification, errorCode: code, errorMessage: message, httpStatus, ...extras };
       }

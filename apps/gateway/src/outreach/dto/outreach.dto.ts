@@ -4,8 +4,8 @@ import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsObject, IsOptional,
 import {
   ACTION_STATUSES,
   CAMPAIGN_STATUSES,
-  ENROLLMENT_END_REASONS,
-  ENROLLMENT_STATUSES,
+  OUTREACH_ENROLLMENT_END_REASONS,
+  OUTREACH_ENROLLMENT_STATUSES,
   OUTREACH_CHANNELS,
   OUTREACH_MAX_BATCH,
   OUTREACH_REJECT_REASON_MAX,
@@ -88,14 +88,14 @@ export class EnrollBatchBody {
   people!: PersonBody[];
 }
 
-export class EnrollmentDto {
+export class OutreachEnrollmentDto {
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
   @ApiProperty({ enum: ['crm', 'prospect'] }) person_kind!: string;
   @ApiProperty({ example: '00000006-1a2b-4c3d-8e4f-000000000006' }) person_id!: string;
-  @ApiProperty({ enum: ENROLLMENT_STATUSES }) status!: string;
-  @ApiProperty({ enum: ENROLLMENT_END_REASONS, nullable: true }) ended_reason!: string | null;
+  @ApiProperty({ enum: OUTREACH_ENROLLMENT_STATUSES }) status!: string;
+  @ApiProperty({ enum: OUTREACH_ENROLLMENT_END_REASONS, nullable: true }) ended_reason!: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String, example: '2026-03-02T14:05:00.000Z' }) ended_at!: string | null;
   @ApiProperty({ example: 1 }) touch_count!: number;
   @ApiProperty({ example: 1 }) context_version!: number;
@@ -121,8 +121,8 @@ export class EnrollBatchResultDto {
   @ApiProperty({ type: EnrollResultDto, isArray: true, description: 'One per person, in the order given' }) results!: EnrollResultDto[];
 }
 
-export class ListEnrollmentsQuery {
-  @ApiPropertyOptional({ enum: ENROLLMENT_STATUSES }) @IsOptional() @IsIn(ENROLLMENT_STATUSES) status?: string;
+export class ListOutreachEnrollmentsQuery {
+  @ApiPropertyOptional({ enum: OUTREACH_ENROLLMENT_STATUSES }) @IsOptional() @IsIn(OUTREACH_ENROLLMENT_STATUSES) status?: string;
   @ApiPropertyOptional({ minimum: 1, maximum: 500, default: 200 }) @IsOptional() @Type(() => Number) @IsInt() limit?: number;
   @ApiPropertyOptional({ description: '`next_cursor` of the previous page (same status filter); a bad or stale one answers 422 invalid_cursor' })
   @IsOptional()
@@ -131,12 +131,12 @@ export class ListEnrollmentsQuery {
   cursor?: string;
 }
 
-export class EnrollmentListDto {
-  @ApiProperty({ type: EnrollmentDto, isArray: true }) items!: EnrollmentDto[];
+export class OutreachEnrollmentListDto {
+  @ApiProperty({ type: OutreachEnrollmentDto, isArray: true }) items!: OutreachEnrollmentDto[];
   @ApiProperty({ type: String, nullable: true, description: 'Cursor of the next page; null on the last one' }) next_cursor!: string | null;
 }
 
-export class SettingsDto {
+export class OutreachSettingsDto {
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'Set while outreach is stopped for the organization', example: '2026-03-02T14:05:00.000Z' }) outreach_stopped_at!: string | null;
 }
