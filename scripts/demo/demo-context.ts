@@ -49,12 +49,12 @@ export async function findWhatsappContact(ctx: DemoContext, waId: string): Promi
   let contactId: string | undefined;
   do {
     const page = expectStatus('GET /contacts', await ctx.gateway.get(`/contacts?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`), 200);
-    contactId = page.items.find((c: { phone: string | null }) => c.phone === `+${waId}`)?.contact_id;
+    contactId = page.items.find((c: { phone: string | null }) => c.phone === `+${waId}`)?.id;
     cursor = page.next_cursor ?? undefined;
   } while (!contactId && cursor);
   if (!contactId) return undefined;
   const conversations = expectStatus('GET /conversations', await ctx.gateway.get(`/conversations?contact_id=${contactId}&channel=whatsapp`), 200);
-  const conversationId = conversations.items[0]?.conversation_id;
+  const conversationId = conversations.items[0]?.id;
   return conversationId ? { contactId, conversationId, waId } : undefined;
 }
 

@@ -32,7 +32,7 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
   const section = 'outreach';
   const email = `dana.${ctx.runTag}@prospect.example`;
   const created = await ctx.gateway.post('/contacts', { kind: 'crm', name: 'Dana Prospect', email });
-  const contactId: string = created.status === 409 && created.body?.error?.details?.contact_id ? created.body.error.details.contact_id : expectStatus('POST /contacts', created, 200, 201).contact_id;
+  const contactId: string = created.status === 409 && created.body?.error?.details?.contact_id ? created.body.error.details.contact_id : expectStatus('POST /contacts', created, 200, 201).id;
   ctx.say(section, `person ${contactId} (crm, ${email}) created`);
   const mailbox = await connectMailbox(ctx);
   const campaign = expectStatus(

@@ -84,7 +84,7 @@ describe('Touchpoint, black box', () => {
       expect(view.effects).toEqual([expect.objectContaining({ kind: 'send', status: 'sent', text: 'Oi! Conseguiu ver a proposta que enviamos?', message_id: s.messageId })]);
       const calls = (await sandbox.received('meta')).filter((c) => c.context.wa_id === s.contact.waId && (c.body as any)?.text?.body === 'Oi! Conseguiu ver a proposta que enviamos?');
       expect(calls).toHaveLength(1);
-      const message = (await conversationMessages(ctxOf(a, ga), s.contact.conversationId)).find((m) => m.message_id === s.messageId);
+      const message = (await conversationMessages(ctxOf(a, ga), s.contact.conversationId)).find((m) => m.id === s.messageId);
       expect(message).toMatchObject({ direction: 'outbound', status: 'read', external_id: s.wamid });
       // The seed flow itself is live and published from its documented body.
       const flow = await ga.get(`/ai/followup-flows/${s.flowId}?customer_id=${a.organizationId}`);

@@ -98,7 +98,7 @@ async function call<P extends keyof paths, M extends Method>(
 
 export async function main(base: string, secret: string, customerId: string, enrollmentId: string): Promise<string[]> {
   const contact = await call(base, secret, 'post', '/contacts', { params: {}, body: { ${name}: 'Ana Souza', phone: '+55 11 98765-4321', tags: ['vip'] } });
-  const contactId: string = contact.contact_id;
+  const contactId: string = contact.id;
   const phone: string | null = contact.phone;
 
   const flows = await call(base, secret, 'get', '/ai/followup-flows', { params: { query: { customer_id: customerId } } });

@@ -74,7 +74,7 @@ describe('outreach sends to the approved address only', () => {
       email_sender_id: senderId,
     });
     const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
-    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const [pending] = await eventually(async () => {
       const rows = await world.sql<Record<string, any>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
@@ -85,7 +85,7 @@ describe('outreach sends to the approved address only', () => {
   const approve = (actionId: string) => http('POST', `/agentic/outreach/actions/${actionId}/approve`, { secret, json: {} });
   const changeEmail = async (person: ContactView) => {
     const email = `sarah.new.${randomUUID().slice(0, 8)}@acme.example`;
-    const res = await http('PATCH', `/contacts/${person.contact_id}`, { secret, json: { email } });
+    const res = await http('PATCH', `/contacts/${person.id}`, { secret, json: { email } });
     expect(res.status).toBe(200);
     return email;
   };

@@ -27,7 +27,7 @@ describe(EnrollmentsService.name, () => {
     const out: PersonRef[] = [];
     for (let i = 0; i < n; i += 20) {
       const chunk = await Promise.all(Array.from({ length: Math.min(20, n - i) }, () => w.contact(org)));
-      out.push(...chunk.map((c) => ({ person_kind: 'prospect' as const, person_id: c.contact_id })));
+      out.push(...chunk.map((c) => ({ person_kind: 'prospect' as const, person_id: c.id })));
     }
     return out;
   };
@@ -93,7 +93,7 @@ describe(EnrollmentsService.name, () => {
       const contact = await w.contact(org, { email: `gone.${randomUUID().slice(0, 6)}@example.com` });
       w.dispatcher.suppress(org, 'email', contact.email!.toUpperCase());
 
-      const optedOut = await w.http!('POST', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments`, { secret, json: { person_kind: 'prospect', person_id: contact.contact_id } });
+      const optedOut = await w.http!('POST', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments`, { secret, json: { person_kind: 'prospect', person_id: contact.id } });
       expect([optedOut.status, optedOut.body.error.code]).toEqual([409, 'opted_out']);
       const unknown = await w.http!('POST', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments`, { secret, json: { person_kind: 'prospect', person_id: randomUUID() } });
       expect([unknown.status, unknown.body.error.code]).toEqual([404, 'not_found']);
@@ -141,7 +141,7 @@ describe(EnrollmentsService.name, () => {
 
       const res = await w.http!('POST', `/agentic/outreach/campaigns/${c.campaign_id}/enrollments/batch`, {
         secret,
-        json: { people: [a, b, { person_kind: 'prospect', person_id: suppressedContact.contact_id }, missing, d, a] },
+        json: { people: [a, b, { person_kind: 'prospect', person_id: suppressedContact.id }, missing, d, a] },
       });
 
       expect(res.status).toBe(200);

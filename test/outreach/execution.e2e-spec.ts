@@ -100,7 +100,7 @@ describe(ExecutionRunner.name, () => {
   it('invalidates the action and wakes the enrollment when the address changed between approve and execution', async () => {
     const { enrollmentId, actionId, person } = await drafted();
     const at = await approvedOnly(actionId, person.email);
-    await w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.contact_id, email: `new.${randomUUID().slice(0, 6)}@acme.example` });
+    await w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.id, email: `new.${randomUUID().slice(0, 6)}@acme.example` });
     const before = await b.enrollmentRow(enrollmentId);
 
     await execute(actionId, enrollmentId, at);

@@ -32,9 +32,9 @@ describe('one live enrollment per person', () => {
 
   const campaign = (name = `Campaign ${randomUUID().slice(0, 6)}`): Promise<CampaignView> => b.campaign(org, { name });
   const enroll = (campaignId: string, person: ContactView, kind = person.kind) =>
-    w.http!('POST', `/agentic/outreach/campaigns/${campaignId}/enrollments`, { secret, json: { person_kind: kind, person_id: person.contact_id } });
+    w.http!('POST', `/agentic/outreach/campaigns/${campaignId}/enrollments`, { secret, json: { person_kind: kind, person_id: person.id } });
   const liveOf = (personId: string) => w.sql(`SELECT * FROM {o}.enrollments WHERE organization_id = $1 AND person_id = $2 AND status IN ('active', 'needs_contact_data')`, [org, personId]);
-  const promoteContact = (person: ContactView) => w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.contact_id, kind: 'crm' });
+  const promoteContact = (person: ContactView) => w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.id, kind: 'crm' });
 
   describe('enroll', () => {
     it('answers 409 already_enrolled with the live enrollment when a promoted prospect is enrolled again as a CRM person', async () => {
@@ -52,7 +52,7 @@ describe('one live enrollment per person', () => {
         code: 'already_enrolled',
         details: { enrollment_id: enrolled.body.enrollment_id, campaign_id: first.campaign_id, campaign_name: 'Spring push', campaign_status: 'active' },
       });
-      expect((await liveOf(person.contact_id)).map((e) => e.id)).toEqual([enrolled.body.enrollment_id]);
+      expect((await liveOf(person.id)).map((e) => e.id)).toEqual([enrolled.body.enrollment_id]);
     });
 
     it('lets exactly one of four campaigns enrolling the same person at once win; the others answer already_enrolled naming it', async () => {
@@ -70,13 +70,13 @@ describe('one live enrollment per person', () => {
         [409, 'already_enrolled'],
       ]);
       for (const a of refused) expect(a.body.error.details.enrollment_id).toBe(won[0]!.body.enrollment_id);
-      expect(await liveOf(person.contact_id)).toHaveLength(1);
+      expect(await liveOf(person.id)).toHaveLength(1);
     });
 
     it('lets the database refuse the second of two concurrent inserts of one person id, whatever kind each names', async () => {
       const repo = w.outreach.get(EnrollmentsRepository);
       const [x, y] = await Promise.all([campaign(), campaign()]);
-      const personId = (await w.contact(org)).contact_id;
+      const personId = (await w.contact(org)).id;
       const row = (campaignId: string, kind: 'crm' | 'prospect') => ({ organization_id: org, campaign_id: campaignId, person_kind: kind, person_id: personId, next_check_at: new Date(), now: new Date() });
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
@@ -116,19 +116,19 @@ describe('one live enrollment per person', () => {
     it('on a reply, moves the replied enrollment to the CRM person and ends the other live one duplicate, invalidating its draft', async () => {
       const { prospect, crm, pending } = await pair();
 
-      const ended = await promote(prospect.enrollmentId, crm.person.contact_id, 'reply');
+      const ended = await promote(prospect.enrollmentId, crm.person.id, 'reply');
 
       expect(ended).toBe(crm.enrollmentId);
       expect(await b.enrollmentRow(crm.enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'duplicate', next_check_at: null });
       expect(await b.action(pending.actionId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'duplicate' });
-      expect(await b.enrollmentRow(prospect.enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: crm.person.contact_id });
-      expect((await liveOf(crm.person.contact_id)).map((e) => e.id)).toEqual([prospect.enrollmentId]);
+      expect(await b.enrollmentRow(prospect.enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: crm.person.id });
+      expect((await liveOf(crm.person.id)).map((e) => e.id)).toEqual([prospect.enrollmentId]);
     });
 
     it('on a promotion by the user, ends the moved enrollment duplicate and leaves the CRM person where they are live', async () => {
       const { prospect, crm, pending } = await pair();
 
-      const ended = await promote(prospect.enrollmentId, crm.person.contact_id, 'user');
+      const ended = await promote(prospect.enrollmentId, crm.person.id, 'user');
 
       expect(ended).toBe(prospect.enrollmentId);
       expect(await b.enrollmentRow(prospect.enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'duplicate', person_kind: 'prospect' });
@@ -140,8 +140,8 @@ describe('one live enrollment per person', () => {
       const c = await campaign();
       const { enrollmentId, person } = await b.enrollment(org, c.campaign_id);
 
-      expect(await promote(enrollmentId, person.contact_id, 'reply')).toBeNull();
-      expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: person.contact_id });
+      expect(await promote(enrollmentId, person.id, 'reply')).toBeNull();
+      expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: person.id });
     });
   });
 
@@ -153,7 +153,7 @@ describe('one live enrollment per person', () => {
       try {
         // What the per-kind index let through: one person id live as a prospect and as a CRM person.
         const [first, second] = await Promise.all([campaign(), campaign()]);
-        const personId = (await w.contact(org)).contact_id;
+        const personId = (await w.contact(org)).id;
         const insert = async (campaignId: string, kind: string) =>
           (await w.sql(
             `INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, $3, $4, 'active', now(), now()) RETURNING id`,

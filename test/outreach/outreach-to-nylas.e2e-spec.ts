@@ -59,7 +59,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
       email_sender_id: senderId,
     });
     const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
-    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const [pending] = await eventually(async () => {
       const rows = await world.sql<Record<string, any>>(`SELECT * FROM "${schema()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
@@ -139,7 +139,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     expect(calls.filter((c) => c.operation === 'send' && c.context.to === person.email)).toEqual([]);
 
     // An interactive send to the same prospect answers prospect_send_cap_reached (429) at once, and writes nothing.
-    const [conversation] = await world.sql<{ id: string }>(`SELECT id FROM "${world.schema('messaging')}".conversations WHERE contact_id = $1 AND channel = 'email'`, [person.contact_id]);
+    const [conversation] = await world.sql<{ id: string }>(`SELECT id FROM "${world.schema('messaging')}".conversations WHERE contact_id = $1 AND channel = 'email'`, [person.id]);
     const refused = (await rpc.call('messaging', MessagingRpc.ConversationSend, { organization_id: org, conversation_id: conversation!.id, idempotency_key: 'op-cap-1', text: 'Hi Sarah, a quick note.', subject: 'Chairs' }).catch((e: unknown) => e)) as AppError;
     expect(refused).toBeInstanceOf(AppError);
     expect(refused.code).toBe('prospect_send_cap_reached');

@@ -74,7 +74,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     });
     const memberId = `ACoAAPERSON${randomUUID().slice(0, 6)}`;
     const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', linkedin_url: `https://www.linkedin.com/in/sarah-${memberId.slice(-6).toLowerCase()}/`, linkedin_provider_id: memberId });
-    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
 
     // 1 the invitation, with its note

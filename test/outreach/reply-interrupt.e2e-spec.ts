@@ -63,7 +63,7 @@ describe(ReplyInterruptService.name, () => {
       expect(await b.action(s.pendingId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'context_changed' });
       // A prospect's first real reply makes them a CRM person; the enrollment follows.
       expect(after.person_kind).toBe('crm');
-      expect((await w.rpc.call<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id })).kind).toBe('crm');
+      expect((await w.rpc.call<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.id })).kind).toBe('crm');
 
       // The event itself redelivered (same id): the inbox drops it.
       const uow = w.outreach.get(UnitOfWork);
@@ -111,7 +111,7 @@ describe(ReplyInterruptService.name, () => {
       expect((await b.action(s.pendingId)).status).toBe('pending_approval');
       expect(await replyEvents(s.enrollmentId)).toEqual([]);
       // An auto-reply is not a real reply: the prospect stays a prospect.
-      expect((await w.rpc.call<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id })).kind).toBe('prospect');
+      expect((await w.rpc.call<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.id })).kind).toBe('prospect');
     });
 
     it('treats Auto-Submitted: no as a human reply', async () => {

@@ -38,7 +38,7 @@ describe(ReviewService.name, () => {
       const second = await b.enrollment(org, c.campaign_id, { name: 'Tom Park' });
       const a1 = await b.pendingAction(org, first.enrollmentId, { replyTo: { id: 'm-1', text: `Can you send pricing? ${'x'.repeat(600)}` } });
       const a2 = await b.pendingAction(org, second.enrollmentId, { type: 'linkedin_connection' });
-      await w.rpc.call('messaging', 'messaging.contacts.update', { organization_id: org, contact_id: second.person.contact_id, linkedin_url: 'https://www.linkedin.com/in/tom-park' });
+      await w.rpc.call('messaging', 'messaging.contacts.update', { organization_id: org, contact_id: second.person.id, linkedin_url: 'https://www.linkedin.com/in/tom-park' });
 
       const res = await w.http!('GET', '/agentic/outreach/actions', { secret });
       const page = res.body as ReviewQueuePage;
@@ -47,7 +47,7 @@ describe(ReviewService.name, () => {
       expect(page.items.map((i) => i.action_id)).toEqual([a1.actionId, a2.actionId]);
       expect(page.items[0]).toMatchObject({
         type: 'email',
-        person: { name: 'Sarah Lee', company: 'Acme', person_id: first.person.contact_id },
+        person: { name: 'Sarah Lee', company: 'Acme', person_id: first.person.id },
         campaign: { campaign_id: c.campaign_id, name: 'Chairs Q3', status: 'active' },
         to: first.person.email,
         rationale: 'Fresh enrollment: no thread yet.',

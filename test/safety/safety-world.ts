@@ -134,7 +134,7 @@ export class SafetyOrg {
         }
       }
       const queued = (await this.messages(conversationId)).filter((m) => m.direction === 'outbound' && texts.some((t) => String(m.body ?? '').includes(t)) && !SETTLED_MESSAGE.has(m.status));
-      open = queued.length ? `messages ${queued.map((m) => `${m.message_id}:${m.status}`).join(',')}` : '';
+      open = queued.length ? `messages ${queued.map((m) => `${m.id}:${m.status}`).join(',')}` : '';
       return queued.length === 0;
     }, timeoutMs);
     return done ? null : open || 'unknown';
@@ -145,7 +145,7 @@ export class SafetyOrg {
     if (!messageId) return null;
     let status = '?';
     const done = await until(async () => {
-      const m = (await this.messages(conversationId)).find((x) => x.message_id === messageId);
+      const m = (await this.messages(conversationId)).find((x) => x.id === messageId);
       status = m?.status ?? 'missing';
       return m ? SETTLED_MESSAGE.has(m.status) : false;
     }, timeoutMs);

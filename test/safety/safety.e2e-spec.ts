@@ -229,7 +229,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     const operator = await w.gateway.post(`/conversations/${who.conversationId}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator message after the opt-out' });
     if (operator.status < 300) opens.push(await w.settleMessage(who.conversationId, operator.body?.message_id ?? operator.body?.data?.message_id));
     const notification = await w.gateway.post('/notifications', { contact_id: who.contactId, title: 'Safety', body: `Notification after the opt-out to ${email}`, channels: ['whatsapp', 'email'], idempotency_key: `after-stop:${randomUUID()}` });
-    if (notification.status < 300) opens.push(await w.settleNotification(notification.body?.notification_id));
+    if (notification.status < 300) opens.push(await w.settleNotification(notification.body?.id));
     const again = await w.enrollFollowup(w.flows['one-text']!, { ...who, waId: '' }, `after-stop:${randomUUID()}`);
     if (again.status < 300) opens.push(await w.settleFollowup(again.body.data.id, who.conversationId, [FOLLOWUP_TEXT]));
     for (const open of opens) if (open) ledger.violation('suppressed', scenario, `barrier never settled after the opt-out: ${open}`);
@@ -301,11 +301,11 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     async function everyCallerTriesEmail(scenario: string, p: { contactId: string; conversationId: string }, channels: Array<'whatsapp' | 'email'>) {
       const opens: Array<string | null> = [];
       const notification = await e.gateway.post('/notifications', { contact_id: p.contactId, title: 'Safety', body: 'Notification after the stop', channels, idempotency_key: `after-stop:${randomUUID()}` });
-      if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.notification_id));
-      const conversations = expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${p.contactId}&channel=email`), 200).items as Array<{ conversation_id: string }>;
+      if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.id));
+      const conversations = expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${p.contactId}&channel=email`), 200).items as Array<{ id: string }>;
       for (const c of conversations) {
-        const operator = await e.gateway.post(`/conversations/${c.conversation_id}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator email after the stop', subject: 'Following up' });
-        if (operator.status < 300) opens.push(await e.settleMessage(c.conversation_id, operator.body?.message_id ?? operator.body?.data?.message_id));
+        const operator = await e.gateway.post(`/conversations/${c.id}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator email after the stop', subject: 'Following up' });
+        if (operator.status < 300) opens.push(await e.settleMessage(c.id, operator.body?.message_id ?? operator.body?.data?.message_id));
       }
       if (channels.includes('whatsapp')) {
         const operator = await e.gateway.post(`/conversations/${p.conversationId}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator WhatsApp after the stop' });
@@ -410,8 +410,8 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           if (finishedAt !== null && (followup.reason === 'opted_out' || finishedAt < humanSentAt)) ledger.violation('autoReplyInert', scenario, `WhatsApp follow-up ${p.followup} ${followup.status} (${followup.reason}) at ${followup.finished_at}, before the human reply`);
           // Not suppressed: an email notification still reaches the wire.
           const notification = expectOk('notification', await e.gateway.post('/notifications', { contact_id: p.contactId, title: 'Safety', body: `Still reachable ${randomUUID().slice(0, 8)}`, channels: ['email'] }), 200, 201);
-          await e.settleNotification(notification.notification_id);
-          const delivery = (await e.notification(notification.notification_id)).deliveries[0];
+          await e.settleNotification(notification.id);
+          const delivery = (await e.notification(notification.id)).deliveries[0];
           if (delivery?.status !== 'sent' && delivery?.status !== 'delivered') ledger.violation('autoReplyInert', scenario, `an email notification after the auto-reply ended ${delivery?.status} (${delivery?.error_code})`);
         }),
       );
@@ -436,17 +436,17 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
             return Date.now();
           };
           await unipile(v.pick(HUMAN_REPLIES).text);
-          const conversation = await until(async () => (expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${contact.contact_id}&channel=linkedin`), 200).items as Array<{ conversation_id: string }>)[0]?.conversation_id);
+          const conversation = await until(async () => (expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${contact.id}&channel=linkedin`), 200).items as Array<{ id: string }>)[0]?.id);
           if (!conversation) throw new Error(`${scenario}: the LinkedIn message made no conversation`);
           const addresses: Address[] = [{ channel: 'linkedin', value: memberId }, { channel: 'email', value: email }, { channel: 'whatsapp', value: waId }];
           const ackedAt = await unipile(phrase.text);
           ledger.suppress({ scenario, cause: 'LinkedIn opt-out phrase', ackedAt, addresses });
-          await until(async () => (await e.contact(contact.contact_id)).opted_out_at, 30_000);
+          await until(async () => (await e.contact(contact.id)).opted_out_at, 30_000);
           const opens: Array<string | null> = [];
           const operator = await e.gateway.post(`/conversations/${conversation}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator LinkedIn message after the opt-out' });
           if (operator.status < 300) opens.push(await e.settleMessage(conversation, operator.body?.message_id ?? operator.body?.data?.message_id));
-          const notification = await e.gateway.post('/notifications', { contact_id: contact.contact_id, title: 'Safety', body: 'Notification after the LinkedIn opt-out', channels: ['whatsapp', 'email'], idempotency_key: `after-stop:${randomUUID()}` });
-          if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.notification_id));
+          const notification = await e.gateway.post('/notifications', { contact_id: contact.id, title: 'Safety', body: 'Notification after the LinkedIn opt-out', channels: ['whatsapp', 'email'], idempotency_key: `after-stop:${randomUUID()}` });
+          if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.id));
           for (const open of opens) if (open) ledger.violation('suppressed', scenario, `barrier never settled after the opt-out: ${open}`);
         }),
       );

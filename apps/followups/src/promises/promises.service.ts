@@ -353,7 +353,7 @@ export class PromisesService {
       await this.promises.update(tx, row.id, { attempts, due_at: new Date(now.getTime() + PROMISE_ALERT_RETRY_MS), last_error: truncateText(`alert: ${message}`, 1000) }, now);
       return 'waiting';
     }
-    const notificationId = 'notification_id' in view ? view.notification_id : (view.data?.notification_id ?? null);
+    const notificationId = 'id' in view ? view.id : (view.data?.id ?? null);
     await this.promises.update(tx, row.id, { status: 'alerted', fired_at: row.fired_at ?? now, alert: { notification_id: notificationId, notified_at: now.toISOString() } }, now);
     return 'alerted';
   }

@@ -68,7 +68,7 @@ export class ConversationsService {
       const rows = await this.messages.thread(tx, organizationId, conversationId, after, limit + 1);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      return { items: page, next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.message_id) : null };
+      return { items: page, next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
     });
   }
 

@@ -115,7 +115,7 @@ export class EnrollmentsService {
       const ref = people[index]!;
       if (!p.contact) results[index] = { ...ref, result: 'not_found' };
       else if (isOptedOut(channelValuesOf(p.contact, campaign.allowed_channels), suppressed)) results[index] = { ...ref, result: 'opted_out' };
-      else candidates.push({ index, kind: p.kind, id: p.contact.contact_id });
+      else candidates.push({ index, kind: p.kind, id: p.contact.id });
     });
 
     const now = this.clock.now();
