@@ -25,7 +25,7 @@ function requireOption(value: string | undefined, name: string): string {
 async function reviewer(database: GatewayDatabase, members: MembersService, organizationId: string, memberId: string): Promise<string> {
   await database.connect();
   try {
-    return (await members.current(organizationId, memberId)).member_id;
+    return (await members.current(organizationId, memberId)).id;
   } catch (err) {
     if (err instanceof AppError && err.code === ErrorCode.NotFound) throw new AppError(ErrorCode.NotFound, `--member ${memberId} is not a member of organization ${organizationId}`, { field: 'member' });
     if (err instanceof AppError && err.code === ErrorCode.Forbidden) throw new AppError(ErrorCode.Forbidden, `--member ${memberId} has left organization ${organizationId}`, { field: 'member' });

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Max, MaxLength, Min } from 'class-validator';
+import { ListEnvelope } from '../../http/openapi-envelopes.js';
 
 /** Query of `GET /outbox/ambiguous`. */
 export class ListAmbiguousSendsQuery {
@@ -45,6 +46,7 @@ export class AmbiguousSendDto {
   @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;
 }
 
+@ListEnvelope()
 export class AmbiguousSendPageDto {
   @ApiProperty({ type: [AmbiguousSendDto] }) items!: AmbiguousSendDto[];
   @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' }) next_cursor!: string | null;

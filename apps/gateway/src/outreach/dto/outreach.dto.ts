@@ -10,6 +10,7 @@ import {
   OUTREACH_MAX_BATCH,
   OUTREACH_REJECT_REASON_MAX,
 } from '@touchpoint/contracts';
+import { ListEnvelope } from '../../http/openapi-envelopes.js';
 
 /**
  * Largest people list the gateway parses at all (ours: bounds the body); the outreach service
@@ -69,6 +70,7 @@ export class CampaignDeletedDto {
   @ApiProperty({ format: 'uuid', example: '2d4f6a8c-1b3e-4d5f-8a7c-9e0b1d2f3a4c' }) campaign_id!: string;
 }
 
+@ListEnvelope()
 export class CampaignListDto {
   @ApiProperty({ type: CampaignDto, isArray: true }) items!: CampaignDto[];
 }
@@ -131,6 +133,7 @@ export class ListOutreachEnrollmentsQuery {
   cursor?: string;
 }
 
+@ListEnvelope()
 export class OutreachEnrollmentListDto {
   @ApiProperty({ type: OutreachEnrollmentDto, isArray: true }) items!: OutreachEnrollmentDto[];
   @ApiProperty({ type: String, nullable: true, description: 'Cursor of the next page; null on the last one' }) next_cursor!: string | null;
@@ -199,6 +202,7 @@ export class ReviewCardDto {
   @ApiProperty({ type: Object }) draft!: Record<string, unknown>;
 }
 
+@ListEnvelope()
 export class ReviewQueueDto {
   @ApiProperty({ type: ReviewCardDto, isArray: true, description: 'Pending actions, oldest first' }) items!: ReviewCardDto[];
   @ApiProperty({ description: 'Every pending action of the organization', example: 1 }) total!: number;

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
+import { ListEnvelope } from '../../http/openapi-envelopes.js';
 
 /** Body of `POST /senders`: a WhatsApp business number and its access token (stored encrypted, never returned). */
 export class CreateSenderDto {
@@ -70,6 +71,7 @@ export class SenderDto {
   @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;
 }
 
+@ListEnvelope()
 export class SenderListDto {
   @ApiProperty({ type: SenderDto, isArray: true }) items!: SenderDto[];
 }
