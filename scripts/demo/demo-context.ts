@@ -75,7 +75,7 @@ async function inboundTexts(ctx: DemoContext, conversationId: string): Promise<s
 export async function prepareWhatsapp(ctx: DemoContext): Promise<string> {
   expectStatus('sandbox meta settings', await ctx.sandbox.request('POST', '/sandbox/meta/settings', { statuses: ['sent', 'delivered', 'read'], status_delay_ms: 200 }), 200);
   const existing = expectStatus('GET /senders', await ctx.gateway.get('/senders?channel=whatsapp'), 200);
-  const items: Array<{ sender_id: string; phone_number_id: string }> = existing.items ?? existing.data ?? existing;
+  const items: Array<{ id: string; phone_number_id: string }> = existing.items;
   let sender = items.find((s) => s.phone_number_id === ctx.phoneNumberId);
   if (!sender) {
     // The sandbox's Meta holds the number; the token it is given is what proves the sender owns it.
@@ -86,6 +86,6 @@ export async function prepareWhatsapp(ctx: DemoContext): Promise<string> {
       201,
     );
   }
-  ctx.say('setup', `WhatsApp sender ${sender!.sender_id} on phone number id ${ctx.phoneNumberId} (the sandbox's Meta), connected`);
-  return sender!.sender_id;
+  ctx.say('setup', `WhatsApp sender ${sender!.id} on phone number id ${ctx.phoneNumberId} (the sandbox's Meta), connected`);
+  return sender!.id;
 }

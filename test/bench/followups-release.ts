@@ -236,7 +236,7 @@ async function main(): Promise<void> {
       access_token: 'bench-token',
     });
     // The sender.connected event would tell followups too; the row is written here so the run does not wait on it.
-    await world.sql(`INSERT INTO "${s}".senders (sender_id, organization_id, channel, status, is_default) VALUES ($1, $2, 'whatsapp', 'connected', true) ON CONFLICT DO NOTHING`, [sender.sender_id, org]);
+    await world.sql(`INSERT INTO "${s}".senders (sender_id, organization_id, channel, status, is_default) VALUES ($1, $2, 'whatsapp', 'connected', true) ON CONFLICT DO NOTHING`, [sender.id, org]);
     const fixture: Fixture = { org, flowId: flow.id, versionId: published.published_version_id! };
     // Only the processes under test run from here on (followups' relay is the one that publishes).
     await dispatcherSetup.close();

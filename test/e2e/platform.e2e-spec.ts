@@ -328,7 +328,7 @@ describe('Touchpoint, black box', () => {
         const sent = await ga.post(`/conversations/${who.conversationId}/messages`, { idempotency_key: 'boleto-1', text: 'Segue o boleto.' });
         expect(sent.status).toBeLessThan(300);
         const ambiguous = await soon(async () => {
-          const list = await platform.cli.run<{ items: Array<{ entry_id: string; status: string; organization_id?: string }> }>(['outbox:ambiguous:list', '--org', a.organizationId]);
+          const list = await platform.cli.run<{ items: Array<{ id: string; status: string; organization_id?: string }> }>(['outbox:ambiguous:list', '--org', a.organizationId]);
           return list.items[0];
         }, 60_000);
         expect(ambiguous.status).toBe('ambiguous');

@@ -69,13 +69,13 @@ describe('ambiguous sends through the REST API', () => {
   it('lists the organization’s ambiguous sends by pages, validates the query, and needs the admin scope', async () => {
     const page1 = await api('GET', '/outbox/ambiguous?limit=1');
     expect(page1.status).toBe(200);
-    expect(page1.body.items.map((e: { entry_id: string }) => e.entry_id)).toEqual([first.entryId]);
+    expect(page1.body.items.map((e: { id: string }) => e.id)).toEqual([first.entryId]);
     expect(page1.body.items[0]).toMatchObject({ status: 'ambiguous', channel: 'whatsapp', to: `+${waId}`, log_context: expect.objectContaining({ message_id: first.messageId }) });
     expect(page1.body.next_cursor).toEqual(expect.any(String));
     const page2 = await api('GET', `/outbox/ambiguous?limit=1&cursor=${page1.body.next_cursor}`);
-    expect(page2.body.items.map((e: { entry_id: string }) => e.entry_id)).toEqual([second.entryId]);
+    expect(page2.body.items.map((e: { id: string }) => e.id)).toEqual([second.entryId]);
     expect(page2.body.next_cursor).toBeNull();
-    expect((await api('GET', '/outbox/ambiguous?limit=2')).body.items.map((e: { entry_id: string }) => e.entry_id)).toEqual([first.entryId, second.entryId]);
+    expect((await api('GET', '/outbox/ambiguous?limit=2')).body.items.map((e: { id: string }) => e.id)).toEqual([first.entryId, second.entryId]);
 
     expect((await api('GET', '/outbox/ambiguous?cursor=not-a-cursor')).body.error.code).toBe('invalid_cursor');
     expect((await api('GET', '/outbox/ambiguous?cursor=not-a-cursor')).status).toBe(422);

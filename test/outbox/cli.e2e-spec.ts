@@ -47,7 +47,7 @@ describe('outbox CLI', () => {
   it('lists the ambiguous entry, refuses a resolution without a note, and resolves it with one', async () => {
     const list = await cli(world, ['outbox:ambiguous:list', '--org', org, '--json']);
     expect(list.code).toBe(0);
-    expect(list.json.items.map((e: { entry_id: string; status: string }) => [e.entry_id, e.status])).toEqual([[entryId, 'ambiguous']]);
+    expect(list.json.items.map((e: { id: string; status: string }) => [e.id, e.status])).toEqual([[entryId, 'ambiguous']]);
 
     const noNote = await cli(world, ['outbox:ambiguous:resolve', '--id', entryId, '--status', 'accepted', '--note', ' ', '--json']);
     expect(noNote.code).toBe(1);

@@ -76,7 +76,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
     await sandbox.post('/sandbox/nylas/grants', { grant_id: defaultGrant, api_key: 'nylas-key', email: 'hello@ours.example', provider: 'google' });
     await sandbox.post('/sandbox/nylas/grants', { grant_id: campaignGrant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
     await rpc.call('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: defaultGrant, address: 'hello@ours.example', api_key: 'nylas-key', provider: 'google' });
-    campaignSenderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: campaignGrant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+    campaignSenderId = (await rpc.call<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: campaignGrant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
     const [def] = await world.sql<Row>(`SELECT is_default FROM "${world.schema('outbox-dispatcher')}".senders WHERE provider_account_id = $1`, [defaultGrant]);
     expect(def!.is_default).toBe(true);
 
@@ -117,7 +117,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
     }, RPC_MS);
     const phone = `+55119${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
     const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, phone }, RPC_MS);
-    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.id }] }, RPC_MS);
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] }, RPC_MS);
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const pending = await eventually(async () => (await world.sql<Row>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
     await rpc.call<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } }, RPC_MS);

@@ -60,7 +60,7 @@ export class DispatcherStandIn {
   addSender(org: string, channel: 'email' | 'linkedin', status: 'connected' | 'disconnected' = 'connected'): string {
     const id = randomUUID();
     const now = new Date().toISOString();
-    this.senders.set(id, { sender_id: id, organization_id: org, channel, label: null, phone_number_id: null, display_phone_number: null, business_account_id: null, status, is_default: true, has_credentials: true, created_at: now, updated_at: now });
+    this.senders.set(id, { id, organization_id: org, channel, label: null, phone_number_id: null, display_phone_number: null, business_account_id: null, status, is_default: true, has_credentials: true, created_at: now, updated_at: now });
     return id;
   }
 

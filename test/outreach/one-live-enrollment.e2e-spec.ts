@@ -41,25 +41,25 @@ describe('one live enrollment per person', () => {
       const first = await campaign('Spring push');
       const second = await campaign();
       const person = await w.contact(org);
-      const enrolled = await enroll(first.campaign_id, person);
+      const enrolled = await enroll(first.id, person);
       expect(enrolled.status).toBe(201);
       await promoteContact(person);
 
-      const again = await enroll(second.campaign_id, person, 'crm');
+      const again = await enroll(second.id, person, 'crm');
 
       expect(again.status).toBe(409);
       expect(again.body.error).toMatchObject({
         code: 'already_enrolled',
-        details: { enrollment_id: enrolled.body.enrollment_id, campaign_id: first.campaign_id, campaign_name: 'Spring push', campaign_status: 'active' },
+        details: { enrollment_id: enrolled.body.id, campaign_id: first.id, campaign_name: 'Spring push', campaign_status: 'active' },
       });
-      expect((await liveOf(person.id)).map((e) => e.id)).toEqual([enrolled.body.enrollment_id]);
+      expect((await liveOf(person.id)).map((e) => e.id)).toEqual([enrolled.body.id]);
     });
 
     it('lets exactly one of four campaigns enrolling the same person at once win; the others answer already_enrolled naming it', async () => {
       const campaigns = await Promise.all([campaign(), campaign(), campaign(), campaign()]);
       const person = await w.contact(org);
 
-      const answers = await Promise.all(campaigns.map((c) => enroll(c.campaign_id, person)));
+      const answers = await Promise.all(campaigns.map((c) => enroll(c.id, person)));
 
       const won = answers.filter((a) => a.status === 201);
       expect(won).toHaveLength(1);
@@ -69,7 +69,7 @@ describe('one live enrollment per person', () => {
         [409, 'already_enrolled'],
         [409, 'already_enrolled'],
       ]);
-      for (const a of refused) expect(a.body.error.details.enrollment_id).toBe(won[0]!.body.enrollment_id);
+      for (const a of refused) expect(a.body.error.details.enrollment_id).toBe(won[0]!.body.id);
       expect(await liveOf(person.id)).toHaveLength(1);
     });
 
@@ -85,20 +85,20 @@ describe('one live enrollment per person', () => {
 
       // The first insert stays uncommitted while the second one runs into it.
       const first = uow.run(async (tx) => {
-        const inserted = await repo.insertLive(tx, row(x.campaign_id, 'prospect'));
+        const inserted = await repo.insertLive(tx, row(x.id, 'prospect'));
         written();
         await held;
         return inserted;
       });
       await firstWritten;
-      const second = uow.run((tx) => repo.insertLive(tx, row(y.campaign_id, 'crm')));
+      const second = uow.run((tx) => repo.insertLive(tx, row(y.id, 'crm')));
       await waitForLockWaitOr(second);
       release();
 
       const [a, c] = await Promise.all([first, second]);
       expect(a).not.toBeNull();
       expect(c).toBeNull();
-      expect((await liveOf(personId)).map((e) => e.campaign_id)).toEqual([x.campaign_id]);
+      expect((await liveOf(personId)).map((e) => e.campaign_id)).toEqual([x.id]);
     });
   });
 
@@ -106,8 +106,8 @@ describe('one live enrollment per person', () => {
     /** Two live enrollments of two contacts, as when a prospect record and a separate CRM record name one person. */
     const pair = async () => {
       const [prospectCampaign, crmCampaign] = await Promise.all([campaign(), campaign()]);
-      const prospect = await b.enrollment(org, prospectCampaign.campaign_id);
-      const crm = await b.enrollment(org, crmCampaign.campaign_id, { kind: 'crm' });
+      const prospect = await b.enrollment(org, prospectCampaign.id);
+      const crm = await b.enrollment(org, crmCampaign.id, { kind: 'crm' });
       const pending = await b.pendingAction(org, crm.enrollmentId);
       return { prospect, crm, pending };
     };
@@ -138,7 +138,7 @@ describe('one live enrollment per person', () => {
 
     it('moves a promoted prospect that keeps its id to kind crm and ends nothing', async () => {
       const c = await campaign();
-      const { enrollmentId, person } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId, person } = await b.enrollment(org, c.id);
 
       expect(await promote(enrollmentId, person.id, 'reply')).toBeNull();
       expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: person.id });
@@ -159,8 +159,8 @@ describe('one live enrollment per person', () => {
             `INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, $3, $4, 'active', now(), now()) RETURNING id`,
             [org, campaignId, kind, personId],
           ))[0]!.id as string;
-        const crmRow = await insert(first.campaign_id, 'crm');
-        const repliedRow = await insert(second.campaign_id, 'prospect');
+        const crmRow = await insert(first.id, 'crm');
+        const repliedRow = await insert(second.id, 'prospect');
         await w.sql(
           `INSERT INTO {o}.decisions (organization_id, enrollment_id, trigger_event_id, trigger_reason, context_version, outcome, created_at, updated_at)
            VALUES ($1, $2, $3, 'reply_received', 1, 'saved', now(), now())`,
@@ -173,7 +173,7 @@ describe('one live enrollment per person', () => {
         expect(await b.enrollmentRow(crmRow)).toMatchObject({ status: 'ended', ended_reason: 'duplicate' });
         expect(await b.action(pending.actionId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'duplicate' });
         expect((await liveOf(personId)).map((e) => e.id)).toEqual([repliedRow]);
-        await expect(w.sql(`INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, 'crm', $3, 'active', now(), now())`, [org, first.campaign_id, personId])).rejects.toThrow(
+        await expect(w.sql(`INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, 'crm', $3, 'active', now(), now())`, [org, first.id, personId])).rejects.toThrow(
           /enrollments_one_live_per_person/,
         );
       } finally {

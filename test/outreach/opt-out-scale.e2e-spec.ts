@@ -48,7 +48,7 @@ describe(`${OptOutService.name} at scale`, () => {
     enrollmentOf = new Map();
     for (let c = 0; c < CAMPAIGNS; c++) {
       const batch = people.slice(c * PER_CAMPAIGN, (c + 1) * PER_CAMPAIGN);
-      const result = await w.rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaigns[c]!.campaign_id, people: batch.map((p) => ({ person_kind: p.kind, person_id: p.id })) }, 60_000);
+      const result = await w.rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaigns[c]!.id, people: batch.map((p) => ({ person_kind: p.kind, person_id: p.id })) }, 60_000);
       result.results.forEach((r, i) => {
         expect(r.result).toBe('added');
         enrollmentOf.set(batch[i]!.id, (r as { enrollment_id: string }).enrollment_id);

@@ -47,7 +47,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [UnipileWebhookModule]), gatewayStartOptions(gatewayConfig));
     await sandbox.post('/sandbox/unipile/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/unipile`, webhook_secret: UNIPILE_SECRET, account_users: { [account]: 'ACoAAOURSELVES' } });
     await sandbox.post('/sandbox/unipile/accounts', { account_id: account, api_key: 'unipile-key' });
-    senderId = (await rpc.call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURSELVES', api_key: 'unipile-key' })).sender_id;
+    senderId = (await rpc.call<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURSELVES', api_key: 'unipile-key' })).id;
   });
   afterAll(async () => {
     await world.close();
@@ -74,7 +74,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     });
     const memberId = `ACoAAPERSON${randomUUID().slice(0, 6)}`;
     const person = await rpc.call<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', linkedin_url: `https://www.linkedin.com/in/sarah-${memberId.slice(-6).toLowerCase()}/`, linkedin_provider_id: memberId });
-    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.id }] });
+    const enrolled = await rpc.call<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
 
     // 1 the invitation, with its note

@@ -32,17 +32,17 @@ describe(`${EnrollmentsService.name}: prospects linked to a CRM person`, () => {
     const prospect = await w.contact(org);
     await link(prospect.id, person.id);
     const campaign = await b.campaign(org);
-    const result = await enroll(campaign.campaign_id, 'prospect', prospect.id);
+    const result = await enroll(campaign.id, 'prospect', prospect.id);
     expect(result).toMatchObject({ result: 'added', existing: false });
     const row = await b.enrollmentRow((result as { enrollment_id: string }).enrollment_id);
     expect(row).toMatchObject({ person_kind: 'crm', person_id: person.id, status: 'active' });
     const other = await b.campaign(org);
-    expect(await enroll(other.campaign_id, 'prospect', prospect.id)).toMatchObject({ result: 'already_enrolled', campaign_id: campaign.campaign_id });
+    expect(await enroll(other.id, 'prospect', prospect.id)).toMatchObject({ result: 'already_enrolled', campaign_id: campaign.id });
   });
 
   it('a link saved while the prospect is enrolled moves the enrollment to the CRM person', async () => {
     const campaign = await b.campaign(org);
-    const { enrollmentId, person: prospect } = await b.enrollment(org, campaign.campaign_id);
+    const { enrollmentId, person: prospect } = await b.enrollment(org, campaign.id);
     const person = await crm();
     await link(prospect.id, person.id);
     const moved = await eventually(async () => {
@@ -55,9 +55,9 @@ describe(`${EnrollmentsService.name}: prospects linked to a CRM person`, () => {
   it('a link to a CRM person live in another campaign ends the moved enrollment duplicate, and its draft is invalidated; the other stays', async () => {
     const first = await b.campaign(org);
     const person = await crm();
-    const kept = await enroll(first.campaign_id, 'crm', person.id);
+    const kept = await enroll(first.id, 'crm', person.id);
     const second = await b.campaign(org);
-    const { enrollmentId, person: prospect } = await b.enrollment(org, second.campaign_id);
+    const { enrollmentId, person: prospect } = await b.enrollment(org, second.id);
     const { actionId } = await b.pendingAction(org, enrollmentId);
     await link(prospect.id, person.id);
     const ended = await eventually(async () => {

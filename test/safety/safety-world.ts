@@ -83,7 +83,7 @@ export class SafetyOrg {
   /** Connects a Nylas mailbox of the sandbox; answers its sender id. */
   async connectMailbox(grant: string, address: string): Promise<string> {
     expectOk('sandbox nylas grant', await this.sandbox.request('POST', '/sandbox/nylas/grants', { grant_id: grant, api_key: 'sandbox-nylas-api-key', email: address, provider: 'google' }), 200, 201);
-    return expectOk('POST /senders/accounts', await this.gateway.post('/senders/accounts', { channel: 'email', account_id: grant, address, api_key: 'sandbox-nylas-api-key', provider: 'google', label: grant }), 200, 201).sender_id;
+    return expectOk('POST /senders/accounts', await this.gateway.post('/senders/accounts', { channel: 'email', account_id: grant, address, api_key: 'sandbox-nylas-api-key', provider: 'google', label: grant }), 200, 201).id;
   }
 
   /** An active flow made once per organization and `name`. */

@@ -248,8 +248,8 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       const campaignMailbox = await e.connectMailbox(grantCampaign, 'sales@safety-campaign.example');
       await e.flow('wait-then-text', waitThenTextFlow(LATER_TEXT));
       const campaign = (name: string) => e.gateway.post('/agentic/outreach/campaigns', { name, goal: 'Book a 20-minute call', allowed_channels: ['email'], max_touches: 3, followup_min_days: 2, followup_max_days: 5, email_sender_id: campaignMailbox });
-      campaignId = expectOk('campaign', await campaign('Safety campaign A'), 200, 201).campaign_id;
-      otherCampaignId = expectOk('campaign', await campaign('Safety campaign B'), 200, 201).campaign_id;
+      campaignId = expectOk('campaign', await campaign('Safety campaign A'), 200, 201).id;
+      otherCampaignId = expectOk('campaign', await campaign('Safety campaign B'), 200, 201).id;
     }, 120_000);
 
     /** A person who wrote in on WhatsApp, with an email address, enrolled in a WhatsApp follow-up and in the campaign. */
@@ -260,26 +260,26 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       expectOk('PATCH contact', await e.gateway.patch(`/contacts/${who.contactId}`, { email, kind }), 200);
       const followup = expectOk('enroll follow-up', await e.enrollFollowup(e.flows['wait-then-text']!, who, `safety:${waId}`), 200, 201).data.id as string;
       const enrolled = expectOk(`${scenario}: enroll in campaign`, await e.gateway.post(`/agentic/outreach/campaigns/${campaignId}/enrollments`, { person_kind: kind, person_id: who.contactId }), 200, 201);
-      return { ...who, waId, email, kind, followup, enrollmentId: enrolled.enrollment_id as string, addresses: [{ channel: 'whatsapp', value: waId }, { channel: 'email', value: email }] as Address[] };
+      return { ...who, waId, email, kind, followup, enrollmentId: enrolled.id as string, addresses: [{ channel: 'whatsapp', value: waId }, { channel: 'email', value: email }] as Address[] };
     }
 
     /** Waits for the person's draft, approves it (recording the approval) and waits until the email reached the sandbox. */
     async function approveAndSend(scenario: string, p: { enrollmentId: string; email: string; contactId: string }, options: { editAddressTo?: string } = {}) {
       const card = await until(async () => ((await e.gateway.get('/agentic/outreach/actions?limit=200')).body?.items as Array<Record<string, any>> | undefined)?.find((a) => a.enrollment_id === p.enrollmentId), 90_000);
       if (!card) throw new Error(`${scenario}: no draft reached the review queue`);
-      const approving = e.gateway.post(`/agentic/outreach/actions/${card.action_id}/approve`, {});
+      const approving = e.gateway.post(`/agentic/outreach/actions/${card.id}/approve`, {});
       // The address edited while the approval is executed: the wire must still get the approved one.
       const editing = options.editAddressTo ? e.gateway.patch(`/contacts/${p.contactId}`, { email: options.editAddressTo }) : Promise.resolve(undefined);
       const [approved] = await Promise.all([approving, editing]);
       const action = expectOk(`${scenario}: approve`, approved, 200);
       const payload = (action.approved_payload ?? {}) as Record<string, any>;
       const to = typeof payload.to === 'string' ? payload.to : (payload.to?.email ?? card.to);
-      ledger.approve({ scenario, actionId: card.action_id, grant: grantCampaign, to, subject: payload.subject ?? card.draft?.subject ?? null, body: String(payload.body ?? card.draft?.body ?? ''), personAddresses: [p.email, ...(options.editAddressTo ? [options.editAddressTo] : [])] });
+      ledger.approve({ scenario, actionId: card.id, grant: grantCampaign, to, subject: payload.subject ?? card.draft?.subject ?? null, body: String(payload.body ?? card.draft?.body ?? ''), personAddresses: [p.email, ...(options.editAddressTo ? [options.editAddressTo] : [])] });
       // With the address edited, refusing to send is as good as sending to the approved address: the invariant judges the wire.
-      if (options.editAddressTo) return { actionId: card.action_id as string, providerId: '', body: '' };
+      if (options.editAddressTo) return { actionId: card.id as string, providerId: '', body: '' };
       const sent = await until(async () => (await sandbox.received('nylas')).find((c) => c.context.grant_id === grantCampaign && c.context.to === p.email && c.provider_id), 60_000);
       if (!sent) throw new Error(`${scenario}: the approved email never reached the sandbox`);
-      return { actionId: card.action_id as string, providerId: sent.provider_id!, body: String((sent.body as any)?.body ?? '') };
+      return { actionId: card.id as string, providerId: sent.provider_id!, body: String((sent.body as any)?.body ?? '') };
     }
 
     const enrollment = async (id: string) => expectOk('GET outreach enrollment', await e.gateway.get(`/agentic/outreach/enrollments/${id}`), 200);
@@ -347,7 +347,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       const ended = await until(async () => ((await enrollment(p.enrollmentId)).status === 'ended' ? true : undefined), 45_000);
       if (!ended) ledger.violation('stopWins', scenario, `outreach enrollment ${p.enrollmentId} still live 45 s after the WhatsApp STOP (${await timelineSummary(p.enrollmentId)})`);
       // A reviewer who approves the old card afterwards: refused, or at least nothing reaches the person (the invariants judge the wire).
-      const approved = await e.gateway.post(`/agentic/outreach/actions/${card.action_id}/approve`, {});
+      const approved = await e.gateway.post(`/agentic/outreach/actions/${card.id}/approve`, {});
       if (approved.status < 300) ledger.violation('stopWins', scenario, `the draft of an opted-out person was approved (${approved.status})`);
       await everyCallerTriesEmail(scenario, p, ['whatsapp', 'email']);
     }, 200_000);

@@ -308,7 +308,7 @@ export interface OutboxResolveResult {
 
 /** An entry as RPC answers show it (no credentials). */
 export interface OutboxEntryView {
-  entry_id: string;
+  id: string;
   organization_id: string;
   channel: OutboxChannel;
   sender_id: string | null;
@@ -480,7 +480,7 @@ export interface OutboxSenderUpdateData {
 
 /** A sender as answers show it. */
 export interface OutboxSenderView {
-  sender_id: string;
+  id: string;
   organization_id: string;
   channel: OutboxChannel;
   label: string | null;

@@ -242,7 +242,7 @@ export interface CampaignCreateData {
 }
 
 export interface CampaignView {
-  campaign_id: string;
+  id: string;
   organization_id: string;
   name: string;
   goal: string;
@@ -308,7 +308,7 @@ export interface EnrollBatchResult {
 }
 
 export interface OutreachEnrollmentView {
-  enrollment_id: string;
+  id: string;
   organization_id: string;
   campaign_id: string;
   person_kind: PersonKind;
@@ -380,7 +380,7 @@ export interface DraftPayload {
 
 /** A review card (seed 003 §4.5): everything the card shows, `to` read fresh. */
 export interface ReviewCard {
-  action_id: string;
+  id: string;
   enrollment_id: string;
   type: OutboundActionType;
   status: ActionStatus;
@@ -421,7 +421,7 @@ export interface ActionRejectData {
 
 /** A proposed action as answers show it. */
 export interface ActionView {
-  action_id: string;
+  id: string;
   organization_id: string;
   enrollment_id: string;
   decision_id: string;

@@ -34,12 +34,12 @@ async function reviewer(database: GatewayDatabase, members: MembersService, orga
 }
 
 function describeAction(a: ActionView): string {
-  return `action ${a.action_id} is ${a.status}${a.approved_hash ? ` (hash ${a.approved_hash.slice(0, 12)}…)` : ''}${a.reject_then ? ` (then ${a.reject_then})` : ''}`;
+  return `action ${a.id} is ${a.status}${a.approved_hash ? ` (hash ${a.approved_hash.slice(0, 12)}…)` : ''}${a.reject_then ? ` (then ${a.reject_then})` : ''}`;
 }
 
 function describeCard(c: ReviewCard): string {
   const draft = c.draft.subject ? `${c.draft.subject} — ${c.draft.body ?? ''}` : (c.draft.note ?? c.draft.body ?? '');
-  return `${c.action_id}  ${c.type}  ${c.person.name ?? c.person.person_id}  → ${c.to ?? '(no address)'}  [${c.campaign.name}, ${c.campaign.status}]  ${Math.round(c.age_seconds / 60)} min\n    ${truncateText(draft.replace(/\s+/g, ' '), 160)}`;
+  return `${c.id}  ${c.type}  ${c.person.name ?? c.person.person_id}  → ${c.to ?? '(no address)'}  [${c.campaign.name}, ${c.campaign.status}]  ${Math.round(c.age_seconds / 60)} min\n    ${truncateText(draft.replace(/\s+/g, ' '), 160)}`;
 }
 
 /** `outreach:drafts:list --org <id> [--limit N]` → `{items: [card…], total}` (seed 003 §4.5, oldest first). */

@@ -90,7 +90,7 @@ export class ProviderAccountsService {
 
 function toView(r: AccountRow): OutboxSenderView {
   return {
-    sender_id: r.id,
+    id: r.id,
     organization_id: r.organization_id,
     channel: r.channel,
     label: r.label,

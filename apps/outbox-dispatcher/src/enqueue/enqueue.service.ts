@@ -175,7 +175,7 @@ export class EnqueueService {
 /** An entry as RPC answers show it. */
 export function toEntryView(row: EntryRow): OutboxEntryView {
   return {
-    entry_id: row.id,
+    id: row.id,
     organization_id: row.organization_id,
     channel: row.channel,
     sender_id: row.sender_id,

@@ -249,7 +249,7 @@ function requireString(data: object, field: string): void {
 /** The public shape: never a credential. */
 export function toView(row: SenderRow): OutboxSenderView {
   return {
-    sender_id: row.id,
+    id: row.id,
     organization_id: row.organization_id,
     channel: row.channel,
     label: row.label,

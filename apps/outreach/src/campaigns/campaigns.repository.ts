@@ -22,7 +22,7 @@ export interface CampaignRow {
 }
 
 export const toCampaignView = (r: CampaignRow): CampaignView => ({
-  campaign_id: r.id,
+  id: r.id,
   organization_id: r.organization_id,
   name: r.name,
   goal: r.goal,

@@ -25,7 +25,7 @@ export interface EnrollmentRow {
 export type LiveEnrollmentRow = EnrollmentRow & { campaign_name: string; campaign_status: string };
 
 export const toOutreachEnrollmentView = (r: EnrollmentRow): OutreachEnrollmentView => ({
-  enrollment_id: r.id,
+  id: r.id,
   organization_id: r.organization_id,
   campaign_id: r.campaign_id,
   person_kind: r.person_kind,

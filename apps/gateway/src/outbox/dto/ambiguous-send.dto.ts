@@ -26,7 +26,7 @@ export class ResolveAmbiguousSendDto {
 
 /** An ambiguous send as the API shows it (the dispatcher's entry; never a credential). */
 export class AmbiguousSendDto {
-  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) entry_id!: string;
+  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
   @ApiProperty({ type: String, nullable: true, example: '00000003-1a2b-4c3d-8e4f-000000000003' }) sender_id!: string | null;

@@ -46,7 +46,7 @@ export class ListCampaignsQuery {
 }
 
 export class CampaignDto {
-  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ example: 'Operations leads, Q2' }) name!: string;
   @ApiProperty({ example: 'Book a demo with operations leads' }) goal!: string;
@@ -91,7 +91,7 @@ export class EnrollBatchBody {
 }
 
 export class OutreachEnrollmentDto {
-  @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
   @ApiProperty({ enum: ['crm', 'prospect'] }) person_kind!: string;
@@ -173,7 +173,7 @@ export class ReviewQueueQuery {
 }
 
 export class ActionDto {
-  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) action_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) id!: string;
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ format: 'uuid', example: '00000008-1a2b-4c3d-8e4f-000000000008' }) decision_id!: string;
   @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
@@ -188,7 +188,7 @@ export class ActionDto {
 }
 
 export class ReviewCardDto {
-  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) action_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) id!: string;
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
   @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;

@@ -57,7 +57,7 @@ export class ListSendersQuery {
 
 /** A sender as the API shows it (no credential). */
 export class SenderDto {
-  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) sender_id!: string;
+  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
   @ApiPropertyOptional({ type: String, nullable: true, example: 'Main number' }) label!: string | null;
