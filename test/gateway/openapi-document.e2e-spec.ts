@@ -216,6 +216,27 @@ describe('OpenAPI document', () => {
     expect(without).toEqual([]);
   });
 
+  it('states the list envelope once: every list of our own routes extends ListEnvelope, and only seed-002 routes answer {data}', () => {
+    type Schema = { $ref?: string; allOf?: Schema[]; properties?: Record<string, { type?: string }> };
+    const schemas = (doc as unknown as { components: { schemas: Record<string, Schema> } }).components.schemas;
+    expect(schemas.ListEnvelope?.properties?.next_cursor).toBeDefined();
+    const problems: string[] = [];
+    for (const [name, op] of operations()) {
+      if (/ \/ai\//.test(name)) continue;
+      for (const [status, r] of Object.entries(op.responses).filter(([s]) => s.startsWith('2'))) {
+        const ref = (r.content?.['application/json']?.schema as Schema | undefined)?.$ref;
+        const schema = ref ? schemas[ref.split('/').pop()!] : undefined;
+        if (!schema) continue;
+        const fields = Object.keys(schema.properties ?? {});
+        if (fields.includes('data') && fields.every((f) => f === 'data' || f === 'created')) problems.push(`${name} ${status}: answers {data}`);
+        if (schema.properties?.items?.type === 'array') problems.push(`${name} ${status}: a list not built on ListEnvelope`);
+        if (schema.allOf && schema.allOf[0]?.$ref !== '#/components/schemas/ListEnvelope') problems.push(`${name} ${status}: allOf without ListEnvelope`);
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(schemas.ContactPageDto?.allOf?.[0]).toEqual({ $ref: '#/components/schemas/ListEnvelope' });
+  });
+
   it('documents the webhook and unsubscribe routes with their signature or token, not an API key', () => {
     const security = (route: string, method: 'get' | 'post') => doc.paths[route]?.[method]?.security;
     expect(security('/webhooks/meta', 'post')).toEqual([{ 'meta-signature': [] }]);

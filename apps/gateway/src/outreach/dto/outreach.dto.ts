@@ -215,6 +215,7 @@ export class TimelineItemDto {
   @ApiProperty({ type: Object }) data!: Record<string, unknown>;
 }
 
+@ListEnvelope()
 export class TimelineDto {
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ type: TimelineItemDto, isArray: true, description: 'Newest first, tie on id' }) items!: TimelineItemDto[];
