@@ -214,7 +214,7 @@ describe('Touchpoint, black box', () => {
     it('answers 404 on every route family for A’s ids, and the body names none of A’s data', async () => {
       const s = demo.seedFlow!;
       const o = demo.outreach!;
-      const senders = (await ga.get('/senders')).body.items as Array<{ sender_id: string }>;
+      const senders = (await ga.get('/senders')).body.items as Array<{ id: string }>;
       const keys = await ga.get('/api-keys');
       const attempts: Array<[string, string, unknown?]> = [
         ['GET', `/ai/followup-flows?customer_id=${a.organizationId}`],
@@ -236,9 +236,9 @@ describe('Touchpoint, black box', () => {
         ['GET', `/conversations/${s.contact.conversationId}/messages`],
         ['POST', `/conversations/${s.contact.conversationId}/messages`, { idempotency_key: 'steal', text: 'oi' }],
         ['POST', `/conversations/${s.contact.conversationId}/resolve`, {}],
-        ['GET', `/senders/${senders[0].sender_id}`],
-        ['PATCH', `/senders/${senders[0].sender_id}`, { label: 'stolen' }],
-        ['DELETE', `/senders/${senders[0].sender_id}`],
+        ['GET', `/senders/${senders[0].id}`],
+        ['PATCH', `/senders/${senders[0].id}`, { label: 'stolen' }],
+        ['DELETE', `/senders/${senders[0].id}`],
         ['GET', `/organizations/${a.organizationId}`],
         ['DELETE', `/api-keys/${a.apiKeyId}`],
         ['GET', `/agentic/outreach/campaigns/${o.campaignId}`],
@@ -269,7 +269,7 @@ describe('Touchpoint, black box', () => {
       expect(campaignEnrollments).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
       // Nothing changed on A's side.
       expect((await ga.get(`/contacts/${s.contact.contactId}`)).body.name).toBe('Ana Souza');
-      expect((await ga.get(`/senders/${senders[0].sender_id}`)).body).toMatchObject({ status: 'connected' });
+      expect((await ga.get(`/senders/${senders[0].id}`)).body).toMatchObject({ status: 'connected' });
       expect(keys.status).toBe(200);
       expect((await ga.get('/me')).status).toBe(200);
       // Lists of B hold none of A's rows.
