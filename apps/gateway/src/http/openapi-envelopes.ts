@@ -81,7 +81,7 @@ export function withListEnvelope(document: OpenAPIObject): OpenAPIObject {
   for (const name of LIST_SCHEMAS) {
     const schema = schemas[name];
     if (!schema || '$ref' in schema || !schema.properties?.items) continue;
-    const { next_cursor: _cursor, ...own } = schema.properties;
+    const own = Object.fromEntries(Object.entries(schema.properties).filter(([field]) => field !== 'next_cursor'));
     schemas[name] = {
       allOf: [{ $ref: `#/components/schemas/${LIST_ENVELOPE}` }, { type: 'object', required: schema.required, properties: own }],
     };
