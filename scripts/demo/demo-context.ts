@@ -49,12 +49,12 @@ export async function findWhatsappContact(ctx: DemoContext, waId: string): Promi
   let contactId: string | undefined;
   do {
     const page = expectStatus('GET /contacts', await ctx.gateway.get(`/contacts?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`), 200);
-    contactId = page.items.find((c: { phone: string | null }) => c.phone === `+${waId}`)?.contact_id;
+    contactId = page.items.find((c: { phone: string | null }) => c.phone === `+${waId}`)?.id;
     cursor = page.next_cursor ?? undefined;
   } while (!contactId && cursor);
   if (!contactId) return undefined;
   const conversations = expectStatus('GET /conversations', await ctx.gateway.get(`/conversations?contact_id=${contactId}&channel=whatsapp`), 200);
-  const conversationId = conversations.items[0]?.conversation_id;
+  const conversationId = conversations.items[0]?.id;
   return conversationId ? { contactId, conversationId, waId } : undefined;
 }
 
@@ -75,7 +75,7 @@ async function inboundTexts(ctx: DemoContext, conversationId: string): Promise<s
 export async function prepareWhatsapp(ctx: DemoContext): Promise<string> {
   expectStatus('sandbox meta settings', await ctx.sandbox.request('POST', '/sandbox/meta/settings', { statuses: ['sent', 'delivered', 'read'], status_delay_ms: 200 }), 200);
   const existing = expectStatus('GET /senders', await ctx.gateway.get('/senders?channel=whatsapp'), 200);
-  const items: Array<{ sender_id: string; phone_number_id: string }> = existing.items ?? existing.data ?? existing;
+  const items: Array<{ id: string; phone_number_id: string }> = existing.items;
   let sender = items.find((s) => s.phone_number_id === ctx.phoneNumberId);
   if (!sender) {
     // The sandbox's Meta holds the number; the token it is given is what proves the sender owns it.
@@ -86,6 +86,6 @@ export async function prepareWhatsapp(ctx: DemoContext): Promise<string> {
       201,
     );
   }
-  ctx.say('setup', `WhatsApp sender ${sender!.sender_id} on phone number id ${ctx.phoneNumberId} (the sandbox's Meta), connected`);
-  return sender!.sender_id;
+  ctx.say('setup', `WhatsApp sender ${sender!.id} on phone number id ${ctx.phoneNumberId} (the sandbox's Meta), connected`);
+  return sender!.id;
 }

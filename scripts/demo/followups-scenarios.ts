@@ -99,7 +99,7 @@ export async function seedFlowScenario(ctx: DemoContext): Promise<SeedFlowResult
 
   const seen: string[] = [];
   await waitFor('sent → delivered → read by status webhook', async () => {
-    const message = (await conversationMessages(ctx, who.conversationId)).find((m) => m.message_id === sent.message_id);
+    const message = (await conversationMessages(ctx, who.conversationId)).find((m) => m.id === sent.message_id);
     for (const [status, at] of [['sent', message?.sent_at], ['delivered', message?.delivered_at], ['read', message?.read_at]] as const) if (at && !seen.includes(status)) seen.push(status);
     return message?.status === 'read' && message.read_at;
   }, ctx.stepTimeoutMs);

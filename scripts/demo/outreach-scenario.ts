@@ -32,7 +32,7 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
   const section = 'outreach';
   const email = `dana.${ctx.runTag}@prospect.example`;
   const created = await ctx.gateway.post('/contacts', { kind: 'crm', name: 'Dana Prospect', email });
-  const contactId: string = created.status === 409 && created.body?.error?.details?.contact_id ? created.body.error.details.contact_id : expectStatus('POST /contacts', created, 200, 201).contact_id;
+  const contactId: string = created.status === 409 && created.body?.error?.details?.contact_id ? created.body.error.details.contact_id : expectStatus('POST /contacts', created, 200, 201).id;
   ctx.say(section, `person ${contactId} (crm, ${email}) created`);
   const mailbox = await connectMailbox(ctx);
   const campaign = expectStatus(
@@ -49,15 +49,15 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
     200,
     201,
   );
-  ctx.say(section, `campaign ${campaign.campaign_id} "${campaign.name}": ${campaign.status}, channels ${campaign.allowed_channels.join(',')}`);
-  const enrolling = await ctx.gateway.post(`/agentic/outreach/campaigns/${campaign.campaign_id}/enrollments`, { person_kind: 'crm', person_id: contactId });
+  ctx.say(section, `campaign ${campaign.id} "${campaign.name}": ${campaign.status}, channels ${campaign.allowed_channels.join(',')}`);
+  const enrolling = await ctx.gateway.post(`/agentic/outreach/campaigns/${campaign.id}/enrollments`, { person_kind: 'crm', person_id: contactId });
   if (enrolling.status === 503) {
     // A dependency of enrollment is not in this build yet (e.g. the dispatcher's suppression list): say so.
     ctx.say(section, `enrolling person ${contactId} answered 503 ${enrolling.body?.error?.code}: "${enrolling.body?.error?.message}". This build cannot run outreach further; the decision, draft, approval and email are not shown.`);
-    return { contactId, campaignId: campaign.campaign_id, enrollmentId: '', enrollment: {}, timeline: [], emailSent: false, stoppedAt: 'enroll' };
+    return { contactId, campaignId: campaign.id, enrollmentId: '', enrollment: {}, timeline: [], emailSent: false, stoppedAt: 'enroll' };
   }
   const enrolled = expectStatus('enroll', enrolling, 200, 201);
-  const enrollmentId: string = enrolled.enrollment_id ?? enrolled.enrollment?.enrollment_id;
+  const enrollmentId: string = enrolled.id;
   ctx.say(section, `enrollment ${enrollmentId}: ${enrolled.status ?? enrolled.enrollment?.status}; the first decision is requested`);
 
   const action = await waitFor('a draft in the review queue', async () => {
@@ -68,34 +68,34 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
   if (!action) {
     const e = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}`), 200);
     ctx.say(section, `no draft reached the review queue yet (enrollment ${e.status}${e.ended_reason ? `, ${e.ended_reason}` : ''}; timeline: ${timeline.join(', ') || 'empty'})`);
-    return { contactId, campaignId: campaign.campaign_id, enrollmentId, enrollment: e, timeline, emailSent: false };
+    return { contactId, campaignId: campaign.id, enrollmentId, enrollment: e, timeline, emailSent: false };
   }
   const items = await timelineItems(ctx, enrollmentId);
   const decision = items.find((i) => i.kind === 'decision')?.data ?? {};
-  const drafted = items.find((i) => i.kind === 'action' && i.id === action.action_id)?.data ?? {};
+  const drafted = items.find((i) => i.kind === 'action' && i.id === action.id)?.data ?? {};
   ctx.say(section, `the sandbox model decided ${decision.type ?? action.type} (${decision.trigger_reason ?? 'enrolled'}): "${decision.objective ?? ''}", next check in ${decision.followup_days ?? '?'} days`);
-  ctx.say(section, `draft ${action.action_id} awaiting approval: subject "${drafted.draft?.subject ?? ''}"`);
-  const approved = await ctx.gateway.post(`/agentic/outreach/actions/${action.action_id}/approve`, {});
-  ctx.say(section, approved.status < 300 ? `draft ${action.action_id} approved by the demo admin: ${approved.body.status ?? 'approved'}` : `approve answered HTTP ${approved.status} ${approved.body?.error?.code ?? ''}: ${approved.body?.error?.message ?? ''}`);
+  ctx.say(section, `draft ${action.id} awaiting approval: subject "${drafted.draft?.subject ?? ''}"`);
+  const approved = await ctx.gateway.post(`/agentic/outreach/actions/${action.id}/approve`, {});
+  ctx.say(section, approved.status < 300 ? `draft ${action.id} approved by the demo admin: ${approved.body.status ?? 'approved'}` : `approve answered HTTP ${approved.status} ${approved.body?.error?.code ?? ''}: ${approved.body?.error?.message ?? ''}`);
 
   const emailSent = await waitFor('the email at the sandbox Nylas', async () => (await ctx.sandbox.received('nylas')).some((c) => JSON.stringify(c.body).includes(email)), mailbox ? ctx.stepTimeoutMs : 5000).catch(() => false);
   timeline = await timelineKinds(ctx, enrollmentId);
   const e = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}`), 200);
-  const after = (await timelineItems(ctx, enrollmentId)).find((i) => i.kind === 'action' && i.id === action.action_id)?.data ?? {};
+  const after = (await timelineItems(ctx, enrollmentId)).find((i) => i.kind === 'action' && i.id === action.id)?.data ?? {};
   if (emailSent) {
-    ctx.say(section, `email to ${email} accepted by the sandbox's Nylas; action ${action.action_id} ${after.status}; enrollment ${enrollmentId} ${e.status}, ${e.touch_count} touch(es)`);
+    ctx.say(section, `email to ${email} accepted by the sandbox's Nylas; action ${action.id} ${after.status}; enrollment ${enrollmentId} ${e.status}, ${e.touch_count} touch(es)`);
     const replied = await replyAndOptOut(ctx, { email, enrollmentId, grantId: `demo-grant-${ctx.organizationId}` }).catch((err: Error) => {
       ctx.say(section, `reply and opt-out not shown: ${err.message}`);
       return undefined;
     });
     const final = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}`), 200);
-    return { contactId, campaignId: campaign.campaign_id, enrollmentId, actionId: action.action_id, enrollment: final, timeline: await timelineKinds(ctx, enrollmentId), emailSent, optedOut: replied?.optedOut ?? false };
+    return { contactId, campaignId: campaign.id, enrollmentId, actionId: action.id, enrollment: final, timeline: await timelineKinds(ctx, enrollmentId), emailSent, optedOut: replied?.optedOut ?? false };
   } else
     ctx.say(
       section,
-      `not sent${mailbox ? '' : ' (no email mailbox could be connected)'}: action ${action.action_id} is ${after.status ?? '?'}${after.failure_reason ? ` (${after.failure_reason})` : ''}; enrollment ${enrollmentId} ${e.status}. The reply interrupt and the opt-out need a sent email; they are not shown.`,
+      `not sent${mailbox ? '' : ' (no email mailbox could be connected)'}: action ${action.id} is ${after.status ?? '?'}${after.failure_reason ? ` (${after.failure_reason})` : ''}; enrollment ${enrollmentId} ${e.status}. The reply interrupt and the opt-out need a sent email; they are not shown.`,
     );
-  return { contactId, campaignId: campaign.campaign_id, enrollmentId, actionId: action.action_id, enrollment: e, timeline, emailSent };
+  return { contactId, campaignId: campaign.id, enrollmentId, actionId: action.id, enrollment: e, timeline, emailSent };
 }
 
 /**
@@ -104,8 +104,8 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
  */
 async function connectMailbox(ctx: DemoContext): Promise<string | undefined> {
   const listed = await ctx.gateway.get('/senders?channel=email');
-  const existing = listed.status === 200 ? (listed.body.items as Array<{ sender_id: string; status: string }>).find((s) => s.status === 'connected') : undefined;
-  if (existing) return existing.sender_id;
+  const existing = listed.status === 200 ? (listed.body.items as Array<{ id: string; status: string }>).find((s) => s.status === 'connected') : undefined;
+  if (existing) return existing.id;
   // The grant lives at the sandbox's Nylas; the API key it is given is what proves the mailbox is ours.
   await ctx.sandbox.request('POST', '/sandbox/nylas/grants', { grant_id: `demo-grant-${ctx.organizationId}`, api_key: 'sandbox-nylas-api-key', email: 'sales@touchpoint-demo.example', provider: 'google' });
   const created = await ctx.gateway.post('/senders/accounts', {
@@ -120,8 +120,8 @@ async function connectMailbox(ctx: DemoContext): Promise<string | undefined> {
     ctx.say('outreach', `connecting a mailbox answered HTTP ${created.status} ${created.body?.error?.code ?? ''}: ${created.body?.error?.message ?? ''}`);
     return undefined;
   }
-  ctx.say('outreach', `mailbox ${created.body.sender_id} (${created.body.address ?? 'sales@touchpoint-demo.example'}, sandbox Nylas grant) connected`);
-  return created.body.sender_id;
+  ctx.say('outreach', `mailbox ${created.body.id} (${created.body.address ?? 'sales@touchpoint-demo.example'}, sandbox Nylas grant) connected`);
+  return created.body.id;
 }
 
 /**

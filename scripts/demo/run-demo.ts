@@ -39,7 +39,7 @@ export interface DemoResult {
 }
 
 /**
- * The demo of issue 10: real work through the gateway's public REST API, the signed provider
+ * The demo: real work through the gateway's public REST API, the signed provider
  * webhooks and the sandbox's control API only, printed as a short transcript whose lines name
  * the ids and states (look them up at `/docs`). Scenarios run in order; one that fails is
  * reported and the next still runs.

@@ -17,7 +17,7 @@ export interface DemoOnceOptions {
 }
 
 /**
- * What `npm start` does after every process is ready (issue 10): runs the demo the first time for
+ * What `npm start` does after every process is ready: runs the demo the first time for
  * this demo organization, and remembers it in `<state dir>/demo-runs.json` so the next start
  * skips it. A failed scenario is printed, not fatal: the platform keeps serving.
  */

@@ -13,7 +13,7 @@ import { portVariable, STARTED_PROCESSES, StartConfig, type StartedProcess } fro
 import { ChildExitedError, ReadyTimeoutError, Supervisor } from './supervisor.js';
 
 /**
- * `npm start`: the whole platform in one foreground command (issue 2, item 7). Checks PostgreSQL
+ * `npm start`: the whole platform in one foreground command. Checks PostgreSQL
  * and RabbitMQ, creates the database, migrates every schema with the admin CLI, runs the seven
  * services and the sandbox from the compiled `dist/` (scripts/start.mjs builds it first) with
  * combined logs, waits until each answers `/health/ready`, makes sure a demo organization and API

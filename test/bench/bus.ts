@@ -1,5 +1,5 @@
 /**
- * `npm run bench:bus` (issue 2): events written in business transactions by one service and
+ * `npm run bench:bus`: events written in business transactions by one service and
  * handled by a consumer in another process, 1 KB payloads.
  *   phase 1: as fast as possible for ~10 s → end-to-end events/s
  *   phase 2: a fixed 500 events/s for ~10 s → commit→handled latency p50/p99

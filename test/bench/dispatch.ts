@@ -1,5 +1,5 @@
 /**
- * `npm run bench:dispatch` (issue 3): the outbox dispatcher against the Meta sandbox.
+ * `npm run bench:dispatch`: the outbox dispatcher against the Meta sandbox.
  *   1. the sandbox's raw accept rate (POST /messages as fast as 64 clients can), for reference;
  *   2. 20,000 entries over 5,000 pairs (4 per pair) drained by ONE dispatcher process →
  *      sends/s (first to last wire arrival) and pacing violations, from the attempt rows (starts

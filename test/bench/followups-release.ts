@@ -1,5 +1,5 @@
 /**
- * `npm run bench:release` (issue 6): the follow-up release loop of ONE followups process.
+ * `npm run bench:release`: the follow-up release loop of ONE followups process.
  *
  *   1. raw claim rate: one-row `FOR UPDATE SKIP LOCKED` claims on a scratch table of the same
  *      database, with as many connections as the release workers — the ceiling of any claim loop;

@@ -206,11 +206,11 @@ export async function followupFixture(world: TestWorld, org: string, sandboxUrl:
     access_token: 'bench-token',
   });
   // The sender.connected event would tell followups too; the row is written here so the run does not wait on it.
-  await world.sql(`INSERT INTO "${world.schema('followups')}".senders (sender_id, organization_id, channel, status, is_default) VALUES ($1, $2, 'whatsapp', 'connected', true) ON CONFLICT DO NOTHING`, [sender.sender_id, org]);
+  await world.sql(`INSERT INTO "${world.schema('followups')}".senders (sender_id, organization_id, channel, status, is_default) VALUES ($1, $2, 'whatsapp', 'connected', true) ON CONFLICT DO NOTHING`, [sender.id, org]);
   // Only the processes under test run from here on (followups' relay is the one that publishes).
   await dispatcherSetup.close();
   await setup.close();
-  return { org, flowId: flow.id, versionId: published.published_version_id!, senderId: sender.sender_id };
+  return { org, flowId: flow.id, versionId: published.published_version_id!, senderId: sender.id };
 }
 
 let numbersUsed = 0;

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:inbound` (issue 4): signed Meta inbound-message webhooks posted to the gateway at a
+ * `npm run bench:inbound`: signed Meta inbound-message webhooks posted to the gateway at a
  * fixed rate for ~20 s, with gateway, messaging and abuse each in its own process.
  *   - ACK latency p50/p99 (the gateway answers 2xx once messaging stored the inbound receipt)
  *   - messages stored (must equal webhooks acknowledged; duplicates must be 0), after waiting for

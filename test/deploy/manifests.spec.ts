@@ -25,7 +25,7 @@ import { startSandbox } from '../../apps/sandbox/src/sandbox.app.js';
 import { SandboxConfig } from '../../apps/sandbox/src/sandbox.config.js';
 
 /**
- * The deployment manifests (issue 2, item 9) must describe the platform as it is: every service
+ * The deployment manifests must describe the platform as it is: every service
  * deployed, probes on routes a started service really answers, ports equal to the services'
  * defaults, alert rules over metrics the services really export.
  */

@@ -7,7 +7,7 @@ import { eventually, createTestWorld, type TestWorld } from '@touchpoint/testing
 import { portVariable, STARTED_PROCESSES } from '../../scripts/start/start.config.js';
 
 /**
- * `npm start` as a user runs it (issue 2, item 7): the real orchestrator, the real services from
+ * `npm start` as a user runs it: the real orchestrator, the real services from
  * the compiled build, the real admin CLI, in this file's own schema prefix and bus namespace, on
  * free ports.
  */

@@ -17,7 +17,7 @@ interface Run {
 
 /**
  * `npm start` runs the demo once per demo organization, after every process is ready, and keeps
- * serving (issue 10, item 1); the next start says it already ran.
+ * serving; the next start says it already ran.
  */
 describe('npm start and the demo', () => {
   let world: TestWorld;

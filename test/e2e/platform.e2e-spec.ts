@@ -13,7 +13,7 @@ import { STARTED_PROCESSES } from '../../scripts/start/start.config.js';
 import { Platform, type Tenant } from './platform.js';
 
 /**
- * The black-box suite of issue 10: the platform started as `npm start -- --no-demo` starts it,
+ * The black-box suite: the platform started as `npm start -- --no-demo` starts it,
  * driven only through the gateway's REST API, the signed provider webhooks and the sandbox's
  * control API (plus the admin CLI, an operator's tool). One platform for the whole file: starting
  * eight processes is the expensive part.
@@ -93,7 +93,7 @@ describe('Touchpoint, black box', () => {
       expect(view.effects).toEqual([expect.objectContaining({ kind: 'send', status: 'sent', text: 'Oi! Conseguiu ver a proposta que enviamos?', message_id: s.messageId })]);
       const calls = (await sandbox.received('meta')).filter((c) => c.context.wa_id === s.contact.waId && (c.body as MetaText | undefined)?.text?.body === 'Oi! Conseguiu ver a proposta que enviamos?');
       expect(calls).toHaveLength(1);
-      const message = (await conversationMessages(ctxOf(a, ga), s.contact.conversationId)).find((m) => m.message_id === s.messageId);
+      const message = (await conversationMessages(ctxOf(a, ga), s.contact.conversationId)).find((m) => m.id === s.messageId);
       expect(message).toMatchObject({ direction: 'outbound', status: 'read', external_id: s.wamid });
       // The seed flow itself is live and published from its documented body.
       const flow = await ga.get(`/ai/followup-flows/${s.flowId}?customer_id=${a.organizationId}`);
@@ -223,7 +223,7 @@ describe('Touchpoint, black box', () => {
     it('answers 404 on every route family for A’s ids, and the body names none of A’s data', async () => {
       const s = demo.seedFlow!;
       const o = demo.outreach!;
-      const senders = (await ga.get('/senders')).body.items as Array<{ sender_id: string }>;
+      const senders = (await ga.get('/senders')).body.items as Array<{ id: string }>;
       const keys = await ga.get('/api-keys');
       const attempts: Array<[string, string, unknown?]> = [
         ['GET', `/ai/followup-flows?customer_id=${a.organizationId}`],
@@ -245,9 +245,9 @@ describe('Touchpoint, black box', () => {
         ['GET', `/conversations/${s.contact.conversationId}/messages`],
         ['POST', `/conversations/${s.contact.conversationId}/messages`, { idempotency_key: 'steal', text: 'oi' }],
         ['POST', `/conversations/${s.contact.conversationId}/resolve`, {}],
-        ['GET', `/senders/${senders[0].sender_id}`],
-        ['PATCH', `/senders/${senders[0].sender_id}`, { label: 'stolen' }],
-        ['DELETE', `/senders/${senders[0].sender_id}`],
+        ['GET', `/senders/${senders[0].id}`],
+        ['PATCH', `/senders/${senders[0].id}`, { label: 'stolen' }],
+        ['DELETE', `/senders/${senders[0].id}`],
         ['GET', `/organizations/${a.organizationId}`],
         ['DELETE', `/api-keys/${a.apiKeyId}`],
         ['GET', `/agentic/outreach/campaigns/${o.campaignId}`],
@@ -278,7 +278,7 @@ describe('Touchpoint, black box', () => {
       expect(campaignEnrollments).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
       // Nothing changed on A's side.
       expect((await ga.get(`/contacts/${s.contact.contactId}`)).body.name).toBe('Ana Souza');
-      expect((await ga.get(`/senders/${senders[0].sender_id}`)).body).toMatchObject({ status: 'connected' });
+      expect((await ga.get(`/senders/${senders[0].id}`)).body).toMatchObject({ status: 'connected' });
       expect(keys.status).toBe(200);
       expect((await ga.get('/me')).status).toBe(200);
       // Lists of B hold none of A's rows.
@@ -337,7 +337,7 @@ describe('Touchpoint, black box', () => {
         const sent = await ga.post(`/conversations/${who.conversationId}/messages`, { idempotency_key: 'boleto-1', text: 'Segue o boleto.' });
         expect(sent.status).toBeLessThan(300);
         const ambiguous = await soon(async () => {
-          const list = await platform.cli.run<{ items: Array<{ entry_id: string; status: string; organization_id?: string }> }>(['outbox:ambiguous:list', '--org', a.organizationId]);
+          const list = await platform.cli.run<{ items: Array<{ id: string; status: string; organization_id?: string }> }>(['outbox:ambiguous:list', '--org', a.organizationId]);
           return list.items[0];
         }, 60_000);
         expect(ambiguous.status).toBe('ambiguous');

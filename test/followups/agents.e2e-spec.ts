@@ -40,7 +40,7 @@ describe('Agents registry and turn promises', () => {
     key = await build.organizationWithKey({ scopes: ['agents:read', 'agents:write'] });
     org = key.organizationId;
     const readOnly = await build.apiKeys.create({ organizationId: org, createdByMemberId: key.memberId, scopes: ['agents:read'] });
-    reader = { ...key, apiKeyId: readOnly.key.api_key_id, secret: readOnly.secret };
+    reader = { ...key, apiKeyId: readOnly.key.id, secret: readOnly.secret };
     other = await build.organizationWithKey({ scopes: ['agents:read', 'agents:write'] });
   }, 60_000);
   afterAll(() => world.close());

@@ -73,7 +73,7 @@ describe('CRM events ingress', () => {
     crm = await build.organizationWithKey({ scopes: ['crm:write'] });
     org = crm.organizationId;
     const other = await build.apiKeys.create({ organizationId: org, createdByMemberId: crm.memberId, scopes: ['agents:read', 'agents:write'] });
-    agentsOnly = { ...crm, apiKeyId: other.key.api_key_id, secret: other.secret };
+    agentsOnly = { ...crm, apiKeyId: other.key.id, secret: other.secret };
     await setLimits(world, org, {});
     const senderId = await addSender(dispatcher, org, phoneNumberId);
     await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);

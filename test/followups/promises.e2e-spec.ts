@@ -56,8 +56,8 @@ describe('One-off returns (promises)', () => {
     admin = await build.organizationWithKey({ scopes: ['agents:read', 'agents:write'] });
     org = admin.organizationId;
     const member = await build.members.add({ organizationId: org, email: 'operator@example.com', role: 'operator' });
-    const key = await build.apiKeys.create({ organizationId: org, createdByMemberId: member.member_id, scopes: ['agents:read', 'agents:write'] });
-    operator = { organizationId: org, memberId: member.member_id, apiKeyId: key.key.api_key_id, secret: key.secret };
+    const key = await build.apiKeys.create({ organizationId: org, createdByMemberId: member.id, scopes: ['agents:read', 'agents:write'] });
+    operator = { organizationId: org, memberId: member.id, apiKeyId: key.key.id, secret: key.secret };
     // A conversation of the organization for the returns to name (a return's conversation must be the caller's).
     await registerSender(world, org, 'pn-promises');
     await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), '5592900001111', 'Oi', Math.floor(Date.now() / 1000), 'pn-promises'));

@@ -61,6 +61,6 @@ describe('admin CLI: members and impersonation keys', () => {
     const [row] = await world.sql<{ impersonated_by: string | null; created_by_member_id: string }>(`SELECT impersonated_by, created_by_member_id FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1`, [key.json.api_key_id]);
     expect(row).toEqual({ impersonated_by: 'support@touchpoint.example', created_by_member_id: admin.memberId });
     const listed = await http('GET', '/api-keys', { secret: admin.secret });
-    expect(listed.body.data.find((k: { api_key_id: string }) => k.api_key_id === key.json.api_key_id)).toMatchObject({ impersonated_by: 'support@touchpoint.example' });
+    expect(listed.body.items.find((k: { id: string }) => k.id === key.json.api_key_id)).toMatchObject({ impersonated_by: 'support@touchpoint.example' });
   }, 120_000);
 });

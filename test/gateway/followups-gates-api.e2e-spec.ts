@@ -79,7 +79,7 @@ describe('Follow-up gates over REST (gateway → messaging, followups)', () => {
     const phone = `+55119${String(Math.floor(10_000_000 + Math.random() * 89_999_999))}`;
     const created = await http('POST', '/contacts', { secret: admin.secret, json: { name: 'Ana', phone, ...(timeZone ? { time_zone: timeZone } : {}) } });
     expect(created.status).toBe(201);
-    const id = created.body.contact_id as string;
+    const id = created.body.id as string;
     await eventually(async () => {
       const [row] = await world.sql<{ time_zone: string | null }>(`SELECT time_zone FROM "${world.schema('followups')}".contacts WHERE contact_id = $1`, [id]);
       return !!row && row.time_zone === (timeZone ?? null);

@@ -26,10 +26,10 @@ export function gatewayBuilders(app: NestFastifyApplication) {
     /** A new organization, an admin (or `role`) member, and a key with `scopes`. */
     async organizationWithKey(options: { scopes?: ApiScope[]; role?: MemberRole; organizationId?: string; email?: string } = {}): Promise<SeededKey> {
       n += 1;
-      const organizationId = options.organizationId ?? (await organizations.create(`Org ${n}`)).organization_id;
+      const organizationId = options.organizationId ?? (await organizations.create(`Org ${n}`)).id;
       const member = await members.add({ organizationId, email: options.email ?? `member${n}@example.com`, role: options.role ?? 'admin' });
-      const { key, secret } = await apiKeys.create({ organizationId, createdByMemberId: member.member_id, scopes: options.scopes ?? ['admin'], name: `key ${n}` });
-      return { organizationId, memberId: member.member_id, apiKeyId: key.api_key_id, secret };
+      const { key, secret } = await apiKeys.create({ organizationId, createdByMemberId: member.id, scopes: options.scopes ?? ['admin'], name: `key ${n}` });
+      return { organizationId, memberId: member.id, apiKeyId: key.id, secret };
     },
   };
 }

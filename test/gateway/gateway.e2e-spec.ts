@@ -98,7 +98,7 @@ describe('Gateway (HTTP)', () => {
     it('answers its own organization', async () => {
       const res = await http('GET', `/organizations/${orgA.organizationId}`, { secret: orgA.secret });
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ organization_id: orgA.organizationId, name: expect.any(String) });
+      expect(res.body).toMatchObject({ id: orgA.organizationId, name: expect.any(String) });
     });
   });
 
@@ -134,8 +134,8 @@ describe('Gateway (HTTP)', () => {
 
     it('refuses to let an operator mint an admin-scoped key', async () => {
       const operator = await build.members.add({ organizationId: orgA.organizationId, email: 'op@example.com', role: 'operator' });
-      await expect(build.apiKeys.create({ organizationId: orgA.organizationId, createdByMemberId: operator.member_id, scopes: ['admin'] })).rejects.toMatchObject({ code: 'forbidden' });
-      const { key } = await build.apiKeys.create({ organizationId: orgA.organizationId, createdByMemberId: operator.member_id, scopes: ['messaging:read'] });
+      await expect(build.apiKeys.create({ organizationId: orgA.organizationId, createdByMemberId: operator.id, scopes: ['admin'] })).rejects.toMatchObject({ code: 'forbidden' });
+      const { key } = await build.apiKeys.create({ organizationId: orgA.organizationId, createdByMemberId: operator.id, scopes: ['messaging:read'] });
       expect(key.scopes).toEqual(['messaging:read']);
     });
   });
@@ -148,18 +148,18 @@ describe('Gateway (HTTP)', () => {
       const secret: string = res.body.secret;
       expect(secret).toMatch(/^tp_[A-Za-z0-9_-]{43}$/);
 
-      const rows = await world.sql<Record<string, unknown>>(`SELECT * FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1`, [res.body.api_key_id]);
+      const rows = await world.sql<Record<string, unknown>>(`SELECT * FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1`, [res.body.id]);
       expect(rows).toHaveLength(1);
       expect((rows[0].secret_hash as Buffer).equals(createHash('sha256').update(secret).digest())).toBe(true);
       expect(JSON.stringify(rows[0])).not.toContain(secret.slice(10));
 
       expect(rows[0].last_used_at).toBeNull();
       const me = await http('GET', '/me', { secret });
-      expect(me.body).toMatchObject({ api_key_id: res.body.api_key_id, created_by: { member_id: orgA.memberId, role: 'admin' } });
-      const [used] = await world.sql<{ last_used_at: Date | null }>(`SELECT last_used_at FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1`, [res.body.api_key_id]);
+      expect(me.body).toMatchObject({ api_key_id: res.body.id, created_by: { member_id: orgA.memberId, role: 'admin' } });
+      const [used] = await world.sql<{ last_used_at: Date | null }>(`SELECT last_used_at FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1`, [res.body.id]);
       expect(used.last_used_at).toBeInstanceOf(Date);
       const listed = await http('GET', '/api-keys', { secret: orgA.secret });
-      expect(listed.body.data.map((k: { api_key_id: string }) => k.api_key_id)).toContain(res.body.api_key_id);
+      expect(listed.body.items.map((k: { id: string }) => k.id)).toContain(res.body.id);
       expect(JSON.stringify(listed.body)).not.toContain(secret);
     });
 

@@ -242,11 +242,11 @@ describe('Hostile input over every route', () => {
       if (channel === 'email') {
         const grant = `grant-${randomUUID()}`;
         await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: `key-${grant}` });
-        return (await http('POST', '/senders/accounts', { secret: key.secret, json: { channel: 'email', account_id: grant, address: 'sales@example.com', api_key: `key-${grant}` } })).body.sender_id;
+        return (await http('POST', '/senders/accounts', { secret: key.secret, json: { channel: 'email', account_id: grant, address: 'sales@example.com', api_key: `key-${grant}` } })).body.id;
       }
       const pnid = String(300_000_000_000_000 + ++waSeq);
       await sandbox.post('/sandbox/meta/numbers', { phone_number_id: pnid, access_token: `token-${pnid}` });
-      return (await http('POST', '/senders', { secret: key.secret, json: { channel: 'whatsapp', phone_number_id: pnid, display_phone_number: '5511912345678', business_account_id: '1', access_token: `token-${pnid}` } })).body.sender_id;
+      return (await http('POST', '/senders', { secret: key.secret, json: { channel: 'whatsapp', phone_number_id: pnid, display_phone_number: '5511912345678', business_account_id: '1', access_token: `token-${pnid}` } })).body.id;
     }
     const flowBody = (org: string, senderSettings?: object) => ({
       customer_id: org,

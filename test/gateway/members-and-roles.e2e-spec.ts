@@ -84,8 +84,8 @@ describe('Gateway members and roles', () => {
       const res = await http('DELETE', `/members/${leaver.memberId}`, { secret: owner.secret });
 
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ member_id: leaver.memberId, organization_id: owner.organizationId, active: false });
-      expect([...res.body.revoked_api_key_ids].sort()).toEqual([leaver.apiKeyId, second.key.api_key_id].sort());
+      expect(res.body).toMatchObject({ id: leaver.memberId, organization_id: owner.organizationId, active: false });
+      expect([...res.body.revoked_api_key_ids].sort()).toEqual([leaver.apiKeyId, second.key.id].sort());
       for (const secret of [leaver.secret, second.secret]) {
         const after = await http('GET', '/me', { secret });
         expect([after.status, after.body.error.code]).toEqual([401, 'unauthorized']);
@@ -94,10 +94,10 @@ describe('Gateway members and roles', () => {
       const rows = await world.sql<{ revoked_at: Date | null }>(`SELECT revoked_at FROM ${gatewayTable(world, 'api_keys')} WHERE created_by_member_id = $1`, [leaver.memberId]);
       expect(rows.map((r) => r.revoked_at instanceof Date)).toEqual([true, true]);
       const listed = await http('GET', '/members', { secret: owner.secret });
-      expect(listed.body.data.find((m: { member_id: string }) => m.member_id === leaver.memberId)).toMatchObject({ active: false });
+      expect(listed.body.items.find((m: { id: string }) => m.id === leaver.memberId)).toMatchObject({ active: false });
       // Idempotent: the same answer, nothing more to revoke.
       const again = await http('DELETE', `/members/${leaver.memberId}`, { secret: owner.secret });
-      expect(again.body).toMatchObject({ member_id: leaver.memberId, active: false, revoked_api_key_ids: [] });
+      expect(again.body).toMatchObject({ id: leaver.memberId, active: false, revoked_api_key_ids: [] });
     });
 
     it('stops the keys of a removed admin at once, including on the member routes', async () => {
@@ -122,7 +122,7 @@ describe('Gateway members and roles', () => {
       ]);
       expect([a.status, b.status].sort()).toEqual([200, 409]);
       const listed = (await http('GET', '/members', { secret: a.status === 200 ? solo.secret : second.secret })).body;
-      const admins = listed.data.filter((m: { role: string; active: boolean }) => m.role === 'admin' && m.active);
+      const admins = listed.items.filter((m: { role: string; active: boolean }) => m.role === 'admin' && m.active);
       expect(admins).toHaveLength(1);
     });
 

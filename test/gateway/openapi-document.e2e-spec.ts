@@ -98,7 +98,7 @@ async function call<P extends keyof paths, M extends Method>(
 
 export async function main(base: string, secret: string, customerId: string, enrollmentId: string): Promise<string[]> {
   const contact = await call(base, secret, 'post', '/contacts', { params: {}, body: { ${name}: 'Ana Souza', phone: '+55 11 98765-4321', tags: ['vip'] } });
-  const contactId: string = contact.contact_id;
+  const contactId: string = contact.id;
   const phone: string | null = contact.phone;
 
   const flows = await call(base, secret, 'get', '/ai/followup-flows', { params: { query: { customer_id: customerId } } });
@@ -214,6 +214,27 @@ describe('OpenAPI document', () => {
         .flatMap(([status, r]) => Object.entries(r.content ?? {}).filter(([, media]) => (media as { example?: unknown }).example === undefined && !exemplified(media.schema as Schema)).map(([type]) => `${name} ${status} ${type}`)),
     );
     expect(without).toEqual([]);
+  });
+
+  it('states the list envelope once: every list of our own routes extends ListEnvelope, and only seed-002 routes answer {data}', () => {
+    type Schema = { $ref?: string; allOf?: Schema[]; properties?: Record<string, { type?: string }> };
+    const schemas = (doc as unknown as { components: { schemas: Record<string, Schema> } }).components.schemas;
+    expect(schemas.ListEnvelope?.properties?.next_cursor).toBeDefined();
+    const problems: string[] = [];
+    for (const [name, op] of operations()) {
+      if (/ \/ai\//.test(name)) continue;
+      for (const [status, r] of Object.entries(op.responses).filter(([s]) => s.startsWith('2'))) {
+        const ref = (r.content?.['application/json']?.schema as Schema | undefined)?.$ref;
+        const schema = ref ? schemas[ref.split('/').pop()!] : undefined;
+        if (!schema) continue;
+        const fields = Object.keys(schema.properties ?? {});
+        if (fields.includes('data') && fields.every((f) => f === 'data' || f === 'created')) problems.push(`${name} ${status}: answers {data}`);
+        if (schema.properties?.items?.type === 'array') problems.push(`${name} ${status}: a list not built on ListEnvelope`);
+        if (schema.allOf && schema.allOf[0]?.$ref !== '#/components/schemas/ListEnvelope') problems.push(`${name} ${status}: allOf without ListEnvelope`);
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(schemas.ContactPageDto?.allOf?.[0]).toEqual({ $ref: '#/components/schemas/ListEnvelope' });
   });
 
   it('documents the webhook and unsubscribe routes with their signature or token, not an API key', () => {

@@ -91,10 +91,10 @@ describe('Sender ownership', () => {
       const own = number();
       await sandbox.post('/sandbox/meta/numbers', { phone_number_id: own, access_token: 'first-token' });
       const created = await http('POST', '/senders', { secret: victim.secret, json: whatsapp(own, 'first-token') });
-      const res = await http('PATCH', `/senders/${created.body.sender_id}`, { secret: victim.secret, json: { access_token: 'someone-elses-token' } });
+      const res = await http('PATCH', `/senders/${created.body.id}`, { secret: victim.secret, json: { access_token: 'someone-elses-token' } });
       expect(res.status).toBe(422);
       expect(res.body.error.code).toBe('sender_unverified');
-      expect((await d.senders.credentialsFor(created.body.sender_id))?.secrets.access_token).toBe('first-token');
+      expect((await d.senders.credentialsFor(created.body.id))?.secrets.access_token).toBe('first-token');
     });
   });
 

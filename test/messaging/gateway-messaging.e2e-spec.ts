@@ -78,7 +78,7 @@ describe('gateway messaging routes', () => {
     const created = await http('POST', '/contacts', { secret: key.secret, json: { name: 'Ana Example', phone: '+55 11 98765-4321', tags: ['lead'] } });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ name: 'Ana Example', phone: '+5511987654321', tags: ['lead'], kind: 'crm', erased: false });
-    const id = created.body.contact_id;
+    const id = created.body.id;
 
     const duplicate = await http('POST', '/contacts', { secret: key.secret, json: { phone: '551187654321' } });
     expect(duplicate.status).toBe(409);
@@ -152,12 +152,12 @@ describe('gateway messaging routes', () => {
     expect(conversation).toMatchObject({ channel: 'whatsapp', status: 'open', active_instance_message_count: 2 });
     expect((await http('GET', '/conversations', { secret: other.secret })).body.items).toEqual([]);
 
-    const sent = await http('POST', `/conversations/${conversation.conversation_id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Hi, Ana here' } });
+    const sent = await http('POST', `/conversations/${conversation.id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Hi, Ana here' } });
     expect(sent.status).toBe(201);
-    const again = await http('POST', `/conversations/${conversation.conversation_id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Hi, Ana here' } });
+    const again = await http('POST', `/conversations/${conversation.id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Hi, Ana here' } });
     expect(again.body).toMatchObject({ message_id: sent.body.message_id, created: false });
     // The same key for another text is a client mistake, not a retry: 409, nothing written.
-    const reused = await http('POST', `/conversations/${conversation.conversation_id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Something else entirely' } });
+    const reused = await http('POST', `/conversations/${conversation.id}/messages`, { secret: key.secret, json: { idempotency_key: 'op-1', text: 'Something else entirely' } });
     expect(reused.status).toBe(409);
     expect(reused.body.error).toMatchObject({ code: 'idempotency_conflict', details: { field: 'idempotency_key', message_id: sent.body.message_id } });
     expect(await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".messages WHERE body = 'Something else entirely'`)).toEqual([]);
@@ -165,18 +165,18 @@ describe('gateway messaging routes', () => {
     expect(handoffs).toHaveLength(1);
     expect(handoffs[0].payload.data.operator_id).toBe(key.memberId);
 
-    const thread = await http('GET', `/conversations/${conversation.conversation_id}/messages?limit=2`, { secret: key.secret });
+    const thread = await http('GET', `/conversations/${conversation.id}/messages?limit=2`, { secret: key.secret });
     expect(thread.body.items.map((m: { body: string; direction: string }) => [m.direction, m.body])).toEqual([
       ['outbound', 'Hi, Ana here'],
       ['inbound', 'second question'],
     ]);
-    const older = await http('GET', `/conversations/${conversation.conversation_id}/messages?limit=2&cursor=${thread.body.next_cursor}`, { secret: key.secret });
+    const older = await http('GET', `/conversations/${conversation.id}/messages?limit=2&cursor=${thread.body.next_cursor}`, { secret: key.secret });
     expect(older.body.items.map((m: { body: string }) => m.body)).toEqual(['first question']);
 
-    const resolved = await http('POST', `/conversations/${conversation.conversation_id}/resolve`, { secret: key.secret });
+    const resolved = await http('POST', `/conversations/${conversation.id}/resolve`, { secret: key.secret });
     expect(resolved.body.status).toBe('resolved');
-    expect((await outboxEvents<{ conversation_id: string }>(world, 'messaging', 'messaging.conversation.resolved')).filter((e) => e.payload.data.conversation_id === conversation.conversation_id)).toHaveLength(1);
-    expect((await http('GET', `/conversations/${conversation.conversation_id}`, { secret: other.secret })).status).toBe(404);
+    expect((await outboxEvents<{ conversation_id: string }>(world, 'messaging', 'messaging.conversation.resolved')).filter((e) => e.payload.data.conversation_id === conversation.id)).toHaveLength(1);
+    expect((await http('GET', `/conversations/${conversation.id}`, { secret: other.secret })).status).toBe(404);
   });
 
   it('creates, reads and lists notifications from a template', async () => {
@@ -185,11 +185,11 @@ describe('gateway messaging routes', () => {
     const whatsappTemplate = { name: 'payment_received', language: 'en_US', parameters: ['name', 'amount'] };
     const put = await http('PUT', '/notification-templates/payment_received', { secret: key.secret, json: { title: 'Payment', body: 'Hi {{name}}, we got {{amount}}.', whatsapp_template: whatsappTemplate } });
     expect([put.status, put.body.whatsapp_template]).toEqual([200, whatsappTemplate]);
-    const missing = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.contact_id, template_key: 'payment_received', variables: { name: 'Bruno' }, channels: ['whatsapp'] } });
+    const missing = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.id, template_key: 'payment_received', variables: { name: 'Bruno' }, channels: ['whatsapp'] } });
     expect(missing.body.error).toMatchObject({ code: 'validation_failed', details: { missing: ['amount'] } });
     const created = await http('POST', '/notifications', {
       secret: key.secret,
-      json: { contact_id: contact.body.contact_id, template_key: 'payment_received', variables: { name: 'Bruno', amount: 'R$ 10' }, channels: ['whatsapp', 'in_app'], idempotency_key: 'pay-1' },
+      json: { contact_id: contact.body.id, template_key: 'payment_received', variables: { name: 'Bruno', amount: 'R$ 10' }, channels: ['whatsapp', 'in_app'], idempotency_key: 'pay-1' },
     });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ body: 'Hi Bruno, we got R$ 10.', title: 'Payment' });
@@ -200,14 +200,14 @@ describe('gateway messaging routes', () => {
     // A retry (same request, keys and channels in another order) answers the same notification; another request with the key is refused.
     const retry = await http('POST', '/notifications', {
       secret: key.secret,
-      json: { idempotency_key: 'pay-1', channels: ['in_app', 'whatsapp'], variables: { amount: 'R$ 10', name: 'Bruno' }, template_key: 'payment_received', contact_id: contact.body.contact_id },
+      json: { idempotency_key: 'pay-1', channels: ['in_app', 'whatsapp'], variables: { amount: 'R$ 10', name: 'Bruno' }, template_key: 'payment_received', contact_id: contact.body.id },
     });
-    expect([retry.status, retry.body.notification_id]).toEqual([201, created.body.notification_id]);
-    const reused = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.contact_id, body: 'other', channels: ['in_app'], idempotency_key: 'pay-1' } });
-    expect([reused.status, reused.body.error]).toEqual([409, { code: 'idempotency_conflict', message: expect.any(String), details: { field: 'idempotency_key', notification_id: created.body.notification_id } }]);
-    expect((await http('GET', `/notifications/${created.body.notification_id}`, { secret: key.secret })).body.notification_id).toBe(created.body.notification_id);
-    expect((await http('GET', `/notifications?contact_id=${contact.body.contact_id}`, { secret: key.secret })).body.items).toHaveLength(1);
-    expect((await http('GET', `/notifications/${created.body.notification_id}`, { secret: other.secret })).status).toBe(404);
+    expect([retry.status, retry.body.id]).toEqual([201, created.body.id]);
+    const reused = await http('POST', '/notifications', { secret: key.secret, json: { contact_id: contact.body.id, body: 'other', channels: ['in_app'], idempotency_key: 'pay-1' } });
+    expect([reused.status, reused.body.error]).toEqual([409, { code: 'idempotency_conflict', message: expect.any(String), details: { field: 'idempotency_key', notification_id: created.body.id } }]);
+    expect((await http('GET', `/notifications/${created.body.id}`, { secret: key.secret })).body.id).toBe(created.body.id);
+    expect((await http('GET', `/notifications?contact_id=${contact.body.id}`, { secret: key.secret })).body.items).toHaveLength(1);
+    expect((await http('GET', `/notifications/${created.body.id}`, { secret: other.secret })).status).toBe(404);
   });
 
   it('streams the organization’s events as SSE and resumes after Last-Event-ID', async () => {

@@ -37,7 +37,7 @@ describe('WhatsApp notifications and the 24-hour window', () => {
     const waId = `55929888830${String(++phoneSeq).padStart(2, '0')}`;
     const res = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Ana Example', phone: `+${waId}` } });
     expect(res.status).toBe(201);
-    return { id: res.body.contact_id, waId };
+    return { id: res.body.id, waId };
   }
 
   /** The person writes to the business number at `timestamp` (epoch s), through the sandbox's Meta; waits until messaging stored it. */
@@ -71,7 +71,7 @@ describe('WhatsApp notifications and the 24-hour window', () => {
       template: { name: 'payment_received', language: { code: 'pt_BR' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text: 'R$ 10,00' }] }] },
     });
     expect(calls[0]!.body).not.toHaveProperty('text');
-    await soon(async () => (await deliveryOf(created.body.notification_id)).status === 'sent');
+    await soon(async () => (await deliveryOf(created.body.id)).status === 'sent');
   });
 
   it('sends the text when the contact wrote within the last 24 hours', async () => {
@@ -87,7 +87,7 @@ describe('WhatsApp notifications and the 24-hour window', () => {
 
     const [call] = await w.sandbox.received(c.waId);
     expect(call).toMatchObject({ outcome: 'accepted', body: { type: 'text', text: { body: 'Pagamento\n\nOlá Bruno, recebemos R$ 5,00.' } } });
-    await soon(async () => (await deliveryOf(created.body.notification_id)).status === 'sent');
+    await soon(async () => (await deliveryOf(created.body.id)).status === 'sent');
   });
 
   it('fails the WhatsApp delivery at creation with whatsapp_template_required when the window is closed and the template names no WhatsApp template; nothing is queued, the other channels go on', async () => {
@@ -102,7 +102,7 @@ describe('WhatsApp notifications and the 24-hour window', () => {
     expect(await w.world.sql(`SELECT id FROM "${w.world.schema('outbox-dispatcher')}".message_outbox WHERE pacing_key = $1`, [c.waId])).toEqual([]);
     await w.drain(1);
     expect(await w.sandbox.received(c.waId)).toEqual([]);
-    expect(await deliveryOf(created.body.notification_id)).toMatchObject({ status: 'failed', error_code: 'whatsapp_template_required' });
+    expect(await deliveryOf(created.body.id)).toMatchObject({ status: 'failed', error_code: 'whatsapp_template_required' });
   });
 
   it("has the sandbox's Meta refuse free text outside the window with 131047, as Meta does", async () => {

@@ -31,11 +31,11 @@ describe(OutcomeSweepService.name, () => {
     const waId = `55929877710${String(++phoneSeq).padStart(2, '0')}`;
     const contact = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Lia Example', phone: `+${waId}` } });
     expect(contact.status).toBe(201);
-    const created = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contact.body.contact_id, template_key: 'login_code', variables: { code: randomUUID().slice(0, 4) }, channels: ['whatsapp'] } });
+    const created = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contact.body.id, template_key: 'login_code', variables: { code: randomUUID().slice(0, 4) }, channels: ['whatsapp'] } });
     expect(created.status).toBe(201);
     const messageId = created.body.deliveries[0].message_id as string;
     await soon(async () => (await w.entriesOf(messageId)).length === 1);
-    return { notificationId: created.body.notification_id, messageId, waId };
+    return { notificationId: created.body.id, messageId, waId };
   }
   const delivery = async (notificationId: string) => (await w.http('GET', `/notifications/${notificationId}`, { secret: w.key.secret })).body.deliveries[0] as { status: string; error_code: string | null };
   const message = async (id: string) =>

@@ -200,15 +200,15 @@ describe('messaging outcomes and statuses', () => {
       `SELECT id, idempotency_key, notification_id, status FROM "${m()}".messages WHERE id = $1`,
       [whatsapp.message_id],
     );
-    expect(message).toMatchObject({ idempotency_key: `nd:${whatsapp.delivery_id}`, notification_id: created.notification_id, status: 'queued' });
+    expect(message).toMatchObject({ idempotency_key: `nd:${whatsapp.id}`, notification_id: created.id, status: 'queued' });
 
     // The enqueue is not the delivery: still pending after a while with no outcome.
     await new Promise((r) => setTimeout(r, 300));
-    expect((await app.get(NotificationsService).get(org, created.notification_id)).deliveries.find((d) => d.channel === 'whatsapp')?.status).toBe('pending');
+    expect((await app.get(NotificationsService).get(org, created.id)).deliveries.find((d) => d.channel === 'whatsapp')?.status).toBe('pending');
 
     await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(message.id, message.idempotency_key, `wamid.${randomUUID()}`));
-    await eventually(async () => (await app.get(NotificationsService).get(org, created.notification_id)).deliveries.find((d) => d.channel === 'whatsapp')?.status === 'sent');
-    const updates = (await outboxEvents<{ delivery_id: string; status: string }>(world, 'messaging', MessagingEvents.NotificationDeliveryUpdated)).filter((e) => e.payload.data.delivery_id === whatsapp.delivery_id);
+    await eventually(async () => (await app.get(NotificationsService).get(org, created.id)).deliveries.find((d) => d.channel === 'whatsapp')?.status === 'sent');
+    const updates = (await outboxEvents<{ delivery_id: string; status: string }>(world, 'messaging', MessagingEvents.NotificationDeliveryUpdated)).filter((e) => e.payload.data.delivery_id === whatsapp.id);
     expect(updates.map((u) => u.payload.data.status)).toEqual(['sent']);
   });
 
@@ -223,6 +223,6 @@ describe('messaging outcomes and statuses', () => {
     const whatsapp = created.deliveries.find((d) => d.channel === 'whatsapp')!;
     const [message] = await world.sql<{ id: string; idempotency_key: string }>(`SELECT id, idempotency_key FROM "${m()}".messages WHERE id = $1`, [whatsapp.message_id]);
     await publishEvent(world, OutboxEvents.EntryFailed, org, { ...entry(message.id, message.idempotency_key), classification: 'permanent', error_code: '131026', attempts: 1 });
-    await eventually(async () => (await app.get(NotificationsService).get(org, created.notification_id)).deliveries.find((d) => d.channel === 'whatsapp')?.status === 'failed');
+    await eventually(async () => (await app.get(NotificationsService).get(org, created.id)).deliveries.find((d) => d.channel === 'whatsapp')?.status === 'failed');
   });
 });

@@ -34,7 +34,7 @@ describe('ambiguous sends through the REST API', () => {
     return res.body.message_id as string;
   };
   const viewOf = async (messageId: string) =>
-    ((await api('GET', `/conversations/${conversationId}/messages?limit=50`)).body.items as { message_id: string; status: string; outbox_entry_id: string | null }[]).find((x) => x.message_id === messageId)!;
+    ((await api('GET', `/conversations/${conversationId}/messages?limit=50`)).body.items as { id: string; status: string; outbox_entry_id: string | null }[]).find((x) => x.id === messageId)!;
   /** An operator's text whose connection breaks after Meta took it. */
   async function ambiguousSend(text: string): Promise<{ messageId: string; entryId: string }> {
     await w.sandbox.fault({ kind: 'drop', match: { wa_id: waId } });
@@ -69,13 +69,13 @@ describe('ambiguous sends through the REST API', () => {
   it('lists the organization’s ambiguous sends by pages, validates the query, and needs the admin scope', async () => {
     const page1 = await api('GET', '/outbox/ambiguous?limit=1');
     expect(page1.status).toBe(200);
-    expect(page1.body.items.map((e: { entry_id: string }) => e.entry_id)).toEqual([first.entryId]);
+    expect(page1.body.items.map((e: { id: string }) => e.id)).toEqual([first.entryId]);
     expect(page1.body.items[0]).toMatchObject({ status: 'ambiguous', channel: 'whatsapp', to: `+${waId}`, log_context: expect.objectContaining({ message_id: first.messageId }) });
     expect(page1.body.next_cursor).toEqual(expect.any(String));
     const page2 = await api('GET', `/outbox/ambiguous?limit=1&cursor=${page1.body.next_cursor}`);
-    expect(page2.body.items.map((e: { entry_id: string }) => e.entry_id)).toEqual([second.entryId]);
+    expect(page2.body.items.map((e: { id: string }) => e.id)).toEqual([second.entryId]);
     expect(page2.body.next_cursor).toBeNull();
-    expect((await api('GET', '/outbox/ambiguous?limit=2')).body.items.map((e: { entry_id: string }) => e.entry_id)).toEqual([first.entryId, second.entryId]);
+    expect((await api('GET', '/outbox/ambiguous?limit=2')).body.items.map((e: { id: string }) => e.id)).toEqual([first.entryId, second.entryId]);
 
     expect((await api('GET', '/outbox/ambiguous?cursor=not-a-cursor')).body.error.code).toBe('invalid_cursor');
     expect((await api('GET', '/outbox/ambiguous?cursor=not-a-cursor')).status).toBe(422);

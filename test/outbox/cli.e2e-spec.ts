@@ -47,9 +47,9 @@ describe('outbox CLI', () => {
   });
 
   it('lists the ambiguous entry, refuses a resolution without a note, and resolves it with one', async () => {
-    const list = await cli<{ items: { entry_id: string; status: string }[] }>(world, ['outbox:ambiguous:list', '--org', org, '--json']);
+    const list = await cli<{ items: { id: string; status: string }[] }>(world, ['outbox:ambiguous:list', '--org', org, '--json']);
     expect(list.code).toBe(0);
-    expect(list.json.items.map((e: { entry_id: string; status: string }) => [e.entry_id, e.status])).toEqual([[entryId, 'ambiguous']]);
+    expect(list.json.items.map((e: { id: string; status: string }) => [e.id, e.status])).toEqual([[entryId, 'ambiguous']]);
 
     const noNote = await cli<ErrorEnvelope>(world, ['outbox:ambiguous:resolve', '--id', entryId, '--status', 'accepted', '--note', ' ', '--json']);
     expect(noNote.code).toBe(1);

@@ -329,7 +329,7 @@ describe('outbox dispatcher', () => {
       const { entry_id } = await d.enqueue.enqueue(textTo(org, to));
       await drain();
       const listed = await d.resolution.listAmbiguous({ organization_id: org });
-      expect(listed.items.map((e) => e.entry_id)).toContain(entry_id);
+      expect(listed.items.map((e) => e.id)).toContain(entry_id);
       expect(await d.resolution.resolveByOperator({ organization_id: org, entry_id, status: 'accepted', note: '' })).toMatchObject({ outcome: 'invalid_resolution' });
       expect(await d.resolution.resolveByOperator({ organization_id: 'other-org', entry_id, status: 'accepted', note: 'seen on phone' })).toMatchObject({ outcome: 'not_found' });
       expect(await d.resolution.resolveByOperator({ organization_id: org, entry_id, status: 'accepted', note: 'seen on the phone', actor: 'ops@example.com' })).toEqual({ outcome: 'resolved', entry_id, status: 'accepted' });

@@ -10,7 +10,7 @@ const UNSUBSCRIBE_SECRET = 'test-unsubscribe-secret';
 
 /**
  * The email (Nylas v3) and LinkedIn (Unipile) adapters and the daily prospect cap (seed 003 §4.6,
- * §6; issue 8 item 8), against the real database and broker and the in-process sandbox, with a
+ * §6), against the real database and broker and the in-process sandbox, with a
  * hand-moved clock.
  */
 describe(ProspectCapService.name, () => {
@@ -29,8 +29,8 @@ describe(ProspectCapService.name, () => {
   const mailbox = async (org: string, provider = 'google') => {
     const grant = `grant-${randomUUID()}`;
     await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', provider });
-    const view = await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: `sales.${grant.slice(6, 12)}@ours.example`, api_key: 'nylas-key', provider });
-    return { grant, senderId: view.sender_id };
+    const view = await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: `sales.${grant.slice(6, 12)}@ours.example`, api_key: 'nylas-key', provider });
+    return { grant, senderId: view.id };
   };
   const email = (org: string, to: string, extra: Partial<OutboxEnqueueData> = {}): OutboxEnqueueData => ({
     organization_id: org,
@@ -208,8 +208,8 @@ describe(ProspectCapService.name, () => {
     const linkedinAccount = async (org: string) => {
       const account = `acct-${randomUUID()}`;
       await sandbox.post('/sandbox/unipile/accounts', { account_id: account, api_key: 'unipile-key' });
-      const view = await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURS', api_key: 'unipile-key' });
-      return { account, senderId: view.sender_id };
+      const view = await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURS', api_key: 'unipile-key' });
+      return { account, senderId: view.id };
     };
     const linkedin = (org: string, to: string, action: 'invite' | 'message', body = 'Hi Ana, glad to connect.'): OutboxEnqueueData => ({
       organization_id: org,

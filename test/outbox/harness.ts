@@ -125,5 +125,5 @@ export async function addSender(d: Pick<Dispatcher, 'senders' | 'sandbox'>, orga
     business_account_id: '100000000000001',
     access_token: accessToken,
   });
-  return view.sender_id;
+  return view.id;
 }

@@ -201,7 +201,7 @@ describe('Meta fidelity of the WhatsApp path', () => {
     await soon(async () => (await w.world.sql(`SELECT 1 FROM "${messaging()}".messages WHERE id = $1 AND status = 'failed' AND error_subcode = '2494010' AND error_details = $2`, [sent.message_id, 'The parameter to is required.'])).length === 1);
     // The conversation's message list (what `GET /conversations/{id}/messages` answers) shows them too.
     const page = await rpc().callUnchecked<{ items: MessageView[] }>('messaging', MessagingRpc.ConversationMessages, { organization_id: w.org, conversation_id: sent.conversation_id });
-    expect(page.items.find((m) => m.message_id === sent.message_id)).toMatchObject({ status: 'failed', error_code: '131008', error_subcode: '2494010', error_details: 'The parameter to is required.' });
+    expect(page.items.find((m) => m.id === sent.message_id)).toMatchObject({ status: 'failed', error_code: '131008', error_subcode: '2494010', error_details: 'The parameter to is required.' });
   });
 
   it('keeps error_data.details of a failed status webhook on the message', async () => {

@@ -59,10 +59,10 @@ describe('Meta webhooks and senders through the gateway', () => {
       expect(created.status).toBe(201);
       expect(created.body).toMatchObject({ organization_id: admin.organizationId, phone_number_id: phoneNumberId, is_default: true, status: 'connected', has_credentials: true });
       expect(JSON.stringify(created.body)).not.toContain('secret-graph-token');
-      senderId = created.body.sender_id;
+      senderId = created.body.id;
 
       const list = await http('GET', '/senders', { secret: admin.secret });
-      expect(list.body.items.map((s: { sender_id: string }) => s.sender_id)).toEqual([senderId]);
+      expect(list.body.items.map((s: { id: string }) => s.id)).toEqual([senderId]);
       const patched = await http('PATCH', `/senders/${senderId}`, { secret: admin.secret, json: { label: 'Support line', access_token: 'rotated-token' } });
       expect(patched.status).toBe(200);
       expect(patched.body).toMatchObject({ label: 'Support line' });

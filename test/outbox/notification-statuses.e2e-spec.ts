@@ -26,15 +26,15 @@ describe('notification deliveries and later provider statuses', () => {
     const waId = `55929888820${String(++phoneSeq).padStart(2, '0')}`;
     const contact = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Caio Example', phone: `+${waId}` } });
     expect(contact.status).toBe(201);
-    const created = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contact.body.contact_id, template_key: 'login_code', variables: { code: randomUUID().slice(0, 4) }, channels: ['whatsapp'] } });
+    const created = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contact.body.id, template_key: 'login_code', variables: { code: randomUUID().slice(0, 4) }, channels: ['whatsapp'] } });
     expect(created.status).toBe(201);
     const messageId = created.body.deliveries[0].message_id as string;
     await soon(async () => (await w.entriesOf(messageId)).length === 1);
     await w.drain(1);
     const [call] = await w.sandbox.received(waId);
     expect(call).toMatchObject({ outcome: 'accepted' });
-    await soon(async () => (await delivery(created.body.notification_id)).status === 'sent');
-    return { notificationId: created.body.notification_id, messageId, waId, wamid: call!.provider_id! };
+    await soon(async () => (await delivery(created.body.id)).status === 'sent');
+    return { notificationId: created.body.id, messageId, waId, wamid: call!.provider_id! };
   }
   const delivery = async (notificationId: string) => (await w.http('GET', `/notifications/${notificationId}`, { secret: w.key.secret })).body.deliveries[0] as { status: string; error_code: string | null };
   const message = async (messageId: string) => (await w.world.sql<{ status: string; error_code: string | null; delivered_at: Date | null }>(`SELECT status, error_code, delivered_at FROM ${m('messages')} WHERE id = $1`, [messageId]))[0]!;

@@ -25,7 +25,7 @@ describe('an opt-out webhook is acknowledged only once its address is suppressed
     const email = `ana.${randomUUID().slice(0, 6)}@example.com`;
     const contact = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Ana', phone: `+${waId}`, email } });
     expect(contact.status).toBe(201);
-    const contactId = contact.body.contact_id as string;
+    const contactId = contact.body.id as string;
     const queuedBefore = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contactId, template_key: 'order_shipped', channels: ['whatsapp'] } });
     expect(queuedBefore.status).toBe(201);
     const heldId = queuedBefore.body.deliveries[0].message_id as string;

@@ -38,11 +38,11 @@ describe('an opt-out on WhatsApp suppresses the contact at the dispatcher', () =
   const notify = async (contactId: string, channels: string[]) => {
     const res = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contactId, title: 'Pedido', body: `Seu pedido saiu ${randomUUID().slice(0, 4)}`, channels } });
     expect(res.status).toBe(201);
-    return res.body as { notification_id: string; deliveries: { channel: string; message_id: string | null; status: string; error_code: string | null }[] };
+    return res.body as { id: string; deliveries: { channel: string; message_id: string | null; status: string; error_code: string | null }[] };
   };
   const queued = async (messageId: string) => soon(async () => (await w.entriesOf(messageId))[0]);
   const messageOf = async (conversationId: string, messageId: string) =>
-    ((await w.http('GET', `/conversations/${conversationId}/messages?limit=50`, { secret: w.key.secret })).body.items as { message_id: string; status: string; error_code: string | null }[]).find((x) => x.message_id === messageId)!;
+    ((await w.http('GET', `/conversations/${conversationId}/messages?limit=50`, { secret: w.key.secret })).body.items as { id: string; status: string; error_code: string | null }[]).find((x) => x.id === messageId)!;
 
   it('cancels what was queued before the STOP and sends nothing afterwards on WhatsApp or email, while another contact still gets hers', async () => {
     const waId = '5592988881101';
@@ -96,7 +96,7 @@ describe('an opt-out on WhatsApp suppresses the contact at the dispatcher', () =
     expect(await w.entriesOf(afterText)).toEqual([]);
     expect(await messageOf(who.conversationId, afterText)).toMatchObject({ status: 'failed', error_code: 'opted_out' });
     await soon(async () => {
-      const view = (await w.http('GET', `/notifications/${after.notification_id}`, { secret: w.key.secret })).body;
+      const view = (await w.http('GET', `/notifications/${after.id}`, { secret: w.key.secret })).body;
       return view.deliveries.every((x: { status: string }) => x.status === 'failed') ? view : undefined;
     });
   }, 120_000);

@@ -65,7 +65,7 @@ export async function startWireWorld(label: string, messagingEnv: Record<string,
   const senderId = await addSender(d, org, PHONE_NUMBER_ID);
   const grant = `grant-${randomUUID()}`;
   await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'support@ours.example', provider: 'google' });
-  const mailbox = await d.app.get(RpcClient).callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'support@ours.example', api_key: 'nylas-key', provider: 'google' });
+  const mailbox = await d.app.get(RpcClient).callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'support@ours.example', api_key: 'nylas-key', provider: 'google' });
   // The dispatcher announces the number; messaging routes inbound webhooks by its read model.
   await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1 AND sender_id = $2`, [PHONE_NUMBER_ID, senderId])).length === 1);
 
@@ -78,7 +78,7 @@ export async function startWireWorld(label: string, messagingEnv: Record<string,
     http,
     key,
     org,
-    mailbox: { grant, senderId: mailbox.sender_id },
+    mailbox: { grant, senderId: mailbox.id },
     meta: async (body) => {
       const raw = JSON.stringify(body);
       return http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${createHmac('sha256', APP_SECRET).update(raw).digest('hex')}` } });

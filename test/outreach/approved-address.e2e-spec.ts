@@ -48,7 +48,7 @@ describe('outreach sends to the approved address only', () => {
     secret = seeded.secret;
     const grant = `grant-${randomUUID()}`;
     await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
-    senderId = (await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+    senderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
   });
   afterAll(async () => {
     await world.close();
@@ -74,7 +74,7 @@ describe('outreach sends to the approved address only', () => {
       email_sender_id: senderId,
     });
     const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const [pending] = await eventually(async () => {
       const rows = await world.sql<Record<string, unknown>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
@@ -85,7 +85,7 @@ describe('outreach sends to the approved address only', () => {
   const approve = (actionId: string) => http('POST', `/agentic/outreach/actions/${actionId}/approve`, { secret, json: {} });
   const changeEmail = async (person: ContactView) => {
     const email = `sarah.new.${randomUUID().slice(0, 8)}@acme.example`;
-    const res = await http('PATCH', `/contacts/${person.contact_id}`, { secret, json: { email } });
+    const res = await http('PATCH', `/contacts/${person.id}`, { secret, json: { email } });
     expect(res.status).toBe(200);
     return email;
   };

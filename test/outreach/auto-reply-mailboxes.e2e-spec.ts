@@ -76,7 +76,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
     await sandbox.post('/sandbox/nylas/grants', { grant_id: defaultGrant, api_key: 'nylas-key', email: 'hello@ours.example', provider: 'google' });
     await sandbox.post('/sandbox/nylas/grants', { grant_id: campaignGrant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
     await rpc.call('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: defaultGrant, address: 'hello@ours.example', api_key: 'nylas-key', provider: 'google' });
-    campaignSenderId = (await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: campaignGrant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+    campaignSenderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: campaignGrant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
     const [def] = await world.sql<Row>(`SELECT is_default FROM "${world.schema('outbox-dispatcher')}".senders WHERE provider_account_id = $1`, [defaultGrant]);
     expect(def!.is_default).toBe(true);
 
@@ -117,7 +117,7 @@ describe('auto-replies and the mailbox they arrive on', () => {
     }, RPC_MS);
     const phone = `+55119${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
     const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, phone }, RPC_MS);
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] }, RPC_MS);
+    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] }, RPC_MS);
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const pending = await eventually(async () => (await world.sql<{ id: string }>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
     await rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } }, RPC_MS);
@@ -125,8 +125,8 @@ describe('auto-replies and the mailbox they arrive on', () => {
     const send = (await nylasCalls()).find((c) => c.operation === 'send' && c.provider_id === sent.provider_message_id);
     expect(send?.context.grant_id).toBe(campaignGrant);
 
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${fu()}".contacts WHERE contact_id = $1`, [person.contact_id])).length === 1, 20_000);
-    const followup = (await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: flowId, contact_id: person.contact_id, operation_key: randomUUID() })).enrollment;
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${fu()}".contacts WHERE contact_id = $1`, [person.id])).length === 1, 20_000);
+    const followup = (await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: flowId, contact_id: person.id, operation_key: randomUUID() })).enrollment;
     expect(followup.status).toBe('active');
     return { person, enrollmentId, sentId: sent.provider_message_id as string, followupId: followup.id as string, before: await enrollment(enrollmentId) };
   }
@@ -144,9 +144,9 @@ describe('auto-replies and the mailbox they arrive on', () => {
 
   /** Nothing the auto-reply could have stopped was stopped, in any service, and nothing was suppressed. */
   async function expectUntouched(s: Awaited<ReturnType<typeof emailed>>) {
-    const contact = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id }, RPC_MS);
+    const contact = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.id }, RPC_MS);
     expect(contact).toMatchObject({ opted_out_at: null, kind: 'prospect' });
-    expect(await world.sql(`SELECT type FROM "${m()}".outbox_events WHERE type IN ('messaging.contact.opted_out', 'messaging.suppression.requested') AND payload->'data'->>'contact_id' = $1`, [s.person.contact_id])).toEqual([]);
+    expect(await world.sql(`SELECT type FROM "${m()}".outbox_events WHERE type IN ('messaging.contact.opted_out', 'messaging.suppression.requested') AND payload->'data'->>'contact_id' = $1`, [s.person.id])).toEqual([]);
     expect(await world.sql(`SELECT value FROM "${world.schema('outbox-dispatcher')}".contact_suppressions WHERE organization_id = $1 AND value IN ($2, $3)`, [org, s.person.email!.toLowerCase(), s.person.phone])).toEqual([]);
     const [flowEnrollment] = await world.sql<Row>(`SELECT status FROM "${fu()}".enrollments WHERE id = $1`, [s.followupId]);
     expect(flowEnrollment!.status).toBe('active');

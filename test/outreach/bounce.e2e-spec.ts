@@ -27,7 +27,7 @@ describe(OptOutService.name, () => {
   it('a bounce closes email and a LinkedIn-allowed campaign continues on LinkedIn', async () => {
     const linkedinSender = w.dispatcher.addSender(org, 'linkedin');
     const campaign = await b.campaign(org, { allowed_channels: ['email', 'linkedin'], linkedin_sender_id: linkedinSender });
-    const { enrollmentId, person } = await b.enrollment(org, campaign.campaign_id, { linkedin_url: `https://www.linkedin.com/in/sarah-${randomUUID().slice(0, 6)}` });
+    const { enrollmentId, person } = await b.enrollment(org, campaign.id, { linkedin_url: `https://www.linkedin.com/in/sarah-${randomUUID().slice(0, 6)}` });
     await run(`enrolled:${enrollmentId}`);
     const [emailDraft] = await w.sql(`SELECT * FROM {o}.proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
     expect(emailDraft).toMatchObject({ type: 'email' });
@@ -63,7 +63,7 @@ describe(OptOutService.name, () => {
 
   it('the unsubscribe link suppresses the email only and ends every live enrollment with that address opted_out', async () => {
     const campaign = await b.campaign(org);
-    const { enrollmentId, person } = await b.enrollment(org, campaign.campaign_id, { linkedin_provider_id: `ACo${randomUUID().slice(0, 6)}` });
+    const { enrollmentId, person } = await b.enrollment(org, campaign.id, { linkedin_provider_id: `ACo${randomUUID().slice(0, 6)}` });
     await run(`enrolled:${enrollmentId}`);
     const result = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: person.email });
     expect(result).toEqual({ suppressed: [{ channel: 'email', value: person.email!.toLowerCase() }], enrollment_ids: [enrollmentId] });

@@ -21,7 +21,7 @@ export function outreachBuilders(w: OutreachWorld) {
     /** Enrolls a new contact; returns the enrollment id and the contact. */
     async enrollment(org: string, campaignId: string, contact: Record<string, unknown> = {}) {
       const person = await w.contact(org, contact);
-      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people: [{ person_kind: person.kind, person_id: person.contact_id }] });
+      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people: [{ person_kind: person.kind, person_id: person.id }] });
       const first = result.results[0] as { enrollment_id: string };
       return { enrollmentId: first.enrollment_id, person };
     },

@@ -34,15 +34,15 @@ describe('outreach:drafts commands', () => {
 
   it('lists drafts, approves one with an edit and rejects another (regenerate), as JSON', async () => {
     const c = await b.campaign(org);
-    const first = await b.enrollment(org, c.campaign_id, { name: 'Sarah Lee' });
-    const second = await b.enrollment(org, c.campaign_id, { name: 'Tom Park' });
+    const first = await b.enrollment(org, c.id, { name: 'Sarah Lee' });
+    const second = await b.enrollment(org, c.id, { name: 'Tom Park' });
     const a1 = await b.pendingAction(org, first.enrollmentId);
     const a2 = await b.pendingAction(org, second.enrollmentId);
 
-    const list = await cli<{ total: number; items: { action_id: string }[] }>(w, ['outreach:drafts:list', '--org', org]);
+    const list = await cli<{ total: number; items: { id: string }[] }>(w, ['outreach:drafts:list', '--org', org]);
     expect(list.code).toBe(0);
     expect(list.json.total).toBe(2);
-    expect(list.json.items.map((i: { action_id: string }) => i.action_id)).toEqual([a1.actionId, a2.actionId]);
+    expect(list.json.items.map((i: { id: string }) => i.id)).toEqual([a1.actionId, a2.actionId]);
 
     const badEdit = await cli<ErrorEnvelope>(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Hi {name}', '--body', 'b']);
     expect([badEdit.code, badEdit.json.error.code]).toEqual([1, 'draft_placeholder']);
@@ -62,7 +62,7 @@ describe('outreach:drafts commands', () => {
 
   it('refuses a --member who is not a current member of the organization (exit 1) and records nothing', async () => {
     const c = await b.campaign(org);
-    const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+    const { enrollmentId } = await b.enrollment(org, c.id);
     const { actionId } = await b.pendingAction(org, enrollmentId);
     const stranger = await w.builders!.organizationWithKey({ scopes: ['outreach:read'] });
     const leaver = await w.builders!.organizationWithKey({ organizationId: org, role: 'operator', scopes: ['outreach:read'], email: `leaver.${randomUUID().slice(0, 6)}@example.com` });

@@ -43,7 +43,7 @@ describe(DecisionRunner.name, () => {
   /** An enrolled person whose first (enrolled:) run is done. */
   const enrolled = async (campaignExtra: Record<string, unknown> = {}, contact: Record<string, unknown> = {}) => {
     const c = await b.campaign(org, campaignExtra);
-    const e = await b.enrollment(org, c.campaign_id, contact);
+    const e = await b.enrollment(org, c.id, contact);
     await run(`enrolled:${e.enrollmentId}`);
     return { campaign: c, ...e };
   };
@@ -56,7 +56,7 @@ describe(DecisionRunner.name, () => {
       const [decision] = await decisionsOf(enrollmentId);
       expect(decision).toMatchObject({ outcome: 'saved', type: 'email', trigger_event_id: `enrolled:${enrollmentId}`, trigger_reason: 'enrolled', context_version: 1, followup_days: 3, reply_to_message_id: null });
       const [action] = await actionsOf(enrollmentId);
-      expect(action).toMatchObject({ status: 'pending_approval', type: 'email', decision_id: decision!.id, campaign_id: campaign.campaign_id });
+      expect(action).toMatchObject({ status: 'pending_approval', type: 'email', decision_id: decision!.id, campaign_id: campaign.id });
       expect(action!.draft_payload.subject).toEqual(expect.any(String));
       expect(action!.draft_payload.body).toContain('Hi Sarah Lee');
       expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'active', context_version: 2, next_check_at: null });
@@ -73,11 +73,11 @@ describe(DecisionRunner.name, () => {
 
     it('runs a due row with no earlier decision (its enrolled run skipped by a pause) as followup_due with the first-touch objective; a later due is a plain follow-up', async () => {
       const c = await b.campaign(org);
-      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.campaign_id });
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.id });
+      const { enrollmentId } = await b.enrollment(org, c.id);
       await run(`enrolled:${enrollmentId}`);
       expect(await decisionsOf(enrollmentId)).toEqual([]);
-      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.campaign_id });
+      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.id });
       await w.model!.script([{ reply: { type: 'wait', rationale: 'Nothing sent yet; wait for Monday.', suggested_followup_days: 3 } }]);
 
       await request(enrollmentId, `due:${enrollmentId}:first`);
@@ -112,7 +112,7 @@ describe(DecisionRunner.name, () => {
       await w.model!.script([{ reply: { type: 'wait', rationale: 'later', suggested_followup_days: 3 } }]);
       const { enrollmentId, campaign } = await enrolled();
       await w.model!.reset();
-      await act(campaign.campaign_id, enrollmentId);
+      await act(campaign.id, enrollmentId);
       const before = await b.enrollmentRow(enrollmentId);
       try {
         await request(enrollmentId, `due:${enrollmentId}:gate`);
@@ -130,12 +130,12 @@ describe(DecisionRunner.name, () => {
       const c = await b.campaign(org);
       await b.campaign(org);
       const person = await w.contact(org);
-      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.campaign_id });
-      const result = await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+      await w.rpc.callUnchecked('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.id });
+      const result = await w.rpc.callUnchecked<any>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
       const id = result.results[0].enrollment_id;
       await run(`enrolled:${id}`);
-      await w.rpc.call('messaging', MessagingRpc.ContactErase, { organization_id: org, contact_id: person.contact_id });
-      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.campaign_id });
+      await w.rpc.call('messaging', MessagingRpc.ContactErase, { organization_id: org, contact_id: person.id });
+      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.id });
 
       await request(id, `due:${id}:removed`);
       expect(await b.enrollmentRow(id)).toMatchObject({ status: 'ended', ended_reason: 'person_removed' });
@@ -162,12 +162,12 @@ describe(DecisionRunner.name, () => {
     it('sees a suppressed email as no channel (read fresh at the decision)', async () => {
       const person = await w.contact(org);
       const c = await b.campaign(org);
-      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.campaign_id });
-      const result = await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+      await w.rpc.callUnchecked('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.id });
+      const result = await w.rpc.callUnchecked<any>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
       const id = result.results[0].enrollment_id;
       await run(`enrolled:${id}`);
       w.dispatcher.suppress(org, 'email', person.email!);
-      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.campaign_id });
+      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.id });
       await request(id, `due:${id}:suppressed`);
       expect((await b.enrollmentRow(id)).status).toBe('needs_contact_data');
     });
@@ -254,7 +254,7 @@ describe(DecisionRunner.name, () => {
     it('discards the decision when a reply arrives between the decision and its save', async () => {
       await w.model!.script([{ fault: 'timeout', delay_ms: 1500 }]);
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       await eventually(async () => (await tasks()).includes('outreach_decide'));
       expect(await interrupt(enrollmentId)).toBe(2);
       await run(`enrolled:${enrollmentId}`);
@@ -309,7 +309,7 @@ describe(DecisionRunner.name, () => {
       let enrollmentId = '';
       if (hook) w.outreach.get(DraftSaver).hooks = { [hook]: async () => void (await interrupt(enrollmentId)) };
       const created = await w.contact(org);
-      enrollmentId = (await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.campaign_id, people: [{ person_kind: 'prospect', person_id: created.contact_id }] })).results[0].enrollment_id;
+      enrollmentId = (await w.rpc.callUnchecked<any>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: created.id }] })).results[0].enrollment_id;
       await run(`enrolled:${enrollmentId}`);
       if (!hook) {
         expect((await actionsOf(enrollmentId))[0]!.status).toBe('pending_approval');

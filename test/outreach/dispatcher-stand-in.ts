@@ -27,8 +27,8 @@ import { AppError, ErrorCode } from '@touchpoint/errors';
 import { PlatformModule, UnitOfWork } from '@touchpoint/runtime';
 
 /**
- * A stand-in for the outbox-dispatcher's email and LinkedIn side, which is not built yet (issue 8
- * item 8): it answers the RPCs outreach reads (suppressions, senders, LinkedIn state) from state a
+ * A stand-in for the outbox-dispatcher's email and LinkedIn side, which is not built yet:
+ * it answers the RPCs outreach reads (suppressions, senders, LinkedIn state) from state a
  * test sets, records the `outbox.enqueue` commands messaging sends, and lets the test settle each
  * entry with a real `outbox.entry.*` event through the bus, as the dispatcher would.
  */
@@ -60,7 +60,7 @@ export class DispatcherStandIn {
   addSender(org: string, channel: 'email' | 'linkedin', status: 'connected' | 'disconnected' = 'connected'): string {
     const id = randomUUID();
     const now = new Date().toISOString();
-    this.senders.set(id, { sender_id: id, organization_id: org, channel, label: null, phone_number_id: null, display_phone_number: null, business_account_id: null, status, is_default: true, has_credentials: true, created_at: now, updated_at: now });
+    this.senders.set(id, { id, organization_id: org, channel, label: null, phone_number_id: null, display_phone_number: null, business_account_id: null, status, is_default: true, has_credentials: true, created_at: now, updated_at: now });
     return id;
   }
 

@@ -38,21 +38,21 @@ describe(DueSweepService.name, () => {
   describe('runOnce', () => {
     it("picks up a paused campaign's due rows after resume (Q1 and Q2), and sends nothing for them while paused", async () => {
       const campaign = await b.campaign(org);
-      const first = await b.enrollment(org, campaign.campaign_id);
-      const later = await b.enrollment(org, campaign.campaign_id);
+      const first = await b.enrollment(org, campaign.id);
+      const later = await b.enrollment(org, campaign.id);
       const past = new Date(Date.now() - 3_600_000);
       const firstDue = await dueAt(first.enrollmentId, past);
       // An enrollment with an earlier decision: its due run is a plain follow-up.
       const { eventId: approvedId } = await approvedDue(later.enrollmentId, new Date(past.getTime() + 1000));
       const laterDue = await dueAt(later.enrollmentId, new Date(past.getTime() + 2000));
 
-      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: campaign.campaign_id });
+      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: campaign.id });
       expect((await sut.runOnce()).ran).toBe(true);
       expect(await event(firstDue)).toBeUndefined();
       expect(await event(laterDue)).toBeUndefined();
       expect(await event(approvedId)).toBeUndefined();
 
-      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: campaign.campaign_id });
+      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: campaign.id });
       await sut.runOnce();
       // No decision was ever made for the first one (the pause skipped its enrolled run): it still
       // asks as followup_due (seed 003 §4.7); the decision runner makes it a first touch.
@@ -68,10 +68,10 @@ describe(DueSweepService.name, () => {
     it('skips an organization whose outreach is stopped, and rows not yet due', async () => {
       const stoppedOrg = `org-${randomUUID()}`;
       const campaign = await b.campaign(stoppedOrg);
-      const e = await b.enrollment(stoppedOrg, campaign.campaign_id);
+      const e = await b.enrollment(stoppedOrg, campaign.id);
       const due = await dueAt(e.enrollmentId, new Date(Date.now() - 60_000));
       const campaign2 = await b.campaign(org);
-      const future = await b.enrollment(org, campaign2.campaign_id);
+      const future = await b.enrollment(org, campaign2.id);
       const notDue = await dueAt(future.enrollmentId, new Date(Date.now() + 60_000));
 
       await w.rpc.call('outreach', OutreachRpc.Stop, { organization_id: stoppedOrg });
@@ -101,13 +101,13 @@ describe(DueSweepService.name, () => {
     it(`sends at most ${SWEEP_MAX_EVENTS_PER_PASS} events per pass, Q1 first, oldest first`, async () => {
       const bulkOrg = `org-${randomUUID()}`;
       const campaign = await b.campaign(bulkOrg);
-      const e = await b.enrollment(bulkOrg, campaign.campaign_id);
+      const e = await b.enrollment(bulkOrg, campaign.id);
       const { eventId: approvedId } = await approvedDue(e.enrollmentId, new Date(Date.now() - 10 * 86_400_000));
       // Enough due enrollments (older than every other row of this file) to fill a pass on their own.
       await w.sql(
         `INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, next_check_at, created_at, updated_at)
          SELECT $1, $2, 'prospect', 'bulk-' || g, 'active', now() - interval '30 days' + g * interval '1 second', now(), now() FROM generate_series(1, $3) g`,
-        [bulkOrg, campaign.campaign_id, SWEEP_MAX_EVENTS_PER_PASS + 1],
+        [bulkOrg, campaign.id, SWEEP_MAX_EVENTS_PER_PASS + 1],
       );
       const pass = await sut.runOnce();
       expect(pass).toEqual({ ran: true, decisions: SWEEP_MAX_EVENTS_PER_PASS, executions: 0 });

@@ -31,7 +31,7 @@ describe(ExecutionRunner.name, () => {
   /** A person enrolled and drafted by the real decision runner (sandbox model): a pending email. */
   const drafted = async (campaignExtra: Record<string, unknown> = {}) => {
     const c = await b.campaign(org, campaignExtra);
-    const e = await b.enrollment(org, c.campaign_id);
+    const e = await b.enrollment(org, c.id);
     await run(`enrolled:${e.enrollmentId}`);
     const [action] = await w.sql(`SELECT * FROM {o}.proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [e.enrollmentId]);
     return { campaign: c, ...e, actionId: action!.id as string };
@@ -100,7 +100,7 @@ describe(ExecutionRunner.name, () => {
   it('invalidates the action and wakes the enrollment when the address changed between approve and execution', async () => {
     const { enrollmentId, actionId, person } = await drafted();
     const at = await approvedOnly(actionId, person.email);
-    await w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.contact_id, email: `new.${randomUUID().slice(0, 6)}@acme.example` });
+    await w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.id, email: `new.${randomUUID().slice(0, 6)}@acme.example` });
     const before = await b.enrollmentRow(enrollmentId);
 
     await execute(actionId, enrollmentId, at);
@@ -130,7 +130,7 @@ describe(ExecutionRunner.name, () => {
   it('holds an approved action while the campaign is paused or outreach is stopped: it stays approved with next_attempt_at = now', async () => {
     const { enrollmentId, actionId, person, campaign } = await drafted();
     const at = await approvedOnly(actionId, person.email);
-    await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: campaign.campaign_id });
+    await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: campaign.id });
     const started = Date.now();
     await execute(actionId, enrollmentId, at);
     const held = await b.action(actionId);
@@ -138,7 +138,7 @@ describe(ExecutionRunner.name, () => {
     expect(new Date(held.next_attempt_at).getTime()).toBeGreaterThanOrEqual(started - 1000);
     expect(w.dispatcher.entriesFor(`outreach:${actionId}`)).toEqual([]);
 
-    await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: campaign.campaign_id });
+    await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: campaign.id });
     await execute(actionId, enrollmentId, new Date(held.next_attempt_at));
     expect((await entryOf(actionId)).idempotency_key).toBe(`outreach:${actionId}`);
   });
@@ -174,7 +174,7 @@ describe(ExecutionRunner.name, () => {
       subject: `Re: ${subject}`,
       text: 'What does it cost per seat?\n\nOn Mon, Oct 27, 2026 Sales <sales@touchpoint.example> wrote:\n> Hi Sarah',
     });
-    // The reply interrupt (issue 9) bumps the enrollment and sends reply:{message_id} itself.
+    // The reply interrupt (seed 003 §4.7) bumps the enrollment and sends reply:{message_id} itself.
     await run(`reply:${inbound.message_id}`);
 
     const [decision] = await w.sql(`SELECT * FROM {o}.decisions WHERE trigger_event_id = $1`, [`reply:${inbound.message_id}`]);

@@ -32,34 +32,34 @@ describe('one live enrollment per person', () => {
 
   const campaign = (name = `Campaign ${randomUUID().slice(0, 6)}`): Promise<CampaignView> => b.campaign(org, { name });
   const enroll = (campaignId: string, person: ContactView, kind = person.kind) =>
-    w.http!('POST', `/agentic/outreach/campaigns/${campaignId}/enrollments`, { secret, json: { person_kind: kind, person_id: person.contact_id } });
+    w.http!('POST', `/agentic/outreach/campaigns/${campaignId}/enrollments`, { secret, json: { person_kind: kind, person_id: person.id } });
   const liveOf = (personId: string) => w.sql(`SELECT * FROM {o}.enrollments WHERE organization_id = $1 AND person_id = $2 AND status IN ('active', 'needs_contact_data')`, [org, personId]);
-  const promoteContact = (person: ContactView) => w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.contact_id, kind: 'crm' });
+  const promoteContact = (person: ContactView) => w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.id, kind: 'crm' });
 
   describe('enroll', () => {
     it('answers 409 already_enrolled with the live enrollment when a promoted prospect is enrolled again as a CRM person', async () => {
       const first = await campaign('Spring push');
       const second = await campaign();
       const person = await w.contact(org);
-      const enrolled = await enroll(first.campaign_id, person);
+      const enrolled = await enroll(first.id, person);
       expect(enrolled.status).toBe(201);
       await promoteContact(person);
 
-      const again = await enroll(second.campaign_id, person, 'crm');
+      const again = await enroll(second.id, person, 'crm');
 
       expect(again.status).toBe(409);
       expect(again.body.error).toMatchObject({
         code: 'already_enrolled',
-        details: { enrollment_id: enrolled.body.enrollment_id, campaign_id: first.campaign_id, campaign_name: 'Spring push', campaign_status: 'active' },
+        details: { enrollment_id: enrolled.body.id, campaign_id: first.id, campaign_name: 'Spring push', campaign_status: 'active' },
       });
-      expect((await liveOf(person.contact_id)).map((e) => e.id)).toEqual([enrolled.body.enrollment_id]);
+      expect((await liveOf(person.id)).map((e) => e.id)).toEqual([enrolled.body.id]);
     });
 
     it('lets exactly one of four campaigns enrolling the same person at once win; the others answer already_enrolled naming it', async () => {
       const campaigns = await Promise.all([campaign(), campaign(), campaign(), campaign()]);
       const person = await w.contact(org);
 
-      const answers = await Promise.all(campaigns.map((c) => enroll(c.campaign_id, person)));
+      const answers = await Promise.all(campaigns.map((c) => enroll(c.id, person)));
 
       const won = answers.filter((a) => a.status === 201);
       expect(won).toHaveLength(1);
@@ -69,14 +69,14 @@ describe('one live enrollment per person', () => {
         [409, 'already_enrolled'],
         [409, 'already_enrolled'],
       ]);
-      for (const a of refused) expect(a.body.error.details.enrollment_id).toBe(won[0]!.body.enrollment_id);
-      expect(await liveOf(person.contact_id)).toHaveLength(1);
+      for (const a of refused) expect(a.body.error.details.enrollment_id).toBe(won[0]!.body.id);
+      expect(await liveOf(person.id)).toHaveLength(1);
     });
 
     it('lets the database refuse the second of two concurrent inserts of one person id, whatever kind each names', async () => {
       const repo = w.outreach.get(EnrollmentsRepository);
       const [x, y] = await Promise.all([campaign(), campaign()]);
-      const personId = (await w.contact(org)).contact_id;
+      const personId = (await w.contact(org)).id;
       const row = (campaignId: string, kind: 'crm' | 'prospect') => ({ organization_id: org, campaign_id: campaignId, person_kind: kind, person_id: personId, next_check_at: new Date(), now: new Date() });
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
@@ -85,20 +85,20 @@ describe('one live enrollment per person', () => {
 
       // The first insert stays uncommitted while the second one runs into it.
       const first = uow.run(async (tx) => {
-        const inserted = await repo.insertLive(tx, row(x.campaign_id, 'prospect'));
+        const inserted = await repo.insertLive(tx, row(x.id, 'prospect'));
         written();
         await held;
         return inserted;
       });
       await firstWritten;
-      const second = uow.run((tx) => repo.insertLive(tx, row(y.campaign_id, 'crm')));
+      const second = uow.run((tx) => repo.insertLive(tx, row(y.id, 'crm')));
       await waitForLockWaitOr(second);
       release();
 
       const [a, c] = await Promise.all([first, second]);
       expect(a).not.toBeNull();
       expect(c).toBeNull();
-      expect((await liveOf(personId)).map((e) => e.campaign_id)).toEqual([x.campaign_id]);
+      expect((await liveOf(personId)).map((e) => e.campaign_id)).toEqual([x.id]);
     });
   });
 
@@ -106,8 +106,8 @@ describe('one live enrollment per person', () => {
     /** Two live enrollments of two contacts, as when a prospect record and a separate CRM record name one person. */
     const pair = async () => {
       const [prospectCampaign, crmCampaign] = await Promise.all([campaign(), campaign()]);
-      const prospect = await b.enrollment(org, prospectCampaign.campaign_id);
-      const crm = await b.enrollment(org, crmCampaign.campaign_id, { kind: 'crm' });
+      const prospect = await b.enrollment(org, prospectCampaign.id);
+      const crm = await b.enrollment(org, crmCampaign.id, { kind: 'crm' });
       const pending = await b.pendingAction(org, crm.enrollmentId);
       return { prospect, crm, pending };
     };
@@ -116,19 +116,19 @@ describe('one live enrollment per person', () => {
     it('on a reply, moves the replied enrollment to the CRM person and ends the other live one duplicate, invalidating its draft', async () => {
       const { prospect, crm, pending } = await pair();
 
-      const ended = await promote(prospect.enrollmentId, crm.person.contact_id, 'reply');
+      const ended = await promote(prospect.enrollmentId, crm.person.id, 'reply');
 
       expect(ended).toBe(crm.enrollmentId);
       expect(await b.enrollmentRow(crm.enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'duplicate', next_check_at: null });
       expect(await b.action(pending.actionId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'duplicate' });
-      expect(await b.enrollmentRow(prospect.enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: crm.person.contact_id });
-      expect((await liveOf(crm.person.contact_id)).map((e) => e.id)).toEqual([prospect.enrollmentId]);
+      expect(await b.enrollmentRow(prospect.enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: crm.person.id });
+      expect((await liveOf(crm.person.id)).map((e) => e.id)).toEqual([prospect.enrollmentId]);
     });
 
     it('on a promotion by the user, ends the moved enrollment duplicate and leaves the CRM person where they are live', async () => {
       const { prospect, crm, pending } = await pair();
 
-      const ended = await promote(prospect.enrollmentId, crm.person.contact_id, 'user');
+      const ended = await promote(prospect.enrollmentId, crm.person.id, 'user');
 
       expect(ended).toBe(prospect.enrollmentId);
       expect(await b.enrollmentRow(prospect.enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'duplicate', person_kind: 'prospect' });
@@ -138,10 +138,10 @@ describe('one live enrollment per person', () => {
 
     it('moves a promoted prospect that keeps its id to kind crm and ends nothing', async () => {
       const c = await campaign();
-      const { enrollmentId, person } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId, person } = await b.enrollment(org, c.id);
 
-      expect(await promote(enrollmentId, person.contact_id, 'reply')).toBeNull();
-      expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: person.contact_id });
+      expect(await promote(enrollmentId, person.id, 'reply')).toBeNull();
+      expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'active', person_kind: 'crm', person_id: person.id });
     });
   });
 
@@ -153,14 +153,14 @@ describe('one live enrollment per person', () => {
       try {
         // What the per-kind index let through: one person id live as a prospect and as a CRM person.
         const [first, second] = await Promise.all([campaign(), campaign()]);
-        const personId = (await w.contact(org)).contact_id;
+        const personId = (await w.contact(org)).id;
         const insert = async (campaignId: string, kind: string) =>
           (await w.sql(
             `INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, $3, $4, 'active', now(), now()) RETURNING id`,
             [org, campaignId, kind, personId],
           ))[0]!.id as string;
-        const crmRow = await insert(first.campaign_id, 'crm');
-        const repliedRow = await insert(second.campaign_id, 'prospect');
+        const crmRow = await insert(first.id, 'crm');
+        const repliedRow = await insert(second.id, 'prospect');
         await w.sql(
           `INSERT INTO {o}.decisions (organization_id, enrollment_id, trigger_event_id, trigger_reason, context_version, outcome, created_at, updated_at)
            VALUES ($1, $2, $3, 'reply_received', 1, 'saved', now(), now())`,
@@ -173,7 +173,7 @@ describe('one live enrollment per person', () => {
         expect(await b.enrollmentRow(crmRow)).toMatchObject({ status: 'ended', ended_reason: 'duplicate' });
         expect(await b.action(pending.actionId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'duplicate' });
         expect((await liveOf(personId)).map((e) => e.id)).toEqual([repliedRow]);
-        await expect(w.sql(`INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, 'crm', $3, 'active', now(), now())`, [org, first.campaign_id, personId])).rejects.toThrow(
+        await expect(w.sql(`INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, 'crm', $3, 'active', now(), now())`, [org, first.id, personId])).rejects.toThrow(
           /enrollments_one_live_per_person/,
         );
       } finally {

@@ -48,10 +48,10 @@ describe(`${OptOutService.name} at scale`, () => {
     enrollmentOf = new Map();
     for (let c = 0; c < CAMPAIGNS; c++) {
       const batch = people.slice(c * PER_CAMPAIGN, (c + 1) * PER_CAMPAIGN);
-      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaigns[c]!.campaign_id, people: batch.map((p) => ({ person_kind: p.kind, person_id: p.contact_id })) }, 60_000);
+      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaigns[c]!.id, people: batch.map((p) => ({ person_kind: p.kind, person_id: p.id })) }, 60_000);
       result.results.forEach((r, i) => {
         expect(r.result).toBe('added');
-        enrollmentOf.set(batch[i]!.contact_id, (r as { enrollment_id: string }).enrollment_id);
+        enrollmentOf.set(batch[i]!.id, (r as { enrollment_id: string }).enrollment_id);
       });
     }
     expect(await w.sql(`SELECT count(*)::int AS n FROM {o}.enrollments WHERE organization_id = $1 AND status = 'active'`, [org])).toEqual([{ n: CAMPAIGNS * PER_CAMPAIGN }]);
@@ -75,8 +75,8 @@ describe(`${OptOutService.name} at scale`, () => {
     const before = contactReads();
     const result = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: target.email!.toUpperCase() });
 
-    expect(result.enrollment_ids).toEqual([enrollmentOf.get(target.contact_id)]);
-    expect(await status([enrollmentOf.get(target.contact_id)!])).toEqual([{ id: enrollmentOf.get(target.contact_id), status: 'ended', ended_reason: 'opted_out' }]);
+    expect(result.enrollment_ids).toEqual([enrollmentOf.get(target.id)]);
+    expect(await status([enrollmentOf.get(target.id)!])).toEqual([{ id: enrollmentOf.get(target.id), status: 'ended', ended_reason: 'opted_out' }]);
     expect(await live()).toBe(CAMPAIGNS * PER_CAMPAIGN - 1);
     expect(contactReads() - before).toBe(0);
   }, 60_000);
@@ -85,7 +85,7 @@ describe(`${OptOutService.name} at scale`, () => {
     const targets = [people[7]!, people[277]!, people[499]!];
     const before = contactReads();
     const result = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailBounce, { organization_id: org, emails: targets.map((t) => t.email), provider_message_id: `nylas-${randomUUID()}` });
-    expect([...result.enrollment_ids].sort()).toEqual(targets.map((t) => enrollmentOf.get(t.contact_id)!).sort());
+    expect([...result.enrollment_ids].sort()).toEqual(targets.map((t) => enrollmentOf.get(t.id)!).sort());
     expect(contactReads() - before).toBe(0);
     expect(await live()).toBe(CAMPAIGNS * PER_CAMPAIGN - 1);
   }, 60_000);
@@ -93,25 +93,25 @@ describe(`${OptOutService.name} at scale`, () => {
   it("matches a person's current address after messaging changed it, and no longer the old one", async () => {
     const moved = people[42]!;
     const newEmail = `moved.${randomUUID().slice(0, 6)}@acme.example`;
-    await w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: moved.contact_id, email: newEmail });
-    await eventually(async () => (await w.sql(`SELECT 1 FROM {o}.person_addresses WHERE organization_id = $1 AND person_id = $2 AND email = $3`, [org, moved.contact_id, newEmail]))[0], 20_000);
+    await w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: moved.id, email: newEmail });
+    await eventually(async () => (await w.sql(`SELECT 1 FROM {o}.person_addresses WHERE organization_id = $1 AND person_id = $2 AND email = $3`, [org, moved.id, newEmail]))[0], 20_000);
 
     const old = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: moved.email });
     expect(old.enrollment_ids).toEqual([]);
     const current = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: newEmail });
-    expect(current.enrollment_ids).toEqual([enrollmentOf.get(moved.contact_id)]);
+    expect(current.enrollment_ids).toEqual([enrollmentOf.get(moved.id)]);
   }, 60_000);
 
   it('reads from messaging only the people enrolled before the read model held them, once', async () => {
     const legacy = [people[100]!, people[300]!, people[450]!];
-    await w.sql(`DELETE FROM {o}.person_addresses WHERE organization_id = $1 AND person_id = ANY($2::text[])`, [org, legacy.map((p) => p.contact_id)]);
+    await w.sql(`DELETE FROM {o}.person_addresses WHERE organization_id = $1 AND person_id = ANY($2::text[])`, [org, legacy.map((p) => p.id)]);
     let before = contactReads();
     const first = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: legacy[1]!.email });
-    expect(first.enrollment_ids).toEqual([enrollmentOf.get(legacy[1]!.contact_id)]);
+    expect(first.enrollment_ids).toEqual([enrollmentOf.get(legacy[1]!.id)]);
     expect(contactReads() - before).toBe(3);
     before = contactReads();
     const second = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: legacy[2]!.email });
-    expect(second.enrollment_ids).toEqual([enrollmentOf.get(legacy[2]!.contact_id)]);
+    expect(second.enrollment_ids).toEqual([enrollmentOf.get(legacy[2]!.id)]);
     expect(contactReads() - before).toBe(0);
   }, 60_000);
 });

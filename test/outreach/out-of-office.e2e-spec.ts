@@ -51,7 +51,7 @@ describe('out-of-office auto-resume', () => {
     org = seeded.organizationId;
     secret = seeded.secret;
     await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
-    senderId = (await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+    senderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
   }, 120_000);
   afterAll(async () => {
     await world.close();
@@ -76,7 +76,7 @@ describe('out-of-office auto-resume', () => {
       email_sender_id: senderId,
     });
     const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, time_zone: timeZone });
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const pending = await eventually(async () => (await world.sql<{ id: string }>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
     await rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } });

@@ -14,7 +14,7 @@ import { startOutreachToSandbox } from './outreach-world.js';
 
 /**
  * An approved outreach email goes out for real: outreach → messaging.send → the dispatcher's Nylas
- * adapter → the Nylas sandbox, and the outcome comes back to the action (issue 8 item 8, seed 003
+ * adapter → the Nylas sandbox, and the outcome comes back to the action (seed 003
  * §4.6). With the organization's prospect cap at 0, the same send is refused before the wire and the
  * action is held until the next 00:00 UTC (seed 003 §6).
  */
@@ -38,7 +38,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
     grant = `grant-${randomUUID()}`;
     await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example' });
-    senderId = (await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).sender_id;
+    senderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
   });
   afterAll(async () => {
     await world.close();
@@ -59,7 +59,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
       email_sender_id: senderId,
     });
     const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
     const [pending] = await eventually(async () => {
       const rows = await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
@@ -139,7 +139,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     expect(calls.filter((c) => c.operation === 'send' && c.context.to === person.email)).toEqual([]);
 
     // An interactive send to the same prospect answers prospect_send_cap_reached (429) at once, and writes nothing.
-    const [conversation] = await world.sql<{ id: string }>(`SELECT id FROM "${world.schema('messaging')}".conversations WHERE contact_id = $1 AND channel = 'email'`, [person.contact_id]);
+    const [conversation] = await world.sql<{ id: string }>(`SELECT id FROM "${world.schema('messaging')}".conversations WHERE contact_id = $1 AND channel = 'email'`, [person.id]);
     const refused = (await rpc.call('messaging', MessagingRpc.ConversationSend, { organization_id: org, conversation_id: conversation!.id, idempotency_key: 'op-cap-1', text: 'Hi Sarah, a quick note.', subject: 'Chairs' }).catch((e: unknown) => e)) as AppError;
     expect(refused).toBeInstanceOf(AppError);
     expect(refused.code).toBe('prospect_send_cap_reached');

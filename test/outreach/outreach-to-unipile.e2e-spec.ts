@@ -20,7 +20,7 @@ import { SandboxHandle } from '../outbox/harness.js';
 const UNIPILE_SECRET = 'e2e-unipile-secret';
 
 /**
- * LinkedIn end to end (issue 8 item 8, seed 003 §4.6–§4.7): an approved invitation goes out through
+ * LinkedIn end to end (seed 003 §4.6–§4.7): an approved invitation goes out through
  * the dispatcher's Unipile adapter; the person accepts (`new_relation` through the gateway) and the
  * enrollment gets an `invitation_accepted` decision; the approved chat message goes out; the
  * person's answer (`message_received` through the gateway) interrupts the enrollment.
@@ -50,7 +50,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [UnipileWebhookModule]), gatewayStartOptions(gatewayConfig));
     await sandbox.post('/sandbox/unipile/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/unipile`, webhook_secret: UNIPILE_SECRET, account_users: { [account]: 'ACoAAOURSELVES' } });
     await sandbox.post('/sandbox/unipile/accounts', { account_id: account, api_key: 'unipile-key' });
-    senderId = (await rpc.callUnchecked<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURSELVES', api_key: 'unipile-key' })).sender_id;
+    senderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'linkedin', account_id: account, address: 'ACoAAOURSELVES', api_key: 'unipile-key' })).id;
   });
   afterAll(async () => {
     await world.close();
@@ -77,7 +77,7 @@ describe('outreach LinkedIn through the dispatcher to Unipile', () => {
     });
     const memberId = `ACoAAPERSON${randomUUID().slice(0, 6)}`;
     const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', linkedin_url: `https://www.linkedin.com/in/sarah-${memberId.slice(-6).toLowerCase()}/`, linkedin_provider_id: memberId });
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.campaign_id, people: [{ person_kind: 'prospect', person_id: person.contact_id }] });
+    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
     const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
 
     // 1 the invitation, with its note

@@ -59,7 +59,7 @@ describe('provider webhooks and the unsubscribe link', () => {
   /** An enrollment with an executed email in the person's email conversation and a pending follow-up draft. */
   const sentAndDrafted = async () => {
     const campaign = await b.campaign(org);
-    const e = await b.enrollment(org, campaign.campaign_id);
+    const e = await b.enrollment(org, campaign.id);
     const earlier = await w.rpc.callUnchecked<{ message_id: string }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', from: e.person.email, external_id: `old-${randomUUID()}`, text: 'Hello' });
     const [stored] = await w.sql(`SELECT conversation_id FROM "${w.world.schema('messaging')}".messages WHERE id = $1`, [earlier.message_id]);
     // The reply interrupt must see "Hello" before the executed action ties the conversation to this

@@ -27,7 +27,7 @@ describe(ReplyInterruptService.name, () => {
   /** An enrollment whose first email went out (provider id `sentId`) and whose follow-up draft waits for review. */
   const sentAndDrafted = async (opts: { channels?: string[]; contact?: Record<string, unknown>; type?: string } = {}) => {
     const campaign = await b.campaign(org, opts.channels ? { allowed_channels: opts.channels, linkedin_sender_id: w.dispatcher.addSender(org, 'linkedin') } : {});
-    const e = await b.enrollment(org, campaign.campaign_id, opts.contact ?? {});
+    const e = await b.enrollment(org, campaign.id, opts.contact ?? {});
     const sent = await b.pendingAction(org, e.enrollmentId, { type: opts.type });
     const sentId = `nylas-${randomUUID()}`;
     await w.sql(`UPDATE {o}.proposed_actions SET status = 'executed', executed_at = now(), provider_message_id = $2 WHERE id = $1`, [sent.actionId, sentId]);
@@ -63,7 +63,7 @@ describe(ReplyInterruptService.name, () => {
       expect(await b.action(s.pendingId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'context_changed' });
       // A prospect's first real reply makes them a CRM person; the enrollment follows.
       expect(after.person_kind).toBe('crm');
-      expect((await w.rpc.callUnchecked<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id })).kind).toBe('crm');
+      expect((await w.rpc.callUnchecked<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.id })).kind).toBe('crm');
 
       // The event itself redelivered (same id): the inbox drops it.
       const uow = w.outreach.get(UnitOfWork);
@@ -111,7 +111,7 @@ describe(ReplyInterruptService.name, () => {
       expect((await b.action(s.pendingId)).status).toBe('pending_approval');
       expect(await replyEvents(s.enrollmentId)).toEqual([]);
       // An auto-reply is not a real reply: the prospect stays a prospect.
-      expect((await w.rpc.callUnchecked<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.contact_id })).kind).toBe('prospect');
+      expect((await w.rpc.callUnchecked<{ kind: string }>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: s.person.id })).kind).toBe('prospect');
     });
 
     it('treats Auto-Submitted: no as a human reply', async () => {
@@ -142,7 +142,7 @@ describe(ReplyInterruptService.name, () => {
 
     it('bumps but sends no event while the campaign is paused (the sweep asks after resume)', async () => {
       const s = await sentAndDrafted();
-      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: s.campaign.campaign_id });
+      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: s.campaign.id });
       const r = await inbound({ from: s.person.email!, in_reply_to: s.sentId });
       await consumed(r.message_id);
       const after = await b.enrollmentRow(s.enrollmentId);
@@ -168,7 +168,7 @@ describe(ReplyInterruptService.name, () => {
       const s = await sentAndDrafted({ contact: { linkedin_provider_id: `ACo${randomUUID().slice(0, 8)}` } });
       // The same address held by a CRM person live in another campaign.
       const other = await b.campaign(org);
-      const twin = await b.enrollment(org, other.campaign_id, { kind: 'crm', email: s.person.email! });
+      const twin = await b.enrollment(org, other.id, { kind: 'crm', email: s.person.email! });
       const twinDraft = await b.pendingAction(org, twin.enrollmentId);
 
       const r = await inbound({ from: s.person.email!, in_reply_to: s.sentId, text: 'Please remove me from your list.\n\nOn Mon, Ana wrote:\n> Unsubscribe: https://x.example/u' });

@@ -34,21 +34,21 @@ describe(ReviewService.name, () => {
   describe('queue', () => {
     it('lists pending actions oldest first with everything the card needs, and the total', async () => {
       const c = await b.campaign(org, { name: 'Chairs Q3' });
-      const first = await b.enrollment(org, c.campaign_id, { name: 'Sarah Lee', custom_fields: { company: 'Acme' } });
-      const second = await b.enrollment(org, c.campaign_id, { name: 'Tom Park' });
+      const first = await b.enrollment(org, c.id, { name: 'Sarah Lee', custom_fields: { company: 'Acme' } });
+      const second = await b.enrollment(org, c.id, { name: 'Tom Park' });
       const a1 = await b.pendingAction(org, first.enrollmentId, { replyTo: { id: 'm-1', text: `Can you send pricing? ${'x'.repeat(600)}` } });
       const a2 = await b.pendingAction(org, second.enrollmentId, { type: 'linkedin_connection' });
-      await w.rpc.call('messaging', 'messaging.contacts.update', { organization_id: org, contact_id: second.person.contact_id, linkedin_url: 'https://www.linkedin.com/in/tom-park' });
+      await w.rpc.call('messaging', 'messaging.contacts.update', { organization_id: org, contact_id: second.person.id, linkedin_url: 'https://www.linkedin.com/in/tom-park' });
 
       const res = await w.http!('GET', '/agentic/outreach/actions', { secret });
       const page = res.body as ReviewQueuePage;
 
       expect(page.total).toBe(2);
-      expect(page.items.map((i) => i.action_id)).toEqual([a1.actionId, a2.actionId]);
+      expect(page.items.map((i) => i.id)).toEqual([a1.actionId, a2.actionId]);
       expect(page.items[0]).toMatchObject({
         type: 'email',
-        person: { name: 'Sarah Lee', company: 'Acme', person_id: first.person.contact_id },
-        campaign: { campaign_id: c.campaign_id, name: 'Chairs Q3', status: 'active' },
+        person: { name: 'Sarah Lee', company: 'Acme', person_id: first.person.id },
+        campaign: { campaign_id: c.id, name: 'Chairs Q3', status: 'active' },
         to: first.person.email,
         rationale: 'Fresh enrollment: no thread yet.',
         objective: 'Introduce the chairs and ask for a call.',
@@ -61,18 +61,18 @@ describe(ReviewService.name, () => {
 
     it('shows only the new text of the reply under "Replying to": the quoted thread (our own email and its unsubscribe line) is stripped as in the context', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const quoted = 'Yes, Tuesday at 10 works.\n\nOn Mon, 30 Nov 2026 at 09:00, Ana <ana@ours.example> wrote:\n> Hi Sarah, would a 20 minute call help?\n> Unsubscribe: https://touchpoint.example/u/abc';
       const { actionId } = await b.pendingAction(org, enrollmentId, { replyTo: { id: 'm-q', text: quoted } });
       const page = (await w.http!('GET', '/agentic/outreach/actions?limit=200', { secret })).body as ReviewQueuePage;
-      expect(page.items.find((i) => i.action_id === actionId)!.replying_to).toBe('Yes, Tuesday at 10 works.');
+      expect(page.items.find((i) => i.id === actionId)!.replying_to).toBe('Yes, Tuesday at 10 works.');
     });
   });
 
   describe('approve', () => {
     it('freezes text + to under the SHA-256 of its canonical JSON, sets next_attempt_at and sends approved:{id}:{next_attempt_at}', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId, person } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId, person } = await b.enrollment(org, c.id);
       const { actionId, draft } = await b.pendingAction(org, enrollmentId);
 
       const res = await approve(actionId);
@@ -89,7 +89,7 @@ describe(ReviewService.name, () => {
 
     it('answers 200 to a retry with the same text and 409 action_not_pending to a different one', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
       const edit = { payload: { subject: 'Chairs', body: 'Hi Sarah, a call?' } };
 
@@ -106,7 +106,7 @@ describe(ReviewService.name, () => {
 
     it('answers 422 with the draft check code for an edit that fails it, and the action stays pending', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
 
       const placeholder = await approve(actionId, { payload: { subject: 'Hi [First name]', body: 'b' } });
@@ -119,7 +119,7 @@ describe(ReviewService.name, () => {
 
     it('drops the subject of an edited reply (a reply has none) and keeps a LinkedIn note to its fields', async () => {
       const c = await b.campaign(org, { allowed_channels: ['email', 'linkedin'] });
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id, { linkedin_url: 'https://www.linkedin.com/in/sarah' });
+      const { enrollmentId } = await b.enrollment(org, c.id, { linkedin_url: 'https://www.linkedin.com/in/sarah' });
       const { actionId } = await b.pendingAction(org, enrollmentId, { replyTo: { id: 'm-9', text: 'What does it cost?' }, draft: { body: 'It is 300 USD.' } });
 
       const res = await approve(actionId, { payload: { subject: 'ignored', body: 'It is 300 USD a seat.' } });
@@ -128,7 +128,7 @@ describe(ReviewService.name, () => {
 
     it('refuses a key issued for support impersonation with 403 and changes nothing', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
       const support = await w.builders!.apiKeys.create({ organizationId: org, createdByMemberId: memberId, scopes: ['outreach:write'], name: 'support', impersonatedBy: 'support@touchpoint.example' });
 
@@ -142,7 +142,7 @@ describe(ReviewService.name, () => {
 
     it('records the member the key acts for as approved_by, whatever headers the request carries', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
 
       // The header that once marked an impersonated session is only a header now.
@@ -155,7 +155,7 @@ describe(ReviewService.name, () => {
 
     it('answers 403 to the key of a member who left, and approves nothing', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
       await w.builders!.members.update(org, memberId, { active: false });
 
@@ -167,12 +167,12 @@ describe(ReviewService.name, () => {
 
     it('answers 409 campaign_not_active while paused, outreach_stopped while stopped, enrollment_not_active once ended', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
 
-      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.campaign_id });
+      await w.rpc.call('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.id });
       expect((await approve(actionId)).body.error.code).toBe('campaign_not_active');
-      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.campaign_id });
+      await w.rpc.call('outreach', OutreachRpc.CampaignResume, { organization_id: org, campaign_id: c.id });
       await w.rpc.call('outreach', OutreachRpc.Stop, { organization_id: org });
       expect((await approve(actionId)).body.error.code).toBe('outreach_stopped');
       await w.rpc.call('outreach', OutreachRpc.Resume, { organization_id: org });
@@ -183,7 +183,7 @@ describe(ReviewService.name, () => {
 
     it('answers 404 for an action of another organization', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
       const other = await w.builders!.organizationWithKey({ scopes: ['outreach:write'] });
       const res = await w.http!('POST', `/agentic/outreach/actions/${actionId}/approve`, { secret: other.secret, json: {} });
@@ -194,7 +194,7 @@ describe(ReviewService.name, () => {
   describe('reject', () => {
     it('regenerate needs a reason, then bumps the version, sets the event lease and asks for a decision once', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
       const before = await b.enrollmentRow(enrollmentId);
 
@@ -218,7 +218,7 @@ describe(ReviewService.name, () => {
 
     it('stop ends the enrollment with user_exit', async () => {
       const c = await b.campaign(org);
-      const { enrollmentId } = await b.enrollment(org, c.campaign_id);
+      const { enrollmentId } = await b.enrollment(org, c.id);
       const { actionId } = await b.pendingAction(org, enrollmentId);
 
       const res = await reject(actionId, { then: 'stop' });

@@ -83,7 +83,7 @@ export class SafetyOrg {
   /** Connects a Nylas mailbox of the sandbox; answers its sender id. */
   async connectMailbox(grant: string, address: string): Promise<string> {
     expectOk('sandbox nylas grant', await this.sandbox.request('POST', '/sandbox/nylas/grants', { grant_id: grant, api_key: 'sandbox-nylas-api-key', email: address, provider: 'google' }), 200, 201);
-    return expectOk('POST /senders/accounts', await this.gateway.post('/senders/accounts', { channel: 'email', account_id: grant, address, api_key: 'sandbox-nylas-api-key', provider: 'google', label: grant }), 200, 201).sender_id;
+    return expectOk('POST /senders/accounts', await this.gateway.post('/senders/accounts', { channel: 'email', account_id: grant, address, api_key: 'sandbox-nylas-api-key', provider: 'google', label: grant }), 200, 201).id;
   }
 
   /** An active flow made once per organization and `name`. */
@@ -134,7 +134,7 @@ export class SafetyOrg {
         }
       }
       const queued = (await this.messages(conversationId)).filter((m) => m.direction === 'outbound' && texts.some((t) => String(m.body ?? '').includes(t)) && !SETTLED_MESSAGE.has(m.status));
-      open = queued.length ? `messages ${queued.map((m) => `${m.message_id}:${m.status}`).join(',')}` : '';
+      open = queued.length ? `messages ${queued.map((m) => `${m.id}:${m.status}`).join(',')}` : '';
       return queued.length === 0;
     }, timeoutMs);
     return done ? null : open || 'unknown';
@@ -145,7 +145,7 @@ export class SafetyOrg {
     if (!messageId) return null;
     let status = '?';
     const done = await until(async () => {
-      const m = (await this.messages(conversationId)).find((x) => x.message_id === messageId);
+      const m = (await this.messages(conversationId)).find((x) => x.id === messageId);
       status = m?.status ?? 'missing';
       return m ? SETTLED_MESSAGE.has(m.status) : false;
     }, timeoutMs);

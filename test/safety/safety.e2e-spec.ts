@@ -31,7 +31,7 @@ const BACKOFF_BASE_MS = 10_000;
 const STOP_MARGIN_MS = 3_000;
 
 /** A draft in the review queue (`GET /agentic/outreach/actions`), the fields this file reads. */
-type ReviewCard = { action_id: string; enrollment_id: string; to: string; draft?: { subject?: string; body?: string } };
+type ReviewCard = { id: string; enrollment_id: string; to: string; draft?: { subject?: string; body?: string } };
 /** An item of an outreach enrollment's timeline, the fields this file reads. */
 type TimelineItem = { kind: string; data?: { trigger_reason?: string; status?: string; direction?: string } };
 
@@ -234,7 +234,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     const operator = await w.gateway.post(`/conversations/${who.conversationId}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator message after the opt-out' });
     if (operator.status < 300) opens.push(await w.settleMessage(who.conversationId, operator.body?.message_id ?? operator.body?.data?.message_id));
     const notification = await w.gateway.post('/notifications', { contact_id: who.contactId, title: 'Safety', body: `Notification after the opt-out to ${email}`, channels: ['whatsapp', 'email'], idempotency_key: `after-stop:${randomUUID()}` });
-    if (notification.status < 300) opens.push(await w.settleNotification(notification.body?.notification_id));
+    if (notification.status < 300) opens.push(await w.settleNotification(notification.body?.id));
     const again = await w.enrollFollowup(w.flows['one-text']!, { ...who, waId: '' }, `after-stop:${randomUUID()}`);
     if (again.status < 300) opens.push(await w.settleFollowup(again.body.data.id, who.conversationId, [FOLLOWUP_TEXT]));
     for (const open of opens) if (open) ledger.violation('suppressed', scenario, `barrier never settled after the opt-out: ${open}`);
@@ -253,8 +253,8 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       const campaignMailbox = await e.connectMailbox(grantCampaign, 'sales@safety-campaign.example');
       await e.flow('wait-then-text', waitThenTextFlow(LATER_TEXT));
       const campaign = (name: string) => e.gateway.post('/agentic/outreach/campaigns', { name, goal: 'Book a 20-minute call', allowed_channels: ['email'], max_touches: 3, followup_min_days: 2, followup_max_days: 5, email_sender_id: campaignMailbox });
-      campaignId = expectOk('campaign', await campaign('Safety campaign A'), 200, 201).campaign_id;
-      otherCampaignId = expectOk('campaign', await campaign('Safety campaign B'), 200, 201).campaign_id;
+      campaignId = expectOk('campaign', await campaign('Safety campaign A'), 200, 201).id;
+      otherCampaignId = expectOk('campaign', await campaign('Safety campaign B'), 200, 201).id;
     }, 120_000);
 
     /** A person who wrote in on WhatsApp, with an email address, enrolled in a WhatsApp follow-up and in the campaign. */
@@ -265,26 +265,26 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       expectOk('PATCH contact', await e.gateway.patch(`/contacts/${who.contactId}`, { email, kind }), 200);
       const followup = expectOk('enroll follow-up', await e.enrollFollowup(e.flows['wait-then-text']!, who, `safety:${waId}`), 200, 201).data.id as string;
       const enrolled = expectOk(`${scenario}: enroll in campaign`, await e.gateway.post(`/agentic/outreach/campaigns/${campaignId}/enrollments`, { person_kind: kind, person_id: who.contactId }), 200, 201);
-      return { ...who, waId, email, kind, followup, enrollmentId: enrolled.enrollment_id as string, addresses: [{ channel: 'whatsapp', value: waId }, { channel: 'email', value: email }] as Address[] };
+      return { ...who, waId, email, kind, followup, enrollmentId: enrolled.id as string, addresses: [{ channel: 'whatsapp', value: waId }, { channel: 'email', value: email }] as Address[] };
     }
 
     /** Waits for the person's draft, approves it (recording the approval) and waits until the email reached the sandbox. */
     async function approveAndSend(scenario: string, p: { enrollmentId: string; email: string; contactId: string }, options: { editAddressTo?: string } = {}) {
       const card = await until(async () => ((await e.gateway.get('/agentic/outreach/actions?limit=200')).body?.items as ReviewCard[] | undefined)?.find((a) => a.enrollment_id === p.enrollmentId), 90_000);
       if (!card) throw new Error(`${scenario}: no draft reached the review queue`);
-      const approving = e.gateway.post(`/agentic/outreach/actions/${card.action_id}/approve`, {});
+      const approving = e.gateway.post(`/agentic/outreach/actions/${card.id}/approve`, {});
       // The address edited while the approval is executed: the wire must still get the approved one.
       const editing = options.editAddressTo ? e.gateway.patch(`/contacts/${p.contactId}`, { email: options.editAddressTo }) : Promise.resolve(undefined);
       const [approved] = await Promise.all([approving, editing]);
       const action = expectOk(`${scenario}: approve`, approved, 200);
       const payload = (action.approved_payload ?? {}) as { to?: string | { email?: string }; subject?: string; body?: string };
       const to = typeof payload.to === 'string' ? payload.to : (payload.to?.email ?? card.to);
-      ledger.approve({ scenario, actionId: card.action_id, grant: grantCampaign, to, subject: payload.subject ?? card.draft?.subject ?? null, body: String(payload.body ?? card.draft?.body ?? ''), personAddresses: [p.email, ...(options.editAddressTo ? [options.editAddressTo] : [])] });
+      ledger.approve({ scenario, actionId: card.id, grant: grantCampaign, to, subject: payload.subject ?? card.draft?.subject ?? null, body: String(payload.body ?? card.draft?.body ?? ''), personAddresses: [p.email, ...(options.editAddressTo ? [options.editAddressTo] : [])] });
       // With the address edited, refusing to send is as good as sending to the approved address: the invariant judges the wire.
-      if (options.editAddressTo) return { actionId: card.action_id as string, providerId: '', body: '' };
+      if (options.editAddressTo) return { actionId: card.id as string, providerId: '', body: '' };
       const sent = await until(async () => (await sandbox.received('nylas')).find((c) => c.context.grant_id === grantCampaign && c.context.to === p.email && c.provider_id), 60_000);
       if (!sent) throw new Error(`${scenario}: the approved email never reached the sandbox`);
-      return { actionId: card.action_id as string, providerId: sent.provider_id!, body: String((sent.body as { body?: string } | undefined)?.body ?? '') };
+      return { actionId: card.id as string, providerId: sent.provider_id!, body: String((sent.body as any)?.body ?? '') };
     }
 
     const enrollment = async (id: string) => expectOk('GET outreach enrollment', await e.gateway.get(`/agentic/outreach/enrollments/${id}`), 200);
@@ -306,11 +306,11 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     async function everyCallerTriesEmail(scenario: string, p: { contactId: string; conversationId: string }, channels: Array<'whatsapp' | 'email'>) {
       const opens: Array<string | null> = [];
       const notification = await e.gateway.post('/notifications', { contact_id: p.contactId, title: 'Safety', body: 'Notification after the stop', channels, idempotency_key: `after-stop:${randomUUID()}` });
-      if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.notification_id));
-      const conversations = expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${p.contactId}&channel=email`), 200).items as Array<{ conversation_id: string }>;
+      if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.id));
+      const conversations = expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${p.contactId}&channel=email`), 200).items as Array<{ id: string }>;
       for (const c of conversations) {
-        const operator = await e.gateway.post(`/conversations/${c.conversation_id}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator email after the stop', subject: 'Following up' });
-        if (operator.status < 300) opens.push(await e.settleMessage(c.conversation_id, operator.body?.message_id ?? operator.body?.data?.message_id));
+        const operator = await e.gateway.post(`/conversations/${c.id}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator email after the stop', subject: 'Following up' });
+        if (operator.status < 300) opens.push(await e.settleMessage(c.id, operator.body?.message_id ?? operator.body?.data?.message_id));
       }
       if (channels.includes('whatsapp')) {
         const operator = await e.gateway.post(`/conversations/${p.conversationId}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator WhatsApp after the stop' });
@@ -352,7 +352,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       const ended = await until(async () => ((await enrollment(p.enrollmentId)).status === 'ended' ? true : undefined), 45_000);
       if (!ended) ledger.violation('stopWins', scenario, `outreach enrollment ${p.enrollmentId} still live 45 s after the WhatsApp STOP (${await timelineSummary(p.enrollmentId)})`);
       // A reviewer who approves the old card afterwards: refused, or at least nothing reaches the person (the invariants judge the wire).
-      const approved = await e.gateway.post(`/agentic/outreach/actions/${card.action_id}/approve`, {});
+      const approved = await e.gateway.post(`/agentic/outreach/actions/${card.id}/approve`, {});
       if (approved.status < 300) ledger.violation('stopWins', scenario, `the draft of an opted-out person was approved (${approved.status})`);
       await everyCallerTriesEmail(scenario, p, ['whatsapp', 'email']);
     }, 200_000);
@@ -415,8 +415,8 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           if (finishedAt !== null && (followup.reason === 'opted_out' || finishedAt < humanSentAt)) ledger.violation('autoReplyInert', scenario, `WhatsApp follow-up ${p.followup} ${followup.status} (${followup.reason}) at ${followup.finished_at}, before the human reply`);
           // Not suppressed: an email notification still reaches the wire.
           const notification = expectOk('notification', await e.gateway.post('/notifications', { contact_id: p.contactId, title: 'Safety', body: `Still reachable ${randomUUID().slice(0, 8)}`, channels: ['email'] }), 200, 201);
-          await e.settleNotification(notification.notification_id);
-          const delivery = (await e.notification(notification.notification_id)).deliveries[0];
+          await e.settleNotification(notification.id);
+          const delivery = (await e.notification(notification.id)).deliveries[0];
           if (delivery?.status !== 'sent' && delivery?.status !== 'delivered') ledger.violation('autoReplyInert', scenario, `an email notification after the auto-reply ended ${delivery?.status} (${delivery?.error_code})`);
         }),
       );
@@ -441,17 +441,17 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
             return Date.now();
           };
           await unipile(v.pick(HUMAN_REPLIES).text);
-          const conversation = await until(async () => (expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${contact.contact_id}&channel=linkedin`), 200).items as Array<{ conversation_id: string }>)[0]?.conversation_id);
+          const conversation = await until(async () => (expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${contact.id}&channel=linkedin`), 200).items as Array<{ id: string }>)[0]?.id);
           if (!conversation) throw new Error(`${scenario}: the LinkedIn message made no conversation`);
           const addresses: Address[] = [{ channel: 'linkedin', value: memberId }, { channel: 'email', value: email }, { channel: 'whatsapp', value: waId }];
           const ackedAt = await unipile(phrase.text);
           ledger.suppress({ scenario, cause: 'LinkedIn opt-out phrase', ackedAt, addresses });
-          await until(async () => (await e.contact(contact.contact_id)).opted_out_at, 30_000);
+          await until(async () => (await e.contact(contact.id)).opted_out_at, 30_000);
           const opens: Array<string | null> = [];
           const operator = await e.gateway.post(`/conversations/${conversation}/messages`, { idempotency_key: `after-stop:${randomUUID()}`, text: 'Operator LinkedIn message after the opt-out' });
           if (operator.status < 300) opens.push(await e.settleMessage(conversation, operator.body?.message_id ?? operator.body?.data?.message_id));
-          const notification = await e.gateway.post('/notifications', { contact_id: contact.contact_id, title: 'Safety', body: 'Notification after the LinkedIn opt-out', channels: ['whatsapp', 'email'], idempotency_key: `after-stop:${randomUUID()}` });
-          if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.notification_id));
+          const notification = await e.gateway.post('/notifications', { contact_id: contact.id, title: 'Safety', body: 'Notification after the LinkedIn opt-out', channels: ['whatsapp', 'email'], idempotency_key: `after-stop:${randomUUID()}` });
+          if (notification.status < 300) opens.push(await e.settleNotification(notification.body?.id));
           for (const open of opens) if (open) ledger.violation('suppressed', scenario, `barrier never settled after the opt-out: ${open}`);
         }),
       );

@@ -46,7 +46,7 @@ class CliPlatformModule {
   }
 }
 
-/** The admin CLI (DESIGN §8; contract in the CLI section of issue 2): one provider per command. */
+/** The admin CLI (DESIGN §8): one provider per command. */
 @Module({})
 export class CliModule {
   static forRoot(config: CliConfig, logger: Logger): DynamicModule {

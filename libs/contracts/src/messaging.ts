@@ -312,7 +312,7 @@ export interface MessagingInboundRecordData {
 
 /** A contact as answers show it. */
 export interface ContactView {
-  contact_id: string;
+  id: string;
   organization_id: string;
   kind: ContactKind;
   name: string | null;
@@ -410,7 +410,7 @@ export interface SuppressionRequestedData {
 export type ConversationStatus = 'open' | 'resolved';
 
 export interface ConversationView {
-  conversation_id: string;
+  id: string;
   organization_id: string;
   contact_id: string;
   channel: MessagingChannel;
@@ -423,7 +423,7 @@ export interface ConversationView {
 }
 
 export interface MessageView {
-  message_id: string;
+  id: string;
   conversation_id: string;
   instance_id: string;
   contact_id: string;
@@ -438,7 +438,7 @@ export interface MessageView {
   external_id: string | null;
   thread_id: string | null;
   notification_id: string | null;
-  attachments: { attachment_id: string; media_type: string; mime_type: string | null; url: string | null; provider_media_id: string | null; caption: string | null }[];
+  attachments: { id: string; media_type: string; mime_type: string | null; url: string | null; provider_media_id: string | null; caption: string | null }[];
   created_at: string;
   sent_at: string | null;
   delivered_at: string | null;
@@ -564,7 +564,7 @@ export interface NotificationTemplateView {
 }
 
 export interface NotificationDeliveryView {
-  delivery_id: string;
+  id: string;
   channel: NotificationChannel;
   status: NotificationDeliveryStatus;
   message_id: string | null;
@@ -573,7 +573,7 @@ export interface NotificationDeliveryView {
 }
 
 export interface NotificationView {
-  notification_id: string;
+  id: string;
   organization_id: string;
   contact_id: string;
   template_key: string | null;

@@ -309,7 +309,7 @@ export interface OutboxResolveResult {
 
 /** An entry as RPC answers show it (no credentials). */
 export interface OutboxEntryView {
-  entry_id: string;
+  id: string;
   organization_id: string;
   channel: OutboxChannel;
   sender_id: string | null;
@@ -481,7 +481,7 @@ export interface OutboxSenderUpdateData {
 
 /** A sender as answers show it. */
 export interface OutboxSenderView {
-  sender_id: string;
+  id: string;
   organization_id: string;
   channel: OutboxChannel;
   label: string | null;
@@ -567,7 +567,7 @@ export interface WhatsAppInboundAccepted {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Email and LinkedIn provider accounts, the daily prospect cap (issue 8 item 8, seed 003 §6)
+// Email and LinkedIn provider accounts, the daily prospect cap (seed 003 §4.6, §6)
 // ---------------------------------------------------------------------------------------------
 
 /** RPCs of the dispatcher's email (Nylas) and LinkedIn (Unipile) senders and of the prospect cap. */

@@ -18,11 +18,11 @@ export const OUTREACH_CHANNELS = ['email', 'linkedin'] as const;
 export type OutreachChannel = (typeof OUTREACH_CHANNELS)[number];
 
 /** Enrollment lifecycle: live while `active` or `needs_contact_data`; `ended` is final. Seed 003 §4.1. */
-export const ENROLLMENT_STATUSES = ['active', 'needs_contact_data', 'ended'] as const;
-export type EnrollmentStatus = (typeof ENROLLMENT_STATUSES)[number];
+export const OUTREACH_ENROLLMENT_STATUSES = ['active', 'needs_contact_data', 'ended'] as const;
+export type OutreachEnrollmentStatus = (typeof OUTREACH_ENROLLMENT_STATUSES)[number];
 
 /** Why an enrollment ended (seed 003 §4.1, the `ended` box). */
-export const ENROLLMENT_END_REASONS = [
+export const OUTREACH_ENROLLMENT_END_REASONS = [
   'goal_met',
   'stop_decision',
   'max_touches',
@@ -33,7 +33,7 @@ export const ENROLLMENT_END_REASONS = [
   'duplicate',
   'person_removed',
 ] as const;
-export type EnrollmentEndReason = (typeof ENROLLMENT_END_REASONS)[number];
+export type OutreachEnrollmentEndReason = (typeof OUTREACH_ENROLLMENT_END_REASONS)[number];
 
 /** Who an enrollment is about: a messaging contact of this kind (DESIGN §6: crm person or prospect). */
 export type PersonKind = 'crm' | 'prospect';
@@ -243,7 +243,7 @@ export interface CampaignCreateData {
 }
 
 export interface CampaignView {
-  campaign_id: string;
+  id: string;
   organization_id: string;
   name: string;
   goal: string;
@@ -308,14 +308,14 @@ export interface EnrollBatchResult {
   results: EnrollResult[];
 }
 
-export interface EnrollmentView {
-  enrollment_id: string;
+export interface OutreachEnrollmentView {
+  id: string;
   organization_id: string;
   campaign_id: string;
   person_kind: PersonKind;
   person_id: string;
-  status: EnrollmentStatus;
-  ended_reason: EnrollmentEndReason | null;
+  status: OutreachEnrollmentStatus;
+  ended_reason: OutreachEnrollmentEndReason | null;
   ended_at: string | null;
   touch_count: number;
   context_version: number;
@@ -326,15 +326,15 @@ export interface EnrollmentView {
   awaiting_approval: boolean;
 }
 
-export interface EnrollmentRef {
+export interface OutreachEnrollmentRef {
   organization_id: string;
   enrollment_id: string;
 }
 
-export interface EnrollmentListQuery {
+export interface OutreachEnrollmentListQuery {
   organization_id: string;
   campaign_id: string;
-  status?: EnrollmentStatus;
+  status?: OutreachEnrollmentStatus;
   /** 1–500, default 200. */
   limit?: number;
   /** `next_cursor` of the previous page (same campaign and status). */
@@ -381,7 +381,7 @@ export interface DraftPayload {
 
 /** A review card (seed 003 §4.5): everything the card shows, `to` read fresh. */
 export interface ReviewCard {
-  action_id: string;
+  id: string;
   enrollment_id: string;
   type: OutboundActionType;
   status: ActionStatus;
@@ -422,7 +422,7 @@ export interface ActionRejectData {
 
 /** A proposed action as answers show it. */
 export interface ActionView {
-  action_id: string;
+  id: string;
   organization_id: string;
   enrollment_id: string;
   decision_id: string;

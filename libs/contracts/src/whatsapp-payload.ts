@@ -23,7 +23,7 @@ const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v
 const isHttpUrl = (v: unknown): boolean => typeof v === 'string' && /^https?:\/\/\S+$/.test(v);
 
 /**
- * Checks an outbox payload for WhatsApp (issue 3 "Enqueue"). Returns one line per problem; empty
+ * Checks an outbox payload for WhatsApp. Returns one line per problem; empty
  * when valid. A read receipt must use the key `read:{wamid}` so repeats collapse (seed 004).
  */
 export function validateWhatsAppPayload(payload: unknown, idempotencyKey: string): string[] {

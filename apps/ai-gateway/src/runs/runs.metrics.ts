@@ -3,7 +3,7 @@ import { Counter, Histogram } from 'prom-client';
 import { METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 
 /**
- * Metrics of `ai.run` (issue 5; seed 000 names `ai_requests_total{kind}`):
+ * Metrics of `ai.run` (seed 000 names `ai_requests_total{kind}`):
  * requests by kind and outcome (a status, or `replayed` for a stored answer), provider call
  * latency, tokens and cost.
  */

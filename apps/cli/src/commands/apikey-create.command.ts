@@ -40,9 +40,9 @@ export class ApiKeyCreateCommand extends CommandRunner {
         impersonatedBy: options.impersonatedBy,
       });
       this.output.success(
-        { api_key_id: key.api_key_id, secret, scopes: key.scopes, organization_id: key.organization_id, name: key.name, impersonated_by: key.impersonated_by },
+        { api_key_id: key.id, secret, scopes: key.scopes, organization_id: key.organization_id, name: key.name, impersonated_by: key.impersonated_by },
         options.json,
-        `API key ${key.api_key_id} (${key.scopes.join(', ')})\nsecret (shown once, store it now): ${secret}`,
+        `API key ${key.id} (${key.scopes.join(', ')})\nsecret (shown once, store it now): ${secret}`,
       );
     } catch (err) {
       this.output.failure(err, options.json);

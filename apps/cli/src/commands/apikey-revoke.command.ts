@@ -23,7 +23,7 @@ export class ApiKeyRevokeCommand extends CommandRunner {
     try {
       await this.database.connect();
       const key = await this.apiKeys.revoke(options.id ?? '', null);
-      this.output.success({ api_key_id: key.api_key_id, revoked: true, revoked_at: key.revoked_at }, options.json, `API key ${key.api_key_id} revoked`);
+      this.output.success({ api_key_id: key.id, revoked: true, revoked_at: key.revoked_at }, options.json, `API key ${key.id} revoked`);
     } catch (err) {
       this.output.failure(err, options.json);
     }

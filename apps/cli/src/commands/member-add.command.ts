@@ -31,9 +31,9 @@ export class MemberAddCommand extends CommandRunner {
       await this.database.connect();
       const member = await this.members.add({ organizationId: options.org ?? '', email: options.email ?? '', role: options.role ?? '', name: options.name });
       this.output.success(
-        { member_id: member.member_id, organization_id: member.organization_id, role: member.role, email: member.email, created: member.created },
+        { member_id: member.id, organization_id: member.organization_id, role: member.role, email: member.email, created: member.created },
         options.json,
-        `member ${member.member_id} (${member.email}) is ${member.role} of ${member.organization_id}${member.created ? '' : ' (updated)'}`,
+        `member ${member.id} (${member.email}) is ${member.role} of ${member.organization_id}${member.created ? '' : ' (updated)'}`,
       );
     } catch (err) {
       this.output.failure(err, options.json);

@@ -28,9 +28,9 @@ export class MemberRemoveCommand extends CommandRunner {
       await this.database.connect();
       const member = await this.members.remove(options.org ?? '', options.member ?? '');
       this.output.success(
-        { member_id: member.member_id, organization_id: member.organization_id, email: member.email, active: member.active, revoked_api_key_ids: member.revoked_api_key_ids },
+        { member_id: member.id, organization_id: member.organization_id, email: member.email, active: member.active, revoked_api_key_ids: member.revoked_api_key_ids },
         options.json,
-        `member ${member.member_id} (${member.email}) removed from ${member.organization_id}; ${member.revoked_api_key_ids.length} API key(s) revoked`,
+        `member ${member.id} (${member.email}) removed from ${member.organization_id}; ${member.revoked_api_key_ids.length} API key(s) revoked`,
       );
     } catch (err) {
       this.output.failure(err, options.json);

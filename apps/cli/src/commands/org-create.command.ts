@@ -23,7 +23,7 @@ export class OrgCreateCommand extends CommandRunner {
     try {
       await this.database.connect();
       const org = await this.organizations.create(options.name ?? '');
-      this.output.success({ organization_id: org.organization_id, name: org.name }, options.json, `organization ${org.organization_id} created (${org.name})`);
+      this.output.success({ organization_id: org.id, name: org.name }, options.json, `organization ${org.id} created (${org.name})`);
     } catch (err) {
       this.output.failure(err, options.json);
     }

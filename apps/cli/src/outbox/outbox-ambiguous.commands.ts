@@ -43,7 +43,7 @@ export class OutboxClient implements OnApplicationShutdown {
 
 function describeEntry(e: OutboxEntryView): string {
   const context = Object.entries(e.log_context ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
-  return `${e.entry_id}  ${e.organization_id}  ${e.channel} → ${e.to}  ${e.payload_type}  key=${e.idempotency_key}  since ${e.updated_at}${context ? `  ${context}` : ''}`;
+  return `${e.id}  ${e.organization_id}  ${e.channel} → ${e.to}  ${e.payload_type}  key=${e.idempotency_key}  since ${e.updated_at}${context ? `  ${context}` : ''}`;
 }
 
 /** `outbox:ambiguous:list [--org <id>] [--limit N]` → `{items: [entry…]}`, oldest first (seed 004: kept for triage). */

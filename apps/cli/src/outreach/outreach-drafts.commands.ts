@@ -25,7 +25,7 @@ function requireOption(value: string | undefined, name: string): string {
 async function reviewer(database: GatewayDatabase, members: MembersService, organizationId: string, memberId: string): Promise<string> {
   await database.connect();
   try {
-    return (await members.current(organizationId, memberId)).member_id;
+    return (await members.current(organizationId, memberId)).id;
   } catch (err) {
     if (err instanceof AppError && err.code === ErrorCode.NotFound) throw new AppError(ErrorCode.NotFound, `--member ${memberId} is not a member of organization ${organizationId}`, { field: 'member' });
     if (err instanceof AppError && err.code === ErrorCode.Forbidden) throw new AppError(ErrorCode.Forbidden, `--member ${memberId} has left organization ${organizationId}`, { field: 'member' });
@@ -34,12 +34,12 @@ async function reviewer(database: GatewayDatabase, members: MembersService, orga
 }
 
 function describeAction(a: ActionView): string {
-  return `action ${a.action_id} is ${a.status}${a.approved_hash ? ` (hash ${a.approved_hash.slice(0, 12)}…)` : ''}${a.reject_then ? ` (then ${a.reject_then})` : ''}`;
+  return `action ${a.id} is ${a.status}${a.approved_hash ? ` (hash ${a.approved_hash.slice(0, 12)}…)` : ''}${a.reject_then ? ` (then ${a.reject_then})` : ''}`;
 }
 
 function describeCard(c: ReviewCard): string {
   const draft = c.draft.subject ? `${c.draft.subject} — ${c.draft.body ?? ''}` : (c.draft.note ?? c.draft.body ?? '');
-  return `${c.action_id}  ${c.type}  ${c.person.name ?? c.person.person_id}  → ${c.to ?? '(no address)'}  [${c.campaign.name}, ${c.campaign.status}]  ${Math.round(c.age_seconds / 60)} min\n    ${truncateText(draft.replace(/\s+/g, ' '), 160)}`;
+  return `${c.id}  ${c.type}  ${c.person.name ?? c.person.person_id}  → ${c.to ?? '(no address)'}  [${c.campaign.name}, ${c.campaign.status}]  ${Math.round(c.age_seconds / 60)} min\n    ${truncateText(draft.replace(/\s+/g, ' '), 160)}`;
 }
 
 /** `outreach:drafts:list --org <id> [--limit N]` → `{items: [card…], total}` (seed 003 §4.5, oldest first). */

@@ -139,5 +139,5 @@ export interface NewEnrollmentEvent {
   at: Date;
 }
 
-/** The key of a send: enrollment × node × visit (issue 6), also the messaging and outbox key. */
+/** The key of a send: enrollment × node × visit, also the messaging and outbox key. */
 export const sendKeyOf = (enrollmentId: string, nodeId: string, step: number): string => `followup:${enrollmentId}:${nodeId}:${step}`;

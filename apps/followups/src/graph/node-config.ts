@@ -334,7 +334,7 @@ export function isSendAction(config: ActionConfig): config is Extract<ActionConf
   return config.mode === 'text' || config.mode === 'template' || config.mode === 'media' || config.mode === 'ai';
 }
 
-/** Whether a node needs the model (executed by the follow-up AI work, issue 7). */
+/** Whether a node needs the model (executed by the follow-up AI work). */
 export function usesAi(node: ParsedNode): boolean {
   return node.type === 'ai_classify' || (node.type === 'action' && node.config.mode === 'ai');
 }

@@ -159,7 +159,7 @@ export class PromiseFiringService {
       await this.promises.update(tx, row.id, { attempts, due_at: new Date(now.getTime() + PROMISE_ALERT_RETRY_MS), last_error: truncateText(`alert: ${message}`, 1000) }, now);
       return 'waiting';
     }
-    const notificationId = view.notification_id;
+    const notificationId = view.id;
     await this.promises.update(tx, row.id, { status: 'alerted', fired_at: row.fired_at ?? now, alert: { notification_id: notificationId, notified_at: now.toISOString() } }, now);
     return 'alerted';
   }

@@ -5,7 +5,7 @@ import { OnRpc } from '@touchpoint/runtime';
 import { check } from '../input-checks/input-checks.js';
 import { SettingsService } from './settings.service.js';
 
-/** RPC edge of organization follow-up settings (issue 6 "Settings"). */
+/** RPC edge of organization follow-up settings. */
 @Controller()
 export class SettingsController {
   constructor(private readonly settings: SettingsService) {}

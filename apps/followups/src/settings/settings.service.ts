@@ -13,7 +13,7 @@ import { SettingsRepository } from './settings.repository.js';
 export const SETTINGS_CACHE_TTL_MS = 30_000;
 
 /**
- * Organization follow-up settings (issue 6 "Settings"): read through a per-process cache, written
+ * Organization follow-up settings: read through a per-process cache, written
  * with a revision check. A change sends a Postgres NOTIFY that every replica LISTENs to, so each
  * process drops its copy at once; the TTL is the backstop when a notification is lost. No bus event:
  * settings are followups' own, and no other service keeps a copy of them.

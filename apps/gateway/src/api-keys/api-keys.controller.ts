@@ -21,7 +21,7 @@ export class ApiKeysController {
   @ApiOperation({ summary: "The organization's API keys (revoked ones included; never the secrets)" })
   @ApiOkResponse({ type: ApiKeyListDto })
   async list(@CurrentCaller() caller: Caller): Promise<ApiKeyListDto> {
-    return { data: await this.apiKeys.list(caller.organizationId) };
+    return { items: await this.apiKeys.list(caller.organizationId) };
   }
 
   @Post()
@@ -46,6 +46,6 @@ export class ApiKeysController {
   @ApiErrorResponses(400, 404)
   async revoke(@CurrentCaller() caller: Caller, @Param() params: ApiKeyIdParams): Promise<RevokedApiKeyDto> {
     const key = await this.apiKeys.revoke(params.id, caller.organizationId);
-    return { api_key_id: key.api_key_id, revoked: true, revoked_at: key.revoked_at as string };
+    return { api_key_id: key.id, revoked: true, revoked_at: key.revoked_at as string };
   }
 }

@@ -31,7 +31,7 @@ export interface ApiKeyIdentity {
 
 /** Public view of a key (no secret, no hash). */
 export interface ApiKeyView {
-  api_key_id: string;
+  id: string;
   organization_id: string;
   name: string;
   /** First characters of the secret, to tell keys apart. */
@@ -82,7 +82,7 @@ export class ApiKeysService {
     const secret = this.secrets.generate();
     const row = await this.keys.insert({
       organizationId: input.organizationId,
-      createdByMemberId: creator.member_id,
+      createdByMemberId: creator.id,
       name,
       secretHash: this.secrets.hash(secret),
       secretHint: this.secrets.hint(secret),
@@ -154,7 +154,7 @@ export function parseScopes(input: string[]): ApiScope[] {
 
 function viewOf(row: ApiKeyRow): ApiKeyView {
   return {
-    api_key_id: row.id,
+    id: row.id,
     organization_id: row.organization_id,
     name: row.name,
     secret_hint: row.secret_hint,

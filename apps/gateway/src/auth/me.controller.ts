@@ -28,7 +28,7 @@ class MeDto {
   created_by!: KeyCreatorDto;
 }
 
-/** `GET /me`: who the key is, so a client learns its `customer_id` (issue 2). */
+/** `GET /me`: who the key is, so a client learns its `customer_id`. */
 @ApiTags('auth')
 @Controller('me')
 export class MeController {

@@ -15,7 +15,7 @@ import { createValidationPipe } from '../http/validation.js';
 import { CRM_SIGNATURE_HEADER, type CrmSignatureVerdict, verifyCrmSignature } from './crm-signature.js';
 import { CrmEventAcceptedDto, CrmEventDto, CrmWebhookEventDto } from './dto/crm-events.dto.js';
 
-const RECEIPT_DESCRIPTION =
+const ACCEPTANCE_DESCRIPTION =
   'The event is stored and published before this answer (seed 000 "Trigger hooks"): `lead_created`, `lead_status_changed` and `deal_stage_changed` ' +
   "flows fire, and a lead.status_changed with `closed` stops the contact's live follow-ups (reason `lead_won` / `lead_lost`) and takes back their queued sends. " +
   'The same `event_id` again answers `duplicate: true` and publishes nothing. 422 `unknown_contact` when no contact of the organization matches.';
@@ -29,7 +29,7 @@ export class CrmEventsController {
   @Post('events')
   @HttpCode(200)
   @RequireKey({ scopes: [Scope.CrmWrite] })
-  @ApiOperation({ summary: 'Push a CRM event (lead created, lead status changed, deal stage changed)', description: RECEIPT_DESCRIPTION })
+  @ApiOperation({ summary: 'Push a CRM event (lead created, lead status changed, deal stage changed)', description: ACCEPTANCE_DESCRIPTION })
   @ApiOkResponse({ type: CrmEventAcceptedDto })
   @ApiErrorResponses(400, 404, 422, 503)
   ingest(@CurrentCaller() caller: Caller, @Body() body: CrmEventDto): Promise<CrmEventIngestResult> {
@@ -66,7 +66,7 @@ export class CrmWebhookController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Signed CRM event webhook (HMAC-SHA256 with CRM_WEBHOOK_SECRET)', description: `${RECEIPT_DESCRIPTION} 401 \`unauthorized\` on a missing, wrong or stale signature (older than CRM_WEBHOOK_TOLERANCE_S).` })
+  @ApiOperation({ summary: 'Signed CRM event webhook (HMAC-SHA256 with CRM_WEBHOOK_SECRET)', description: `${ACCEPTANCE_DESCRIPTION} 401 \`unauthorized\` on a missing, wrong or stale signature (older than CRM_WEBHOOK_TOLERANCE_S).` })
   @ApiHeader({ name: CRM_SIGNATURE_HEADER, required: true, description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`', example: 't=1790000000,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd' })
   @ApiOkResponse({ type: CrmEventAcceptedDto })
   @ApiErrorResponses(400, 401, 422, 503)

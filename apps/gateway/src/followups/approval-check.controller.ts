@@ -20,7 +20,7 @@ export class ApprovalCheckController {
 
   @OnRpc(GatewayApprovalRpc.Check)
   async check(@Payload() input: ApprovalCheckData): Promise<ApprovalCheckView> {
-    const key = (await this.apiKeys.list(input.organization_id)).find((k) => k.api_key_id === input.api_key_id);
+    const key = (await this.apiKeys.list(input.organization_id)).find((k) => k.id === input.api_key_id);
     if (!key || key.revoked_at) return { valid: false, reason: 'key_revoked' };
     if (input.member_id === null) return { valid: false, reason: 'member_left' };
     try {

@@ -7,7 +7,7 @@ import { ApiErrorResponses } from '../http/openapi.js';
 import { BulkJobIdParams, CreateBulkJobDto, CustomerQuery } from './dto/followups.dto.js';
 import { BulkJobAnswerDto, BulkJobCreatedDto } from './dto/followups-responses.dto.js';
 
-/** Bulk enrollment jobs (issue 7), forwarded to followups: create one, then read its progress. */
+/** Bulk enrollment jobs, forwarded to followups: create one, then read its progress. */
 @ApiTags('followups')
 @Controller('ai/followups/bulk-enrollments')
 export class FollowupBulkJobsController {

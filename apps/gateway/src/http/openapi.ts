@@ -2,6 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Logger } from '@touchpoint/observability';
 import { ApiProperty, ApiPropertyOptional, ApiResponse, DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { withListEnvelope } from './openapi-envelopes.js';
 
 /** Name of the bearer security scheme in the OpenAPI document. */
 export const BEARER_SCHEME = 'api-key';
@@ -120,7 +121,7 @@ export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, 
   for (const [name, description] of Object.entries(API_TAGS)) builder.addTag(name, description);
   const config = builder.build();
   let document: OpenAPIObject | undefined;
-  const build = (): OpenAPIObject => (document ??= describeScopes(SwaggerModule.createDocument(app, config)));
+  const build = (): OpenAPIObject => (document ??= describeScopes(withListEnvelope(SwaggerModule.createDocument(app, config))));
   // The UI's assets are served by @fastify/static, which Jest's module loader cannot load (it
   // requires an ES module); Swagger would then exit the process. Without it, serve the document only.
   const ui = await import('@fastify/static').then(

@@ -33,7 +33,7 @@ export function loggedTarget(route: string, url: string): string {
 }
 
 /**
- * Request id and logging (DESIGN §8, issue 2): every request runs in an AsyncLocalStorage context
+ * Request id and logging (DESIGN §8): every request runs in an AsyncLocalStorage context
  * holding its `request_id` (the caller's `x-request-id` when well-formed, else a new uuid; see
  * libs/runtime bootstrap), every pino line written meanwhile carries it (and `organization_id`
  * once known), and one access-log line is written per request (`http.request`: method, route,

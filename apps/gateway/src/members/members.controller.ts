@@ -20,7 +20,7 @@ export class MembersController {
   @ApiOperation({ summary: "The organization's members, those who left included" })
   @ApiOkResponse({ type: MemberListDto })
   async list(@CurrentCaller() caller: Caller): Promise<MemberListDto> {
-    return { data: await this.members.list(caller.organizationId) };
+    return { items: await this.members.list(caller.organizationId) };
   }
 
   @Delete(':member_id')

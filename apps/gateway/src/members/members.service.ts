@@ -9,7 +9,7 @@ import { type MemberRow, MembersRepository } from './members.repository.js';
 
 /** Public view of a member. */
 export interface MemberView {
-  member_id: string;
+  id: string;
   organization_id: string;
   email: string;
   name: string | null;
@@ -117,5 +117,5 @@ function parseRole(value: string): MemberRole {
 }
 
 function viewOf(row: MemberRow): MemberView {
-  return { member_id: row.id, organization_id: row.organization_id, email: row.email, name: row.name, role: row.role, active: row.active };
+  return { id: row.id, organization_id: row.organization_id, email: row.email, name: row.name, role: row.role, active: row.active };
 }

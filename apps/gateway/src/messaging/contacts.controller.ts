@@ -7,7 +7,7 @@ import { ApiErrorResponses } from '../http/openapi.js';
 import { ContactIdParams, ContactPreferenceParams, ContactTagParams, CreateContactDto, ListContactsQuery, PreferenceDto, TagsDto, UpdateContactDto } from './dto/messaging.dto.js';
 import { ContactDto, ContactPageDto, PreferenceListDto } from './dto/messaging-responses.dto.js';
 
-/** Contacts of the caller's organization (issue 4 §1), forwarded to messaging. */
+/** Contacts of the caller's organization, forwarded to messaging. */
 @ApiTags('contacts')
 @Controller('contacts')
 export class ContactsController {

@@ -7,7 +7,7 @@ import { ApiErrorResponses } from '../http/openapi.js';
 import { ConversationIdParams, ListConversationsQuery, OperatorSendDto, PageQuery } from './dto/messaging.dto.js';
 import { ConversationDto, ConversationPageDto, MessagePageDto, SendResultDto } from './dto/messaging-responses.dto.js';
 
-/** The operator's inbox (issue 4 §8), forwarded to messaging. */
+/** The operator's inbox, forwarded to messaging. */
 @ApiTags('conversations')
 @Controller('conversations')
 export class ConversationsController {

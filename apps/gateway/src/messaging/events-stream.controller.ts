@@ -15,7 +15,7 @@ export const STREAM_POLL_MS = 300;
 export const STREAM_HEARTBEAT_MS = 15_000;
 
 /**
- * `GET /events/stream` (issue 4 §8b): Server-Sent Events of the caller's organization — new
+ * `GET /events/stream`: Server-Sent Events of the caller's organization — new
  * messages, status changes, conversation and instance changes, notifications and abuse actions —
  * as they commit. Each event's `id` is its feed id: a client reconnecting with `Last-Event-ID`
  * gets what it missed within the retention window; an `event: reset` says it missed too much.

@@ -4,10 +4,10 @@ import { MessagingRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
-import { CreateNotificationDto, ListNotificationsQuery, NotificationIdParams, TemplateDto, TemplateKeyParams } from './dto/messaging.dto.js';
+import { CreateNotificationDto, ListNotificationsQuery, NotificationIdParams, NotificationTemplateBodyDto, TemplateKeyParams } from './dto/messaging.dto.js';
 import { NotificationDto, NotificationPageDto, NotificationTemplateDto, NotificationTemplateListDto } from './dto/messaging-responses.dto.js';
 
-/** Notifications and their templates (issue 4 §7), forwarded to messaging. */
+/** Notifications and their templates (seed 004 "Scenario 1"), forwarded to messaging. */
 @ApiTags('notifications')
 @Controller()
 export class NotificationsController {
@@ -54,7 +54,7 @@ export class NotificationsController {
   @ApiOperation({ summary: 'Create or replace a notification template' })
   @ApiErrorResponses(400, 503)
   @ApiOkResponse({ type: NotificationTemplateDto })
-  putTemplate(@CurrentCaller() caller: Caller, @Param() params: TemplateKeyParams, @Body() body: TemplateDto) {
+  putTemplate(@CurrentCaller() caller: Caller, @Param() params: TemplateKeyParams, @Body() body: NotificationTemplateBodyDto) {
     return this.forwarder.forward(caller, 'messaging', MessagingRpc.TemplateCreate, { ...body, key: params.key });
   }
 }

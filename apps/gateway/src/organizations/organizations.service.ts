@@ -9,7 +9,7 @@ export const ORGANIZATION_NAME_MAX = 200;
 
 /** Public view of an organization. */
 export interface OrganizationView {
-  organization_id: string;
+  id: string;
   name: string;
   created_at: string;
 }
@@ -42,5 +42,5 @@ export class OrganizationsService {
 }
 
 function viewOf(row: OrganizationEntity): OrganizationView {
-  return { organization_id: row.id, name: row.name, created_at: row.createdAt.toISOString() };
+  return { id: row.id, name: row.name, created_at: row.createdAt.toISOString() };
 }

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { type EnrollmentView, type OutreachActor, OutreachRpc, Scope } from '@touchpoint/contracts';
+import { type OutreachEnrollmentView, type OutreachActor, OutreachRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
@@ -15,16 +15,16 @@ import {
   CreateCampaignBody,
   EnrollBatchBody,
   EnrollBatchResultDto,
-  EnrollmentDto,
-  EnrollmentListDto,
+  OutreachEnrollmentDto,
+  OutreachEnrollmentListDto,
   EnrollmentParams,
   ListCampaignsQuery,
-  ListEnrollmentsQuery,
+  ListOutreachEnrollmentsQuery,
   PersonBody,
   RejectBody,
   ReviewQueueDto,
   ReviewQueueQuery,
-  SettingsDto,
+  OutreachSettingsDto,
   TimelineDto,
 } from './dto/outreach.dto.js';
 
@@ -119,7 +119,7 @@ export class OutreachController {
     summary: 'Enrolls one person: 201 new, 200 when already live in this campaign',
     description: '409 already_enrolled (live in another campaign; details name it and its status), campaign_full, opted_out, campaign_archived; 404 for an unknown campaign or person.',
   })
-  @ApiCreatedResponse({ type: EnrollmentDto })
+  @ApiCreatedResponse({ type: OutreachEnrollmentDto })
   @ApiErrorResponses(400, 404, 409, 503)
   async enrollOne(@CurrentCaller() caller: Caller, @Param() params: CampaignParams, @Body() body: PersonBody, @Res({ passthrough: true }) reply: { status(code: number): unknown }) {
     const { created, ...view } = await this.forwarder.forward(caller, 'outreach', OutreachRpc.EnrollOne, { ...params, ...body });
@@ -140,16 +140,16 @@ export class OutreachController {
   @Get('campaigns/:campaign_id/enrollments')
   @RequireKey({ scopes: [Scope.OutreachRead] })
   @ApiOperation({ summary: "Lists a campaign's enrollments" })
-  @ApiOkResponse({ type: EnrollmentListDto })
+  @ApiOkResponse({ type: OutreachEnrollmentListDto })
   @ApiErrorResponses(400, 404, 422, 503)
-  listEnrollments(@CurrentCaller() caller: Caller, @Param() params: CampaignParams, @Query() query: ListEnrollmentsQuery) {
+  listEnrollments(@CurrentCaller() caller: Caller, @Param() params: CampaignParams, @Query() query: ListOutreachEnrollmentsQuery) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.EnrollmentList, { ...params, ...query });
   }
 
   @Get('enrollments/:enrollment_id')
   @RequireKey({ scopes: [Scope.OutreachRead] })
   @ApiOperation({ summary: 'Gets an outreach enrollment with its state' })
-  @ApiOkResponse({ type: EnrollmentDto })
+  @ApiOkResponse({ type: OutreachEnrollmentDto })
   @ApiErrorResponses(404, 503)
   getEnrollment(@CurrentCaller() caller: Caller, @Param() params: EnrollmentParams) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.EnrollmentGet, params);
@@ -159,7 +159,7 @@ export class OutreachController {
   @HttpCode(200)
   @RequireKey({ scopes: [Scope.OutreachWrite] })
   @ApiOperation({ summary: 'Exits the person from the campaign (ended user_exit)' })
-  @ApiOkResponse({ type: EnrollmentDto })
+  @ApiOkResponse({ type: OutreachEnrollmentDto })
   @ApiErrorResponses(404, 409, 503)
   exit(@CurrentCaller() caller: Caller, @Param() params: EnrollmentParams) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.EnrollmentExit, params);
@@ -169,7 +169,7 @@ export class OutreachController {
   @HttpCode(200)
   @RequireKey({ scopes: [Scope.OutreachWrite] })
   @ApiOperation({ summary: 'needs_contact_data → active after contact data was added; a new decision runs' })
-  @ApiOkResponse({ type: EnrollmentDto })
+  @ApiOkResponse({ type: OutreachEnrollmentDto })
   @ApiErrorResponses(404, 409, 503)
   manualRetry(@CurrentCaller() caller: Caller, @Param() params: EnrollmentParams) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.EnrollmentManualRetry, params);
@@ -220,7 +220,7 @@ export class OutreachController {
   @Get('settings')
   @RequireKey({ scopes: [Scope.OutreachRead] })
   @ApiOperation({ summary: "The organization's outreach settings" })
-  @ApiOkResponse({ type: SettingsDto })
+  @ApiOkResponse({ type: OutreachSettingsDto })
   @ApiErrorResponses(503)
   settings(@CurrentCaller() caller: Caller) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.SettingsGet);
@@ -230,7 +230,7 @@ export class OutreachController {
   @HttpCode(200)
   @RequireKey({ scopes: [Scope.OutreachWrite] })
   @ApiOperation({ summary: 'Stops outreach for the whole organization: no decision, no send, no sweep until resumed' })
-  @ApiOkResponse({ type: SettingsDto })
+  @ApiOkResponse({ type: OutreachSettingsDto })
   @ApiErrorResponses(503)
   stop(@CurrentCaller() caller: Caller) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.Stop);
@@ -240,7 +240,7 @@ export class OutreachController {
   @HttpCode(200)
   @RequireKey({ scopes: [Scope.OutreachWrite] })
   @ApiOperation({ summary: 'Resumes outreach for the organization' })
-  @ApiOkResponse({ type: SettingsDto })
+  @ApiOkResponse({ type: OutreachSettingsDto })
   @ApiErrorResponses(503)
   resumeOrganization(@CurrentCaller() caller: Caller) {
     return this.forwarder.forward(caller, 'outreach', OutreachRpc.Resume);

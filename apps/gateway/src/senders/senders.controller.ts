@@ -7,7 +7,7 @@ import { ApiErrorResponses } from '../http/openapi.js';
 import { CreateAccountSenderDto, CreateSenderDto, ListSendersQuery, SenderDto, SenderIdParams, SenderListDto, SenderRemovedDto, UpdateSenderDto } from './dto/sender.dto.js';
 
 /**
- * Sender administration (issue 3 §0, issue 8 §8): the organization's WhatsApp business numbers,
+ * Sender administration (seed 004 "Outbound WhatsApp outbox & dispatcher", seed 003 §4.6): the organization's WhatsApp business numbers,
  * email mailboxes and LinkedIn accounts, forwarded to the outbox-dispatcher, which keeps the
  * credentials encrypted next to the wire. Admin scope.
  */

@@ -161,7 +161,7 @@ export class ContactsRepository {
 
 export function toContactView(r: ContactRow): ContactView {
   return {
-    contact_id: r.id,
+    id: r.id,
     organization_id: r.organization_id,
     kind: r.kind,
     name: r.name,

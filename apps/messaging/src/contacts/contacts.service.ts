@@ -55,7 +55,7 @@ function normalizeTags(tags: unknown): string[] {
 }
 
 /**
- * Contacts (issue 4 §1): create, read, update, list, tag, untag, erase, and the find-or-create the
+ * Contacts: create, read, update, list, tag, untag, erase, and the find-or-create the
  * inbound paths use. Phones are stored E.164 with a matching key that treats a Brazilian mobile
  * with and without its ninth digit as one number (libs/phone).
  */

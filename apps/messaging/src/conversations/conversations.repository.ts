@@ -177,7 +177,7 @@ export class ConversationsRepository {
 
 export function toConversationView(r: ConversationRow & { active_instance_id?: string | null; active_instance_message_count?: number | null }): ConversationView {
   return {
-    conversation_id: r.id,
+    id: r.id,
     organization_id: r.organization_id,
     contact_id: r.contact_id,
     channel: r.channel,

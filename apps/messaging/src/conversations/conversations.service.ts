@@ -24,7 +24,7 @@ import { ConversationsRepository, toConversationView } from './conversations.rep
 /** Deadline of the prospect-cap check of an interactive email, ms (ours: short; the wire check stays). */
 const PROSPECT_CAP_CHECK_TIMEOUT_MS = 1500;
 
-/** The operator's view of conversations (issue 4 §8): list, read a thread, write, resolve. */
+/** The operator's view of conversations: list, read a thread, write, resolve. */
 @Injectable()
 export class ConversationsService {
   constructor(
@@ -72,7 +72,7 @@ export class ConversationsService {
       const rows = await this.messages.thread(tx, organizationId, conversationId, after, limit + 1);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      return { items: page.map((r) => r.view), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.view.message_id }, filters) : null };
+      return { items: page.map((r) => r.view), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.view.id }, filters) : null };
     });
   }
 

@@ -64,7 +64,7 @@ export interface InboundMessage {
 }
 
 /**
- * The inbound message pipeline (issue 4 §4, seed 004 "Scenario 2"): store once per provider id, find or
+ * The inbound message pipeline (seed 004 "Scenario 2"): store once per provider id, find or
  * create the contact, conversation and instance, ask abuse (rolling over on the instance verdict),
  * mark read through the outbox, and emit `messaging.message.received`. WhatsApp messages arrive as
  * receipts (`InboundReceiptsService.accept`, one insert, then the gateway answers) and the receipt

@@ -11,7 +11,7 @@ export const TERMINAL_STATUSES: readonly MessageStatus[] = ['failed', 'cancelled
 
 /**
  * The status an outbound message moves to when `incoming` is reported while it is `current`, or
- * null when the report must not move it (issue 4 §3): `queued → sent → delivered → read` only
+ * null when the report must not move it: `queued → sent → delivered → read` only
  * forward, so a late `sent` after `read` is ignored; `failed` only before delivery (a message the
  * phone has received cannot fail afterwards); `cancelled` only while still queued; `ambiguous`
  * only from `queued` (the dispatcher parked the send; its resolution then moves it to `sent` or

@@ -238,7 +238,7 @@ export class MessagesRepository {
   /** A conversation's messages, newest first, after a keyset cursor, with attachments; each with its cursor position. */
   async thread(tx: Tx, organizationId: string, conversationId: string, after: CursorPosition | null, limit: number): Promise<{ view: MessageView; cursor_at: string }[]> {
     const rows = await tx.query<MessageRow & { attachments: MessageView['attachments']; cursor_at: string }>(
-      `SELECT m.*, ${cursorAtSql('m.created_at')} AS cursor_at, COALESCE((SELECT json_agg(json_build_object('attachment_id', a.id, 'media_type', a.media_type, 'mime_type', a.mime_type, 'url', a.url,
+      `SELECT m.*, ${cursorAtSql('m.created_at')} AS cursor_at, COALESCE((SELECT json_agg(json_build_object('id', a.id, 'media_type', a.media_type, 'mime_type', a.mime_type, 'url', a.url,
                                    'provider_media_id', a.provider_media_id, 'caption', a.caption) ORDER BY a.created_at)
                               FROM message_attachments a WHERE a.message_id = m.id), '[]'::json) AS attachments
          FROM messages m
@@ -253,7 +253,7 @@ export class MessagesRepository {
 
 export function toMessageView(r: MessageRow, attachments: MessageView['attachments'] = []): MessageView {
   return {
-    message_id: r.id,
+    id: r.id,
     conversation_id: r.conversation_id,
     instance_id: r.instance_id,
     contact_id: r.contact_id,

@@ -154,12 +154,12 @@ export class NotificationsRepository {
 }
 
 export function toDeliveryView(d: DeliveryRow): NotificationDeliveryView {
-  return { delivery_id: d.id, channel: d.channel, status: d.status, message_id: d.message_id, error_code: d.error_code, updated_at: iso(d.updated_at)! };
+  return { id: d.id, channel: d.channel, status: d.status, message_id: d.message_id, error_code: d.error_code, updated_at: iso(d.updated_at)! };
 }
 
 export function toNotificationView(n: NotificationRow, deliveries: DeliveryRow[]): NotificationView {
   return {
-    notification_id: n.id,
+    id: n.id,
     organization_id: n.organization_id,
     contact_id: n.contact_id,
     template_key: n.template_key,

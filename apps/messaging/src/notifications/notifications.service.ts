@@ -46,7 +46,7 @@ export function renderTemplate(text: string, variables: NotificationVariables = 
 }
 
 /**
- * Notifications (issue 4 §7, seed 004 "Scenario 1"): one delivery per channel, each `pending`
+ * Notifications (seed 004 "Scenario 1"): one delivery per channel, each `pending`
  * until the dispatcher's outcome settles it (`sent` / `failed`); WhatsApp deliveries go out
  * through the shared send path with key `nd:{deliveryId}` in the contact's conversation, reusing
  * or opening its active instance, and the message is linked to the notification.

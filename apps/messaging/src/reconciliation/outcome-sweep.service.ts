@@ -158,7 +158,7 @@ export class OutcomeSweepService implements OnApplicationBootstrap, OnModuleDest
     });
     if (moved) {
       this.logger.warn(
-        { event: 'messaging.outcome_repaired', organization_id: organizationId, message_id: message.id, entry_id: entry.entry_id, entry_status: entry.status },
+        { event: 'messaging.outcome_repaired', organization_id: organizationId, message_id: message.id, entry_id: entry.id, entry_status: entry.status },
         'applied an outbox outcome whose event never reached the message',
       );
     }
@@ -202,7 +202,7 @@ export class OutcomeSweepService implements OnApplicationBootstrap, OnModuleDest
 /** The `outbox.entry.*` data the dispatcher would have published for an entry as it stands. */
 function eventDataOf(entry: OutboxEntryView): OutboxEntryEventData {
   return {
-    entry_id: entry.entry_id,
+    entry_id: entry.id,
     idempotency_key: entry.idempotency_key,
     channel: entry.channel,
     to: entry.to,

@@ -22,7 +22,7 @@ import { isDoNotContact, outcomeData } from './send.service.js';
 const ENQUEUE_ERROR_CODES = new Set<string>(Object.values(OutboxEnqueueErrorCode));
 
 /**
- * Applies what the dispatcher and the provider report to outbound message rows (issue 4 §3, §5):
+ * Applies what the dispatcher and the provider report to outbound message rows (seed 004):
  * the entry outcomes (`outbox.entry.*`) and the delivery statuses, forward only, keeping a status
  * that arrives before its message knows the provider id until it does. Emits
  * `messaging.message.sent | failed | cancelled` for the requester and settles notification

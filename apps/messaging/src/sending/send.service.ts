@@ -42,7 +42,7 @@ export interface SendWrite {
 }
 
 /**
- * The shared send path (issue 4 §5, DESIGN §4): validates, writes the outbound message `queued` in
+ * The shared send path (DESIGN §4): validates, writes the outbound message `queued` in
  * the conversation's active instance, and asks the dispatcher to send it with the caller's
  * idempotency key, all in one transaction. The same key twice is one message and one entry.
  */

@@ -3,7 +3,7 @@ import type { MessagingStreamItem } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 
 /**
- * The real-time feed (issue 4 §8b): one row per change others may watch live, written in the
+ * The real-time feed: one row per change others may watch live, written in the
  * transaction of the change, so an item exists if and only if the change committed.
  */
 @Injectable()

@@ -11,8 +11,8 @@ import { SenderOwnershipService } from '../senders/sender-ownership.service.js';
 import { type SenderRow, SendersRepository } from '../senders/senders.repository.js';
 
 /**
- * Email mailboxes (a Nylas grant) and LinkedIn accounts (Unipile) as dispatcher senders (issue 8
- * item 8). The credentials (`api_key` with the `grant_id` and `provider`, or the `account_id`) are
+ * Email mailboxes (a Nylas grant) and LinkedIn accounts (Unipile) as dispatcher senders (seed
+ * 003 §4.6). The credentials (`api_key` with the `grant_id` and `provider`, or the `account_id`) are
  * stored encrypted like every sender's; the account id is also kept in the clear, unique among live
  * senders, because webhooks name it and the gateway routes them by it.
  */
@@ -85,7 +85,7 @@ export class ProviderAccountsService {
 
 function toView(r: SenderRow): OutboxSenderView {
   return {
-    sender_id: r.id,
+    id: r.id,
     organization_id: r.organization_id,
     channel: r.channel,
     label: r.label,

@@ -26,7 +26,7 @@ import { SendersService } from '../senders/senders.service.js';
 
 /** Longest idempotency key accepted, characters. */
 const IDEMPOTENCY_KEY_MAX = 512;
-/** Read receipts get one attempt: a late receipt has no value (seed 004 "Read receipts"). */
+/** Read receipts get one attempt: a late read receipt has no value (seed 004 "Read receipts"). */
 const READ_RECEIPT_MAX_ATTEMPTS = 1;
 
 /** The NOTIFY channel that wakes dispatchers of a schema when an entry is enqueued. */
@@ -174,7 +174,7 @@ export class EnqueueService {
 /** An entry as RPC answers show it. */
 export function toEntryView(row: EntryRow): OutboxEntryView {
   return {
-    entry_id: row.id,
+    id: row.id,
     organization_id: row.organization_id,
     channel: row.channel,
     sender_id: row.sender_id,

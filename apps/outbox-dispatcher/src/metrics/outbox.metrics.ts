@@ -4,7 +4,7 @@ import { OUTBOX_CHANNELS, OUTBOX_CLASSIFICATIONS } from '@touchpoint/contracts';
 import { METRIC_PREFIX, Metrics, zeroCounter } from '@touchpoint/observability';
 
 /**
- * The dispatcher's metrics (issue 3 §13), on the process registry under `touchpoint_outbox_`.
+ * The dispatcher's metrics, on the process registry under `touchpoint_outbox_`.
  * The alert on `touchpoint_outbox_oldest_due_age_seconds` is in deploy/prometheus/alerts.yml.
  */
 /** The sweep's steps (sweep.service.ts `SWEEP_STEPS`), named here so the metrics need not import the sweep. */

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The outbox schema (seed 004 "Outbound WhatsApp outbox & dispatcher", issue 3): senders and their
+ * The outbox schema (seed 004 "Outbound WhatsApp outbox & dispatcher"): senders and their
  * encrypted credentials, the entries, the per-(sender, recipient) pairs that pace and lease them,
  * one row per wire attempt, the do-not-contact list checked before every attempt, and the provider
  * statuses received by webhook.

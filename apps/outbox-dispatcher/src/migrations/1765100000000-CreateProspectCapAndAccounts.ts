@@ -1,8 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The daily prospect cap (seed 003 §6) and email/LinkedIn senders as provider accounts (issue 8
- * item 8): a sender's Nylas grant or Unipile account id, searchable (webhooks are routed by it);
+ * The daily prospect cap (seed 003 §6) and email/LinkedIn senders as provider accounts (seed
+ * 003 §4.6): a sender's Nylas grant or Unipile account id, searchable (webhooks are routed by it);
  * the counters of prospect emails per mailbox and UTC day, one claim row per counted entry (a
  * retried entry is never counted twice), the per-organization override, the read model that says
  * who is not a prospect, and `claim_prospect_email_send`, the one function that counts and refuses.

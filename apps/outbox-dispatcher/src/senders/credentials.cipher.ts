@@ -4,7 +4,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 const VERSION = 'v1';
 
 /**
- * Encrypts sender credentials at rest with AES-256-GCM (issue 3 §0). The stored text is
+ * Encrypts sender credentials at rest with AES-256-GCM. The stored text is
  * `v1.<iv>.<tag>.<ciphertext>` (base64 parts); the sender id is bound as associated data, so a
  * ciphertext copied onto another sender's row does not decrypt.
  */

@@ -29,7 +29,7 @@ const SENDER_CACHE_MS = 5000;
 
 /**
  * Senders: the business numbers (and later mailboxes and LinkedIn accounts) an organization sends
- * from, with credentials encrypted at rest (issue 3 §0). Every change publishes an
+ * from, with credentials encrypted at rest. Every change publishes an
  * `outbox.sender.*` event so other services know who owns a number and whether it can send.
  */
 @Injectable()
@@ -247,7 +247,7 @@ export class SendersService {
 /** The public shape: never a credential. */
 export function toView(row: SenderRow): OutboxSenderView {
   return {
-    sender_id: row.id,
+    id: row.id,
     organization_id: row.organization_id,
     channel: row.channel,
     label: row.label,

@@ -80,18 +80,18 @@ export class LeaseRecoveryService {
           await tx.publish(entryEvent(accepted ? OutboxEvents.EntryAccepted : OutboxEvents.EntryFailed, row));
           kind = accepted ? 'acceptedByEvidence' : 'failedByEvidence';
         } else if (open) {
-          const receipt = entry.payload_type === 'read_receipt';
-          await this.attempts.closeAttempt(tx, open.id, { outcome: receipt ? 'failed' : 'ambiguous', classification: 'ambiguous', providerCode: 'lease_expired', httpStatus: null, retryAfterMs: null, body: { source: 'lease_recovery', message: 'the dispatcher holding the attempt never recorded its outcome' } }, now);
+          const readReceipt = entry.payload_type === 'read_receipt';
+          await this.attempts.closeAttempt(tx, open.id, { outcome: readReceipt ? 'failed' : 'ambiguous', classification: 'ambiguous', providerCode: 'lease_expired', httpStatus: null, retryAfterMs: null, body: { source: 'lease_recovery', message: 'the dispatcher holding the attempt never recorded its outcome' } }, now);
           const row = await this.attempts.transitionClaimed(
             tx,
             entry.id,
             fence,
-            { status: receipt ? 'failed' : 'ambiguous', classification: 'ambiguous', errorCode: 'lease_expired', errorMessage: 'outcome unknown: the dispatcher stopped after opening the attempt', httpStatus: null },
+            { status: readReceipt ? 'failed' : 'ambiguous', classification: 'ambiguous', errorCode: 'lease_expired', errorMessage: 'outcome unknown: the dispatcher stopped after opening the attempt', httpStatus: null },
             now,
           );
           if (!row) return null;
-          await tx.publish(entryEvent(receipt ? OutboxEvents.EntryFailed : OutboxEvents.EntryAmbiguous, row));
-          kind = receipt ? 'failed' : 'ambiguous';
+          await tx.publish(entryEvent(readReceipt ? OutboxEvents.EntryFailed : OutboxEvents.EntryAmbiguous, row));
+          kind = readReceipt ? 'failed' : 'ambiguous';
         } else {
           const back = await this.attempts.requeueUnopened(tx, entry.id, fence, now, now);
           if (!back) return null;

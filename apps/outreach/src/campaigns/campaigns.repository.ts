@@ -13,7 +13,7 @@ export interface CampaignRow extends Pick<CampaignView, 'organization_id' | 'nam
 }
 
 export const toCampaignView = (r: CampaignRow): CampaignView => ({
-  campaign_id: r.id,
+  id: r.id,
   organization_id: r.organization_id,
   name: r.name,
   goal: r.goal,

@@ -113,7 +113,7 @@ export class ContextBuilder {
       linkedin_state: linkedinState,
       reply_to: newestEmail
         ? {
-            message_id: newestEmail.message_id,
+            message_id: newestEmail.id,
             text: newestEmail.direction === 'inbound' ? newestEmail.body : null,
             conversation_id: newestEmail.conversation_id,
             external_id: newestEmail.external_id,

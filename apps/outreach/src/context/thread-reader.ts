@@ -33,8 +33,8 @@ export class ThreadReader {
         const messages = await this.people.conversationMessages(organizationId, conversationId, THREAD_READ_LIMIT, timeoutMs);
         const ourIds = new Set(ours.map((a) => a.message_id).filter(Boolean));
         if (ours[0]!.type === 'email') {
-          const threads = new Set(messages.filter((m) => ourIds.has(m.message_id) && m.thread_id).map((m) => m.thread_id));
-          const ourExternal = new Set(messages.filter((m) => ourIds.has(m.message_id) && m.external_id).map((m) => m.external_id));
+          const threads = new Set(messages.filter((m) => ourIds.has(m.id) && m.thread_id).map((m) => m.thread_id));
+          const ourExternal = new Set(messages.filter((m) => ourIds.has(m.id) && m.external_id).map((m) => m.external_id));
           // Until the email sender reports the thread id of what it sent, our rows have none: then
           // every inbound email of the person's conversation since our first send is in the thread.
           const firstSent = Math.min(...ours.map((a) => (a.executed_at ?? a.updated_at).getTime()));
@@ -42,18 +42,18 @@ export class ThreadReader {
           out.email.push(
             ...messages.filter(
               (m) =>
-                ourIds.has(m.message_id) ||
+                ourIds.has(m.id) ||
                 (m.thread_id && threads.has(m.thread_id)) ||
                 (m.direction === 'inbound' && (inReplyTo(m, ourExternal) || (unthreaded && Date.parse(m.created_at) >= firstSent))),
             ),
           );
         } else {
           const first = Math.min(...ours.map((a) => (a.executed_at ?? a.updated_at).getTime()));
-          out.linkedin.push(...messages.filter((m) => ourIds.has(m.message_id) || Date.parse(m.created_at) >= first));
+          out.linkedin.push(...messages.filter((m) => ourIds.has(m.id) || Date.parse(m.created_at) >= first));
         }
       }),
     );
-    const newestFirst = (a: MessageView, b: MessageView) => Date.parse(b.created_at) - Date.parse(a.created_at) || (a.message_id < b.message_id ? 1 : -1);
+    const newestFirst = (a: MessageView, b: MessageView) => Date.parse(b.created_at) - Date.parse(a.created_at) || (a.id < b.id ? 1 : -1);
     out.email.sort(newestFirst);
     out.linkedin.sort(newestFirst);
     return out;

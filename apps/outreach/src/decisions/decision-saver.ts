@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { DecisionReason, EnrollmentEndReason } from '@touchpoint/contracts';
+import type { DecisionReason, OutreachEnrollmentEndReason } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { EnrollmentsRepository, type EnrollmentRow } from '../enrollments/enrollments.repository.js';
 import { addMs, DAY_MS, RETRY_DECISION_AFTER_MS } from './next-check.js';
@@ -117,7 +117,7 @@ export class DecisionSaver {
   }
 }
 
-function ended(reason: EnrollmentEndReason, now: Date) {
+function ended(reason: OutreachEnrollmentEndReason, now: Date) {
   return { status: 'ended' as const, ended_reason: reason, ended_at: now, next_check_at: null };
 }
 

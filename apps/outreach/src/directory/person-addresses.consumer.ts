@@ -31,7 +31,7 @@ export class PersonAddressesConsumer {
     await this.addresses.refresh(
       tx,
       message.organization_id,
-      { contact_id: d.contact_id, email: d.email ?? null, linkedin_url: d.linkedin_url ?? null, linkedin_provider_id: d.linkedin_provider_id ?? null, updated_at: d.updated_at ?? message.occurred_at },
+      { id: d.contact_id, email: d.email ?? null, linkedin_url: d.linkedin_url ?? null, linkedin_provider_id: d.linkedin_provider_id ?? null, updated_at: d.updated_at ?? message.occurred_at },
       this.clock.now(),
     );
     if (d.kind === 'prospect' && typeof d.linked_contact_id === 'string' && d.linked_contact_id !== '') {

@@ -5,7 +5,7 @@ import { type Queryable, rowsOf } from '@touchpoint/database';
 import type { ChannelValue } from './people.directory.js';
 
 /** What the read model keeps of a person: their channel values and the contact's version. */
-export type AddressFacts = Pick<ContactView, 'contact_id' | 'email' | 'linkedin_url' | 'linkedin_provider_id'> & { updated_at: string | Date };
+export type AddressFacts = Pick<ContactView, 'id' | 'email' | 'linkedin_url' | 'linkedin_provider_id'> & { updated_at: string | Date };
 
 /**
  * `person_addresses`, outreach's indexed copy of the channel values of the people it enrolled
@@ -23,7 +23,7 @@ export class PersonAddressesRepository {
          SET email = EXCLUDED.email, linkedin_url = EXCLUDED.linkedin_url, linkedin_provider_id = EXCLUDED.linkedin_provider_id,
              contact_updated_at = EXCLUDED.contact_updated_at, synced_at = EXCLUDED.synced_at
        WHERE person_addresses.contact_updated_at <= EXCLUDED.contact_updated_at`,
-      [organizationId, c.contact_id, c.email ? c.email.trim().toLowerCase() : null, c.linkedin_url || null, c.linkedin_provider_id || null, new Date(c.updated_at), now],
+      [organizationId, c.id, c.email ? c.email.trim().toLowerCase() : null, c.linkedin_url || null, c.linkedin_provider_id || null, new Date(c.updated_at), now],
     );
   }
 
@@ -32,7 +32,7 @@ export class PersonAddressesRepository {
     await db.query(
       `UPDATE person_addresses SET email = $3, linkedin_url = $4, linkedin_provider_id = $5, contact_updated_at = $6, synced_at = $7
         WHERE organization_id = $1 AND person_id = $2 AND contact_updated_at <= $6`,
-      [organizationId, c.contact_id, c.email ? c.email.trim().toLowerCase() : null, c.linkedin_url || null, c.linkedin_provider_id || null, new Date(c.updated_at), now],
+      [organizationId, c.id, c.email ? c.email.trim().toLowerCase() : null, c.linkedin_url || null, c.linkedin_provider_id || null, new Date(c.updated_at), now],
     );
   }
 

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { type EnrollBatchData, type EnrollmentListQuery, type EnrollmentRef, type EnrollOneData, OutreachRpc } from '@touchpoint/contracts';
+import { type EnrollBatchData, type OutreachEnrollmentListQuery, type OutreachEnrollmentRef, type EnrollOneData, OutreachRpc } from '@touchpoint/contracts';
 import { OnRpc } from '@touchpoint/runtime';
 import { TimelineService } from '../timeline/timeline.service.js';
 import { EnrollmentsService } from './enrollments.service.js';
@@ -24,27 +24,27 @@ export class EnrollmentsController {
   }
 
   @OnRpc(OutreachRpc.EnrollmentGet)
-  get(@Payload() data: EnrollmentRef) {
+  get(@Payload() data: OutreachEnrollmentRef) {
     return this.enrollments.get(data.organization_id, data.enrollment_id);
   }
 
   @OnRpc(OutreachRpc.EnrollmentList)
-  list(@Payload() data: EnrollmentListQuery) {
+  list(@Payload() data: OutreachEnrollmentListQuery) {
     return this.enrollments.list(data);
   }
 
   @OnRpc(OutreachRpc.EnrollmentExit)
-  exit(@Payload() data: EnrollmentRef) {
+  exit(@Payload() data: OutreachEnrollmentRef) {
     return this.enrollments.exit(data.organization_id, data.enrollment_id);
   }
 
   @OnRpc(OutreachRpc.EnrollmentManualRetry)
-  manualRetry(@Payload() data: EnrollmentRef) {
+  manualRetry(@Payload() data: OutreachEnrollmentRef) {
     return this.enrollments.manualRetry(data.organization_id, data.enrollment_id);
   }
 
   @OnRpc(OutreachRpc.EnrollmentTimeline)
-  timelineOf(@Payload() data: EnrollmentRef) {
+  timelineOf(@Payload() data: OutreachEnrollmentRef) {
     return this.timeline.of(data.organization_id, data.enrollment_id);
   }
 }

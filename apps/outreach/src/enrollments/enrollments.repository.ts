@@ -1,6 +1,6 @@
 import { cursorAtSql, iso, type Queryable, rowsOf } from '@touchpoint/database';
 import { Injectable } from '@nestjs/common';
-import type { EnrollmentEndReason, EnrollmentStatus, EnrollmentView, PersonKind } from '@touchpoint/contracts';
+import type { OutreachEnrollmentEndReason, OutreachEnrollmentStatus, OutreachEnrollmentView, PersonKind } from '@touchpoint/contracts';
 
 export interface EnrollmentRow {
   id: string;
@@ -8,8 +8,8 @@ export interface EnrollmentRow {
   campaign_id: string;
   person_kind: PersonKind;
   person_id: string;
-  status: EnrollmentStatus;
-  ended_reason: EnrollmentEndReason | null;
+  status: OutreachEnrollmentStatus;
+  ended_reason: OutreachEnrollmentEndReason | null;
   ended_at: Date | null;
   touch_count: number;
   context_version: number;
@@ -23,8 +23,8 @@ export interface EnrollmentRow {
 /** A live enrollment with what an `already_enrolled` answer names: its campaign's name and status. */
 export type LiveEnrollmentRow = EnrollmentRow & { campaign_name: string; campaign_status: string };
 
-export const toEnrollmentView = (r: EnrollmentRow): EnrollmentView => ({
-  enrollment_id: r.id,
+export const toOutreachEnrollmentView = (r: EnrollmentRow): OutreachEnrollmentView => ({
+  id: r.id,
   organization_id: r.organization_id,
   campaign_id: r.campaign_id,
   person_kind: r.person_kind,
@@ -41,7 +41,7 @@ export const toEnrollmentView = (r: EnrollmentRow): EnrollmentView => ({
 });
 
 /** The statuses the one-live-enrollment index covers (seed 003 §5). */
-export const LIVE_STATUSES: EnrollmentStatus[] = ['active', 'needs_contact_data'];
+export const LIVE_STATUSES: OutreachEnrollmentStatus[] = ['active', 'needs_contact_data'];
 
 const AWAITING = `EXISTS (SELECT 1 FROM proposed_actions a WHERE a.enrollment_id = e.id AND a.status = 'pending_approval') AS awaiting_approval`;
 
@@ -145,7 +145,7 @@ export class EnrollmentsRepository {
     db: Queryable,
     organizationId: string,
     campaignId: string,
-    status: EnrollmentStatus | undefined,
+    status: OutreachEnrollmentStatus | undefined,
     after: { createdAt: string; id: string } | undefined,
     limit: number,
   ): Promise<(EnrollmentRow & { cursor_at: string })[]> {
@@ -170,7 +170,7 @@ export class EnrollmentsRepository {
     expected: number,
     set: Partial<Pick<EnrollmentRow, 'status' | 'ended_reason' | 'ended_at' | 'next_check_at'>>,
     now: Date,
-    options: { bump?: boolean; onlyStatus?: EnrollmentStatus[] } = {},
+    options: { bump?: boolean; onlyStatus?: OutreachEnrollmentStatus[] } = {},
   ): Promise<EnrollmentRow | null> {
     const params: unknown[] = [id, expected, now];
     const sets = [`updated_at = $3`];
@@ -191,7 +191,7 @@ export class EnrollmentsRepository {
   /**
    * Ends every live enrollment of a campaign (archive): `campaign_archived`, v+1. Returns their ids.
    */
-  async endLiveOfCampaign(db: Queryable, campaignId: string, reason: EnrollmentEndReason, now: Date): Promise<string[]> {
+  async endLiveOfCampaign(db: Queryable, campaignId: string, reason: OutreachEnrollmentEndReason, now: Date): Promise<string[]> {
     const rows = await rowsOf<{ id: string }>(
       db,
       `UPDATE enrollments SET status = 'ended', ended_reason = $2, ended_at = $3, next_check_at = NULL, context_version = context_version + 1, updated_at = $3

@@ -7,8 +7,8 @@ import {
   type EnrollBatchResult,
   type EnrollOneData,
   type EnrollResult,
-  type EnrollmentListQuery,
-  type EnrollmentView,
+  type OutreachEnrollmentListQuery,
+  type OutreachEnrollmentView,
   OUTREACH_MAX_BATCH,
   OUTREACH_MAX_LIVE_PER_CAMPAIGN,
   OutreachEvents,
@@ -26,7 +26,7 @@ import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } fr
 import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
 import { ActionsRepository } from '../review/actions.repository.js';
 import { addMs, EVENT_LEASE_MS } from '../decisions/next-check.js';
-import { type EnrollmentRow, EnrollmentsRepository, type LiveEnrollmentRow, toEnrollmentView } from './enrollments.repository.js';
+import { type EnrollmentRow, EnrollmentsRepository, type LiveEnrollmentRow, toOutreachEnrollmentView } from './enrollments.repository.js';
 
 /** People read from messaging at once while a batch is checked (ours: bounds the RPC fan-out). */
 const PERSON_READ_CONCURRENCY = 10;
@@ -69,7 +69,7 @@ export class EnrollmentsService {
    * @throws AppError not_found (campaign or person), campaign_archived, already_enrolled (with the
    *   other campaign's name and status), campaign_full, opted_out, service_unavailable
    */
-  async enrollOne(data: EnrollOneData): Promise<EnrollmentView & { created: boolean }> {
+  async enrollOne(data: EnrollOneData): Promise<OutreachEnrollmentView & { created: boolean }> {
     const { results } = await this.enroll({ organization_id: data.organization_id, campaign_id: data.campaign_id, people: [{ person_kind: data.person_kind, person_id: data.person_id }] });
     const result = results[0]!;
     switch (result.result) {
@@ -115,7 +115,7 @@ export class EnrollmentsService {
       const ref = people[index]!;
       if (!p.contact) results[index] = { ...ref, result: 'not_found' };
       else if (isOptedOut(channelValuesOf(p.contact, campaign.allowed_channels), suppressed)) results[index] = { ...ref, result: 'opted_out' };
-      else candidates.push({ index, kind: p.kind, id: p.contact.contact_id });
+      else candidates.push({ index, kind: p.kind, id: p.contact.id });
     });
 
     const now = this.clock.now();
@@ -168,17 +168,17 @@ export class EnrollmentsService {
   }
 
   /** @throws AppError not_found */
-  async get(organizationId: string, enrollmentId: string): Promise<EnrollmentView> {
+  async get(organizationId: string, enrollmentId: string): Promise<OutreachEnrollmentView> {
     const row = isUuid(enrollmentId) ? await this.uow.run((tx) => this.enrollments.find(tx, requireString(organizationId, 'organization_id', REFERENCE_MAX_CHARS), enrollmentId)) : null;
     if (!row) throw new AppError(ErrorCode.NotFound, 'enrollment not found');
-    return toEnrollmentView(row);
+    return toOutreachEnrollmentView(row);
   }
 
   /**
    * A keyset page of a campaign's enrollments, newest first; `next_cursor` is null on the last page.
    * @throws AppError not_found (no such campaign in the organization), validation_failed (limit), invalid_cursor (malformed, or issued for another campaign or status)
    */
-  async list(query: EnrollmentListQuery): Promise<{ items: EnrollmentView[]; next_cursor: string | null }> {
+  async list(query: OutreachEnrollmentListQuery): Promise<{ items: OutreachEnrollmentView[]; next_cursor: string | null }> {
     const limit = query.limit ?? 200;
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError(ErrorCode.ValidationFailed, 'limit must be an integer from 1 to 500', { field: 'limit' });
     const organizationId = requireString(query.organization_id, 'organization_id', REFERENCE_MAX_CHARS);
@@ -192,7 +192,7 @@ export class EnrollmentsService {
     });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { items: page.map(toEnrollmentView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
+    return { items: page.map(toOutreachEnrollmentView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
   }
 
   /**
@@ -200,7 +200,7 @@ export class EnrollmentsService {
    * invalidated. A sending action goes on.
    * @throws AppError not_found, enrollment_not_active (already ended)
    */
-  async exit(organizationId: string, enrollmentId: string): Promise<EnrollmentView> {
+  async exit(organizationId: string, enrollmentId: string): Promise<OutreachEnrollmentView> {
     await this.uow.run(async (tx) => {
       const row = await this.mustFindLocked(tx, organizationId, enrollmentId);
       if (row.status === 'ended') throw new AppError(ErrorCode.EnrollmentNotActive, 'the enrollment has ended');
@@ -279,7 +279,7 @@ export class EnrollmentsService {
    * lease, and a decision with reason `manual_retry`.
    * @throws AppError not_found, conflict (not waiting for contact data)
    */
-  async manualRetry(organizationId: string, enrollmentId: string): Promise<EnrollmentView> {
+  async manualRetry(organizationId: string, enrollmentId: string): Promise<OutreachEnrollmentView> {
     await this.uow.run(async (tx) => {
       const row = await this.mustFindLocked(tx, organizationId, enrollmentId);
       if (row.status !== 'needs_contact_data') throw new AppError(ErrorCode.Conflict, 'only an enrollment that needs contact data can be retried', { status: row.status });

@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import type { EnrollmentStatus, PersonKind } from '@touchpoint/contracts';
+import type { OutreachEnrollmentStatus, PersonKind } from '@touchpoint/contracts';
 import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** The enrollment a reply belongs to, with what decides whether its decision event goes out. */
 export interface CorrelatedEnrollment {
   action_id: string;
   enrollment_id: string;
-  enrollment_status: EnrollmentStatus;
+  enrollment_status: OutreachEnrollmentStatus;
   person_kind: PersonKind;
   person_id: string;
   campaign_active: boolean;

@@ -23,7 +23,7 @@ export interface ActionRow extends Pick<ActionView, 'organization_id' | 'enrollm
 }
 
 export const toActionView = (r: ActionRow): ActionView => ({
-  action_id: r.id,
+  id: r.id,
   organization_id: r.organization_id,
   enrollment_id: r.enrollment_id,
   decision_id: r.decision_id,

@@ -74,7 +74,7 @@ export class ReviewService {
     const contact = await this.people.person(row.organization_id, row.person_id).catch(() => null);
     const company = contact?.custom_fields?.company;
     return {
-      action_id: row.id,
+      id: row.id,
       enrollment_id: row.enrollment_id,
       type: row.type,
       status: row.status,

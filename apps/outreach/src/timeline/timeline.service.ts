@@ -71,8 +71,8 @@ export class TimelineService {
     const missing: string[] = [];
     try {
       const threads = await this.threads.read(enrollment.organization_id, actions);
-      for (const m of threads.email) items.push({ id: m.message_id, kind: 'email', at: m.sent_at ?? m.created_at, data: { direction: m.direction, subject: m.subject, body: m.body, status: m.status, thread_id: m.thread_id } });
-      for (const m of threads.linkedin) items.push({ id: m.message_id, kind: 'linkedin_message', at: m.sent_at ?? m.created_at, data: { direction: m.direction, body: m.body, status: m.status } });
+      for (const m of threads.email) items.push({ id: m.id, kind: 'email', at: m.sent_at ?? m.created_at, data: { direction: m.direction, subject: m.subject, body: m.body, status: m.status, thread_id: m.thread_id } });
+      for (const m of threads.linkedin) items.push({ id: m.id, kind: 'linkedin_message', at: m.sent_at ?? m.created_at, data: { direction: m.direction, body: m.body, status: m.status } });
     } catch (err) {
       // The drawer still shows what outreach holds; the thread is named missing.
       missing.push('thread');

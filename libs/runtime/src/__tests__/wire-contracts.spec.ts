@@ -47,7 +47,7 @@ describe('wire contracts', () => {
 
   describe('OnRpc', () => {
     it('marks a handler with the Nest pattern; a wrong request or answer does not compile', () => {
-      const contact = { contact_id: 'c-1' } as ContactView;
+      const contact = { id: 'c-1' } as ContactView;
       class Controller {
         @OnRpc(MessagingRpc.ContactGet) right(data: { organization_id: string; contact_id: string }): ContactView { void data; return contact; }
         // @ts-expect-error the request of messaging.contacts.get has no `tags`
@@ -65,12 +65,12 @@ describe('wire contracts', () => {
       const sent: unknown[] = [];
       sut.callUnchecked = async <T>(service: string, pattern: string, data: unknown): Promise<T> => {
         sent.push({ service, pattern, data });
-        return { contact_id: 'c-1' } as T;
+        return { id: 'c-1' } as T;
       };
       const answer: ContactView = await sut.call('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: 'c-1' });
       // @ts-expect-error messaging.contacts.get needs contact_id
       await sut.call('messaging', MessagingRpc.ContactGet, { organization_id: org, id: 'c-1' });
-      expect(answer.contact_id).toBe('c-1');
+      expect(answer.id).toBe('c-1');
       expect(sent).toEqual([
         { service: 'messaging', pattern: 'messaging.contacts.get', data: { organization_id: org, contact_id: 'c-1' } },
         { service: 'messaging', pattern: 'messaging.contacts.get', data: { organization_id: org, id: 'c-1' } },

@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsNotEmpty, IsString, IsUUID, MaxLength } from 'class-validator';
 import { API_SCOPES, type ApiScope } from '@touchpoint/contracts';
 import { API_KEY_NAME_MAX } from '../api-keys.service.js';
+import { ListEnvelope } from '../../http/openapi-envelopes.js';
 
 /** Body of `POST /api-keys`. */
 export class CreateApiKeyDto {
@@ -28,7 +29,7 @@ export class ApiKeyIdParams {
 
 /** A key as listed (never its secret). */
 export class ApiKeyDto {
-  @ApiProperty({ format: 'uuid' }) api_key_id!: string;
+  @ApiProperty({ format: 'uuid' }) id!: string;
   @ApiProperty({ format: 'uuid' }) organization_id!: string;
   @ApiProperty() name!: string;
   @ApiProperty({ description: 'The first characters of the secret', example: 'tp_AbC1234' }) secret_hint!: string;
@@ -48,9 +49,10 @@ export class CreatedApiKeyDto extends ApiKeyDto {
 }
 
 /** Answer of `GET /api-keys`. */
+@ListEnvelope()
 export class ApiKeyListDto {
   @ApiProperty({ type: ApiKeyDto, isArray: true })
-  data!: ApiKeyDto[];
+  items!: ApiKeyDto[];
 }
 
 /** Answer of `DELETE /api-keys/{id}`. */

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsUUID } from 'class-validator';
 import { MEMBER_ROLES, type MemberRole } from '@touchpoint/contracts';
+import { ListEnvelope } from '../../http/openapi-envelopes.js';
 
 /** Path of `DELETE /members/{member_id}`. */
 export class MemberIdParams {
@@ -11,7 +12,7 @@ export class MemberIdParams {
 
 /** A member of the organization. */
 export class MemberDto {
-  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) member_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) id!: string;
   @ApiProperty({ format: 'uuid', example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ example: 'ana@example.com' }) email!: string;
   @ApiPropertyOptional({ type: String, nullable: true, example: 'Ana Souza' }) name!: string | null;
@@ -20,9 +21,10 @@ export class MemberDto {
 }
 
 /** Answer of `GET /members`. */
+@ListEnvelope()
 export class MemberListDto {
   @ApiProperty({ type: MemberDto, isArray: true })
-  data!: MemberDto[];
+  items!: MemberDto[];
 }
 
 /** Answer of `DELETE /members/{member_id}`: the member, now inactive, and the keys revoked with them. */

@@ -16,7 +16,7 @@ const AT = '2026-03-02T14:05:00.000Z';
 
 /** A contact (`ContactView`). */
 export class ContactDto {
-  @ApiProperty({ format: 'uuid', example: CONTACT }) contact_id!: string;
+  @ApiProperty({ format: 'uuid', example: CONTACT }) id!: string;
   @ApiProperty({ format: 'uuid', example: ORG }) organization_id!: string;
   @ApiProperty({ enum: CONTACT_KINDS, example: 'crm' }) kind!: 'crm' | 'prospect';
   @ApiProperty({ type: String, nullable: true, example: 'Ana Souza' }) name!: string | null;
@@ -47,7 +47,7 @@ export const PreferenceListDto = itemsPage('PreferenceListDto', PreferenceItemDt
 
 /** A conversation (`ConversationView`). */
 export class ConversationDto {
-  @ApiProperty({ format: 'uuid', example: CONVERSATION }) conversation_id!: string;
+  @ApiProperty({ format: 'uuid', example: CONVERSATION }) id!: string;
   @ApiProperty({ format: 'uuid', example: ORG }) organization_id!: string;
   @ApiProperty({ format: 'uuid', example: CONTACT }) contact_id!: string;
   @ApiProperty({ enum: MESSAGING_CHANNELS, example: 'whatsapp' }) channel!: string;
@@ -63,7 +63,7 @@ export const ConversationPageDto = itemsPage('ConversationPageDto', Conversation
 
 /** A media attachment of a message. */
 export class AttachmentDto {
-  @ApiProperty({ format: 'uuid', example: '5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a' }) attachment_id!: string;
+  @ApiProperty({ format: 'uuid', example: '5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a' }) id!: string;
   @ApiProperty({ example: 'image' }) media_type!: string;
   @ApiProperty({ type: String, nullable: true, example: 'image/jpeg' }) mime_type!: string | null;
   @ApiProperty({ type: String, nullable: true, example: 'https://files.example.com/receipt.jpg' }) url!: string | null;
@@ -73,7 +73,7 @@ export class AttachmentDto {
 
 /** A message of a conversation (`MessageView`). */
 export class MessageDto {
-  @ApiProperty({ format: 'uuid', example: MESSAGE }) message_id!: string;
+  @ApiProperty({ format: 'uuid', example: MESSAGE }) id!: string;
   @ApiProperty({ format: 'uuid', example: CONVERSATION }) conversation_id!: string;
   @ApiProperty({ format: 'uuid', example: INSTANCE }) instance_id!: string;
   @ApiProperty({ format: 'uuid', example: CONTACT }) contact_id!: string;
@@ -114,7 +114,7 @@ export class SendResultDto {
 
 /** One channel of a notification. */
 export class NotificationDeliveryDto {
-  @ApiProperty({ format: 'uuid', example: '7e6d5c4b-3a29-4180-9f8e-7d6c5b4a3928' }) delivery_id!: string;
+  @ApiProperty({ format: 'uuid', example: '7e6d5c4b-3a29-4180-9f8e-7d6c5b4a3928' }) id!: string;
   @ApiProperty({ enum: NOTIFICATION_CHANNELS, example: 'whatsapp' }) channel!: string;
   @ApiProperty({ enum: ['pending', 'sent', 'failed', 'skipped'], example: 'pending' }) status!: string;
   @ApiProperty({ type: String, nullable: true, format: 'uuid', example: null }) message_id!: string | null;
@@ -124,7 +124,7 @@ export class NotificationDeliveryDto {
 
 /** A notification with its deliveries (`NotificationView`). */
 export class NotificationDto {
-  @ApiProperty({ format: 'uuid', example: '1a2b3c4d-5e6f-4a1b-9c2d-3e4f5a6b7c8d' }) notification_id!: string;
+  @ApiProperty({ format: 'uuid', example: '1a2b3c4d-5e6f-4a1b-9c2d-3e4f5a6b7c8d' }) id!: string;
   @ApiProperty({ format: 'uuid', example: ORG }) organization_id!: string;
   @ApiProperty({ format: 'uuid', example: CONTACT }) contact_id!: string;
   @ApiProperty({ type: String, nullable: true, example: 'payment_received' }) template_key!: string | null;

@@ -165,7 +165,7 @@ export class NotificationWhatsAppTemplateDto {
 }
 
 /** Body of `PUT /notification-templates/{key}`: `{{name}}` placeholders are filled from `variables`. */
-export class TemplateDto {
+export class NotificationTemplateBodyDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) title?: string;
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(4096) body!: string;
   @ApiPropertyOptional({

@@ -10,7 +10,7 @@ export class OrganizationParams {
 
 /** An organization. */
 export class OrganizationDto {
-  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) organization_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) id!: string;
   @ApiProperty({ example: 'Acme Ltda' }) name!: string;
   @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
 }

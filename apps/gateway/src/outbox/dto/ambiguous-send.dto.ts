@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Max, MaxLength, Min } from 'class-validator';
+import { ListEnvelope } from '../../http/openapi-envelopes.js';
 
 /** Query of `GET /outbox/ambiguous`. */
 export class ListAmbiguousSendsQuery {
@@ -25,7 +26,7 @@ export class ResolveAmbiguousSendDto {
 
 /** An ambiguous send as the API shows it (the dispatcher's entry; never a credential). */
 export class AmbiguousSendDto {
-  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) entry_id!: string;
+  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
   @ApiProperty({ type: String, nullable: true, example: '00000003-1a2b-4c3d-8e4f-000000000003' }) sender_id!: string | null;
@@ -45,6 +46,7 @@ export class AmbiguousSendDto {
   @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;
 }
 
+@ListEnvelope()
 export class AmbiguousSendPageDto {
   @ApiProperty({ type: [AmbiguousSendDto] }) items!: AmbiguousSendDto[];
   @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' }) next_cursor!: string | null;

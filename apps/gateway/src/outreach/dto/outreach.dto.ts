@@ -5,14 +5,15 @@ import {
   ACTION_STATUSES,
   CAMPAIGN_STATUSES,
   type CampaignStatus,
-  ENROLLMENT_END_REASONS,
-  ENROLLMENT_STATUSES,
-  type EnrollmentListQuery,
+  OUTREACH_ENROLLMENT_END_REASONS,
+  OUTREACH_ENROLLMENT_STATUSES,
+  type OutreachEnrollmentListQuery,
   OUTREACH_CHANNELS,
   type OutreachChannel,
   OUTREACH_MAX_BATCH,
   OUTREACH_REJECT_REASON_MAX,
 } from '@touchpoint/contracts';
+import { ListEnvelope } from '../../http/openapi-envelopes.js';
 
 /**
  * Largest people list the gateway parses at all (ours: bounds the body); the outreach service
@@ -48,7 +49,7 @@ export class ListCampaignsQuery {
 }
 
 export class CampaignDto {
-  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ example: 'Operations leads, Q2' }) name!: string;
   @ApiProperty({ example: 'Book a demo with operations leads' }) goal!: string;
@@ -72,6 +73,7 @@ export class CampaignDeletedDto {
   @ApiProperty({ format: 'uuid', example: '2d4f6a8c-1b3e-4d5f-8a7c-9e0b1d2f3a4c' }) campaign_id!: string;
 }
 
+@ListEnvelope()
 export class CampaignListDto {
   @ApiProperty({ type: CampaignDto, isArray: true }) items!: CampaignDto[];
 }
@@ -91,14 +93,14 @@ export class EnrollBatchBody {
   people!: PersonBody[];
 }
 
-export class EnrollmentDto {
-  @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
+export class OutreachEnrollmentDto {
+  @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
   @ApiProperty({ enum: ['crm', 'prospect'] }) person_kind!: string;
   @ApiProperty({ example: '00000006-1a2b-4c3d-8e4f-000000000006' }) person_id!: string;
-  @ApiProperty({ enum: ENROLLMENT_STATUSES }) status!: string;
-  @ApiProperty({ enum: ENROLLMENT_END_REASONS, nullable: true }) ended_reason!: string | null;
+  @ApiProperty({ enum: OUTREACH_ENROLLMENT_STATUSES }) status!: string;
+  @ApiProperty({ enum: OUTREACH_ENROLLMENT_END_REASONS, nullable: true }) ended_reason!: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String, example: '2026-03-02T14:05:00.000Z' }) ended_at!: string | null;
   @ApiProperty({ example: 1 }) touch_count!: number;
   @ApiProperty({ example: 1 }) context_version!: number;
@@ -124,8 +126,8 @@ export class EnrollBatchResultDto {
   @ApiProperty({ type: EnrollResultDto, isArray: true, description: 'One per person, in the order given' }) results!: EnrollResultDto[];
 }
 
-export class ListEnrollmentsQuery {
-  @ApiPropertyOptional({ enum: ENROLLMENT_STATUSES }) @IsOptional() @IsIn(ENROLLMENT_STATUSES) status?: EnrollmentListQuery['status'];
+export class ListOutreachEnrollmentsQuery {
+  @ApiPropertyOptional({ enum: OUTREACH_ENROLLMENT_STATUSES }) @IsOptional() @IsIn(OUTREACH_ENROLLMENT_STATUSES) status?: OutreachEnrollmentListQuery['status'];
   @ApiPropertyOptional({ minimum: 1, maximum: 500, default: 200 }) @IsOptional() @Type(() => Number) @IsInt() limit?: number;
   @ApiPropertyOptional({ description: '`next_cursor` of the previous page (same status filter); a bad or stale one answers 422 invalid_cursor' })
   @IsOptional()
@@ -134,12 +136,13 @@ export class ListEnrollmentsQuery {
   cursor?: string;
 }
 
-export class EnrollmentListDto {
-  @ApiProperty({ type: EnrollmentDto, isArray: true }) items!: EnrollmentDto[];
+@ListEnvelope()
+export class OutreachEnrollmentListDto {
+  @ApiProperty({ type: OutreachEnrollmentDto, isArray: true }) items!: OutreachEnrollmentDto[];
   @ApiProperty({ type: String, nullable: true, description: 'Cursor of the next page; null on the last one' }) next_cursor!: string | null;
 }
 
-export class SettingsDto {
+export class OutreachSettingsDto {
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'Set while outreach is stopped for the organization', example: '2026-03-02T14:05:00.000Z' }) outreach_stopped_at!: string | null;
 }
@@ -173,7 +176,7 @@ export class ReviewQueueQuery {
 }
 
 export class ActionDto {
-  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) action_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) id!: string;
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ format: 'uuid', example: '00000008-1a2b-4c3d-8e4f-000000000008' }) decision_id!: string;
   @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
@@ -188,7 +191,7 @@ export class ActionDto {
 }
 
 export class ReviewCardDto {
-  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) action_id!: string;
+  @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) id!: string;
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
   @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
@@ -202,6 +205,7 @@ export class ReviewCardDto {
   @ApiProperty({ type: Object }) draft!: Record<string, unknown>;
 }
 
+@ListEnvelope()
 export class ReviewQueueDto {
   @ApiProperty({ type: ReviewCardDto, isArray: true, description: 'Pending actions, oldest first' }) items!: ReviewCardDto[];
   @ApiProperty({ description: 'Every pending action of the organization', example: 1 }) total!: number;
@@ -214,6 +218,7 @@ export class TimelineItemDto {
   @ApiProperty({ type: Object }) data!: Record<string, unknown>;
 }
 
+@ListEnvelope()
 export class TimelineDto {
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ type: TimelineItemDto, isArray: true, description: 'Newest first, tie on id' }) items!: TimelineItemDto[];

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
 import type { OutboxChannel } from '@touchpoint/contracts';
+import { ListEnvelope } from '../../http/openapi-envelopes.js';
 
 /** Body of `POST /senders`: a WhatsApp business number and its access token (stored encrypted, never returned). */
 export class CreateSenderDto {
@@ -57,7 +58,7 @@ export class ListSendersQuery {
 
 /** A sender as the API shows it (no credential). */
 export class SenderDto {
-  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) sender_id!: string;
+  @ApiProperty({ example: '00000001-1a2b-4c3d-8e4f-000000000001' }) id!: string;
   @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ enum: ['whatsapp', 'email', 'linkedin'] }) channel!: string;
   @ApiPropertyOptional({ type: String, nullable: true, example: 'Main number' }) label!: string | null;
@@ -71,6 +72,7 @@ export class SenderDto {
   @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;
 }
 
+@ListEnvelope()
 export class SenderListDto {
   @ApiProperty({ type: SenderDto, isArray: true }) items!: SenderDto[];
 }
@@ -82,7 +84,7 @@ export class SenderRemovedDto {
 
 /**
  * Body of `POST /senders/accounts`: an email mailbox (a Nylas grant) or a LinkedIn account (a
- * Unipile account) that outreach sends from (issue 8 §8). The API key is stored encrypted and never
+ * Unipile account) that outreach sends from (seed 003 §4.6). The API key is stored encrypted and never
  * returned; provider webhooks are routed to the organization by `account_id`.
  */
 export class CreateAccountSenderDto {

@@ -13,7 +13,7 @@ import { ErrorEnvelopeDto, WEBHOOK_SCHEMES } from '../../http/openapi.js';
 import { ApiWebhookDelivery, ApiWebhooks, MetaDeliveryAnswerDto } from '../webhook-responses.dto.js';
 
 /**
- * Meta (WhatsApp Cloud API) webhook ingress (DESIGN §3, issue 3 §12): the subscription challenge,
+ * Meta (WhatsApp Cloud API) webhook ingress (DESIGN §3): the subscription challenge,
  * and deliveries checked against `X-Hub-Signature-256` over the RAW body before anything is read
  * from them. A bad signature answers 401 and stores nothing; a good one answers 200 only once the
  * owning services stored it, 503 otherwise (Meta then redelivers).

@@ -20,7 +20,7 @@ export const PROSPECT_CAP_REFUSAL_CODE = 90_001;
 const HEADER_FRIENDLY_PROVIDERS = new Set(['google', 'gmail']);
 
 /**
- * Nylas v3 email adapter (issue 8 item 8, seed 003 §4.6): `POST {NYLAS_API_BASE_URL}/v3/grants/{grant}/messages/send`
+ * Nylas v3 email adapter (seed 003 §4.6): `POST {NYLAS_API_BASE_URL}/v3/grants/{grant}/messages/send`
  * with the application API key, fixtures/nylas/send-message-*.json. The sender's credentials hold
  * `{ api_key, grant_id, provider }`.
  * - The daily prospect cap is claimed before the provider call (one SQL function); a refusal fails

@@ -27,7 +27,7 @@ const ALREADY_CONNECTED_TYPES = [/already_connected/, /already_in_network/, /alr
 const CONNECTION_HELD_TYPES = [/cannot_resend_yet/, /already_invited_recently/, /invitation_pending/, /limit_exceeded/];
 
 /**
- * Unipile (API v1) LinkedIn adapter (issue 8 item 8, seed 003 §4.6). The sender's credentials hold
+ * Unipile (API v1) LinkedIn adapter (seed 003 §4.6). The sender's credentials hold
  * `{ api_key, account_id }`; the recipient is the person's LinkedIn provider id.
  * - `log_context.linkedin_action = 'invite'`: `POST /api/v1/users/invite` (JSON: provider_id,
  *   account_id, message = the note); the invitation id is the provider id of the send.

@@ -9,7 +9,7 @@ import { isSuccess, ProviderHttp } from '../provider-http.js';
 
 /**
  * WhatsApp Cloud API adapter: `POST {base}/{version}/{phone_number_id}/messages` with a bearer
- * token, and media upload to `/{phone_number_id}/media` during preparation (issue 3 §10).
+ * token, and media upload to `/{phone_number_id}/media` during preparation.
  * Every failure of a call is raised as a `ProviderCallError`.
  */
 @Injectable()
