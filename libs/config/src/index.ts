@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, type ValidationError, validateSync } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, type ValidationError, validateSync } from 'class-validator';
 
 /** class-validator's type checks, and the size or range checks that only repeat a failed type check (`limit=abc`). */
 const TYPE_CONSTRAINTS = new Set(['isInt', 'isNumber', 'isNumberString', 'isString', 'isBoolean', 'isUuid', 'isArray', 'isObject', 'isDate', 'isDateString', 'isIso8601', 'isEnum']);

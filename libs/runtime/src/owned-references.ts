@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { MessagingRpc, OutboxRpc, type OutboxSenderView } from '@touchpoint/contracts';
+import { MessagingRpc, OutboxRpc } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { RpcClient } from './rpc.js';
 

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import type { ServiceConfig } from '@touchpoint/config';
-import { type DataEnvelope, FollowupsRpc, type RetentionReport } from '@touchpoint/contracts';
+import { FollowupsRpc, type RetentionReport } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import type { CliConfig } from '../cli.config.js';

@@ -24,7 +24,7 @@ import { Clock, nextSendOpening } from '@touchpoint/time';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { decodeCursor, encodeCursor } from '@touchpoint/database';
-import { truncateText } from '@touchpoint/text';
+import { } from '@touchpoint/text';
 import { check } from '../input-checks/input-checks.js';
 import { AgentsRepository } from '../agents/agents.repository.js';
 import { SettingsService } from '../settings/settings.service.js';

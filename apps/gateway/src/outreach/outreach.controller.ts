@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { type OutreachEnrollmentView, type OutreachActor, OutreachRpc, Scope } from '@touchpoint/contracts';
+import { type OutreachActor, OutreachRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';

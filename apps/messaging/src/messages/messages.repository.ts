@@ -1,6 +1,6 @@
 import { truncateText } from '@touchpoint/text';
 import { Injectable } from '@nestjs/common';
-import type { MessageSenderType, MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
+import type { MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
 import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
 
 /** A row of `messages`; the columns its view shows as they are come from `MessageView`. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { type AbuseActionView, type AbuseCheckData, AbuseRpc, type AbuseVerdict } from '@touchpoint/contracts';
+import { type AbuseCheckData, AbuseRpc, type AbuseVerdict } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics, zeroCounter } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';

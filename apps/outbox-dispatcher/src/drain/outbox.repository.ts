@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
-import { cursorAtSql, rowsOf, type Tx } from '@touchpoint/database';
-import { codePointLength, toWellFormedText, truncateText } from '@touchpoint/text';
+import { rowsOf, type Tx } from '@touchpoint/database';
 
 /** A `message_outbox` row. */
 export interface EntryRow {

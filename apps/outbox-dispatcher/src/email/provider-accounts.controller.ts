@@ -14,7 +14,7 @@ import {
   type SuppressionCheckData,
   type SuppressionCheckResult, type OutboxSuppressionAddResult } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
+import { OnRpc } from '@touchpoint/runtime';
 import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';
 import { SendersService } from '../senders/senders.service.js';
 import { SuppressionsService } from '../suppressions/suppressions.service.js';

@@ -56,7 +56,7 @@ export class ProviderHttp {
     } catch (err) {
       throw transportError(name, err);
     }
-    let parsed: unknown = null;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {

@@ -4,12 +4,9 @@ import {
   type LinkedinStateQuery,
   type LinkedinStateView,
   type MessageView,
-  type MessagingPage,
   MessagingRpc,
   OutreachDispatcherRpc,
-  type OutboxSenderView,
   OutboxRpc,
-  type SuppressionCheckResult,
 } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';

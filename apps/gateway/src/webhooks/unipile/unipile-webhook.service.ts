@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { type LinkedinRelationAcceptedData, MessagingRpc, type MessagingInboundRecordData, OutboxLinkedinRpc, OutreachDispatcherRpc, type ProviderAccountOwner } from '@touchpoint/contracts';
+import { type LinkedinRelationAcceptedData, MessagingRpc, type MessagingInboundRecordData, OutboxLinkedinRpc, OutreachDispatcherRpc } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, RpcClient } from '@touchpoint/runtime';
