@@ -34,7 +34,11 @@ async function* walk(dir) {
 /** A source file swc could not compile; the message carries swc's own diagnosis. */
 export class BuildError extends Error {
   constructor(file, cause) {
-    super(`cannot compile ${file}:\n${String(cause?.message ?? cause).replace(/\n\s*Caused by:[\s\S]*$/, '').trim()}`);
+    super(
+      `cannot compile ${file}:\n${String(cause?.message ?? cause)
+        .replace(/\n\s*Caused by:[\s\S]*$/, '')
+        .trim()}`,
+    );
     this.name = 'BuildError';
   }
 }

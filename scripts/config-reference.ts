@@ -79,13 +79,14 @@ function renderDefault(value: unknown): string {
 
 /** The docstring, plus what the validators accept (one-of lists and numeric ranges). */
 function meaningOf(member: ts.PropertyDeclaration, fallback = ''): string {
-  const docs = ts
-    .getJSDocCommentsAndTags(member)
-    .filter(ts.isJSDoc)
-    .map((d) => ts.getTextOfJSDocComment(d.comment) ?? '')
-    .join(' ')
-    .replace(/\s+/g, ' ')
-    .trim() || fallback;
+  const docs =
+    ts
+      .getJSDocCommentsAndTags(member)
+      .filter(ts.isJSDoc)
+      .map((d) => ts.getTextOfJSDocComment(d.comment) ?? '')
+      .join(' ')
+      .replace(/\s+/g, ' ')
+      .trim() || fallback;
   const accepted: string[] = [];
   let min: string | undefined;
   let max: string | undefined;

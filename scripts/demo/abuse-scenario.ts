@@ -36,12 +36,17 @@ export async function floodScenario(ctx: DemoContext): Promise<FloodResult> {
   // Every webhook was answered; wait until messaging has settled the last of them.
   let stored = 0;
   let stable = 0;
-  await waitFor('the flood settled', async () => {
-    const now = (await conversationMessages(ctx, first.conversationId)).filter((m) => m.direction === 'inbound').length - before;
-    stable = now === stored ? stable + 1 : 0;
-    stored = now;
-    return stable >= 6;
-  }, ctx.stepTimeoutMs, 300);
+  await waitFor(
+    'the flood settled',
+    async () => {
+      const now = (await conversationMessages(ctx, first.conversationId)).filter((m) => m.direction === 'inbound').length - before;
+      stable = now === stored ? stable + 1 : 0;
+      stored = now;
+      return stable >= 6;
+    },
+    ctx.stepTimeoutMs,
+    300,
+  );
   const contact = (await findWhatsappContact(ctx, waId))!;
   ctx.say(section, `conversation ${contact.conversationId}: ${stored} of ${FLOOD_SIZE} stored, ${FLOOD_SIZE - stored} denied by the rate limit`);
   return { contactId: first.contactId, conversationId: first.conversationId, sent: FLOOD_SIZE, stored, webhookStatuses: statuses };

@@ -73,10 +73,14 @@ export async function seedFlowScenario(ctx: DemoContext): Promise<SeedFlowResult
   let deferredTo: string | undefined;
   let enrollment = await enrollAndAdvance(ctx, flowId, who, `demo:${ctx.runTag}:seed-002:${who.contactId}`, section);
   if (!insideSeedWindow(new Date())) {
-    const deferred = await waitFor('the reminder deferred to the send window', async () => {
-      const e = (await getEnrollment(ctx, enrollment.id)).enrollment;
-      return e.next_run_at && new Date(e.next_run_at).getTime() > Date.now() + 60_000 ? e : undefined;
-    }, ctx.stepTimeoutMs);
+    const deferred = await waitFor(
+      'the reminder deferred to the send window',
+      async () => {
+        const e = (await getEnrollment(ctx, enrollment.id)).enrollment;
+        return e.next_run_at && new Date(e.next_run_at).getTime() > Date.now() + 60_000 ? e : undefined;
+      },
+      ctx.stepTimeoutMs,
+    );
     deferredTo = deferred.next_run_at;
     ctx.say(section, `enrollment ${enrollment.id}: outside the flow's window (Mon–Fri 09–20 America/Sao_Paulo), the reminder waits until ${deferredTo}`);
     const copy = { ...SEED_002_FLOW_BODY, name: `${SEED_002_FLOW_BODY.name} (demo copy, window always open)`, settings: { ...SEED_002_FLOW_BODY.settings, ...ALWAYS_OPEN_WINDOW } };
@@ -89,28 +93,45 @@ export async function seedFlowScenario(ctx: DemoContext): Promise<SeedFlowResult
     enrollment = await enrollAndAdvance(ctx, sentFlowId, who, `demo:${ctx.runTag}:seed-002-open:${who.contactId}`, section);
   }
 
-  const sent = await waitFor('the reminder handed to the outbox and accepted', async () => {
-    const view = await getEnrollment(ctx, enrollment.id);
-    const effect = view.effects.find((e) => e.kind === 'send');
-    return effect?.status === 'sent' && effect.message_id ? effect : undefined;
-  }, ctx.stepTimeoutMs * 2);
+  const sent = await waitFor(
+    'the reminder handed to the outbox and accepted',
+    async () => {
+      const view = await getEnrollment(ctx, enrollment.id);
+      const effect = view.effects.find((e) => e.kind === 'send');
+      return effect?.status === 'sent' && effect.message_id ? effect : undefined;
+    },
+    ctx.stepTimeoutMs * 2,
+  );
   const wire = await waitFor('the reminder at the sandbox', async () => (await ctx.sandbox.received('meta')).find((c) => c.context.wa_id === who.waId && (c.body as any)?.text?.body === sent.text && c.provider_id), ctx.stepTimeoutMs);
   ctx.say(section, `reminder "${sent.text}" → outbox → sandbox Meta: message ${sent.message_id}, wamid ${wire.provider_id}`);
 
   const seen: string[] = [];
-  await waitFor('sent → delivered → read by status webhook', async () => {
-    const message = (await conversationMessages(ctx, who.conversationId)).find((m) => m.id === sent.message_id);
-    for (const [status, at] of [['sent', message?.sent_at], ['delivered', message?.delivered_at], ['read', message?.read_at]] as const) if (at && !seen.includes(status)) seen.push(status);
-    return message?.status === 'read' && message.read_at;
-  }, ctx.stepTimeoutMs);
+  await waitFor(
+    'sent → delivered → read by status webhook',
+    async () => {
+      const message = (await conversationMessages(ctx, who.conversationId)).find((m) => m.id === sent.message_id);
+      for (const [status, at] of [
+        ['sent', message?.sent_at],
+        ['delivered', message?.delivered_at],
+        ['read', message?.read_at],
+      ] as const)
+        if (at && !seen.includes(status)) seen.push(status);
+      return message?.status === 'read' && message.read_at;
+    },
+    ctx.stepTimeoutMs,
+  );
   const deliveries = ((await ctx.sandbox.request('GET', '/sandbox/meta/webhooks')).body?.deliveries ?? []) as Array<{ kind: string; payload: any; status: number }>;
   const signed = deliveries.filter((d) => d.kind === 'status' && JSON.stringify(d.payload).includes(String(wire.provider_id)));
   ctx.say(section, `message ${sent.message_id}: ${seen.join(' → ')} (${signed.length} signed status webhooks, gateway answered ${[...new Set(signed.map((d) => d.status))].join('/') || 'n/a'})`);
 
-  const done = await waitFor('enrollment completed', async () => {
-    const e = (await getEnrollment(ctx, enrollment.id)).enrollment;
-    return e.status === 'completed' ? e : undefined;
-  }, ctx.stepTimeoutMs);
+  const done = await waitFor(
+    'enrollment completed',
+    async () => {
+      const e = (await getEnrollment(ctx, enrollment.id)).enrollment;
+      return e.status === 'completed' ? e : undefined;
+    },
+    ctx.stepTimeoutMs,
+  );
   ctx.say(section, `enrollment ${enrollment.id} ${done.status} (${done.reason})`);
   return { flowId, sentFlowId, enrollmentId: enrollment.id, messageId: sent.message_id, wamid: String(wire.provider_id), statuses: seen, contact: who, deferredTo };
 }
@@ -165,11 +186,15 @@ export async function cancelOnReplyScenario(ctx: DemoContext): Promise<CancelOnR
   ctx.say(section, `follow-up effect ${queued.id} "${queued.text}": ${queued.status}`);
   await contactWrites(ctx, who.waId, 'Já resolvi, obrigado!', 'Bruno Lima');
   ctx.say(section, `contact ${who.contactId} replied through the sandbox: "Já resolvi, obrigado!"`);
-  const view = await waitFor('the enrollment stopped by the reply', async () => {
-    const v = await getEnrollment(ctx, enrollment.id);
-    const effect = v.effects.find((e) => e.id === queued.id);
-    return v.enrollment.status !== 'active' && effect && effect.status !== 'queued' && effect.status !== 'pending' ? v : undefined;
-  }, ctx.stepTimeoutMs);
+  const view = await waitFor(
+    'the enrollment stopped by the reply',
+    async () => {
+      const v = await getEnrollment(ctx, enrollment.id);
+      const effect = v.effects.find((e) => e.id === queued.id);
+      return v.enrollment.status !== 'active' && effect && effect.status !== 'queued' && effect.status !== 'pending' ? v : undefined;
+    },
+    ctx.stepTimeoutMs,
+  );
   const effect = view.effects.find((e) => e.id === queued.id)!;
   ctx.say(section, `enrollment ${enrollment.id} ${view.enrollment.status} (${view.enrollment.reason}); follow-up effect ${effect.id} ${effect.status}`);
   if (effect.status === 'sent') ctx.say(section, 'the text had already left before the reply (a busy machine); the reply still stopped the rest of the flow');

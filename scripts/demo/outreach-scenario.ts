@@ -60,10 +60,14 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
   const enrollmentId: string = enrolled.id;
   ctx.say(section, `enrollment ${enrollmentId}: ${enrolled.status ?? enrolled.enrollment?.status}; the first decision is requested`);
 
-  const action = await waitFor('a draft in the review queue', async () => {
-    const queue = expectStatus('GET /agentic/outreach/actions', await ctx.gateway.get('/agentic/outreach/actions?limit=200'), 200);
-    return (queue.items as Array<Record<string, any>>).find((a) => a.enrollment_id === enrollmentId);
-  }, ctx.stepTimeoutMs * 2).catch(() => undefined);
+  const action = await waitFor(
+    'a draft in the review queue',
+    async () => {
+      const queue = expectStatus('GET /agentic/outreach/actions', await ctx.gateway.get('/agentic/outreach/actions?limit=200'), 200);
+      return (queue.items as Array<Record<string, any>>).find((a) => a.enrollment_id === enrollmentId);
+    },
+    ctx.stepTimeoutMs * 2,
+  ).catch(() => undefined);
   let timeline = await timelineKinds(ctx, enrollmentId);
   if (!action) {
     const e = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}`), 200);

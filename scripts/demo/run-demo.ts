@@ -13,7 +13,9 @@ import { type OutreachResult, outreachScenario } from './outreach-scenario.js';
  * sandbox accepts any).
  */
 export function demoPhoneNumberId(organizationId: string): string {
-  const digits = BigInt(`0x${createHash('sha256').update(organizationId).digest('hex').slice(0, 15)}`).toString().padStart(15, '0');
+  const digits = BigInt(`0x${createHash('sha256').update(organizationId).digest('hex').slice(0, 15)}`)
+    .toString()
+    .padStart(15, '0');
   return `9${digits.slice(-14)}`;
 }
 

@@ -31,9 +31,5 @@ export async function runDemoOnce(options: DemoOnceOptions): Promise<void> {
   const result = await runDemo({ gatewayUrl: options.gatewayUrl, sandboxUrl: options.sandboxUrl, secret: options.secret, organizationId: options.organizationId, write: options.write });
   if (options.stopping()) return;
   await runs.markRun(options.organizationId, result.failures.length);
-  options.say(
-    result.failures.length
-      ? `the demo finished with ${result.failures.length} failed scenario(s) (above); the platform keeps serving`
-      : `the demo finished; look the ids up at ${options.gatewayUrl}/docs. The platform keeps serving; Ctrl-C stops everything.`,
-  );
+  options.say(result.failures.length ? `the demo finished with ${result.failures.length} failed scenario(s) (above); the platform keeps serving` : `the demo finished; look the ids up at ${options.gatewayUrl}/docs. The platform keeps serving; Ctrl-C stops everything.`);
 }

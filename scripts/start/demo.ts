@@ -75,17 +75,7 @@ export async function ensureDemo(options: EnsureDemoOptions): Promise<{ access: 
   }
   const memberId = access.member_id ?? (await addAdmin(options.cli, access.organization_id));
   if (!access.member_id) access = await save({ ...access, member_id: memberId });
-  const key = await options.cli.run<{ api_key_id: string; secret: string }>([
-    'apikey:create',
-    '--org',
-    access.organization_id,
-    '--member',
-    memberId,
-    '--scopes',
-    API_SCOPES.join(','),
-    '--name',
-    'npm start demo key',
-  ]);
+  const key = await options.cli.run<{ api_key_id: string; secret: string }>(['apikey:create', '--org', access.organization_id, '--member', memberId, '--scopes', API_SCOPES.join(','), '--name', 'npm start demo key']);
   access = await save({ ...access, api_key_id: key.api_key_id, secret: key.secret });
   return { access, created: true };
 }

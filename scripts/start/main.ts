@@ -55,9 +55,7 @@ function parseOptions(argv: string[]): Options {
 }
 
 function usage(problem?: string): never {
-  const text =
-    'usage: npm start [-- [--no-demo] [--only gateway,followups,...] [--verbose]]\n' +
-    'Runs every Touchpoint service and the provider sandbox; see README.md "Quick start" for the environment variables.\n';
+  const text = 'usage: npm start [-- [--no-demo] [--only gateway,followups,...] [--verbose]]\n' + 'Runs every Touchpoint service and the provider sandbox; see README.md "Quick start" for the environment variables.\n';
   if (problem) process.stderr.write(`npm start: ${problem}\n${text}`);
   else out(text);
   process.exit(problem ? 2 : 0);
@@ -105,11 +103,7 @@ async function main(): Promise<void> {
     if (rendered !== undefined) out(`${rendered}\n`);
   };
   // The CLI of the contract (`npm run cli`), run from the build just made when it is there.
-  const cli = existsSync(path.join(ROOT, COMPILED_CLI))
-    ? compiledAdminCli(ROOT, process.env, cliLog)
-    : hasAdminCli(ROOT)
-      ? npmAdminCli(ROOT, process.env, cliLog)
-      : undefined;
+  const cli = existsSync(path.join(ROOT, COMPILED_CLI)) ? compiledAdminCli(ROOT, process.env, cliLog) : hasAdminCli(ROOT) ? npmAdminCli(ROOT, process.env, cliLog) : undefined;
   if (cli) {
     say('migrating every schema (admin CLI: migrate)');
     try {
@@ -268,11 +262,7 @@ function banner(input: { names: StartedProcess[]; config: StartConfig; gatewayUr
   }
   if (names.includes('sandbox')) lines.push(`  sandbox        ${config.urlOf('sandbox')}  (stand-in for Meta, Nylas, Unipile and the model)`);
   if (demo?.secret) {
-    lines.push(
-      `  organization   ${demo.organization_id}`,
-      `  API key        ${demo.secret}   (all scopes; kept in ${displayPath(path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR, 'demo.json'))})`,
-      `  try it         curl -H "Authorization: Bearer ${demo.secret}" ${gatewayUrl}/me`,
-    );
+    lines.push(`  organization   ${demo.organization_id}`, `  API key        ${demo.secret}   (all scopes; kept in ${displayPath(path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR, 'demo.json'))})`, `  try it         curl -H "Authorization: Bearer ${demo.secret}" ${gatewayUrl}/me`);
   }
   lines.push('Ctrl-C stops everything.', rule);
   return `${lines.join('\n')}\n`;

@@ -74,14 +74,9 @@ function debianPostgresVersion(): string {
  */
 export function unreachableMessage(failures: Unreachable[]): string {
   const what = failures.map((f) => `${f.dependency} is not reachable at ${f.address} (${f.reason})`).join(' and ');
-  const debian = failures.map((f) =>
-    f.dependency === 'PostgreSQL' ? `pg_ctlcluster --skip-systemctl-redirect ${debianPostgresVersion()} main start` : 'rabbitmq-server -detached',
-  );
+  const debian = failures.map((f) => (f.dependency === 'PostgreSQL' ? `pg_ctlcluster --skip-systemctl-redirect ${debianPostgresVersion()} main start` : 'rabbitmq-server -detached'));
   const variables = failures.map((f) => (f.dependency === 'PostgreSQL' ? 'DATABASE_URL' : 'AMQP_URL')).join(' / ');
-  return (
-    `${what}. Start it with \`docker compose -f deploy/docker-compose.yml up -d postgres rabbitmq\`, ` +
-    `or on Debian \`${debian.join(' && ')}\`, or point ${variables} at a running one.`
-  );
+  return `${what}. Start it with \`docker compose -f deploy/docker-compose.yml up -d postgres rabbitmq\`, ` + `or on Debian \`${debian.join(' && ')}\`, or point ${variables} at a running one.`;
 }
 
 /** Checks both dependencies at once; resolves the ones that did not answer. */

@@ -46,11 +46,15 @@ export class StartConfig {
   @IsInt() @Min(1) @Max(65535) SANDBOX_PORT = SERVICE_PORT.sandbox;
 
   /** How long every process may take to answer `/health/ready`, ms. */
-  @IsInt() @Min(1000) @Max(3_600_000)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
   START_TIMEOUT_MS = 120_000;
 
   /** How long a child may take to exit after SIGTERM before it gets SIGKILL, ms. */
-  @IsInt() @Min(100) @Max(600_000)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
   STOP_TIMEOUT_MS = 10_000;
 
   /** Git-ignored folder where `npm start` remembers the demo organization and its API key. */

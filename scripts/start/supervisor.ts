@@ -48,10 +48,11 @@ export class ChildExitedError extends Error {
 
 /** Some children did not become ready in time. */
 export class ReadyTimeoutError extends Error {
-  constructor(readonly laggards: { name: string; url: string; lastProbe: string }[], timeoutMs: number) {
-    super(
-      `not ready after ${Math.round(timeoutMs / 1000)} s: ${laggards.map((l) => `${l.name} (${l.url} → ${l.lastProbe})`).join(', ')}`,
-    );
+  constructor(
+    readonly laggards: { name: string; url: string; lastProbe: string }[],
+    timeoutMs: number,
+  ) {
+    super(`not ready after ${Math.round(timeoutMs / 1000)} s: ${laggards.map((l) => `${l.name} (${l.url} → ${l.lastProbe})`).join(', ')}`);
     this.name = 'ReadyTimeoutError';
   }
 }

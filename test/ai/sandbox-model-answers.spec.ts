@@ -13,12 +13,7 @@ function answer<K extends AiKind>(kind: K, input: AiInputByKind[K], schema: AiOu
   return output;
 }
 
-const classes = [
-  { id: 'interested', description: 'wants to buy, asks about price' },
-  { id: 'not_interested', description: 'declines' },
-  { id: 'reschedule', description: 'asks for another day or time' },
-  { id: 'other' },
-];
+const classes = [{ id: 'interested', description: 'wants to buy, asks about price' }, { id: 'not_interested', description: 'declines' }, { id: 'reschedule', description: 'asks for another day or time' }, { id: 'other' }];
 
 describe('sandbox model answers (from prompts rendered by ai-gateway)', () => {
   it.each([

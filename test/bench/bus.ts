@@ -72,8 +72,7 @@ async function main(): Promise<void> {
         await tx.query(`INSERT INTO probe_handled (event_id, seq) VALUES ($1, $2)`, [`business-${id}`, seq]);
         await tx.publish({ ...probeEvent(id, seq), data: { seq, body: PAYLOAD } });
       });
-    const handledCount = async (prefix: string) =>
-      (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${followups}".probe_handled WHERE event_id LIKE $1`, [`${prefix}%`]))[0].n;
+    const handledCount = async (prefix: string) => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${followups}".probe_handled WHERE event_id LIKE $1`, [`${prefix}%`]))[0].n;
 
     // Phase 1: throughput.
     const p1 = `t-${randomBytes(3).toString('hex')}-`;
@@ -108,14 +107,9 @@ async function main(): Promise<void> {
     }
     await Promise.all(inflight);
     while ((await handledCount(p2)) < total && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 100));
-    const rows = await world.sql<{ event_id: string; at: number }>(
-      `SELECT event_id, (EXTRACT(EPOCH FROM handled_at) * 1000)::float8 AS at FROM "${followups}".probe_handled WHERE event_id LIKE $1`,
-      [`${p2}%`],
-    );
+    const rows = await world.sql<{ event_id: string; at: number }>(`SELECT event_id, (EXTRACT(EPOCH FROM handled_at) * 1000)::float8 AS at FROM "${followups}".probe_handled WHERE event_id LIKE $1`, [`${p2}%`]);
     const latencies = rows.map((r) => r.at - (committedAt.get(r.event_id) ?? r.at)).sort((a, b) => a - b);
-    const [{ dup }] = await world.sql<{ dup: number }>(
-      `SELECT (count(*) - count(DISTINCT event_id))::int AS dup FROM "${followups}".probe_handled WHERE event_id LIKE 'l-%' OR event_id LIKE 't-%'`,
-    );
+    const [{ dup }] = await world.sql<{ dup: number }>(`SELECT (count(*) - count(DISTINCT event_id))::int AS dup FROM "${followups}".probe_handled WHERE event_id LIKE 'l-%' OR event_id LIKE 't-%'`);
     const [{ unpublished }] = await world.sql<{ unpublished: number }>(`SELECT count(*)::int AS unpublished FROM "${outreach}".outbox_events WHERE published_at IS NULL`);
 
     process.stdout.write('bench:bus — transactional outbox → RabbitMQ → inbox consumer (1 KB events)\n');
@@ -153,7 +147,9 @@ async function reportIdleMemory(env: Record<string, string>): Promise<void> {
     const deadline = Date.now() + 60_000;
     for (const p of procs) {
       for (;;) {
-        const ok = await fetch(`http://127.0.0.1:${p.port}/health/ready`).then((r) => r.ok).catch(() => false);
+        const ok = await fetch(`http://127.0.0.1:${p.port}/health/ready`)
+          .then((r) => r.ok)
+          .catch(() => false);
         if (ok) break;
         if (p.child.exitCode !== null || Date.now() > deadline) throw new Error(`${p.svc} did not become ready: ${p.stderr().slice(-300)}`);
         await new Promise((r) => setTimeout(r, 200));

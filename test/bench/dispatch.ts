@@ -63,9 +63,11 @@ function run(script: string, env: Record<string, string>): ChildProcess {
 /** Runs `fn` over `items` with `width` in flight. */
 async function pool<T>(items: T[], width: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) await fn(items[next++]);
+    }),
+  );
 }
 
 type Call = { seq: number; at: number; operation: string; outcome: string; context: Record<string, string> };
@@ -85,10 +87,14 @@ async function rawAcceptRate(sandboxUrl: string): Promise<number> {
   const n = 10_000;
   const body = JSON.stringify({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '5511987654321', type: 'text', text: { body: 'raw' } });
   const started = performance.now();
-  await pool(Array.from({ length: n }, (_, i) => i), 64, async () => {
-    const res = await fetch(`${sandboxUrl}/v23.0/${PHONE_NUMBER_ID}/messages`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer raw' }, body });
-    await res.arrayBuffer();
-  });
+  await pool(
+    Array.from({ length: n }, (_, i) => i),
+    64,
+    async () => {
+      const res = await fetch(`${sandboxUrl}/v23.0/${PHONE_NUMBER_ID}/messages`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer raw' }, body });
+      await res.arrayBuffer();
+    },
+  );
   return n / ((performance.now() - started) / 1000);
 }
 

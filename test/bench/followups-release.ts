@@ -95,11 +95,7 @@ async function main(): Promise<void> {
       ports.followups,
     );
     children.push(followups);
-    await Promise.all([
-      waitReady(children[1], `http://127.0.0.1:${ports.messaging}/health/ready`),
-      waitReady(children[2], `http://127.0.0.1:${ports.dispatcher}/health/ready`),
-      waitReady(followups, `http://127.0.0.1:${ports.followups}/health/ready`),
-    ]);
+    await Promise.all([waitReady(children[1], `http://127.0.0.1:${ports.messaging}/health/ready`), waitReady(children[2], `http://127.0.0.1:${ports.dispatcher}/health/ready`), waitReady(followups, `http://127.0.0.1:${ports.followups}/health/ready`)]);
     const loads: number[] = [];
     const loadTimer = setInterval(() => loads.push(os.loadavg()[0]), 5000);
 
@@ -108,7 +104,7 @@ async function main(): Promise<void> {
     let drainSeconds = 0;
     const drain = async (released: number) => {
       const started = Date.now();
-      for (const stop = started + 300_000; (await sandboxSends(sandboxUrl)).n < released && Date.now() < stop; ) await sleep(1000);
+      for (const stop = started + 300_000; (await sandboxSends(sandboxUrl)).n < released && Date.now() < stop;) await sleep(1000);
       drainSeconds += (Date.now() - started) / 1000;
     };
 

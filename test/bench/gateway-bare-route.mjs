@@ -18,7 +18,10 @@ await runMain('gateway', () => {
     ...options,
     configure: async (app) => {
       await options.configure?.(app);
-      app.getHttpAdapter().getInstance().get('/bench/bare', async () => ({ ok: true }));
+      app
+        .getHttpAdapter()
+        .getInstance()
+        .get('/bench/bare', async () => ({ ok: true }));
     },
   });
 });

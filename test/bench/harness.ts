@@ -53,11 +53,7 @@ const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'probe.mjs
  * `--cpu-prof` there.
  */
 export function startService(svc: string, env: Record<string, string>, port: number, options: { probeDir?: string; script?: string; name?: string } = {}): Service {
-  const args = [
-    ...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []),
-    ...(options.probeDir ? ['--import', PROBE] : []),
-    options.script ?? `dist/apps/${svc}/src/main.js`,
-  ];
+  const args = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(options.probeDir ? ['--import', PROBE] : []), options.script ?? `dist/apps/${svc}/src/main.js`];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn', ...(options.probeDir ? { BENCH_PROBE_DIR: options.probeDir } : {}) },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -73,7 +69,12 @@ export function startService(svc: string, env: Record<string, string>, port: num
 export async function waitReady(child: Service, url: string): Promise<void> {
   const deadline = Date.now() + 90_000;
   for (;;) {
-    if (await fetch(url).then((r) => r.ok).catch(() => false)) return;
+    if (
+      await fetch(url)
+        .then((r) => r.ok)
+        .catch(() => false)
+    )
+      return;
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${child.name} did not become ready: ${child.tail()}`);
     await sleep(200);
   }
@@ -138,9 +139,7 @@ export async function rawClaimRate(url: string, schema: string, connections: num
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       while (Date.now() < deadline) {
-        const r = await c.query(
-          `UPDATE "${schema}".bench_claims SET done = true WHERE id = (SELECT id FROM "${schema}".bench_claims WHERE NOT done AND due <= now() ORDER BY due LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`,
-        );
+        const r = await c.query(`UPDATE "${schema}".bench_claims SET done = true WHERE id = (SELECT id FROM "${schema}".bench_claims WHERE NOT done AND due <= now() ORDER BY due LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`);
         claims += r.rowCount ?? 0;
       }
       await c.end();
@@ -168,9 +167,7 @@ export interface FollowupFixture {
  */
 export async function followupFixture(world: TestWorld, org: string, sandboxUrl: string): Promise<FollowupFixture> {
   const setup = await world.start(FollowupsModule.forRoot(world.config(FollowupsConfig, { FOLLOWUP_RELEASE_ENABLED: 'false' })));
-  const dispatcherSetup = await world.start(
-    OutboxDispatcherModule.forRoot(world.config(OutboxDispatcherConfig, { WHATSAPP_GRAPH_BASE_URL: sandboxUrl, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_DRAIN_AUTOSTART: 'false' })),
-  );
+  const dispatcherSetup = await world.start(OutboxDispatcherModule.forRoot(world.config(OutboxDispatcherConfig, { WHATSAPP_GRAPH_BASE_URL: sandboxUrl, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_DRAIN_AUTOSTART: 'false' })));
   const flows = setup.get(FlowsService);
   const flow = await flows.create({
     organization_id: org,

@@ -145,10 +145,7 @@ async function main(): Promise<void> {
     const services = OPTOUTS > 0 ? (['abuse', 'messaging', 'gateway', 'outbox-dispatcher'] as const) : (['abuse', 'messaging', 'gateway'] as const);
     for (const svc of services) children.push(startService(svc, env, ports[svc]));
     await Promise.all(services.map((svc, i) => waitReady(children[i], `http://127.0.0.1:${ports[svc]}/health/ready`)));
-    await world.sql(
-      `INSERT INTO "${world.schema('messaging')}".whatsapp_senders (phone_number_id, organization_id, sender_id, status, updated_at) VALUES ($1, $2, 'bench-sender', 'connected', now())`,
-      [PHONE_NUMBER_ID, org],
-    );
+    await world.sql(`INSERT INTO "${world.schema('messaging')}".whatsapp_senders (phone_number_id, organization_id, sender_id, status, updated_at) VALUES ($1, $2, 'bench-sender', 'connected', now())`, [PHONE_NUMBER_ID, org]);
 
     const gatewayUrl = `http://127.0.0.1:${ports.gateway}/webhooks/meta`;
     const probe = await post(gatewayUrl, '{}', { 'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update('{}').digest('hex')}` });
@@ -189,11 +186,13 @@ async function main(): Promise<void> {
       const from = stop ? `55219${String(10_000_000 + i).slice(-8)}` : `55119${String(10_000_000 + (i % CONTACTS)).slice(-8)}`;
       const body = webhook(`${prefix}${i}`, from, stop ? 'STOP' : `question ${i} about the order`, 1_760_000_000 + i);
       if (stop) stopsSent++;
-      inflight.push(fire(body).then(({ status, ms }) => {
-        latencies.push(ms);
-        statuses.set(status, (statuses.get(status) ?? 0) + 1);
-        if (stop && status >= 200 && status < 300) stopAcks.set(from, Date.now());
-      }));
+      inflight.push(
+        fire(body).then(({ status, ms }) => {
+          latencies.push(ms);
+          statuses.set(status, (statuses.get(status) ?? 0) + 1);
+          if (stop && status >= 200 && status < 300) stopAcks.set(from, Date.now());
+        }),
+      );
     }
     const sendSeconds = (performance.now() - t0) / 1000;
     await Promise.all(inflight);

@@ -37,25 +37,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import {
-  cpuSeconds,
-  followupFixture,
-  insertEnrollments,
-  line,
-  makeDue,
-  pct,
-  type ProbeCounts,
-  rawClaimRate,
-  readProbe,
-  receivedCalls,
-  type Service,
-  sleep,
-  startService,
-  stopServices,
-  waitCompleted,
-  runBench,
-  waitReady,
-} from './harness.js';
+import { cpuSeconds, followupFixture, insertEnrollments, line, makeDue, pct, type ProbeCounts, rawClaimRate, readProbe, receivedCalls, type Service, sleep, startService, stopServices, waitCompleted, runBench, waitReady } from './harness.js';
 
 const SENDS = Number(process.env.BENCH_SENDS ?? 3000);
 const REPLICAS = Number(process.env.REPLICAS ?? 1);
@@ -75,10 +57,7 @@ const STALL_SECONDS = Number(process.env.BENCH_STALL_SECONDS ?? 30);
 /** Effects of `tag`'s enrollments that have their `read` applied. */
 async function readCount(world: TestWorld, tag: string): Promise<number> {
   const s = world.schema('followups');
-  const [{ n }] = await world.sql<{ n: number }>(
-    `SELECT count(*)::int AS n FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE $1 AND f.kind = 'send' AND f.read_at IS NOT NULL`,
-    [`${tag}-%`],
-  );
+  const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE $1 AND f.kind = 'send' AND f.read_at IS NOT NULL`, [`${tag}-%`]);
   return n;
 }
 
@@ -213,9 +192,7 @@ async function main(): Promise<void> {
     const done = await waitRead(world, 'run', SENDS, Date.now() + DRAIN_SECONDS * 1000);
     const after = await snapshot(children, probeDir);
 
-    const [{ first }] = await world.sql<{ first: Date }>(
-      `SELECT min(f.created_at) AS first FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE 'run-%' AND f.kind = 'send'`,
-    );
+    const [{ first }] = await world.sql<{ first: Date }>(`SELECT min(f.created_at) AS first FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE 'run-%' AND f.kind = 'send'`);
     const e2eSeconds = (done.at - first.getTime()) / 1000;
     const e2e = done.n / e2eSeconds;
     const releases = SENDS / releaseSeconds;

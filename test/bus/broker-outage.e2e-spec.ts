@@ -31,8 +31,7 @@ describe('bus across a broker outage', () => {
 
     // Some before, many during, some after the outage.
     const ids = Array.from({ length: 300 }, (_, i) => `${run}-${i}`);
-    const write = (from: number, to: number) =>
-      Promise.all(ids.slice(from, to).map((id, i) => uow.run((tx) => tx.publish(probeEvent(id, from + i)))));
+    const write = (from: number, to: number) => Promise.all(ids.slice(from, to).map((id, i) => uow.run((tx) => tx.publish(probeEvent(id, from + i)))));
 
     await write(0, 50);
     proxy.cut();

@@ -32,8 +32,7 @@ describe('BusConnection (consumer side)', () => {
     await world.close();
   });
 
-  const handled = async (eventId: string) =>
-    (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${world.schema('followups')}".probe_handled WHERE event_id = $1`, [eventId]))[0].n;
+  const handled = async (eventId: string) => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${world.schema('followups')}".probe_handled WHERE event_id = $1`, [eventId]))[0].n;
 
   const publish = async (m: BusMessage, routingKey = m.type) => {
     channel.publish(`${world.namespace}.events`, routingKey, Buffer.from(JSON.stringify(m)), { persistent: true, messageId: m.event_id });

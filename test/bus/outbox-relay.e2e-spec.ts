@@ -12,8 +12,7 @@ describe('OutboxRelay', () => {
   });
   afterAll(() => world.close());
 
-  const handledRows = async (eventId: string) =>
-    world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${world.schema('followups')}".probe_handled WHERE event_id = $1`, [eventId]);
+  const handledRows = async (eventId: string) => world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${world.schema('followups')}".probe_handled WHERE event_id = $1`, [eventId]);
 
   it('publishes an event committed by a process killed before its relay ran, exactly once after restart', async () => {
     // The consumer (followups) is up; the producer (outreach) is not running yet.

@@ -71,10 +71,7 @@ export function probeService(service: ServiceName, config: ServiceConfig, withCo
   class ProbeRoot {}
   return {
     module: ProbeRoot,
-    imports: [
-      PlatformModule.forService({ service, config, entities: [], migrations: [CreateProbeTable1764460000001] }),
-      ...(withConsumer ? [ProbeConsumerModule] : []),
-    ],
+    imports: [PlatformModule.forService({ service, config, entities: [], migrations: [CreateProbeTable1764460000001] }), ...(withConsumer ? [ProbeConsumerModule] : [])],
   };
 }
 

@@ -55,10 +55,7 @@ describe('service data source: prepared statements and plans', () => {
     await insert(201, 20_000);
 
     const readBy = async () => {
-      const rows = await world.sql<{ index: string; read: string }>(
-        `SELECT indexrelname AS index, idx_tup_read::text AS read FROM pg_stat_user_indexes WHERE schemaname = $1`,
-        [schema],
-      );
+      const rows = await world.sql<{ index: string; read: string }>(`SELECT indexrelname AS index, idx_tup_read::text AS read FROM pg_stat_user_indexes WHERE schemaname = $1`, [schema]);
       return Object.fromEntries(rows.map((r) => [r.index, Number(r.read)]));
     };
     const flush = () => runInTransaction(dataSource, schema, async (tx) => void (await tx.query(`SELECT pg_stat_force_next_flush() WHERE $1::int = 1`, [1])));

@@ -16,26 +16,14 @@ describe('renderLogLine', () => {
       { level: 'info', time, service: 'gateway', msg: 'gateway ready', url: 'http://127.0.0.1:3000', event: 'service.started' },
       `${clock} INFO  [gateway  ] gateway ready  event=service.started url=http://127.0.0.1:3000`,
     ],
-    [
-      "pino's numeric levels",
-      { level: 40, time, msg: 'slow', organization_id: 'org-1' },
-      `${clock} WARN  [gateway  ] slow  organization_id=org-1`,
-    ],
-    [
-      'a NestJS context before the message, and quoted strings with spaces',
-      { level: 'warn', time, context: 'ExceptionsHandler', msg: 'odd', reason: 'two words' },
-      `${clock} WARN  [gateway  ] ExceptionsHandler: odd  reason="two words"`,
-    ],
+    ["pino's numeric levels", { level: 40, time, msg: 'slow', organization_id: 'org-1' }, `${clock} WARN  [gateway  ] slow  organization_id=org-1`],
+    ['a NestJS context before the message, and quoted strings with spaces', { level: 'warn', time, context: 'ExceptionsHandler', msg: 'odd', reason: 'two words' }, `${clock} WARN  [gateway  ] ExceptionsHandler: odd  reason="two words"`],
     [
       'an error object as type(code): message',
       { level: 'warn', time, msg: 'relay batch failed', event: 'bus.relay_failed', err: { type: 'Error', code: 'ECONNRESET', message: 'socket hang up' } },
       `${clock} WARN  [gateway  ] relay batch failed  event=bus.relay_failed err=Error(ECONNRESET): socket hang up`,
     ],
-    [
-      'at most six fields, the rest counted',
-      { level: 'info', time, msg: 'm', a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8 },
-      `${clock} INFO  [gateway  ] m  a=1 b=2 c=3 d=4 e=5 f=6 +2`,
-    ],
+    ['at most six fields, the rest counted', { level: 'info', time, msg: 'm', a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8 }, `${clock} INFO  [gateway  ] m  a=1 b=2 c=3 d=4 e=5 f=6 +2`],
   ])('renders %s', (_case, record, expected) => {
     expect(renderLogLine('gateway', '', JSON.stringify(record), plain)).toBe(expected);
   });

@@ -69,7 +69,10 @@ describe('deployment manifests', () => {
 
   describe('k8s', () => {
     it('has exactly one Deployment and one Service per service, and none for the sandbox', () => {
-      const names = (kind: string) => ofKind(kind).map((d) => d.metadata?.name).sort();
+      const names = (kind: string) =>
+        ofKind(kind)
+          .map((d) => d.metadata?.name)
+          .sort();
       const expected = SERVICES.map((s) => `touchpoint-${s}`).sort();
       expect(names('Deployment')).toEqual(expected);
       expect(names('Service')).toEqual(expected);
@@ -80,7 +83,12 @@ describe('deployment manifests', () => {
       const [container] = deployment.spec.template.spec.containers;
       const port = SERVICE_PORT[service];
       expect(container.ports).toEqual([{ name: 'http', containerPort: port }]);
-      expect(container.env).toEqual(expect.arrayContaining([{ name: 'SERVICE', value: service }, { name: 'PORT', value: String(port) }]));
+      expect(container.env).toEqual(
+        expect.arrayContaining([
+          { name: 'SERVICE', value: service },
+          { name: 'PORT', value: String(port) },
+        ]),
+      );
       expect(container.livenessProbe.httpGet).toEqual({ path: LIVE, port: 'http' });
       expect(container.readinessProbe.httpGet).toEqual({ path: READY, port: 'http' });
       expect(container.startupProbe?.httpGet ?? { path: LIVE, port: 'http' }).toEqual({ path: LIVE, port: 'http' });
@@ -302,7 +310,10 @@ describe('the probed routes on started services', () => {
 
   it('every touchpoint_ metric the alert rules use is exported by a service', () => {
     expect(exported.size).toBeGreaterThan(10);
-    const used = alerts.groups.flatMap((g) => g.rules).flatMap((r) => metricNames(r.expr)).filter((n) => n !== 'up');
+    const used = alerts.groups
+      .flatMap((g) => g.rules)
+      .flatMap((r) => metricNames(r.expr))
+      .filter((n) => n !== 'up');
     // Histogram series are exported under their base name.
     const missing = used.map((n) => n.replace(/_(bucket|sum|count)$/, '')).filter((n) => !exported.has(n));
     expect(missing).toEqual([]);

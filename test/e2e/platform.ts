@@ -146,7 +146,9 @@ export class Platform {
     try {
       await eventually(async () => (await fetch(`${this.url('followups')}/health/ready`).catch(() => undefined))?.status === 200, 90_000, 200);
     } catch {
-      const ready = await fetch(`${this.url('followups')}/health/ready`).then((r) => r.text()).catch((e: Error) => e.message);
+      const ready = await fetch(`${this.url('followups')}/health/ready`)
+        .then((r) => r.text())
+        .catch((e: Error) => e.message);
       throw new Error(`followups did not get ready (${ready}):\n${this.followups!.output.slice(-3000)}`);
     }
   }

@@ -60,7 +60,9 @@ describe('Agents registry and turn promises', () => {
 
   let n = 0;
   async function contact(): Promise<string> {
-    const created = await followups.get(RpcClient).callUnchecked<{ contact_id: string; data?: { contact_id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Ana ${++n}`, phone: `+55929${String(Date.now() % 1e4).padStart(4, '0')}${String(n).padStart(4, '0')}` });
+    const created = await followups
+      .get(RpcClient)
+      .callUnchecked<{ contact_id: string; data?: { contact_id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Ana ${++n}`, phone: `+55929${String(Date.now() % 1e4).padStart(4, '0')}${String(n).padStart(4, '0')}` });
     const id = (created.data ?? created).contact_id;
     await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".contacts WHERE contact_id = $1`, [id])).length === 1);
     return id;
@@ -103,7 +105,11 @@ describe('Agents registry and turn promises', () => {
       const detail = await get(`/ai/agents/${agentId}?customer_id=${org}`, reader);
       expect(detail.status).toBe(200);
       expect(detail.body.data).toMatchObject({ name: 'Vendas', version: 3 });
-      expect(detail.body.data.versions.map((v: { version: number; followup: { enabled: boolean } }) => [v.version, v.followup.enabled])).toEqual([[3, true], [2, false], [1, true]]);
+      expect(detail.body.data.versions.map((v: { version: number; followup: { enabled: boolean } }) => [v.version, v.followup.enabled])).toEqual([
+        [3, true],
+        [2, false],
+        [1, true],
+      ]);
       const list = await get(`/ai/agents?customer_id=${org}`, reader);
       expect(list.body.data.map((a: Row) => a.id)).toContain(agentId);
       const enrolled = await world.sql<Row>(`SELECT agent_id FROM "${world.schema('followups')}".enrollments WHERE agent_id = $1`, [agentId]);
@@ -180,7 +186,16 @@ describe('Agents registry and turn promises', () => {
 
       // The one-off returns keep their own route and do not show here; they name a registered agent.
       expect((await get(`/ai/followups/promises?customer_id=${org}&contact_id=${contactId}`, reader)).body.data.data).toEqual([]);
-      const oneOff = await post('/ai/followups/promises', { customer_id: org, contact_id: contactId, agent_id: agent.id, operation_key: randomUUID(), reason: 'Cliente pediu retorno', promise: 'Retomar a proposta', promised_at: '2030-10-02T10:00:00-03:00', outside_window: 'alert' });
+      const oneOff = await post('/ai/followups/promises', {
+        customer_id: org,
+        contact_id: contactId,
+        agent_id: agent.id,
+        operation_key: randomUUID(),
+        reason: 'Cliente pediu retorno',
+        promise: 'Retomar a proposta',
+        promised_at: '2030-10-02T10:00:00-03:00',
+        outside_window: 'alert',
+      });
       expect(oneOff.status).toBe(201);
       expect((await get(`/ai/followups/promises/${oneOff.body.data.id}?customer_id=${org}`, reader)).body.data.agent).toEqual({ id: agent.id, name: 'Atendimento IA' });
       const queue = await get(`/ai/followups/queue?customer_id=${org}&kind=promise&contact_id=${contactId}`, reader);
@@ -193,7 +208,10 @@ describe('Agents registry and turn promises', () => {
       const contactId = await contact();
       const turnId = `turn-${randomUUID()}`;
       const answers = await Promise.all(
-        [['um', 'dois'], ['tres', 'quatro', 'cinco']].map((texts) => post(`/ai/agents/${agent.id}/promises`, { customer_id: org, turn_id: turnId, contact_id: contactId, promises: texts.map((text) => ({ text })) })),
+        [
+          ['um', 'dois'],
+          ['tres', 'quatro', 'cinco'],
+        ].map((texts) => post(`/ai/agents/${agent.id}/promises`, { customer_id: org, turn_id: turnId, contact_id: contactId, promises: texts.map((text) => ({ text })) })),
       );
       expect(answers.map((a) => a.status)).toEqual([201, 201]);
       expect(answers.map((a) => a.body.created).sort()).toEqual([false, true]);

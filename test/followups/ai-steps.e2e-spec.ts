@@ -135,7 +135,20 @@ describe('Follow-up AI steps', () => {
       world,
       MessagingEvents.MessageReceived,
       org,
-      { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: `wamid.${randomUUID()}`, text, message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777' },
+      {
+        message_id: randomUUID(),
+        conversation_id: randomUUID(),
+        instance_id: randomUUID(),
+        contact_id: contactId,
+        channel: 'whatsapp',
+        direction: 'inbound',
+        external_id: `wamid.${randomUUID()}`,
+        text,
+        message_type: 'text',
+        auto_reply: false,
+        opt_out: false,
+        from: '+5592988887777',
+      },
       at,
     );
 

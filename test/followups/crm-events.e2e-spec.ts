@@ -167,7 +167,7 @@ describe('CRM events ingress', () => {
       expect(await enrollmentsOf(flowId)).toEqual([expect.objectContaining({ contact_id: who.id, status: 'active' })]);
     });
 
-    it('refuses an event whose contact is not the organization\'s (422 unknown_contact), a bad body (400), and a key without crm:write (403), storing nothing', async () => {
+    it("refuses an event whose contact is not the organization's (422 unknown_contact), a bad body (400), and a key without crm:write (403), storing nothing", async () => {
       const eventId = `evt-${randomUUID()}`;
       const unknown = await push({ event_id: eventId, type: 'lead.created', contact: { email: 'nobody@example.com' }, lead_id: 'lead-2' });
       expect(unknown.status).toBe(422);
@@ -253,7 +253,7 @@ describe('CRM events ingress', () => {
       { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
     ];
 
-    it.each(['lost', 'won'] as const)('a lead closed %s stops the contact\'s live enrollments with that reason and the queued follow-up never reaches the sandbox', async (closed) => {
+    it.each(['lost', 'won'] as const)("a lead closed %s stops the contact's live enrollments with that reason and the queued follow-up never reaches the sandbox", async (closed) => {
       const waId = newWaId();
       await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, `Oi, sou ${waId}`, (inboundSeconds += 5), phoneNumberId));
       const [inbound] = await world.sql<{ contact_id: string; conversation_id: string }>(`SELECT contact_id, conversation_id FROM ${msg('messages')} WHERE direction = 'inbound' AND body = $1`, [`Oi, sou ${waId}`]);

@@ -66,8 +66,7 @@ describe('Follow-up effects: approval and reconciliation', () => {
   const enrollment = async (id: string) => (await sql<Row & { next_run_at: Date }>(`SELECT * FROM fu.enrollments WHERE id = $1`, [id]))[0];
   const sendEffect = async (id: string) => (await sql<EffectRow>(`SELECT * FROM fu.effects WHERE enrollment_id = $1 AND kind = 'send'`, [id]))[0];
   const sendCommands = (enrollmentId: string) => sql<{ payload: { data: unknown } }>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1`, [`followup:${enrollmentId}:%`]);
-  const decide = (effectId: string, key: SeededKey, approve: boolean) =>
-    http('POST', `/ai/followups/effects/${effectId}/decision`, { secret: key.secret, json: { customer_id: org, approve } });
+  const decide = (effectId: string, key: SeededKey, approve: boolean) => http('POST', `/ai/followups/effects/${effectId}/decision`, { secret: key.secret, json: { customer_id: org, approve } });
 
   const approvalFlow = (): [FlowGraph, FlowSettings] => [
     {

@@ -46,15 +46,19 @@ describe('Follow-up REST API (gateway → followups)', () => {
   async function contactWrites(): Promise<{ contact_id: string; conversation_id: string }> {
     const waId = `55119${String(70_000_000 + ++waSeq)}`;
     await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, 'Oi', Math.floor(Date.now() / 1000), 'pn-fu-api'));
-    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
-      `SELECT m.contact_id, m.conversation_id FROM "${world.schema('messaging')}".messages m JOIN "${world.schema('messaging')}".contacts c ON c.id = m.contact_id WHERE c.phone = $1 LIMIT 1`,
-      [`+${waId}`],
-    );
+    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(`SELECT m.contact_id, m.conversation_id FROM "${world.schema('messaging')}".messages m JOIN "${world.schema('messaging')}".contacts c ON c.id = m.contact_id WHERE c.phone = $1 LIMIT 1`, [
+      `+${waId}`,
+    ]);
     return row!;
   }
 
   const q = (params: Record<string, string | number | undefined>) =>
-    '?' + new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)])).toString();
+    '?' +
+    new URLSearchParams(
+      Object.entries(params)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, String(v)]),
+    ).toString();
 
   async function createSeedFlow() {
     const res = await http('POST', '/ai/followup-flows', { secret: org.secret, json: SEED_002_FLOW_EXAMPLE });
@@ -302,7 +306,13 @@ describe('Follow-up REST API (gateway → followups)', () => {
       expect(initial.body.data).toMatchObject({ customer_id: other.organizationId, revision: 0, contact_daily_cap: 3, monthly_send_quota: null });
       const updated = await http('PUT', '/ai/followups/settings', {
         secret: other.secret,
-        json: { customer_id: other.organizationId, expected_revision: 0, contact_daily_cap: 2, send_window: { start_hour: 8, end_hour: 18, days: [1, 2, 3, 4, 5, 6], timezone: 'America/New_York' }, approved_templates: [{ name: 'retomada', language: 'pt_BR', parameter_count: 1 }] },
+        json: {
+          customer_id: other.organizationId,
+          expected_revision: 0,
+          contact_daily_cap: 2,
+          send_window: { start_hour: 8, end_hour: 18, days: [1, 2, 3, 4, 5, 6], timezone: 'America/New_York' },
+          approved_templates: [{ name: 'retomada', language: 'pt_BR', parameter_count: 1 }],
+        },
       });
       expect(updated.status).toBe(200);
       expect(updated.body.data).toMatchObject({ revision: 1, contact_daily_cap: 2, send_window: { start_hour: 8, timezone: 'America/New_York' } });

@@ -86,10 +86,7 @@ describe('follow-ups end to end', () => {
   /** The contact writes through messaging's WhatsApp inbound path; answers its ids in messaging. */
   async function contactWrites(waId: string, text: string): Promise<{ contactId: string; conversationId: string }> {
     await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
-    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
-      `SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`,
-      [text],
-    );
+    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(`SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`, [text]);
     // Followups has taken the message in (its stop path holds the contact row while it does, and a
     // release that meets the lock comes back later instead of waiting).
     await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".contacts WHERE contact_id = $1 AND last_inbound_text = $2`, [row!.contact_id, text])).length === 1);

@@ -81,10 +81,7 @@ describe(InFlightWindow.name, () => {
   async function contactWrites(waId: string): Promise<{ contactId: string; conversationId: string }> {
     const text = `Oi, aqui é ${waId}`;
     await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
-    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
-      `SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`,
-      [text],
-    );
+    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(`SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`, [text]);
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('contacts')} WHERE contact_id = $1 AND last_inbound_text = $2`, [row!.contact_id, text])).length === 1);
     return { contactId: row!.contact_id, conversationId: row!.conversation_id };
   }

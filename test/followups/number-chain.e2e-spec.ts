@@ -63,7 +63,21 @@ describe(NumberChain.name, () => {
       world,
       MessagingEvents.MessageReceived,
       org,
-      { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: `wamid.${contactId}`, text: 'oi', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777', ...(toSender ? { sender_id: toSender } : {}) },
+      {
+        message_id: randomUUID(),
+        conversation_id: randomUUID(),
+        instance_id: randomUUID(),
+        contact_id: contactId,
+        channel: 'whatsapp',
+        direction: 'inbound',
+        external_id: `wamid.${contactId}`,
+        text: 'oi',
+        message_type: 'text',
+        auto_reply: false,
+        opt_out: false,
+        from: '+5592988887777',
+        ...(toSender ? { sender_id: toSender } : {}),
+      },
       new Date(clock.now().getTime() - HOUR),
     );
     await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);

@@ -264,7 +264,12 @@ describe('One-off returns (promises)', () => {
       const moved = await publishEvent(world, CrmEvents.LeadStatusChanged, org, { lead_id: 'lead-3', contact_id: untouched, status: 'negociacao' });
       await publishEvent(world, MessagingEvents.ContactOptedOut, org, { contact_id: optedOut, channel: 'whatsapp', message_id: null });
       await publishEvent(world, MessagingEvents.ContactErased, org, { contact_id: erased, kind: 'crm' });
-      for (const [c, reason] of [[won, 'lead_won'], [lost, 'lead_lost'], [optedOut, 'opted_out'], [erased, 'contact_erased']] as const) {
+      for (const [c, reason] of [
+        [won, 'lead_won'],
+        [lost, 'lead_lost'],
+        [optedOut, 'opted_out'],
+        [erased, 'contact_erased'],
+      ] as const) {
         await eventually(async () => (await row(ids.get(c)!)).status === 'cancelled');
         expect(await row(ids.get(c)!)).toMatchObject({ status: 'cancelled', cancel_reason: reason, fired_at: null });
       }
@@ -282,7 +287,20 @@ describe('One-off returns (promises)', () => {
         world,
         MessagingEvents.MessageReceived,
         org,
-        { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: 'wamid.y', text: 'vou falar com meu sócio', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592900000000' },
+        {
+          message_id: randomUUID(),
+          conversation_id: randomUUID(),
+          instance_id: randomUUID(),
+          contact_id: contactId,
+          channel: 'whatsapp',
+          direction: 'inbound',
+          external_id: 'wamid.y',
+          text: 'vou falar com meu sócio',
+          message_type: 'text',
+          auto_reply: false,
+          opt_out: false,
+          from: '+5592900000000',
+        },
         new Date(clock.now().getTime() - 25 * HOUR),
       );
       await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1 AND last_inbound_at IS NOT NULL`, [contactId])).length === 1);
@@ -347,7 +365,7 @@ describe('One-off returns (promises)', () => {
       expect(detail.body.data).toMatchObject({ status: 'alerted', alert: { notification_id: fired.alert.notification_id } });
       expect((await http('POST', `/ai/followups/promises/${id}/cancel`, { secret: admin.secret, json: { customer_id: org } })).body.error.code).toBe('already_terminal');
     });
-  
+
     it('with alert: when messaging refuses the alert the return retries every 30 s and fails after 5 tries (no hot loop)', async () => {
       // A contact messaging does not know: its notification is refused (not_found).
       const id = await dueNow(randomUUID(), 'alert', {}, 'service');

@@ -93,10 +93,7 @@ describe('queued follow-up sends lose to stop events', () => {
   /** The contact writes through messaging's WhatsApp inbound path, and followups has taken it in. */
   async function contactWrites(waId: string, text: string): Promise<{ contactId: string; conversationId: string }> {
     await inboundPipeline(messaging).whatsapp(inboundText(newWamid(), waId, text, (inboundSeconds += 5), phoneNumberId));
-    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(
-      `SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`,
-      [text],
-    );
+    const [row] = await world.sql<{ contact_id: string; conversation_id: string }>(`SELECT contact_id, conversation_id FROM "${world.schema('messaging')}".messages WHERE direction = 'inbound' AND body = $1 ORDER BY created_at DESC LIMIT 1`, [text]);
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('contacts')} WHERE contact_id = $1 AND last_inbound_text = $2`, [row!.contact_id, text])).length === 1);
     return { contactId: row!.contact_id, conversationId: row!.conversation_id };
   }
@@ -155,7 +152,11 @@ describe('queued follow-up sends lose to stop events', () => {
   });
 
   it.each([
-    { event: 'a human message (handoff policy pause)', cause: 'handoff', fire: (q: Queued) => publishEvent(world, MessagingEvents.HumanMessageSent, org, { message_id: randomUUID(), conversation_id: q.who.conversationId, contact_id: q.who.contactId, channel: 'whatsapp', operator_id: null }) },
+    {
+      event: 'a human message (handoff policy pause)',
+      cause: 'handoff',
+      fire: (q: Queued) => publishEvent(world, MessagingEvents.HumanMessageSent, org, { message_id: randomUUID(), conversation_id: q.who.conversationId, contact_id: q.who.contactId, channel: 'whatsapp', operator_id: null }),
+    },
     { event: 'the conversation resolved', cause: 'conversation_resolved', fire: (q: Queued) => publishEvent(world, MessagingEvents.ConversationResolved, org, { conversation_id: q.who.conversationId, contact_id: q.who.contactId, channel: 'whatsapp', resolved_by: null }) },
     { event: 'the contact erased', cause: 'contact_erased', fire: (q: Queued) => publishEvent(world, MessagingEvents.ContactErased, org, { contact_id: q.who.contactId, kind: 'crm' }) },
     {
@@ -190,7 +191,20 @@ describe('queued follow-up sends lose to stop events', () => {
       world,
       MessagingEvents.MessageReceived,
       org,
-      { message_id: randomUUID(), conversation_id: queued.who.conversationId, instance_id: randomUUID(), contact_id: queued.who.contactId, channel: 'whatsapp', direction: 'inbound', external_id: newWamid(), text: 'mensagem antiga', message_type: 'text', auto_reply: false, opt_out: false, from: `+${queued.waId}` },
+      {
+        message_id: randomUUID(),
+        conversation_id: queued.who.conversationId,
+        instance_id: randomUUID(),
+        contact_id: queued.who.contactId,
+        channel: 'whatsapp',
+        direction: 'inbound',
+        external_id: newWamid(),
+        text: 'mensagem antiga',
+        message_type: 'text',
+        auto_reply: false,
+        opt_out: false,
+        from: `+${queued.waId}`,
+      },
       new Date(clock.now().getTime() - 3_600_000),
     );
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('inbox_events')} WHERE event_id = $1`, [late.event_id])).length > 0);

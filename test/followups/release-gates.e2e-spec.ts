@@ -85,8 +85,7 @@ describe(`${ReleaseService.name} gates`, () => {
     return contactId;
   }
 
-  const enroll = async (flowId: string, contactId: string, extra: Record<string, unknown> = {}, organizationId = org) =>
-    (await enrollments.create({ organization_id: organizationId, flow_id: flowId, contact_id: contactId, operation_key: randomUUID(), ...extra })).enrollment;
+  const enroll = async (flowId: string, contactId: string, extra: Record<string, unknown> = {}, organizationId = org) => (await enrollments.create({ organization_id: organizationId, flow_id: flowId, contact_id: contactId, operation_key: randomUUID(), ...extra })).enrollment;
 
   const advanceNow = async (id: string, organizationId = org) => {
     const row = await enrollment(id);
@@ -258,10 +257,7 @@ describe(`${ReleaseService.name} gates`, () => {
       const deliveredAt = new Date(start.getTime() + 2 * MINUTE);
       await report(MessagingEvents.MessageRead, sent!.idempotency_key, contactId, readAt, 'read');
       await eventually(async () => (await sendEffects(e.id))[0]!.read_at !== null);
-      const late = [
-        await report(MessagingEvents.MessageDelivered, sent!.idempotency_key, contactId, deliveredAt, 'delivered'),
-        await report(MessagingEvents.MessageSent, sent!.idempotency_key, contactId, start, 'sent'),
-      ];
+      const late = [await report(MessagingEvents.MessageDelivered, sent!.idempotency_key, contactId, deliveredAt, 'delivered'), await report(MessagingEvents.MessageSent, sent!.idempotency_key, contactId, start, 'sent')];
       await eventually(async () => (await Promise.all(late.map(handled))).every(Boolean));
 
       const [effect] = await sendEffects(e.id);

@@ -52,9 +52,7 @@ describe(`${ReleaseLoop.name} (two processes)`, () => {
     await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
 
     await eventually(async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".enrollments WHERE status = 'completed'`))[0].n === ENROLLMENTS, 60_000, 200);
-    const [effects] = await world.sql<{ n: number; keys: number; enrollments: number }>(
-      `SELECT count(*)::int AS n, count(DISTINCT idempotency_key)::int AS keys, count(DISTINCT enrollment_id)::int AS enrollments FROM "${schema}".effects WHERE kind = 'send'`,
-    );
+    const [effects] = await world.sql<{ n: number; keys: number; enrollments: number }>(`SELECT count(*)::int AS n, count(DISTINCT idempotency_key)::int AS keys, count(DISTINCT enrollment_id)::int AS enrollments FROM "${schema}".effects WHERE kind = 'send'`);
     expect(effects).toEqual({ n: ENROLLMENTS, keys: ENROLLMENTS, enrollments: ENROLLMENTS });
     const [commands] = await world.sql<{ n: number; ids: number }>(`SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS ids FROM "${schema}".outbox_events WHERE type = 'messaging.send'`);
     expect(commands).toEqual({ n: ENROLLMENTS, ids: ENROLLMENTS });
@@ -77,10 +75,14 @@ describe(`${ReleaseLoop.name} (two processes)`, () => {
       await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
       const others = ids.slice(1).map((r) => r.id);
       await eventually(async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".enrollments WHERE id = ANY($1::uuid[]) AND status = 'completed'`, [others]))[0].n === others.length, 20_000, 100);
-      const [row] = await eventually(async () => {
-        const rows = await world.sql<{ failures: number; last_error: string; status: string }>(`SELECT failures, last_error, status FROM "${schema}".enrollments WHERE id = $1 AND failures > 0`, [poison]);
-        return rows.length ? rows : null;
-      }, 20_000, 100);
+      const [row] = await eventually(
+        async () => {
+          const rows = await world.sql<{ failures: number; last_error: string; status: string }>(`SELECT failures, last_error, status FROM "${schema}".enrollments WHERE id = $1 AND failures > 0`, [poison]);
+          return rows.length ? rows : null;
+        },
+        20_000,
+        100,
+      );
       expect(row).toMatchObject({ status: 'active', failures: 1 });
       expect(row.last_error).toContain('outbox refused');
       expect((await world.sql(`SELECT 1 FROM "${schema}".effects WHERE enrollment_id = $1`, [poison])).length).toBe(0);

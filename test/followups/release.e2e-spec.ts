@@ -76,8 +76,7 @@ describe(ReleaseService.name, () => {
     return contactId;
   }
 
-  const enroll = async (flowId: string, contactId: string, extra: Record<string, unknown> = {}) =>
-    (await enrollments.create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID(), ...extra })).enrollment;
+  const enroll = async (flowId: string, contactId: string, extra: Record<string, unknown> = {}) => (await enrollments.create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID(), ...extra })).enrollment;
 
   const control = async (id: string, action: 'pause' | 'resume' | 'cancel' | 'advance_now') => {
     const row = await enrollment(id);
@@ -148,7 +147,21 @@ describe(ReleaseService.name, () => {
         world,
         MessagingEvents.MessageReceived,
         org,
-        { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: 'wamid.y', text: 'oi', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988886666', sender_id: other },
+        {
+          message_id: randomUUID(),
+          conversation_id: randomUUID(),
+          instance_id: randomUUID(),
+          contact_id: contactId,
+          channel: 'whatsapp',
+          direction: 'inbound',
+          external_id: 'wamid.y',
+          text: 'oi',
+          message_type: 'text',
+          auto_reply: false,
+          opt_out: false,
+          from: '+5592988886666',
+          sender_id: other,
+        },
         new Date(clock.now().getTime() - HOUR),
       );
       await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
@@ -353,7 +366,7 @@ describe(ReleaseService.name, () => {
       expect(await queuedSends()).toBe(countedBefore + 2);
     });
 
-    it('counts a send queued earlier in the same batch against the contact\'s 24 h cap', async () => {
+    it("counts a send queued earlier in the same batch against the contact's 24 h cap", async () => {
       const settings = app.get(SettingsService);
       const current = await settings.get(org);
       await settings.update({ organization_id: org, expected_revision: current.revision, contact_daily_cap: 1 });
@@ -373,7 +386,7 @@ describe(ReleaseService.name, () => {
       }
     });
 
-    it('holds the contact\'s 24 h cap when four workers\' batches reach one contact at once (the contact is theirs one at a time)', async () => {
+    it("holds the contact's 24 h cap when four workers' batches reach one contact at once (the contact is theirs one at a time)", async () => {
       const settings = app.get(SettingsService);
       await settings.update({ organization_id: org, expected_revision: (await settings.get(org)).revision, contact_daily_cap: 3 });
       const contactId = await contactWhoWrote();
@@ -384,7 +397,11 @@ describe(ReleaseService.name, () => {
         // (bounded) until every row is sent or waiting out the cap, however the races fell.
         const heldOut = async () => (await sql(`SELECT count(*)::int AS n FROM fu.enrollments WHERE id = ANY($1::uuid[]) AND node_id = 'a1' AND next_run_at > $2`, [ids, new Date(clock.now().getTime() + 23 * HOUR)]))[0].n as number;
         for (let round = 0; round < 30 && (await sendEffects(ids)).length + (await heldOut()) < ids.length; round++) {
-          await Promise.all(Array.from({ length: 4 }, async () => { while ((await sut.releaseBatch(2)) > 0); }));
+          await Promise.all(
+            Array.from({ length: 4 }, async () => {
+              while ((await sut.releaseBatch(2)) > 0);
+            }),
+          );
           clock.advance(2000);
         }
         expect(await sendEffects(ids)).toHaveLength(3);
@@ -420,7 +437,21 @@ describe(ReleaseService.name, () => {
         world,
         MessagingEvents.MessageReceived,
         org,
-        { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: `wamid.${randomUUID()}`, text, message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777', ...extra },
+        {
+          message_id: randomUUID(),
+          conversation_id: randomUUID(),
+          instance_id: randomUUID(),
+          contact_id: contactId,
+          channel: 'whatsapp',
+          direction: 'inbound',
+          external_id: `wamid.${randomUUID()}`,
+          text,
+          message_type: 'text',
+          auto_reply: false,
+          opt_out: false,
+          from: '+5592988887777',
+          ...extra,
+        },
         new Date(clock.now().getTime() + 1000),
       );
     const cancels = (key: string) => sql<BusCommand>(`SELECT payload FROM fu.outbox_events WHERE type = 'outbox.cancel' AND payload->'data'->>'idempotency_key' = $1`, [key]);
@@ -497,7 +528,16 @@ describe(ReleaseService.name, () => {
           { id: 't', type: 'trigger', config: {} },
           { id: 'ask', type: 'action', config: { mode: 'text', body: 'Confirma?' } },
           { id: 'wr', type: 'wait', config: { mode: 'reply', timeout_ms: 2 * HOUR } },
-          { id: 'm', type: 'match_reply', config: { branches: [{ id: 'yes', keywords: ['sim', 'confirmo'] }, { id: 'no', keywords: ['não posso'] }] } },
+          {
+            id: 'm',
+            type: 'match_reply',
+            config: {
+              branches: [
+                { id: 'yes', keywords: ['sim', 'confirmo'] },
+                { id: 'no', keywords: ['não posso'] },
+              ],
+            },
+          },
           { id: 'ok', type: 'end', config: { outcome: 'confirmed' } },
           { id: 'ko', type: 'end', config: { outcome: 'declined' } },
           { id: 'other', type: 'end', config: { outcome: 'other' } },

@@ -58,7 +58,21 @@ describe('Follow-up flow statistics', () => {
         world,
         MessagingEvents.MessageReceived,
         org,
-        { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: `wamid.${randomUUID()}`, text: 'oi', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777', ...extra },
+        {
+          message_id: randomUUID(),
+          conversation_id: randomUUID(),
+          instance_id: randomUUID(),
+          contact_id: contactId,
+          channel: 'whatsapp',
+          direction: 'inbound',
+          external_id: `wamid.${randomUUID()}`,
+          text: 'oi',
+          message_type: 'text',
+          auto_reply: false,
+          opt_out: false,
+          from: '+5592988887777',
+          ...extra,
+        },
         at,
       );
     const contacts = Array.from({ length: 5 }, () => randomUUID());

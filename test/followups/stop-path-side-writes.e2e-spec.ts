@@ -81,8 +81,18 @@ describe('stop paths and the trigger they record', () => {
 
   /** A reply of the contact, as messaging publishes it. */
   const reply = (text: string) => (contactId: string, conversationId: string) => ({
-    message_id: randomUUID(), conversation_id: conversationId, instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound',
-    external_id: `wamid.${randomUUID()}`, text, message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777',
+    message_id: randomUUID(),
+    conversation_id: conversationId,
+    instance_id: randomUUID(),
+    contact_id: contactId,
+    channel: 'whatsapp',
+    direction: 'inbound',
+    external_id: `wamid.${randomUUID()}`,
+    text,
+    message_type: 'text',
+    auto_reply: false,
+    opt_out: false,
+    from: '+5592988887777',
   });
   const keywordRule = { kind: 'inbound_keyword' as const, cancel_on_reply: false, keywords: ['preço'] };
 

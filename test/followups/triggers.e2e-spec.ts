@@ -101,9 +101,28 @@ describe('Follow-up rule triggers', () => {
       filter: { keywords: ['preço'] },
       miss: { keywords: ['cancelar'] },
       type: MessagingEvents.MessageReceived,
-      data: (c) => ({ message_id: randomUUID(), conversation_id: conversationId, instance_id: randomUUID(), contact_id: c, channel: 'whatsapp', direction: 'inbound', external_id: 'wamid.k', text: 'Qual o PRECO da cadeira?', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777' }),
+      data: (c) => ({
+        message_id: randomUUID(),
+        conversation_id: conversationId,
+        instance_id: randomUUID(),
+        contact_id: c,
+        channel: 'whatsapp',
+        direction: 'inbound',
+        external_id: 'wamid.k',
+        text: 'Qual o PRECO da cadeira?',
+        message_type: 'text',
+        auto_reply: false,
+        opt_out: false,
+        from: '+5592988887777',
+      }),
     },
-    { kind: 'conversation_resolved', filter: {}, miss: { segment: { match: 'any', rules: [{ field: 'contact.fields.score', op: 'gt', value: 10 }] } }, type: MessagingEvents.ConversationResolved, data: (c) => ({ conversation_id: conversationId, contact_id: c, channel: 'whatsapp', resolved_by: null }) },
+    {
+      kind: 'conversation_resolved',
+      filter: {},
+      miss: { segment: { match: 'any', rules: [{ field: 'contact.fields.score', op: 'gt', value: 10 }] } },
+      type: MessagingEvents.ConversationResolved,
+      data: (c) => ({ conversation_id: conversationId, contact_id: c, channel: 'whatsapp', resolved_by: null }),
+    },
   ];
 
   it.each(cases)('$kind enrolls exactly once per event, also when the event is delivered twice and the trigger processed again', async ({ kind, filter, miss, type, data }) => {
@@ -153,10 +172,26 @@ describe('Follow-up rule triggers', () => {
     // 4,096 code points, 4,097 UTF-16 units: a cut at 4,096 units would keep half of the emoji.
     const text = `${'a'.repeat(4095)}\u{1F600}`;
 
-    const reply = await publishEvent(world, MessagingEvents.MessageReceived, org, {
-      message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound',
-      external_id: `wamid.${randomUUID()}`, text, message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777',
-    }, new Date(clock.now().getTime() + 1000));
+    const reply = await publishEvent(
+      world,
+      MessagingEvents.MessageReceived,
+      org,
+      {
+        message_id: randomUUID(),
+        conversation_id: randomUUID(),
+        instance_id: randomUUID(),
+        contact_id: contactId,
+        channel: 'whatsapp',
+        direction: 'inbound',
+        external_id: `wamid.${randomUUID()}`,
+        text,
+        message_type: 'text',
+        auto_reply: false,
+        opt_out: false,
+        from: '+5592988887777',
+      },
+      new Date(clock.now().getTime() + 1000),
+    );
 
     await eventually(async () => (await triggersOf(org)).length === 1);
     const [recorded] = await triggersOf(org);
@@ -277,7 +312,7 @@ describe('Follow-up rule triggers', () => {
     expect(await enrollmentsOf(onOtherTag)).toHaveLength(1);
   });
 
-  it('keeps the newest tag list when messaging\'s tag events arrive out of order', async () => {
+  it("keeps the newest tag list when messaging's tag events arrive out of order", async () => {
     const org = randomUUID();
     const contactId = randomUUID();
     const base = Date.now();
@@ -289,7 +324,7 @@ describe('Follow-up rule triggers', () => {
     expect(contact).toEqual({ tags: ['a', 'b'], tags_at: new Date(base + 2000) });
   });
 
-  describe('release steps that change a contact\'s tags', () => {
+  describe("release steps that change a contact's tags", () => {
     /** An organization with a connected sender, and a contact known to messaging and to followups who wrote an hour ago. */
     async function contactOf(org: string, tags: string[] = []): Promise<string> {
       await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: randomUUID(), channel: 'whatsapp', is_default: true, status: 'connected' });
@@ -303,11 +338,7 @@ describe('Follow-up rule triggers', () => {
     }
     const oneAction = (id: string, config: Record<string, unknown>): [FlowGraph, FlowSettings] => [
       {
-        nodes: [
-          { id: 't', type: 'trigger', config: {} },
-          { id, type: 'action', config } as FlowGraph['nodes'][number],
-          { id: 'e', type: 'end', config: {} },
-        ],
+        nodes: [{ id: 't', type: 'trigger', config: {} }, { id, type: 'action', config } as FlowGraph['nodes'][number], { id: 'e', type: 'end', config: {} }],
         edges: [
           { id: 'e1', source: 't', target: id, condition: { type: 'always' } },
           { id: 'e2', source: id, target: 'e', condition: { type: 'always' } },
@@ -315,8 +346,7 @@ describe('Follow-up rule triggers', () => {
       },
       { trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'pause', ...ALWAYS_OPEN },
     ];
-    const enroll = async (org: string, flowId: string, contactId: string) =>
-      (await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID() })).enrollment.id;
+    const enroll = async (org: string, flowId: string, contactId: string) => (await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID() })).enrollment.id;
 
     it('a send after an untag of the same contact in one batch checks consent against the tags the untag left', async () => {
       const org = randomUUID();
@@ -344,7 +374,11 @@ describe('Follow-up rule triggers', () => {
       try {
         // A worker that finds the contact busy defers its rows 2 s: move the clock on between rounds.
         for (let round = 0; round < 10; round++) {
-          await Promise.all(Array.from({ length: 4 }, async () => { while ((await release.releaseBatch(3)) > 0); }));
+          await Promise.all(
+            Array.from({ length: 4 }, async () => {
+              while ((await release.releaseBatch(3)) > 0);
+            }),
+          );
           const [{ n }] = await sql(`SELECT count(*)::int AS n FROM fu.enrollments WHERE id = ANY($1::uuid[]) AND status = 'completed'`, [ids]);
           if (n === ids.length) break;
           clock.advance(2000);

@@ -87,8 +87,7 @@ describe('Follow-up gates over REST (gateway → messaging, followups)', () => {
     return id;
   }
 
-  const enroll = async (flowId: string, contactId: string, secret = admin.secret) =>
-    http('POST', '/ai/followups/enrollments', { secret, json: { customer_id: org(), flow_id: flowId, contact_id: contactId, operation_key: randomUUID() } });
+  const enroll = async (flowId: string, contactId: string, secret = admin.secret) => http('POST', '/ai/followups/enrollments', { secret, json: { customer_id: org(), flow_id: flowId, contact_id: contactId, operation_key: randomUUID() } });
   const detail = async (id: string) => (await http('GET', withOrg(`/ai/followups/enrollments/${id}${q}`), { secret: admin.secret })).body.data;
 
   it("defers a send to the window's opening on the contact's clock, and sends at once for a contact without a zone", async () => {

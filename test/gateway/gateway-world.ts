@@ -36,11 +36,7 @@ export function gatewayBuilders(app: NestFastifyApplication) {
 
 /** A small HTTP client for a gateway URL. */
 export function httpClient(baseUrl: string) {
-  return async (
-    method: string,
-    path: string,
-    options: { secret?: string; json?: unknown; body?: string; headers?: Record<string, string> } = {},
-  ): Promise<{ status: number; headers: Headers; body: any; ms: number }> => {
+  return async (method: string, path: string, options: { secret?: string; json?: unknown; body?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; headers: Headers; body: any; ms: number }> => {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (options.secret) headers.authorization = `Bearer ${options.secret}`;
     let body = options.body;

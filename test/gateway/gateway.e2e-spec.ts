@@ -293,9 +293,7 @@ describe('Gateway (HTTP)', () => {
       const doc = res.body;
       expect(doc.openapi).toMatch(/^3\./);
       expect(doc.components.securitySchemes['api-key']).toMatchObject({ type: 'http', scheme: 'bearer' });
-      expect(Object.keys(doc.paths)).toEqual(
-        expect.arrayContaining(['/me', '/api-keys', '/api-keys/{id}', '/organizations/{customer_id}', '/system/services', '/system/services/{name}/ping']),
-      );
+      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/me', '/api-keys', '/api-keys/{id}', '/organizations/{customer_id}', '/system/services', '/system/services/{name}/ping']));
       const create = doc.paths['/api-keys'].post;
       expect(create['x-required-scopes']).toEqual(['admin']);
       expect(create.description).toContain('`admin`');

@@ -88,9 +88,7 @@ describe('Gateway hardening', () => {
         expect(res.status).toBe(200);
         await http('GET', '/api-keys?cursor=secret-cursor-value', { secret: key.secret });
         const lines = info.mock.calls.map(([line]) => line as Record<string, unknown>).filter((line) => line?.event === 'http.request');
-        expect(lines.map((line) => line.url)).toEqual(
-          expect.arrayContaining(['/webhooks/meta?hub.mode=[redacted]&hub.verify_token=[redacted]&hub.challenge=[redacted]', '/api-keys?cursor=[redacted]']),
-        );
+        expect(lines.map((line) => line.url)).toEqual(expect.arrayContaining(['/webhooks/meta?hub.mode=[redacted]&hub.verify_token=[redacted]&hub.challenge=[redacted]', '/api-keys?cursor=[redacted]']));
         const logged = JSON.stringify(info.mock.calls);
         expect(logged).not.toContain(VERIFY_TOKEN);
         expect(logged).not.toContain('secret-cursor-value');

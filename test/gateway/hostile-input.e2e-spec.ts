@@ -188,12 +188,30 @@ describe('Hostile input over every route', () => {
       for (const variant of [built, build(route, operation, true)]) {
         const nulQuery = { ...Object.fromEntries(Object.entries(variant.query).map(([k, v]) => [k, v === TEXT ? nul() : v])), note: nul() };
         const textPath = variant.pathParameters.find((p) => isFreeText(deref(p.schema)) && p.name !== 'customer_id' && !/_id$/.test(p.name));
-        probes.push(await send('nul', route, method, variant.path((name) => (name === textPath?.name ? nul() : undefined)), nulQuery, replaceText(variant.body, nul)));
+        probes.push(
+          await send(
+            'nul',
+            route,
+            method,
+            variant.path((name) => (name === textPath?.name ? nul() : undefined)),
+            nulQuery,
+            replaceText(variant.body, nul),
+          ),
+        );
       }
       // A path parameter over the router's limit (100 characters).
       if (built.pathParameters.length > 0) {
         const first = built.pathParameters[0]!.name;
-        probes.push(await send('long_path_parameter', route, method, built.path((name) => (name === first ? 'a'.repeat(101) : undefined)), built.query, built.body));
+        probes.push(
+          await send(
+            'long_path_parameter',
+            route,
+            method,
+            built.path((name) => (name === first ? 'a'.repeat(101) : undefined)),
+            built.query,
+            built.body,
+          ),
+        );
       }
       // A 1 MB string in the first text field of the body, or else in a query parameter.
       const megabyte = () => 'x'.repeat(MEGABYTE);
@@ -223,7 +241,7 @@ describe('Hostile input over every route', () => {
     expect(probes.filter((p) => p.kind === 'long_path_parameter').every((p) => p.status === 414 && p.code === 'uri_too_long')).toBe(true);
   }, 300_000);
 
-  describe("ids of another organization in a body", () => {
+  describe('ids of another organization in a body', () => {
     let waSeq = 0;
     /** A contact of `org` writes in on WhatsApp: its contact and conversation. */
     async function writesIn(org: string): Promise<{ contact_id: string; conversation_id: string }> {
@@ -298,8 +316,7 @@ describe('Hostile input over every route', () => {
     });
 
     it("refuses another organization's mailbox as a campaign's email sender, and a sender of another channel", async () => {
-      const campaign = (extra: object) =>
-        http('POST', '/agentic/outreach/campaigns', { secret: a.secret, json: { name: 'Chairs', goal: 'Book a demo', allowed_channels: ['email'], max_touches: 2, followup_min_days: 2, followup_max_days: 4, ...extra } });
+      const campaign = (extra: object) => http('POST', '/agentic/outreach/campaigns', { secret: a.secret, json: { name: 'Chairs', goal: 'Book a demo', allowed_channels: ['email'], max_touches: 2, followup_min_days: 2, followup_max_days: 4, ...extra } });
       const theirMailbox = await sender(b, 'email');
       expect(refusal(await campaign({ email_sender_id: theirMailbox }))).toEqual({ status: 404, code: 'not_found', message: 'sender not found' });
       expect(refusal(await campaign({ email_sender_id: randomUUID() }))).toEqual({ status: 404, code: 'not_found', message: 'sender not found' });

@@ -33,8 +33,7 @@ describe('Gateway members and roles', () => {
   afterAll(() => world.close());
 
   /** Another member of the owner's organization with a key of `scopes`. */
-  const member = (role: 'admin' | 'operator', scopes: ('admin' | 'outreach:read' | 'messaging:read')[]) =>
-    build.organizationWithKey({ organizationId: owner.organizationId, role, scopes, email: `person${++n}@example.com` });
+  const member = (role: 'admin' | 'operator', scopes: ('admin' | 'outreach:read' | 'messaging:read')[]) => build.organizationWithKey({ organizationId: owner.organizationId, role, scopes, email: `person${++n}@example.com` });
   /** Every operation of the OpenAPI document that requires the `admin` scope, with its path filled in. */
   const adminRoutes = async (): Promise<{ method: string; path: string }[]> => {
     const doc = (await http('GET', '/docs/json')).body as { paths: Record<string, Record<string, Operation>> };
@@ -116,10 +115,7 @@ describe('Gateway members and roles', () => {
       expect((await http('GET', '/me', { secret: solo.secret })).status).toBe(200);
 
       const second = await build.organizationWithKey({ organizationId: solo.organizationId, role: 'admin', scopes: ['admin'], email: `second${++n}@example.com` });
-      const [a, b] = await Promise.all([
-        http('DELETE', `/members/${second.memberId}`, { secret: solo.secret }),
-        http('DELETE', `/members/${solo.memberId}`, { secret: second.secret }),
-      ]);
+      const [a, b] = await Promise.all([http('DELETE', `/members/${second.memberId}`, { secret: solo.secret }), http('DELETE', `/members/${solo.memberId}`, { secret: second.secret })]);
       expect([a.status, b.status].sort()).toEqual([200, 409]);
       const listed = (await http('GET', '/members', { secret: a.status === 200 ? solo.secret : second.secret })).body;
       const admins = listed.items.filter((m: { role: string; active: boolean }) => m.role === 'admin' && m.active);

@@ -41,9 +41,7 @@ interface SpectralResult {
 /** Spectral's findings on `file` with our ruleset (`spectral:oas`), as JSON. */
 async function spectral(file: string): Promise<SpectralResult[]> {
   // Spectral exits non-zero when it finds an error; its JSON report is on stdout either way.
-  const out = await run(process.execPath, [SPECTRAL, 'lint', file, '--ruleset', RULESET, '--format', 'json', '--quiet'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }).catch(
-    (err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }),
-  );
+  const out = await run(process.execPath, [SPECTRAL, 'lint', file, '--ruleset', RULESET, '--format', 'json', '--quiet'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
   return JSON.parse(out.stdout) as SpectralResult[];
 }
 
@@ -144,8 +142,7 @@ describe('OpenAPI document', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const operations = (): [string, Operation][] =>
-    Object.entries(doc.paths).flatMap(([route, item]) => METHODS.filter((m) => item[m]).map((m) => [`${m.toUpperCase()} ${route}`, item[m]!] as [string, Operation]));
+  const operations = (): [string, Operation][] => Object.entries(doc.paths).flatMap(([route, item]) => METHODS.filter((m) => item[m]).map((m) => [`${m.toUpperCase()} ${route}`, item[m]!] as [string, Operation]));
 
   it('uses the standard spectral:oas ruleset, with example validation on', async () => {
     const ruleset = await readFile(RULESET, 'utf8');
@@ -194,7 +191,7 @@ describe('OpenAPI document', () => {
     expect(operations().length).toBeGreaterThanOrEqual(90);
   });
 
-  it('gives every success answer an example (at the media type or on its schema\'s fields)', () => {
+  it("gives every success answer an example (at the media type or on its schema's fields)", () => {
     type Schema = { $ref?: string; example?: unknown; properties?: Record<string, Schema>; items?: Schema; allOf?: Schema[]; oneOf?: Schema[] };
     const schemas = (doc as unknown as { components: { schemas: Record<string, Schema> } }).components.schemas;
     const exemplified = (schema: Schema | undefined, seen = new Set<string>()): boolean => {
@@ -211,7 +208,11 @@ describe('OpenAPI document', () => {
     const without = operations().flatMap(([name, op]) =>
       Object.entries(op.responses)
         .filter(([status]) => status.startsWith('2'))
-        .flatMap(([status, r]) => Object.entries(r.content ?? {}).filter(([, media]) => (media as { example?: unknown }).example === undefined && !exemplified(media.schema as Schema)).map(([type]) => `${name} ${status} ${type}`)),
+        .flatMap(([status, r]) =>
+          Object.entries(r.content ?? {})
+            .filter(([, media]) => (media as { example?: unknown }).example === undefined && !exemplified(media.schema as Schema))
+            .map(([type]) => `${name} ${status} ${type}`),
+        ),
     );
     expect(without).toEqual([]);
   });

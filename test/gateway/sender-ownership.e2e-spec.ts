@@ -25,9 +25,9 @@ describe('Sender ownership', () => {
   let digits = 200_000_000_000_000;
 
   const number = () => String(++digits);
-  const storedSenders = (organizationId: string) => world.sql<{ phone_number_id: string | null; provider_account_id: string | null }>(`SELECT phone_number_id, provider_account_id FROM "${world.schema('outbox-dispatcher')}".senders WHERE organization_id = $1 AND removed_at IS NULL`, [organizationId]);
-  const reads = async (provider: 'meta' | 'nylas' | 'unipile', operation: string) =>
-    (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; outcome: string }[] }>(`/sandbox/control/${provider}/received`)).calls.filter((c) => c.operation === operation);
+  const storedSenders = (organizationId: string) =>
+    world.sql<{ phone_number_id: string | null; provider_account_id: string | null }>(`SELECT phone_number_id, provider_account_id FROM "${world.schema('outbox-dispatcher')}".senders WHERE organization_id = $1 AND removed_at IS NULL`, [organizationId]);
+  const reads = async (provider: 'meta' | 'nylas' | 'unipile', operation: string) => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; outcome: string }[] }>(`/sandbox/control/${provider}/received`)).calls.filter((c) => c.operation === operation);
   const whatsapp = (phoneNumberId: string, accessToken: string) => ({ channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: '5511912345678', business_account_id: '100000000000001', access_token: accessToken });
 
   beforeAll(async () => {

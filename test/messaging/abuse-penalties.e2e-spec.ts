@@ -68,10 +68,7 @@ describe(AbuseCheckService.name, () => {
         clock.set(new Date(Date.parse(verdict.action!.expires_at) + 1000));
       }
 
-      const actions = await world.sql<{ action_type: string; offense_number: number; status: string }>(
-        `SELECT action_type, offense_number, status FROM "${abuse()}".abuse_actions WHERE contact_id = $1 ORDER BY offense_number`,
-        [contact],
-      );
+      const actions = await world.sql<{ action_type: string; offense_number: number; status: string }>(`SELECT action_type, offense_number, status FROM "${abuse()}".abuse_actions WHERE contact_id = $1 ORDER BY offense_number`, [contact]);
       expect(actions.map((a) => `${a.offense_number}:${a.action_type}`)).toEqual(['1:warning', '2:throttle', '3:throttle', '4:throttle', '5:block']);
       const applied = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${abuse()}".outbox_events WHERE type = 'abuse.action.applied' AND payload->'data'->'action'->>'contact_id' = $1`, [contact]);
       expect(applied[0].n).toBe(5);

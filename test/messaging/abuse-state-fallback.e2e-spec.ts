@@ -27,9 +27,7 @@ describe('inbound when the abuse check times out but the abuse service answers',
   beforeAll(async () => {
     world = await createTestWorld('abusestate');
     await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    const app: NestFastifyApplication = await world.start(
-      MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', OUTCOME_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '300', ABUSE_STATE_TIMEOUT_MS: '5000' })),
-    );
+    const app: NestFastifyApplication = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', OUTCOME_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '300', ABUSE_STATE_TIMEOUT_MS: '5000' })));
     sut = inboundPipeline(app);
     await registerSender(world, org, pnid);
     await setLimits(world, org, {});

@@ -62,7 +62,11 @@ describe('enqueue failure at the call site', () => {
 
   it('answers 400 invalid_payload for an operator template send whose text parameter Meta refuses (132018, 131008), and queues nothing', async () => {
     const c = await conversation();
-    for (const [text, problem] of [['Ana\nSouza', /newline or a tab/], ['Ana     Souza', /more than 4 consecutive spaces/], ['', /must not be empty/]] as const) {
+    for (const [text, problem] of [
+      ['Ana\nSouza', /newline or a tab/],
+      ['Ana     Souza', /more than 4 consecutive spaces/],
+      ['', /must not be empty/],
+    ] as const) {
       const key = `param-${randomUUID()}`;
       const res = await operatorSend(c.conversationId, { idempotency_key: key, template: { name: 'order_update', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text }] }] } });
       expect(res.status).toBe(400);
@@ -83,10 +87,10 @@ describe('enqueue failure at the call site', () => {
   it('answers 400 invalid_payload when a notification would send a WhatsApp template the dispatcher refuses, and writes nothing', async () => {
     const c = await conversation();
     // A template stored before the rules it breaks (a language code Meta has no such form of).
-    await w.world.sql(
-      `INSERT INTO ${m('notification_templates')} (organization_id, key, title, body, whatsapp_template, created_at, updated_at) VALUES ($1, 'old_reminder', NULL, 'Lembrete: {{what}}', $2, now(), now())`,
-      [w.org, JSON.stringify({ name: 'old_reminder', language: 'Portuguese (Brazil)', parameters: ['what'] })],
-    );
+    await w.world.sql(`INSERT INTO ${m('notification_templates')} (organization_id, key, title, body, whatsapp_template, created_at, updated_at) VALUES ($1, 'old_reminder', NULL, 'Lembrete: {{what}}', $2, now(), now())`, [
+      w.org,
+      JSON.stringify({ name: 'old_reminder', language: 'Portuguese (Brazil)', parameters: ['what'] }),
+    ]);
     // The contact's window is closed (the inbound above is moved back 25 hours), so the template is what would go.
     await w.world.sql(`UPDATE ${m('messages')} SET provider_timestamp = now() - interval '25 hours', created_at = now() - interval '25 hours' WHERE contact_id = $1`, [c.contactId]);
     const key = `n-${randomUUID()}`;

@@ -76,12 +76,7 @@ export interface AbuseActionFixture {
  * `abuse.action.applied` event from the abuse service) and waits until messaging stored it.
  * @param forMs how long it lasts from now, ms
  */
-export async function restrictInReadModel(
-  world: TestWorld,
-  who: { organization_id: string; contact_id: string; conversation_id?: string | null },
-  type: AbuseActionFixture['action_type'],
-  forMs: number,
-): Promise<AbuseActionFixture> {
+export async function restrictInReadModel(world: TestWorld, who: { organization_id: string; contact_id: string; conversation_id?: string | null }, type: AbuseActionFixture['action_type'], forMs: number): Promise<AbuseActionFixture> {
   const action: AbuseActionFixture = {
     action_id: randomUUID(),
     organization_id: who.organization_id,

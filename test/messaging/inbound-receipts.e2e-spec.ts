@@ -26,9 +26,7 @@ describe('inbound receipts', () => {
 
   beforeAll(async () => {
     world = await createTestWorld('receipts');
-    app = await world.start(
-      MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '200', INBOUND_POLL_MS: '0', INBOUND_CONCURRENCY: '4' })),
-    );
+    app = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ABUSE_CHECK_TIMEOUT_MS: '200', INBOUND_POLL_MS: '0', INBOUND_CONCURRENCY: '4' })));
     inbound = app.get(InboundReceiptsService);
     worker = app.get(InboundReceiptsWorker);
     await registerSender(world, org, pnid);
@@ -186,9 +184,12 @@ describe('inbound receipts', () => {
     const second = other.get(InboundReceiptsWorker);
     const claimed = await Promise.all([worker.runOnce(), second.runOnce()]);
     expect(claimed[0] + claimed[1]).toBeGreaterThan(0);
-    await Promise.all([drain(), (async () => {
-      while ((await second.runOnce()) > 0);
-    })()]);
+    await Promise.all([
+      drain(),
+      (async () => {
+        while ((await second.runOnce()) > 0);
+      })(),
+    ]);
     const [{ n, distinct }] = await world.sql<{ n: number; distinct: number }>(`SELECT count(*)::int AS n, count(DISTINCT external_id)::int AS distinct FROM "${m()}".messages WHERE external_id = ANY($1)`, [wamids]);
     expect({ n, distinct }).toEqual({ n: 24, distinct: 24 });
     expect((await world.sql(`SELECT 1 FROM "${m()}".inbound_receipts WHERE external_id = ANY($1)`, [wamids])).length).toBe(0);

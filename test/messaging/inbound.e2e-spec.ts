@@ -49,19 +49,14 @@ describe(InboundService.name, () => {
 
       expect(await sut.whatsapp(batch)).toEqual({ stored: 1, duplicates: 0, denied: 0, ignored: 0 });
       const wamid = value.messages[0].id;
-      const [row] = await world.sql<{ body: string; status: string; direction: string; contact_id: string; instance_id: string }>(
-        `SELECT body, status, direction, contact_id, instance_id FROM "${m()}".messages WHERE external_id = $1`,
-        [wamid],
-      );
+      const [row] = await world.sql<{ body: string; status: string; direction: string; contact_id: string; instance_id: string }>(`SELECT body, status, direction, contact_id, instance_id FROM "${m()}".messages WHERE external_id = $1`, [wamid]);
       expect(row).toMatchObject({ body: 'Does it come in another color?', status: 'received', direction: 'inbound' });
       const [contact] = await world.sql<{ phone: string; name: string; organization_id: string }>(`SELECT phone, name, organization_id FROM "${m()}".contacts WHERE id = $1`, [row.contact_id]);
       expect(contact).toEqual({ phone: '+5511987654321', name: 'Ana Example', organization_id: org });
       const [instance] = await world.sql<{ message_count: number; status: string }>(`SELECT message_count, status FROM "${m()}".conversation_instances WHERE id = $1`, [row.instance_id]);
       expect(instance).toEqual({ message_count: 1, status: 'active' });
 
-      const received = (await outboxEvents<{ external_id: string; text: string; opt_out: boolean; auto_reply: boolean }>(world, 'messaging', MessagingEvents.MessageReceived)).filter(
-        (e) => e.payload.data.external_id === wamid,
-      );
+      const received = (await outboxEvents<{ external_id: string; text: string; opt_out: boolean; auto_reply: boolean }>(world, 'messaging', MessagingEvents.MessageReceived)).filter((e) => e.payload.data.external_id === wamid);
       expect(received).toHaveLength(1);
       expect(received[0].payload.data).toMatchObject({ text: 'Does it come in another color?', opt_out: false, auto_reply: false });
       const receipts = (await outboxEvents<{ idempotency_key: string; payload: unknown; to: string }>(world, 'messaging', OutboxCommands.Enqueue)).filter((e) => e.payload.data.idempotency_key === `read:${wamid}`);
@@ -113,16 +108,11 @@ describe(InboundService.name, () => {
       const { org, pnid } = await organization({ per_instance: cap });
       const from = '5511933334444';
       for (let i = 0; i < cap; i++) expect((await sut.whatsapp(inboundText(newWamid(), from, `question number ${i} about the order`, nextTs(), pnid))).stored).toBe(1);
-      const [first] = await world.sql<{ id: string; message_count: number; conversation_id: string }>(
-        `SELECT i.id, i.message_count, i.conversation_id FROM "${m()}".conversation_instances i WHERE i.organization_id = $1`,
-        [org],
-      );
+      const [first] = await world.sql<{ id: string; message_count: number; conversation_id: string }>(`SELECT i.id, i.message_count, i.conversation_id FROM "${m()}".conversation_instances i WHERE i.organization_id = $1`, [org]);
       expect(first.message_count).toBe(cap);
 
       const words = ['apple', 'banana', 'cherry', 'delivery', 'invoice', 'payment', 'receipt', 'shipping', 'tracking', 'warranty'];
-      const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => sut.whatsapp(inboundText(newWamid(), from, `${words[i % 10]} question ${i} please`, nextTs(), pnid))),
-      );
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => sut.whatsapp(inboundText(newWamid(), from, `${words[i % 10]} question ${i} please`, nextTs(), pnid))));
       expect(results.reduce((n, r) => n + r.stored, 0)).toBe(20);
 
       const instances = await world.sql<{ instance_number: number; status: string; auto_closed_reason: string | null; message_count: number }>(
@@ -169,9 +159,7 @@ describe(InboundService.name, () => {
       expect(row.opt_out).toBe(true);
       const [contact] = await world.sql<{ opted_out_at: Date | null }>(`SELECT opted_out_at FROM "${m()}".contacts WHERE id = $1`, [row.contact_id]);
       expect(contact.opted_out_at).not.toBeNull();
-      const suppressions = (await outboxEvents<{ contact_id: string; value: string; channel: string }>(world, 'messaging', MessagingEvents.SuppressionRequested)).filter(
-        (e) => e.payload.data.contact_id === row.contact_id,
-      );
+      const suppressions = (await outboxEvents<{ contact_id: string; value: string; channel: string }>(world, 'messaging', MessagingEvents.SuppressionRequested)).filter((e) => e.payload.data.contact_id === row.contact_id);
       expect(suppressions.map((s) => [s.payload.data.channel, s.payload.data.value])).toEqual([['whatsapp', '+5511977778888']]);
     });
 

@@ -27,10 +27,7 @@ describe(InstancesService.name, () => {
   afterAll(() => world.close());
 
   const instanceOf = async (conversationId: string) =>
-    world.sql<{ status: string; auto_closed_reason: string | null; summary_attempts: number }>(
-      `SELECT status, auto_closed_reason, summary_attempts FROM "${m()}".conversation_instances WHERE conversation_id = $1 ORDER BY instance_number`,
-      [conversationId],
-    );
+    world.sql<{ status: string; auto_closed_reason: string | null; summary_attempts: number }>(`SELECT status, auto_closed_reason, summary_attempts FROM "${m()}".conversation_instances WHERE conversation_id = $1 ORDER BY instance_number`, [conversationId]);
 
   describe('closeIdle', () => {
     it('closes an instance idle for 8 h (time_limit) and not one idle for 7 h 59 min', async () => {
@@ -76,16 +73,12 @@ describe(InstancesService.name, () => {
       const [after] = await instanceOf(sent.conversation_id);
       expect(after).toMatchObject({ status: 'closed', auto_closed_reason: 'time_limit' });
       // The sweep asked ai-gateway (oldest closed instance first), recorded the failure, and stopped asking.
-      const [tried] = await world.sql<{ n: number; summarized: number }>(
-        `SELECT count(*) FILTER (WHERE summary_attempts >= 1)::int AS n, count(*) FILTER (WHERE status = 'summarized')::int AS summarized FROM "${m()}".conversation_instances`,
-      );
+      const [tried] = await world.sql<{ n: number; summarized: number }>(`SELECT count(*) FILTER (WHERE summary_attempts >= 1)::int AS n, count(*) FILTER (WHERE status = 'summarized')::int AS summarized FROM "${m()}".conversation_instances`);
       expect(tried).toEqual({ n: 1, summarized: 0 });
       const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${m()}".conversation_summaries`);
       expect(n).toBe(0);
       // Messaging goes on: a new send to the contact works.
-      await expect(
-        app.get(SendService).send({ organization_id: org, idempotency_key: `k:${randomUUID()}`, channel: 'whatsapp', to: '+5511987005566', sender_type: 'system', requester: 'test', text: 'y' }),
-      ).resolves.toMatchObject({ status: 'queued' });
+      await expect(app.get(SendService).send({ organization_id: org, idempotency_key: `k:${randomUUID()}`, channel: 'whatsapp', to: '+5511987005566', sender_type: 'system', requester: 'test', text: 'y' })).resolves.toMatchObject({ status: 'queued' });
     });
   });
 });

@@ -68,7 +68,19 @@ describe('WhatsApp notifications and the 24-hour window', () => {
     expect(calls[0]!.body).toMatchObject({
       type: 'template',
       to: `+${c.waId}`,
-      template: { name: 'payment_received', language: { code: 'pt_BR' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text: 'R$ 10,00' }] }] },
+      template: {
+        name: 'payment_received',
+        language: { code: 'pt_BR' },
+        components: [
+          {
+            type: 'body',
+            parameters: [
+              { type: 'text', text: 'Ana' },
+              { type: 'text', text: 'R$ 10,00' },
+            ],
+          },
+        ],
+      },
     });
     expect(calls[0]!.body).not.toHaveProperty('text');
     await soon(async () => (await deliveryOf(created.body.id)).status === 'sent');

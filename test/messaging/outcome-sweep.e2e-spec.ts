@@ -38,8 +38,7 @@ describe(OutcomeSweepService.name, () => {
     return { notificationId: created.body.id, messageId, waId };
   }
   const delivery = async (notificationId: string) => (await w.http('GET', `/notifications/${notificationId}`, { secret: w.key.secret })).body.deliveries[0] as { status: string; error_code: string | null };
-  const message = async (id: string) =>
-    (await w.world.sql<{ status: string; external_id: string | null; error_code: string | null; outcome_checked_at: Date | null }>(`SELECT status, external_id, error_code, outcome_checked_at FROM ${m('messages')} WHERE id = $1`, [id]))[0]!;
+  const message = async (id: string) => (await w.world.sql<{ status: string; external_id: string | null; error_code: string | null; outcome_checked_at: Date | null }>(`SELECT status, external_id, error_code, outcome_checked_at FROM ${m('messages')} WHERE id = $1`, [id]))[0]!;
   /** Puts a message and its delivery back as they stood before the outcome's event was applied. */
   const loseOutcome = (messageId: string) =>
     w.world.sql(

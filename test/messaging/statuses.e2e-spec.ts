@@ -22,13 +22,11 @@ describe('messaging outcomes and statuses', () => {
   });
   afterAll(() => world.close());
 
-  const send = (text: string, phone = '+5511987650000') =>
-    app.get(SendService).send({ organization_id: org, idempotency_key: `test:${randomUUID()}`, channel: 'whatsapp', to: phone, sender_type: 'followup', requester: 'followups', text });
+  const send = (text: string, phone = '+5511987650000') => app.get(SendService).send({ organization_id: org, idempotency_key: `test:${randomUUID()}`, channel: 'whatsapp', to: phone, sender_type: 'followup', requester: 'followups', text });
   const messageRow = async (id: string) =>
-    (await world.sql<{ status: string; external_id: string | null; sent_at: Date | null; delivered_at: Date | null; read_at: Date | null; failed_at: Date | null }>(
-      `SELECT status, external_id, sent_at, delivered_at, read_at, failed_at FROM "${m()}".messages WHERE id = $1`,
-      [id],
-    ))[0];
+    (
+      await world.sql<{ status: string; external_id: string | null; sent_at: Date | null; delivered_at: Date | null; read_at: Date | null; failed_at: Date | null }>(`SELECT status, external_id, sent_at, delivered_at, read_at, failed_at FROM "${m()}".messages WHERE id = $1`, [id])
+    )[0];
   const entry = (messageId: string, key: string, wamid?: string) => ({
     entry_id: randomUUID(),
     idempotency_key: key,
@@ -52,9 +50,7 @@ describe('messaging outcomes and statuses', () => {
     const sent = await send('hello');
     expect(sent).toMatchObject({ status: 'queued', created: true });
     const [row] = await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [sent.message_id]);
-    const commands = (await outboxEvents<{ idempotency_key: string; to: string; log_context: Record<string, string> }>(world, 'messaging', 'outbox.enqueue')).filter(
-      (e) => e.payload.data.log_context?.message_id === sent.message_id,
-    );
+    const commands = (await outboxEvents<{ idempotency_key: string; to: string; log_context: Record<string, string> }>(world, 'messaging', 'outbox.enqueue')).filter((e) => e.payload.data.log_context?.message_id === sent.message_id);
     expect(commands).toHaveLength(1);
     expect(commands[0].payload.data).toMatchObject({ idempotency_key: row.idempotency_key, to: '+5511987650000' });
     // the same key again: the same message, no second command
@@ -148,9 +144,7 @@ describe('messaging outcomes and statuses', () => {
     });
     await Promise.race([acceptedInTx, acceptance]);
     let done = false;
-    const handled = uow
-      .run((tx) => outcomes.status(tx, { organization_id: org, channel: 'whatsapp', external_id: wamid, status: 'read', at: new Date(1_760_000_900_000) }, hint))
-      .finally(() => (done = true));
+    const handled = uow.run((tx) => outcomes.status(tx, { organization_id: org, channel: 'whatsapp', external_id: wamid, status: 'read', at: new Date(1_760_000_900_000) }, hint)).finally(() => (done = true));
     await eventually(async () => done || (await world.sql(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid])).length > 0);
     release();
     await acceptance;
@@ -185,10 +179,7 @@ describe('messaging outcomes and statuses', () => {
   });
 
   it('keeps a notification delivery pending until the dispatcher outcome, then marks it sent', async () => {
-    const contact = await world.sql<{ id: string }>(
-      `INSERT INTO "${m()}".contacts (organization_id, name, phone, phone_key, created_at, updated_at) VALUES ($1, 'Bruno Example', '+5511912340000', '5511912340000', now(), now()) RETURNING id`,
-      [org],
-    );
+    const contact = await world.sql<{ id: string }>(`INSERT INTO "${m()}".contacts (organization_id, name, phone, phone_key, created_at, updated_at) VALUES ($1, 'Bruno Example', '+5511912340000', '5511912340000', now(), now()) RETURNING id`, [org]);
     // The contact never wrote (its 24-hour window is closed): the WhatsApp delivery sends the approved template.
     await app.get(NotificationsService).upsertTemplate(org, { key: 'payment_received', title: 'Payment received', body: 'We got your payment.', whatsapp_template: { name: 'payment_received', language: 'en_US', parameters: [] } });
     const created = await app.get(NotificationsService).create({ organization_id: org, contact_id: contact[0].id, template_key: 'payment_received', channels: ['whatsapp', 'in_app'] });
@@ -196,10 +187,7 @@ describe('messaging outcomes and statuses', () => {
     expect(whatsapp.status).toBe('pending');
     expect(created.deliveries.find((d) => d.channel === 'in_app')?.status).toBe('sent');
     expect(created.conversation_instance_id).not.toBeNull();
-    const [message] = await world.sql<{ id: string; idempotency_key: string; notification_id: string; status: string }>(
-      `SELECT id, idempotency_key, notification_id, status FROM "${m()}".messages WHERE id = $1`,
-      [whatsapp.message_id],
-    );
+    const [message] = await world.sql<{ id: string; idempotency_key: string; notification_id: string; status: string }>(`SELECT id, idempotency_key, notification_id, status FROM "${m()}".messages WHERE id = $1`, [whatsapp.message_id]);
     expect(message).toMatchObject({ idempotency_key: `nd:${whatsapp.id}`, notification_id: created.id, status: 'queued' });
 
     // The enqueue is not the delivery: still pending after a while with no outcome.
@@ -213,10 +201,7 @@ describe('messaging outcomes and statuses', () => {
   });
 
   it('marks a notification delivery failed when its send fails', async () => {
-    const contact = await world.sql<{ id: string }>(
-      `INSERT INTO "${m()}".contacts (organization_id, name, phone, phone_key, created_at, updated_at) VALUES ($1, 'Carla Example', '+5511912349999', '5511912349999', now(), now()) RETURNING id`,
-      [org],
-    );
+    const contact = await world.sql<{ id: string }>(`INSERT INTO "${m()}".contacts (organization_id, name, phone, phone_key, created_at, updated_at) VALUES ($1, 'Carla Example', '+5511912349999', '5511912349999', now(), now()) RETURNING id`, [org]);
     await app.get(NotificationsService).upsertTemplate(org, { key: 'code', body: 'Your code is {{code}}', whatsapp_template: { name: 'login_code', language: 'en_US', parameters: ['code'] } });
     const created = await app.get(NotificationsService).create({ organization_id: org, contact_id: contact[0].id, template_key: 'code', variables: { code: '1234' }, channels: ['whatsapp', 'email'] });
     expect(created.deliveries.find((d) => d.channel === 'email')).toMatchObject({ status: 'failed', error_code: 'no_address' });

@@ -33,8 +33,7 @@ describe('ambiguous sends through the REST API', () => {
     expect(res.status).toBe(201);
     return res.body.message_id as string;
   };
-  const viewOf = async (messageId: string) =>
-    ((await api('GET', `/conversations/${conversationId}/messages?limit=50`)).body.items as { id: string; status: string; outbox_entry_id: string | null }[]).find((x) => x.id === messageId)!;
+  const viewOf = async (messageId: string) => ((await api('GET', `/conversations/${conversationId}/messages?limit=50`)).body.items as { id: string; status: string; outbox_entry_id: string | null }[]).find((x) => x.id === messageId)!;
   /** An operator's text whose connection breaks after Meta took it. */
   async function ambiguousSend(text: string): Promise<{ messageId: string; entryId: string }> {
     await w.sandbox.fault({ kind: 'drop', match: { wa_id: waId } });

@@ -24,7 +24,10 @@ describe('outbox dispatcher', () => {
   const entry = async (id: string) => (await world.sql<Record<string, unknown> & { payload: { body?: string }; pacing_key: string; next_attempt_at: Date }>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0];
   const attempts = async (id: string) => world.sql<Record<string, unknown> & { started_at: Date; body: { error: { code: number; message: string } } }>(`SELECT * FROM "${schema()}".message_outbox_attempts WHERE entry_id = $1 ORDER BY id`, [id]);
   const events = async (entryId: string) =>
-    (await world.sql<{ type: string; payload: { data: Record<string, unknown> } }>(`SELECT type, payload FROM "${schema()}".outbox_events WHERE payload->'data'->>'entry_id' = $1 AND type LIKE 'outbox.entry.%' ORDER BY id`, [entryId])).map((r) => ({ type: r.type, data: r.payload.data }));
+    (await world.sql<{ type: string; payload: { data: Record<string, unknown> } }>(`SELECT type, payload FROM "${schema()}".outbox_events WHERE payload->'data'->>'entry_id' = $1 AND type LIKE 'outbox.entry.%' ORDER BY id`, [entryId])).map((r) => ({
+      type: r.type,
+      data: r.payload.data,
+    }));
   const drain = () => d.drain.drain(5000);
   /** A fresh Brazilian mobile per test, so pairs never collide. */
   const newNumber = () => `55119${String(70000000 + ++seq * 7919).slice(-8)}`;
@@ -95,9 +98,7 @@ describe('outbox dispatcher', () => {
       const uow = d.app.get(UnitOfWork);
       const data = { ...textTo(org, newNumber()), sender_id: randomUUID(), log_context: { message_id: 'm-rejected' } };
       await uow.run((tx) => tx.publish({ event_id: `cmd:${data.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data: data }));
-      const failed = await eventually(async () =>
-        (await world.sql<{ payload: { data: Record<string, unknown> } }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'idempotency_key' = $1`, [data.idempotency_key]))[0],
-      );
+      const failed = await eventually(async () => (await world.sql<{ payload: { data: Record<string, unknown> } }>(`SELECT payload FROM "${schema()}".outbox_events WHERE type = 'outbox.entry.failed' AND payload->'data'->>'idempotency_key' = $1`, [data.idempotency_key]))[0]);
       expect(failed.payload.data).toMatchObject({ entry_id: '', error_code: 'sender_not_found', attempts: 0, classification: null, log_context: { message_id: 'm-rejected' } });
       expect(await world.sql(`SELECT 1 FROM "${schema()}".message_outbox WHERE idempotency_key = $1`, [data.idempotency_key])).toHaveLength(0);
       expect((await new DeadLetterAdmin(world.amqpUrl, world.namespace).list('outbox-dispatcher')).filter((m) => m.event_id === `cmd:${data.idempotency_key}`)).toHaveLength(0);
@@ -153,9 +154,7 @@ describe('outbox dispatcher', () => {
       await drain();
       d.clock.advance(6500);
       await drain();
-      expect((await sandbox.received(x)).map((c) => (c.body.text as { body: string }).body)).toEqual(
-        await Promise.all(ids.slice(0, 3).map(async (id) => (await entry(id)).payload.body)),
-      );
+      expect((await sandbox.received(x)).map((c) => (c.body.text as { body: string }).body)).toEqual(await Promise.all(ids.slice(0, 3).map(async (id) => (await entry(id)).payload.body)));
     });
 
     it('stamps the entry id into biz_opaque_callback_data and stores the wamid', async () => {
@@ -310,7 +309,8 @@ describe('outbox dispatcher', () => {
       await drain();
       expect((await entry(entry_id)).status).toBe('ambiguous');
       const wamid = (await sandbox.received(to))[0].provider_id!;
-      const statuses = (status: string, id = wamid, token = entry_id) => d.resolution.recordWhatsAppStatuses({ phone_number_id: phoneNumberId, statuses: [{ id, status, timestamp: '1751142888', biz_opaque_callback_data: token, errors: status === 'failed' ? [{ code: 131049, title: 'not delivered' }] : undefined }] });
+      const statuses = (status: string, id = wamid, token = entry_id) =>
+        d.resolution.recordWhatsAppStatuses({ phone_number_id: phoneNumberId, statuses: [{ id, status, timestamp: '1751142888', biz_opaque_callback_data: token, errors: status === 'failed' ? [{ code: 131049, title: 'not delivered' }] : undefined }] });
       expect((await statuses('deleted')).outcomes[0].outcome).toBe('invalid_resolution');
       expect((await statuses('failed')).outcomes[0].outcome).toBe('resolved_failed');
       expect(await entry(entry_id)).toMatchObject({ status: 'failed', resolution: 'rejected', last_error_code: '131049' });

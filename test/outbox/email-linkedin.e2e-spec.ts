@@ -24,7 +24,9 @@ describe(ProspectCapService.name, () => {
   const entry = async (id: string) => (await world.sql<Record<string, unknown> & { recipient: string; idempotency_key: string }>(`SELECT * FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0]!;
   const drain = () => d.drain.drain(10_000);
   const nylasSends = async (grant?: string) =>
-    ((await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: { body: string; custom_headers?: unknown }; outcome: string }[] }>('/sandbox/control/nylas/received')).calls ?? []).filter((c) => c.operation === 'send' && (!grant || c.context.grant_id === grant));
+    ((await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: { body: string; custom_headers?: unknown }; outcome: string }[] }>('/sandbox/control/nylas/received')).calls ?? []).filter(
+      (c) => c.operation === 'send' && (!grant || c.context.grant_id === grant),
+    );
   const unipileCalls = async () => (await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: unknown; outcome: string }[] }>('/sandbox/control/unipile/received')).calls ?? [];
   const mailbox = async (org: string, provider = 'google') => {
     const grant = `grant-${randomUUID()}`;
@@ -96,7 +98,12 @@ describe(ProspectCapService.name, () => {
       const uow = d.app.get(UnitOfWork);
       await uow.run((tx) =>
         tx.publish([
-          { event_id: `t:${randomUUID()}`, type: MessagingEvents.MessageReceived, organization_id: org, data: { channel: 'email', direction: 'inbound', from: wrote.toUpperCase(), message_id: 'm', conversation_id: 'c', instance_id: 'i', contact_id: 'x', external_id: 'e', text: 'hi', message_type: 'email', auto_reply: false, opt_out: false } },
+          {
+            event_id: `t:${randomUUID()}`,
+            type: MessagingEvents.MessageReceived,
+            organization_id: org,
+            data: { channel: 'email', direction: 'inbound', from: wrote.toUpperCase(), message_id: 'm', conversation_id: 'c', instance_id: 'i', contact_id: 'x', external_id: 'e', text: 'hi', message_type: 'email', auto_reply: false, opt_out: false },
+          },
           { event_id: `t:${randomUUID()}`, type: MessagingEvents.ContactCreated, organization_id: org, data: { contact_id: 'p', kind: 'crm', email: crm } },
         ]),
       );
@@ -177,7 +184,12 @@ describe(ProspectCapService.name, () => {
     it('parks a send that timed out as ambiguous and never resends it; a 5xx is retried', async () => {
       const org = `org-${randomUUID()}`;
       const { grant } = await mailbox(org);
-      await sandbox.post('/sandbox/control/nylas/faults', { faults: [{ kind: 'timeout', hold_ms: 2000, match: { to: 'slow@lead.example' } }, { kind: 'error', status: 503, match: { to: 'flaky@lead.example' } }] });
+      await sandbox.post('/sandbox/control/nylas/faults', {
+        faults: [
+          { kind: 'timeout', hold_ms: 2000, match: { to: 'slow@lead.example' } },
+          { kind: 'error', status: 503, match: { to: 'flaky@lead.example' } },
+        ],
+      });
       const slow = await d.enqueue.enqueue(email(org, 'slow@lead.example'));
       const flaky = await d.enqueue.enqueue(email(org, 'flaky@lead.example'));
       await drain();

@@ -138,7 +138,11 @@ describe('Meta webhooks and senders through the gateway', () => {
     });
 
     it('answers 200 (ignored), never a 5xx Meta would retry forever, to signed bodies of other shapes', async () => {
-      for (const body of [{ object: 'whatsapp_business_account', entry: [{ changes: { a: 1 } }] }, { object: 'whatsapp_business_account', entry: [null, { changes: 'x' }] }, { object: 'page', entry: [] }]) {
+      for (const body of [
+        { object: 'whatsapp_business_account', entry: [{ changes: { a: 1 } }] },
+        { object: 'whatsapp_business_account', entry: [null, { changes: 'x' }] },
+        { object: 'page', entry: [] },
+      ]) {
         const raw = JSON.stringify(body);
         const res = await http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(raw) } });
         expect(res.status).toBe(200);

@@ -19,7 +19,6 @@ describe('an opt-out webhook is acknowledged only once its address is suppressed
   }, 90_000);
   afterAll(() => w.close());
 
-
   it('marks the contact opted out, suppresses every address it has and cancels their queued sends before answering 200; a send made after the 200 never reaches the wire', async () => {
     const waId = '5592977770101';
     const email = `ana.${randomUUID().slice(0, 6)}@example.com`;

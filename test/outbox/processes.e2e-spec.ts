@@ -133,10 +133,14 @@ describe('outbox dispatcher processes', () => {
       ...textTo(org, to),
       payload: { type: 'media', media_type: 'image', upload: { data_base64: Buffer.from('fake-png').toString('base64'), mime_type: 'image/png' } },
     });
-    await eventually(async () => {
-      const { calls } = await sandbox.get<{ calls: { operation: string }[] }>('/sandbox/control/meta/received');
-      return calls.some((c) => c.operation === 'media');
-    }, 20_000, 50);
+    await eventually(
+      async () => {
+        const { calls } = await sandbox.get<{ calls: { operation: string }[] }>('/sandbox/control/meta/received');
+        return calls.some((c) => c.operation === 'media');
+      },
+      20_000,
+      50,
+    );
     await kill(child);
     expect(await world.sql(`SELECT id FROM "${schema()}".message_outbox_attempts WHERE entry_id = $1`, [entry_id])).toHaveLength(0);
 

@@ -37,8 +37,7 @@ describe('DELETE /suppressions', () => {
     await sandbox.close();
   });
 
-  const check = (org: string, value: string) =>
-    d.app.get(RpcClient).callUnchecked<{ suppressed: unknown[] }>('outbox-dispatcher', OutreachDispatcherRpc.SuppressionCheck, { organization_id: org, values: [{ channel: 'email', value }] });
+  const check = (org: string, value: string) => d.app.get(RpcClient).callUnchecked<{ suppressed: unknown[] }>('outbox-dispatcher', OutreachDispatcherRpc.SuppressionCheck, { organization_id: org, values: [{ channel: 'email', value }] });
 
   it('removes a row for an admin key (the address can be contacted again), refuses other scopes, and validates the body', async () => {
     const email = `Ana.${randomUUID().slice(0, 6)}@Example.com`;

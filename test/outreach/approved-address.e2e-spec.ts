@@ -98,10 +98,14 @@ describe('outreach sends to the approved address only', () => {
     await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
     return {
       waited: () =>
-        eventually(async () => {
-          const rows = await world.sql(`SELECT 1 FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, [table]);
-          return rows.length > 0 || null;
-        }, 20_000, 20),
+        eventually(
+          async () => {
+            const rows = await world.sql(`SELECT 1 FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, [table]);
+            return rows.length > 0 || null;
+          },
+          20_000,
+          20,
+        ),
       release: async () => {
         await client.query('COMMIT');
         await client.end();

@@ -105,16 +105,21 @@ describe('auto-replies and the mailbox they arrive on', () => {
    * WhatsApp follow-up flow that stops on a reply.
    */
   async function emailed() {
-    const campaign = await rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
-      organization_id: org,
-      name: `Campaign ${randomUUID().slice(0, 6)}`,
-      goal: 'Book a demo of the ergonomic chair line',
-      allowed_channels: ['email'],
-      max_touches: 3,
-      followup_min_days: 2,
-      followup_max_days: 5,
-      email_sender_id: campaignSenderId,
-    }, RPC_MS);
+    const campaign = await rpc.callUnchecked<CampaignView>(
+      'outreach',
+      OutreachRpc.CampaignCreate,
+      {
+        organization_id: org,
+        name: `Campaign ${randomUUID().slice(0, 6)}`,
+        goal: 'Book a demo of the ergonomic chair line',
+        allowed_channels: ['email'],
+        max_touches: 3,
+        followup_min_days: 2,
+        followup_max_days: 5,
+        email_sender_id: campaignSenderId,
+      },
+      RPC_MS,
+    );
     const phone = `+55119${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
     const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, phone }, RPC_MS);
     const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] }, RPC_MS);
@@ -165,16 +170,20 @@ describe('auto-replies and the mailbox they arrive on', () => {
     ['subject only, English, "unsubscribe" in it', { subject: 'Automatic reply: your note', body: `Back on the 3rd.${unsubscribeFooter}` }],
     ['subject only, Portuguese, "unsubscribe" in it', { subject: 'Resposta automática: Cadeiras', body: 'Volto dia 3. unsubscribe' }],
     ['subject only, Spanish, "Unsubscribe" in it', { subject: 'Respuesta automática: Sillas', body: 'Vuelvo el lunes. Unsubscribe.' }],
-  ] as [string, { subject: string; body: string; headers?: { name: string; value: string }[] }][])('an out-of-office on the campaign\'s non-default mailbox (%s) opts nobody out, stops no follow-up and interrupts nothing', async (_label, email) => {
-    const s = await emailed();
-    const { nylasId, message } = await answer(s.person, s.sentId, email);
-    expect(message).toMatchObject({ auto_reply: true, opt_out: false });
-    await expectUntouched(s);
-    // The headers were read once, with the grant of the mailbox the email came to; never with the default's.
-    const reads = (await nylasCalls()).filter((c) => c.operation === 'read' && c.context.message_id === nylasId);
-    if (email.headers) expect(reads.map((r) => [r.context.grant_id, r.context.fields, r.outcome])).toEqual([[campaignGrant, 'include_headers', 'accepted']]);
-    expect(reads.filter((r) => r.context.grant_id === defaultGrant)).toEqual([]);
-  }, 120_000);
+  ] as [string, { subject: string; body: string; headers?: { name: string; value: string }[] }][])(
+    "an out-of-office on the campaign's non-default mailbox (%s) opts nobody out, stops no follow-up and interrupts nothing",
+    async (_label, email) => {
+      const s = await emailed();
+      const { nylasId, message } = await answer(s.person, s.sentId, email);
+      expect(message).toMatchObject({ auto_reply: true, opt_out: false });
+      await expectUntouched(s);
+      // The headers were read once, with the grant of the mailbox the email came to; never with the default's.
+      const reads = (await nylasCalls()).filter((c) => c.operation === 'read' && c.context.message_id === nylasId);
+      if (email.headers) expect(reads.map((r) => [r.context.grant_id, r.context.fields, r.outcome])).toEqual([[campaignGrant, 'include_headers', 'accepted']]);
+      expect(reads.filter((r) => r.context.grant_id === defaultGrant)).toEqual([]);
+    },
+    120_000,
+  );
 
   it('reads the headers again when Nylas fails twice, and the out-of-office still starts nothing', async () => {
     const s = await emailed();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type EnrollBatchResult, MessagingRpc, OutreachRpc } from '@touchpoint/contracts';
+import { MessagingRpc, OutreachRpc } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { eventually } from '@touchpoint/testing';
 import { DecisionSaver } from '../../apps/outreach/src/decisions/decision-saver.js';
@@ -131,7 +131,7 @@ describe(DecisionRunner.name, () => {
       await b.campaign(org);
       const person = await w.contact(org);
       await w.rpc.callUnchecked('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.id });
-      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
+      const result = await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
       const id = result.results[0].enrollment_id;
       await run(`enrolled:${id}`);
       await w.rpc.call('messaging', MessagingRpc.ContactErase, { organization_id: org, contact_id: person.id });
@@ -163,7 +163,7 @@ describe(DecisionRunner.name, () => {
       const person = await w.contact(org);
       const c = await b.campaign(org);
       await w.rpc.callUnchecked('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.id });
-      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
+      const result = await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
       const id = result.results[0].enrollment_id;
       await run(`enrolled:${id}`);
       w.dispatcher.suppress(org, 'email', person.email!);
@@ -185,12 +185,7 @@ describe(DecisionRunner.name, () => {
 
   describe('the post-check', () => {
     it('saves a refused answer as invalid with a one-day next check, and 3 invalid in a row end it stalled (errors do not count)', async () => {
-      await w.model!.script([
-        { reply: { type: 'linkedin_message', rationale: 'not allowed here', objective: 'o' } },
-        { reply: { type: 'email', rationale: 'no objective' } },
-        { fault: 'http_error', status: 500 },
-        { reply: { rationale: 'no type' } },
-      ]);
+      await w.model!.script([{ reply: { type: 'linkedin_message', rationale: 'not allowed here', objective: 'o' } }, { reply: { type: 'email', rationale: 'no objective' } }, { fault: 'http_error', status: 500 }, { reply: { rationale: 'no type' } }]);
       const { enrollmentId } = await enrolled();
       let row = await b.enrollmentRow(enrollmentId);
       expect(row).toMatchObject({ status: 'active', context_version: 2 });
@@ -309,7 +304,7 @@ describe(DecisionRunner.name, () => {
       let enrollmentId = '';
       if (hook) w.outreach.get(DraftSaver).hooks = { [hook]: async () => void (await interrupt(enrollmentId)) };
       const created = await w.contact(org);
-      enrollmentId = (await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: created.id }] })).results[0].enrollment_id;
+      enrollmentId = (await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: created.id }] })).results[0].enrollment_id;
       await run(`enrolled:${enrollmentId}`);
       if (!hook) {
         expect((await actionsOf(enrollmentId))[0]!.status).toBe('pending_approval');
@@ -372,7 +367,10 @@ describe(DecisionRunner.name, () => {
       const other = `org-other-${randomUUID()}`;
       const past = new Date(Date.now() + 60 * DAY);
       await uow.run(async (tx) => {
-        for (const [o, n] of [[busy, 3], [other, 1]] as const) {
+        for (const [o, n] of [
+          [busy, 3],
+          [other, 1],
+        ] as const) {
           for (let i = 0; i < n; i++) await runs.enqueue(tx, { run_key: `test:${o}:${i}`, kind: 'decision', organization_id: o, subject_id: randomUUID(), input: { enrollment_id: randomUUID(), reason: 'enrolled' }, now: past });
         }
       });

@@ -32,8 +32,7 @@ describe(EnrollmentsService.name, () => {
     return out;
   };
   const live = async (campaignId: string) => (await w.sql<{ n: number }>(`SELECT count(*)::int AS n FROM {o}.enrollments WHERE campaign_id = $1 AND status IN ('active', 'needs_contact_data')`, [campaignId]))[0]!.n;
-  const enrolledEvents = async (ids: string[]) =>
-    w.sql<{ event_id: string }>(`SELECT event_id FROM {o}.outbox_events WHERE type = 'outreach.decision.requested' AND event_id = ANY($1::text[])`, [ids.map((id) => `enrolled:${id}`)]);
+  const enrolledEvents = async (ids: string[]) => w.sql<{ event_id: string }>(`SELECT event_id FROM {o}.outbox_events WHERE type = 'outreach.decision.requested' AND event_id = ANY($1::text[])`, [ids.map((id) => `enrolled:${id}`)]);
   const errorOf = async (p: Promise<unknown>) => {
     try {
       await p;
@@ -158,7 +157,7 @@ describe(EnrollmentsService.name, () => {
       expect(result.results.map((r) => r.result)).toEqual(['added', 'added']);
     });
 
-    it('pages a campaign\'s enrollments by cursor: rows sharing one timestamp each come exactly once; a bad or foreign cursor is 422', async () => {
+    it("pages a campaign's enrollments by cursor: rows sharing one timestamp each come exactly once; a bad or foreign cursor is 422", async () => {
       const c = await campaign();
       await batch(c.id, await people(12));
       // One instant for all of them, so only the id orders the page boundaries.

@@ -31,8 +31,7 @@ describe('one live enrollment per person', () => {
   afterAll(() => w.close());
 
   const campaign = (name = `Campaign ${randomUUID().slice(0, 6)}`): Promise<CampaignView> => b.campaign(org, { name });
-  const enroll = (campaignId: string, person: ContactView, kind = person.kind) =>
-    w.http!('POST', `/agentic/outreach/campaigns/${campaignId}/enrollments`, { secret, json: { person_kind: kind, person_id: person.id } });
+  const enroll = (campaignId: string, person: ContactView, kind = person.kind) => w.http!('POST', `/agentic/outreach/campaigns/${campaignId}/enrollments`, { secret, json: { person_kind: kind, person_id: person.id } });
   const liveOf = (personId: string) => w.sql(`SELECT * FROM {o}.enrollments WHERE organization_id = $1 AND person_id = $2 AND status IN ('active', 'needs_contact_data')`, [org, personId]);
   const promoteContact = (person: ContactView) => w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: person.id, kind: 'crm' });
 
@@ -155,10 +154,7 @@ describe('one live enrollment per person', () => {
         const [first, second] = await Promise.all([campaign(), campaign()]);
         const personId = (await w.contact(org)).id;
         const insert = async (campaignId: string, kind: string) =>
-          (await w.sql(
-            `INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, $3, $4, 'active', now(), now()) RETURNING id`,
-            [org, campaignId, kind, personId],
-          ))[0]!.id as string;
+          (await w.sql(`INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, $3, $4, 'active', now(), now()) RETURNING id`, [org, campaignId, kind, personId]))[0]!.id as string;
         const crmRow = await insert(first.id, 'crm');
         const repliedRow = await insert(second.id, 'prospect');
         await w.sql(
@@ -173,9 +169,7 @@ describe('one live enrollment per person', () => {
         expect(await b.enrollmentRow(crmRow)).toMatchObject({ status: 'ended', ended_reason: 'duplicate' });
         expect(await b.action(pending.actionId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'duplicate' });
         expect((await liveOf(personId)).map((e) => e.id)).toEqual([repliedRow]);
-        await expect(w.sql(`INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, 'crm', $3, 'active', now(), now())`, [org, first.id, personId])).rejects.toThrow(
-          /enrollments_one_live_per_person/,
-        );
+        await expect(w.sql(`INSERT INTO {o}.enrollments (organization_id, campaign_id, person_kind, person_id, status, created_at, updated_at) VALUES ($1, $2, 'crm', $3, 'active', now(), now())`, [org, first.id, personId])).rejects.toThrow(/enrollments_one_live_per_person/);
       } finally {
         const [index] = await w.sql(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'enrollments_one_live_per_person'`, [w.schema]);
         if (String(index?.indexdef).includes('person_kind')) await run('up');

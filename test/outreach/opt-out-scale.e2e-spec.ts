@@ -43,8 +43,16 @@ describe(`${OptOutService.name} at scale`, () => {
     // No runner: the rows stay as enrollment leaves them.
     w = await startOutreachWorld('outreach_optout_scale', { outreachEnv: { OUTREACH_RUNNER_ENABLED: 'false', OUTREACH_SWEEP_INTERVAL_MS: '0' } });
     b = outreachBuilders(w);
-    const campaigns = await pool(Array.from({ length: CAMPAIGNS }, (_, i) => i), 4, () => b.campaign(org));
-    people = await pool(Array.from({ length: CAMPAIGNS * PER_CAMPAIGN }, (_, i) => i), 16, (i) => w.contact(org, { name: `Person ${i}`, email: `p${i}.${randomUUID().slice(0, 6)}@acme.example` }));
+    const campaigns = await pool(
+      Array.from({ length: CAMPAIGNS }, (_, i) => i),
+      4,
+      () => b.campaign(org),
+    );
+    people = await pool(
+      Array.from({ length: CAMPAIGNS * PER_CAMPAIGN }, (_, i) => i),
+      16,
+      (i) => w.contact(org, { name: `Person ${i}`, email: `p${i}.${randomUUID().slice(0, 6)}@acme.example` }),
+    );
     enrollmentOf = new Map();
     for (let c = 0; c < CAMPAIGNS; c++) {
       const batch = people.slice(c * PER_CAMPAIGN, (c + 1) * PER_CAMPAIGN);

@@ -112,7 +112,7 @@ describe('out-of-office auto-resume', () => {
   };
   const replyEvents = (enrollmentId: string) => world.sql<Row>(`SELECT event_id FROM "${o()}".outbox_events WHERE event_id LIKE 'reply:%' AND payload->'data'->>'enrollment_id' = $1`, [enrollmentId]);
 
-  it('moves next_check_at to the start of the day after the stated return date, in the contact\'s zone, and shows it on the timeline', async () => {
+  it("moves next_check_at to the start of the day after the stated return date, in the contact's zone, and shows it on the timeline", async () => {
     const s = await emailed('America/Sao_Paulo');
     // A return date ten days out, written the Portuguese way (day first): inside both bounds.
     const back = DateTime.now().setZone('America/Sao_Paulo').plus({ days: 10 });
@@ -137,7 +137,7 @@ describe('out-of-office auto-resume', () => {
     const soon = await emailed('Europe/Berlin', 4);
     const startedAt = Date.now();
     await autoReply(soon.person, soon.sentId, `Ich bin zurück am ${DateTime.now().setZone('Europe/Berlin').plus({ days: 1 }).toFormat('d.M.')} und beantworte dann Ihre Mail.`);
-    const early = await eventually(async () => ((await world.sql<Row>(`SELECT * FROM "${o()}".schedule_moves WHERE enrollment_id = $1`, [soon.enrollmentId]))[0] ?? null), 30_000);
+    const early = await eventually(async () => (await world.sql<Row>(`SELECT * FROM "${o()}".schedule_moves WHERE enrollment_id = $1`, [soon.enrollmentId]))[0] ?? null, 30_000);
     expect(early.bounded).toBe('min');
     const earlyAt = new Date((await enrollment(soon.enrollmentId)).next_check_at).getTime();
     expect(earlyAt).toBeGreaterThanOrEqual(startedAt + 4 * DAY);
@@ -145,7 +145,7 @@ describe('out-of-office auto-resume', () => {
 
     const late = await emailed('UTC');
     await autoReply(late.person, late.sentId, `I am on sabbatical and back on ${DateTime.now().setZone('UTC').plus({ days: 80 }).toFormat('d LLLL')}.`);
-    const far = await eventually(async () => ((await world.sql<Row>(`SELECT * FROM "${o()}".schedule_moves WHERE enrollment_id = $1`, [late.enrollmentId]))[0] ?? null), 30_000);
+    const far = await eventually(async () => (await world.sql<Row>(`SELECT * FROM "${o()}".schedule_moves WHERE enrollment_id = $1`, [late.enrollmentId]))[0] ?? null, 30_000);
     expect(far.bounded).toBe('max');
     expect(new Date((await enrollment(late.enrollmentId)).next_check_at).getTime()).toBeLessThanOrEqual(Date.now() + 30 * DAY);
   }, 180_000);

@@ -58,9 +58,7 @@ export async function startOutreachWorld(label: string, options: { model?: boole
   await world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig, { AI_BASE_URL: options.model ? `${sandboxUrl}/v1` : 'none' })));
   await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
   const stand = await world.start(dispatcherStandIn(world.config(ServiceConfig)));
-  const outreach = await world.start(
-    OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', ...(options.outreachEnv ?? {}) })),
-  );
+  const outreach = await world.start(OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', ...(options.outreachEnv ?? {}) })));
   const rpc = outreach.get(RpcClient);
   for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) {
     await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
@@ -86,8 +84,7 @@ export async function startOutreachWorld(label: string, options: { model?: boole
     dispatcher: stand.get(DispatcherStandIn),
     schema,
     sql: (text, params) => world.sql(text.replaceAll('{o}', `"${schema}"`), params),
-    contact: (org, data = {}) =>
-      rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, ...data }),
+    contact: (org, data = {}) => rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, ...data }),
     model: options.model
       ? {
           script: async (steps) => void (await control('POST', 'script', { steps })),
@@ -112,12 +109,6 @@ export async function startOutreachWorld(label: string, options: { model?: boole
 export async function startOutreachToSandbox(world: TestWorld, sandbox: SandboxHandle, outreachEnv: Record<string, string> = {}): Promise<NestFastifyApplication> {
   await world.start(AiGatewayModule.forRoot(world.config(AiGatewayConfig, { AI_BASE_URL: `${sandbox.url}/v1` })));
   await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-  await world.start(
-    OutboxDispatcherModule.forRoot(
-      world.config(OutboxDispatcherConfig, { NYLAS_API_BASE_URL: sandbox.url, UNIPILE_API_BASE_URL: sandbox.url, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_IDLE_POLL_MS: '100', UNSUBSCRIBE_BASE_URL: 'https://touchpoint.example' }),
-    ),
-  );
-  return world.start(
-    OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0', ...outreachEnv })),
-  );
+  await world.start(OutboxDispatcherModule.forRoot(world.config(OutboxDispatcherConfig, { NYLAS_API_BASE_URL: sandbox.url, UNIPILE_API_BASE_URL: sandbox.url, OUTBOX_SWEEP_INTERVAL_MS: '0', OUTBOX_IDLE_POLL_MS: '100', UNSUBSCRIBE_BASE_URL: 'https://touchpoint.example' })));
+  return world.start(OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', OUTREACH_SWEEP_INTERVAL_MS: '0', ...outreachEnv })));
 }

@@ -24,8 +24,7 @@ describe(`${EnrollmentsService.name}: prospects linked to a CRM person`, () => {
 
   const crm = () => w.contact(org, { kind: 'crm', name: 'Sarah Lee (CRM)' });
   const link = (prospectId: string, crmId: string | null) => w.rpc.call('messaging', MessagingRpc.ContactUpdate, { organization_id: org, contact_id: prospectId, linked_contact_id: crmId });
-  const enroll = async (campaignId: string, kind: string, personId: string) =>
-    (await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people: [{ person_kind: kind, person_id: personId }] })).results[0]!;
+  const enroll = async (campaignId: string, kind: string, personId: string) => (await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people: [{ person_kind: kind, person_id: personId }] })).results[0]!;
 
   it('enrolls a linked prospect as its CRM person; a second enrollment of the prospect answers already_enrolled', async () => {
     const person = await crm();

@@ -53,7 +53,17 @@ describe('provider webhooks and the unsubscribe link', () => {
     const n = fixture('nylas/webhook-message-created.json');
     n.type = type;
     n.id = randomUUID();
-    Object.assign(n.data.object, { id: m.id, grant_id: grant, from: [{ email: m.from, name: 'Sarah Lee' }], to: [{ email: 'sales@ours.example' }], folders: ['INBOX'], thread_id: m.thread ?? 'thread-x', body: m.body ?? '<div>Yes, <b>Tuesday</b> works.</div>', subject: m.subject ?? 'Re: Chairs for Acme', ...(m.replyTo ? { reply_to_message_id: m.replyTo } : {}) });
+    Object.assign(n.data.object, {
+      id: m.id,
+      grant_id: grant,
+      from: [{ email: m.from, name: 'Sarah Lee' }],
+      to: [{ email: 'sales@ours.example' }],
+      folders: ['INBOX'],
+      thread_id: m.thread ?? 'thread-x',
+      body: m.body ?? '<div>Yes, <b>Tuesday</b> works.</div>',
+      subject: m.subject ?? 'Re: Chairs for Acme',
+      ...(m.replyTo ? { reply_to_message_id: m.replyTo } : {}),
+    });
     return n;
   };
   /** An enrollment with an executed email in the person's email conversation and a pending follow-up draft. */
@@ -144,8 +154,7 @@ describe('provider webhooks and the unsubscribe link', () => {
   });
 
   describe('Unipile', () => {
-    const unipile = (payload: unknown, secret: string | null = UNIPILE_SECRET) =>
-      http('POST', '/webhooks/unipile', { json: payload, headers: secret === null ? {} : { 'Unipile-Auth': secret } });
+    const unipile = (payload: unknown, secret: string | null = UNIPILE_SECRET) => http('POST', '/webhooks/unipile', { json: payload, headers: secret === null ? {} : { 'Unipile-Auth': secret } });
     const received = (from: string, messageId = `uni-${randomUUID()}`) => {
       const e = fixture('unipile/webhook-message-received.json');
       Object.assign(e, { account_id: account, message_id: messageId, chat_id: `chat-${randomUUID()}`, message: 'Happy to talk next week' });

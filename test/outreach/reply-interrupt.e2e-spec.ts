@@ -37,8 +37,7 @@ describe(ReplyInterruptService.name, () => {
   };
   const inbound = (data: Partial<MessagingInboundRecordData> & { from: string }) =>
     w.rpc.callUnchecked<{ message_id: string; duplicate: boolean }>('messaging', MessagingRpc.InboundRecord, { organization_id: org, channel: 'email', external_id: `in-${randomUUID()}`, text: 'Sounds good, tell me more', subject: 'Re: Chairs for Acme', headers: [], ...data });
-  const replyEvents = (enrollmentId: string) =>
-    w.sql(`SELECT event_id, payload FROM {o}.outbox_events WHERE type = 'outreach.decision.requested' AND payload->'data'->>'enrollment_id' = $1 AND event_id LIKE 'reply:%'`, [enrollmentId]);
+  const replyEvents = (enrollmentId: string) => w.sql(`SELECT event_id, payload FROM {o}.outbox_events WHERE type = 'outreach.decision.requested' AND payload->'data'->>'enrollment_id' = $1 AND event_id LIKE 'reply:%'`, [enrollmentId]);
   /** Waits until outreach consumed messaging's event for `messageId` (its inbox row). */
   const consumed = (messageId: string) => eventually(async () => (await w.sql(`SELECT 1 FROM {o}.inbox_events WHERE event_id = $1`, [`messaging.message.received:${messageId}`]))[0], 10_000);
 
@@ -183,7 +182,7 @@ describe(ReplyInterruptService.name, () => {
       expect(await replyEvents(s.enrollmentId)).toEqual([]);
     });
 
-    it('ends the person\'s live enrollment when messaging opts the contact out on a message that answers no thread of ours (stop means stop on every channel)', async () => {
+    it("ends the person's live enrollment when messaging opts the contact out on a message that answers no thread of ours (stop means stop on every channel)", async () => {
       const s = await sentAndDrafted();
       // A fresh email, not a reply: the interrupt cannot correlate it, but messaging judges it an opt-out.
       const r = await inbound({ from: s.person.email!, subject: 'Lista', text: 'Me tira da lista' });

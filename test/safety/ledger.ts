@@ -40,7 +40,16 @@ export async function wireLog(sandbox: SandboxClient): Promise<WireCall[]> {
         out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'whatsapp', value: call.context.wa_id ?? '' }, from: call.context.phone_number_id ?? '', text: String(text), subject: null, outcome: call.outcome });
       } else if (provider === 'nylas') {
         if (call.operation !== 'send') continue;
-        out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'email', value: (call.context.to ?? '').toLowerCase() }, from: call.context.grant_id ?? '', text: String(call.body?.body ?? ''), subject: (call.body?.subject as string | undefined) ?? null, outcome: call.outcome });
+        out.push({
+          provider,
+          seq: call.seq,
+          arrivedAt,
+          address: { channel: 'email', value: (call.context.to ?? '').toLowerCase() },
+          from: call.context.grant_id ?? '',
+          text: String(call.body?.body ?? ''),
+          subject: (call.body?.subject as string | undefined) ?? null,
+          outcome: call.outcome,
+        });
       } else {
         if (!['invite', 'chat', 'message'].includes(call.operation)) continue;
         out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'linkedin', value: call.context.provider_id ?? '' }, from: call.context.account_id ?? '', text: String(call.body?.text ?? call.body?.message ?? ''), subject: null, outcome: call.outcome });
@@ -195,7 +204,11 @@ export function stopWins(log: WireCall[], stops: StopEvent[]): Violation[] {
         out.push({ invariant: 'stopWins', scenario: stop.scenario, detail: `"${short(call.text)}" left from number ${call.from} at ${at(call.arrivedAt)}, not from ${stop.heldOn} (the number the person wrote to, whose send was to hold it): nothing held it` });
       }
       if (call.arrivedAt <= stop.ackedAt) continue;
-      out.push({ invariant: 'stopWins', scenario: stop.scenario, detail: `${stop.kind} acknowledged ${at(stop.ackedAt)}; ${call.provider} got "${short(call.text)}" for ${addressKey(call.address)} at ${at(call.arrivedAt)} (+${call.arrivedAt - stop.ackedAt} ms, ${call.outcome}${stop.lanePickup ? `; the lane could take it from ${at(stop.lanePickup)}` : ''})` });
+      out.push({
+        invariant: 'stopWins',
+        scenario: stop.scenario,
+        detail: `${stop.kind} acknowledged ${at(stop.ackedAt)}; ${call.provider} got "${short(call.text)}" for ${addressKey(call.address)} at ${at(call.arrivedAt)} (+${call.arrivedAt - stop.ackedAt} ms, ${call.outcome}${stop.lanePickup ? `; the lane could take it from ${at(stop.lanePickup)}` : ''})`,
+      });
     }
   }
   return out;
@@ -228,7 +241,11 @@ export function approvedOnly(log: WireCall[], approvals: Approval[], grants: Set
     const match = sameText.find((a) => a.to.toLowerCase() === call.address.value);
     if (!match) {
       const owner = approvals.find((a) => a.grant === call.from && a.personAddresses.some((x) => x.toLowerCase() === call.address.value));
-      out.push({ invariant: 'approvedOnly', scenario: owner?.scenario ?? 'outreach', detail: owner ? `action ${owner.actionId} approved for ${owner.to} but "${short(call.subject ?? call.text)}" went to ${call.address.value}` : `no approval for "${short(call.subject ?? call.text)}" to ${call.address.value}` });
+      out.push({
+        invariant: 'approvedOnly',
+        scenario: owner?.scenario ?? 'outreach',
+        detail: owner ? `action ${owner.actionId} approved for ${owner.to} but "${short(call.subject ?? call.text)}" went to ${call.address.value}` : `no approval for "${short(call.subject ?? call.text)}" to ${call.address.value}`,
+      });
       continue;
     }
     used.set(match.actionId, (used.get(match.actionId) ?? 0) + 1);

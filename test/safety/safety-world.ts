@@ -76,7 +76,11 @@ export class SafetyOrg {
     for (const [i, phoneNumberId] of this.numbers.entries()) {
       // A sender proves its id at the provider: the sandbox's Meta must hold the number first.
       expectOk('sandbox meta number', await this.sandbox.request('POST', '/sandbox/meta/numbers', { phone_number_id: phoneNumberId, access_token: 'sandbox-access-token', display_phone_number: `55119000000${i}${phoneNumberId.slice(-2)}` }), 200, 201);
-      expectOk('POST /senders', await this.gateway.post('/senders', { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: `55119000000${i}${phoneNumberId.slice(-2)}`, business_account_id: '100000000000001', access_token: 'sandbox-access-token', label: `Safety number ${i + 1}` }), 201);
+      expectOk(
+        'POST /senders',
+        await this.gateway.post('/senders', { channel: 'whatsapp', phone_number_id: phoneNumberId, display_phone_number: `55119000000${i}${phoneNumberId.slice(-2)}`, business_account_id: '100000000000001', access_token: 'sandbox-access-token', label: `Safety number ${i + 1}` }),
+        201,
+      );
     }
   }
 
@@ -129,7 +133,12 @@ export class SafetyOrg {
         const view = await this.followup(enrollmentId);
         const pending = view.effects.filter((e) => e.kind === 'send' && OPEN_EFFECT.has(e.status));
         if (LIVE_FOLLOWUP.has(view.enrollment.status) || pending.length) {
-          open = `enrollment ${enrollmentId} ${view.enrollment.status}, sends ${view.effects.filter((e) => e.kind === 'send').map((e) => e.status).join(',') || 'none'}`;
+          open = `enrollment ${enrollmentId} ${view.enrollment.status}, sends ${
+            view.effects
+              .filter((e) => e.kind === 'send')
+              .map((e) => e.status)
+              .join(',') || 'none'
+          }`;
           return false;
         }
       }

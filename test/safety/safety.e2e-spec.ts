@@ -114,7 +114,10 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     receipts.set(waId, wamid);
     // An email address too, so the opt-out's reach over every channel can be checked.
     expectOk('PATCH contact', await w.gateway.patch(`/contacts/${who.contactId}`, { email }), 200);
-    const addresses: Address[] = [{ channel: 'whatsapp', value: waId }, { channel: 'email', value: email }];
+    const addresses: Address[] = [
+      { channel: 'whatsapp', value: waId },
+      { channel: 'email', value: email },
+    ];
     const flowId = timing === 'future_wait' ? w.flows['wait-then-text']! : w.flows['one-text']!;
     const texts = [FOLLOWUP_TEXT, LATER_TEXT];
 
@@ -265,7 +268,18 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       expectOk('PATCH contact', await e.gateway.patch(`/contacts/${who.contactId}`, { email, kind }), 200);
       const followup = expectOk('enroll follow-up', await e.enrollFollowup(e.flows['wait-then-text']!, who, `safety:${waId}`), 200, 201).data.id as string;
       const enrolled = expectOk(`${scenario}: enroll in campaign`, await e.gateway.post(`/agentic/outreach/campaigns/${campaignId}/enrollments`, { person_kind: kind, person_id: who.contactId }), 200, 201);
-      return { ...who, waId, email, kind, followup, enrollmentId: enrolled.id as string, addresses: [{ channel: 'whatsapp', value: waId }, { channel: 'email', value: email }] as Address[] };
+      return {
+        ...who,
+        waId,
+        email,
+        kind,
+        followup,
+        enrollmentId: enrolled.id as string,
+        addresses: [
+          { channel: 'whatsapp', value: waId },
+          { channel: 'email', value: email },
+        ] as Address[],
+      };
     }
 
     /** Waits for the person's draft, approves it (recording the approval) and waits until the email reached the sandbox. */
@@ -320,7 +334,20 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
     }
 
     it('an email opt-out (EN/PT/ES) ends the enrollment and suppresses every address of the person for every caller', async () => {
-      const phrases = [...v.sample(OPT_OUT_PHRASES.filter((p) => p.language === 'en'), 1), ...v.sample(OPT_OUT_PHRASES.filter((p) => p.language === 'pt'), 1), ...v.sample(OPT_OUT_PHRASES.filter((p) => p.language === 'es'), 1)];
+      const phrases = [
+        ...v.sample(
+          OPT_OUT_PHRASES.filter((p) => p.language === 'en'),
+          1,
+        ),
+        ...v.sample(
+          OPT_OUT_PHRASES.filter((p) => p.language === 'pt'),
+          1,
+        ),
+        ...v.sample(
+          OPT_OUT_PHRASES.filter((p) => p.language === 'es'),
+          1,
+        ),
+      ];
       await pool(
         3,
         phrases.map((phrase) => async () => {
@@ -339,7 +366,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       );
     }, 400_000);
 
-    it('a WhatsApp STOP ends the person\'s email outreach enrollment, and the draft waiting for review never reaches the wire (stop means stop on every channel)', async () => {
+    it("a WhatsApp STOP ends the person's email outreach enrollment, and the draft waiting for review never reaches the wire (stop means stop on every channel)", async () => {
       const scenario = 'WhatsApp STOP during an email campaign';
       const p = await person(scenario);
       const card = await until(async () => ((await e.gateway.get('/agentic/outreach/actions?limit=200')).body?.items as ReviewCard[] | undefined)?.find((a) => a.enrollment_id === p.enrollmentId), 90_000);
@@ -443,7 +470,11 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           await unipile(v.pick(HUMAN_REPLIES).text);
           const conversation = await until(async () => (expectOk('GET conversations', await e.gateway.get(`/conversations?contact_id=${contact.id}&channel=linkedin`), 200).items as Array<{ id: string }>)[0]?.id);
           if (!conversation) throw new Error(`${scenario}: the LinkedIn message made no conversation`);
-          const addresses: Address[] = [{ channel: 'linkedin', value: memberId }, { channel: 'email', value: email }, { channel: 'whatsapp', value: waId }];
+          const addresses: Address[] = [
+            { channel: 'linkedin', value: memberId },
+            { channel: 'email', value: email },
+            { channel: 'whatsapp', value: waId },
+          ];
           const ackedAt = await unipile(phrase.text);
           ledger.suppress({ scenario, cause: 'LinkedIn opt-out phrase', ackedAt, addresses });
           await until(async () => (await e.contact(contact.id)).opted_out_at, 30_000);

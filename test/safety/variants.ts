@@ -87,11 +87,7 @@ export const HUMAN_REPLIES: ReadonlyArray<{ language: Language; text: string }> 
 ];
 
 /** User text past the 4,096-character cut that ends in an emoji: a surrogate pair at the edge. */
-export const LONG_EMOJI_REPLIES: readonly string[] = [
-  `${'a'.repeat(4095)}😀`,
-  `${'ç'.repeat(4094)}👍🏽`,
-  `${'Obrigado! '.repeat(409)}🎉🎉`,
-];
+export const LONG_EMOJI_REPLIES: readonly string[] = [`${'a'.repeat(4095)}😀`, `${'ç'.repeat(4094)}👍🏽`, `${'Obrigado! '.repeat(409)}🎉🎉`];
 
 /** Out-of-office answers: by header, by subject in several languages, some with "unsubscribe" in a footer. */
 export const AUTO_REPLIES: ReadonlyArray<{ by: 'header' | 'subject'; headers: { name: string; value: string }[]; subject?: string; body: string }> = [

@@ -8,7 +8,9 @@ const NO_MODEL_VALUES = new Set(['', 'none', 'off', 'disabled']);
 
 /** Environment of the ai-gateway service; see libs/config for the shared variables. */
 export class AiGatewayConfig extends ServiceConfig {
-  @IsInt() @Min(0) @Max(65535)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   override PORT = 3106;
 
   /**
@@ -23,11 +25,13 @@ export class AiGatewayConfig extends ServiceConfig {
    * Bearer key of the provider; the sandbox accepts any. Never logged. A provider without keys
    * (Ollama) takes any value you set; with no model (`AI_BASE_URL=none`) it is not needed.
    */
-  @IsString() @Secret((config: AiGatewayConfig) => !config.modelConfigured)
+  @IsString()
+  @Secret((config: AiGatewayConfig) => !config.modelConfigured)
   AI_API_KEY = 'sandbox-key';
 
   /** Model of every kind without an override below. */
-  @IsString() @Matches(/^\S+$/, { message: 'must be a model name' })
+  @IsString()
+  @Matches(/^\S+$/, { message: 'must be a model name' })
   AI_MODEL_DEFAULT = 'sandbox-model';
 
   // Per-kind overrides; empty means AI_MODEL_DEFAULT.
@@ -40,7 +44,9 @@ export class AiGatewayConfig extends ServiceConfig {
   @IsString() AI_MODEL_PROMISE_RESUME = '';
 
   /** `max_tokens` sent with each call; 0 sends none (the provider's default applies). */
-  @IsInt() @Min(0) @Max(200_000)
+  @IsInt()
+  @Min(0)
+  @Max(200_000)
   AI_MAX_OUTPUT_TOKENS = 1024;
 
   /**
@@ -54,18 +60,22 @@ export class AiGatewayConfig extends ServiceConfig {
   });
 
   /** Monthly token limit per organization and kind when the organization has no row in `ai_budget_limits`; 0 = none. */
-  @IsInt() @Min(0)
+  @IsInt()
+  @Min(0)
   AI_BUDGET_DEFAULT_MONTHLY_TOKENS = 5_000_000;
 
   /** Monthly cost limit per organization and kind (USD) when the organization has no row; 0 = none. */
-  @IsNumber() @Min(0)
+  @IsNumber()
+  @Min(0)
   AI_BUDGET_DEFAULT_MONTHLY_COST_USD = 0;
 
   /**
    * Added to a run's `timeout_ms` to form its lease, ms: a concurrent request with the same key waits
    * at most this long past the deadline before it takes the run over (the owner is presumed dead).
    */
-  @IsInt() @Min(100) @Max(60_000)
+  @IsInt()
+  @Min(100)
+  @Max(60_000)
   AI_LEASE_MARGIN_MS = 3000;
 
   /** Whether a model is configured at all. */

@@ -13,12 +13,7 @@ export class AiGatewayModule {
     assertAiConfig(config);
     return {
       module: AiGatewayModule,
-      imports: [
-        PlatformModule.forService({ service: 'ai-gateway', config, entities: AiGatewayEntities, migrations: AiGatewayMigrations }),
-        PromptsModule,
-        BudgetModule,
-        RunsModule,
-      ],
+      imports: [PlatformModule.forService({ service: 'ai-gateway', config, entities: AiGatewayEntities, migrations: AiGatewayMigrations }), PromptsModule, BudgetModule, RunsModule],
     };
   }
 }

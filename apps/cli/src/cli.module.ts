@@ -33,14 +33,7 @@ class CliPlatformModule {
   static forRoot(config: CliConfig, logger: Logger): DynamicModule {
     return {
       module: CliPlatformModule,
-      providers: [
-        { provide: CLI_CONFIG, useValue: config },
-        { provide: CLI_LOGGER, useValue: logger },
-        GatewayDatabase,
-        { provide: DataSource, useFactory: (database: GatewayDatabase) => database.dataSource, inject: [GatewayDatabase] },
-        Clock,
-        CliOutput,
-      ],
+      providers: [{ provide: CLI_CONFIG, useValue: config }, { provide: CLI_LOGGER, useValue: logger }, GatewayDatabase, { provide: DataSource, useFactory: (database: GatewayDatabase) => database.dataSource, inject: [GatewayDatabase] }, Clock, CliOutput],
       exports: [CLI_CONFIG, CLI_LOGGER, GatewayDatabase, DataSource, Clock, CliOutput],
     };
   }

@@ -2,27 +2,36 @@ import { IsInt, IsString, Max, Min, Secret, ServiceConfig } from '@touchpoint/co
 
 /** Environment of the gateway (the public HTTP API); see libs/config for the shared variables. */
 export class GatewayConfig extends ServiceConfig {
-  @IsInt() @Min(0) @Max(65535)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   override PORT = 3000;
 
   /** Largest accepted request body, bytes; a larger one answers 413 `payload_too_large`. */
-  @IsInt() @Min(1024) @Max(64 * 1024 * 1024)
+  @IsInt()
+  @Min(1024)
+  @Max(64 * 1024 * 1024)
   BODY_LIMIT_BYTES = 1024 * 1024;
 
   /** Deadline of a `platform.ping` sent by the `/system/services` routes, ms. */
-  @IsInt() @Min(50) @Max(60_000)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
   SERVICE_PING_TIMEOUT_MS = 1000;
 
   /** Meta app secret: `X-Hub-Signature-256` of every Meta webhook is an HMAC of the raw body with it. */
-  @IsString() @Secret()
+  @IsString()
+  @Secret()
   META_APP_SECRET = 'sandbox-meta-app-secret';
 
   /** Token Meta echoes in the `GET /webhooks/meta` subscription challenge (`hub.verify_token`). */
-  @IsString() @Secret()
+  @IsString()
+  @Secret()
   META_VERIFY_TOKEN = 'sandbox-meta-verify-token';
 
   /** Nylas webhook secret of our destination: `x-nylas-signature` is a hex HMAC-SHA256 of the raw body with it. */
-  @IsString() @Secret()
+  @IsString()
+  @Secret()
   NYLAS_WEBHOOK_SECRET = 'sandbox-nylas-webhook-secret';
 
   /** Name of the header Unipile sends on every delivery with the shared secret (registered with the webhook). */
@@ -30,21 +39,26 @@ export class GatewayConfig extends ServiceConfig {
   UNIPILE_WEBHOOK_HEADER = 'unipile-auth';
 
   /** The shared secret Unipile sends in UNIPILE_WEBHOOK_HEADER (Unipile signs nothing; this is the only check). */
-  @IsString() @Secret()
+  @IsString()
+  @Secret()
   UNIPILE_WEBHOOK_SECRET = 'sandbox-unipile-webhook-secret';
 
   /**
    * Secret of the CRM events webhook (`POST /webhooks/crm`): `x-touchpoint-signature` is
    * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` with it.
    */
-  @IsString() @Secret()
+  @IsString()
+  @Secret()
   CRM_WEBHOOK_SECRET = 'sandbox-crm-webhook-secret';
 
   /** How far a CRM webhook's signed time may be from ours, seconds; an older delivery is refused as a replay. */
-  @IsInt() @Min(1) @Max(3600)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
   CRM_WEBHOOK_TOLERANCE_S = 300;
 
   /** Key of the signed unsubscribe tokens (the dispatcher signs with the same key). */
-  @IsString() @Secret()
+  @IsString()
+  @Secret()
   UNSUBSCRIBE_TOKEN_SECRET = 'sandbox-unsubscribe-token-secret';
 }

@@ -41,7 +41,22 @@ import { SendersRoutesModule } from './senders/senders.module.js';
  *   examples, and `@ApiErrorResponses(...)` for its failure statuses (401/403 come with
  *   `@RequireKey`); README "How to document a route". The document must pass Spectral with no warning.
  */
-export const GATEWAY_ROUTE_MODULES: Type[] = [OrganizationsModule, ApiKeysModule, MembersModule, SystemModule, MessagingRoutesModule, FollowupsRoutesModule, OutreachRoutesModule, MetaWebhookModule, SendersRoutesModule, NylasWebhookModule, UnipileWebhookModule, UnsubscribeModule, OutboxRoutesModule, CrmRoutesModule];
+export const GATEWAY_ROUTE_MODULES: Type[] = [
+  OrganizationsModule,
+  ApiKeysModule,
+  MembersModule,
+  SystemModule,
+  MessagingRoutesModule,
+  FollowupsRoutesModule,
+  OutreachRoutesModule,
+  MetaWebhookModule,
+  SendersRoutesModule,
+  NylasWebhookModule,
+  UnipileWebhookModule,
+  UnsubscribeModule,
+  OutboxRoutesModule,
+  CrmRoutesModule,
+];
 
 /** The gateway (DESIGN §1): auth, scopes, tenancy, validation, OpenAPI, forwarding by RPC. */
 @Module({})
@@ -49,13 +64,7 @@ export class GatewayModule {
   static forRoot(config: GatewayConfig, routeModules: Type[] = GATEWAY_ROUTE_MODULES): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [
-        PlatformModule.forService({ service: 'gateway', config, entities: GatewayEntities, migrations: GatewayMigrations }),
-        AccountsModule,
-        AuthModule,
-        ForwardingModule,
-        ...routeModules,
-      ],
+      imports: [PlatformModule.forService({ service: 'gateway', config, entities: GatewayEntities, migrations: GatewayMigrations }), AccountsModule, AuthModule, ForwardingModule, ...routeModules],
       providers: [{ provide: APP_PIPE, useFactory: createValidationPipe }],
     };
   }

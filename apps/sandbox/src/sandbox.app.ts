@@ -16,4 +16,3 @@ export async function startSandbox(config: SandboxConfig): Promise<NestFastifyAp
   logger.info({ event: 'service.started', url: await app.getUrl() }, 'sandbox ready');
   return app;
 }
-

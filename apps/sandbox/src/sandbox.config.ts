@@ -8,7 +8,9 @@ export class SandboxConfig {
   @IsString()
   HOST = '127.0.0.1';
 
-  @IsInt() @Min(0) @Max(65535)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT = 3900;
 
   /** Where the sandbox posts provider webhooks (the gateway's base URL). */

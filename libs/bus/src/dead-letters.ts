@@ -57,9 +57,7 @@ export class DeadLetterAdmin {
         if (!msg) break;
         const d = describe(msg);
         if (wanted.size > 0 && !wanted.has(d.event_id)) continue;
-        const headers = Object.fromEntries(
-          Object.entries(msg.properties.headers ?? {}).filter(([k]) => !k.startsWith('x-touchpoint-') && !k.startsWith('x-death')),
-        );
+        const headers = Object.fromEntries(Object.entries(msg.properties.headers ?? {}).filter(([k]) => !k.startsWith('x-touchpoint-') && !k.startsWith('x-death')));
         channel.sendToQueue(names.queue, msg.content, { ...msg.properties, headers });
         await channel.waitForConfirms();
         channel.ack(msg);

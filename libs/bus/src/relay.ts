@@ -116,10 +116,7 @@ export class OutboxRelay {
     const limit = this.options.batchSize ?? RELAY_BATCH_SIZE;
     const published = await runInTransaction(this.dataSource, this.options.schema, async (tx) => {
       // SKIP LOCKED: a second relay replica takes the next rows instead of waiting on these.
-      const rows = await tx.query<{ id: string; payload: BusMessage }>(
-        `SELECT id, payload FROM outbox_events WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [limit],
-      );
+      const rows = await tx.query<{ id: string; payload: BusMessage }>(`SELECT id, payload FROM outbox_events WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
       if (rows.length === 0) return rows;
       await this.bus.publishConfirmed(rows.map((r) => r.payload));
       await tx.query(`UPDATE outbox_events SET published_at = clock_timestamp(), publish_attempts = publish_attempts + 1 WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);

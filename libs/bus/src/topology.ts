@@ -68,12 +68,7 @@ export async function assertSharedTopology(channel: Channel, names: BusNames): P
 }
 
 /** Declares a consuming service's queue, bindings, retry queues and dead-letter queue. */
-export async function assertServiceTopology(
-  channel: Channel,
-  names: BusNames,
-  types: string[],
-  options: { maxAttempts: number; retryBaseMs: number },
-): Promise<void> {
+export async function assertServiceTopology(channel: Channel, names: BusNames, types: string[], options: { maxAttempts: number; retryBaseMs: number }): Promise<void> {
   await assertSharedTopology(channel, names);
   await channel.assertQueue(names.queue, { durable: true, arguments: names.durableQueueArguments });
   await channel.assertQueue(names.deadLetterQueue, { durable: true, arguments: names.durableQueueArguments });

@@ -18,7 +18,10 @@ export function problemsOf(error: ValidationError): string[] {
 
 /** Thrown at start-up when an environment variable is missing or invalid; names every bad variable. */
 export class ConfigError extends Error {
-  constructor(readonly variables: string[], detail: string) {
+  constructor(
+    readonly variables: string[],
+    detail: string,
+  ) {
     super(`invalid configuration: ${detail}`);
     this.name = 'ConfigError';
   }
@@ -136,22 +139,30 @@ export class BaseConfig {
   DB_SCHEMA_PREFIX = '';
 
   /** Connections in the service's PostgreSQL pool. */
-  @IsInt() @Min(1) @Max(200)
+  @IsInt()
+  @Min(1)
+  @Max(200)
   DB_POOL_SIZE = 10;
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
   /** Deadline of an RPC call across the bus, ms. */
-  @IsInt() @Min(100) @Max(120_000)
+  @IsInt()
+  @Min(100)
+  @Max(120_000)
   RPC_TIMEOUT_MS = 5000;
 
   /** Attempts of a failing bus handler before its message is dead-lettered (DESIGN §2). */
-  @IsInt() @Min(1) @Max(20)
+  @IsInt()
+  @Min(1)
+  @Max(20)
   BUS_MAX_ATTEMPTS = 5;
 
   /** First retry delay of a failing bus handler, ms; doubles on each attempt. */
-  @IsInt() @Min(10) @Max(3_600_000)
+  @IsInt()
+  @Min(10)
+  @Max(3_600_000)
   BUS_RETRY_BASE_MS = 1000;
 
   /** Queue type of work and dead-letter queues: quorum in production, classic for fast tests. */
@@ -159,7 +170,9 @@ export class BaseConfig {
   BUS_QUEUE_TYPE: 'quorum' | 'classic' = 'quorum';
 
   /** Messages in flight per consumer channel. */
-  @IsInt() @Min(1) @Max(5000)
+  @IsInt()
+  @Min(1)
+  @Max(5000)
   BUS_PREFETCH = 100;
 
   /**
@@ -167,15 +180,19 @@ export class BaseConfig {
    * message that finds a free transaction slot runs alone; under load, waiting messages share one
    * commit. A failing batch is rolled back and each message runs again on its own (DESIGN §2).
    */
-  @IsInt() @Min(1) @Max(500)
+  @IsInt()
+  @Min(1)
+  @Max(500)
   BUS_CONSUMER_BATCH = 16;
 
   /** Relay backlog age (ms) above which /health/ready fails. */
-  @IsInt() @Min(1000)
+  @IsInt()
+  @Min(1000)
   RELAY_MAX_LAG_MS = 60_000;
 
   /** `production` refuses to start while a secret variable still has its built-in default; anything else is informational. */
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   NODE_ENV?: string = 'development';
 }
 
@@ -184,7 +201,9 @@ export class ServiceConfig extends BaseConfig {
   @IsString()
   HOST = '127.0.0.1';
 
-  @IsInt() @Min(0) @Max(65535)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT = 0;
 }
 

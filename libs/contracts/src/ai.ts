@@ -22,15 +22,7 @@ export const AiRpc = {
 } as const;
 
 /** What a run is for; each kind has one versioned prompt template in ai-gateway. */
-export const AI_KINDS = [
-  'followup_classify',
-  'followup_message',
-  'outreach_decide',
-  'outreach_draft_email',
-  'outreach_draft_linkedin',
-  'conversation_summary',
-  'promise_resume',
-] as const;
+export const AI_KINDS = ['followup_classify', 'followup_message', 'outreach_decide', 'outreach_draft_email', 'outreach_draft_linkedin', 'conversation_summary', 'promise_resume'] as const;
 export type AiKind = (typeof AI_KINDS)[number];
 
 /**

@@ -71,11 +71,7 @@ export interface FlowNode {
 }
 
 /** An edge's condition: which exit of its source node it covers. */
-export type FlowEdgeCondition =
-  | { type: 'always' }
-  | { type: 'branch'; branch_id: string }
-  | { type: 'class_match'; class_id: string }
-  | { type: 'cond_result'; value: boolean };
+export type FlowEdgeCondition = { type: 'always' } | { type: 'branch'; branch_id: string } | { type: 'class_match'; class_id: string } | { type: 'cond_result'; value: boolean };
 
 export interface FlowEdge {
   id: string;

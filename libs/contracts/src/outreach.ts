@@ -22,17 +22,7 @@ export const OUTREACH_ENROLLMENT_STATUSES = ['active', 'needs_contact_data', 'en
 export type OutreachEnrollmentStatus = (typeof OUTREACH_ENROLLMENT_STATUSES)[number];
 
 /** Why an enrollment ended (seed 003 §4.1, the `ended` box). */
-export const OUTREACH_ENROLLMENT_END_REASONS = [
-  'goal_met',
-  'stop_decision',
-  'max_touches',
-  'stalled',
-  'opted_out',
-  'user_exit',
-  'campaign_archived',
-  'duplicate',
-  'person_removed',
-] as const;
+export const OUTREACH_ENROLLMENT_END_REASONS = ['goal_met', 'stop_decision', 'max_touches', 'stalled', 'opted_out', 'user_exit', 'campaign_archived', 'duplicate', 'person_removed'] as const;
 export type OutreachEnrollmentEndReason = (typeof OUTREACH_ENROLLMENT_END_REASONS)[number];
 
 /** Who an enrollment is about: a messaging contact of this kind (DESIGN §6: crm person or prospect). */
@@ -80,7 +70,6 @@ export const OUTREACH_MAX_BATCH = 200;
 export const OUTREACH_MAX_LIVE_PER_CAMPAIGN = 200;
 /** Longest regenerate reason, characters (seed 003 §4.5). */
 export const OUTREACH_REJECT_REASON_MAX = 1000;
-
 
 // ---------------------------------------------------------------------------------------------
 // Events and commands (its own, consumed by its runners; seed 003 §3, §5 "Events")

@@ -78,12 +78,7 @@ export function notifySoon(dataSource: DataSource, channel: string): void {
  * (UTC ISO-8601). After a commit that wrote outbox rows, the schema's relay is woken (see
  * `onOutboxCommitted`).
  */
-export async function runInTransaction<T>(
-  dataSource: DataSource,
-  schema: string,
-  work: (tx: Tx) => Promise<T>,
-  options: { isolation?: IsolationLevel; now?: () => Date } = {},
-): Promise<T> {
+export async function runInTransaction<T>(dataSource: DataSource, schema: string, work: (tx: Tx) => Promise<T>, options: { isolation?: IsolationLevel; now?: () => Date } = {}): Promise<T> {
   const now = options.now ?? (() => new Date());
   // The data source's own pg pool, used directly: TypeORM's query runner cost as much CPU per
   // statement as the statement, and nothing here needs an entity manager.

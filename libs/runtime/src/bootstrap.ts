@@ -31,12 +31,7 @@ const EARLY_ERROR_HEADERS: readonly [string, string][] = [
  * other answer: Fastify's own body and a reply without `x-request-id` would escape both.
  */
 function answerRouterError(error: { code?: string }, request: { id: string }, reply: { code(status: number): unknown; header(name: string, value: string): unknown; send(body: unknown): unknown }): void {
-  const [status, code, message] =
-    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? [414, ErrorCode.UriTooLong, 'a path parameter is too long']
-      : error.code === 'FST_ERR_BAD_URL'
-        ? [400, ErrorCode.MalformedRequest, 'the URL is not valid']
-        : [500, ErrorCode.Internal, 'internal error'];
+  const [status, code, message] = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? [414, ErrorCode.UriTooLong, 'a path parameter is too long'] : error.code === 'FST_ERR_BAD_URL' ? [400, ErrorCode.MalformedRequest, 'the URL is not valid'] : [500, ErrorCode.Internal, 'internal error'];
   reply.code(status);
   // No hook ran (the gateway's security headers included): set what an error body needs here.
   reply.header('x-request-id', request.id);
@@ -104,9 +99,7 @@ export async function startService(rootModule: DynamicModule, options: StartOpti
     const bus = app.get(BusService);
     app.connectMicroservice(
       {
-        strategy: new TouchpointRmqServer(rpcServerOptions(definition.config, definition.service), (content, properties, reason) =>
-          bus.connection.deadLetterRaw(content, properties, reason, `rpc request with no handler in ${definition.service}`),
-        ),
+        strategy: new TouchpointRmqServer(rpcServerOptions(definition.config, definition.service), (content, properties, reason) => bus.connection.deadLetterRaw(content, properties, reason, `rpc request with no handler in ${definition.service}`)),
       },
       { inheritAppConfig: true },
     );

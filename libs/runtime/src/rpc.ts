@@ -34,9 +34,7 @@ export class TouchpointRmqServer extends ServerRMQ {
         pattern = undefined;
       }
       if (pattern === undefined || !this.getHandlerByPattern(pattern)) {
-        await this.deadLetter(message.content, message.properties, pattern === undefined ? 'unreadable' : ErrorCode.NoHandler).catch(
-          () => undefined,
-        );
+        await this.deadLetter(message.content, message.properties, pattern === undefined ? 'unreadable' : ErrorCode.NoHandler).catch(() => undefined);
         if (pattern === undefined) return;
       }
     }

@@ -41,7 +41,10 @@ export interface TestWorld {
 
 /** Creates a test world; call `close()` in `afterAll`. */
 export async function createTestWorld(label: string): Promise<TestWorld> {
-  const namespace = `t_${label.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 20)}_${randomBytes(3).toString('hex')}`;
+  const namespace = `t_${label
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .slice(0, 20)}_${randomBytes(3).toString('hex')}`;
   // Benchmarks call this without Jest's global setup: on a fresh machine the database is not there yet.
   await ensureDatabase(TEST_DATABASE_URL);
   const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 3 });
@@ -119,11 +122,7 @@ export async function deleteBusNamespace(amqpUrl: string, namespace: string, ext
 }
 
 /** Polls `probe` until it returns a truthy value or `timeoutMs` passes; returns that value. */
-export async function eventually<T>(
-  probe: () => Promise<T> | T,
-  timeoutMs = 10_000,
-  intervalMs = 50,
-): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
+export async function eventually<T>(probe: () => Promise<T> | T, timeoutMs = 10_000, intervalMs = 50): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

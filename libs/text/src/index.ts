@@ -23,13 +23,7 @@ export function normalizeText(text: string): string {
  * (Portuguese), "El … escribió:" (Spanish), and the "original message" separators of Outlook and
  * friends. Matched on the normalised line. Seed 003 §4.2 ("The thread") names the English form.
  */
-const QUOTE_HEADER_PATTERNS: RegExp[] = [
-  /^on\b.{0,200}\bwrote:?$/,
-  /^em\b.{0,200}\bescreveu:?$/,
-  /^el\b.{0,200}\bescribio:?$/,
-  /^-{2,}\s*(original message|mensagem original|mensaje original|forwarded message|mensagem encaminhada|mensaje reenviado)\s*-{2,}$/,
-  /^_{5,}$/,
-];
+const QUOTE_HEADER_PATTERNS: RegExp[] = [/^on\b.{0,200}\bwrote:?$/, /^em\b.{0,200}\bescreveu:?$/, /^el\b.{0,200}\bescribio:?$/, /^-{2,}\s*(original message|mensagem original|mensaje original|forwarded message|mensagem encaminhada|mensaje reenviado)\s*-{2,}$/, /^_{5,}$/];
 
 /**
  * The new text of a reply: drops every line starting with `>` and everything from the first

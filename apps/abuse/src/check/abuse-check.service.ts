@@ -88,9 +88,7 @@ export class AbuseCheckService {
       return deny(counted.limit, counted.resetAt);
     }
 
-    const window = [...recent, { ref: input.message_ref, at: input.sent_at ?? now.toISOString(), hash: textHash(input.text), gibberish: isGibberish(input.text) }].slice(
-      -PATTERN_CHECK_EVERY,
-    );
+    const window = [...recent, { ref: input.message_ref, at: input.sent_at ?? now.toISOString(), hash: textHash(input.text), gibberish: isGibberish(input.text) }].slice(-PATTERN_CHECK_EVERY);
     await this.repository.saveCounters(tx, input.conversation_id, counted.counters, total + 1, window, now);
     if ((total + 1) % PATTERN_CHECK_EVERY !== 0) return { allowed: true, limit_type: null, reset_at: null, action: null, patterns: [] };
 
@@ -129,10 +127,7 @@ export class AbuseCheckService {
       data: { action },
     });
     this.actions.inc({ action_type: action.action_type });
-    this.logger.warn(
-      { event: 'abuse.action_applied', organization_id: input.organization_id, contact_id: input.contact_id, action_id: action.action_id, action_type: action.action_type, offense_number: offenseNumber, patterns: found.map((p) => p.type) },
-      'abuse penalty applied',
-    );
+    this.logger.warn({ event: 'abuse.action_applied', organization_id: input.organization_id, contact_id: input.contact_id, action_id: action.action_id, action_type: action.action_type, offense_number: offenseNumber, patterns: found.map((p) => p.type) }, 'abuse penalty applied');
     const patterns = found.map((p) => p.type);
     if (penalty.type === 'warning') return { allowed: true, limit_type: null, reset_at: null, action, patterns };
     return deny(penalty.type === 'block' ? 'blocked' : 'throttled', new Date(action.expires_at), action, patterns);
@@ -160,7 +155,10 @@ export class AbuseCheckService {
    * @throws AppError validation_failed when organization_id or contact_id is missing
    */
   activeRestriction(organizationId: string, contactId: string): Promise<AbuseActionView | null> {
-    for (const [field, value] of [['organization_id', organizationId], ['contact_id', contactId]] as const) {
+    for (const [field, value] of [
+      ['organization_id', organizationId],
+      ['contact_id', contactId],
+    ] as const) {
       if (typeof value !== 'string' || value.length === 0) throw new AppError(ErrorCode.ValidationFailed, `${field} is required`, { field });
     }
     return this.uow.run((tx) => this.repository.findActiveRestriction(tx, organizationId, contactId, this.clock.now()));

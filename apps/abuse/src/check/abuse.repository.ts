@@ -82,28 +82,11 @@ export class AbuseRepository {
               daily_count = $6, daily_reset_at = $7, is_throttled = $8, throttled_until = $9, throttle_limit = $10,
               total_count = $11, recent = $12::jsonb, updated_at = $13
         WHERE conversation_id = $1`,
-      [
-        conversationId,
-        c.minute_count,
-        c.minute_reset_at,
-        c.hourly_count,
-        c.hourly_reset_at,
-        c.daily_count,
-        c.daily_reset_at,
-        c.is_throttled,
-        c.throttled_until,
-        c.throttle_limit,
-        totalCount,
-        JSON.stringify(recent),
-        now,
-      ],
+      [conversationId, c.minute_count, c.minute_reset_at, c.hourly_count, c.hourly_reset_at, c.daily_count, c.daily_reset_at, c.is_throttled, c.throttled_until, c.throttle_limit, totalCount, JSON.stringify(recent), now],
     );
   }
 
-  async insertPattern(
-    tx: Tx,
-    p: { organizationId: string; contactId: string; conversationId: string; type: AbusePatternType; confidence: number; details: Record<string, unknown>; at: Date },
-  ): Promise<void> {
+  async insertPattern(tx: Tx, p: { organizationId: string; contactId: string; conversationId: string; type: AbusePatternType; confidence: number; details: Record<string, unknown>; at: Date }): Promise<void> {
     await tx.query(
       `INSERT INTO abuse_patterns (organization_id, contact_id, conversation_id, pattern_type, confidence, details, detected_at)
        VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)`,
@@ -113,17 +96,11 @@ export class AbuseRepository {
 
   /** Offenses (penalties applied) of a contact since `since`. */
   async countOffensesSince(tx: Tx, organizationId: string, contactId: string, since: Date): Promise<number> {
-    const [row] = await tx.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM abuse_actions WHERE organization_id = $1 AND contact_id = $2 AND created_at > $3`,
-      [organizationId, contactId, since],
-    );
+    const [row] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM abuse_actions WHERE organization_id = $1 AND contact_id = $2 AND created_at > $3`, [organizationId, contactId, since]);
     return row.n;
   }
 
-  async insertAction(
-    tx: Tx,
-    a: { organizationId: string; contactId: string; conversationId: string; type: AbuseActionType; offenseNumber: number; reason: string; startsAt: Date; expiresAt: Date },
-  ): Promise<AbuseActionView> {
+  async insertAction(tx: Tx, a: { organizationId: string; contactId: string; conversationId: string; type: AbuseActionType; offenseNumber: number; reason: string; startsAt: Date; expiresAt: Date }): Promise<AbuseActionView> {
     // A warning restricts nothing, so it is born expired: the sweep never announces its end.
     const status = a.type === 'warning' ? 'expired' : 'active';
     const rows = await tx.query<ActionRow>(

@@ -46,9 +46,7 @@ export class ExpiryService implements OnApplicationBootstrap, OnModuleDestroy {
     for (;;) {
       const expired = await this.uow.run(async (tx) => {
         const rows = await this.repository.expireDue(tx, this.clock.now(), EXPIRY_BATCH);
-        await tx.publish(
-          rows.map((action) => ({ event_id: `abuse.action.expired:${action.action_id}`, type: AbuseEvents.ActionExpired, organization_id: action.organization_id, data: { action } })),
-        );
+        await tx.publish(rows.map((action) => ({ event_id: `abuse.action.expired:${action.action_id}`, type: AbuseEvents.ActionExpired, organization_id: action.organization_id, data: { action } })));
         return rows.length;
       });
       total += expired;

@@ -21,9 +21,7 @@ export interface RateCounters {
   throttle_limit: 'minute' | 'hour' | 'day' | null;
 }
 
-export type CountOutcome =
-  | { allowed: true; counters: RateCounters }
-  | { allowed: false; limit: 'minute' | 'hour' | 'day'; resetAt: Date; counters: RateCounters };
+export type CountOutcome = { allowed: true; counters: RateCounters } | { allowed: false; limit: 'minute' | 'hour' | 'day'; resetAt: Date; counters: RateCounters };
 
 /**
  * Counts one message against fixed windows that reset on the clock (seed 004: "counters reset on

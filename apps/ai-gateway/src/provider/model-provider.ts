@@ -18,10 +18,7 @@ export interface ModelTokenUsage {
 }
 
 /** What came of a call; never throws for provider trouble. */
-export type ModelResponse =
-  | { outcome: 'answered'; content: string | null; finishReason: string | null; usage: ModelTokenUsage | null }
-  | { outcome: 'timeout' }
-  | { outcome: 'failed'; reason: string };
+export type ModelResponse = { outcome: 'answered'; content: string | null; finishReason: string | null; usage: ModelTokenUsage | null } | { outcome: 'timeout' } | { outcome: 'failed'; reason: string };
 
 /**
  * The model, injected (STYLE: every outside thing is injected). The real one speaks the

@@ -91,14 +91,16 @@ export class RunsRepository {
    * a late finish by the old owner is refused. Undefined when the run settled or someone else took it.
    */
   async takeOver(run: RunRow, claim: RunClaim): Promise<RunRow | undefined> {
-    const [row] = updatedRows(await this.dataSource.query(
-      `UPDATE ai_runs
+    const [row] = updatedRows(
+      await this.dataSource.query(
+        `UPDATE ai_runs
           SET attempt = attempt + 1, lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond',
               prompt_version = $4, input_sha256 = $5, model = $6
         WHERE id = $1 AND attempt = $2 AND status = 'running' AND lease_expires_at < clock_timestamp()
         RETURNING ${COLUMNS}`,
-      [run.id, run.attempt, claim.lease_ms, claim.prompt_version, claim.input_sha256, claim.model],
-    ));
+        [run.id, run.attempt, claim.lease_ms, claim.prompt_version, claim.input_sha256, claim.model],
+      ),
+    );
     return row ? runRow(row) : undefined;
   }
 
@@ -108,26 +110,16 @@ export class RunsRepository {
    */
   async finish(tx: Tx, run: RunRow, outcome: RunOutcome): Promise<boolean> {
     const total = outcome.prompt_tokens === null && outcome.completion_tokens === null ? null : (outcome.prompt_tokens ?? 0) + (outcome.completion_tokens ?? 0);
-    const rows = updatedRows(await tx.query(
-      `UPDATE ai_runs
+    const rows = updatedRows(
+      await tx.query(
+        `UPDATE ai_runs
           SET status = $3, output = $4::jsonb, raw_output = $5, reason = $6, prompt_tokens = $7, completion_tokens = $8,
               total_tokens = $9, cost_usd = $10, latency_ms = $11, lease_expires_at = NULL, finished_at = clock_timestamp()
         WHERE id = $1 AND attempt = $2 AND status = 'running'
         RETURNING id`,
-      [
-        run.id,
-        run.attempt,
-        outcome.status,
-        outcome.output === null || outcome.output === undefined ? null : JSON.stringify(outcome.output),
-        outcome.raw_output,
-        outcome.reason,
-        outcome.prompt_tokens,
-        outcome.completion_tokens,
-        total,
-        outcome.cost_usd,
-        outcome.latency_ms,
-      ],
-    ));
+        [run.id, run.attempt, outcome.status, outcome.output === null || outcome.output === undefined ? null : JSON.stringify(outcome.output), outcome.raw_output, outcome.reason, outcome.prompt_tokens, outcome.completion_tokens, total, outcome.cost_usd, outcome.latency_ms],
+      ),
+    );
     return rows.length === 1;
   }
 }

@@ -117,10 +117,7 @@ export class RunsService {
       run_id: run.id,
       status,
       output: status === 'ok' ? run.output : null,
-      usage:
-        run.prompt_tokens === null && run.completion_tokens === null
-          ? null
-          : usageOf(run.prompt_tokens ?? 0, run.completion_tokens ?? 0, run.cost_usd ?? 0, run.latency_ms ?? 0),
+      usage: run.prompt_tokens === null && run.completion_tokens === null ? null : usageOf(run.prompt_tokens ?? 0, run.completion_tokens ?? 0, run.cost_usd ?? 0, run.latency_ms ?? 0),
       ...(run.reason ? { reason: run.reason } : {}),
       replayed: true,
       prompt_version: run.prompt_version,

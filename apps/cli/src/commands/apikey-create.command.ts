@@ -39,11 +39,7 @@ export class ApiKeyCreateCommand extends CommandRunner {
         name: options.name ?? 'cli',
         impersonatedBy: options.impersonatedBy,
       });
-      this.output.success(
-        { api_key_id: key.id, secret, scopes: key.scopes, organization_id: key.organization_id, name: key.name, impersonated_by: key.impersonated_by },
-        options.json,
-        `API key ${key.id} (${key.scopes.join(', ')})\nsecret (shown once, store it now): ${secret}`,
-      );
+      this.output.success({ api_key_id: key.id, secret, scopes: key.scopes, organization_id: key.organization_id, name: key.name, impersonated_by: key.impersonated_by }, options.json, `API key ${key.id} (${key.scopes.join(', ')})\nsecret (shown once, store it now): ${secret}`);
     } catch (err) {
       this.output.failure(err, options.json);
     }

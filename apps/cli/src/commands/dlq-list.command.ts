@@ -32,9 +32,7 @@ export class DlqListCommand extends CommandRunner {
       const limit = options.limit ?? DEFAULT_LIMIT;
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw badOption('limit', `must be an integer from 1 to ${MAX_LIMIT}`);
       const deadLetters = await this.deadLetters.list(service, limit);
-      const human = deadLetters.length
-        ? deadLetters.map((d) => `${d.event_id}  ${d.type}  ${d.reason ?? ''}  attempts=${d.attempts ?? '?'}  ${d.error ?? ''}`).join('\n')
-        : `no dead letters for ${service}`;
+      const human = deadLetters.length ? deadLetters.map((d) => `${d.event_id}  ${d.type}  ${d.reason ?? ''}  attempts=${d.attempts ?? '?'}  ${d.error ?? ''}`).join('\n') : `no dead letters for ${service}`;
       this.output.success({ service, dead_letters: deadLetters }, options.json, human);
     } catch (err) {
       this.output.failure(err, options.json);

@@ -49,9 +49,7 @@ export class RetentionRunCommand extends CommandRunner {
   async run(_params: string[], options: JsonOption): Promise<void> {
     try {
       const report = await this.client.run();
-      const text = report.ran
-        ? `deleted ${report.enrollments} enrollments (${report.events} events, ${report.effects} effects), ${report.promises} returns, ${report.triggers} triggers, ${report.bulk_jobs} bulk jobs`
-        : 'another retention pass is running; nothing done';
+      const text = report.ran ? `deleted ${report.enrollments} enrollments (${report.events} events, ${report.effects} effects), ${report.promises} returns, ${report.triggers} triggers, ${report.bulk_jobs} bulk jobs` : 'another retention pass is running; nothing done';
       this.output.success(report, options.json, text);
     } catch (err) {
       this.output.failure(err, options.json);

@@ -42,7 +42,9 @@ export class OutboxClient implements OnApplicationShutdown {
 }
 
 function describeEntry(e: OutboxEntryView): string {
-  const context = Object.entries(e.log_context ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
+  const context = Object.entries(e.log_context ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
   return `${e.id}  ${e.organization_id}  ${e.channel} → ${e.to}  ${e.payload_type}  key=${e.idempotency_key}  since ${e.updated_at}${context ? `  ${context}` : ''}`;
 }
 

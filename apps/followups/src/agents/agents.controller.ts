@@ -1,18 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import {
-  type AgentCreateData,
-  type AgentDetailView,
-  type AgentRef,
-  AgentsRpc,
-  type AgentVersionCreateData,
-  type AgentView,
-  type CursorPage,
-  type DataEnvelope,
-  type TurnPromiseListData,
-  type TurnPromisesRecordData,
-  type TurnPromiseView,
-} from '@touchpoint/contracts';
+import { type AgentCreateData, type AgentDetailView, type AgentRef, AgentsRpc, type AgentVersionCreateData, type AgentView, type CursorPage, type DataEnvelope, type TurnPromiseListData, type TurnPromisesRecordData, type TurnPromiseView } from '@touchpoint/contracts';
 import { OwnedReferences, OnRpc } from '@touchpoint/runtime';
 import { AgentsService } from './agents.service.js';
 import { TurnPromisesService } from './turn-promises.service.js';

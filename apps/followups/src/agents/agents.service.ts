@@ -1,14 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import {
-  AGENT_MAX_FLOWS,
-  type AgentCreateData,
-  type AgentDetailView,
-  type AgentFollowupSettings,
-  type AgentRef,
-  type AgentVersionCreateData,
-  type AgentView,
-} from '@touchpoint/contracts';
+import { AGENT_MAX_FLOWS, type AgentCreateData, type AgentDetailView, type AgentFollowupSettings, type AgentRef, type AgentVersionCreateData, type AgentView } from '@touchpoint/contracts';
 import { isUuid, notFound, poolOf, type Queryable, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork } from '@touchpoint/runtime';

@@ -1,15 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import {
-  type CursorPage,
-  TURN_MAX_PROMISES,
-  TURN_PROMISE_LIST_DEFAULT_LIMIT,
-  TURN_PROMISE_LIST_MAX_LIMIT,
-  TURN_PROMISE_TEXT_MAX,
-  type TurnPromiseListData,
-  type TurnPromisesRecordData,
-  type TurnPromiseView,
-} from '@touchpoint/contracts';
+import { type CursorPage, TURN_MAX_PROMISES, TURN_PROMISE_LIST_DEFAULT_LIMIT, TURN_PROMISE_LIST_MAX_LIMIT, TURN_PROMISE_TEXT_MAX, type TurnPromiseListData, type TurnPromisesRecordData, type TurnPromiseView } from '@touchpoint/contracts';
 import { decodeCursor, encodeCursor, notFound, poolOf } from '@touchpoint/database';
 import { codePointLength } from '@touchpoint/text';
 import { UnitOfWork } from '@touchpoint/runtime';

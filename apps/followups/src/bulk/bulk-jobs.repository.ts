@@ -62,10 +62,7 @@ export class BulkJobsRepository {
   }
 
   /** Inserts a job; undefined when another request inserted one with the same operation key first. */
-  async insert(
-    db: Queryable,
-    j: { id: string; organizationId: string; flowId: string; operationKey: string; source: { kind: 'list' } | { kind: 'segment'; segment: Segment }; contactIds: string[]; status: BulkJobStatus; now: Date },
-  ): Promise<BulkJobRow | undefined> {
+  async insert(db: Queryable, j: { id: string; organizationId: string; flowId: string; operationKey: string; source: { kind: 'list' } | { kind: 'segment'; segment: Segment }; contactIds: string[]; status: BulkJobStatus; now: Date }): Promise<BulkJobRow | undefined> {
     const [inserted] = await rowsOf<BulkJobRow>(
       db,
       `INSERT INTO bulk_jobs (id, organization_id, flow_id, operation_key, source, contact_ids, total, status, created_at, updated_at)

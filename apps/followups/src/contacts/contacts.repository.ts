@@ -49,7 +49,8 @@ export class ContactsRepository {
    * what sender mode `last_conversation` sends from.
    */
   async recordInbound(db: Queryable, c: { organizationId: string; contactId: string; at: Date; text: string | null; conversationId: string | null; senderId?: string | null; optOut: boolean }): Promise<void> {
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `INSERT INTO contacts AS c (organization_id, contact_id, last_inbound_at, last_inbound_text, last_conversation_id, last_sender_id, opted_out_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $7, CASE WHEN $6 THEN $3::timestamptz END, now())
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET
@@ -64,7 +65,8 @@ export class ContactsRepository {
   }
 
   async markOptedOut(db: Queryable, organizationId: string, contactId: string, at: Date): Promise<void> {
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `INSERT INTO contacts AS c (organization_id, contact_id, opted_out_at) VALUES ($1, $2, $3)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET opted_out_at = coalesce(c.opted_out_at, EXCLUDED.opted_out_at), updated_at = now()`,
       [organizationId, contactId, at],
@@ -72,7 +74,8 @@ export class ContactsRepository {
   }
 
   async markHandoff(db: Queryable, organizationId: string, contactId: string, at: Date, conversationId: string | null): Promise<void> {
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `INSERT INTO contacts AS c (organization_id, contact_id, handoff_at, last_conversation_id) VALUES ($1, $2, $3, $4)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET handoff_at = greatest(c.handoff_at, EXCLUDED.handoff_at),
          last_conversation_id = coalesce(EXCLUDED.last_conversation_id, c.last_conversation_id), updated_at = now()`,
@@ -82,7 +85,8 @@ export class ContactsRepository {
 
   /** Erasure wipes the personal fields kept here too. */
   async markErased(db: Queryable, organizationId: string, contactId: string, at: Date): Promise<void> {
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `INSERT INTO contacts AS c (organization_id, contact_id, erased_at) VALUES ($1, $2, $3)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET erased_at = EXCLUDED.erased_at, name = NULL, phone = NULL, email = NULL, time_zone = NULL,
          fields = '{}', last_inbound_text = NULL, updated_at = now()`,
@@ -95,12 +99,10 @@ export class ContactsRepository {
    * `tags` is the contact's whole list as of `tagsAt` (the event's instant): a list older than the
    * one held is ignored, so events applied out of order never bring back an old list.
    */
-  async upsertProfile(
-    db: Queryable,
-    p: { organizationId: string; contactId: string; name?: string | null; phone?: string | null; email?: string | null; tags?: string[]; tagsAt?: Date; timeZone?: string | null },
-  ): Promise<void> {
+  async upsertProfile(db: Queryable, p: { organizationId: string; contactId: string; name?: string | null; phone?: string | null; email?: string | null; tags?: string[]; tagsAt?: Date; timeZone?: string | null }): Promise<void> {
     const newerTags = `$6::text[] IS NOT NULL AND (c.tags_at IS NULL OR $10::timestamptz IS NULL OR $10::timestamptz >= c.tags_at)`;
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `INSERT INTO contacts AS c (organization_id, contact_id, name, phone, email, tags, tags_at, time_zone) VALUES ($1, $2, $3, $4, $5, coalesce($6::text[], '{}'), $10::timestamptz, $11)
        ON CONFLICT (organization_id, contact_id) DO UPDATE SET
          time_zone = CASE WHEN $12 THEN EXCLUDED.time_zone ELSE c.time_zone END,
@@ -117,7 +119,8 @@ export class ContactsRepository {
 
   /** Adds or removes tags locally after a tag step (messaging stays the owner; its event confirms). */
   async applyTags(db: Queryable, organizationId: string, contactId: string, add: string[], remove: string[]): Promise<void> {
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `UPDATE contacts SET tags = ARRAY(SELECT DISTINCT t FROM unnest(tags || $3::text[]) t WHERE t <> ALL($4::text[])), updated_at = now()
         WHERE organization_id = $1 AND contact_id = $2`,
       [organizationId, contactId, add, remove],

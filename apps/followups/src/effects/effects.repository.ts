@@ -23,11 +23,7 @@ export class EffectsRepository {
 
   /** Records a person's decision on a send awaiting one (`reason` null when approved). */
   async decide(db: Queryable, d: { effectId: string; status: EffectStatus; reason: string | null; now: Date; apiKeyId: string; memberId: string }): Promise<void> {
-    await rowsOf(
-      db,
-      `UPDATE effects SET status = $2, reason = $3, decided_at = $4, decided_by_api_key_id = $5, decided_by_member_id = $6, updated_at = $4 WHERE id = $1`,
-      [d.effectId, d.status, d.reason, d.now, d.apiKeyId, d.memberId],
-    );
+    await rowsOf(db, `UPDATE effects SET status = $2, reason = $3, decided_at = $4, decided_by_api_key_id = $5, decided_by_member_id = $6, updated_at = $4 WHERE id = $1`, [d.effectId, d.status, d.reason, d.now, d.apiKeyId, d.memberId]);
   }
 
   /** Records a person's reconciliation of an uncertain send (`resolution` kept as given). */
@@ -39,10 +35,7 @@ export class EffectsRepository {
    * Moves a send effect to its reported outcome, only from one of `from` (a late or repeated report
    * finds nothing); the message id and the error fill in, never clear. Undefined when nothing moved.
    */
-  async recordSendOutcome(
-    db: Queryable,
-    o: { organizationId: string; idempotencyKey: string; outcome: EffectStatus; from: string[]; messageId: string | null; errorCode: string | null; at: Date },
-  ): Promise<{ id: string; enrollment_id: string; node_id: string } | undefined> {
+  async recordSendOutcome(db: Queryable, o: { organizationId: string; idempotencyKey: string; outcome: EffectStatus; from: string[]; messageId: string | null; errorCode: string | null; at: Date }): Promise<{ id: string; enrollment_id: string; node_id: string } | undefined> {
     const [effect] = await rowsOf<{ id: string; enrollment_id: string; node_id: string }>(
       db,
       `UPDATE effects SET status = $3, message_id = coalesce($4::uuid, message_id), reason = coalesce($5, reason), updated_at = $6

@@ -1,13 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  EFFECT_RESOLUTION_OUTCOMES,
-  type EffectDecisionData,
-  type EffectDecisionView,
-  type EffectResolveData,
-  type EffectStatus,
-  RESOLUTION_NOTE_MAX,
-  RESOLUTION_NOTE_MIN,
-} from '@touchpoint/contracts';
+import { EFFECT_RESOLUTION_OUTCOMES, type EffectDecisionData, type EffectDecisionView, type EffectResolveData, type EffectStatus, RESOLUTION_NOTE_MAX, RESOLUTION_NOTE_MIN } from '@touchpoint/contracts';
 import { notFound, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork, WakeSignal } from '@touchpoint/runtime';
@@ -41,7 +33,13 @@ export class EffectsService {
    *   waiting for a decision (or was decided the other way)
    */
   async decide(input: EffectDecisionData): Promise<EffectDecisionView> {
-    check(input).uuid('organization_id').uuid('effect_id').uuid('api_key_id').uuid('member_id').custom('approve', typeof input.approve === 'boolean' ? [] : ['approve must be a boolean']).done();
+    check(input)
+      .uuid('organization_id')
+      .uuid('effect_id')
+      .uuid('api_key_id')
+      .uuid('member_id')
+      .custom('approve', typeof input.approve === 'boolean' ? [] : ['approve must be a boolean'])
+      .done();
     const target: EffectStatus = input.approve ? 'approved' : 'rejected';
     const now = this.clock.now();
     const status = await this.uow.run(async (tx) => {
@@ -53,9 +51,7 @@ export class EffectsService {
       await this.effects.decide(tx, { effectId: effect.id, status: target, reason: input.approve ? null : 'decision_rejected', now, apiKeyId: input.api_key_id, memberId: input.member_id });
       // Wake the enrollment only if it still stands at that visit of the node.
       await this.enrollments.wakeAtVisit(tx, effect.enrollment_id, effect.node_id, effect.step, now);
-      await this.enrollments.insertEvents(tx, [
-        { organization_id: input.organization_id, enrollment_id: effect.enrollment_id, type: 'send_decided', node_id: effect.node_id, data: { effect_id: effect.id, approve: input.approve, api_key_id: input.api_key_id }, at: now },
-      ]);
+      await this.enrollments.insertEvents(tx, [{ organization_id: input.organization_id, enrollment_id: effect.enrollment_id, type: 'send_decided', node_id: effect.node_id, data: { effect_id: effect.id, approve: input.approve, api_key_id: input.api_key_id }, at: now }]);
       this.metrics.steps.inc({ action: 'decision', outcome: target });
       return target;
     });
@@ -71,15 +67,7 @@ export class EffectsService {
    *   not_ambiguous when the send is not uncertain
    */
   async resolve(input: EffectResolveData): Promise<{ resolved: true }> {
-    check(input)
-      .uuid('organization_id')
-      .uuid('effect_id')
-      .uuid('api_key_id')
-      .uuid('member_id')
-      .oneOf('outcome', EFFECT_RESOLUTION_OUTCOMES)
-      .string('note', RESOLUTION_NOTE_MIN, RESOLUTION_NOTE_MAX)
-      .string('wamid', 1, 200, true)
-      .done();
+    check(input).uuid('organization_id').uuid('effect_id').uuid('api_key_id').uuid('member_id').oneOf('outcome', EFFECT_RESOLUTION_OUTCOMES).string('note', RESOLUTION_NOTE_MIN, RESOLUTION_NOTE_MAX).string('wamid', 1, 200, true).done();
     const now = this.clock.now();
     await this.uow.run(async (tx) => {
       const effect = await this.lock(tx, input.organization_id, input.effect_id);
@@ -89,9 +77,7 @@ export class EffectsService {
       const resolution = { outcome: input.outcome, note: input.note, wamid: input.wamid ?? null, api_key_id: input.api_key_id, member_id: input.member_id, at: now.toISOString() };
       await this.effects.resolve(tx, effect.id, input.outcome, resolution, now);
       await this.enrollments.settleInflight(tx, effect.enrollment_id, effect.id, input.outcome, now);
-      await this.enrollments.insertEvents(tx, [
-        { organization_id: input.organization_id, enrollment_id: effect.enrollment_id, type: 'send_resolved', node_id: effect.node_id, data: { effect_id: effect.id, outcome: input.outcome, wamid: input.wamid ?? null }, at: now },
-      ]);
+      await this.enrollments.insertEvents(tx, [{ organization_id: input.organization_id, enrollment_id: effect.enrollment_id, type: 'send_resolved', node_id: effect.node_id, data: { effect_id: effect.id, outcome: input.outcome, wamid: input.wamid ?? null }, at: now }]);
       this.metrics.steps.inc({ action: 'send', outcome: `resolved_${input.outcome}` });
     });
     return { resolved: true };

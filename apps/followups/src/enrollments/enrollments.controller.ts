@@ -1,16 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import {
-  type CursorPage,
-  type DataEnvelope,
-  type EnrollmentControlData,
-  type EnrollmentCreateData,
-  type EnrollmentDetailView,
-  type EnrollmentListData,
-  type FollowupEnrollmentRef,
-  type FollowupEnrollmentView,
-  FollowupsRpc,
-} from '@touchpoint/contracts';
+import { type CursorPage, type DataEnvelope, type EnrollmentControlData, type EnrollmentCreateData, type EnrollmentDetailView, type EnrollmentListData, type FollowupEnrollmentRef, type FollowupEnrollmentView, FollowupsRpc } from '@touchpoint/contracts';
 import { OwnedReferences, OnRpc } from '@touchpoint/runtime';
 import { EnrollmentsService } from './enrollments.service.js';
 

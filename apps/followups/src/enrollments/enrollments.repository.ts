@@ -43,10 +43,7 @@ export class EnrollmentsRepository {
 
   /** Live enrollments of an organization (plan limit). */
   async countLive(db: Queryable, organizationId: string): Promise<number> {
-    const [row] = await rowsOf<{ n: number }>(db, 
-      `SELECT count(*)::int AS n FROM enrollments WHERE organization_id = $1 AND status IN ('active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual')`,
-      [organizationId],
-    );
+    const [row] = await rowsOf<{ n: number }>(db, `SELECT count(*)::int AS n FROM enrollments WHERE organization_id = $1 AND status IN ('active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual')`, [organizationId]);
     return row.n;
   }
 
@@ -54,10 +51,7 @@ export class EnrollmentsRepository {
   async insert(db: Queryable, row: EnrollmentRow): Promise<EnrollmentRow> {
     const columns = Object.keys(row) as (keyof EnrollmentRow)[];
     const values = columns.map((c) => (JSON_COLUMNS.has(c) ? JSON.stringify(row[c]) : row[c]));
-    const [saved] = await rowsOf<EnrollmentRow>(db, 
-      `INSERT INTO enrollments (${columns.join(', ')}) VALUES (${columns.map((c, i) => `$${i + 1}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`).join(', ')}) RETURNING *`,
-      values,
-    );
+    const [saved] = await rowsOf<EnrollmentRow>(db, `INSERT INTO enrollments (${columns.join(', ')}) VALUES (${columns.map((c, i) => `$${i + 1}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`).join(', ')}) RETURNING *`, values);
     return saved;
   }
 
@@ -67,7 +61,8 @@ export class EnrollmentsRepository {
    */
   async saveState(db: Queryable, state: EnrollmentRow, now: Date): Promise<EnrollmentRow> {
     const values = MUTABLE.map((c) => (JSON_COLUMNS.has(c) ? JSON.stringify(state[c]) : state[c]));
-    const [row] = await rowsOf<EnrollmentRow>(db, 
+    const [row] = await rowsOf<EnrollmentRow>(
+      db,
       `UPDATE enrollments SET ${MUTABLE.map((c, i) => `${c} = $${i + 3}${JSON_COLUMNS.has(c) ? '::jsonb' : ''}`).join(', ')}, revision = revision + 1, updated_at = $2
         WHERE id = $1 RETURNING *`,
       [state.id, now, ...values],
@@ -101,17 +96,11 @@ export class EnrollmentsRepository {
 
   async insertEvents(db: Queryable, events: NewEnrollmentEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `INSERT INTO enrollment_events (organization_id, enrollment_id, type, node_id, data, created_at)
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[])`,
-      [
-        events.map((e) => e.organization_id),
-        events.map((e) => e.enrollment_id),
-        events.map((e) => e.type),
-        events.map((e) => e.node_id),
-        events.map((e) => JSON.stringify(e.data)),
-        events.map((e) => e.at),
-      ],
+      [events.map((e) => e.organization_id), events.map((e) => e.enrollment_id), events.map((e) => e.type), events.map((e) => e.node_id), events.map((e) => JSON.stringify(e.data)), events.map((e) => e.at)],
     );
   }
 
@@ -132,12 +121,7 @@ export class EnrollmentsRepository {
    * A keyset page, newest first. `after` is the last row of the previous page: rows strictly after it
    * in (created_at DESC, id DESC) order, so rows sharing a timestamp are neither repeated nor skipped.
    */
-  async page(
-    db: Queryable,
-    filter: { organizationId: string; flowId?: string; contactId?: string; status?: FollowupEnrollmentStatus },
-    after: { createdAt: string; id: string } | undefined,
-    limit: number,
-  ): Promise<(EnrollmentRow & { cursor_at: string })[]> {
+  async page(db: Queryable, filter: { organizationId: string; flowId?: string; contactId?: string; status?: FollowupEnrollmentStatus }, after: { createdAt: string; id: string } | undefined, limit: number): Promise<(EnrollmentRow & { cursor_at: string })[]> {
     const where = ['organization_id = $1'];
     const params: unknown[] = [filter.organizationId];
     if (filter.flowId) where.push(`flow_id = $${params.push(filter.flowId)}`);
@@ -145,7 +129,8 @@ export class EnrollmentsRepository {
     if (filter.status) where.push(`status = $${params.push(filter.status)}`);
     if (after) where.push(`(created_at, id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)`);
     params.push(limit);
-    return rowsOf(db, 
+    return rowsOf(
+      db,
       `SELECT *, ${cursorAtSql('created_at')} AS cursor_at
          FROM enrollments WHERE ${where.join(' AND ')}
         ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,

@@ -211,12 +211,7 @@ export class EnrollmentsService {
     const filters = { flow_id: input.flow_id, contact_id: input.contact_id, status: input.status };
     const after = input.cursor ? decodeCursor(input.cursor, filters) : undefined;
     const limit = input.limit ?? ENROLLMENT_LIST_DEFAULT_LIMIT;
-    const rows = await this.enrollments.page(
-      poolOf(this.uow.dataSource),
-      { organizationId: input.organization_id, flowId: input.flow_id, contactId: input.contact_id, status: input.status },
-      after && { createdAt: after.createdAt, id: after.id },
-      limit + 1,
-    );
+    const rows = await this.enrollments.page(poolOf(this.uow.dataSource), { organizationId: input.organization_id, flowId: input.flow_id, contactId: input.contact_id, status: input.status }, after && { createdAt: after.createdAt, id: after.id }, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return { data: page.map(toEnrollmentView), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
@@ -229,7 +224,13 @@ export class EnrollmentsService {
    *   flight or uncertain), conflict (the action does not apply to the status), validation_failed
    */
   async control(input: EnrollmentControlData): Promise<FollowupEnrollmentView> {
-    check(input).uuid('organization_id').uuid('enrollment_id').int('expected_revision', 1, 2 ** 31 - 1).oneOf('action', ENROLLMENT_CONTROL_ACTIONS).string('reason', 1, 500, true).done();
+    check(input)
+      .uuid('organization_id')
+      .uuid('enrollment_id')
+      .int('expected_revision', 1, 2 ** 31 - 1)
+      .oneOf('action', ENROLLMENT_CONTROL_ACTIONS)
+      .string('reason', 1, 500, true)
+      .done();
     const now = this.clock.now();
     const saved = await this.uow.run(async (tx) => {
       const row = await this.enrollments.find(tx, input.organization_id, input.enrollment_id, true);

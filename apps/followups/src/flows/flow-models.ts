@@ -100,7 +100,17 @@ const MODELS: FlowModel[] = [
             { id: 'start', type: 'trigger', label: 'Appointment booked', config: {} },
             { id: 'remind', type: 'action', label: 'Reminder', config: { mode: 'text', body: 'Lembrete: seu horário é {{anchor.date}} às {{anchor.time}}. Responda SIM para confirmar ou CANCELAR para desmarcar.', anchor_grace_ms: 0 } },
             { id: 'listen', type: 'wait', label: 'Reply within 6 h?', config: { mode: 'reply', timeout_ms: 6 * HOUR } },
-            { id: 'read', type: 'match_reply', label: 'Confirmed?', config: { branches: [{ id: 'confirm', keywords: ['sim', 'confirmo', 'confirmado', 'ok'] }, { id: 'cancel', keywords: ['cancelar', 'desmarcar', 'nao posso'] }] } },
+            {
+              id: 'read',
+              type: 'match_reply',
+              label: 'Confirmed?',
+              config: {
+                branches: [
+                  { id: 'confirm', keywords: ['sim', 'confirmo', 'confirmado', 'ok'] },
+                  { id: 'cancel', keywords: ['cancelar', 'desmarcar', 'nao posso'] },
+                ],
+              },
+            },
             { id: 'tag', type: 'action', label: 'Tag confirmed', config: { mode: 'tag', tags: ['appointment_confirmed'] } },
             { id: 'to_person', type: 'action', label: 'Hand over', config: { mode: 'handoff', note: 'The contact wants to cancel or reschedule.' } },
             { id: 'confirmed', type: 'end', label: 'Confirmed', config: { outcome: 'confirmed' } },
@@ -128,7 +138,7 @@ const MODELS: FlowModel[] = [
     name: 'Reactivate a dormant lead',
     summary: 'One friendly message to a lead who went quiet, then waits a day for an answer.',
     journey: 'Send one message that invites the lead back, and close the enrollment after 23 hours without an answer.',
-    trigger_description: 'Enrolled from the lead\'s conversation, e.g. by an agent reviewing old leads.',
+    trigger_description: "Enrolled from the lead's conversation, e.g. by an agent reviewing old leads.",
     requires_stage: false,
     max_messages: 1,
     build: () =>

@@ -65,7 +65,8 @@ export class FlowsRepository {
   }
 
   async insert(db: Queryable, flow: { id: string; organizationId: string; name: string; graph: FlowGraph; settings: FlowSettings; modelId?: string | null; stageId?: string | null; now: Date }): Promise<FlowView> {
-    const [row] = await rowsOf<FlowRow>(db, 
+    const [row] = await rowsOf<FlowRow>(
+      db,
       `INSERT INTO flows (id, organization_id, name, graph, settings, status, model_id, stage_id, created_at, updated_at)
        VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, 'draft', $6, $7, $8, $8) RETURNING *`,
       [flow.id, flow.organizationId, flow.name, JSON.stringify(flow.graph), JSON.stringify(flow.settings), flow.modelId ?? null, flow.stageId ?? null, flow.now],
@@ -81,7 +82,8 @@ export class FlowsRepository {
     const columns = Object.keys(set);
     const values = columns.map((c) => (c === 'graph' || c === 'settings' ? JSON.stringify(set[c]) : set[c]));
     const assignments = columns.map((c, i) => `${c} = $${i + 5}${c === 'graph' || c === 'settings' ? '::jsonb' : ''}`);
-    const [row] = await rowsOf<FlowRow>(db, 
+    const [row] = await rowsOf<FlowRow>(
+      db,
       `UPDATE flows SET ${[...assignments, 'revision = revision + 1', 'updated_at = $4'].join(', ')}
         WHERE id = $1 AND organization_id = $2 AND revision = $3 RETURNING *`,
       [flowId, organizationId, expectedRevision, now, ...values],
@@ -101,7 +103,8 @@ export class FlowsRepository {
 
   /** Inserts the next version of a flow (numbered under the flow's row lock, which the caller holds). */
   async insertVersion(db: Queryable, v: { id: string; organizationId: string; flowId: string; graph: FlowGraph; settings: FlowSettings; sourceVersionId: string | null; now: Date }): Promise<FlowVersionView> {
-    const [row] = await rowsOf<VersionRow>(db, 
+    const [row] = await rowsOf<VersionRow>(
+      db,
       `INSERT INTO flow_versions (id, organization_id, flow_id, version, graph, settings, source_version_id, published_at)
        VALUES ($1, $2, $3, (SELECT coalesce(max(version), 0) + 1 FROM flow_versions WHERE flow_id = $3), $4::jsonb, $5::jsonb, $6, $7)
        RETURNING *`,

@@ -64,9 +64,7 @@ export class FlowsService {
    */
   async create(input: FlowCreateData): Promise<FlowView> {
     checkDraft(input);
-    return this.uow.run((tx) =>
-      this.flows.insert(tx, { id: randomUUID(), organizationId: input.organization_id, name: input.name.trim(), graph: input.graph, settings: input.settings, now: this.clock.now() }),
-    );
+    return this.uow.run((tx) => this.flows.insert(tx, { id: randomUUID(), organizationId: input.organization_id, name: input.name.trim(), graph: input.graph, settings: input.settings, now: this.clock.now() }));
   }
 
   models(): FlowModelView[] {
@@ -103,7 +101,10 @@ export class FlowsService {
    */
   async update(input: FlowUpdateData): Promise<FlowView> {
     checkDraft(input);
-    check(input).uuid('flow_id').int('expected_revision', 1, 2 ** 31 - 1).done();
+    check(input)
+      .uuid('flow_id')
+      .int('expected_revision', 1, 2 ** 31 - 1)
+      .done();
     return this.uow.run((tx) => this.casOrExplain(tx, input, { name: input.name.trim(), graph: input.graph, settings: input.settings }));
   }
 
@@ -113,7 +114,12 @@ export class FlowsService {
    * @throws AppError publish_required, not_found, revision_conflict, validation_failed
    */
   async setStatus(input: FlowSetStatusData): Promise<FlowView> {
-    check(input).uuid('organization_id').uuid('flow_id').int('expected_revision', 1, 2 ** 31 - 1).oneOf('status', ['active', 'paused', 'archived']).done();
+    check(input)
+      .uuid('organization_id')
+      .uuid('flow_id')
+      .int('expected_revision', 1, 2 ** 31 - 1)
+      .oneOf('status', ['active', 'paused', 'archived'])
+      .done();
     const now = this.clock.now();
     return this.uow.run(async (tx) => {
       const current = await this.flows.find(tx, input.organization_id, input.flow_id, true);
@@ -140,7 +146,11 @@ export class FlowsService {
    * @throws AppError invalid_graph with `details.validation_errors`, not_found, revision_conflict
    */
   async publish(input: FlowPublishData): Promise<FlowView> {
-    check(input).uuid('organization_id').uuid('flow_id').int('expected_revision', 1, 2 ** 31 - 1).done();
+    check(input)
+      .uuid('organization_id')
+      .uuid('flow_id')
+      .int('expected_revision', 1, 2 ** 31 - 1)
+      .done();
     return this.uow.run(async (tx) => {
       const flow = await this.lockAtRevision(tx, input);
       await this.assertPublishable(input.organization_id, flow.graph, flow.settings);
@@ -160,7 +170,12 @@ export class FlowsService {
    * @throws AppError invalid_graph, not_found (flow or version), revision_conflict
    */
   async rollback(input: FlowRollbackData): Promise<FlowView> {
-    check(input).uuid('organization_id').uuid('flow_id').uuid('version_id').int('expected_revision', 1, 2 ** 31 - 1).done();
+    check(input)
+      .uuid('organization_id')
+      .uuid('flow_id')
+      .uuid('version_id')
+      .int('expected_revision', 1, 2 ** 31 - 1)
+      .done();
     return this.uow.run(async (tx) => {
       const flow = await this.lockAtRevision(tx, input);
       const version = await this.flows.findVersion(tx, input.organization_id, input.version_id);

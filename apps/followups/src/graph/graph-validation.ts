@@ -1,16 +1,4 @@
-import {
-  FLOW_EDGE_CONDITION_TYPES,
-  FLOW_MAX_EDGES,
-  FLOW_MAX_NODES,
-  FLOW_MIN_NODES,
-  FLOW_NODE_TYPES,
-  type FlowEdge,
-  type FlowGraph,
-  type FlowSettings,
-  type FlowTemplateRef,
-  type FlowValidationCode,
-  type FlowValidationError,
-} from '@touchpoint/contracts';
+import { FLOW_EDGE_CONDITION_TYPES, FLOW_MAX_EDGES, FLOW_MAX_NODES, FLOW_MIN_NODES, FLOW_NODE_TYPES, type FlowEdge, type FlowGraph, type FlowSettings, type FlowTemplateRef, type FlowValidationCode, type FlowValidationError } from '@touchpoint/contracts';
 import { WHATSAPP_SERVICE_WINDOW_MS } from '@touchpoint/time';
 import { CONVERSATION_TRIGGERS, flowSettingsProblems } from '../flows/flow-settings.js';
 import { branchIdOf, type ExitKey, exitKeyOf, exitsOf, isSendAction, type ParsedNode, parseNodeConfig, usesAi } from './node-config.js';
@@ -20,7 +8,6 @@ import { branchIdOf, type ExitKey, exitKeyOf, exitsOf, isSendAction, type Parsed
  * covered exits, cycles without a wait, waits, templates and the 24-hour window. Pure: everything
  * it needs from the organization comes in `context`.
  */
-
 
 export interface PublishContext {
   /** Templates the organization may send (`unknown_template` otherwise). */
@@ -124,9 +111,7 @@ export function validateForPublish(graph: FlowGraph, settings: FlowSettings, con
     }
     const exit = exitKeyOf(edge.condition);
     if (!exitsOf(source).includes(exit)) {
-      errors.push(
-        err('invalid_edge_condition', `edge "${edge.id}" covers exit "${exit}", which a ${source.type} node of this config does not have (exits: ${exitsOf(source).join(', ')})`, source.id, branchIdOf(exit)),
-      );
+      errors.push(err('invalid_edge_condition', `edge "${edge.id}" covers exit "${exit}", which a ${source.type} node of this config does not have (exits: ${exitsOf(source).join(', ')})`, source.id, branchIdOf(exit)));
       continue;
     }
     const exits = next.get(source.id) ?? new Map<ExitKey, string>();
@@ -179,9 +164,7 @@ export function validateForPublish(graph: FlowGraph, settings: FlowSettings, con
   if (trigger && parsed.has(trigger)) {
     const startsInConversation = CONVERSATION_TRIGGERS.includes(settings?.trigger?.kind as string);
     for (const id of sendsOutsideServiceWindow({ nodes: parsed, next, triggerId: trigger }, startsInConversation)) {
-      errors.push(
-        err('needs_template_fallback', `node "${id}" sends free-form content that can go out more than 24 hours after the contact's last message; add a template_fallback (or send a template)`, id),
-      );
+      errors.push(err('needs_template_fallback', `node "${id}" sends free-form content that can go out more than 24 hours after the contact's last message; add a template_fallback (or send a template)`, id));
     }
   }
   return errors;
@@ -201,10 +184,12 @@ function edgeConditionProblem(edge: FlowEdge): string | undefined {
 function reach(starts: string[], step: (id: string) => string[]): Set<string> {
   const seen = new Set<string>(starts);
   const stack = [...starts];
-  while (stack.length) for (const n of step(stack.pop()!)) if (!seen.has(n)) {
-      seen.add(n);
-      stack.push(n);
-    }
+  while (stack.length)
+    for (const n of step(stack.pop()!))
+      if (!seen.has(n)) {
+        seen.add(n);
+        stack.push(n);
+      }
   return seen;
 }
 

@@ -180,9 +180,7 @@ export class PromiseFiringService {
     }
     const key = promiseSendKeyOf(row.id);
     const parameters = template.parameters ?? [];
-    await tx.publish([
-      this.sendCommand(row, key, { template: { name: template.name, language: template.language, components: parameters.length ? [{ type: 'body', parameters: parameters.map((t) => ({ type: 'text', text: t })) }] : [] } }, sender.sender_id),
-    ]);
+    await tx.publish([this.sendCommand(row, key, { template: { name: template.name, language: template.language, components: parameters.length ? [{ type: 'body', parameters: parameters.map((t) => ({ type: 'text', text: t })) }] : [] } }, sender.sender_id)]);
     await this.promises.update(tx, row.id, { status: 'template_dispatching', fired_at: row.fired_at ?? now, last_error: null, run: { ai_run_id: null, message_key: key, skip_reason: null, usage: null } }, now);
     return 'template';
   }

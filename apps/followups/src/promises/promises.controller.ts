@@ -1,17 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import {
-  type CursorPage,
-  type DataEnvelope,
-  FollowupsRpc,
-  type PromiseCancelData,
-  type PromiseCreateData,
-  type PromiseDetailView,
-  type PromiseListData,
-  type PromiseRef,
-  type PromiseResolveData,
-  type PromiseView,
-} from '@touchpoint/contracts';
+import { type CursorPage, type DataEnvelope, FollowupsRpc, type PromiseCancelData, type PromiseCreateData, type PromiseDetailView, type PromiseListData, type PromiseRef, type PromiseResolveData, type PromiseView } from '@touchpoint/contracts';
 import { OwnedReferences, OnRpc } from '@touchpoint/runtime';
 import { PromisesService } from './promises.service.js';
 

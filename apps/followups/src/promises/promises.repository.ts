@@ -76,7 +76,13 @@ export class PromisesRepository {
   }
 
   /** Moves a return on. `fence`: only while its attempts are still that number (a late answer changes nothing). */
-  async update(db: Queryable, id: string, change: Partial<Pick<PromiseRow, 'status' | 'due_at' | 'locked_until' | 'run' | 'alert' | 'resolution' | 'last_error' | 'cancel_reason' | 'fired_at'>> & { attempts?: number }, now: Date, fence?: { attempts: number; status: PromiseStatus }): Promise<PromiseRow | undefined> {
+  async update(
+    db: Queryable,
+    id: string,
+    change: Partial<Pick<PromiseRow, 'status' | 'due_at' | 'locked_until' | 'run' | 'alert' | 'resolution' | 'last_error' | 'cancel_reason' | 'fired_at'>> & { attempts?: number },
+    now: Date,
+    fence?: { attempts: number; status: PromiseStatus },
+  ): Promise<PromiseRow | undefined> {
     const params: unknown[] = [id, now];
     const set = Object.entries(change).map(([k, v]) => {
       const json = k === 'run' || k === 'alert' || k === 'resolution';
@@ -107,11 +113,7 @@ export class PromisesRepository {
 
   /** Sets the status of the return whose send has this key, if it is in one of `from`. */
   async settleSend(db: Queryable, organizationId: string, id: string, status: PromiseStatus, from: PromiseStatus[], lastError: string | null, now: Date): Promise<PromiseRow | undefined> {
-    const [row] = await rowsOf<PromiseRow>(
-      db,
-      `UPDATE promises SET status = $3, last_error = coalesce($5, last_error), updated_at = $6 WHERE id = $1 AND organization_id = $2 AND status = ANY($4::text[]) RETURNING *`,
-      [id, organizationId, status, from, lastError, now],
-    );
+    const [row] = await rowsOf<PromiseRow>(db, `UPDATE promises SET status = $3, last_error = coalesce($5, last_error), updated_at = $6 WHERE id = $1 AND organization_id = $2 AND status = ANY($4::text[]) RETURNING *`, [id, organizationId, status, from, lastError, now]);
     return row;
   }
 }

@@ -24,7 +24,7 @@ import { Clock, nextSendOpening } from '@touchpoint/time';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { decodeCursor, encodeCursor } from '@touchpoint/database';
-import { } from '@touchpoint/text';
+import {} from '@touchpoint/text';
 import { check } from '../input-checks/input-checks.js';
 import { AgentsRepository } from '../agents/agents.repository.js';
 import { SettingsService } from '../settings/settings.service.js';
@@ -126,14 +126,7 @@ export class PromisesService {
 
   /** Newest first, cursor-paged (seed 002: limit 1–100, default 30). @throws AppError invalid_cursor, validation_failed */
   async list(input: PromiseListData): Promise<CursorPage<PromiseView>> {
-    check(input)
-      .uuid('organization_id')
-      .oneOf('status', PROMISE_STATUSES, true)
-      .uuid('contact_id', true)
-      .string('q', 1, 100, true)
-      .string('cursor', 1, 1024, true)
-      .int('limit', 1, PROMISE_LIST_MAX_LIMIT, true)
-      .done();
+    check(input).uuid('organization_id').oneOf('status', PROMISE_STATUSES, true).uuid('contact_id', true).string('q', 1, 100, true).string('cursor', 1, 1024, true).int('limit', 1, PROMISE_LIST_MAX_LIMIT, true).done();
     const filters = { status: input.status, q: input.q, contact_id: input.contact_id };
     const after = input.cursor ? decodeCursor(input.cursor, filters) : undefined;
     const limit = input.limit ?? PROMISE_LIST_DEFAULT_LIMIT;
@@ -177,15 +170,7 @@ export class PromisesService {
    * @throws AppError validation_failed; not_found; not_ambiguous when the return is not unknown
    */
   async resolve(input: PromiseResolveData): Promise<{ resolved: true }> {
-    check(input)
-      .uuid('organization_id')
-      .uuid('promise_id')
-      .uuid('api_key_id')
-      .uuid('member_id')
-      .oneOf('outcome', ['sent', 'rejected'])
-      .string('note', RESOLUTION_NOTE_MIN, RESOLUTION_NOTE_MAX)
-      .string('wamid', 1, 200, true)
-      .done();
+    check(input).uuid('organization_id').uuid('promise_id').uuid('api_key_id').uuid('member_id').oneOf('outcome', ['sent', 'rejected']).string('note', RESOLUTION_NOTE_MIN, RESOLUTION_NOTE_MAX).string('wamid', 1, 200, true).done();
     const now = this.clock.now();
     await this.uow.run(async (tx) => {
       const row = await this.promises.find(tx, input.organization_id, input.promise_id, true);

@@ -58,7 +58,8 @@ export class QueueRepository {
     }
     if (after) where.push(`(e.created_at, 'enrollment'::text, e.id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.kind)}::text, $${params.push(after.id)}::uuid)`);
     params.push(limit);
-    const rows = await rowsOf<QueueRow>(db, 
+    const rows = await rowsOf<QueueRow>(
+      db,
       `SELECT e.id, e.contact_id, c.name AS contact_name, c.phone AS contact_phone, e.conversation_id, e.flow_id, f.name AS flow_name,
               e.agent_id, ag.name AS agent_name, e.status, e.node_id, e.next_run_at, e.reason, e.updated_at, e.created_at, e.last_error,
               ${cursorAtSql('e.created_at')} AS cursor_at
@@ -106,8 +107,20 @@ export class QueueRepository {
     if (after) where.push(`(p.created_at, 'promise'::text, p.id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.kind)}::text, $${params.push(after.id)}::uuid)`);
     params.push(limit);
     const rows = await rowsOf<{
-      id: string; contact_id: string; contact_name: string | null; contact_phone: string | null; conversation_id: string | null; agent_id: string | null; agent_name: string | null;
-      status: string; due_at: Date; reason: string; updated_at: Date; created_at: Date; last_error: string | null; cursor_at: string;
+      id: string;
+      contact_id: string;
+      contact_name: string | null;
+      contact_phone: string | null;
+      conversation_id: string | null;
+      agent_id: string | null;
+      agent_name: string | null;
+      status: string;
+      due_at: Date;
+      reason: string;
+      updated_at: Date;
+      created_at: Date;
+      last_error: string | null;
+      cursor_at: string;
     }>(
       db,
       `SELECT p.id, p.contact_id, c.name AS contact_name, c.phone AS contact_phone, p.conversation_id, p.agent_id, ag.name AS agent_name, p.status, p.due_at, p.reason,

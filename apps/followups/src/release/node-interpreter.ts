@@ -43,16 +43,7 @@ export class NodeInterpreter {
    * @param ai the model's answer, on an AI step's second pass
    * @returns whether a send was queued, and the model call a first pass leaves for after the commit
    */
-  async step(
-    tx: Tx,
-    now: Date,
-    state: EnrollmentRow,
-    contact: ContactActivity,
-    flowStatus: FlowStatus,
-    recentSends: ReleaseContext['recentSends'],
-    pending: PendingWrites,
-    ai?: AiAnswer,
-  ): Promise<{ sent: boolean; aiRequest?: AiRequest }> {
+  async step(tx: Tx, now: Date, state: EnrollmentRow, contact: ContactActivity, flowStatus: FlowStatus, recentSends: ReleaseContext['recentSends'], pending: PendingWrites, ai?: AiAnswer): Promise<{ sent: boolean; aiRequest?: AiRequest }> {
     const version = await this.versions.get(tx, state.version_id);
     const organization = await this.settings.get(state.organization_id, tx);
     const ctx: ReleaseContext = { tx, now, state: { ...state, failures: 0, last_error: null, locked_until: null }, contact, version, organization, events: [], messages: [], effects: [], sent: false, recentSends, ai };

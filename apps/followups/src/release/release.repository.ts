@@ -34,11 +34,28 @@ export interface StepSendEffect {
 
 /** Enrollment columns a step changes, with their SQL types (for the unnest arrays of `writeSteps`). */
 const STATE_COLUMNS = [
-  ['status', 'text'], ['reason', 'text'], ['node_id', 'text'], ['step', 'int'], ['next_run_at', 'timestamptz'], ['node_entered_at', 'timestamptz'],
-  ['variables', 'jsonb'], ['sender_id', 'uuid'], ['repeat_counts', 'jsonb'], ['last_reply_text', 'text'], ['reply_seen_at', 'timestamptz'],
-  ['handoff_seen_at', 'timestamptz'], ['pending_exit', 'text'], ['last_send_status', 'text'], ['inflight_effect_id', 'uuid'],
-  ['sender_unavailable_since', 'timestamptz'], ['failures', 'int'], ['last_error', 'text'], ['finished_at', 'timestamptz'], ['ai_attempts', 'int'],
-  ['locked_until', 'timestamptz'], ['ai_draft', 'jsonb'],
+  ['status', 'text'],
+  ['reason', 'text'],
+  ['node_id', 'text'],
+  ['step', 'int'],
+  ['next_run_at', 'timestamptz'],
+  ['node_entered_at', 'timestamptz'],
+  ['variables', 'jsonb'],
+  ['sender_id', 'uuid'],
+  ['repeat_counts', 'jsonb'],
+  ['last_reply_text', 'text'],
+  ['reply_seen_at', 'timestamptz'],
+  ['handoff_seen_at', 'timestamptz'],
+  ['pending_exit', 'text'],
+  ['last_send_status', 'text'],
+  ['inflight_effect_id', 'uuid'],
+  ['sender_unavailable_since', 'timestamptz'],
+  ['failures', 'int'],
+  ['last_error', 'text'],
+  ['finished_at', 'timestamptz'],
+  ['ai_attempts', 'int'],
+  ['locked_until', 'timestamptz'],
+  ['ai_draft', 'jsonb'],
 ] as const satisfies readonly (readonly [keyof EnrollmentRow, string])[];
 
 /** What one step writes: the enrollment's new state, its timeline entries, and its effects. */
@@ -151,8 +168,16 @@ export class ReleaseRepository {
     const params: unknown[] = [now];
     const arg = (values: unknown[], type: string) => `$${params.push(values)}::${type}[]`;
     const stateArgs = [
-      arg(steps.map((w) => w.state.id), 'uuid'),
-      ...STATE_COLUMNS.map(([column, type]) => arg(steps.map((w) => (type === 'jsonb' && w.state[column] !== null ? JSON.stringify(w.state[column]) : w.state[column])), type)),
+      arg(
+        steps.map((w) => w.state.id),
+        'uuid',
+      ),
+      ...STATE_COLUMNS.map(([column, type]) =>
+        arg(
+          steps.map((w) => (type === 'jsonb' && w.state[column] !== null ? JSON.stringify(w.state[column]) : w.state[column])),
+          type,
+        ),
+      ),
     ];
     const events = steps.flatMap((w) => w.events);
     const ev = (f: (e: NewEnrollmentEvent) => unknown, type: string) => arg(events.map(f), type);
@@ -256,7 +281,8 @@ export class ReleaseRepository {
     if (!row) return undefined;
     const failures = row.failures + 1;
     const dead = failures >= maxFailures;
-    const [saved] = await rowsOf<{ failures: number; status: string }>(db, 
+    const [saved] = await rowsOf<{ failures: number; status: string }>(
+      db,
       `UPDATE enrollments SET failures = $2, last_error = $3, status = CASE WHEN $4 THEN 'dead' ELSE status END,
               reason = CASE WHEN $4 THEN 'too_many_failures' ELSE reason END,
               finished_at = CASE WHEN $4 THEN $5::timestamptz ELSE finished_at END,
@@ -270,7 +296,8 @@ export class ReleaseRepository {
 
   /** The latest schedule plan of a step (a deferral to the window, cap or quota), kept up to date. */
   async upsertSchedulePlan(db: Queryable, p: { id: string; organizationId: string; enrollmentId: string; contactId: string; nodeId: string; step: number; reason: string; at: Date; now: Date }): Promise<void> {
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `INSERT INTO effects (id, organization_id, enrollment_id, contact_id, node_id, step, kind, status, reason, usage, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, 'schedule_plan', 'done', $7, jsonb_build_object('planned_at', $8::text), $9, $9)
        ON CONFLICT (enrollment_id, node_id, step, kind) DO UPDATE SET reason = EXCLUDED.reason, usage = EXCLUDED.usage, updated_at = EXCLUDED.updated_at`,
@@ -292,8 +319,7 @@ export class ReleaseRepository {
    * @returns whether the send fits
    */
   async takeMonthlySend(db: Queryable, organizationId: string, month: string, quota: number): Promise<boolean> {
-    const take = () =>
-      rowsOf(db, `UPDATE monthly_usage SET sends = sends + 1 WHERE organization_id = $1 AND month = $2::date AND sends < $3 RETURNING sends`, [organizationId, month, quota]);
+    const take = () => rowsOf(db, `UPDATE monthly_usage SET sends = sends + 1 WHERE organization_id = $1 AND month = $2::date AND sends < $3 RETURNING sends`, [organizationId, month, quota]);
     if ((await take()).length) return true;
     if ((await rowsOf(db, `SELECT 1 FROM monthly_usage WHERE organization_id = $1 AND month = $2::date`, [organizationId, month])).length) return false;
     await rowsOf(

@@ -210,10 +210,7 @@ export class ReleaseService {
   private async recordFailure(claimed: { id: string; revision: number; organization_id: string }, err: unknown, now: Date): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
     const result = await this.uow.run((tx) => this.release.recordFailure(tx, claimed.id, claimed.revision, message, failureBackoffMs, this.config.FOLLOWUP_MAX_FAILURES, now));
-    this.logger.warn(
-      { event: 'followups.release_failed', organization_id: claimed.organization_id, enrollment_id: claimed.id, err: message, failures: result?.failures, status: result?.status },
-      'release failed; backing off',
-    );
+    this.logger.warn({ event: 'followups.release_failed', organization_id: claimed.organization_id, enrollment_id: claimed.id, err: message, failures: result?.failures, status: result?.status }, 'release failed; backing off');
     if (result?.status === 'dead') this.metrics.finished.inc({ status: 'dead', reason: 'too_many_failures' });
   }
 }

@@ -31,10 +31,7 @@ export type SendActionConfig = Extract<ActionConfig, { mode: 'text' | 'template'
  * - `defer`: try again at `at` (`plan`: shown as the step's schedule plan; `announce`: with a `deferred` timeline entry);
  * - `park`: the enrollment goes `dormente` with the reason.
  */
-export type GateStop =
-  | { kind: 'skip'; reason: string; visit?: true }
-  | { kind: 'defer'; at: Date; reason: string; plan: boolean; announce?: boolean }
-  | { kind: 'park'; reason: string };
+export type GateStop = { kind: 'skip'; reason: string; visit?: true } | { kind: 'defer'; at: Date; reason: string; plan: boolean; announce?: boolean } | { kind: 'park'; reason: string };
 
 /** What WhatsApp's 24 h customer-service window leaves a send: a template (its own or its fallback), or free content (text, media, AI). */
 export type ContentRoute = { kind: 'template'; template: FlowTemplateRef } | { kind: 'free' };

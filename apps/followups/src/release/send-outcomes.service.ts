@@ -39,9 +39,7 @@ export class SendOutcomesService {
       return false;
     }
     await this.enrollments.settleInflight(tx, effect.enrollment_id, effect.id, outcome, detail.at, outcome !== 'uncertain');
-    await this.enrollments.insertEvents(tx, [
-      { organization_id: organizationId, enrollment_id: effect.enrollment_id, type: `send_${outcome}`, node_id: effect.node_id, data: { effect_id: effect.id, error_code: detail.errorCode ?? null }, at: detail.at },
-    ]);
+    await this.enrollments.insertEvents(tx, [{ organization_id: organizationId, enrollment_id: effect.enrollment_id, type: `send_${outcome}`, node_id: effect.node_id, data: { effect_id: effect.id, error_code: detail.errorCode ?? null }, at: detail.at }]);
     this.metrics.steps.inc({ action: 'send', outcome });
     return true;
   }

@@ -108,21 +108,22 @@ export class SendStep {
     const key = sendKeyOf(state.id, nodeId, state.step);
     const effectId = approved?.id ?? randomUUID();
     if (approved) await this.release.queueApprovedEffect(tx, approved.id, { idempotencyKey: key, text, template: template ?? null, senderId, now });
-    else ctx.effects.push({
-      id: effectId,
-      organizationId: state.organization_id,
-      enrollmentId: state.id,
-      contactId: state.contact_id,
-      nodeId,
-      step: state.step,
-      kind: 'send',
-      status: 'queued',
-      idempotencyKey: key,
-      text,
-      template: template ?? null,
-      senderId,
-      usage,
-    });
+    else
+      ctx.effects.push({
+        id: effectId,
+        organizationId: state.organization_id,
+        enrollmentId: state.id,
+        contactId: state.contact_id,
+        nodeId,
+        step: state.step,
+        kind: 'send',
+        status: 'queued',
+        idempotencyKey: key,
+        text,
+        template: template ?? null,
+        senderId,
+        usage,
+      });
     const command: MessagingSendData = {
       organization_id: state.organization_id,
       idempotency_key: key,

@@ -78,7 +78,10 @@ export function evaluateCondition(config: ConditionConfig, facts: StepFacts): bo
 }
 
 /** Words of a text, accent- and case-insensitive, punctuation as spaces. */
-const words = (text: string): string => ` ${normalizeText(text).replace(/[^\p{L}\p{N}]+/gu, ' ').trim()} `;
+const words = (text: string): string =>
+  ` ${normalizeText(text)
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim()} `;
 
 /**
  * The branch of a `match_reply` node: the first branch with a keyword found in the reply as whole
@@ -102,7 +105,7 @@ function placeholderValue(name: string, facts: StepFacts): string | undefined {
   const present = (v: unknown): string | undefined => (v === undefined || v === null || v === '' ? undefined : String(v));
   switch (name) {
     case 'anchor.at':
-      return anchor?.toFormat("dd/MM/yyyy HH:mm");
+      return anchor?.toFormat('dd/MM/yyyy HH:mm');
     case 'anchor.date':
       return anchor?.toFormat('dd/MM/yyyy');
     case 'anchor.time':

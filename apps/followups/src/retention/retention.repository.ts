@@ -50,11 +50,7 @@ export class RetentionRepository {
 
   /** Deletes up to `limit` bulk jobs finished (completed, failed) more than `days` before `now`. */
   deleteFinishedBulkJobs(db: Queryable, now: Date, days: number, limit: number): Promise<number> {
-    return countDeleted(
-      db,
-      `DELETE FROM bulk_jobs WHERE id IN (SELECT id FROM bulk_jobs WHERE status IN ('completed', 'failed') AND finished_at < $1::timestamptz - make_interval(days => $2) LIMIT $3)`,
-      [now, days, limit],
-    );
+    return countDeleted(db, `DELETE FROM bulk_jobs WHERE id IN (SELECT id FROM bulk_jobs WHERE status IN ('completed', 'failed') AND finished_at < $1::timestamptz - make_interval(days => $2) LIMIT $3)`, [now, days, limit]);
   }
 }
 

@@ -34,11 +34,7 @@ export class TriggerRecorder {
    * @returns whether a trigger row was written (false also when an optional write failed and was logged)
    * @throws the database error of a refused row unless `optional`
    */
-  async record(
-    tx: Tx,
-    t: { organizationId: string; kind: EventTriggerKind; eventId: string; contactId: string; data?: Record<string, unknown>; at: Date },
-    options: { optional?: boolean } = {},
-  ): Promise<boolean> {
+  async record(tx: Tx, t: { organizationId: string; kind: EventTriggerKind; eventId: string; contactId: string; data?: Record<string, unknown>; at: Date }, options: { optional?: boolean } = {}): Promise<boolean> {
     // Before any savepoint: a read of our own flows (mostly from the cache), so the common case
     // (no rule listens) costs no savepoint round trips.
     if (!(await this.rules.has(tx, t.organizationId, t.kind))) return false;

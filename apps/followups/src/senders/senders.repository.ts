@@ -15,7 +15,8 @@ export interface SenderRow {
 export class SendersRepository {
   /** Applies an `outbox.sender.*` event; an older event never overwrites a newer one. */
   async apply(db: Queryable, organizationId: string, data: OutboxSenderEventData, at: Date): Promise<void> {
-    await rowsOf(db, 
+    await rowsOf(
+      db,
       `INSERT INTO senders AS s (sender_id, organization_id, channel, status, is_default, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (sender_id) DO UPDATE SET status = EXCLUDED.status, is_default = EXCLUDED.is_default, channel = EXCLUDED.channel, updated_at = EXCLUDED.updated_at
        WHERE s.updated_at <= EXCLUDED.updated_at AND s.organization_id = EXCLUDED.organization_id`,
@@ -34,11 +35,7 @@ export class SendersRepository {
 
   /** Which of `senderIds` are connected numbers of the organization on `channel` (one statement, in no order). */
   async connectedAmong(db: Queryable, organizationId: string, channel: string, senderIds: string[]): Promise<string[]> {
-    const rows = await rowsOf<{ sender_id: string }>(
-      db,
-      `SELECT sender_id FROM senders WHERE organization_id = $1 AND channel = $2 AND status = 'connected' AND sender_id = ANY($3::uuid[])`,
-      [organizationId, channel, senderIds],
-    );
+    const rows = await rowsOf<{ sender_id: string }>(db, `SELECT sender_id FROM senders WHERE organization_id = $1 AND channel = $2 AND status = 'connected' AND sender_id = ANY($3::uuid[])`, [organizationId, channel, senderIds]);
     return rows.map((r) => r.sender_id);
   }
 
@@ -50,20 +47,13 @@ export class SendersRepository {
    * includes the sends of a release of the same number that committed while this one took the lock.
    */
   async queuedSendsOn(db: Queryable, senderId: string, limit: number): Promise<number> {
-    const [row] = await rowsOf<{ n: number }>(
-      db,
-      `SELECT count(*)::int AS n FROM (SELECT 1 FROM effects WHERE sender_id = $1 AND kind = 'send' AND status = 'queued' LIMIT $2) queued`,
-      [senderId, limit],
-    );
+    const [row] = await rowsOf<{ n: number }>(db, `SELECT count(*)::int AS n FROM (SELECT 1 FROM effects WHERE sender_id = $1 AND kind = 'send' AND status = 'queued' LIMIT $2) queued`, [senderId, limit]);
     return row?.n ?? 0;
   }
 
   /** The organization's default connected sender of the channel, else any connected one (oldest first). */
   async connectedFallback(db: Queryable, organizationId: string, channel: string): Promise<SenderRow | undefined> {
-    const [row] = await rowsOf<SenderRow>(db, 
-      `SELECT * FROM senders WHERE organization_id = $1 AND channel = $2 AND status = 'connected' ORDER BY is_default DESC, updated_at, sender_id LIMIT 1`,
-      [organizationId, channel],
-    );
+    const [row] = await rowsOf<SenderRow>(db, `SELECT * FROM senders WHERE organization_id = $1 AND channel = $2 AND status = 'connected' ORDER BY is_default DESC, updated_at, sender_id LIMIT 1`, [organizationId, channel]);
     return row;
   }
 

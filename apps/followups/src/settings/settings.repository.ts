@@ -60,21 +60,10 @@ export class SettingsRepository {
    * @returns the new settings, or undefined when the revision moved on
    */
   async save(tx: Tx, next: Omit<FollowupSettingsView, 'revision' | 'updated_at'>, expectedRevision: number, now: Date): Promise<FollowupSettingsView | undefined> {
-    const values = [
-      next.customer_id,
-      JSON.stringify(next.send_window),
-      next.contact_daily_cap,
-      next.monthly_send_quota,
-      next.consent_mode,
-      next.consent_tag,
-      next.max_live_enrollments,
-      next.retention_days,
-      JSON.stringify(next.approved_templates),
-      now,
-      expectedRevision,
-    ];
+    const values = [next.customer_id, JSON.stringify(next.send_window), next.contact_daily_cap, next.monthly_send_quota, next.consent_mode, next.consent_tag, next.max_live_enrollments, next.retention_days, JSON.stringify(next.approved_templates), now, expectedRevision];
     // INSERT for a first save (expected 0); the conditional DO UPDATE is the compare-and-set of later ones.
-    const rows = await rowsOf<SettingsRow>(tx, 
+    const rows = await rowsOf<SettingsRow>(
+      tx,
       `INSERT INTO settings AS s (organization_id, send_window, contact_daily_cap, monthly_send_quota, consent_mode, consent_tag,
                                   max_live_enrollments, retention_days, approved_templates, revision, updated_at)
        SELECT $1, $2::jsonb, $3, $4, $5, $6, $7, $8, $9::jsonb, 1, $10 WHERE $11::int = 0
@@ -83,7 +72,8 @@ export class SettingsRepository {
       values,
     );
     if (rows[0]) return toView(rows[0]);
-    const updated = await rowsOf<SettingsRow>(tx, 
+    const updated = await rowsOf<SettingsRow>(
+      tx,
       `UPDATE settings SET send_window = $2::jsonb, contact_daily_cap = $3, monthly_send_quota = $4, consent_mode = $5, consent_tag = $6,
               max_live_enrollments = $7, retention_days = $8, approved_templates = $9::jsonb, revision = revision + 1, updated_at = $10
         WHERE organization_id = $1 AND revision = $11

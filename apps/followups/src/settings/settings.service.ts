@@ -57,7 +57,10 @@ export class SettingsService implements OnApplicationBootstrap, OnApplicationShu
    * @throws AppError validation_failed (bad values), revision_conflict (expected_revision is stale)
    */
   async update(input: SettingsUpdateData): Promise<FollowupSettingsView> {
-    check(input).uuid('organization_id').int('expected_revision', 0, 2 ** 31 - 1).done();
+    check(input)
+      .uuid('organization_id')
+      .int('expected_revision', 0, 2 ** 31 - 1)
+      .done();
     const now = this.clock.now();
     const saved = await this.uow.run(async (tx) => {
       const current = await this.repository.get(tx, input.organization_id);
@@ -80,7 +83,10 @@ export class SettingsService implements OnApplicationBootstrap, OnApplicationShu
    * @throws AppError validation_failed (bad organization id or a non-boolean)
    */
   async setEntitlement(input: SettingsEntitlementData): Promise<FollowupSettingsView> {
-    check(input).uuid('organization_id').custom('followups_enabled', typeof input.followups_enabled === 'boolean' ? [] : ['followups_enabled must be a boolean']).done();
+    check(input)
+      .uuid('organization_id')
+      .custom('followups_enabled', typeof input.followups_enabled === 'boolean' ? [] : ['followups_enabled must be a boolean'])
+      .done();
     const saved = await this.uow.run(async (tx) => {
       const result = await this.repository.setEntitlement(tx, input.organization_id, input.followups_enabled, this.clock.now());
       await rowsOf(tx, `SELECT pg_notify($1, $2)`, [this.channel, input.organization_id]);

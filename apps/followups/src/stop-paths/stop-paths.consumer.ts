@@ -1,14 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
-import {
-  type BusMessage,
-  type ContactEventData,
-  type ContactOptedOutData,
-  type ConversationResolvedData,
-  type HumanMessageSentData,
-  MessagingEvents,
-  type MessageReceivedData,
-} from '@touchpoint/contracts';
+import { type BusMessage, type ContactEventData, type ContactOptedOutData, type ConversationResolvedData, type HumanMessageSentData, MessagingEvents, type MessageReceivedData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
@@ -41,7 +33,11 @@ export class StopPathsConsumer {
     );
     // An inbound text may start a keyword rule (not an auto-reply or an opt-out).
     if (d.text && !d.auto_reply && !d.opt_out) {
-      await this.recorder.record(tx, { organizationId: message.organization_id, kind: 'inbound_keyword', eventId: message.event_id, contactId: d.contact_id, data: { text: truncateText(d.text, INBOUND_KEYWORD_TEXT_MAX), conversation_id: d.conversation_id ?? null }, at: this.clock.now() }, { optional: true });
+      await this.recorder.record(
+        tx,
+        { organizationId: message.organization_id, kind: 'inbound_keyword', eventId: message.event_id, contactId: d.contact_id, data: { text: truncateText(d.text, INBOUND_KEYWORD_TEXT_MAX), conversation_id: d.conversation_id ?? null }, at: this.clock.now() },
+        { optional: true },
+      );
     }
   }
 

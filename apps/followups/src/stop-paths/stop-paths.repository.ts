@@ -31,7 +31,8 @@ export class StopPathsRepository {
    * completes with reason `replied`; the others only note the text (for `match_reply`).
    */
   async applyReply(db: Queryable, organizationId: string, contactId: string, text: string | null, at: Date, now: Date): Promise<TouchedEnrollment[]> {
-    return rowsOf<TouchedEnrollment>(db, 
+    return rowsOf<TouchedEnrollment>(
+      db,
       `UPDATE enrollments SET
          status = CASE WHEN status = 'waiting_reply' THEN 'active' WHEN cancel_on_reply THEN 'completed' ELSE status END,
          reason = CASE WHEN status = 'waiting_reply' THEN reason WHEN cancel_on_reply THEN 'replied' ELSE reason END,
@@ -51,7 +52,8 @@ export class StopPathsRepository {
 
   /** A human took over: pause, stop or leave each live enrollment per its `handoff_policy`. */
   async applyHandoff(db: Queryable, organizationId: string, contactId: string, at: Date, now: Date): Promise<TouchedEnrollment[]> {
-    return rowsOf<TouchedEnrollment>(db, 
+    return rowsOf<TouchedEnrollment>(
+      db,
       `UPDATE enrollments SET
          status = CASE handoff_policy WHEN 'stop' THEN 'cancelled' WHEN 'pause' THEN (CASE WHEN status = 'paused_manual' THEN status ELSE 'paused_handoff' END) ELSE status END,
          reason = CASE handoff_policy WHEN 'stop' THEN 'handoff' WHEN 'pause' THEN 'handoff' ELSE reason END,
@@ -69,19 +71,14 @@ export class StopPathsRepository {
   }
 
   /** Ends live enrollments matching `where` with `status` and `reason`. */
-  async stop(
-    db: Queryable,
-    where: { organizationId: string; contactId?: string; flowId?: string; conversationId?: string },
-    status: 'completed' | 'cancelled',
-    reason: string,
-    now: Date,
-  ): Promise<TouchedEnrollment[]> {
+  async stop(db: Queryable, where: { organizationId: string; contactId?: string; flowId?: string; conversationId?: string }, status: 'completed' | 'cancelled', reason: string, now: Date): Promise<TouchedEnrollment[]> {
     const params: unknown[] = [where.organizationId, status, reason, now];
     const filters = ['organization_id = $1', `status IN ${LIVE}`];
     if (where.contactId) filters.push(`contact_id = $${params.push(where.contactId)}`);
     if (where.flowId) filters.push(`flow_id = $${params.push(where.flowId)}`);
     if (where.conversationId) filters.push(`(conversation_id = $${params.push(where.conversationId)} OR conversation_id IS NULL)`);
-    return rowsOf<TouchedEnrollment>(db, 
+    return rowsOf<TouchedEnrollment>(
+      db,
       `UPDATE enrollments SET status = $2, reason = $3, finished_at = $4, next_run_at = NULL, revision = revision + 1, updated_at = $4
         WHERE ${filters.join(' AND ')} ${RETURNING}`,
       params,
@@ -93,7 +90,8 @@ export class StopPathsRepository {
     const params: unknown[] = [where.organizationId, reason, now];
     const filters = ['organization_id = $1', `status = 'dormente'`, 'reason = $2'];
     if (where.flowId) filters.push(`flow_id = $${params.push(where.flowId)}`);
-    return rowsOf<TouchedEnrollment>(db, 
+    return rowsOf<TouchedEnrollment>(
+      db,
       `UPDATE enrollments SET status = 'active', reason = NULL, next_run_at = $3, sender_unavailable_since = NULL, revision = revision + 1, updated_at = $3
         WHERE ${filters.join(' AND ')} ${RETURNING}`,
       params,
@@ -130,7 +128,8 @@ export class StopPathsRepository {
       case undefined:
         break;
     }
-    return rowsOf<QueuedSend>(db, 
+    return rowsOf<QueuedSend>(
+      db,
       `SELECT f.id, f.idempotency_key, f.enrollment_id, f.node_id, e.status AS enrollment_status
          FROM effects f JOIN enrollments e ON e.id = f.enrollment_id
         WHERE ${filters.join(' AND ')}

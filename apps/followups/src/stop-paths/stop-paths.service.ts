@@ -41,11 +41,7 @@ export class StopPathsService {
    * reply; otherwise waiting enrollments take their `replied` exit and the others stop when they
    * `cancel_on_reply`.
    */
-  async onInbound(
-    tx: Tx,
-    m: { organizationId: string; contactId: string; conversationId: string | null; senderId?: string | null; text: string | null; at: Date; optOut: boolean; autoReply: boolean },
-    now: Date,
-  ): Promise<TouchedEnrollment[]> {
+  async onInbound(tx: Tx, m: { organizationId: string; contactId: string; conversationId: string | null; senderId?: string | null; text: string | null; at: Date; optOut: boolean; autoReply: boolean }, now: Date): Promise<TouchedEnrollment[]> {
     if (m.autoReply) return [];
     // The contact row first: from here on a release of this contact cannot start (it skips the lock).
     await this.contacts.recordInbound(tx, { organizationId: m.organizationId, contactId: m.contactId, at: m.at, text: m.text, conversationId: m.conversationId, senderId: m.senderId ?? null, optOut: m.optOut });

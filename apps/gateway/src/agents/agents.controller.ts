@@ -5,18 +5,7 @@ import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.
 import { CustomerQuery } from '../followups/dto/followups.dto.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
-import {
-  AgentDetailEnvelopeDto,
-  AgentEnvelopeDto,
-  AgentIdParams,
-  AgentListEnvelopeDto,
-  CreateAgentDto,
-  CreateAgentVersionDto,
-  ListTurnPromisesQuery,
-  RecordTurnPromisesDto,
-  TurnPromisePageEnvelopeDto,
-  TurnPromisesRecordedDto,
-} from './dto/agents.dto.js';
+import { AgentDetailEnvelopeDto, AgentEnvelopeDto, AgentIdParams, AgentListEnvelopeDto, CreateAgentDto, CreateAgentVersionDto, ListTurnPromisesQuery, RecordTurnPromisesDto, TurnPromisePageEnvelopeDto, TurnPromisesRecordedDto } from './dto/agents.dto.js';
 
 /**
  * The agents registry and turn promises (seed 002 "Follow-ups e retornos"), forwarded to
@@ -39,7 +28,7 @@ export class AgentsController {
 
   @Post('agents')
   @RequireKey({ scopes: [Scope.AgentsWrite] })
-  @ApiOperation({ summary: 'Register an agent (201) with its first version', description: '404 `not_found` when a flow of `followup.flow_ids` is not the organization\'s.' })
+  @ApiOperation({ summary: 'Register an agent (201) with its first version', description: "404 `not_found` when a flow of `followup.flow_ids` is not the organization's." })
   @ApiCreatedResponse({ type: AgentEnvelopeDto })
   @ApiErrorResponses(400, 404, 503)
   create(@CurrentCaller() caller: Caller, @Body() body: CreateAgentDto) {

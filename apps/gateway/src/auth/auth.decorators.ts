@@ -40,13 +40,7 @@ export const PUBLIC_ROUTE = 'touchpoint:public-route';
  */
 export function RequireKey(options: { scopes?: ApiScope[]; adminCreatedKey?: boolean } = {}): MethodDecorator & ClassDecorator {
   const requirement: KeyRequirement = { scopes: options.scopes ?? [], adminCreatedKey: options.adminCreatedKey ?? false };
-  return applyDecorators(
-    SetMetadata(KEY_REQUIREMENT, requirement),
-    ApiBearerAuth(BEARER_SCHEME),
-    ApiExtension('x-required-scopes', requirement.scopes),
-    ...(needsAdminCreator(requirement) ? [ApiExtension('x-admin-created-key', true)] : []),
-    ApiErrorResponses(401, 403),
-  );
+  return applyDecorators(SetMetadata(KEY_REQUIREMENT, requirement), ApiBearerAuth(BEARER_SCHEME), ApiExtension('x-required-scopes', requirement.scopes), ...(needsAdminCreator(requirement) ? [ApiExtension('x-admin-created-key', true)] : []), ApiErrorResponses(401, 403));
 }
 
 /** A route anyone may call without a key (webhook ingress: it checks the provider's signature instead). */

@@ -73,7 +73,12 @@ export class CrmWebhookController {
   async receive(@Req() request: RequestWithRawBody): Promise<CrmEventIngestResult> {
     // Our own webhook, unlike the providers': no field of a CRM event may hold U+0000, signed or not.
     const nul = [...nulFields(request.query), ...nulFields(request.body)];
-    if (nul.length) throw new AppError(ErrorCode.ValidationFailed, `invalid request: ${nul.join(', ')}`, nul.map((field) => ({ field, problems: [NUL_PROBLEM] })));
+    if (nul.length)
+      throw new AppError(
+        ErrorCode.ValidationFailed,
+        `invalid request: ${nul.join(', ')}`,
+        nul.map((field) => ({ field, problems: [NUL_PROBLEM] })),
+      );
     const verdict = verifyCrmSignature(request.rawBody, request.headers[CRM_SIGNATURE_HEADER], this.config.CRM_WEBHOOK_SECRET, this.clock.now().getTime(), this.config.CRM_WEBHOOK_TOLERANCE_S);
     if (verdict !== 'ok') {
       this.logger.warn({ event: 'gateway.crm_webhook_bad_signature', request_id: request.id, verdict }, 'CRM webhook refused');

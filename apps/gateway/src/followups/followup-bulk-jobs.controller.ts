@@ -25,7 +25,7 @@ export class FollowupBulkJobsController {
 
   @Get(':id')
   @RequireKey({ scopes: [Scope.AgentsRead] })
-  @ApiOperation({ summary: 'A job\'s progress: status, total, processed, enrolled, rejected by reason' })
+  @ApiOperation({ summary: "A job's progress: status, total, processed, enrolled, rejected by reason" })
   @ApiErrorResponses(400, 404, 503)
   @ApiOkResponse({ type: BulkJobAnswerDto })
   get(@CurrentCaller() caller: Caller, @Param() params: BulkJobIdParams, @Query() _query: CustomerQuery) {

@@ -4,16 +4,7 @@ import { FollowupsRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
-import {
-  ControlEnrollmentDto,
-  CreateEnrollmentDto,
-  CustomerQuery,
-  EnrollmentIdParams,
-  ListEnrollmentsQuery,
-  QueueQuery,
-  SetEntitlementDto,
-  UpdateSettingsDto,
-} from './dto/followups.dto.js';
+import { ControlEnrollmentDto, CreateEnrollmentDto, CustomerQuery, EnrollmentIdParams, ListEnrollmentsQuery, QueueQuery, SetEntitlementDto, UpdateSettingsDto } from './dto/followups.dto.js';
 import { EnrollmentDetailAnswerDto, FollowupEnrollmentAnswerDto, FollowupEnrollmentCreatedDto, FollowupEnrollmentPageAnswerDto, FollowupSettingsAnswerDto, QueuePageAnswerDto } from './dto/followups-responses.dto.js';
 
 /** Enrollments, the queue and organization settings (seed 002 "Inscrições", "Fila"), forwarded to followups. */

@@ -4,17 +4,7 @@ import { FollowupsRpc, Scope } from '@touchpoint/contracts';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
-import {
-  CreateFlowDto,
-  CreateFromModelDto,
-  CustomerQuery,
-  FlowIdParams,
-  OptionalCustomerQuery,
-  PublishFlowDto,
-  RollbackFlowDto,
-  SetFlowStatusDto,
-  UpdateFlowDto,
-} from './dto/followups.dto.js';
+import { CreateFlowDto, CreateFromModelDto, CustomerQuery, FlowIdParams, OptionalCustomerQuery, PublishFlowDto, RollbackFlowDto, SetFlowStatusDto, UpdateFlowDto } from './dto/followups.dto.js';
 import { FlowAnswerDto, FlowListAnswerDto, FlowModelListAnswerDto, FlowStatsAnswerDto, FlowVersionListAnswerDto } from './dto/followups-responses.dto.js';
 
 /** Follow-up flows (seed 002 "Fluxos"), forwarded to followups. Answers are `{data: ...}`. */
@@ -91,8 +81,7 @@ export class FollowupFlowsController {
   @RequireKey({ scopes: [Scope.AgentsWrite] })
   @ApiOperation({
     summary: 'Publish the draft as a new immutable version',
-    description:
-      'Checks reach, paths to an end, covered exits, cycles without a wait, waits, templates and the 24-hour window. On failure: 422 `invalid_graph` with `error.details.validation_errors: [{node_id, code, message, branch_id}]`.',
+    description: 'Checks reach, paths to an end, covered exits, cycles without a wait, waits, templates and the 24-hour window. On failure: 422 `invalid_graph` with `error.details.validation_errors: [{node_id, code, message, branch_id}]`.',
   })
   @ApiErrorResponses(400, 404, 409, 422, 503)
   @ApiOkResponse({ type: FlowAnswerDto })

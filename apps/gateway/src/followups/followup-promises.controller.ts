@@ -25,7 +25,10 @@ export class FollowupPromisesController {
 
   @Post('followups/promises')
   @RequireKey({ scopes: [Scope.AgentsWrite], adminCreatedKey: true })
-  @ApiOperation({ summary: 'Schedule a one-off return (201; due_at is the effective time); repeating the operation_key returns the same', description: '409 `already_pending` when the contact has a pending return; 409 `conflict` (details.reason `plan_lost`) when the organization\'s plan does not include follow-ups.' })
+  @ApiOperation({
+    summary: 'Schedule a one-off return (201; due_at is the effective time); repeating the operation_key returns the same',
+    description: "409 `already_pending` when the contact has a pending return; 409 `conflict` (details.reason `plan_lost`) when the organization's plan does not include follow-ups.",
+  })
   @ApiErrorResponses(400, 403, 404, 409, 503)
   @ApiCreatedResponse({ type: PromiseCreatedDto })
   create(@CurrentCaller() caller: Caller, @Body() body: CreatePromiseDto) {

@@ -63,7 +63,7 @@ type Schema = SchemaObject | ReferenceObject;
  * `next_cursor` is declared on the envelope; a list that pages also lists it as required.
  */
 export function withListEnvelope(document: OpenAPIObject): OpenAPIObject {
-  const schemas: Record<string, Schema> = (document.components ??= {}).schemas ??= {};
+  const schemas: Record<string, Schema> = ((document.components ??= {}).schemas ??= {});
   schemas[LIST_ENVELOPE] = {
     type: 'object',
     description:

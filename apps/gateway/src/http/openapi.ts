@@ -19,7 +19,10 @@ export class ErrorBodyDto {
 
   @ApiPropertyOptional({
     description: 'Code-specific details: for validation_failed, `[{field, problems}]`; otherwise an object (the `field`, the id a conflict is about, the `error_id` of a 500)',
-    oneOf: [{ type: 'array', items: { type: 'object', additionalProperties: true } }, { type: 'object', additionalProperties: true }],
+    oneOf: [
+      { type: 'array', items: { type: 'object', additionalProperties: true } },
+      { type: 'object', additionalProperties: true },
+    ],
     example: [{ field: 'scopes', problems: ['each value in scopes must be one of ...'] }],
   })
   details?: unknown;
@@ -35,8 +38,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: '`invalid_json` (malformed body) or `validation_failed` (details name each field)',
   401: '`unauthorized`: missing, unknown or revoked API key',
   403: '`forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one',
-  404: '`not_found`: no such resource in the caller\'s organization (another organization\'s id included)',
-  409: 'conflict with the resource\'s current state',
+  404: "`not_found`: no such resource in the caller's organization (another organization's id included)",
+  409: "conflict with the resource's current state",
   413: '`payload_too_large`',
   415: '`unsupported_media_type`: send application/json',
   422: 'the request is well-formed but breaks a rule of the resource',
@@ -64,10 +67,10 @@ export const WEBHOOK_SCHEMES = {
  */
 export const API_TAGS: Record<string, string> = {
   auth: 'Who the calling API key is',
-  organizations: 'The caller\'s organization',
+  organizations: "The caller's organization",
   'api keys': 'API keys of the organization (admin)',
   members: 'Members of the organization and their roles (admin)',
-  system: 'Reachability of the platform\'s services',
+  system: "Reachability of the platform's services",
   contacts: 'Contacts, their tags and notification preferences',
   conversations: 'The operator inbox: conversations, their messages, operator sends',
   notifications: 'Notifications over WhatsApp, email, SMS and in-app, and their templates',
@@ -101,14 +104,14 @@ export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, 
     .setDescription(
       'REST API of Touchpoint. Authenticate with `Authorization: Bearer <API key>`. Every failure answers ' +
         '`{"error": {"code", "message", "details"}}`. Every response carries `x-request-id` (yours, if you send one). ' +
-        'The webhook and unsubscribe routes take no API key: they check the provider\'s signature or the signed token.',
+        "The webhook and unsubscribe routes take no API key: they check the provider's signature or the signed token.",
     )
     .setVersion('1')
     // Touchpoint is self-hosted and has no public licence or support address: whoever runs the
     // gateway is the contact. These are placeholders (`.invalid` is a reserved name) to replace.
     .setContact('Touchpoint operators', docsUrl, 'operators@touchpoint.invalid')
     .setLicense('Proprietary', docsUrl)
-    .addServer('http://127.0.0.1:{port}', 'A gateway you run (`npm start`); use your deployment\'s base URL in its place', {
+    .addServer('http://127.0.0.1:{port}', "A gateway you run (`npm start`); use your deployment's base URL in its place", {
       port: { default: String(options.port || 3000), description: 'GATEWAY_PORT' },
     })
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key secret (`tp_...`) from `npm run cli -- apikey:create`' }, BEARER_SCHEME)

@@ -65,17 +65,9 @@ export class MembersRepository {
       // the second re-reads after the first commits and finds itself the last one.
       const admins = await rowsOf<{ id: string }>(manager, `SELECT id FROM members WHERE organization_id = $1 AND role = 'admin' AND active ORDER BY id FOR UPDATE`, [organizationId]);
       if (admins.length === 1 && admins[0]!.id === memberId) return 'last_admin';
-      const [row] = await rowsOf<MemberRow>(
-        manager,
-        `UPDATE members SET active = false, updated_at = $3 WHERE organization_id = $1 AND id = $2 RETURNING ${MEMBER_COLUMNS}`,
-        [organizationId, memberId, now],
-      );
+      const [row] = await rowsOf<MemberRow>(manager, `UPDATE members SET active = false, updated_at = $3 WHERE organization_id = $1 AND id = $2 RETURNING ${MEMBER_COLUMNS}`, [organizationId, memberId, now]);
       if (!row) return undefined;
-      const keys = await rowsOf<{ id: string }>(
-        manager,
-        `UPDATE api_keys SET revoked_at = $3 WHERE organization_id = $1 AND created_by_member_id = $2 AND revoked_at IS NULL RETURNING id`,
-        [organizationId, memberId, now],
-      );
+      const keys = await rowsOf<{ id: string }>(manager, `UPDATE api_keys SET revoked_at = $3 WHERE organization_id = $1 AND created_by_member_id = $2 AND revoked_at IS NULL RETURNING id`, [organizationId, memberId, now]);
       return { ...row, revoked_api_key_ids: keys.map((k) => k.id) };
     });
   }

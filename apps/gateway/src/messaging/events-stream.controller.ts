@@ -41,14 +41,11 @@ export class EventsStreamController {
     },
   })
   @ApiErrorResponses(400, 503)
-  async stream(
-    @CurrentCaller() caller: Caller,
-    @Query() query: StreamQuery,
-    @Headers('last-event-id') lastEventId: string | undefined,
-    @Req() request: FastifyRequest,
-    @Res() reply: FastifyReply,
-  ): Promise<void> {
-    const types = (query.types ?? '').split(',').map((t) => t.trim()).filter(Boolean);
+  async stream(@CurrentCaller() caller: Caller, @Query() query: StreamQuery, @Headers('last-event-id') lastEventId: string | undefined, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const types = (query.types ?? '')
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
     const resumeFrom = lastEventId ?? query.last_event_id ?? null;
     // The first read happens before the stream opens, so a broken messaging answers 503 as JSON.
     let page = await this.forwarder.forward(caller, 'messaging', MessagingRpc.StreamRead, { after: resumeFrom, types });

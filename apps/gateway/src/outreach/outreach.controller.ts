@@ -198,8 +198,7 @@ export class OutreachController {
   @RequireKey({ scopes: [Scope.OutreachWrite] })
   @ApiOperation({
     summary: 'Approves a draft, as written or edited',
-    description:
-      '403 for an impersonated session (a key issued for support impersonation); 409 enrollment_not_active, campaign_not_active, outreach_stopped, action_not_pending; 422 with the draft check code for an edit that fails it. A retry with the same text answers 200.',
+    description: '403 for an impersonated session (a key issued for support impersonation); 409 enrollment_not_active, campaign_not_active, outreach_stopped, action_not_pending; 422 with the draft check code for an edit that fails it. A retry with the same text answers 200.',
   })
   @ApiOkResponse({ type: ActionDto })
   @ApiErrorResponses(400, 403, 404, 409, 422, 503)

@@ -13,7 +13,8 @@ export class RemoveSuppressionDto {
   channel!: 'whatsapp' | 'email' | 'linkedin';
 
   @ApiProperty({ example: 'ana@example.com', description: 'The phone number, email address or LinkedIn member id / profile URL' })
-  @IsString() @Length(1, 320)
+  @IsString()
+  @Length(1, 320)
   value!: string;
 }
 

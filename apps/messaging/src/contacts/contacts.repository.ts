@@ -68,26 +68,17 @@ export class ContactsRepository {
 
   /** The live contact with this phone key, a CRM record before a prospect. */
   async findByPhoneKey(tx: Tx, organizationId: string, phoneKey: string): Promise<ContactRow | null> {
-    const rows = await tx.query<ContactRow>(
-      `SELECT * FROM contacts WHERE organization_id = $1 AND phone_key = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`,
-      [organizationId, phoneKey],
-    );
+    const rows = await tx.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND phone_key = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`, [organizationId, phoneKey]);
     return rows[0] ?? null;
   }
 
   async findByEmailKey(tx: Tx, organizationId: string, emailKey: string): Promise<ContactRow | null> {
-    const rows = await tx.query<ContactRow>(
-      `SELECT * FROM contacts WHERE organization_id = $1 AND email_key = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`,
-      [organizationId, emailKey],
-    );
+    const rows = await tx.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND email_key = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`, [organizationId, emailKey]);
     return rows[0] ?? null;
   }
 
   async findByLinkedinId(tx: Tx, organizationId: string, providerId: string): Promise<ContactRow | null> {
-    const rows = await tx.query<ContactRow>(
-      `SELECT * FROM contacts WHERE organization_id = $1 AND linkedin_provider_id = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`,
-      [organizationId, providerId],
-    );
+    const rows = await tx.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND linkedin_provider_id = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`, [organizationId, providerId]);
     return rows[0] ?? null;
   }
 
@@ -100,11 +91,7 @@ export class ContactsRepository {
       params.push(column === 'custom_fields' ? JSON.stringify(value) : value);
       sets.push(`${column} = $${params.length}${column === 'custom_fields' ? '::jsonb' : column === 'tags' ? '::text[]' : ''}`);
     }
-    const result = await rowsOf<ContactRow>(
-      tx,
-      `UPDATE contacts SET ${[...sets, 'updated_at = $3'].join(', ')} WHERE organization_id = $1 AND id = $2 AND erased_at IS NULL RETURNING *`,
-      params,
-    );
+    const result = await rowsOf<ContactRow>(tx, `UPDATE contacts SET ${[...sets, 'updated_at = $3'].join(', ')} WHERE organization_id = $1 AND id = $2 AND erased_at IS NULL RETURNING *`, params);
     return result[0] ?? null;
   }
 
@@ -115,12 +102,7 @@ export class ContactsRepository {
   }
 
   /** Contacts newest first after a keyset cursor, optionally with a tag / of a kind. */
-  async list(
-    tx: Tx,
-    organizationId: string,
-    filter: { tag?: string; kind?: ContactKind; after?: CursorPosition | null; includeErased?: boolean },
-    limit: number,
-  ): Promise<(ContactRow & { cursor_at: string })[]> {
+  async list(tx: Tx, organizationId: string, filter: { tag?: string; kind?: ContactKind; after?: CursorPosition | null; includeErased?: boolean }, limit: number): Promise<(ContactRow & { cursor_at: string })[]> {
     return tx.query<ContactRow & { cursor_at: string }>(
       `SELECT *, ${cursorAtSql('created_at')} AS cursor_at FROM contacts
         WHERE organization_id = $1
@@ -146,10 +128,7 @@ export class ContactsRepository {
     const row = result[0] ?? null;
     if (row) {
       await tx.query(`UPDATE messages SET body = NULL, subject = NULL, headers = NULL, payload = NULL WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
-      await tx.query(
-        `DELETE FROM message_attachments WHERE message_id IN (SELECT id FROM messages WHERE organization_id = $1 AND contact_id = $2)`,
-        [organizationId, contactId],
-      );
+      await tx.query(`DELETE FROM message_attachments WHERE message_id IN (SELECT id FROM messages WHERE organization_id = $1 AND contact_id = $2)`, [organizationId, contactId]);
     }
     return row;
   }

@@ -1,18 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { IANAZone } from 'luxon';
-import {
-  CONTACT_KINDS,
-  type ContactCreateData,
-  type ContactEventData,
-  type ContactKind,
-  type ContactTagEventData,
-  type ContactUpdateData,
-  type BusPayload,
-  type ContactView,
-  MessagingEvents,
-  type MessagingPage,
-  type OutgoingMessage,
-} from '@touchpoint/contracts';
+import { CONTACT_KINDS, type ContactCreateData, type ContactEventData, type ContactKind, type ContactTagEventData, type ContactUpdateData, type BusPayload, type ContactView, MessagingEvents, type MessagingPage, type OutgoingMessage } from '@touchpoint/contracts';
 import { decodeCursor, encodeCursor, isUuid, pageSize, requireId, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toPhoneKey } from '@touchpoint/phone';
@@ -122,9 +110,7 @@ export class ContactsService {
     return this.uow.run(async (tx) => {
       const row = await this.repository.insert(tx, data.organization_id, fields, this.clock.now());
       if (!row) {
-        const existing =
-          (fields.phone_key && (await this.repository.findByPhoneKey(tx, data.organization_id, fields.phone_key))) ||
-          (fields.email_key && (await this.repository.findByEmailKey(tx, data.organization_id, fields.email_key)));
+        const existing = (fields.phone_key && (await this.repository.findByPhoneKey(tx, data.organization_id, fields.phone_key))) || (fields.email_key && (await this.repository.findByEmailKey(tx, data.organization_id, fields.email_key)));
         throw new AppError(ErrorCode.Conflict, 'a contact with this phone or email exists', { contact_id: existing ? existing.id : null });
       }
       await this.announceCreated(tx, row);
@@ -314,8 +300,7 @@ export class ContactsService {
       return this.findOrCreateByPhone(tx, organizationId, p.phone_key, name);
     }
     const value = address.trim();
-    const found =
-      channel === 'email' ? await this.repository.findByEmailKey(tx, organizationId, value.toLowerCase()) : channel === 'linkedin' ? await this.repository.findByLinkedinId(tx, organizationId, value) : null;
+    const found = channel === 'email' ? await this.repository.findByEmailKey(tx, organizationId, value.toLowerCase()) : channel === 'linkedin' ? await this.repository.findByLinkedinId(tx, organizationId, value) : null;
     if (found) return found;
     if (channel === 'email' && !EMAIL.test(value)) throw invalid('to', 'not a valid email address');
     const fields: ContactFields = {

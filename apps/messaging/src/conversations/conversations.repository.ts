@@ -42,11 +42,7 @@ export class ConversationsRepository {
       [organizationId, contactId, channel, now],
     );
     if (inserted[0]) return inserted[0];
-    const [row] = await tx.query<ConversationRow>(`SELECT * FROM conversations WHERE organization_id = $1 AND contact_id = $2 AND channel = $3`, [
-      organizationId,
-      contactId,
-      channel,
-    ]);
+    const [row] = await tx.query<ConversationRow>(`SELECT * FROM conversations WHERE organization_id = $1 AND contact_id = $2 AND channel = $3`, [organizationId, contactId, channel]);
     return row;
   }
 
@@ -96,11 +92,7 @@ export class ConversationsRepository {
   }
 
   async closeInstance(tx: Tx, instanceId: string, reason: InstanceCloseReason, now: Date): Promise<InstanceRow | null> {
-    const result = await rowsOf<InstanceRow>(
-      tx,
-      `UPDATE conversation_instances SET status = 'closed', closed_at = $3, auto_closed_reason = $2 WHERE id = $1 AND status = 'active' RETURNING *`,
-      [instanceId, reason, now],
-    );
+    const result = await rowsOf<InstanceRow>(tx, `UPDATE conversation_instances SET status = 'closed', closed_at = $3, auto_closed_reason = $2 WHERE id = $1 AND status = 'active' RETURNING *`, [instanceId, reason, now]);
     return result[0] ?? null;
   }
 

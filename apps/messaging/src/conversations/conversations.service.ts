@@ -1,16 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  type ConversationResolvedData,
-  type ConversationStatus,
-  type ConversationView,
-  MessagingEvents,
-  type MessagingPage,
-  type MessagingSendResult,
-  type MessageView,
-  type MessagingSendContent,
-  OutboxAccountRpc,
-  type OutboxProspectCapCheckResult,
-} from '@touchpoint/contracts';
+import { type ConversationResolvedData, type ConversationStatus, type ConversationView, MessagingEvents, type MessagingPage, type MessagingSendResult, type MessageView, type MessagingSendContent, OutboxAccountRpc, type OutboxProspectCapCheckResult } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
@@ -86,21 +75,24 @@ export class ConversationsService {
     const conversation = await this.uow.run((tx) => this.repository.findConversation(tx, organizationId, conversationId));
     if (!conversation) throw new AppError(ErrorCode.NotFound, 'conversation not found');
     if (conversation.channel === 'email') await this.refuseOverProspectCap(organizationId, conversation.contact_id, `operator:${body.idempotency_key}`);
-    return this.sends.send({
-      organization_id: organizationId,
-      idempotency_key: `operator:${body.idempotency_key}`,
-      channel: conversation.channel,
-      contact_id: conversation.contact_id,
-      conversation_id: conversation.id,
-      sender_type: 'operator',
-      sender_id: body.operator_id,
-      requester: 'operator',
-      text: body.text,
-      template: body.template,
-      media: body.media,
-      interactive: body.interactive,
-      subject: body.subject,
-    }, { sameRequestOnly: true });
+    return this.sends.send(
+      {
+        organization_id: organizationId,
+        idempotency_key: `operator:${body.idempotency_key}`,
+        channel: conversation.channel,
+        contact_id: conversation.contact_id,
+        conversation_id: conversation.id,
+        sender_type: 'operator',
+        sender_id: body.operator_id,
+        requester: 'operator',
+        text: body.text,
+        template: body.template,
+        media: body.media,
+        interactive: body.interactive,
+        subject: body.subject,
+      },
+      { sameRequestOnly: true },
+    );
   }
 
   /**

@@ -19,10 +19,7 @@ export const SWEEP_BATCH = 200;
 export const SUMMARY_MAX_MESSAGES = 500;
 
 /** What a rollover did (seed 004 "Message-count rollover"). */
-export type RolloverOutcome =
-  | { outcome: 'rolled_over'; instance: InstanceRow; previous_instance_id: string }
-  | { outcome: 'already_current'; instance: InstanceRow }
-  | { outcome: 'refused'; reason: 'restricted' };
+export type RolloverOutcome = { outcome: 'rolled_over'; instance: InstanceRow; previous_instance_id: string } | { outcome: 'already_current'; instance: InstanceRow } | { outcome: 'refused'; reason: 'restricted' };
 
 /**
  * Bounded instances (seed 004 "Instance Lifecycle"): the one active instance of a conversation,
@@ -179,4 +176,3 @@ function instanceData(instance: InstanceRow, contactId: string, reason: Instance
   };
   return data;
 }
-

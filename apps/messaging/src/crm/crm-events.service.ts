@@ -1,15 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  CRM_EVENT_TYPES,
-  CRM_LEAD_CLOSED,
-  type CrmDealEventData,
-  type CrmEventIngestData,
-  type CrmEventIngestResult,
-  CrmEvents,
-  type CrmEventType,
-  type CrmLeadEventData,
-  type OutgoingMessage,
-} from '@touchpoint/contracts';
+import { CRM_EVENT_TYPES, CRM_LEAD_CLOSED, type CrmDealEventData, type CrmEventIngestData, type CrmEventIngestResult, CrmEvents, type CrmEventType, type CrmLeadEventData, type OutgoingMessage } from '@touchpoint/contracts';
 import { isUuid, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork } from '@touchpoint/runtime';
@@ -22,7 +12,6 @@ import { CrmEventsRepository } from './crm-events.repository.js';
 /** Longest CRM id we keep (event, lead, deal, status, stage), code points. */
 export const CRM_ID_MAX = 200;
 
-
 const BUS_TYPE = {
   'lead.created': CrmEvents.LeadCreated,
   'lead.status_changed': CrmEvents.LeadStatusChanged,
@@ -30,9 +19,7 @@ const BUS_TYPE = {
 } as const satisfies Record<CrmEventType, string>;
 
 /** A CRM event's bus name and its data before the contact and the event's own facts are added. */
-type CrmPayload =
-  | { type: typeof CrmEvents.DealStageChanged; data: Omit<CrmDealEventData, 'contact_id'> }
-  | { type: typeof CrmEvents.LeadCreated | typeof CrmEvents.LeadStatusChanged; data: Omit<CrmLeadEventData, 'contact_id'> };
+type CrmPayload = { type: typeof CrmEvents.DealStageChanged; data: Omit<CrmDealEventData, 'contact_id'> } | { type: typeof CrmEvents.LeadCreated | typeof CrmEvents.LeadStatusChanged; data: Omit<CrmLeadEventData, 'contact_id'> };
 
 function invalid(field: string, message: string): AppError {
   return new AppError(ErrorCode.ValidationFailed, message, { field });
@@ -132,7 +119,7 @@ export class CrmEventsService {
       const phone = normalizePhone(ref.phone);
       if (phone) row = await this.contacts.findByPhoneKey(tx, organizationId, phone.phone_key);
     }
-    if (!row) throw new AppError(ErrorCode.UnknownContact, 'no contact of the organization matches the event\'s contact');
+    if (!row) throw new AppError(ErrorCode.UnknownContact, "no contact of the organization matches the event's contact");
     return row;
   }
 

@@ -59,7 +59,11 @@ export class InboundOptOutService {
           return found;
         });
     const addresses = new Map<string, [string, string]>([[`${channel}|${from}`, [channel, from]]]);
-    for (const [c, value] of [['whatsapp', contact?.phone], ['email', contact?.email], ['linkedin', contact?.linkedin_provider_id]] as const) {
+    for (const [c, value] of [
+      ['whatsapp', contact?.phone],
+      ['email', contact?.email],
+      ['linkedin', contact?.linkedin_provider_id],
+    ] as const) {
       if (value) addresses.set(`${c}|${value}`, [c, value]);
     }
     for (const [c, value] of addresses.values()) await this.suppressNow(organizationId, c, value);

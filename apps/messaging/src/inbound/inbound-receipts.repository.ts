@@ -44,7 +44,14 @@ export class InboundReceiptsRepository {
     const params: unknown[] = [];
     const rows = receipts.map((r) => {
       // jsonb refuses the NUL character: it goes, wherever a provider put it.
-      params.push(r.organization_id, r.channel, r.external_id, r.sender_id, r.contact_name?.replaceAll('\u0000', '') ?? null, JSON.stringify(r.message, (_key, value: unknown) => (typeof value === 'string' ? value.replaceAll('\u0000', '') : value)));
+      params.push(
+        r.organization_id,
+        r.channel,
+        r.external_id,
+        r.sender_id,
+        r.contact_name?.replaceAll('\u0000', '') ?? null,
+        JSON.stringify(r.message, (_key, value: unknown) => (typeof value === 'string' ? value.replaceAll('\u0000', '') : value)),
+      );
       const b = params.length - 6;
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}::jsonb)`;
     });
@@ -95,9 +102,7 @@ export class InboundReceiptsRepository {
 
   /** Receipts waiting and the age of the oldest, seconds (0 when none). */
   async backlog(): Promise<{ waiting: number; oldest_seconds: number }> {
-    const [row] = await this.db.query<{ waiting: number; oldest_seconds: number }[]>(
-      `SELECT count(*)::int AS waiting, COALESCE(EXTRACT(EPOCH FROM now() - min(received_at)), 0)::float8 AS oldest_seconds FROM inbound_receipts`,
-    );
+    const [row] = await this.db.query<{ waiting: number; oldest_seconds: number }[]>(`SELECT count(*)::int AS waiting, COALESCE(EXTRACT(EPOCH FROM now() - min(received_at)), 0)::float8 AS oldest_seconds FROM inbound_receipts`);
     return row ?? { waiting: 0, oldest_seconds: 0 };
   }
 }

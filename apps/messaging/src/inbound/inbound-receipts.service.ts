@@ -154,11 +154,7 @@ export class InboundReceiptsService {
   /** The organization and sender owning the batch's number, or null (counted ignored) when nobody does. */
   async ownerOf(batch: (WhatsAppInboundBatch & { organization_id?: string }) | null | undefined, result: { ignored: number }): Promise<{ organization_id: string; sender_id: string | null } | null> {
     if (!batch || !Array.isArray(batch.messages) || batch.messages.length === 0) return null;
-    const owner = batch.organization_id
-      ? { organization_id: batch.organization_id, sender_id: null as string | null }
-      : batch.phone_number_id
-        ? await this.senders.resolve(batch.phone_number_id)
-        : null;
+    const owner = batch.organization_id ? { organization_id: batch.organization_id, sender_id: null as string | null } : batch.phone_number_id ? await this.senders.resolve(batch.phone_number_id) : null;
     if (!owner?.organization_id) {
       // Nobody owns this number here: storing is impossible and a redelivery will not change that.
       this.logger.warn({ event: 'messaging.inbound_unknown_number', phone_number_id: batch.phone_number_id, count: batch.messages.length }, 'inbound for an unregistered number ignored');

@@ -1,15 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  type AbuseCheckData,
-  type MessageReceivedData,
-  MessagingEvents,
-  type MessagingChannel,
-  type OutgoingMessage,
-  OutboxCommands,
-  type OutboxEnqueueData,
-  type WhatsAppInboundBatch,
-  type SuppressionRequestedData,
-} from '@touchpoint/contracts';
+import { type AbuseCheckData, type MessageReceivedData, MessagingEvents, type MessagingChannel, type OutgoingMessage, OutboxCommands, type OutboxEnqueueData, type WhatsAppInboundBatch, type SuppressionRequestedData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -145,7 +135,7 @@ export class InboundService {
     const end = this.metrics.seconds.startTimer({ channel: m.channel });
     try {
       // Plain reads outside a transaction: the common redelivery and known-contact cases cost one round trip each.
-        const known = hints.known ?? (await this.messages.existsExternal(this.reader, m.organizationId, m.channel, m.externalId));
+      const known = hints.known ?? (await this.messages.existsExternal(this.reader, m.organizationId, m.channel, m.externalId));
       if (known) {
         this.metrics.received.inc({ channel: m.channel, outcome: 'duplicate' });
         return 'duplicate';
@@ -179,10 +169,7 @@ export class InboundService {
       this.metrics.received.inc({ channel: m.channel, outcome: stored ? 'stored' : 'duplicate' });
       return stored ? 'stored' : 'duplicate';
     } catch (err) {
-      this.logger.error(
-        { event: 'messaging.inbound_failed', organization_id: m.organizationId, channel: m.channel, external_id: m.externalId, code: err instanceof AppError ? err.code : undefined, err: (err as Error).message },
-        'inbound message not stored',
-      );
+      this.logger.error({ event: 'messaging.inbound_failed', organization_id: m.organizationId, channel: m.channel, external_id: m.externalId, code: err instanceof AppError ? err.code : undefined, err: (err as Error).message }, 'inbound message not stored');
       if (err instanceof AppError && err.code !== ErrorCode.Internal) throw err;
       throw new AppError(ErrorCode.ServiceUnavailable, 'the message could not be stored; retry');
     } finally {
@@ -342,10 +329,7 @@ export class InboundService {
 
   /** A denied message is not stored; a blocked contact (or a fail-closed denial) gets the access-restricted reply. */
   private async deny(m: InboundMessage, contact: ContactRow, conversation: ConversationRow, verdict: GuardVerdict): Promise<void> {
-    this.logger.warn(
-      { event: 'messaging.inbound_denied', organization_id: m.organizationId, contact_id: contact.id, external_id: m.externalId, limit_type: verdict.limit_type, source: verdict.source, reset_at: verdict.reset_at },
-      'inbound message denied',
-    );
+    this.logger.warn({ event: 'messaging.inbound_denied', organization_id: m.organizationId, contact_id: contact.id, external_id: m.externalId, limit_type: verdict.limit_type, source: verdict.source, reset_at: verdict.reset_at }, 'inbound message denied');
     const restricted = verdict.limit_type === 'blocked' || verdict.source === 'fail_closed';
     if (!restricted || m.channel !== 'whatsapp') return;
     await this.uow.run((tx) => this.reply(tx, m, contact, conversation, 'access_restricted', this.config.ACCESS_RESTRICTED_REPLY));

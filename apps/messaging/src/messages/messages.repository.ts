@@ -30,12 +30,7 @@ export interface MessageRow extends Pick<MessageView, 'conversation_id' | 'insta
 
 /** A message to insert: the columns of `MessageRow` it must give, those it may give, and what only the insert reads. */
 export type NewMessage = Pick<MessageRow, 'organization_id' | 'conversation_id' | 'instance_id' | 'contact_id' | 'channel' | 'direction' | 'sender_type' | 'message_type' | 'body' | 'status' | 'created_at'> &
-  Partial<
-    Pick<
-      MessageRow,
-      'sender_id' | 'subject' | 'external_id' | 'thread_id' | 'in_reply_to' | 'payload' | 'idempotency_key' | 'requester' | 'context' | 'notification_id' | 'notification_delivery_id' | 'auto_reply' | 'opt_out' | 'sent_at'
-    >
-  > & {
+  Partial<Pick<MessageRow, 'sender_id' | 'subject' | 'external_id' | 'thread_id' | 'in_reply_to' | 'payload' | 'idempotency_key' | 'requester' | 'context' | 'notification_id' | 'notification_delivery_id' | 'auto_reply' | 'opt_out' | 'sent_at'>> & {
     headers?: unknown;
     provider_timestamp?: Date | null;
   };
@@ -151,11 +146,7 @@ export class MessagesRepository {
   }
 
   async findByExternalId(tx: Tx, organizationId: string, channel: string, externalId: string, lock = false): Promise<MessageRow | null> {
-    const rows = await tx.query<MessageRow>(`SELECT * FROM messages WHERE organization_id = $1 AND channel = $2 AND external_id = $3 ${lock ? 'FOR UPDATE' : ''}`, [
-      organizationId,
-      channel,
-      externalId,
-    ]);
+    const rows = await tx.query<MessageRow>(`SELECT * FROM messages WHERE organization_id = $1 AND channel = $2 AND external_id = $3 ${lock ? 'FOR UPDATE' : ''}`, [organizationId, channel, externalId]);
     return rows[0] ?? null;
   }
 

@@ -268,18 +268,7 @@ export class CreateMessagingTables1764500000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const table of [
-      'stream_events',
-      'whatsapp_senders',
-      'abuse_restrictions',
-      'notification_preferences',
-      'notification_deliveries',
-      'notifications',
-      'notification_templates',
-      'conversation_summaries',
-      'pending_statuses',
-      'message_attachments',
-    ]) {
+    for (const table of ['stream_events', 'whatsapp_senders', 'abuse_restrictions', 'notification_preferences', 'notification_deliveries', 'notifications', 'notification_templates', 'conversation_summaries', 'pending_statuses', 'message_attachments']) {
       await q.query(`DROP TABLE ${table}`);
     }
     await q.query(`DROP TRIGGER messages_count_after_insert ON messages`);

@@ -75,18 +75,11 @@ export class NotificationsRepository {
   }
 
   async listPreferences(tx: Tx, organizationId: string, contactId: string) {
-    return tx.query<{ channel: string; enabled: boolean }>(`SELECT channel, enabled FROM notification_preferences WHERE organization_id = $1 AND contact_id = $2 ORDER BY channel`, [
-      organizationId,
-      contactId,
-    ]);
+    return tx.query<{ channel: string; enabled: boolean }>(`SELECT channel, enabled FROM notification_preferences WHERE organization_id = $1 AND contact_id = $2 ORDER BY channel`, [organizationId, contactId]);
   }
 
   /** Inserts a notification; null when its idempotency key already has one. */
-  async insert(
-    tx: Tx,
-    n: Omit<NotificationRow, 'id' | 'conversation_instance_id' | 'created_at'>,
-    now: Date,
-  ): Promise<NotificationRow | null> {
+  async insert(tx: Tx, n: Omit<NotificationRow, 'id' | 'conversation_instance_id' | 'created_at'>, now: Date): Promise<NotificationRow | null> {
     const rows = await tx.query<NotificationRow>(
       `INSERT INTO notifications (organization_id, contact_id, template_key, title, body, priority, data, idempotency_key, request_hash, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10) ON CONFLICT DO NOTHING RETURNING *`,
@@ -110,10 +103,7 @@ export class NotificationsRepository {
   }
 
   async insertDelivery(tx: Tx, organizationId: string, notificationId: string, channel: NotificationChannel, status: NotificationDeliveryStatus, now: Date): Promise<DeliveryRow> {
-    const [row] = await tx.query<DeliveryRow>(
-      `INSERT INTO notification_deliveries (organization_id, notification_id, channel, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) RETURNING *`,
-      [organizationId, notificationId, channel, status, now],
-    );
+    const [row] = await tx.query<DeliveryRow>(`INSERT INTO notification_deliveries (organization_id, notification_id, channel, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) RETURNING *`, [organizationId, notificationId, channel, status, now]);
     return row;
   }
 

@@ -201,7 +201,10 @@ export class NotificationsService {
     return this.uow.run(async (tx) => {
       const rows = await this.repository.list(tx, organizationId, { contact_id: q.contact_id, after }, limit + 1);
       const page = rows.slice(0, limit);
-      const deliveries = await this.repository.deliveries(tx, page.map((r) => r.id));
+      const deliveries = await this.repository.deliveries(
+        tx,
+        page.map((r) => r.id),
+      );
       const last = page[page.length - 1];
       return { items: page.map((r) => toNotificationView(r, deliveries)), next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null };
     });

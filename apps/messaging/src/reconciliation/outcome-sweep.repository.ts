@@ -68,11 +68,7 @@ export class OutcomeSweepRepository {
    * Oldest first, by the `received_at` index; returns how many were deleted.
    */
   async prunePendingStatuses(tx: Tx, before: Date, limit: number): Promise<number> {
-    const result = await rowsOf(
-      tx,
-      `DELETE FROM pending_statuses WHERE id IN (SELECT id FROM pending_statuses WHERE received_at < $1 ORDER BY received_at LIMIT $2) RETURNING id`,
-      [before, limit],
-    );
+    const result = await rowsOf(tx, `DELETE FROM pending_statuses WHERE id IN (SELECT id FROM pending_statuses WHERE received_at < $1 ORDER BY received_at LIMIT $2) RETURNING id`, [before, limit]);
     return result.length;
   }
 }

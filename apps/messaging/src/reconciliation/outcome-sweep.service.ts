@@ -157,10 +157,7 @@ export class OutcomeSweepService implements OnApplicationBootstrap, OnModuleDest
       return after?.status !== before.status;
     });
     if (moved) {
-      this.logger.warn(
-        { event: 'messaging.outcome_repaired', organization_id: organizationId, message_id: message.id, entry_id: entry.id, entry_status: entry.status },
-        'applied an outbox outcome whose event never reached the message',
-      );
+      this.logger.warn({ event: 'messaging.outcome_repaired', organization_id: organizationId, message_id: message.id, entry_id: entry.id, entry_status: entry.status }, 'applied an outbox outcome whose event never reached the message');
     }
     return moved;
   }

@@ -84,12 +84,7 @@ export class AbuseGuardService {
    */
   private async blockInForce(input: AbuseCheckData): Promise<{ block: { action_id: string; expires_at: Date | string } | null; from: BlockSource }> {
     try {
-      const { restriction } = await this.rpc.call(
-        'abuse',
-        AbuseRpc.ActiveRestriction,
-        { organization_id: input.organization_id, contact_id: input.contact_id },
-        this.config.ABUSE_STATE_TIMEOUT_MS,
-      );
+      const { restriction } = await this.rpc.call('abuse', AbuseRpc.ActiveRestriction, { organization_id: input.organization_id, contact_id: input.contact_id }, this.config.ABUSE_STATE_TIMEOUT_MS);
       return { block: restriction?.action_type === 'block' ? restriction : null, from: 'abuse' };
     } catch (err) {
       this.logger.warn({ event: 'messaging.abuse_state_unavailable', organization_id: input.organization_id, contact_id: input.contact_id, err: (err as Error).message }, 'abuse state unavailable; reading the restriction read model');

@@ -66,11 +66,7 @@ export class SendersService {
   private async apply(message: BusMessage<OutboxSenderEventData>, tx: Tx): Promise<void> {
     const d = message.data;
     if (d?.channel !== 'whatsapp' || !d.phone_number_id || !message.organization_id) return;
-    await this.repository.upsert(
-      tx,
-      { phone_number_id: d.phone_number_id, organization_id: message.organization_id, sender_id: d.sender_id, display_phone_number: d.display_phone_number ?? null, status: d.status },
-      this.clock.now(),
-    );
+    await this.repository.upsert(tx, { phone_number_id: d.phone_number_id, organization_id: message.organization_id, sender_id: d.sender_id, display_phone_number: d.display_phone_number ?? null, status: d.status }, this.clock.now());
     this.cache.delete(d.phone_number_id);
   }
 

@@ -1,14 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import {
-
-  type MessageStatusChangedData,
-  MessagingEvents,
-
-  type NotificationDeliveryUpdatedData,
-  type OutboxEntryEventData,
-  OutboxEnqueueErrorCode,
-} from '@touchpoint/contracts';
+import { type MessageStatusChangedData, MessagingEvents, type NotificationDeliveryUpdatedData, type OutboxEntryEventData, OutboxEnqueueErrorCode } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';

@@ -1,18 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import {
-  MESSAGING_CHANNELS,
-  MessagingEvents,
-  type MessagingSendData,
-  type MessagingSendResult,
-  type MessageOutcomeData,
-  type OutboxChannel,
-  OutboxCommands,
-  type OutboxEnqueueData,
-  type OutboxPayload,
-  validateOutboxPayload,
-} from '@touchpoint/contracts';
+import { MESSAGING_CHANNELS, MessagingEvents, type MessagingSendData, type MessagingSendResult, type MessageOutcomeData, type OutboxChannel, OutboxCommands, type OutboxEnqueueData, type OutboxPayload, validateOutboxPayload } from '@touchpoint/contracts';
 import { requireString, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode, httpStatusOf } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
@@ -324,10 +313,7 @@ export interface SendOptions {
  */
 function refuseDifferentRequest(existing: MessageRow, data: MessagingSendData): void {
   const normalized = (value: unknown) => JSON.parse(JSON.stringify(value ?? null)) as unknown;
-  const same =
-    existing.channel === data.channel &&
-    (!data.conversation_id || existing.conversation_id === data.conversation_id) &&
-    isDeepStrictEqual(normalized(existing.payload), normalized(payloadOf(data)));
+  const same = existing.channel === data.channel && (!data.conversation_id || existing.conversation_id === data.conversation_id) && isDeepStrictEqual(normalized(existing.payload), normalized(payloadOf(data)));
   if (!same) {
     throw new AppError(ErrorCode.IdempotencyConflict, 'this idempotency_key was already used for a different message', { field: 'idempotency_key', message_id: existing.id });
   }

@@ -22,7 +22,8 @@ export class AmbiguousRepository {
     fields: { providerMessageId: string | null; resolution: 'accepted' | 'rejected'; note: string | null; resolvedBy: string; errorCode?: string | null; errorMessage?: string | null },
     now: Date,
   ): Promise<EntryRow | undefined> {
-    const [row] = await rowsOf<EntryRow>(tx, 
+    const [row] = await rowsOf<EntryRow>(
+      tx,
       `UPDATE message_outbox
           SET status = $2, provider_message_id = COALESCE($3, provider_message_id), resolution = $4, resolution_note = $5, resolved_by = $6,
               last_error_code = COALESCE($7, last_error_code), last_error_message = COALESCE($8, last_error_message),
@@ -50,12 +51,9 @@ export class AmbiguousRepository {
   }
 
   /** Stores one provider status; false when that (message, status) was already stored. */
-  async insertProviderStatus(
-    tx: Tx,
-    s: { channel: string; accountId: string; providerMessageId: string; status: string; providerTimestamp: Date; recipient: string | null; correlation: string | null; body: unknown },
-    now: Date,
-  ): Promise<string | null> {
-    const [row] = await rowsOf<{ id: string }>(tx, 
+  async insertProviderStatus(tx: Tx, s: { channel: string; accountId: string; providerMessageId: string; status: string; providerTimestamp: Date; recipient: string | null; correlation: string | null; body: unknown }, now: Date): Promise<string | null> {
+    const [row] = await rowsOf<{ id: string }>(
+      tx,
       `INSERT INTO provider_statuses (channel, account_id, provider_message_id, status, provider_timestamp, recipient, correlation, body, received_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (provider_message_id, status) DO NOTHING RETURNING id`,

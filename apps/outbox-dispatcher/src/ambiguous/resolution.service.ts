@@ -1,13 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  type OutboxAmbiguousListData,
-  type OutboxAmbiguousPage,
-  OutboxEvents,
-  type OutboxProviderStatusEventData,
-  type OutboxResolveData,
-  type OutboxResolveResult,
-  type WhatsAppStatusBatch,
-} from '@touchpoint/contracts';
+import { type OutboxAmbiguousListData, type OutboxAmbiguousPage, OutboxEvents, type OutboxProviderStatusEventData, type OutboxResolveData, type OutboxResolveResult, type WhatsAppStatusBatch } from '@touchpoint/contracts';
 import { decodeCursor, encodeCursor, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -124,13 +116,7 @@ export class ResolutionService {
       if (!entry || (data.organization_id && entry.organization_id !== data.organization_id)) return { outcome: 'not_found', entry_id: data.entry_id };
       if (entry.status !== 'ambiguous') return { outcome: 'not_ambiguous', entry_id: entry.id, status: entry.status };
       const accepted = data.status === 'accepted';
-      const settled = await this.ambiguous.settleAmbiguous(
-        tx,
-        entry.id,
-        accepted ? 'accepted' : 'failed',
-        { providerMessageId: null, resolution: data.status, note: data.note.trim(), resolvedBy: `operator:${data.actor ?? 'unknown'}` },
-        this.clock.now(),
-      );
+      const settled = await this.ambiguous.settleAmbiguous(tx, entry.id, accepted ? 'accepted' : 'failed', { providerMessageId: null, resolution: data.status, note: data.note.trim(), resolvedBy: `operator:${data.actor ?? 'unknown'}` }, this.clock.now());
       if (!settled) return { outcome: 'not_ambiguous', entry_id: entry.id };
       await tx.publish(entryEvent(OutboxEvents.EntryResolved, settled, { resolution: data.status, resolved_by: 'operator' }));
       this.logSettled(settled, accepted);
@@ -196,11 +182,7 @@ export class ResolutionService {
         const seconds = Number(s.timestamp);
         const providerTimestamp = Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : this.clock.now();
         const token = typeof s.biz_opaque_callback_data === 'string' ? s.biz_opaque_callback_data : null;
-        const statusId = await this.ambiguous.insertProviderStatus(
-          tx,
-          { channel: 'whatsapp', accountId: batch.phone_number_id, providerMessageId: s.id, status: s.status, providerTimestamp, recipient: s.recipient_id ?? null, correlation: token, body: s },
-          this.clock.now(),
-        );
+        const statusId = await this.ambiguous.insertProviderStatus(tx, { channel: 'whatsapp', accountId: batch.phone_number_id, providerMessageId: s.id, status: s.status, providerTimestamp, recipient: s.recipient_id ?? null, correlation: token, body: s }, this.clock.now());
         if (statusId === null) {
           outcomes.push({ id: s.id, status: s.status, outcome: 'duplicate' });
           continue;

@@ -34,8 +34,7 @@ export interface EntryTransition {
 const ATTEMPT_BODY_MAX_CHARS = 4000;
 
 /** Subcode and details of a transition (cut by code points), null without an error code. */
-const errorExtras = (t: EntryTransition): [string | null, string | null] =>
-  t.errorCode ? [t.errorSubcode ?? null, t.errorDetails ? truncateText(t.errorDetails, 1000) : null] : [null, null];
+const errorExtras = (t: EntryTransition): [string | null, string | null] => (t.errorCode ? [t.errorSubcode ?? null, t.errorDetails ? truncateText(t.errorDetails, 1000) : null] : [null, null]);
 
 /**
  * The attempts of a claimed entry and how they end: the pre-wire gate that opens one, its close,
@@ -82,7 +81,8 @@ export class AttemptsRepository {
 
   /** Counts the attempt on the entry (still ours) and saves derived preparation output. Null when the entry is no longer ours. */
   async bumpAttempt(tx: Tx, entryId: string, fence: string, now: Date, prepared: Record<string, unknown> | null): Promise<number | null> {
-    const [row] = await rowsOf<{ attempts: number }>(tx, 
+    const [row] = await rowsOf<{ attempts: number }>(
+      tx,
       `UPDATE message_outbox SET attempts = attempts + 1, updated_at = $3, prepared = COALESCE($4::jsonb, prepared)
         WHERE id = $1 AND status = 'sending' AND claim_fence = $2 RETURNING attempts`,
       [entryId, fence, now, prepared === null ? null : JSON.stringify(prepared)],
@@ -92,7 +92,8 @@ export class AttemptsRepository {
 
   /** Opens (or, for a preparation failure, opens and closes at once) an attempt row. */
   async insertAttempt(tx: Tx, entryId: string, lease: PairLease, attemptNumber: number, now: Date, end?: AttemptEnd): Promise<string> {
-    const [row] = await rowsOf<{ id: string }>(tx, 
+    const [row] = await rowsOf<{ id: string }>(
+      tx,
       `INSERT INTO message_outbox_attempts (entry_id, pair_id, fence, dispatcher, attempt_number, started_at, ended_at, outcome, classification, provider_code, http_status, retry_after_ms, body)
        VALUES ($1, $2, $3, $13, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
       [entryId, lease.pairId, lease.fence, attemptNumber, now, end ? now : null, end?.outcome ?? 'open', end?.classification ?? null, end?.providerCode ?? null, end?.httpStatus ?? null, end?.retryAfterMs ?? null, end ? trimBody(end.body) : null, lease.owner],
@@ -102,7 +103,8 @@ export class AttemptsRepository {
 
   /** Closes an open attempt. False when it was already closed (lease recovery got there first). */
   async closeAttempt(tx: Tx, attemptId: string, end: AttemptEnd, now: Date): Promise<boolean> {
-    const rows = await rowsOf(tx, 
+    const rows = await rowsOf(
+      tx,
       `UPDATE message_outbox_attempts SET ended_at = $2, outcome = $3, classification = $4, provider_code = $5, http_status = $6, retry_after_ms = $7, body = $8
         WHERE id = $1 AND outcome = 'open' RETURNING id`,
       [attemptId, now, end.outcome, end.classification, end.providerCode, end.httpStatus, end.retryAfterMs, trimBody(end.body)],
@@ -116,7 +118,8 @@ export class AttemptsRepository {
    */
   async transitionClaimed(tx: Tx, entryId: string, fence: string, t: EntryTransition, now: Date): Promise<EntryRow | undefined> {
     const terminal = t.status !== 'pending';
-    const [row] = await rowsOf<EntryRow>(tx, 
+    const [row] = await rowsOf<EntryRow>(
+      tx,
       `UPDATE message_outbox
           SET status = $3,
               next_attempt_at = COALESCE($4, next_attempt_at),
@@ -162,9 +165,24 @@ export class AttemptsRepository {
        )
        SELECT entry.* FROM entry LEFT JOIN attempt ON true`,
       [
-        entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus,
-        terminal && t.status !== 'ambiguous', now,
-        attemptId, end.outcome, end.classification, end.providerCode, end.httpStatus, end.retryAfterMs, trimBody(end.body),
+        entryId,
+        fence,
+        t.status,
+        t.nextAttemptAt ?? null,
+        t.providerMessageId ?? null,
+        t.classification,
+        t.errorCode,
+        t.errorMessage ? truncateText(t.errorMessage, 1000) : null,
+        t.httpStatus,
+        terminal && t.status !== 'ambiguous',
+        now,
+        attemptId,
+        end.outcome,
+        end.classification,
+        end.providerCode,
+        end.httpStatus,
+        end.retryAfterMs,
+        trimBody(end.body),
         ...errorExtras(t),
       ],
     );
@@ -173,7 +191,8 @@ export class AttemptsRepository {
 
   /** Puts a claimed entry back to pending without an attempt (lease lost before the gate, sender unreadable). */
   async requeueUnopened(tx: Tx, entryId: string, fence: string, now: Date, at: Date): Promise<boolean> {
-    const rows = await rowsOf(tx, 
+    const rows = await rowsOf(
+      tx,
       `UPDATE message_outbox SET status = 'pending', claim_fence = NULL, next_attempt_at = $4, updated_at = $3
         WHERE id = $1 AND status = 'sending' AND claim_fence = $2 RETURNING id`,
       [entryId, fence, now, at],
@@ -183,7 +202,8 @@ export class AttemptsRepository {
 
   /** Entries left `sending` by a dispatcher whose lease expired or was superseded. */
   async findStranded(tx: Tx, now: Date, limit: number): Promise<{ id: string; pair_id: string; claim_fence: string }[]> {
-    return rowsOf(tx, 
+    return rowsOf(
+      tx,
       `SELECT e.id, e.pair_id, e.claim_fence FROM message_outbox e JOIN message_outbox_pairs p ON p.id = e.pair_id
         WHERE e.status = 'sending'
           AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= $1 OR p.lease_fence <> e.claim_fence)
@@ -193,10 +213,7 @@ export class AttemptsRepository {
   }
 
   async findOpenAttempt(tx: Tx, entryId: string): Promise<{ id: string; attempt_number: number } | undefined> {
-    const [row] = await rowsOf<{ id: string; attempt_number: number }>(tx, 
-      `SELECT id, attempt_number FROM message_outbox_attempts WHERE entry_id = $1 AND outcome = 'open' ORDER BY id DESC LIMIT 1`,
-      [entryId],
-    );
+    const [row] = await rowsOf<{ id: string; attempt_number: number }>(tx, `SELECT id, attempt_number FROM message_outbox_attempts WHERE entry_id = $1 AND outcome = 'open' ORDER BY id DESC LIMIT 1`, [entryId]);
     return row;
   }
 }

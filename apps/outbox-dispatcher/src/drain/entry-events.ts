@@ -1,12 +1,7 @@
 import { type OutboxEntryEventData, OutboxEvents, type OutgoingMessage } from '@touchpoint/contracts';
 import type { EntryRow } from './outbox.repository.js';
 
-type EntryEventType = (typeof OutboxEvents)[
-  | 'EntryAccepted'
-  | 'EntryFailed'
-  | 'EntryAmbiguous'
-  | 'EntryCancelled'
-  | 'EntryResolved'];
+type EntryEventType = (typeof OutboxEvents)['EntryAccepted' | 'EntryFailed' | 'EntryAmbiguous' | 'EntryCancelled' | 'EntryResolved'];
 
 /**
  * An `outbox.entry.*` event for a row. The id is `<type>:<entry id>`: each entry reaches each

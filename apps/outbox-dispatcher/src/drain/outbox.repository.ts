@@ -65,7 +65,8 @@ export class OutboxRepository {
    * head) either sees this entry or runs before it and leaves `next_due_at` NULL for us to set.
    */
   async upsertPairForEnqueue(tx: Tx, organizationId: string, senderId: string, pacingKey: string, now: Date, intervalMs: number): Promise<string> {
-    const [row] = await rowsOf<{ id: string }>(tx, 
+    const [row] = await rowsOf<{ id: string }>(
+      tx,
       `INSERT INTO message_outbox_pairs (organization_id, sender_id, pacing_key, next_due_at, created_at)
        VALUES ($1, $2, $3, $4, $4)
        ON CONFLICT (sender_id, pacing_key) DO UPDATE
@@ -83,7 +84,8 @@ export class OutboxRepository {
     entry: Pick<EntryRow, 'id' | 'organization_id' | 'channel' | 'sender_id' | 'pair_id' | 'recipient' | 'pacing_key' | 'idempotency_key' | 'payload_type' | 'payload' | 'max_attempts' | 'log_context' | 'requester'>,
     now: Date,
   ): Promise<{ row: EntryRow; created: boolean }> {
-    const [inserted] = await rowsOf<EntryRow>(tx, 
+    const [inserted] = await rowsOf<EntryRow>(
+      tx,
       `INSERT INTO message_outbox (id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload,
                                    status, max_attempts, next_attempt_at, log_context, requester, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $12, $12)
@@ -128,10 +130,7 @@ export class OutboxRepository {
 
   /** Remembers a cancel whose entry does not exist yet (idempotent). */
   async recordCancellation(tx: Tx, organizationId: string, idempotencyKey: string, now: Date): Promise<void> {
-    await tx.query(
-      `INSERT INTO message_outbox_cancellations (organization_id, idempotency_key, cancelled_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-      [organizationId, idempotencyKey, now],
-    );
+    await tx.query(`INSERT INTO message_outbox_cancellations (organization_id, idempotency_key, cancelled_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [organizationId, idempotencyKey, now]);
   }
 
   /** Whether a cancel for this key arrived before the entry. */
@@ -142,7 +141,8 @@ export class OutboxRepository {
 
   /** Cancels a pending entry by key (not once claimed). */
   async cancelPending(tx: Tx, organizationId: string, idempotencyKey: string, now: Date): Promise<EntryRow | undefined> {
-    const [row] = await rowsOf<EntryRow>(tx, 
+    const [row] = await rowsOf<EntryRow>(
+      tx,
       `UPDATE message_outbox SET status = 'cancelled', settled_at = $3, updated_at = $3
         WHERE organization_id = $1 AND idempotency_key = $2 AND status = 'pending' RETURNING *`,
       [organizationId, idempotencyKey, now],

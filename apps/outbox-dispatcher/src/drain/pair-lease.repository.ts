@@ -89,7 +89,8 @@ export class PairLeaseRepository {
    * dispatcher (the claim's `has_more` + `next_due_at`), or null when nothing is pending.
    */
   async nextDue(tx: Tx, now: Date): Promise<Date | null> {
-    const [row] = await rowsOf<{ at: Date | null }>(tx, 
+    const [row] = await rowsOf<{ at: Date | null }>(
+      tx,
       `SELECT min(next_due_at) AS at FROM message_outbox_pairs
         WHERE next_due_at IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at <= $1)`,
       [now],
@@ -99,10 +100,7 @@ export class PairLeaseRepository {
 
   /** Locks the pair row (taken first by every writer of the pair: enqueue, release, recovery). */
   async lockPair(tx: Tx, pairId: string): Promise<{ lease_owner: string | null; lease_fence: string; lease_expires_at: Date | null } | undefined> {
-    const [row] = await rowsOf<{ lease_owner: string | null; lease_fence: string; lease_expires_at: Date | null }>(tx, 
-      `SELECT lease_owner, lease_fence, lease_expires_at FROM message_outbox_pairs WHERE id = $1 FOR UPDATE`,
-      [pairId],
-    );
+    const [row] = await rowsOf<{ lease_owner: string | null; lease_fence: string; lease_expires_at: Date | null }>(tx, `SELECT lease_owner, lease_fence, lease_expires_at FROM message_outbox_pairs WHERE id = $1 FOR UPDATE`, [pairId]);
     return row;
   }
 
@@ -112,7 +110,8 @@ export class PairLeaseRepository {
    * interval would be broken): the caller must not send.
    */
   async stampPacingGate(tx: Tx, lease: PairLease, now: Date, intervalMs: number): Promise<boolean> {
-    const rows = await rowsOf(tx, 
+    const rows = await rowsOf(
+      tx,
       `UPDATE message_outbox_pairs SET last_attempt_started_at = $4
         WHERE id = $1 AND lease_owner = $2 AND lease_fence = $3 AND lease_expires_at > $4
           AND (last_attempt_started_at IS NULL OR last_attempt_started_at + $5::interval <= $4)
@@ -129,7 +128,8 @@ export class PairLeaseRepository {
    * snapshot includes every entry committed before the lock (see `OutboxRepository.upsertPairForEnqueue`).
    */
   async releasePair(tx: Tx, lease: PairLease, intervalMs: number): Promise<void> {
-    await rowsOf(tx, 
+    await rowsOf(
+      tx,
       `UPDATE message_outbox_pairs p
           SET lease_owner = NULL, lease_expires_at = NULL,
               next_due_at = ${headDueSql('$4')}
@@ -140,7 +140,8 @@ export class PairLeaseRepository {
 
   /** Recomputes `next_due_at` of a pair nobody holds (after recovery, cancel or repair). */
   async recomputeFreePair(tx: Tx, pairId: string, now: Date, intervalMs: number): Promise<void> {
-    await rowsOf(tx, 
+    await rowsOf(
+      tx,
       `UPDATE message_outbox_pairs p
           SET lease_owner = NULL, lease_expires_at = NULL,
               next_due_at = ${headDueSql('$3')}
@@ -151,16 +152,14 @@ export class PairLeaseRepository {
 
   /** Whether the pair's lease under this fence is over (expired, released or superseded). */
   async leaseIsOver(tx: Tx, pairId: string, fence: string, now: Date): Promise<boolean> {
-    const [row] = await rowsOf<{ over: boolean }>(tx, 
-      `SELECT (lease_expires_at IS NULL OR lease_expires_at <= $2 OR lease_fence <> $3) AS over FROM message_outbox_pairs WHERE id = $1`,
-      [pairId, now, fence],
-    );
+    const [row] = await rowsOf<{ over: boolean }>(tx, `SELECT (lease_expires_at IS NULL OR lease_expires_at <= $2 OR lease_fence <> $3) AS over FROM message_outbox_pairs WHERE id = $1`, [pairId, now, fence]);
     return Boolean(row?.over);
   }
 
   /** Pairs whose lease ran out with nothing left sending: free them and recompute their due time. */
   async freeExpiredPairs(tx: Tx, now: Date, intervalMs: number): Promise<number> {
-    const rows = await rowsOf(tx, 
+    const rows = await rowsOf(
+      tx,
       `UPDATE message_outbox_pairs p
           SET lease_owner = NULL, lease_expires_at = NULL,
               next_due_at = ${headDueSql('$2')}
@@ -174,7 +173,8 @@ export class PairLeaseRepository {
 
   /** Backstop: pairs with pending work but no due time (should not happen) get one. */
   async repairUndatedPairs(tx: Tx, now: Date, intervalMs: number): Promise<number> {
-    const rows = await rowsOf(tx, 
+    const rows = await rowsOf(
+      tx,
       `UPDATE message_outbox_pairs p
           SET next_due_at = GREATEST($1, p.last_attempt_started_at + $2::interval)
         WHERE p.next_due_at IS NULL AND p.lease_expires_at IS NULL

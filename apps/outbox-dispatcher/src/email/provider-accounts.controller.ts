@@ -12,7 +12,9 @@ import {
   OutreachDispatcherRpc,
   type ProviderAccountLookup,
   type SuppressionCheckData,
-  type SuppressionCheckResult, type OutboxSuppressionAddResult } from '@touchpoint/contracts';
+  type SuppressionCheckResult,
+  type OutboxSuppressionAddResult,
+} from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { OnRpc } from '@touchpoint/runtime';
 import { ProspectCapService } from '../prospect-cap/prospect-cap.service.js';

@@ -1,17 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import {
-  OUTBOX_CHANNELS,
-  OUTBOX_ENTRIES_BY_KEY_MAX,
-  type OutboxCancelData,
-  type OutboxCancelResult,
-  type OutboxEnqueueData,
-  type OutboxEnqueueResult,
-  type OutboxEntriesByKeyData,
-  type OutboxEntryView,
-  OutboxEvents,
-  type OutboxPayload,
-} from '@touchpoint/contracts';
+import { OUTBOX_CHANNELS, OUTBOX_ENTRIES_BY_KEY_MAX, type OutboxCancelData, type OutboxCancelResult, type OutboxEnqueueData, type OutboxEnqueueResult, type OutboxEntriesByKeyData, type OutboxEntryView, OutboxEvents, type OutboxPayload } from '@touchpoint/contracts';
 import { notifySoon, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { toRecipientKey } from '@touchpoint/phone';

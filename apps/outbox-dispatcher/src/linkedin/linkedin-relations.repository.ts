@@ -26,11 +26,12 @@ export class LinkedinRelationsRepository {
 
   /** The provider id of an accepted relation of the sender to the person (by provider id or `/in/` slug), or null. */
   async acceptedRelation(db: Queryable, organizationId: string, senderId: string, providerId: string, publicIdentifier: string | null): Promise<string | null> {
-    const [relation] = await rowsOf<{ provider_id: string }>(
-      db,
-      `SELECT provider_id FROM linkedin_relations WHERE sender_id::text = $1 AND organization_id = $2 AND (provider_id = $3 OR ($4::text IS NOT NULL AND public_identifier = $4)) LIMIT 1`,
-      [senderId, organizationId, providerId, publicIdentifier],
-    );
+    const [relation] = await rowsOf<{ provider_id: string }>(db, `SELECT provider_id FROM linkedin_relations WHERE sender_id::text = $1 AND organization_id = $2 AND (provider_id = $3 OR ($4::text IS NOT NULL AND public_identifier = $4)) LIMIT 1`, [
+      senderId,
+      organizationId,
+      providerId,
+      publicIdentifier,
+    ]);
     return relation?.provider_id ?? null;
   }
 

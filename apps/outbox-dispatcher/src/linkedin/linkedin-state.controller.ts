@@ -1,14 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import {
-  type LinkedinRelationAcceptedData,
-  type LinkedinRelationEventData,
-  type LinkedinStateQuery,
-  type LinkedinStateView,
-  OutboxLinkedinEvents,
-  OutboxLinkedinRpc,
-  OutreachDispatcherRpc,
-} from '@touchpoint/contracts';
+import { type LinkedinRelationAcceptedData, type LinkedinRelationEventData, type LinkedinStateQuery, type LinkedinStateView, OutboxLinkedinEvents, OutboxLinkedinRpc, OutreachDispatcherRpc } from '@touchpoint/contracts';
 import { poolOf } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork, OnRpc } from '@touchpoint/runtime';

@@ -43,7 +43,9 @@ export class OutboxMetrics {
     this.ambiguous = (existing(`${p}ambiguous_entries`) as Gauge) ?? new Gauge({ name: `${p}ambiguous_entries`, help: 'Entries parked ambiguous (never retried automatically)', registers });
     this.oldestDueAge = (existing(`${p}oldest_due_age_seconds`) as Gauge) ?? new Gauge({ name: `${p}oldest_due_age_seconds`, help: 'Age of the oldest due pending entry, seconds', registers });
     this.pacingWaits = (existing(`${p}pacing_waits_total`) as Counter) ?? new Counter({ name: `${p}pacing_waits_total`, help: 'Drain passes that found pending work held back by pacing or backoff', registers });
-    this.enqueueToWire = (existing(`${p}enqueue_to_wire_seconds`) as Histogram<'channel'>) ?? new Histogram({ name: `${p}enqueue_to_wire_seconds`, help: 'Enqueue to first attempt start, seconds', labelNames: ['channel'], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers });
+    this.enqueueToWire =
+      (existing(`${p}enqueue_to_wire_seconds`) as Histogram<'channel'>) ??
+      new Histogram({ name: `${p}enqueue_to_wire_seconds`, help: 'Enqueue to first attempt start, seconds', labelNames: ['channel'], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers });
     this.resolutions = (existing(`${p}resolutions_total`) as Counter<'outcome' | 'source'>) ?? new Counter({ name: `${p}resolutions_total`, help: 'Ambiguous-send resolutions by outcome and source', labelNames: ['outcome', 'source'], registers });
     this.recovered = (existing(`${p}lease_recovered_total`) as Counter<'result'>) ?? new Counter({ name: `${p}lease_recovered_total`, help: 'Stranded sends settled by lease recovery', labelNames: ['result'], registers });
     this.sweepSteps = (existing(`${p}sweep_steps_total`) as Counter<'step' | 'result'>) ?? new Counter({ name: `${p}sweep_steps_total`, help: 'Sweep steps run, by result', labelNames: ['step', 'result'], registers });

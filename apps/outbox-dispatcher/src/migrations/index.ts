@@ -10,4 +10,11 @@ import { AddMetaFidelity1796130561208602 } from './1796130561208602-AddMetaFidel
 export const OutboxDispatcherEntities: (ObjectType<unknown> | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the outbox-dispatcher schema, oldest first (the bus tables come from the platform). */
-export const OutboxDispatcherMigrations: (new () => MigrationInterface)[] = [CreateOutboxTables1764500000000, CreateOutboxCancellations1764900000000, CreateProspectCapAndAccounts1765100000000, CreateLinkedinRelations1765100000001, IndexPendingByRecipient1765300000000, AddMetaFidelity1796130561208602];
+export const OutboxDispatcherMigrations: (new () => MigrationInterface)[] = [
+  CreateOutboxTables1764500000000,
+  CreateOutboxCancellations1764900000000,
+  CreateProspectCapAndAccounts1765100000000,
+  CreateLinkedinRelations1765100000001,
+  IndexPendingByRecipient1765300000000,
+  AddMetaFidelity1796130561208602,
+];

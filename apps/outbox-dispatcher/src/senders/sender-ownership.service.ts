@@ -82,7 +82,6 @@ function requireHeaderSafe(field: string, value: string): void {
   if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) throw new AppError(ErrorCode.ValidationFailed, `${field} holds a control character`, [{ field, problems: ['must not contain control characters'] }]);
 }
 
-
 /** The refusal: the provider's status and error code in the details, never its message (it may name the id's owner). */
 function refused(provider: Provider, message: string, answer: ProviderAnswer): AppError {
   const error = (answer.body as { error?: { code?: unknown; type?: unknown } | string; type?: unknown } | null) ?? null;

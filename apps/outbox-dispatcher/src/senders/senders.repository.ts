@@ -28,7 +28,8 @@ export interface SenderRow {
 @Injectable()
 export class SendersRepository {
   async insert(tx: Tx, row: Omit<SenderRow, 'removed_at' | 'updated_at'>): Promise<SenderRow> {
-    const [created] = await rowsOf<SenderRow>(tx, 
+    const [created] = await rowsOf<SenderRow>(
+      tx,
       `INSERT INTO senders (id, organization_id, channel, label, phone_number_id, display_phone_number, business_account_id, address,
                             credentials_encrypted, status, is_default, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING *`,
@@ -39,10 +40,7 @@ export class SendersRepository {
 
   async find(tx: Tx, organizationId: string, senderId: string, forUpdate = false): Promise<SenderRow | undefined> {
     if (!/^[0-9a-f-]{36}$/i.test(senderId)) return undefined;
-    const [row] = await rowsOf<SenderRow>(tx, 
-      `SELECT * FROM senders WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL ${forUpdate ? 'FOR UPDATE' : ''}`,
-      [senderId, organizationId],
-    );
+    const [row] = await rowsOf<SenderRow>(tx, `SELECT * FROM senders WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL ${forUpdate ? 'FOR UPDATE' : ''}`, [senderId, organizationId]);
     return row;
   }
 
@@ -54,7 +52,8 @@ export class SendersRepository {
 
   async findDefault(tx: Tx, organizationId: string, channel: OutboxChannel): Promise<SenderRow | undefined> {
     // An explicit default wins; otherwise the oldest connected sender of the channel.
-    const [row] = await rowsOf<SenderRow>(tx, 
+    const [row] = await rowsOf<SenderRow>(
+      tx,
       `SELECT * FROM senders WHERE organization_id = $1 AND channel = $2 AND removed_at IS NULL
         ORDER BY is_default DESC, (status = 'connected') DESC, created_at LIMIT 1`,
       [organizationId, channel],
@@ -68,10 +67,7 @@ export class SendersRepository {
   }
 
   async list(tx: Tx, organizationId: string, channel?: OutboxChannel): Promise<SenderRow[]> {
-    return rowsOf<SenderRow>(tx, 
-      `SELECT * FROM senders WHERE organization_id = $1 AND removed_at IS NULL AND ($2::text IS NULL OR channel = $2) ORDER BY created_at`,
-      [organizationId, channel ?? null],
-    );
+    return rowsOf<SenderRow>(tx, `SELECT * FROM senders WHERE organization_id = $1 AND removed_at IS NULL AND ($2::text IS NULL OR channel = $2) ORDER BY created_at`, [organizationId, channel ?? null]);
   }
 
   /** Drops the default flag of the organization's other senders of the channel (one default each); `now` also stamps `updated_at`. */
@@ -90,10 +86,7 @@ export class SendersRepository {
    * Inserts a connected mailbox or LinkedIn account. The account id is unique among live senders:
    * a second live sender of it fails with a unique violation.
    */
-  async insertAccount(
-    tx: Tx,
-    a: { id: string; organizationId: string; channel: 'email' | 'linkedin'; label: string | null; address: string; credentialsEncrypted: string; isDefault: boolean; accountId: string; provider: string | null; now: Date },
-  ): Promise<SenderRow> {
+  async insertAccount(tx: Tx, a: { id: string; organizationId: string; channel: 'email' | 'linkedin'; label: string | null; address: string; credentialsEncrypted: string; isDefault: boolean; accountId: string; provider: string | null; now: Date }): Promise<SenderRow> {
     const [row] = await rowsOf<SenderRow>(
       tx,
       `INSERT INTO senders (id, organization_id, channel, label, address, credentials_encrypted, status, is_default, provider_account_id, account_provider, created_at, updated_at)
@@ -112,10 +105,7 @@ export class SendersRepository {
   async update(tx: Tx, id: string, changes: Partial<Pick<SenderRow, 'label' | 'display_phone_number' | 'business_account_id' | 'credentials_encrypted' | 'status' | 'status_reason' | 'is_default'>>, now: Date): Promise<SenderRow> {
     const columns = Object.keys(changes) as (keyof typeof changes)[];
     const sets = columns.map((c, i) => `${c} = $${i + 3}`);
-    const [row] = await rowsOf<SenderRow>(tx, 
-      `UPDATE senders SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE id = $1 RETURNING *`,
-      [id, now, ...columns.map((c) => changes[c])],
-    );
+    const [row] = await rowsOf<SenderRow>(tx, `UPDATE senders SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE id = $1 RETURNING *`, [id, now, ...columns.map((c) => changes[c])]);
     return row;
   }
 
@@ -129,10 +119,7 @@ export class SendersRepository {
   }
 
   /** Keeps one error of a WhatsApp webhook error batch (`sender` null when no live sender has the number). */
-  async recordWebhookError(
-    tx: Tx,
-    e: { organizationId: string | null; senderId: string | null; phoneNumberId: string; code: number; title: string | null; details: string | null; body: string; pausedUntil: Date | null; receivedAt: Date },
-  ): Promise<void> {
+  async recordWebhookError(tx: Tx, e: { organizationId: string | null; senderId: string | null; phoneNumberId: string; code: number; title: string | null; details: string | null; body: string; pausedUntil: Date | null; receivedAt: Date }): Promise<void> {
     await rowsOf(
       tx,
       `INSERT INTO whatsapp_webhook_errors (organization_id, sender_id, phone_number_id, code, title, details, body, paused_until, received_at)

@@ -1,13 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import {
-  type OutboxChannel,
-  OutboxEvents,
-  type OutboxSenderCreateData,
-  type OutboxSenderEventData,
-  type OutboxSenderUpdateData,
-  type OutboxSenderView,
-} from '@touchpoint/contracts';
+import { type OutboxChannel, OutboxEvents, type OutboxSenderCreateData, type OutboxSenderEventData, type OutboxSenderUpdateData, type OutboxSenderView } from '@touchpoint/contracts';
 import { requireString, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
@@ -131,12 +124,7 @@ export class SendersService {
       if (Object.keys(changes).length === 0) return toView(current);
       const row = await this.repository.update(tx, current.id, changes, this.clock.now());
       if (row.is_default) await this.repository.clearDefault(tx, row.organization_id, row.channel, row.id);
-      const type =
-        data.status !== undefined && data.status !== current.status
-          ? data.status === 'connected'
-            ? OutboxEvents.SenderConnected
-            : OutboxEvents.SenderDisconnected
-          : OutboxEvents.SenderUpdated;
+      const type = data.status !== undefined && data.status !== current.status ? (data.status === 'connected' ? OutboxEvents.SenderConnected : OutboxEvents.SenderDisconnected) : OutboxEvents.SenderUpdated;
       await this.publish(tx, row, type, row.updated_at.toISOString());
       return toView(row);
     });

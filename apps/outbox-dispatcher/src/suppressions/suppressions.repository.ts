@@ -45,10 +45,6 @@ export class SuppressionsRepository {
 
   /** Which of `keys` (channel and recipient key) are on the organization's list. */
   async onList(db: Queryable, organizationId: string, keys: { channel: string; value: string }[]): Promise<{ channel: string; value: string }[]> {
-    return rowsOf<{ channel: string; value: string }>(
-      db,
-      `SELECT channel, value FROM contact_suppressions WHERE organization_id = $1 AND (channel, value) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
-      [organizationId, keys.map((k) => k.channel), keys.map((k) => k.value)],
-    );
+    return rowsOf<{ channel: string; value: string }>(db, `SELECT channel, value FROM contact_suppressions WHERE organization_id = $1 AND (channel, value) IN (SELECT * FROM unnest($2::text[], $3::text[]))`, [organizationId, keys.map((k) => k.channel), keys.map((k) => k.value)]);
   }
 }

@@ -49,7 +49,11 @@ export class SuppressionsService {
     if (typeof data?.organization_id !== 'string' || !Array.isArray(data.values) || data.values.length > MAX_CHECK_VALUES) throw new AppError(ErrorCode.ValidationFailed, `organization_id and at most ${MAX_CHECK_VALUES} values are required`);
     const keyed = data.values.map((v) => ({ v, key: toRecipientKey(v.channel, v.value) })).filter((k): k is { v: SuppressionCheckData['values'][number]; key: string } => k.key !== null);
     if (keyed.length === 0) return { suppressed: [] };
-    const rows = await this.repository.onList(poolOf(this.uow.dataSource), data.organization_id, keyed.map((k) => ({ channel: k.v.channel, value: k.key })));
+    const rows = await this.repository.onList(
+      poolOf(this.uow.dataSource),
+      data.organization_id,
+      keyed.map((k) => ({ channel: k.v.channel, value: k.key })),
+    );
     const hit = new Set(rows.map((r) => `${r.channel}\u0000${r.value}`));
     return { suppressed: keyed.filter((k) => hit.has(`${k.v.channel}\u0000${k.key}`)).map((k) => k.v) };
   }
@@ -68,10 +72,7 @@ export class SuppressionsService {
       const cancelled = await this.repository.cancelPendingTo(t, organizationId, channel, value, now);
       for (const row of cancelled) await t.publish(entryEvent(OutboxEvents.EntryCancelled, row, { reason: 'suppressed' }));
       if (created || cancelled.length) {
-        this.logger.info(
-          { event: 'outbox.suppression_added', organization_id: organizationId, channel, reason: data.reason ?? null, created, cancelled: cancelled.length, entry_ids: cancelled.map((r) => r.id) },
-          'address suppressed; its queued sends cancelled',
-        );
+        this.logger.info({ event: 'outbox.suppression_added', organization_id: organizationId, channel, reason: data.reason ?? null, created, cancelled: cancelled.length, entry_ids: cancelled.map((r) => r.id) }, 'address suppressed; its queued sends cancelled');
       }
       return { value, created, cancelled_entry_ids: cancelled.map((r) => r.id) };
     };

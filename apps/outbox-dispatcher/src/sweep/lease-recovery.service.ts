@@ -81,7 +81,12 @@ export class LeaseRecoveryService {
           kind = accepted ? 'acceptedByEvidence' : 'failedByEvidence';
         } else if (open) {
           const readReceipt = entry.payload_type === 'read_receipt';
-          await this.attempts.closeAttempt(tx, open.id, { outcome: readReceipt ? 'failed' : 'ambiguous', classification: 'ambiguous', providerCode: 'lease_expired', httpStatus: null, retryAfterMs: null, body: { source: 'lease_recovery', message: 'the dispatcher holding the attempt never recorded its outcome' } }, now);
+          await this.attempts.closeAttempt(
+            tx,
+            open.id,
+            { outcome: readReceipt ? 'failed' : 'ambiguous', classification: 'ambiguous', providerCode: 'lease_expired', httpStatus: null, retryAfterMs: null, body: { source: 'lease_recovery', message: 'the dispatcher holding the attempt never recorded its outcome' } },
+            now,
+          );
           const row = await this.attempts.transitionClaimed(
             tx,
             entry.id,
@@ -103,10 +108,7 @@ export class LeaseRecoveryService {
       if (!result) continue;
       report[result.kind]++;
       this.metrics.recovered.inc({ result: result.kind });
-      this.logger.warn(
-        { event: 'outbox.lease_recovered', result: result.kind, organization_id: result.entry.organization_id, entry_id: result.entry.id, ...result.entry.log_context },
-        'stranded send recovered',
-      );
+      this.logger.warn({ event: 'outbox.lease_recovered', result: result.kind, organization_id: result.entry.organization_id, entry_id: result.entry.id, ...result.entry.log_context }, 'stranded send recovered');
     }
     const pairs = await this.uow.run(async (tx) => ({
       freed: await this.pairs.freeExpiredPairs(tx, this.clock.now(), interval),

@@ -7,7 +7,8 @@ import { rowsOf } from '@touchpoint/database';
 export class SweepRepository {
   /** Age of the oldest due pending entry (ms) and how many are due; for the age warning and gauge. */
   async dueProbe(tx: Tx, now: Date): Promise<{ due: number; oldestDueAt: Date | null; ambiguous: number }> {
-    const [row] = await rowsOf<{ due: number; oldest: Date | null; ambiguous: number }>(tx, 
+    const [row] = await rowsOf<{ due: number; oldest: Date | null; ambiguous: number }>(
+      tx,
       `SELECT (SELECT count(*)::int FROM message_outbox WHERE status = 'pending' AND next_attempt_at <= $1) AS due,
               (SELECT min(next_attempt_at) FROM message_outbox WHERE status = 'pending' AND next_attempt_at <= $1) AS oldest,
               (SELECT count(*)::int FROM message_outbox WHERE status = 'ambiguous') AS ambiguous`,
@@ -21,7 +22,8 @@ export class SweepRepository {
    * after `failedDays`; ambiguous never), then pairs no entry references and nobody holds.
    */
   async prune(tx: Tx, now: Date, acceptedDays: number, failedDays: number, batch: number): Promise<{ entries: number; pairs: number; statuses: number }> {
-    const entries = await rowsOf(tx, 
+    const entries = await rowsOf(
+      tx,
       `DELETE FROM message_outbox WHERE id IN (
          SELECT id FROM message_outbox
           WHERE (status = 'accepted' AND settled_at < $1::timestamptz - make_interval(days => $2))
@@ -29,7 +31,8 @@ export class SweepRepository {
           LIMIT $4) RETURNING id`,
       [now, acceptedDays, failedDays, batch],
     );
-    const pairs = await rowsOf(tx, 
+    const pairs = await rowsOf(
+      tx,
       `DELETE FROM message_outbox_pairs p
         WHERE p.lease_owner IS NULL AND p.next_due_at IS NULL
           AND NOT EXISTS (SELECT 1 FROM message_outbox e WHERE e.pair_id = p.id)

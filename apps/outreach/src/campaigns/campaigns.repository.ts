@@ -48,20 +48,12 @@ export class CampaignsRepository {
   }
 
   async find(db: Queryable, organizationId: string, id: string, lock = false): Promise<CampaignRow | null> {
-    const [row] = await rowsOf<CampaignRow>(
-      db,
-      lock ? `SELECT c.* FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2 FOR UPDATE` : `SELECT c.*, ${LIVE_COUNT} FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2`,
-      [organizationId, id],
-    );
+    const [row] = await rowsOf<CampaignRow>(db, lock ? `SELECT c.* FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2 FOR UPDATE` : `SELECT c.*, ${LIVE_COUNT} FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2`, [organizationId, id]);
     return row ?? null;
   }
 
   async list(db: Queryable, organizationId: string, status: CampaignStatus | undefined): Promise<CampaignRow[]> {
-    return rowsOf<CampaignRow>(
-      db,
-      `SELECT c.*, ${LIVE_COUNT} FROM campaigns c WHERE c.organization_id = $1 AND ($2::text IS NULL OR c.status = $2) ORDER BY c.created_at DESC, c.id DESC`,
-      [organizationId, status ?? null],
-    );
+    return rowsOf<CampaignRow>(db, `SELECT c.*, ${LIVE_COUNT} FROM campaigns c WHERE c.organization_id = $1 AND ($2::text IS NULL OR c.status = $2) ORDER BY c.created_at DESC, c.id DESC`, [organizationId, status ?? null]);
   }
 
   /** Moves the status only from one of `from` (a conditional write: a repeat finds 0 rows). */
@@ -79,11 +71,7 @@ export class CampaignsRepository {
 
   /** Deletes a campaign that never had an enrollment (seed 003 §5); false when it had one. */
   async deleteIfNeverEnrolled(db: Queryable, organizationId: string, id: string): Promise<boolean> {
-    const rows = await rowsOf<{ id: string }>(
-      db,
-      `DELETE FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2 AND NOT EXISTS (SELECT 1 FROM enrollments e WHERE e.campaign_id = c.id) RETURNING c.id`,
-      [organizationId, id],
-    );
+    const rows = await rowsOf<{ id: string }>(db, `DELETE FROM campaigns c WHERE c.organization_id = $1 AND c.id = $2 AND NOT EXISTS (SELECT 1 FROM enrollments e WHERE e.campaign_id = c.id) RETURNING c.id`, [organizationId, id]);
     return rows.length > 0;
   }
 

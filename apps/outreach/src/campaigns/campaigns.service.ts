@@ -1,13 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isUuid, requireString } from '@touchpoint/database';
-import {
-  CAMPAIGN_STATUSES,
-  type CampaignCreateData,
-  type CampaignStatus,
-  type CampaignView,
-  OUTREACH_CHANNELS,
-  type OutreachSettingsView,
-} from '@touchpoint/contracts';
+import { CAMPAIGN_STATUSES, type CampaignCreateData, type CampaignStatus, type CampaignView, OUTREACH_CHANNELS, type OutreachSettingsView } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';

@@ -70,8 +70,7 @@ export class ContextBuilder {
     const suppressedValues: ChannelValue[] | 'all' = suppressed.ok ? suppressed.value : 'all';
     const linkedinView = linkedin.ok ? linkedin.value : null;
     const linkedinState: LinkedinState | 'unknown' = linkedinAllowed ? (linkedinView?.state ?? 'unknown') : 'none';
-    const isSuppressed = (channel: 'email' | 'linkedin', ...values: (string | null)[]) =>
-      suppressedValues === 'all' || values.some((v) => includesValue(suppressedValues, channel, v));
+    const isSuppressed = (channel: 'email' | 'linkedin', ...values: (string | null)[]) => suppressedValues === 'all' || values.some((v) => includesValue(suppressedValues, channel, v));
 
     const allowed: OutreachActionType[] = [];
     if (campaign.allowed_channels.includes('email') && contact.email && !isSuppressed('email', contact.email)) allowed.push('email');

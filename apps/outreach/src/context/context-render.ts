@@ -36,7 +36,9 @@ export function capSection(items: string[], cap: number): string {
  * review card's "Replying to" both use it, so a reviewer reads what the agent read.
  */
 export function newTextOf(text: string | null | undefined): string {
-  return stripQuotedText(text ?? '').replace(/\s+/g, ' ').trim();
+  return stripQuotedText(text ?? '')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /** A thread line: `[email] 2026-10-27 inbound: text`, quoted earlier text stripped, whitespace folded. */

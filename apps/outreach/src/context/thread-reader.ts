@@ -39,14 +39,7 @@ export class ThreadReader {
           // every inbound email of the person's conversation since our first send is in the thread.
           const firstSent = Math.min(...ours.map((a) => (a.executed_at ?? a.updated_at).getTime()));
           const unthreaded = threads.size === 0;
-          out.email.push(
-            ...messages.filter(
-              (m) =>
-                ourIds.has(m.id) ||
-                (m.thread_id && threads.has(m.thread_id)) ||
-                (m.direction === 'inbound' && (inReplyTo(m, ourExternal) || (unthreaded && Date.parse(m.created_at) >= firstSent))),
-            ),
-          );
+          out.email.push(...messages.filter((m) => ourIds.has(m.id) || (m.thread_id && threads.has(m.thread_id)) || (m.direction === 'inbound' && (inReplyTo(m, ourExternal) || (unthreaded && Date.parse(m.created_at) >= firstSent)))));
         } else {
           const first = Math.min(...ours.map((a) => (a.executed_at ?? a.updated_at).getTime()));
           out.linkedin.push(...messages.filter((m) => ourIds.has(m.id) || Date.parse(m.created_at) >= first));

@@ -70,10 +70,7 @@ export class DecisionSaver {
       failure_reason: result.kind === 'action' ? null : result.reason,
       reply_to_message_id: action?.type === 'email' ? (input.reply_to?.message_id ?? null) : null,
       reply_to_text: action?.type === 'email' ? (input.reply_to?.text ?? null) : null,
-      reply_to:
-        action?.type === 'email' && input.reply_to
-          ? { message_id: input.reply_to.message_id, conversation_id: input.reply_to.conversation_id, external_id: input.reply_to.external_id, subject: input.reply_to.subject }
-          : null,
+      reply_to: action?.type === 'email' && input.reply_to ? { message_id: input.reply_to.message_id, conversation_id: input.reply_to.conversation_id, external_id: input.reply_to.external_id, subject: input.reply_to.subject } : null,
       run_id: input.run_id,
       raw_output: input.raw_output,
       now,

@@ -1,15 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import {
-  AI_DEFAULT_OUTPUT_SCHEMAS,
-  AiClient,
-  type AiRunResult,
-  type DecisionReason,
-  type DecisionRequestedData,
-  type OutboundActionType,
-  type OutreachDraftEmailInput,
-  type OutreachDraftLinkedinInput,
-} from '@touchpoint/contracts';
+import { AI_DEFAULT_OUTPUT_SCHEMAS, AiClient, type AiRunResult, type DecisionReason, type DecisionRequestedData, type OutboundActionType, type OutreachDraftEmailInput, type OutreachDraftLinkedinInput } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
@@ -151,8 +142,7 @@ export class DecisionRunner implements RunHandler<'decision'> {
   private async draft(ctx: RunContext, decision: DecisionRow, campaign: CampaignRow, context: BuiltContext, log: Record<string, unknown>): Promise<void> {
     const type = decision.type as OutboundActionType;
     const isReply = type === 'email' && decision.reply_to_message_id !== null;
-    const input: OutreachDraftEmailInput | OutreachDraftLinkedinInput =
-      type === 'email' ? { context: context.sections, objective: decision.objective!, is_reply: isReply } : { context: context.sections, type, objective: decision.objective! };
+    const input: OutreachDraftEmailInput | OutreachDraftLinkedinInput = type === 'email' ? { context: context.sections, objective: decision.objective!, is_reply: isReply } : { context: context.sections, type, objective: decision.objective! };
     const written = await ctx.step('draft', () =>
       this.ai.run({
         organization_id: decision.organization_id,
@@ -277,4 +267,3 @@ export class DecisionRunner implements RunHandler<'decision'> {
     this.outcomes.inc({ outcome: 'error' });
   }
 }
-

@@ -96,11 +96,7 @@ export class DecisionsRepository {
    * decisions are skipped; a saved one breaks the streak).
    */
   async recentCounted(db: Queryable, enrollmentId: string, n: number): Promise<DecisionOutcome[]> {
-    const rows = await rowsOf<{ outcome: DecisionOutcome }>(
-      db,
-      `SELECT outcome FROM decisions WHERE enrollment_id = $1 AND outcome IN ('saved', 'invalid') ORDER BY created_at DESC, id DESC LIMIT $2`,
-      [enrollmentId, n],
-    );
+    const rows = await rowsOf<{ outcome: DecisionOutcome }>(db, `SELECT outcome FROM decisions WHERE enrollment_id = $1 AND outcome IN ('saved', 'invalid') ORDER BY created_at DESC, id DESC LIMIT $2`, [enrollmentId, n]);
     return rows.map((r) => r.outcome);
   }
 

@@ -33,7 +33,10 @@ export function postCheck(output: unknown, allowedActions: readonly string[], ca
   if (!output || typeof output !== 'object' || Array.isArray(output)) return { ok: false, reason: 'output_not_an_object' };
   const o = output as Record<string, unknown>;
   if (typeof o.type !== 'string') return { ok: false, reason: 'type_missing' };
-  const type = o.type.trim().toLowerCase().replace(/[-\s]+/g, '_');
+  const type = o.type
+    .trim()
+    .toLowerCase()
+    .replace(/[-\s]+/g, '_');
   if (!allowedActions.includes(type)) return { ok: false, reason: 'type_not_allowed' };
   const rationale = typeof o.rationale === 'string' ? o.rationale.trim() : '';
   if (!rationale) return { ok: false, reason: 'rationale_missing' };

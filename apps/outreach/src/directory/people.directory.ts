@@ -1,13 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  type ContactView,
-  type LinkedinStateQuery,
-  type LinkedinStateView,
-  type MessageView,
-  MessagingRpc,
-  OutreachDispatcherRpc,
-  OutboxRpc,
-} from '@touchpoint/contracts';
+import { type ContactView, type LinkedinStateQuery, type LinkedinStateView, type MessageView, MessagingRpc, OutreachDispatcherRpc, OutboxRpc } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, RpcClient } from '@touchpoint/runtime';
@@ -91,12 +83,7 @@ export class PeopleDirectory {
    * @throws AppError service_unavailable
    */
   async conversationMessages(organizationId: string, conversationId: string, limit = 100, timeoutMs?: number): Promise<MessageView[]> {
-    const page = await this.rpc.call(
-      'messaging',
-      MessagingRpc.ConversationMessages,
-      { organization_id: organizationId, conversation_id: conversationId, limit },
-      timeoutMs ?? this.config.RPC_TIMEOUT_MS,
-    );
+    const page = await this.rpc.call('messaging', MessagingRpc.ConversationMessages, { organization_id: organizationId, conversation_id: conversationId, limit }, timeoutMs ?? this.config.RPC_TIMEOUT_MS);
     return page?.items ?? [];
   }
 }

@@ -28,12 +28,7 @@ export class PersonAddressesConsumer {
   async onUpdated(message: BusMessage<ContactEventData>, tx: Tx): Promise<void> {
     const d = message.data;
     if (!message.organization_id || typeof d?.contact_id !== 'string') return;
-    await this.addresses.refresh(
-      tx,
-      message.organization_id,
-      { id: d.contact_id, email: d.email ?? null, linkedin_url: d.linkedin_url ?? null, linkedin_provider_id: d.linkedin_provider_id ?? null, updated_at: d.updated_at ?? message.occurred_at },
-      this.clock.now(),
-    );
+    await this.addresses.refresh(tx, message.organization_id, { id: d.contact_id, email: d.email ?? null, linkedin_url: d.linkedin_url ?? null, linkedin_provider_id: d.linkedin_provider_id ?? null, updated_at: d.updated_at ?? message.occurred_at }, this.clock.now());
     if (d.kind === 'prospect' && typeof d.linked_contact_id === 'string' && d.linked_contact_id !== '') {
       await this.enrollments.promoteByLink(tx, message.organization_id, d.contact_id, d.linked_contact_id);
     }

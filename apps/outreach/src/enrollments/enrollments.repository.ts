@@ -123,11 +123,7 @@ export class EnrollmentsRepository {
   }
 
   async find(db: Queryable, organizationId: string, id: string, lock = false): Promise<EnrollmentRow | null> {
-    const [row] = await rowsOf<EnrollmentRow>(
-      db,
-      lock ? `SELECT e.* FROM enrollments e WHERE e.organization_id = $1 AND e.id = $2 FOR UPDATE` : `SELECT e.*, ${AWAITING} FROM enrollments e WHERE e.organization_id = $1 AND e.id = $2`,
-      [organizationId, id],
-    );
+    const [row] = await rowsOf<EnrollmentRow>(db, lock ? `SELECT e.* FROM enrollments e WHERE e.organization_id = $1 AND e.id = $2 FOR UPDATE` : `SELECT e.*, ${AWAITING} FROM enrollments e WHERE e.organization_id = $1 AND e.id = $2`, [organizationId, id]);
     return row ?? null;
   }
 
@@ -141,14 +137,7 @@ export class EnrollmentsRepository {
    * A keyset page of a campaign's enrollments, newest first, strictly after `after` in
    * (created_at DESC, id DESC) order: rows sharing a timestamp are neither repeated nor skipped.
    */
-  async list(
-    db: Queryable,
-    organizationId: string,
-    campaignId: string,
-    status: OutreachEnrollmentStatus | undefined,
-    after: { createdAt: string; id: string } | undefined,
-    limit: number,
-  ): Promise<(EnrollmentRow & { cursor_at: string })[]> {
+  async list(db: Queryable, organizationId: string, campaignId: string, status: OutreachEnrollmentStatus | undefined, after: { createdAt: string; id: string } | undefined, limit: number): Promise<(EnrollmentRow & { cursor_at: string })[]> {
     return rowsOf<EnrollmentRow & { cursor_at: string }>(
       db,
       `SELECT e.*, ${AWAITING}, ${cursorAtSql('e.created_at')} AS cursor_at
@@ -164,14 +153,7 @@ export class EnrollmentsRepository {
    * `expected + 1` (unless `bump` is false). Null when the row moved on (0 rows).
    * @param set column → value; `status` changes must keep ended_reason consistent
    */
-  async compareAndSet(
-    db: Queryable,
-    id: string,
-    expected: number,
-    set: Partial<Pick<EnrollmentRow, 'status' | 'ended_reason' | 'ended_at' | 'next_check_at'>>,
-    now: Date,
-    options: { bump?: boolean; onlyStatus?: OutreachEnrollmentStatus[] } = {},
-  ): Promise<EnrollmentRow | null> {
+  async compareAndSet(db: Queryable, id: string, expected: number, set: Partial<Pick<EnrollmentRow, 'status' | 'ended_reason' | 'ended_at' | 'next_check_at'>>, now: Date, options: { bump?: boolean; onlyStatus?: OutreachEnrollmentStatus[] } = {}): Promise<EnrollmentRow | null> {
     const params: unknown[] = [id, expected, now];
     const sets = [`updated_at = $3`];
     if (options.bump !== false) sets.push(`context_version = context_version + 1`);
@@ -180,11 +162,7 @@ export class EnrollmentsRepository {
       sets.push(`${column} = $${params.length}`);
     }
     params.push(options.onlyStatus ?? null);
-    const [row] = await rowsOf<EnrollmentRow>(
-      db,
-      `UPDATE enrollments SET ${sets.join(', ')} WHERE id = $1 AND context_version = $2 AND ($${params.length}::text[] IS NULL OR status = ANY($${params.length}::text[])) RETURNING *`,
-      params,
-    );
+    const [row] = await rowsOf<EnrollmentRow>(db, `UPDATE enrollments SET ${sets.join(', ')} WHERE id = $1 AND context_version = $2 AND ($${params.length}::text[] IS NULL OR status = ANY($${params.length}::text[])) RETURNING *`, params);
     return row ?? null;
   }
 
@@ -206,10 +184,7 @@ export class EnrollmentsRepository {
    * null (a reply's "now" wins); no version bump, so the decision a reply started stands.
    */
   async recordTouch(db: Queryable, id: string, nextCheckAt: Date, now: Date): Promise<void> {
-    await db.query(
-      `UPDATE enrollments SET touch_count = touch_count + 1, next_check_at = COALESCE(next_check_at, $2), updated_at = $3 WHERE id = $1`,
-      [id, nextCheckAt, now],
-    );
+    await db.query(`UPDATE enrollments SET touch_count = touch_count + 1, next_check_at = COALESCE(next_check_at, $2), updated_at = $3 WHERE id = $1`, [id, nextCheckAt, now]);
   }
 
   /**
@@ -217,10 +192,7 @@ export class EnrollmentsRepository {
    * `next_check_at = now`, no event (the due sweep asks). Only a live row changes.
    */
   async wake(db: Queryable, id: string, now: Date): Promise<void> {
-    await db.query(
-      `UPDATE enrollments SET context_version = context_version + 1, next_check_at = $2, updated_at = $2 WHERE id = $1 AND status = 'active'`,
-      [id, now],
-    );
+    await db.query(`UPDATE enrollments SET context_version = context_version + 1, next_check_at = $2, updated_at = $2 WHERE id = $1 AND status = 'active'`, [id, now]);
   }
 
   /**

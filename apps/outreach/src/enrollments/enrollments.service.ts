@@ -153,16 +153,17 @@ export class EnrollmentsService {
       const takenBack = await this.uow.run(async (tx) => {
         await this.enrollments.lockCapRecount(tx, campaign.id);
         const live = await this.enrollments.countLive(tx, campaign.id);
-        const taken = await this.enrollments.takeBack(tx, inserted.map((i) => i.row.id), live - OUTREACH_MAX_LIVE_PER_CAMPAIGN);
+        const taken = await this.enrollments.takeBack(
+          tx,
+          inserted.map((i) => i.row.id),
+          live - OUTREACH_MAX_LIVE_PER_CAMPAIGN,
+        );
         const kept = inserted.filter((i) => !taken.includes(i.row.id));
         await tx.publish(kept.map((i) => decisionRequested(organizationId, `enrolled:${i.row.id}`, { enrollment_id: i.row.id, reason: 'enrolled' })));
         return taken;
       });
       for (const i of inserted) if (takenBack.includes(i.row.id)) results[i.index] = { ...people[i.index]!, result: 'campaign_full' };
-      this.logger.info(
-        { event: 'outreach.enrolled', organization_id: organizationId, campaign_id: campaign.id, added: inserted.length - takenBack.length, taken_back: takenBack.length },
-        'people enrolled',
-      );
+      this.logger.info({ event: 'outreach.enrolled', organization_id: organizationId, campaign_id: campaign.id, added: inserted.length - takenBack.length, taken_back: takenBack.length }, 'people enrolled');
     }
     return { campaign_id: campaign.id, results: results as EnrollResult[] };
   }
@@ -270,7 +271,10 @@ export class EnrollmentsService {
     const live = await this.enrollments.findLiveOfPerson(tx, organizationId, prospectId);
     if (!live || live.person_kind !== 'prospect' || prospectId === crmPersonId) return null;
     const ended = await this.promote(tx, live.id, crmPersonId, 'user');
-    this.logger.info({ event: ended ? 'outreach.enrollment_duplicate' : 'outreach.prospect_promoted', organization_id: organizationId, enrollment_id: live.id, contact_id: crmPersonId, cause: 'link' }, ended ? 'linked CRM person is live elsewhere; the moved enrollment ended duplicate' : 'prospect enrollment moved to its linked CRM person');
+    this.logger.info(
+      { event: ended ? 'outreach.enrollment_duplicate' : 'outreach.prospect_promoted', organization_id: organizationId, enrollment_id: live.id, contact_id: crmPersonId, cause: 'link' },
+      ended ? 'linked CRM person is live elsewhere; the moved enrollment ended duplicate' : 'prospect enrollment moved to its linked CRM person',
+    );
     return { enrollment_id: live.id, ended_duplicate: ended === live.id };
   }
 

@@ -87,10 +87,7 @@ export class AutoReplyResumeService {
     });
     if (!recorded) return 'repeat';
     await this.enrollments.moveNextCheck(tx, enrollmentId, next, now);
-    this.logger.info(
-      { event: 'outreach.out_of_office_moved', organization_id: org, enrollment_id: enrollmentId, message_id: m.message_id, return_date: found.date, next_check_at: next.toISOString(), bounded },
-      'out-of-office return date moved the next check',
-    );
+    this.logger.info({ event: 'outreach.out_of_office_moved', organization_id: org, enrollment_id: enrollmentId, message_id: m.message_id, return_date: found.date, next_check_at: next.toISOString(), bounded }, 'out-of-office return date moved the next check');
     return 'moved';
   }
 }

@@ -36,6 +36,8 @@ export class ScheduleMovesRepository {
 
   /** The moves of one enrollment, newest first (the timeline). */
   ofEnrollment(db: Queryable, enrollmentId: string): Promise<ScheduleMoveRow[]> {
-    return rowsOf<ScheduleMoveRow>(db, `SELECT id, message_id, to_char(return_date, 'YYYY-MM-DD') AS return_date, return_text, time_zone, previous_next_check_at, next_check_at, bounded, created_at FROM schedule_moves WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC`, [enrollmentId]);
+    return rowsOf<ScheduleMoveRow>(db, `SELECT id, message_id, to_char(return_date, 'YYYY-MM-DD') AS return_date, return_text, time_zone, previous_next_check_at, next_check_at, bounded, created_at FROM schedule_moves WHERE enrollment_id = $1 ORDER BY created_at DESC, id DESC`, [
+      enrollmentId,
+    ]);
   }
 }

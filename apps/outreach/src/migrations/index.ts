@@ -9,10 +9,4 @@ import { CreatePersonAddressesAndScheduleMoves1796130501193417 } from './1796130
 export const OutreachEntities: (ObjectType<unknown> | EntitySchema<unknown>)[] = [];
 
 /** Migrations of the outreach schema, oldest first (the bus tables come from the platform). */
-export const OutreachMigrations: (new () => MigrationInterface)[] = [
-  CreateOutreachTables1764800000000,
-  AddDecisionReplyRef1764800000001,
-  CreateEmailThreads1764800000010,
-  OneLiveEnrollmentPerPersonId1764800000014,
-  CreatePersonAddressesAndScheduleMoves1796130501193417,
-];
+export const OutreachMigrations: (new () => MigrationInterface)[] = [CreateOutreachTables1764800000000, AddDecisionReplyRef1764800000001, CreateEmailThreads1764800000010, OneLiveEnrollmentPerPersonId1764800000014, CreatePersonAddressesAndScheduleMoves1796130501193417];

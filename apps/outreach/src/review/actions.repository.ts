@@ -71,13 +71,7 @@ export class ActionsRepository {
    * campaign of the LinkedIn sender `senderId`; with whether its campaign is active and whether
    * outreach is stopped for the organization. Null when none.
    */
-  async acceptedConnection(
-    db: Queryable,
-    organizationId: string,
-    senderId: string,
-    providerId: string,
-    publicIdentifier: string | null,
-  ): Promise<{ action_id: string; enrollment_id: string; campaign_active: boolean; stopped: boolean } | null> {
+  async acceptedConnection(db: Queryable, organizationId: string, senderId: string, providerId: string, publicIdentifier: string | null): Promise<{ action_id: string; enrollment_id: string; campaign_active: boolean; stopped: boolean } | null> {
     const [found] = await rowsOf<{ action_id: string; enrollment_id: string; campaign_active: boolean; stopped: boolean }>(
       db,
       `SELECT a.id AS action_id, a.enrollment_id, c.status = 'active' AS campaign_active, s.outreach_stopped_at IS NOT NULL AS stopped
@@ -226,21 +220,13 @@ export class ActionsRepository {
 
   /** `sending → invalidated`: the sender refused it (suppressed, already connected). */
   async markRefused(db: Queryable, id: string, reason: string, now: Date): Promise<ActionRow | null> {
-    const [row] = await rowsOf<ActionRow>(
-      db,
-      `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $2, failure_reason = $2, updated_at = $3 WHERE id = $1 AND status = 'sending' RETURNING *`,
-      [id, reason, now],
-    );
+    const [row] = await rowsOf<ActionRow>(db, `UPDATE proposed_actions SET status = 'invalidated', invalidated_reason = $2, failure_reason = $2, updated_at = $3 WHERE id = $1 AND status = 'sending' RETURNING *`, [id, reason, now]);
     return row ?? null;
   }
 
   /** `sending → approved`: nothing was sent (held by the sender); tried again at `nextAttemptAt`. */
   async release(db: Queryable, id: string, reason: string, nextAttemptAt: Date, now: Date): Promise<ActionRow | null> {
-    const [row] = await rowsOf<ActionRow>(
-      db,
-      `UPDATE proposed_actions SET status = 'approved', failure_reason = $2, next_attempt_at = $3, updated_at = $4 WHERE id = $1 AND status = 'sending' RETURNING *`,
-      [id, reason, nextAttemptAt, now],
-    );
+    const [row] = await rowsOf<ActionRow>(db, `UPDATE proposed_actions SET status = 'approved', failure_reason = $2, next_attempt_at = $3, updated_at = $4 WHERE id = $1 AND status = 'sending' RETURNING *`, [id, reason, nextAttemptAt, now]);
     return row ?? null;
   }
 }

@@ -1,16 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isUuid, requireString } from '@touchpoint/database';
-import {
-  type ActionApproveData,
-  type ActionApprovedData,
-  type ActionRejectData,
-  type ActionView,
-  OUTREACH_REJECT_REASON_MAX,
-  OutreachEvents,
-  type ReviewCard,
-  type ReviewQueuePage,
-  type ReviewQueueQuery,
-} from '@touchpoint/contracts';
+import { type ActionApproveData, type ActionApprovedData, type ActionRejectData, type ActionView, OUTREACH_REJECT_REASON_MAX, OutreachEvents, type ReviewCard, type ReviewQueuePage, type ReviewQueueQuery } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';

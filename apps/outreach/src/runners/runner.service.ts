@@ -127,5 +127,4 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const handler = this.handlers.execution;
     return { execute: () => handler.execute(new RunContext(run, this.runs, this.uow, this.clock)), onFailure: (error) => handler.onFailure(run, error) };
   }
-
 }

@@ -74,21 +74,13 @@ export class RunsRepository {
 
   /** Ends a run this runner still holds (fence); false when the lease was taken over. */
   async finish(db: Queryable, id: string, fence: number, status: 'done' | 'failed', error: string | null, now: Date): Promise<boolean> {
-    const rows = await rowsOf<{ id: string }>(
-      db,
-      `UPDATE workflow_runs SET status = $3, last_error = $4, finished_at = $5, lease_until = NULL WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING id`,
-      [id, fence, status, error, now],
-    );
+    const rows = await rowsOf<{ id: string }>(db, `UPDATE workflow_runs SET status = $3, last_error = $4, finished_at = $5, lease_until = NULL WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING id`, [id, fence, status, error, now]);
     return rows.length > 0;
   }
 
   /** Gives a failed attempt back to the queue, to run again at `runAfter`. */
   async retryLater(db: Queryable, id: string, fence: number, runAfter: Date, error: string): Promise<boolean> {
-    const rows = await rowsOf<{ id: string }>(
-      db,
-      `UPDATE workflow_runs SET status = 'queued', run_after = $3, last_error = $4, lease_until = NULL WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING id`,
-      [id, fence, runAfter, error],
-    );
+    const rows = await rowsOf<{ id: string }>(db, `UPDATE workflow_runs SET status = 'queued', run_after = $3, last_error = $4, lease_until = NULL WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING id`, [id, fence, runAfter, error]);
     return rows.length > 0;
   }
 
@@ -99,11 +91,7 @@ export class RunsRepository {
 
   /** Saves a step's output; the first writer wins, and the stored output is returned. */
   async saveMemo(db: Queryable, runKey: string, step: string, output: unknown, now: Date): Promise<unknown> {
-    const rows = await rowsOf<{ output: unknown }>(
-      db,
-      `INSERT INTO workflow_steps (run_key, step, output, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (run_key, step) DO NOTHING RETURNING output`,
-      [runKey, step, JSON.stringify(output ?? null), now],
-    );
+    const rows = await rowsOf<{ output: unknown }>(db, `INSERT INTO workflow_steps (run_key, step, output, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (run_key, step) DO NOTHING RETURNING output`, [runKey, step, JSON.stringify(output ?? null), now]);
     if (rows.length) return rows[0]!.output;
     return (await this.memo(db, runKey, step))!.output;
   }

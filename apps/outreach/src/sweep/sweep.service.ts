@@ -112,9 +112,7 @@ export class DueSweepService implements OnApplicationBootstrap, OnModuleDestroy 
         const due = await this.sweep.dueEnrollments(tx, now, SWEEP_MAX_EVENTS_PER_PASS);
         const approved = await this.sweep.dueActions(tx, now, SWEEP_MAX_EVENTS_PER_PASS - due.length);
         const messages: OutgoingMessage[] = [
-          ...due.map((e) =>
-            decisionRequested(e.organization_id, `due:${e.id}:${new Date(e.next_check_at).toISOString()}`, { enrollment_id: e.id, reason: 'followup_due' }),
-          ),
+          ...due.map((e) => decisionRequested(e.organization_id, `due:${e.id}:${new Date(e.next_check_at).toISOString()}`, { enrollment_id: e.id, reason: 'followup_due' })),
           ...approved.map((a) => actionApproved(a.organization_id, a.id, a.enrollment_id, new Date(a.next_attempt_at))),
         ];
         if (messages.length) await tx.publish(messages);

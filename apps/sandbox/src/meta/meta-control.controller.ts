@@ -140,7 +140,16 @@ export class MetaControlController {
   @HttpCode(200)
   async inbound(
     @Body()
-    body: { from?: string; text?: string; name?: string; phone_number_id?: string; message_id?: string; timestamp?: number; context_message_id?: string; message?: Record<string, unknown> },
+    body: {
+      from?: string;
+      text?: string;
+      name?: string;
+      phone_number_id?: string;
+      message_id?: string;
+      timestamp?: number;
+      context_message_id?: string;
+      message?: Record<string, unknown>;
+    },
   ): Promise<WebhookDelivery & { message_id: string }> {
     if (typeof body?.from !== 'string' || !/^\d{8,15}$/.test(body.from)) throw new BadRequestException('from must be the sender wa_id (digits)');
     if (body.text === undefined && !body.message) throw new BadRequestException('give text or message');
@@ -167,9 +176,7 @@ export class MetaControlController {
    */
   @Post('status')
   @HttpCode(200)
-  async status(
-    @Body() body: { wamid?: string; status?: string; recipient_id?: string; biz_opaque_callback_data?: string; errors?: unknown[]; phone_number_id?: string },
-  ): Promise<WebhookDelivery> {
+  async status(@Body() body: { wamid?: string; status?: string; recipient_id?: string; biz_opaque_callback_data?: string; errors?: unknown[]; phone_number_id?: string }): Promise<WebhookDelivery> {
     if (typeof body?.status !== 'string' || body.status === '') throw new BadRequestException('status is required');
     let wamid = body.wamid;
     let recipient = body.recipient_id;

@@ -122,10 +122,13 @@ export class MetaWebhooksService implements OnModuleDestroy {
   scheduleStatuses(phoneNumberId: string, wamid: string, recipient: string, callbackData: string | null): void {
     if (!this.settings.status_webhooks) return;
     this.settings.statuses.forEach((status, i) => {
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        void this.post('status', this.envelope(phoneNumberId, { statuses: [this.statusObject({ wamid, status, recipient, callbackData })] }));
-      }, this.settings.status_delay_ms * (i + 1));
+      const timer = setTimeout(
+        () => {
+          this.timers.delete(timer);
+          void this.post('status', this.envelope(phoneNumberId, { statuses: [this.statusObject({ wamid, status, recipient, callbackData })] }));
+        },
+        this.settings.status_delay_ms * (i + 1),
+      );
       this.timers.add(timer);
     });
   }

@@ -140,7 +140,11 @@ function sentence(text: string): string {
 }
 
 function subjectOf(objective: string): string {
-  return objective.replace(/[.!?]$/, '').split(' ').slice(0, 6).join(' ');
+  return objective
+    .replace(/[.!?]$/, '')
+    .split(' ')
+    .slice(0, 6)
+    .join(' ');
 }
 
 function placeholderOf(type: string, name: string): unknown {

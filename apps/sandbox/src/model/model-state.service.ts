@@ -8,12 +8,7 @@ import { Injectable, type OnModuleDestroy } from '@nestjs/common';
  * - `invalid_json`: answer 200 with content that is not JSON.
  * `times` repeats the step for that many calls (default 1).
  */
-export type ModelScriptStep = { times?: number } & (
-  | { reply: unknown; usage?: { prompt_tokens: number; completion_tokens: number } }
-  | { fault: 'timeout'; delay_ms?: number }
-  | { fault: 'http_error'; status?: number; message?: string }
-  | { fault: 'invalid_json' }
-);
+export type ModelScriptStep = { times?: number } & ({ reply: unknown; usage?: { prompt_tokens: number; completion_tokens: number } } | { fault: 'timeout'; delay_ms?: number } | { fault: 'http_error'; status?: number; message?: string } | { fault: 'invalid_json' });
 
 /** A request the model endpoint received, as the control API lists it. */
 export interface ReceivedModelRequest {

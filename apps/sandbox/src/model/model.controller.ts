@@ -24,15 +24,19 @@ export class ModelController {
   @Post('chat/completions')
   @HttpCode(200)
   async complete(@Body() body: ChatCompletionBody, @Headers('authorization') authorization: string | undefined, @Res() reply: FastifyReply): Promise<void> {
-    const messages = Array.isArray(body?.messages)
-      ? (body.messages as { role?: unknown; content?: unknown }[]).map((m) => ({ role: String(m?.role ?? ''), content: typeof m?.content === 'string' ? m.content : JSON.stringify(m?.content ?? '') }))
-      : [];
+    const messages = Array.isArray(body?.messages) ? (body.messages as { role?: unknown; content?: unknown }[]).map((m) => ({ role: String(m?.role ?? ''), content: typeof m?.content === 'string' ? m.content : JSON.stringify(m?.content ?? '') })) : [];
     if (messages.length === 0) {
       await reply.status(400).send(openAiError('messages must be a non-empty array', 'invalid_request_error'));
       return;
     }
-    const system = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
-    const user = messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
+    const system = messages
+      .filter((m) => m.role === 'system')
+      .map((m) => m.content)
+      .join('\n');
+    const user = messages
+      .filter((m) => m.role === 'user')
+      .map((m) => m.content)
+      .join('\n');
     const model = typeof body.model === 'string' ? body.model : null;
     const entry = this.state.record({ model, task: taskOf(user), authorized: /^Bearer \S+/.test(authorization ?? ''), response_format: body.response_format ?? null, messages });
     const step = this.state.next();

@@ -6,17 +6,20 @@ class WithSwitch extends ServiceConfig {
 }
 
 class WithSecrets extends ServiceConfig {
-  @IsString() @Secret()
+  @IsString()
+  @Secret()
   SIGNING_SECRET = 'public-default';
 
-  @IsString() @Secret()
+  @IsString()
+  @Secret()
   OTHER_SECRET = 'another-public-default';
 
   @IsString()
   NOT_SECRET = 'plain';
 
   /** Used only when FEATURE is on. */
-  @IsString() @Secret((config: WithSecrets) => config.FEATURE === 'off')
+  @IsString()
+  @Secret((config: WithSecrets) => config.FEATURE === 'off')
   FEATURE_KEY = 'feature-default';
 
   @IsString()
@@ -71,8 +74,20 @@ describe(loadConfig.name, () => {
 
   describe('booleans', () => {
     it.each([
-      ['true', true], ['TRUE', true], ['True', true], ['1', true], ['yes', true], ['YES', true], [' yes ', true],
-      ['false', false], ['FALSE', false], ['False', false], ['0', false], ['no', false], ['No', false], ['false\n', false],
+      ['true', true],
+      ['TRUE', true],
+      ['True', true],
+      ['1', true],
+      ['yes', true],
+      ['YES', true],
+      [' yes ', true],
+      ['false', false],
+      ['FALSE', false],
+      ['False', false],
+      ['0', false],
+      ['no', false],
+      ['No', false],
+      ['false\n', false],
     ])('reads %p as %p', (value, expected) => {
       expect(parseBoolean(value)).toBe(expected);
       expect(loadConfig(WithSwitch, { FEATURE_ENABLED: value }).FEATURE_ENABLED).toBe(expected);

@@ -67,9 +67,12 @@ describe(IntervalTask.name, () => {
   describe('crash', () => {
     it.each([
       ['rejects', () => Promise.reject(new Error('database down'))],
-      ['throws synchronously', () => {
-        throw new Error('database down');
-      }],
+      [
+        'throws synchronously',
+        () => {
+          throw new Error('database down');
+        },
+      ],
     ])('hands the error of a tick that %s to onError and runs the next tick on time', async (_, failing) => {
       const run = jest.fn<() => Promise<unknown>>().mockImplementationOnce(failing).mockResolvedValue(undefined);
       const onError = jest.fn<(err: Error) => void>();

@@ -17,7 +17,7 @@ describe('wire contracts', () => {
   const optedOut: ContactOptedOutData = { contact_id: 'c-1', channel: 'email', message_id: null };
 
   describe('OutgoingMessage (tx.publish)', () => {
-    it('takes a message whose data is its type\'s payload, and refuses another payload', async () => {
+    it("takes a message whose data is its type's payload, and refuses another payload", async () => {
       const published: unknown[] = [];
       const tx = { publish: async (m: unknown) => void published.push(m) } as Pick<Tx, 'publish'>;
       const right: OutgoingMessage = { event_id: 'opt:1', type: MessagingEvents.ContactOptedOut, organization_id: org, data: optedOut };
@@ -32,13 +32,22 @@ describe('wire contracts', () => {
   });
 
   describe('OnBusMessage', () => {
-    it('registers a handler that takes its message\'s payload; a handler of another payload does not compile', () => {
+    it("registers a handler that takes its message's payload; a handler of another payload does not compile", () => {
       class Consumer {
-        @OnBusMessage(MessagingEvents.ContactOptedOut) async right(message: BusMessage<ContactOptedOutData>, tx: Tx): Promise<void> { void message; void tx; }
+        @OnBusMessage(MessagingEvents.ContactOptedOut) async right(message: BusMessage<ContactOptedOutData>, tx: Tx): Promise<void> {
+          void message;
+          void tx;
+        }
         // @ts-expect-error contact.opted_out does not carry a ContactView
-        @OnBusMessage(MessagingEvents.ContactOptedOut) async wrong(message: BusMessage<ContactView>, tx: Tx): Promise<void> { void message; void tx; }
+        @OnBusMessage(MessagingEvents.ContactOptedOut) async wrong(message: BusMessage<ContactView>, tx: Tx): Promise<void> {
+          void message;
+          void tx;
+        }
         // @ts-expect-error a name outside BusContract is a private wake-up, whose handler reads no message
-        @OnBusMessage('messaging.contact.opted-out') async typo(message: BusMessage<ContactOptedOutData>, tx: Tx): Promise<void> { void message; void tx; }
+        @OnBusMessage('messaging.contact.opted-out') async typo(message: BusMessage<ContactOptedOutData>, tx: Tx): Promise<void> {
+          void message;
+          void tx;
+        }
       }
       expect(Reflect.getMetadata(BUS_HANDLER, Consumer.prototype.right)).toBe('messaging.contact.opted_out');
       expect(Reflect.getMetadata(BUS_HANDLER, Consumer.prototype.typo)).toBe('messaging.contact.opted-out');
@@ -49,18 +58,27 @@ describe('wire contracts', () => {
     it('marks a handler with the Nest pattern; a wrong request or answer does not compile', () => {
       const contact = { id: 'c-1' } as ContactView;
       class Controller {
-        @OnRpc(MessagingRpc.ContactGet) right(data: { organization_id: string; contact_id: string }): ContactView { void data; return contact; }
+        @OnRpc(MessagingRpc.ContactGet) right(data: { organization_id: string; contact_id: string }): ContactView {
+          void data;
+          return contact;
+        }
         // @ts-expect-error the request of messaging.contacts.get has no `tags`
-        @OnRpc(MessagingRpc.ContactGet) wrongRequest(data: { organization_id: string; tags: string[] }): ContactView { void data; return contact; }
+        @OnRpc(MessagingRpc.ContactGet) wrongRequest(data: { organization_id: string; tags: string[] }): ContactView {
+          void data;
+          return contact;
+        }
         // @ts-expect-error messaging.contacts.get answers a ContactView, not a page
-        @OnRpc(MessagingRpc.ContactGet) wrongAnswer(data: { organization_id: string; contact_id: string }): { items: ContactView[] } { void data; return { items: [contact] }; }
+        @OnRpc(MessagingRpc.ContactGet) wrongAnswer(data: { organization_id: string; contact_id: string }): { items: ContactView[] } {
+          void data;
+          return { items: [contact] };
+        }
       }
       expect(Reflect.getMetadata('microservices:pattern', Controller.prototype.right)).toEqual([MessagingRpc.ContactGet]);
     });
   });
 
   describe(RpcClient.name, () => {
-    it('sends the pattern\'s request as given and resolves with its answer; a wrong request does not compile', async () => {
+    it("sends the pattern's request as given and resolves with its answer; a wrong request does not compile", async () => {
       const sut = new RpcClient({ RPC_TIMEOUT_MS: 1000 } as ServiceConfig, { warn: () => undefined } as Partial<Logger> as Logger);
       const sent: unknown[] = [];
       sut.callUnchecked = async <T>(service: string, pattern: string, data: unknown): Promise<T> => {

@@ -71,15 +71,7 @@ describe('isAutoReply', () => {
       expect(isAutoReply({ subject })).toBe(true);
     });
 
-    it.each([
-      ['Re: Chairs for Acme'],
-      ['RE: Automatic reply settings in our tool?'],
-      ['Re: Out of office policy'],
-      ['Chairs for Acme'],
-      ['Automation ideas'],
-      ['Ausentismo laboral: una pregunta'],
-      [''],
-    ])('%j is a human', (subject) => {
+    it.each([['Re: Chairs for Acme'], ['RE: Automatic reply settings in our tool?'], ['Re: Out of office policy'], ['Chairs for Acme'], ['Automation ideas'], ['Ausentismo laboral: una pregunta'], ['']])('%j is a human', (subject) => {
       expect(isAutoReply({ subject })).toBe(false);
     });
   });

@@ -47,7 +47,7 @@ describe('findReturnDate (out-of-office return dates, chrono-node EN/PT/ES/DE/FR
     expect(findReturnDate(text, { receivedAt: RECEIVED, timeZone: 'Europe/Berlin' })).toBeNull();
   });
 
-  it('reads only the new text: a date in the quoted part is not the writer\'s', () => {
+  it("reads only the new text: a date in the quoted part is not the writer's", () => {
     const text = 'I am away with limited access to email.\n\nOn Mon, 30 Nov 2026 Ana <ana@ours.example> wrote:\n> Can we talk on 15 December?';
     expect(findReturnDate(text, { receivedAt: RECEIVED, timeZone: 'UTC' })).toBeNull();
   });

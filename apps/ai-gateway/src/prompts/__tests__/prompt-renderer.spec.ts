@@ -97,11 +97,7 @@ describe('renderPrompt', () => {
   });
 
   it('shows an empty section as (none) and a failed outreach read as missing', () => {
-    const { user } = renderPrompt(
-      PROMPT_TEMPLATES.outreach_decide,
-      { context: { campaign: 'Goal', missing: ['dossier'] }, trigger: { reason: 'enrolled' }, allowed_actions: ['email'] },
-      AI_DEFAULT_OUTPUT_SCHEMAS.outreach_decide,
-    );
+    const { user } = renderPrompt(PROMPT_TEMPLATES.outreach_decide, { context: { campaign: 'Goal', missing: ['dossier'] }, trigger: { reason: 'enrolled' }, allowed_actions: ['email'] }, AI_DEFAULT_OUTPUT_SCHEMAS.outreach_decide);
     expect(user).toContain('<thread>\n(none)\n</thread>');
     expect(user).toContain('<dossier>\n(missing: could not be read for this run)\n</dossier>');
   });

@@ -14,11 +14,7 @@ export const SPECIALIST_RULES = [
 export const outreachDraftEmailTemplate: PromptTemplate<OutreachDraftEmailInput> = {
   kind: 'outreach_draft_email',
   version: 1,
-  instructions: [
-    'Write one email to the person in <person>.',
-    ...SPECIALIST_RULES,
-    '<draft> says whether this is a reply. A reply answers the newest message in <thread> and has no subject.',
-  ],
+  instructions: ['Write one email to the person in <person>.', ...SPECIALIST_RULES, '<draft> says whether this is a reply. A reply answers the newest message in <thread> and has no subject.'],
   output: [
     { name: 'subject', type: 'string', description: 'the subject line; omit it for a reply' },
     { name: 'body', type: 'string', description: 'the email body, plain text' },
@@ -31,9 +27,5 @@ export const outreachDraftEmailTemplate: PromptTemplate<OutreachDraftEmailInput>
     if (typeof input.is_reply !== 'boolean') problems.push('input.is_reply must be a boolean');
     return problems;
   },
-  sections: (input) => [
-    ...outreachContextSections(input.context),
-    { tag: 'objective', body: input.objective },
-    { tag: 'draft', body: `channel: email\nis_reply: ${input.is_reply}` },
-  ],
+  sections: (input) => [...outreachContextSections(input.context), { tag: 'objective', body: input.objective }, { tag: 'draft', body: `channel: email\nis_reply: ${input.is_reply}` }],
 };

@@ -42,7 +42,12 @@ describe('evaluateCondition', () => {
 });
 
 describe('matchReply', () => {
-  const config = { branches: [{ id: 'yes', keywords: ['sim', 'confirmo'] }, { id: 'no', keywords: ['não posso', 'cancelar'] }] };
+  const config = {
+    branches: [
+      { id: 'yes', keywords: ['sim', 'confirmo'] },
+      { id: 'no', keywords: ['não posso', 'cancelar'] },
+    ],
+  };
   it.each([
     ['Sim!', 'yes'],
     ['SIM, pode ser', 'yes'],

@@ -14,17 +14,24 @@ describe(compileSegment.name, () => {
       },
       params,
     );
-    expect(sql).toBe(
-      "($1 = ANY(c.tags)) AND (c.email ILIKE $2) AND (CASE WHEN (c.fields ->> $3) ~ '^-?[0-9]+(\\.[0-9]+)?$' THEN (c.fields ->> $3)::numeric >= $4 ELSE false END)",
-    );
+    expect(sql).toBe("($1 = ANY(c.tags)) AND (c.email ILIKE $2) AND (CASE WHEN (c.fields ->> $3) ~ '^-?[0-9]+(\\.[0-9]+)?$' THEN (c.fields ->> $3)::numeric >= $4 ELSE false END)");
     expect(params).toEqual(['vip', "%50\\%\\_off'%", 'score', 10]);
   });
 
   it('joins with OR for match any, and true for no rules', () => {
     const params: unknown[] = ['x'];
-    expect(compileSegment({ match: 'any', rules: [{ field: 'contact.tags', op: 'in', value: ['a', 'b'] }, { field: 'contact.name', op: 'exists' }] }, params)).toBe(
-      "(c.tags && $2::text[]) OR (coalesce(c.name, '') <> '')",
-    );
+    expect(
+      compileSegment(
+        {
+          match: 'any',
+          rules: [
+            { field: 'contact.tags', op: 'in', value: ['a', 'b'] },
+            { field: 'contact.name', op: 'exists' },
+          ],
+        },
+        params,
+      ),
+    ).toBe("(c.tags && $2::text[]) OR (coalesce(c.name, '') <> '')");
     expect(compileSegment({ match: 'all', rules: [] }, [])).toBe('true');
   });
 

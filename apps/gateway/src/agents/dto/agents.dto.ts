@@ -11,7 +11,9 @@ const FLOW_ID_EXAMPLE = 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb';
 export class AgentFollowupDto {
   @ApiProperty({ example: true, description: 'false: the agent may not enroll anyone (422 agent_followup_disabled)' }) @IsBoolean() enabled!: boolean;
   @ApiProperty({ type: [String], format: 'uuid', maxItems: AGENT_MAX_FLOWS, example: [FLOW_ID_EXAMPLE], description: 'The only flows the agent may enroll into (422 flow_not_allowed_for_agent otherwise)' })
-  @IsArray() @ArrayMaxSize(AGENT_MAX_FLOWS) @IsUUID('all', { each: true })
+  @IsArray()
+  @ArrayMaxSize(AGENT_MAX_FLOWS)
+  @IsUUID('all', { each: true })
   flow_ids!: string[];
 }
 
@@ -43,7 +45,11 @@ export class RecordTurnPromisesDto extends CustomerQuery {
   @ApiProperty({ format: 'uuid', example: '88888888-8888-4888-8888-888888888888' }) @IsUUID('all') contact_id!: string;
   @ApiPropertyOptional({ format: 'uuid', example: '99999999-9999-4999-8999-999999999999' }) @IsOptional() @IsUUID('all') conversation_id?: string;
   @ApiProperty({ type: [TurnPromiseInputDto], minItems: 1, maxItems: TURN_MAX_PROMISES })
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(TURN_MAX_PROMISES) @ValidateNested({ each: true }) @Type(() => TurnPromiseInputDto)
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(TURN_MAX_PROMISES)
+  @ValidateNested({ each: true })
+  @Type(() => TurnPromiseInputDto)
   promises!: TurnPromiseInputDto[];
 }
 

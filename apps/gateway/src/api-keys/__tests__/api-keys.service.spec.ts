@@ -6,8 +6,14 @@ describe('ApiKeysService', () => {
   describe('parseScopes', () => {
     it.each([
       [['admin'], ['admin']],
-      [['agents:write', 'agents:read'], ['agents:read', 'agents:write']],
-      [['messaging:read', ' messaging:read ', 'outreach:write'], ['outreach:write', 'messaging:read']],
+      [
+        ['agents:write', 'agents:read'],
+        ['agents:read', 'agents:write'],
+      ],
+      [
+        ['messaging:read', ' messaging:read ', 'outreach:write'],
+        ['outreach:write', 'messaging:read'],
+      ],
     ])('accepts %j as %j (deduplicated, in canonical order)', (input, expected) => {
       expect(parseScopes(input)).toEqual(expected);
     });

@@ -38,7 +38,7 @@ export class ApiKeyDto {
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiPropertyOptional({ type: String, format: 'date-time', nullable: true }) last_used_at!: string | null;
   @ApiPropertyOptional({ type: String, format: 'date-time', nullable: true }) revoked_at!: string | null;
-  @ApiPropertyOptional({ type: String, nullable: true, description: 'The support person the key was issued to, acting as its creator (an impersonated session); null for a member\'s own key' })
+  @ApiPropertyOptional({ type: String, nullable: true, description: "The support person the key was issued to, acting as its creator (an impersonated session); null for a member's own key" })
   impersonated_by!: string | null;
 }
 

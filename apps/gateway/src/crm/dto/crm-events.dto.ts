@@ -19,20 +19,25 @@ export class CrmContactRefDto {
  */
 export class CrmEventDto {
   @ApiProperty({ maxLength: CRM_ID_MAX, example: 'evt_01J9Z6Q2V8', description: "The CRM's id of this event: sending it again is answered as a replay and published once" })
-  @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX)
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(CRM_ID_MAX)
   event_id!: string;
 
   @ApiProperty({ enum: CRM_EVENT_TYPES, example: 'lead.status_changed' }) @IsIn(CRM_EVENT_TYPES) type!: (typeof CRM_EVENT_TYPES)[number];
 
   @ApiProperty({ type: CrmContactRefDto, description: 'At least one of contact_id, email, phone' })
-  @IsObject() @ValidateNested() @Type(() => CrmContactRefDto)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CrmContactRefDto)
   contact!: CrmContactRefDto;
 
   @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'lead-4711', description: 'Required for lead.*' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX) lead_id?: string;
   @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'won', description: 'Required for lead.status_changed' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX) status?: string;
   @ApiPropertyOptional({ type: String, maxLength: CRM_ID_MAX, example: 'negotiation', nullable: true }) @IsOptional() @IsString() @MaxLength(CRM_ID_MAX) previous_status?: string | null;
   @ApiPropertyOptional({ enum: CRM_LEAD_CLOSED, example: 'won', nullable: true, description: "lead.status_changed only: the lead ended; the contact's live follow-ups stop with reason lead_won / lead_lost" })
-  @IsOptional() @IsIn(CRM_LEAD_CLOSED)
+  @IsOptional()
+  @IsIn(CRM_LEAD_CLOSED)
   closed?: (typeof CRM_LEAD_CLOSED)[number] | null;
   @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'deal-42', description: 'Required for deal.stage_changed' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX) deal_id?: string;
   @ApiPropertyOptional({ maxLength: CRM_ID_MAX, example: 'proposal', description: 'Required for deal.stage_changed' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(CRM_ID_MAX) stage_id?: string;

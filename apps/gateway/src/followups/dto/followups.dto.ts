@@ -1,26 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  IsArray,
-  IsBoolean,
-  IsIn,
-  IsInt,
-  IsISO8601,
-  IsNotEmpty,
-  IsNumber,
-  IsObject,
-  IsOptional,
-  IsString,
-  IsUUID,
-  Matches,
-  Max,
-  MaxLength,
-  Min,
-  MinLength,
-  ValidateNested,
-} from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsInt, IsISO8601, IsNotEmpty, IsNumber, IsObject, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import {
   type BulkJobCreateData,
   CONSENT_MODES,
@@ -132,8 +112,10 @@ export class FlowTriggerDto {
 }
 
 export class FlowSenderDto {
-  @ApiProperty({ enum: SENDER_MODES, description: '`fixed` names the flow\'s number; every send takes the first connected number of: the enrollment\'s, the flow\'s fixed one, the contact\'s last conversation\'s, the organization\'s default, any connected' }) @IsIn(SENDER_MODES) mode!: SenderMode;
-  @ApiPropertyOptional({ format: 'uuid', description: 'the flow\'s fixed number (mode `fixed`)' }) @IsOptional() @IsUUID('all') sender_id?: string;
+  @ApiProperty({ enum: SENDER_MODES, description: "`fixed` names the flow's number; every send takes the first connected number of: the enrollment's, the flow's fixed one, the contact's last conversation's, the organization's default, any connected" })
+  @IsIn(SENDER_MODES)
+  mode!: SenderMode;
+  @ApiPropertyOptional({ format: 'uuid', description: "the flow's fixed number (mode `fixed`)" }) @IsOptional() @IsUUID('all') sender_id?: string;
 }
 
 export class FlowSettingsDto {
@@ -232,7 +214,7 @@ export class CreateEnrollmentDto extends CustomerQuery {
   @ApiPropertyOptional({ format: 'uuid' }) @IsOptional() @IsUUID('all') appointment_id?: string;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'values for {{vars.<key>}}' }) @IsOptional() @IsObject() variables?: Record<string, string | number | boolean>;
   @ApiPropertyOptional({ format: 'date-time', description: 'the moment {{anchor.*}} names (an appointment start)' }) @IsOptional() @IsISO8601() anchor_at?: string;
-  @ApiPropertyOptional({ format: 'uuid', description: 'the enrollment\'s own number: the first one tried for its sends (when connected)' }) @IsOptional() @IsUUID('all') sender_id?: string;
+  @ApiPropertyOptional({ format: 'uuid', description: "the enrollment's own number: the first one tried for its sends (when connected)" }) @IsOptional() @IsUUID('all') sender_id?: string;
 }
 
 export class EnrollmentIdParams {

@@ -38,7 +38,18 @@ describe('createValidationPipe', () => {
     ['a wrong type', { name: 7, kind: 'a', nodes: [] }, ['name']],
     ['a value out of its set', { name: 'n', kind: 'z', nodes: [] }, ['kind']],
     ['two bad fields', { kind: 'z', nodes: [] }, ['name', 'kind']],
-    ['a nested field, by its path', { name: 'n', kind: 'a', nodes: [{ id: 'x', x: 1 }, { id: 3, x: -1 }] }, ['nodes.1.id', 'nodes.1.x']],
+    [
+      'a nested field, by its path',
+      {
+        name: 'n',
+        kind: 'a',
+        nodes: [
+          { id: 'x', x: 1 },
+          { id: 3, x: -1 },
+        ],
+      },
+      ['nodes.1.id', 'nodes.1.x'],
+    ],
     ['an unknown nested field', { name: 'n', kind: 'a', nodes: [{ id: 'x', x: 1, y: 2 }] }, ['nodes.0.y']],
   ])('answers validation_failed naming each field for %s', async (_case, value, fields) => {
     const error = await failureOf(value);

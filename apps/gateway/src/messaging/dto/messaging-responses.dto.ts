@@ -143,7 +143,7 @@ export const NotificationPageDto = itemsPage('NotificationPageDto', Notification
 export class NotificationTemplateDto {
   @ApiProperty({ example: 'payment_received' }) key!: string;
   @ApiProperty({ type: String, nullable: true, example: 'Pagamento recebido' }) title!: string | null;
-  @ApiProperty({ description: '`{{name}}` placeholders are filled from the notification\'s variables', example: 'Recebemos seu pagamento de {{amount}}.' }) body!: string;
+  @ApiProperty({ description: "`{{name}}` placeholders are filled from the notification's variables", example: 'Recebemos seu pagamento de {{amount}}.' }) body!: string;
   @ApiProperty({ format: 'date-time', example: AT }) updated_at!: string;
 }
 

@@ -20,7 +20,8 @@ export class ResolveAmbiguousSendDto {
   status!: 'accepted' | 'rejected';
 
   @ApiProperty({ maxLength: 1000, description: 'Why (kept on the entry for triage)' })
-  @IsString() @Length(1, 1000)
+  @IsString()
+  @Length(1, 1000)
   note!: string;
 }
 

@@ -14,27 +14,34 @@ export class CreateSenderDto {
   phone_number_id!: string;
 
   @ApiProperty({ example: '5511912345678' })
-  @IsString() @Length(4, 32)
+  @IsString()
+  @Length(4, 32)
   display_phone_number!: string;
 
   @ApiProperty({ example: '100000000000001', description: 'WhatsApp Business Account id' })
-  @IsString() @Length(1, 64)
+  @IsString()
+  @Length(1, 64)
   business_account_id!: string;
 
   @ApiProperty({ description: 'Graph access token; write-only' })
-  @IsString() @Length(1, 4096)
+  @IsString()
+  @Length(1, 4096)
   access_token!: string;
 
   @ApiPropertyOptional()
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   is_default?: boolean;
 
   @ApiPropertyOptional({ enum: ['connected', 'disconnected'] })
-  @IsOptional() @IsIn(['connected', 'disconnected'])
+  @IsOptional()
+  @IsIn(['connected', 'disconnected'])
   status?: 'connected' | 'disconnected';
 
   @ApiPropertyOptional()
-  @IsOptional() @IsString() @Length(1, 200)
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
   label?: string;
 }
 
@@ -93,26 +100,34 @@ export class CreateAccountSenderDto {
   channel!: 'email' | 'linkedin';
 
   @ApiProperty({ example: 'grant-3f2a…', description: 'The Nylas grant_id (email) or the Unipile account_id (linkedin)' })
-  @IsString() @Length(1, 200)
+  @IsString()
+  @Length(1, 200)
   account_id!: string;
 
   @ApiProperty({ example: 'sales@example.com', description: 'The mailbox address, or the LinkedIn member id (ACo…)' })
-  @IsString() @Length(3, 320)
+  @IsString()
+  @Length(3, 320)
   address!: string;
 
   @ApiProperty({ description: 'The Nylas application API key or the Unipile X-API-KEY; write-only' })
-  @IsString() @Length(1, 4096)
+  @IsString()
+  @Length(1, 4096)
   api_key!: string;
 
   @ApiPropertyOptional({ example: 'google', description: 'Nylas grant provider (google, microsoft, imap, …); List-Unsubscribe headers go only on Google grants' })
-  @IsOptional() @IsString() @Length(1, 40)
+  @IsOptional()
+  @IsString()
+  @Length(1, 40)
   provider?: string;
 
   @ApiPropertyOptional()
-  @IsOptional() @IsString() @Length(1, 200)
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
   label?: string;
 
   @ApiPropertyOptional()
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   is_default?: boolean;
 }

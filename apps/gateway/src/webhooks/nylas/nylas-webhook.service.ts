@@ -1,12 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  type EmailBounceData,
-  MessagingRpc,
-  type MessagingInboundRecordData,
-  OutreachDispatcherRpc,
-  OutreachSuppressionRpc,
-  type ProviderAccountOwner,
-} from '@touchpoint/contracts';
+import { type EmailBounceData, MessagingRpc, type MessagingInboundRecordData, OutreachDispatcherRpc, OutreachSuppressionRpc, type ProviderAccountOwner } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, RpcClient } from '@touchpoint/runtime';

@@ -27,7 +27,19 @@ describe(chooseWhatsAppContent.name, () => {
 describe(whatsAppTemplateContent.name, () => {
   it('fills the body parameters from the variables in the order the template names them', () => {
     const sut = whatsAppTemplateContent({ name: 'payment_received', language: 'pt_BR', parameters: ['name', 'amount'] }, { amount: 10, name: 'Ana' });
-    expect(sut).toEqual({ name: 'payment_received', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text: '10' }] }] });
+    expect(sut).toEqual({
+      name: 'payment_received',
+      language: 'pt_BR',
+      components: [
+        {
+          type: 'body',
+          parameters: [
+            { type: 'text', text: 'Ana' },
+            { type: 'text', text: '10' },
+          ],
+        },
+      ],
+    });
   });
 
   it('sends no components for a template without parameters', () => {

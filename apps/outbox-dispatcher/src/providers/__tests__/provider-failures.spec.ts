@@ -33,7 +33,7 @@ describe('textToHtml', () => {
     expect(textToHtml('Hi <Ana> & co,\r\nline "two"\n\nUnsubscribe: https://x.example/u?token=a.b')).toBe('Hi &lt;Ana&gt; &amp; co,<br>line &quot;two&quot;<br><br>Unsubscribe: https://x.example/u?token=a.b');
   });
 
-  it("writes an apostrophe as a numeric reference (&apos; is not HTML 4, which some mail clients still parse)", () => {
+  it('writes an apostrophe as a numeric reference (&apos; is not HTML 4, which some mail clients still parse)', () => {
     expect(textToHtml("It's &amp; done")).toBe('It&#x27;s &amp;amp; done');
   });
 });

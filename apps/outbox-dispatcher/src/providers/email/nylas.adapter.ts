@@ -118,8 +118,5 @@ export class NylasEmailAdapter implements ProviderAdapter {
 
 /** HTML of a plain-text body: escaped (the `he` library), line breaks kept (the approved text goes out as written). */
 export function textToHtml(text: string): string {
-  return he
-    .escape(text)
-    .replace(/\r\n?/g, '\n')
-    .replace(/\n/g, '<br>');
+  return he.escape(text).replace(/\r\n?/g, '\n').replace(/\n/g, '<br>');
 }

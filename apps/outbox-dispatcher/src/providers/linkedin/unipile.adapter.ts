@@ -114,7 +114,12 @@ export class UnipileLinkedinAdapter implements ProviderAdapter {
     const id = (answer.body as { provider_id?: unknown } | null)?.provider_id;
     if (answer.status === 200 && typeof id === 'string' && id !== '') return id;
     const type = (answer.body as { type?: unknown } | null)?.type;
-    throw new ProviderCallError({ kind: 'http', httpStatus: answer.status === 200 ? 502 : answer.status, providerCode: null, retryAfterMs: null }, `the profile ${slug} could not be resolved`, answer.body, answer.status === 404 ? 'profile_not_found' : typeof type === 'string' ? type : String(answer.status));
+    throw new ProviderCallError(
+      { kind: 'http', httpStatus: answer.status === 200 ? 502 : answer.status, providerCode: null, retryAfterMs: null },
+      `the profile ${slug} could not be resolved`,
+      answer.body,
+      answer.status === 404 ? 'profile_not_found' : typeof type === 'string' ? type : String(answer.status),
+    );
   }
 
   /** As the email adapter; the two refusals are permanent for this entry (the requester decides what follows). */

@@ -86,16 +86,10 @@ export class WhatsAppAdapter implements ProviderAdapter {
     const error = (parsed as { error?: { code?: unknown; message?: unknown; error_subcode?: unknown; error_data?: { details?: unknown } } } | null)?.error;
     const providerCode = typeof error?.code === 'number' ? error.code : typeof error?.code === 'string' && /^\d+$/.test(error.code) ? Number(error.code) : null;
     const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'), this.clock.now());
-    throw new ProviderCallError(
-      { kind: 'http', httpStatus: answer.status, providerCode, retryAfterMs },
-      typeof error?.message === 'string' ? error.message : `Graph answered ${answer.status}`,
-      parsed,
-      providerCode === null ? null : String(providerCode),
-      {
-        // Meta bases error handling on the code and `error_data.details`; the subcode tells an expired token (463) from a revoked one.
-        subcode: typeof error?.error_subcode === 'number' || typeof error?.error_subcode === 'string' ? String(error.error_subcode) : null,
-        details: typeof error?.error_data?.details === 'string' ? error.error_data.details : null,
-      },
-    );
+    throw new ProviderCallError({ kind: 'http', httpStatus: answer.status, providerCode, retryAfterMs }, typeof error?.message === 'string' ? error.message : `Graph answered ${answer.status}`, parsed, providerCode === null ? null : String(providerCode), {
+      // Meta bases error handling on the code and `error_data.details`; the subcode tells an expired token (463) from a revoked one.
+      subcode: typeof error?.error_subcode === 'number' || typeof error?.error_subcode === 'string' ? String(error.error_subcode) : null,
+      details: typeof error?.error_data?.details === 'string' ? error.error_data.details : null,
+    });
   }
 }

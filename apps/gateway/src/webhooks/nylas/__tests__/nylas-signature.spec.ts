@@ -41,7 +41,7 @@ describe('htmlToText', () => {
     ['<div dir="ltr">Test with attachments</div>\r\n', 'Test with attachments'],
     ['Yes,<br>Tuesday<br/>works', 'Yes,\nTuesday\nworks'],
     ['<p>One</p><p>Two &amp; three</p>', 'One\nTwo & three'],
-    ['&lt;b&gt; is bold &#39;ok&#39; &quot;q&quot;&nbsp;x', "<b> is bold 'ok' \"q\" x"],
+    ['&lt;b&gt; is bold &#39;ok&#39; &quot;q&quot;&nbsp;x', '<b> is bold \'ok\' "q" x'],
     ['<style>.a{color:red}</style><b>Hi</b>', 'Hi'],
     ['N&atilde;o quero &#x27;mais&#x27; &amp;amp; &#233;', "Não quero 'mais' &amp; é"],
     ['', ''],

@@ -32,7 +32,20 @@ describe('buildWhatsAppMessage', () => {
   });
 });
 
-const textParameter = (text: unknown) => ({ type: 'template', name: 'order_update', language: 'pt_BR', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text }] }] });
+const textParameter = (text: unknown) => ({
+  type: 'template',
+  name: 'order_update',
+  language: 'pt_BR',
+  components: [
+    {
+      type: 'body',
+      parameters: [
+        { type: 'text', text: 'Ana' },
+        { type: 'text', text },
+      ],
+    },
+  ],
+});
 
 describe('validateWhatsAppPayload', () => {
   it.each([
@@ -136,7 +149,18 @@ describe('template components as Meta defines them', () => {
     [[{ type: 'button', sub_type: 'copy_code', index: 0, parameters: [{ type: 'coupon_code' }] }], 'coupon_code'],
     [[{ type: 'carousel', cards: [] }], 'cards'],
     [[{ type: 'carousel', cards: Array.from({ length: 11 }, (_, i) => ({ card_index: i, components: [{ type: 'body' }] })) }], 'cards'],
-    [[{ type: 'carousel', cards: [{ card_index: 0, components: [{ type: 'body' }] }, { card_index: 0, components: [{ type: 'body' }] }] }], 'repeats'],
+    [
+      [
+        {
+          type: 'carousel',
+          cards: [
+            { card_index: 0, components: [{ type: 'body' }] },
+            { card_index: 0, components: [{ type: 'body' }] },
+          ],
+        },
+      ],
+      'repeats',
+    ],
     [[{ type: 'carousel', cards: [{ card_index: 0, components: [{ type: 'footer' }] }] }], 'cards[0].components[0].type'],
     [[{ type: 'carousel', cards: [{ card_index: 0, components: [{ type: 'button', sub_type: 'url' }] }] }], 'index'],
     [[{ type: 'header', parameters: [{ type: 'image', image: { link: 'ftp://x.example/h.png' } }] }], 'http'],
