@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ConversationStatus, ConversationView, InstanceCloseReason, InstanceStatus, MessagingChannel } from '@touchpoint/contracts';
-import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
+import { cursorAtSql, type CursorPosition, iso, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
+import type { ContactRow } from '../contacts/contacts.repository.js';
 import { truncateText } from '@touchpoint/text';
 
 export interface ConversationRow {
@@ -31,6 +32,13 @@ export interface InstanceRow {
 }
 
 /** Every SQL statement about conversations and their instances. */
+/** A contact with its conversation on a channel and that conversation's active instance. */
+export interface OpenThread {
+  contact: ContactRow;
+  conversation: ConversationRow;
+  instance: InstanceRow;
+}
+
 @Injectable()
 export class ConversationsRepository {
   /** The conversation of a contact on a channel, created on first use (race-safe on the unique key). */
@@ -164,6 +172,45 @@ export class ConversationsRepository {
         ORDER BY c.activity_at DESC, c.id DESC LIMIT $7`,
       [organizationId, f.status ?? null, f.channel ?? null, f.contact_id ?? null, f.after?.createdAt ?? null, f.after?.id ?? null, limit],
     );
+  }
+
+  /**
+   * The contact, conversation and active instance of a phone that has them all already, in one
+   * read (the fast path of an inbound message), or null. A CRM contact wins over a prospect with
+   * the same phone, then the oldest.
+   */
+  async findOpenThread(db: Queryable, organizationId: string, phoneKey: string, channel: MessagingChannel): Promise<OpenThread | null> {
+    const rows = await rowsOf<OpenThread>(
+      db,
+      `SELECT to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
+         FROM contacts ct
+         JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = $3 AND cv.organization_id = ct.organization_id
+         JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
+        WHERE ct.organization_id = $1 AND ct.phone_key = $2 AND ct.erased_at IS NULL
+        ORDER BY (ct.kind = 'crm') DESC, ct.created_at LIMIT 1`,
+      [organizationId, phoneKey, channel],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * The open WhatsApp thread of each (organization, phone key) that has one, in one read for a
+   * whole batch of receipts (same choice as `findOpenThread`).
+   * @returns by `${organization_id}|${phone_key}`
+   */
+  async findOpenWhatsAppThreads(db: Queryable, senders: [organizationId: string, phoneKey: string][]): Promise<Map<string, OpenThread>> {
+    if (senders.length === 0) return new Map();
+    const rows = await rowsOf<OpenThread & { organization_id: string; phone_key: string }>(
+      db,
+      `SELECT DISTINCT ON (ct.organization_id, ct.phone_key) ct.organization_id, ct.phone_key, to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
+         FROM contacts ct
+         JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = 'whatsapp' AND cv.organization_id = ct.organization_id
+         JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
+        WHERE (ct.organization_id, ct.phone_key) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ct.erased_at IS NULL
+        ORDER BY ct.organization_id, ct.phone_key, (ct.kind = 'crm') DESC, ct.created_at`,
+      [senders.map((e) => e[0]), senders.map((e) => e[1])],
+    );
+    return new Map(rows.map((o) => [`${o.organization_id}|${o.phone_key}`, { contact: o.contact, conversation: o.conversation, instance: o.instance }]));
   }
 }
 

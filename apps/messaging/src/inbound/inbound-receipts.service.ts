@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { WhatsAppInboundBatch } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { poolOf, type Queryable } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { toPhoneKey } from '@touchpoint/phone';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { judgeInbound, truncateText } from '@touchpoint/text';
-import type { ContactRow } from '../contacts/contacts.repository.js';
-import type { ConversationRow, InstanceRow } from '../conversations/conversations.repository.js';
+import { ConversationsRepository } from '../conversations/conversations.repository.js';
+import { MessagesRepository } from '../messages/messages.repository.js';
 import { SendersService } from '../senders/senders.service.js';
 import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt } from './inbound-receipts.repository.js';
 import { InboundMetrics } from './inbound.metrics.js';
@@ -43,7 +43,10 @@ export interface AcceptResult {
 export class InboundReceiptsService {
   private readonly acceptedListeners: (() => void)[] = [];
   /** Plain reads outside a transaction (one round trip, any pool connection). */
-  private readonly reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
+  /** Reads that need no transaction run on the pool. */
+  private get reader(): Queryable {
+    return poolOf(this.uow.dataSource);
+  }
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -51,6 +54,8 @@ export class InboundReceiptsService {
     private readonly optOut: InboundOptOutService,
     private readonly senders: SendersService,
     private readonly receipts: InboundReceiptsRepository,
+    private readonly messages: MessagesRepository,
+    private readonly conversations: ConversationsRepository,
     private readonly metrics: InboundMetrics,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -123,29 +128,14 @@ export class InboundReceiptsService {
   async hintsFor(batch: InboundReceiptRow[]): Promise<Map<string, ReceiptHints>> {
     const hints = new Map<string, ReceiptHints>();
     if (batch.length === 0) return hints;
-    const stored = await this.reader.query<{ organization_id: string; external_id: string }>(
-      `SELECT organization_id, external_id FROM messages
-        WHERE channel = 'whatsapp' AND external_id IS NOT NULL
-          AND (organization_id, external_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-      [batch.map((r) => r.organization_id), batch.map((r) => r.external_id)],
-    );
-    const storedIds = new Set(stored.map((r) => `${r.organization_id}|${r.external_id}`));
+    const storedIds = await this.messages.storedWhatsAppIds(this.reader, batch);
     const firstOfSender = new Map<string, InboundReceiptRow>();
     for (const r of batch) {
       const key = toPhoneKey(String(r.message.from ?? ''));
       if (key && !firstOfSender.has(`${r.organization_id}|${key}`)) firstOfSender.set(`${r.organization_id}|${key}`, r);
     }
     const entries = [...firstOfSender.keys()].map((k) => k.split('|') as [string, string]);
-    const open = await this.reader.query<{ organization_id: string; phone_key: string; contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
-      `SELECT DISTINCT ON (ct.organization_id, ct.phone_key) ct.organization_id, ct.phone_key, to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
-         FROM contacts ct
-         JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = 'whatsapp' AND cv.organization_id = ct.organization_id
-         JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
-        WHERE (ct.organization_id, ct.phone_key) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ct.erased_at IS NULL
-        ORDER BY ct.organization_id, ct.phone_key, (ct.kind = 'crm') DESC, ct.created_at`,
-      [entries.map((e) => e[0]), entries.map((e) => e[1])],
-    );
-    const openBySender = new Map(open.map((o) => [`${o.organization_id}|${o.phone_key}`, { contact: o.contact, conversation: o.conversation, instance: o.instance }]));
+    const openBySender = await this.conversations.findOpenWhatsAppThreads(this.reader, entries);
     for (const r of batch) hints.set(r.id, { known: storedIds.has(`${r.organization_id}|${r.external_id}`) });
     for (const [sender, r] of firstOfSender) hints.get(r.id)!.open = openBySender.get(sender) ?? null;
     return hints;

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type EmailHeadersQuery, type EmailHeadersView, type MessagingInboundRecordData, OutreachDispatcherRpc } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { poolOf, type Queryable } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, RpcClient, UnitOfWork } from '@touchpoint/runtime';
@@ -27,7 +27,10 @@ const EMAIL_HEADER_READ_BACKOFF_MS = [100, 300];
 @Injectable()
 export class InboundRecordService {
   /** Plain reads outside a transaction (one round trip, any pool connection). */
-  private readonly reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
+  /** Reads that need no transaction run on the pool. */
+  private get reader(): Queryable {
+    return poolOf(this.uow.dataSource);
+  }
 
   constructor(
     private readonly uow: UnitOfWork,

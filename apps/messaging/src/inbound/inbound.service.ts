@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type AbuseCheckData, type MessageReceivedData, MessagingEvents, type MessagingChannel, type OutgoingMessage, OutboxCommands, type OutboxEnqueueData, type WhatsAppInboundBatch, type SuppressionRequestedData } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { poolOf, type Queryable, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { toPhoneKey } from '@touchpoint/phone';
@@ -10,7 +10,7 @@ import { Clock } from '@touchpoint/time';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
 import { ContactsService } from '../contacts/contacts.service.js';
-import { type ConversationRow, ConversationsRepository, type InstanceRow } from '../conversations/conversations.repository.js';
+import { type ConversationRow, ConversationsRepository, type InstanceRow, type OpenThread } from '../conversations/conversations.repository.js';
 import { InstancesService } from '../conversations/instances.service.js';
 import { MessagesRepository, type NewAttachment, toMessageView } from '../messages/messages.repository.js';
 import type { MessagingConfig } from '../messaging.config.js';
@@ -64,7 +64,10 @@ export interface InboundMessage {
 @Injectable()
 export class InboundService {
   /** Plain reads outside a transaction (one round trip, any pool connection). */
-  private readonly reader = { query: (sql: string, params?: unknown[]) => this.uow.dataSource.query(sql, params) } as unknown as Tx;
+  /** Reads that need no transaction run on the pool. */
+  private get reader(): Queryable {
+    return poolOf(this.uow.dataSource);
+  }
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -178,20 +181,11 @@ export class InboundService {
   }
 
   /** The contact, conversation and active instance of a phone that has them all already (one query), or null. */
-  private async findOpen(m: InboundMessage): Promise<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow } | null> {
+  private async findOpen(m: InboundMessage): Promise<OpenThread | null> {
     if (m.channel !== 'whatsapp' && m.channel !== 'sms') return null;
     const key = toPhoneKey(m.from);
     if (!key) return null;
-    const rows = await this.reader.query<{ contact: ContactRow; conversation: ConversationRow; instance: InstanceRow }>(
-      `SELECT to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
-         FROM contacts ct
-         JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = $3 AND cv.organization_id = ct.organization_id
-         JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
-        WHERE ct.organization_id = $1 AND ct.phone_key = $2 AND ct.erased_at IS NULL
-        ORDER BY (ct.kind = 'crm') DESC, ct.created_at LIMIT 1`,
-      [m.organizationId, key, m.channel],
-    );
-    return rows[0] ?? null;
+    return this.conversations.findOpenThread(this.reader, m.organizationId, key, m.channel);
   }
 
   /** Finds or creates the contact, conversation and active instance of an inbound message. */

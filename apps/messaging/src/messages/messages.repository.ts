@@ -1,7 +1,7 @@
 import { truncateText } from '@touchpoint/text';
 import { Injectable } from '@nestjs/common';
 import type { MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
-import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
+import { cursorAtSql, type CursorPosition, iso, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 
 /** A row of `messages`; the columns its view shows as they are come from `MessageView`. */
 export interface MessageRow extends Pick<MessageView, 'conversation_id' | 'instance_id' | 'contact_id' | 'channel' | 'direction' | 'sender_type' | 'sender_id' | 'message_type' | 'body' | 'subject' | 'status' | 'external_id' | 'thread_id' | 'notification_id' | 'error_code'> {
@@ -116,9 +116,25 @@ export class MessagesRepository {
     }
   }
 
-  async existsExternal(tx: Tx, organizationId: string, channel: string, externalId: string): Promise<boolean> {
-    const rows = await tx.query(`SELECT 1 FROM messages WHERE organization_id = $1 AND channel = $2 AND external_id = $3`, [organizationId, channel, externalId]);
+  async existsExternal(db: Queryable, organizationId: string, channel: string, externalId: string): Promise<boolean> {
+    const rows = await rowsOf(db, `SELECT 1 FROM messages WHERE organization_id = $1 AND channel = $2 AND external_id = $3`, [organizationId, channel, externalId]);
     return rows.length > 0;
+  }
+
+  /**
+   * Which of these WhatsApp provider ids are stored already, in one read for a batch of receipts.
+   * @returns `${organization_id}|${external_id}` of each stored one
+   */
+  async storedWhatsAppIds(db: Queryable, ids: { organization_id: string; external_id: string }[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await rowsOf<{ organization_id: string; external_id: string }>(
+      db,
+      `SELECT organization_id, external_id FROM messages
+        WHERE channel = 'whatsapp' AND external_id IS NOT NULL
+          AND (organization_id, external_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      [ids.map((r) => r.organization_id), ids.map((r) => r.external_id)],
+    );
+    return new Set(rows.map((r) => `${r.organization_id}|${r.external_id}`));
   }
 
   /**
