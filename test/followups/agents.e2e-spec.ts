@@ -62,8 +62,8 @@ describe('Agents registry and turn promises', () => {
   async function contact(): Promise<string> {
     const created = await followups
       .get(RpcClient)
-      .callUnchecked<{ contact_id: string; data?: { contact_id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Ana ${++n}`, phone: `+55929${String(Date.now() % 1e4).padStart(4, '0')}${String(n).padStart(4, '0')}` });
-    const id = (created.data ?? created).contact_id;
+      .callUnchecked<{ id: string; data?: { id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Ana ${++n}`, phone: `+55929${String(Date.now() % 1e4).padStart(4, '0')}${String(n).padStart(4, '0')}` });
+    const id = (created.data ?? created).id;
     await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".contacts WHERE contact_id = $1`, [id])).length === 1);
     return id;
   }

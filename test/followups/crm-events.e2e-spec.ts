@@ -98,8 +98,8 @@ describe('CRM events ingress', () => {
     const n = ++seq;
     const email = `lead${n}.${waBase}@example.com`;
     const phone = `+55929${waBase}${String(n).padStart(4, '0')}`;
-    const created = await followups.get(RpcClient).callUnchecked<{ contact_id: string; data?: { contact_id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Lead ${n}`, email, phone });
-    const id = (created.data ?? created).contact_id;
+    const created = await followups.get(RpcClient).callUnchecked<{ id: string; data?: { id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Lead ${n}`, email, phone });
+    const id = (created.data ?? created).id;
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('contacts')} WHERE contact_id = $1`, [id])).length === 1);
     return { id, email, phone };
   }

@@ -146,7 +146,7 @@ describe('OpenAPI document', () => {
 
   it('uses the standard spectral:oas ruleset, with example validation on', async () => {
     const ruleset = await readFile(RULESET, 'utf8');
-    expect(ruleset).toMatch(/^extends:\s*\["spectral:oas"\]\s*$/m);
+    expect(ruleset).toMatch(/^extends:\s*\[["']spectral:oas["']\]\s*$/m);
     // Nothing turned off or relaxed: the ruleset is the standard one as it ships.
     expect(ruleset).not.toMatch(/^rules:/m);
   });
