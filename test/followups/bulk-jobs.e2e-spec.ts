@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { type FlowGraph, type FlowSettings, MessagingEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { BulkJobsService } from '../../apps/followups/src/bulk/bulk-jobs.service.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
@@ -11,7 +11,7 @@ import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
 

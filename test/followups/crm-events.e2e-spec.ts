@@ -3,7 +3,7 @@ import { DateTime } from 'luxon';
 import { randomUUID } from 'node:crypto';
 import { CrmEvents, type FlowGraph, type FlowSettings, MessagingRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
@@ -21,7 +21,7 @@ import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { ALWAYS_OPEN, HOUR, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
 

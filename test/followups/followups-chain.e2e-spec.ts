@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DateTime } from 'luxon';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
@@ -16,7 +16,7 @@ import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { ALWAYS_OPEN, HOUR, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 /**
  * The last weekday 10:00 in São Paulo before now: inside the seed example's window (Mon–Fri 9–20),

@@ -1,6 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aFlow, createTestWorld, eventually, HOUR, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
@@ -13,7 +13,7 @@ import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { HOUR, ONE_TEXT_FLOW, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
 
@@ -91,7 +91,7 @@ describe(InFlightWindow.name, () => {
 
   it('holds a number’s follow-ups beyond the window while Meta refuses its sends, and releases them once Meta accepts', async () => {
     const flows = followups.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name: 'one text', ...ONE_TEXT_FLOW });
+    const flow = await flows.create({ organization_id: org, name: 'one text', ...aFlow() });
     const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
     await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
 

@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DateTime } from 'luxon';
 import { randomUUID } from 'node:crypto';
 import { type FlowGraph, type FlowSettings, MessagingEvents, SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aFlow, createTestWorld, eventually, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
@@ -14,7 +14,7 @@ import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { ONE_TEXT_FLOW, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
 
@@ -147,7 +147,7 @@ describe('queued follow-up sends lose to stop events', () => {
   });
 
   it('cancels the queued last text of a completed enrollment when the contact opts out (STOP)', async () => {
-    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const queued = await completedWithQueuedText(aFlow());
     await contactWrites(queued.waId, 'STOP');
     await expectCancelled(queued, 'opt_out');
   });
@@ -166,13 +166,13 @@ describe('queued follow-up sends lose to stop events', () => {
       },
     },
   ])('cancels the queued last text of a completed enrollment on $event', async ({ cause, fire }) => {
-    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const queued = await completedWithQueuedText(aFlow());
     await fire(queued);
     await expectCancelled(queued, cause);
   });
 
   it('lets the queued text go when the stop event does not concern it (no cancel_on_reply, handoff policy continue)', async () => {
-    const queued = await completedWithQueuedText({ graph: ONE_TEXT_FLOW.graph, settings: { ...ONE_TEXT_FLOW.settings, trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'continue' } });
+    const queued = await completedWithQueuedText({ graph: aFlow().graph, settings: { ...aFlow().settings, trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'continue' } });
     await contactWrites(queued.waId, 'Obrigado pela mensagem');
     await publishEvent(world, MessagingEvents.HumanMessageSent, org, { message_id: randomUUID(), conversation_id: queued.who.conversationId, contact_id: queued.who.contactId, channel: 'whatsapp', operator_id: null });
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('contacts')} WHERE contact_id = $1 AND handoff_at IS NOT NULL`, [queued.who.contactId])).length === 1);
@@ -183,7 +183,7 @@ describe('queued follow-up sends lose to stop events', () => {
   });
 
   it('lets the queued text go when the reply that arrives is older than the enrollment (its event came late)', async () => {
-    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const queued = await completedWithQueuedText(aFlow());
     const late = await publishEvent(
       world,
       MessagingEvents.MessageReceived,
@@ -199,7 +199,7 @@ describe('queued follow-up sends lose to stop events', () => {
   });
 
   it('sends the text the send lane had already claimed when the reply lands, and records it sent', async () => {
-    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const queued = await completedWithQueuedText(aFlow());
     await sandbox.fault({ kind: 'latency', latency_ms: CLAIMED_SEND_HOLD_MS, match: { wa_id: queued.waId, type: 'text' } });
     await dispatcher.drain.drain(5000); // the read receipt; the text waits for the pair's pacing
     dispatcher.clock.advance(7000);

@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -10,7 +10,7 @@ import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 import { FollowupsMetrics } from '../../apps/followups/src/metrics/followups.metrics.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
 

@@ -6,11 +6,11 @@ import { BusNames } from '@touchpoint/bus';
 import { type FlowGraph, type FlowSettings, MessagingEvents } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
 

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { type BusMessage, CrmEvents, type FlowGraph, type FlowSettings, MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
 import { Metrics } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock, sleep } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -13,7 +13,7 @@ import { SettingsService } from '../../apps/followups/src/settings/settings.serv
 import { TriggersService } from '../../apps/followups/src/rules/triggers.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
 

@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { type ActionView, type CampaignView, type ContactView, type EnrollBatchResult, type FlowGraph, type FlowSettings, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { NylasWebhookModule } from '../../apps/gateway/src/webhooks/nylas/nylas-webhook.module.js';
-import { ALWAYS_OPEN, startFollowups } from '../followups/followups-world.js';
+import { startFollowups } from '../followups/followups-world.js';
 import { SandboxHandle } from '../outbox/harness.js';
 import { startOutreachToSandbox } from './outreach-world.js';
 
