@@ -1,6 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { aFlow, createTestWorld, eventually, HOUR, type TestWorld } from '@touchpoint/testing';
+import { aFlow, aProvisionedNumber, createTestWorld, eventually, HOUR, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
@@ -12,7 +12,7 @@ import { InboundService } from '../../apps/messaging/src/inbound/inbound.service
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
+import { type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
@@ -52,9 +52,8 @@ describe(InFlightWindow.name, () => {
     followups = await startFollowups(world, { clock, env: { FOLLOWUP_SENDER_INFLIGHT_WINDOW: String(WINDOW), FOLLOWUP_SENDER_BACKLOG_RETRY_MS: String(BACKLOG_RETRY_MS) } });
     sut = followups.get(ReleaseService);
     await setLimits(world, org, {});
-    const senderId = await addSender(dispatcher, org, phoneNumberId);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
+    // The dispatcher announces the number; messaging and followups keep it in their read models.
+    await aProvisionedNumber(world, dispatcher, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();

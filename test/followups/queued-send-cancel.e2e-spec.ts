@@ -1,8 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DateTime } from 'luxon';
 import { randomUUID } from 'node:crypto';
 import { type FlowGraph, type FlowSettings, MessagingEvents, SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
-import { aFlow, createTestWorld, eventually, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { aFlow, anActiveFlow, aProvisionedNumber, createTestWorld, eventually, lastWeekdayMorning, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
@@ -13,20 +12,13 @@ import { InboundService } from '../../apps/messaging/src/inbound/inbound.service
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
+import { type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
 import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, any>;
 
 /** Waits for a fact across several services on a busy machine (up to 30 s). */
 const soon = <T>(probe: () => Promise<T>) => eventually(probe, 30_000, 100);
-
-/** The last weekday 10:00 in São Paulo before now: inside the seed example's window (Mon–Fri 9–20). */
-function lastWeekdayMorningInSaoPaulo(): Date {
-  let day = DateTime.now().setZone('America/Sao_Paulo').set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
-  while (day.weekday > 5 || day.toMillis() > Date.now()) day = day.minus({ days: 1 });
-  return day.toJSDate();
-}
 
 /** How long the sandbox holds the send the lane claimed, ms: the reply lands inside it. */
 const CLAIMED_SEND_HOLD_MS = 6000;
@@ -47,7 +39,7 @@ describe('queued follow-up sends lose to stop events', () => {
   let messaging: NestFastifyApplication;
   let org: string;
   const phoneNumberId = `${Date.now() + 7}`.slice(-15);
-  const clock = new FixedClock(lastWeekdayMorningInSaoPaulo());
+  const clock = new FixedClock(lastWeekdayMorning());
   let inboundSeconds = Math.floor(Date.now() / 1000);
   let waSeq = 0;
 
@@ -61,9 +53,8 @@ describe('queued follow-up sends lose to stop events', () => {
     followups = await startFollowups(world, { clock });
     org = randomUUID();
     await setLimits(world, org, {});
-    const senderId = await addSender(dispatcher, org, phoneNumberId);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
+    // The dispatcher announces the number; messaging and followups keep it in their read models.
+    await aProvisionedNumber(world, dispatcher, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();
@@ -99,13 +90,7 @@ describe('queued follow-up sends lose to stop events', () => {
     return { contactId: row!.contact_id, conversationId: row!.conversation_id };
   }
 
-  async function activeFlow(graph: FlowGraph, settings: FlowSettings): Promise<string> {
-    const flows = followups.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name: `fluxo ${randomUUID().slice(0, 6)}`, graph, settings });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    return flow.id;
-  }
+  const activeFlow = (graph: FlowGraph, settings: FlowSettings) => anActiveFlow(followups.get(FlowsService), org, { name: `fluxo ${randomUUID().slice(0, 6)}`, graph, settings });
 
   /**
    * A contact who wrote in, enrolled in a flow whose last step is a text: the release queues the

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
+import { aWhatsAppNumber, createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
 /** Runs `npm run -s cli -- <args>` in the world's environment. */
 async function cli(world: TestWorld, args: string[]): Promise<{ code: number | null; json: any; stderr: string }> {
@@ -34,7 +34,7 @@ describe('outbox CLI', () => {
     sandbox = await SandboxHandle.start();
     d = await startDispatcher(world, sandbox);
     org = `org-${randomUUID()}`;
-    await addSender(d, org, '100000000000002');
+    await aWhatsAppNumber(d, org, '100000000000002');
     await sandbox.fault({ kind: 'drop' });
     entryId = (await d.enqueue.enqueue(textTo(org, '5511966660001'))).entry_id;
     await d.drain.drain(3000);

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aWhatsAppNumber, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { LeaseRecoveryService } from '../../apps/outbox-dispatcher/src/sweep/lease-recovery.service.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
+import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 import { Clock } from '@touchpoint/time';
 
 /** Minimum time between two attempt starts on one pair (seed 004 "Pacing"). */
@@ -53,7 +53,7 @@ describe('outbox dispatcher processes', () => {
     // An in-process dispatcher that does not drain: it owns the schema's migrations and runs recovery.
     local = await startDispatcher(world, sandbox, {}, new Clock() as never);
     org = `org-${randomUUID()}`;
-    await addSender(local, org, '100000000000002');
+    await aWhatsAppNumber(local, org, '100000000000002');
   }, 60_000);
   afterEach(async () => {
     // A failed test must not leave its processes draining into the next one.

@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHmac, randomUUID } from 'node:crypto';
 import { OutboxAccountRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aWhatsAppNumber, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
@@ -12,7 +12,7 @@ import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { setLimits } from '../messaging/helpers.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from './harness.js';
+import { type Dispatcher, SandboxHandle, startDispatcher } from './harness.js';
 
 const APP_SECRET = 'test-meta-app-secret';
 /** The business number of the fixtures (fixtures/README). */
@@ -62,7 +62,7 @@ export async function startWireWorld(label: string, messagingEnv: Record<string,
   const key = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['admin', 'messaging:read', 'messaging:write'] });
   const org = key.organizationId;
   await setLimits(world, org, {});
-  const senderId = await addSender(d, org, PHONE_NUMBER_ID);
+  const senderId = await aWhatsAppNumber(d, org, PHONE_NUMBER_ID);
   const grant = `grant-${randomUUID()}`;
   await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'support@ours.example', provider: 'google' });
   const mailbox = await d.app.get(RpcClient).call<{ sender_id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'support@ours.example', api_key: 'nylas-key', provider: 'google' });

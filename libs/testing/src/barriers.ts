@@ -49,11 +49,39 @@ export async function consumedCount(app: ServiceApp, handler: string, outcome: C
 
 /**
  * Barrier: resolves once `handler` of `app` has taken at least `count` messages with `outcome`
- * (read `consumedCount` before causing them). A redelivery is settled when it is counted as a
- * `duplicate`: after this, whatever it could have done is committed or was never done.
+ * (read `consumedCount` before causing them).
  */
 export async function untilConsumed(app: ServiceApp, handler: string, outcome: ConsumeOutcome, count: number, timeoutMs = 20_000): Promise<void> {
   await eventually(async () => (await consumedCount(app, handler, outcome)) >= count, timeoutMs);
+}
+
+/** Every handler's `duplicate` count of `app` now (handler → count), for `untilRedeliveryDiscarded`. */
+export async function duplicateCounts(app: ServiceApp): Promise<Map<string, number>> {
+  const { values } = await app.get(Metrics).busConsumed.get();
+  return new Map(values.filter((v) => v.labels.outcome === 'duplicate').map((v) => [String(v.labels.handler), v.value]));
+}
+
+/**
+ * Barrier for a message delivered more than once: resolves once every handler of `app` (whose
+ * schema is `service`'s) that handled `eventId` — its inbox rows — has counted `redeliveries` more
+ * duplicates than in `before` (from `duplicateCounts`, read before the deliveries). After that
+ * each redelivery has been taken and discarded by the inbox: whatever it could have done is done.
+ */
+export async function untilRedeliveryDiscarded(
+  world: TestWorld,
+  app: ServiceApp,
+  service: keyof typeof SERVICE_SCHEMA,
+  eventId: string,
+  before: Map<string, number>,
+  redeliveries = 1,
+  timeoutMs = 20_000,
+): Promise<void> {
+  await untilHandled(world, service, eventId, undefined, timeoutMs);
+  const handlers = (await world.sql<{ handler: string }>(`SELECT handler FROM "${world.schema(service)}".inbox_events WHERE event_id = $1`, [eventId])).map((r) => r.handler);
+  await eventually(async () => {
+    const now = await duplicateCounts(app);
+    return handlers.every((h) => (now.get(h) ?? 0) >= (before.get(h) ?? 0) + redeliveries);
+  }, timeoutMs);
 }
 
 /**

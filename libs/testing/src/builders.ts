@@ -1,4 +1,5 @@
 import amqplib from 'amqplib';
+import { DateTime } from 'luxon';
 import { randomUUID } from 'node:crypto';
 import {
   type BusMessage,
@@ -33,6 +34,17 @@ import type { TestWorld } from './index.js';
  */
 
 export const HOUR = 3_600_000;
+
+/**
+ * The last weekday (Mon–Fri) at `hour`:00 in `zone` before now: inside the seed example's window
+ * (Mon–Fri 9–20 São Paulo), and before a contact's real messages, so those are not replies to
+ * enrollments made "then". For a `FixedClock` in tests that also use real time.
+ */
+export function lastWeekdayMorning(zone = 'America/Sao_Paulo', hour = 10): Date {
+  let day = DateTime.now().setZone(zone).set({ hour, minute: 0, second: 0, millisecond: 0 });
+  while (day.weekday > 5 || day.toMillis() > Date.now()) day = day.minus({ days: 1 });
+  return day.toJSDate();
+}
 
 /** Settings of a flow whose window is always open (tests that are not about the window). */
 export const ALWAYS_OPEN = { send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC' };
@@ -143,21 +155,15 @@ export interface SendersApi {
 }
 
 /**
- * A WhatsApp number really provisioned: made known to the sandbox's Graph with its token (adding a
- * sender proves the token owns the number), created in the dispatcher, and — unless `waitFor` says
- * otherwise — seen connected by followups' and messaging's read models.
+ * A connected WhatsApp number in the dispatcher: first made known to the sandbox's Graph with its
+ * token (adding a sender proves the token owns the number), then created. Nothing else waits for
+ * it; `aProvisionedNumber` also waits for the read models.
  * @returns the dispatcher's sender id
  */
-export async function aProvisionedNumber(
-  world: TestWorld,
-  d: { senders: SendersApi; sandbox: SandboxControl },
-  organizationId: string,
-  phoneNumberId: string,
-  waitFor: ('followups' | 'messaging')[] = ['followups', 'messaging'],
-): Promise<string> {
+export async function aWhatsAppNumber(d: { senders: SendersApi; sandbox: SandboxControl }, organizationId: string, phoneNumberId: string): Promise<string> {
   const accessToken = `token-${phoneNumberId}`;
   await d.sandbox.post('/sandbox/meta/numbers', { phone_number_id: phoneNumberId, access_token: accessToken, display_phone_number: '5511912345678' });
-  const { sender_id } = await d.senders.create({
+  const view = await d.senders.create({
     organization_id: organizationId,
     channel: 'whatsapp',
     phone_number_id: phoneNumberId,
@@ -165,10 +171,20 @@ export async function aProvisionedNumber(
     business_account_id: '100000000000001',
     access_token: accessToken,
   });
+  return view.sender_id;
+}
+
+/**
+ * `aWhatsAppNumber`, then waits (up to 30 s) until followups' and messaging's read models have it
+ * connected (the dispatcher announces it with `outbox.sender.connected`).
+ * @returns the dispatcher's sender id
+ */
+export async function aProvisionedNumber(world: TestWorld, d: { senders: SendersApi; sandbox: SandboxControl }, organizationId: string, phoneNumberId: string): Promise<string> {
+  const senderId = await aWhatsAppNumber(d, organizationId, phoneNumberId);
   const soon = (probe: () => Promise<boolean>) => eventually(probe, 30_000, 100);
-  if (waitFor.includes('followups')) await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [sender_id])).length === 1);
-  if (waitFor.includes('messaging')) await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
-  return sender_id;
+  await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
+  await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
+  return senderId;
 }
 
 /**
