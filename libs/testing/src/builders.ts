@@ -22,6 +22,8 @@ import {
   OutboxEvents,
   type OutboxSenderEventData,
   OutreachRpc,
+  PlatformRpc,
+  type ServiceName,
 } from '@touchpoint/contracts';
 import type { RpcClient } from '@touchpoint/runtime';
 import { eventually } from './barriers.js';
@@ -281,4 +283,17 @@ export async function aContactWhoWrote(world: TestWorld, organizationId: string,
   await publishEvent(world, MessagingEvents.MessageReceived, organizationId, aMessageReceived(contactId, overrides), new Date(now.getTime() - agoMs));
   await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".contacts WHERE contact_id = $1`, [contactId])).length === 1);
   return contactId;
+}
+
+/**
+ * The first draft the decision runner left for an enrollment (`proposed_actions` row in
+ * `pending_approval`), waited for up to `timeoutMs` (the runner asks the model first).
+ */
+export async function aPendingDraft(world: TestWorld, enrollmentId: string, timeoutMs = 30_000): Promise<Record<string, any>> {
+  return eventually(async () => (await world.sql(`SELECT * FROM "${world.schema('outreach')}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], timeoutMs);
+}
+
+/** Waits (up to 20 s each) until every service answers `platform.ping` over RPC: they are consuming. */
+export async function untilServicesAnswer(rpc: RpcClient, services: readonly ServiceName[]): Promise<void> {
+  for (const service of services) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
 }
