@@ -119,7 +119,11 @@ describe('outbox dispatcher processes', () => {
     await local.drain.drain(2000);
     await sandbox.post('/sandbox/control/meta/faults', { faults: [] }).catch(() => undefined);
     const survivor = await spawnDispatcher({ OUTBOX_DRAIN_AUTOSTART: 'true', OUTBOX_INSTANCE_ID: 'survivor-1' });
-    await new Promise((r) => setTimeout(r, 1500));
+    // Barrier: a later entry goes out through the survivor, which claims due entries oldest first,
+    // so the ambiguous one has had its chance before it.
+    const later = '5511988880009';
+    await local.enqueue.enqueue(textTo(org, later));
+    await eventually(async () => (await sandbox.received(later)).length === 1, 20_000, 50);
     await kill(survivor);
     expect(await sandbox.received(to)).toHaveLength(1);
   }, 60_000);
