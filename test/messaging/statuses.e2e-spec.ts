@@ -155,8 +155,9 @@ describe('messaging outcomes and statuses', () => {
     );
     expect(message).toMatchObject({ idempotency_key: `nd:${whatsapp.delivery_id}`, notification_id: created.notification_id, status: 'queued' });
 
-    // The enqueue is not the delivery: still pending after a while with no outcome.
-    await new Promise((r) => setTimeout(r, 300));
+    // The enqueue is not the delivery. Barrier: the enqueue command has left messaging's outbox (the
+    // relay published it), so messaging is done with the enqueue; with no outcome it is still pending.
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".outbox_events WHERE event_id = $1 AND published_at IS NOT NULL`, [`messaging.send:${message.id}`])).length === 1);
     expect((await app.get(NotificationsService).get(org, created.notification_id)).deliveries.find((d) => d.channel === 'whatsapp')?.status).toBe('pending');
 
     await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(message.id, message.idempotency_key, `wamid.${randomUUID()}`));
