@@ -121,3 +121,4 @@ export async function deleteBusNamespace(amqpUrl: string, namespace: string, ext
 export * from './barriers.js';
 export * from './builders.js';
 export * from './tcp-proxy.js';
+export * from './fakes.js';
