@@ -4,8 +4,6 @@ import { CrmEvents, type FlowGraph, type FlowSettings, MessagingRpc } from '@tou
 import { RpcClient } from '@touchpoint/runtime';
 import { aFlow, anActiveFlow, aProvisionedNumber, aWaitingFlow, createTestWorld, eventually, HOUR, lastWeekdayMorning, type TestWorld, textStep, waitStep } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
-import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
@@ -15,12 +13,10 @@ import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { startFollowups } from './followups-world.js';
+import { type Dispatcher, SandboxHandle } from '../outbox/harness.js';
+import { startFollowupsWithSendPath } from './followups-world.js';
 
 type Row = Record<string, any>;
 
@@ -54,10 +50,7 @@ describe('CRM events ingress', () => {
   beforeAll(async () => {
     world = await createTestWorld('fu_crm');
     sandbox = await SandboxHandle.start();
-    dispatcher = await startDispatcher(world, sandbox);
-    await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    followups = await startFollowups(world, { clock });
+    ({ dispatcher, messaging, followups } = await startFollowupsWithSendPath(world, sandbox, { clock }));
     const config = world.config(GatewayConfig, { CRM_WEBHOOK_SECRET: WEBHOOK_SECRET });
     const gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
     http = httpClient(await gateway.getUrl());

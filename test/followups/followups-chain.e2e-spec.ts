@@ -2,20 +2,16 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { aProvisionedNumber, aTwoTextFlow, createTestWorld, eventually, HOUR, lastWeekdayMorning, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
-import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { startFollowups } from './followups-world.js';
+import { type Dispatcher, SandboxHandle } from '../outbox/harness.js';
+import { startFollowupsWithSendPath } from './followups-world.js';
 
 /** Waits for a condition across several services on a busy machine (up to 30 s). */
 const soon = <T>(probe: () => Promise<T>) => eventually(probe, 30_000, 100);
@@ -40,10 +36,7 @@ describe('follow-ups end to end', () => {
   beforeAll(async () => {
     world = await createTestWorld('fu_chain');
     sandbox = await SandboxHandle.start();
-    dispatcher = await startDispatcher(world, sandbox);
-    await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    followups = await startFollowups(world, { clock });
+    ({ dispatcher, messaging, followups } = await startFollowupsWithSendPath(world, sandbox, { clock }));
     const config = world.config(GatewayConfig);
     const gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
     http = httpClient(await gateway.getUrl());

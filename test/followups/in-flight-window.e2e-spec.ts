@@ -2,18 +2,14 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { aFlow, aProvisionedNumber, createTestWorld, eventually, HOUR, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
-import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { InFlightWindow } from '../../apps/followups/src/release/in-flight-window.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { startFollowups } from './followups-world.js';
+import { type Dispatcher, SandboxHandle } from '../outbox/harness.js';
+import { startFollowupsWithSendPath } from './followups-world.js';
 
 type Row = Record<string, any>;
 
@@ -46,10 +42,7 @@ describe(InFlightWindow.name, () => {
   beforeAll(async () => {
     world = await createTestWorld('fu_window');
     sandbox = await SandboxHandle.start();
-    dispatcher = await startDispatcher(world, sandbox);
-    await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    followups = await startFollowups(world, { clock, env: { FOLLOWUP_SENDER_INFLIGHT_WINDOW: String(WINDOW), FOLLOWUP_SENDER_BACKLOG_RETRY_MS: String(BACKLOG_RETRY_MS) } });
+    ({ dispatcher, messaging, followups } = await startFollowupsWithSendPath(world, sandbox, { clock, followupsEnv: { FOLLOWUP_SENDER_INFLIGHT_WINDOW: String(WINDOW), FOLLOWUP_SENDER_BACKLOG_RETRY_MS: String(BACKLOG_RETRY_MS) } }));
     sut = followups.get(ReleaseService);
     await setLimits(world, org, {});
     // The dispatcher announces the number; messaging and followups keep it in their read models.

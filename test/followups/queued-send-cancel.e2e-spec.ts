@@ -3,17 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { type FlowGraph, type FlowSettings, MessagingEvents, SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 import { aFlow, anActiveFlow, aProvisionedNumber, createTestWorld, eventually, lastWeekdayMorning, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
-import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { InboundService } from '../../apps/messaging/src/inbound/inbound.service.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { startFollowups } from './followups-world.js';
+import { type Dispatcher, SandboxHandle } from '../outbox/harness.js';
+import { startFollowupsWithSendPath } from './followups-world.js';
 
 type Row = Record<string, any>;
 
@@ -47,10 +43,7 @@ describe('queued follow-up sends lose to stop events', () => {
     world = await createTestWorld('fu_qcancel');
     sandbox = await SandboxHandle.start();
     // A claimed send is held by the sandbox longer than the harness's default deadline.
-    dispatcher = await startDispatcher(world, sandbox, { WHATSAPP_SEND_TIMEOUT_MS: String(CLAIMED_SEND_HOLD_MS * 4) });
-    await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    followups = await startFollowups(world, { clock });
+    ({ dispatcher, messaging, followups } = await startFollowupsWithSendPath(world, sandbox, { clock, dispatcherEnv: { WHATSAPP_SEND_TIMEOUT_MS: String(CLAIMED_SEND_HOLD_MS * 4) } }));
     org = randomUUID();
     await setLimits(world, org, {});
     // The dispatcher announces the number; messaging and followups keep it in their read models.

@@ -1,25 +1,7 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { aWhatsAppNumber, createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { aWhatsAppNumber, createTestWorld, runCli, type TestWorld } from '@touchpoint/testing';
 import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
-/** Runs `npm run -s cli -- <args>` in the world's environment. */
-async function cli(world: TestWorld, args: string[]): Promise<{ code: number | null; json: any; stderr: string }> {
-  const child = spawn('npm', ['run', '-s', 'cli', '--', ...args], { env: { ...process.env, ...world.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  let json: unknown;
-  try {
-    json = JSON.parse(stdout);
-  } catch {
-    json = undefined;
-  }
-  return { code, json, stderr };
-}
 
 /** The admin CLI's triage of ambiguous sends (DESIGN §8), against a running dispatcher. */
 describe('outbox CLI', () => {
@@ -45,21 +27,21 @@ describe('outbox CLI', () => {
   });
 
   it('lists the ambiguous entry, refuses a resolution without a note, and resolves it with one', async () => {
-    const list = await cli(world, ['outbox:ambiguous:list', '--org', org, '--json']);
+    const list = await runCli(world, ['outbox:ambiguous:list', '--org', org, '--json']);
     expect(list.code).toBe(0);
     expect(list.json.items.map((e: { entry_id: string; status: string }) => [e.entry_id, e.status])).toEqual([[entryId, 'ambiguous']]);
 
-    const noNote = await cli(world, ['outbox:ambiguous:resolve', '--id', entryId, '--status', 'accepted', '--note', ' ', '--json']);
+    const noNote = await runCli(world, ['outbox:ambiguous:resolve', '--id', entryId, '--status', 'accepted', '--note', ' ', '--json']);
     expect(noNote.code).toBe(1);
     expect(noNote.json.error.code).toBe('validation_failed');
 
-    const resolved = await cli(world, ['outbox:ambiguous:resolve', '--id', entryId, '--status', 'rejected', '--note', 'customer says nothing arrived', '--actor', 'ops', '--json']);
+    const resolved = await runCli(world, ['outbox:ambiguous:resolve', '--id', entryId, '--status', 'rejected', '--note', 'customer says nothing arrived', '--actor', 'ops', '--json']);
     expect(resolved.code).toBe(0);
     expect(resolved.json).toEqual({ outcome: 'resolved_failed', entry_id: entryId, status: 'failed' });
     const [row] = await world.sql<{ status: string; resolution_note: string; resolved_by: string }>(`SELECT status, resolution_note, resolved_by FROM "${world.schema('outbox-dispatcher')}".message_outbox WHERE id = $1`, [entryId]);
     expect(row).toEqual({ status: 'failed', resolution_note: 'customer says nothing arrived', resolved_by: 'operator:ops' });
 
-    const again = await cli(world, ['outbox:ambiguous:resolve', '--id', entryId, '--status', 'accepted', '--note', 'x', '--json']);
+    const again = await runCli(world, ['outbox:ambiguous:resolve', '--id', entryId, '--status', 'accepted', '--note', 'x', '--json']);
     expect([again.code, again.json.outcome]).toEqual([1, 'not_ambiguous']);
   }, 60_000);
 });

@@ -122,3 +122,4 @@ export * from './barriers.js';
 export * from './builders.js';
 export * from './tcp-proxy.js';
 export * from './fakes.js';
+export * from './cli.js';
