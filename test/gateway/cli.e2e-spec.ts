@@ -14,7 +14,6 @@ import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { probeControl, probeEvent, probeService } from '../bus/probe.js';
 import { gatewayTable, httpClient } from './gateway-world.js';
 
-
 describe('admin CLI', () => {
   let world: TestWorld;
   let gateway: NestFastifyApplication;

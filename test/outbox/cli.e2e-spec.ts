@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { aWhatsAppNumber, createTestWorld, runCli, type TestWorld } from '@touchpoint/testing';
 import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
-
 /** The admin CLI's triage of ambiguous sends (DESIGN §8), against a running dispatcher. */
 describe('outbox CLI', () => {
   let world: TestWorld;
