@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type MessageReceivedData, MessagingEvents, type MessagingInboundRecordData, MessagingRpc, OutreachRpc } from '@touchpoint/contracts';
+import { type MessageReceivedData, MessagingEvents, MessagingRpc, type MessagingInboundRecordData, OutreachRpc } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { duplicateCounts, eventually, untilHandled, untilRedeliveryDiscarded } from '@touchpoint/testing';
 import { ReplyInterruptService } from '../../apps/outreach/src/interrupts/reply-interrupt.service.js';

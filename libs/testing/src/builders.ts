@@ -297,3 +297,29 @@ export async function aPendingDraft(world: TestWorld, enrollmentId: string, time
 export async function untilServicesAnswer(rpc: RpcClient, services: readonly ServiceName[]): Promise<void> {
   for (const service of services) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
 }
+
+/**
+ * A Meta `messages` webhook body with one inbound text (fixtures/meta/webhook-message-text.json):
+ * from `from` (wa_id) to the business number `phoneNumberId`, sent at `timestampSeconds` (Unix s).
+ */
+export function aMetaTextWebhook(m: { from: string; text: string; wamid: string; timestampSeconds: number; phoneNumberId: string; profileName?: string }) {
+  return {
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: '100000000000001',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '5511912345678', phone_number_id: m.phoneNumberId },
+              contacts: [{ profile: { name: m.profileName ?? 'Ana Example' }, wa_id: m.from }],
+              messages: [{ from: m.from, id: m.wamid, timestamp: String(m.timestampSeconds), type: 'text', text: { body: m.text } }],
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
