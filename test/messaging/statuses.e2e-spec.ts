@@ -1,12 +1,12 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { NotificationsService } from '../../apps/messaging/src/notifications/notifications.service.js';
 import { SendService } from '../../apps/messaging/src/sending/send.service.js';
-import { outboxEvents, publishEvent } from './helpers.js';
+import { outboxEvents } from './helpers.js';
 
 describe('messaging outcomes and statuses', () => {
   let world: TestWorld;
@@ -100,7 +100,7 @@ describe('messaging outcomes and statuses', () => {
     await eventually(async () => (await messageRow(sent.message_id)).status === 'sent');
     const t = 1_760_000_500;
     const ids = ['delivered', 'delivered', 'read', 'read'].map((_, i) => `outbox.provider_status.recorded:${wamid}:${i}`);
-    for (const [i, s] of ['delivered', 'delivered', 'read', 'read'].entries()) await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i), ids[i]);
+    for (const [i, s] of ['delivered', 'delivered', 'read', 'read'].entries()) await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i), { eventId: ids[i] });
     await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".inbox_events WHERE event_id = ANY($1::text[])`, [ids])).length === ids.length);
     const ofMessage = async (type: string) => (await outboxEvents<{ message_id: string; status_at: string }>(world, 'messaging', type)).filter((e) => e.payload.data.message_id === sent.message_id);
     const delivered = await ofMessage(MessagingEvents.MessageDelivered);

@@ -115,15 +115,24 @@ export async function anActiveFlow(flows: FlowsApi, organizationId: string, flow
 
 /**
  * Publishes an event on the world's bus as its owner would (messaging, the dispatcher), so the
- * consumers receive it through the broker like any other. `times: 2` delivers the same message
- * twice, as a broker redelivery would (same event id).
+ * consumers receive it through the broker like any other. `when` is its `occurred_at` (default
+ * now), or options: `eventId` (default a new uuid), `times: 2` delivers the same message twice, as
+ * a broker redelivery would (same event id).
  */
-export async function publishEvent<T>(world: TestWorld, type: string, organizationId: string, data: T, occurredAt = new Date(), times = 1): Promise<BusMessage<T>> {
-  const message: BusMessage<T> = { event_id: randomUUID(), type, organization_id: organizationId, occurred_at: occurredAt.toISOString(), data };
+export async function publishEvent<T>(
+  world: TestWorld,
+  type: string,
+  organizationId: string,
+  data: T,
+  when: Date | { occurredAt?: Date; eventId?: string; times?: number } = {},
+  times = 1,
+): Promise<BusMessage<T>> {
+  const o = when instanceof Date ? { occurredAt: when, times } : when;
+  const message: BusMessage<T> = { event_id: o.eventId ?? randomUUID(), type, organization_id: organizationId, occurred_at: (o.occurredAt ?? new Date()).toISOString(), data };
   const connection = await amqplib.connect(world.amqpUrl);
   try {
     const channel = await connection.createConfirmChannel();
-    for (let i = 0; i < times; i++) {
+    for (let i = 0; i < (o.times ?? 1); i++) {
       channel.publish(`${world.namespace}.events`, type, Buffer.from(JSON.stringify(message)), { persistent: true, messageId: message.event_id, contentType: 'application/json', type });
     }
     await channel.waitForConfirms();
