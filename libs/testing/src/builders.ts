@@ -298,8 +298,8 @@ export async function aContactWhoWrote(world: TestWorld, organizationId: string,
  * The first draft the decision runner left for an enrollment (`proposed_actions` row in
  * `pending_approval`), waited for up to `timeoutMs` (the runner asks the model first).
  */
-export async function aPendingDraft(world: TestWorld, enrollmentId: string, timeoutMs = 30_000): Promise<Record<string, any>> {
-  return eventually(async () => (await world.sql(`SELECT * FROM "${world.schema('outreach')}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], timeoutMs);
+export async function aPendingDraft(world: TestWorld, enrollmentId: string, timeoutMs = 30_000): Promise<{ id: string } & Record<string, unknown>> {
+  return eventually(async () => (await world.sql<{ id: string } & Record<string, unknown>>(`SELECT * FROM "${world.schema('outreach')}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], timeoutMs);
 }
 
 /** Waits (up to 20 s each) until every service answers `platform.ping` over RPC: they are consuming. */
