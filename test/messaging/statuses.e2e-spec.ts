@@ -67,11 +67,12 @@ describe('messaging outcomes and statuses', () => {
     await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(sent.message_id, key, wamid));
     await eventually(async () => (await messageRow(sent.message_id)).status === 'sent');
     const t = 1_760_000_000;
+    const eventIds: string[] = [];
     for (const [i, s] of ['read', 'delivered', 'sent', 'failed', 'sent'].entries()) {
-      await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i));
+      eventIds.push((await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i))).event_id);
     }
     await eventually(async () => {
-      const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${m()}".inbox_events WHERE handler = 'OutcomesConsumer.onProviderStatus' AND event_id LIKE 'outbox.provider_status.recorded:%'`);
+      const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${m()}".inbox_events WHERE handler = 'OutcomesConsumer.onProviderStatus' AND event_id = ANY($1)`, [eventIds]);
       return n >= 5;
     });
     const row = await messageRow(sent.message_id);

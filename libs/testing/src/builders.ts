@@ -127,7 +127,7 @@ export async function publishEvent<T>(
   when: Date | { occurredAt?: Date; eventId?: string; times?: number } = {},
   times = 1,
 ): Promise<BusMessage<T>> {
-  const o = when instanceof Date ? { occurredAt: when, times } : when;
+  const o = when instanceof Date || typeof (when as Date).toISOString === 'function' ? { occurredAt: when as Date, times } : (when as { occurredAt?: Date; eventId?: string; times?: number });
   const message: BusMessage<T> = { event_id: o.eventId ?? randomUUID(), type, organization_id: organizationId, occurred_at: (o.occurredAt ?? new Date()).toISOString(), data };
   const connection = await amqplib.connect(world.amqpUrl);
   try {
