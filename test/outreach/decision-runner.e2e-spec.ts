@@ -131,7 +131,7 @@ describe(DecisionRunner.name, () => {
       await b.campaign(org);
       const person = await w.contact(org);
       await w.rpc.callUnchecked('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.id });
-      const result = await w.rpc.callUnchecked<any>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
+      const result = await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
       const id = result.results[0].enrollment_id;
       await run(`enrolled:${id}`);
       await w.rpc.call('messaging', MessagingRpc.ContactErase, { organization_id: org, contact_id: person.id });
@@ -163,7 +163,7 @@ describe(DecisionRunner.name, () => {
       const person = await w.contact(org);
       const c = await b.campaign(org);
       await w.rpc.callUnchecked('outreach', OutreachRpc.CampaignPause, { organization_id: org, campaign_id: c.id });
-      const result = await w.rpc.callUnchecked<any>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
+      const result = await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
       const id = result.results[0].enrollment_id;
       await run(`enrolled:${id}`);
       w.dispatcher.suppress(org, 'email', person.email!);
@@ -309,7 +309,7 @@ describe(DecisionRunner.name, () => {
       let enrollmentId = '';
       if (hook) w.outreach.get(DraftSaver).hooks = { [hook]: async () => void (await interrupt(enrollmentId)) };
       const created = await w.contact(org);
-      enrollmentId = (await w.rpc.callUnchecked<any>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: created.id }] })).results[0].enrollment_id;
+      enrollmentId = (await w.rpc.callUnchecked<{ results: { enrollment_id: string }[] }>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: c.id, people: [{ person_kind: 'prospect', person_id: created.id }] })).results[0].enrollment_id;
       await run(`enrolled:${enrollmentId}`);
       if (!hook) {
         expect((await actionsOf(enrollmentId))[0]!.status).toBe('pending_approval');
