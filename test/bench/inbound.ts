@@ -26,7 +26,7 @@ import { ServiceConfig } from '@touchpoint/config';
 import { MessagingWhatsAppRpc } from '@touchpoint/contracts';
 import { createLogger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { aMetaTextWebhook, createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { line as harnessLine, pct, type Service, startService, stopServices, waitReady } from './harness.js';
 
 const RATE = Number(process.env.BENCH_RATE ?? 300);
@@ -58,25 +58,7 @@ function post(url: string, body: string, headers: Record<string, string>): Promi
 
 /** The webhook body Meta sends for one inbound text (fixtures/meta/webhook-message-text.json). */
 function webhook(wamid: string, from: string, text: string, ts: number) {
-  return {
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: '100000000000001',
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: '5511912345678', phone_number_id: PHONE_NUMBER_ID },
-              contacts: [{ profile: { name: 'Bench Example' }, wa_id: from }],
-              messages: [{ from, id: wamid, timestamp: String(ts), type: 'text', text: { body: text } }],
-            },
-          },
-        ],
-      },
-    ],
-  };
+  return aMetaTextWebhook({ from, text, wamid, timestampSeconds: ts, phoneNumberId: PHONE_NUMBER_ID, profileName: 'Bench Example' });
 }
 
 /**

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { BusNames, DeadLetterAdmin } from '@touchpoint/bus';
 import { ServiceConfig } from '@touchpoint/config';
 import { type BusMessage, PlatformEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, duplicateCounts, eventually, type ServiceApp, type TestWorld, untilRedeliveryDiscarded } from '@touchpoint/testing';
 import { probeControl, probeService } from './probe.js';
 
 const message = (eventId: string, type: string = PlatformEvents.ProbeRecorded): BusMessage => ({
@@ -18,12 +18,13 @@ describe('BusConnection (consumer side)', () => {
   let world: TestWorld;
   let conn: amqplib.ChannelModel;
   let channel: amqplib.ConfirmChannel;
+  let app: ServiceApp;
   const names = () => new BusNames(world.namespace, 'followups');
 
   beforeAll(async () => {
     world = await createTestWorld('consumer');
     // Small retry base so the backoff sequence (100, 200, 400 ms) is observable quickly.
-    await world.start(probeService('followups', world.config(ServiceConfig, { BUS_MAX_ATTEMPTS: '4', BUS_RETRY_BASE_MS: '100' }), true));
+    app = await world.start(probeService('followups', world.config(ServiceConfig, { BUS_MAX_ATTEMPTS: '4', BUS_RETRY_BASE_MS: '100' }), true));
     conn = await amqplib.connect(world.amqpUrl);
     channel = await conn.createConfirmChannel();
   });
@@ -41,10 +42,11 @@ describe('BusConnection (consumer side)', () => {
 
   it('handles an event delivered twice only once (inbox)', async () => {
     const id = `dup-${randomUUID()}`;
+    const before = await duplicateCounts(app);
     await publish(message(id));
     await publish(message(id));
-    await eventually(async () => (await handled(id)) === 1);
-    await new Promise((r) => setTimeout(r, 300));
+    // Barrier: the second delivery was taken and counted a duplicate.
+    await untilRedeliveryDiscarded(world, app, 'followups', id, before);
     expect(await handled(id)).toBe(1);
     const inbox = await world.sql<{ handler: string }>(`SELECT handler FROM "${world.schema('followups')}".inbox_events WHERE event_id = $1`, [id]);
     expect(inbox).toEqual([{ handler: 'ProbeConsumer.onProbe' }]);

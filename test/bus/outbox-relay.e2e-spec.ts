@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { ServiceConfig } from '@touchpoint/config';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, duplicateCounts, eventually, type TestWorld, untilRedeliveryDiscarded } from '@touchpoint/testing';
 import { probeService } from './probe.js';
 
 describe('OutboxRelay', () => {
@@ -16,7 +16,7 @@ describe('OutboxRelay', () => {
 
   it('publishes an event committed by a process killed before its relay ran, exactly once after restart', async () => {
     // The consumer (followups) is up; the producer (outreach) is not running yet.
-    await world.start(probeService('followups', world.config(ServiceConfig), true));
+    const consumer = await world.start(probeService('followups', world.config(ServiceConfig), true));
     const eventId = `crash-${randomUUID()}`;
 
     // A separate process migrates outreach, commits a business row + its event, then SIGKILLs itself.
@@ -42,13 +42,15 @@ describe('OutboxRelay', () => {
 
     // A relay that dies after the broker confirmed but before marking the row publishes it again:
     // simulate by clearing published_at. The inbox keeps the handler at one run.
+    const before = await duplicateCounts(consumer);
     await world.sql(`UPDATE "${outreach}".outbox_events SET published_at = NULL WHERE event_id = $1`, [eventId]);
     await world.sql(`SELECT pg_notify($1, '')`, [`outbox_${outreach}`]);
     await eventually(async () => {
       const [row] = await world.sql<{ published_at: Date | null }>(`SELECT published_at FROM "${outreach}".outbox_events WHERE event_id = $1`, [eventId]);
       return row.published_at !== null;
     });
-    await new Promise((r) => setTimeout(r, 500));
+    // Barrier: the consumer took the second publication and counted it a duplicate.
+    await untilRedeliveryDiscarded(world, consumer, 'followups', eventId, before);
     expect((await handledRows(eventId))[0].n).toBe(1);
     const [inbox] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${world.schema('followups')}".inbox_events WHERE event_id = $1`, [eventId]);
     expect(inbox.n).toBe(1);

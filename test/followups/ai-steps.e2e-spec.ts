@@ -15,9 +15,9 @@ import { loadConfig } from '@touchpoint/config';
 import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents, PlatformRpc } from '@touchpoint/contracts';
 import { Metrics } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 /** A `messaging.send` command as written to the outbox. */

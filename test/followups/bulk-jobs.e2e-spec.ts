@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { type FlowGraph, type FlowSettings, MessagingEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { MessagingEvents } from '@touchpoint/contracts';
+import { anActiveFlow, aWaitingFlow, createTestWorld, eventually, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { BulkJobsService } from '../../apps/followups/src/bulk/bulk-jobs.service.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
@@ -11,7 +11,7 @@ import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 
@@ -45,26 +45,7 @@ describe('Follow-up bulk enrollment jobs', () => {
     jobs = followups.get(BulkJobsService);
     schema = world.schema('followups');
     const flows = followups.get(FlowsService);
-    const [graph, settings]: [FlowGraph, FlowSettings] = [
-      {
-        nodes: [
-          { id: 't', type: 'trigger', config: {} },
-          { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
-          { id: 'a', type: 'action', config: { mode: 'tag', tags: ['seguido'] } },
-          { id: 'e', type: 'end', config: {} },
-        ],
-        edges: [
-          { id: 'e1', source: 't', target: 'w', condition: { type: 'always' } },
-          { id: 'e2', source: 'w', target: 'a', condition: { type: 'always' } },
-          { id: 'e3', source: 'a', target: 'e', condition: { type: 'always' } },
-        ],
-      },
-      { trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-    ];
-    const flow = await flows.create({ organization_id: org, name: 'bulk', graph, settings });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    flowId = flow.id;
+    flowId = await anActiveFlow(flows, org, { name: 'bulk', ...aWaitingFlow({ kind: 'manual', cancel_on_reply: false }) });
   });
   afterAll(() => world.close());
 

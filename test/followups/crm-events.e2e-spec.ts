@@ -1,12 +1,9 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DateTime } from 'luxon';
 import { randomUUID } from 'node:crypto';
 import { CrmEvents, type FlowGraph, type FlowSettings, MessagingRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aFlow, anActiveFlow, aProvisionedNumber, aWaitingFlow, createTestWorld, eventually, HOUR, lastWeekdayMorning, type TestWorld, textStep, waitStep } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
-import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
@@ -15,25 +12,16 @@ import { signCrmWebhook } from '../../apps/gateway/src/crm/crm-signature.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { ALWAYS_OPEN, HOUR, startFollowups } from './followups-world.js';
+import { type Dispatcher, SandboxHandle } from '../outbox/harness.js';
+import { startFollowupsWithSendPath } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 
 const soon = <T>(probe: () => Promise<T>) => eventually(probe, 30_000, 100);
 const WEBHOOK_SECRET = 'crm-test-webhook-secret';
-
-/** The last weekday 10:00 in São Paulo before now (a flow window any test may use). */
-function lastWeekdayMorningInSaoPaulo(): Date {
-  let day = DateTime.now().setZone('America/Sao_Paulo').set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
-  while (day.weekday > 5 || day.toMillis() > Date.now()) day = day.minus({ days: 1 });
-  return day.toJSDate();
-}
 
 /**
  * CRM events through the gateway (seed 000 "Trigger hooks" and "Stop hooks"): a CRM pushes lead
@@ -53,7 +41,7 @@ describe('CRM events ingress', () => {
   let agentsOnly: SeededKey;
   let org: string;
   const phoneNumberId = `${Date.now() + 11}`.slice(-15);
-  const clock = new FixedClock(lastWeekdayMorningInSaoPaulo());
+  const clock = new FixedClock(lastWeekdayMorning());
   let inboundSeconds = Math.floor(Date.now() / 1000);
   let seq = 0;
   const waBase = String(Date.now() % 10_000).padStart(4, '0');
@@ -62,10 +50,7 @@ describe('CRM events ingress', () => {
   beforeAll(async () => {
     world = await createTestWorld('fu_crm');
     sandbox = await SandboxHandle.start();
-    dispatcher = await startDispatcher(world, sandbox);
-    await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    followups = await startFollowups(world, { clock });
+    ({ dispatcher, messaging, followups } = await startFollowupsWithSendPath(world, sandbox, { clock }));
     const config = world.config(GatewayConfig, { CRM_WEBHOOK_SECRET: WEBHOOK_SECRET });
     const gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
     http = httpClient(await gateway.getUrl());
@@ -75,9 +60,8 @@ describe('CRM events ingress', () => {
     const other = await build.apiKeys.create({ organizationId: org, createdByMemberId: crm.memberId, scopes: ['agents:read', 'agents:write'] });
     agentsOnly = { ...crm, apiKeyId: other.key.id, secret: other.secret };
     await setLimits(world, org, {});
-    const senderId = await addSender(dispatcher, org, phoneNumberId);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
+    // The dispatcher announces the number; messaging and followups keep it in their read models.
+    await aProvisionedNumber(world, dispatcher, org, phoneNumberId);
   }, 90_000);
   afterAll(async () => {
     await world.close();
@@ -98,37 +82,18 @@ describe('CRM events ingress', () => {
     const n = ++seq;
     const email = `lead${n}.${waBase}@example.com`;
     const phone = `+55929${waBase}${String(n).padStart(4, '0')}`;
-    const created = await followups.get(RpcClient).callUnchecked<{ id: string; data?: { id: string } }>('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Lead ${n}`, email, phone });
-    const id = (created.data ?? created).id;
+    const { id } = await followups.get(RpcClient).call('messaging', MessagingRpc.ContactCreate, { organization_id: org, name: `Lead ${n}`, email, phone });
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('contacts')} WHERE contact_id = $1`, [id])).length === 1);
     return { id, email, phone };
   }
 
-  async function activeFlow(graph: FlowGraph, settings: FlowSettings): Promise<string> {
-    const flows = followups.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name: `crm ${randomUUID().slice(0, 6)}`, graph, settings });
-    const publishedFlow = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: publishedFlow.revision, status: 'active' });
-    return flow.id;
-  }
+  const activeFlow = (graph: FlowGraph, settings: FlowSettings) => anActiveFlow(followups.get(FlowsService), org, { name: `crm ${randomUUID().slice(0, 6)}`, graph, settings });
 
   /** A rule flow that tags (no send): trigger → wait 1 h → tag → end. */
-  const ruleFlow = (trigger: FlowSettings['trigger']): [FlowGraph, FlowSettings] => [
-    {
-      nodes: [
-        { id: 't', type: 'trigger', config: {} },
-        { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
-        { id: 'a', type: 'action', config: { mode: 'tag', tags: ['crm'] } },
-        { id: 'e', type: 'end', config: {} },
-      ],
-      edges: [
-        { id: 'e1', source: 't', target: 'w', condition: { type: 'always' } },
-        { id: 'e2', source: 'w', target: 'a', condition: { type: 'always' } },
-        { id: 'e3', source: 'a', target: 'e', condition: { type: 'always' } },
-      ],
-    },
-    { trigger, handoff_policy: 'pause', ...ALWAYS_OPEN },
-  ];
+  const ruleFlow = (trigger: FlowSettings['trigger']): [FlowGraph, FlowSettings] => {
+    const { graph, settings } = aWaitingFlow(trigger, ['crm']);
+    return [graph, settings];
+  };
 
   describe('POST /crm/events', () => {
     it('publishes a lead status change for the contact named by email once per CRM event id; the rule enrolls the contact once', async () => {
@@ -234,24 +199,8 @@ describe('CRM events ingress', () => {
 
   describe('lead closed', () => {
     /** trigger → text "Oi" → wait 2 h → text "Ainda por aí?" → end. */
-    const TWO_TEXTS: [FlowGraph, FlowSettings] = [
-      {
-        nodes: [
-          { id: 't', type: 'trigger', config: {} },
-          { id: 'a1', type: 'action', config: { mode: 'text', body: 'Oi' } },
-          { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: 2 * HOUR } },
-          { id: 'a2', type: 'action', config: { mode: 'text', body: 'Ainda por aí?' } },
-          { id: 'e', type: 'end', config: {} },
-        ],
-        edges: [
-          { id: 'e1', source: 't', target: 'a1', condition: { type: 'always' } },
-          { id: 'e2', source: 'a1', target: 'w', condition: { type: 'always' } },
-          { id: 'e3', source: 'w', target: 'a2', condition: { type: 'always' } },
-          { id: 'e4', source: 'a2', target: 'e', condition: { type: 'always' } },
-        ],
-      },
-      { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-    ];
+    const { graph: twoTextsGraph, settings: twoTextsSettings } = aFlow({ steps: [textStep('a1', 'Oi'), waitStep('w', 2 * HOUR), textStep('a2', 'Ainda por aí?')] });
+    const TWO_TEXTS: [FlowGraph, FlowSettings] = [twoTextsGraph, twoTextsSettings];
 
     it.each(['lost', 'won'] as const)("a lead closed %s stops the contact's live enrollments with that reason and the queued follow-up never reaches the sandbox", async (closed) => {
       const waId = newWaId();

@@ -1,7 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, aContactWhoWrote, aFlow, anActiveFlow, createTestWorld, HOUR, type TestWorld, textStep } from '@touchpoint/testing';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
@@ -12,7 +11,7 @@ import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 /** A row as these tests read it: the columns they use typed, every other column `unknown`. */
@@ -56,8 +55,7 @@ describe('Follow-up effects: approval and reconciliation', () => {
     flows = followups.get(FlowsService);
     enrollments = followups.get(EnrollmentsService);
     schema = world.schema('followups');
-    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema}".senders WHERE sender_id = $1`, [sender])).length === 1);
+    await aConnectedSender(world, org, { sender_id: sender });
   });
   afterAll(() => world.close());
   afterEach(() => world.sql(`UPDATE "${schema}".enrollments SET status = 'cancelled', next_run_at = NULL WHERE status <> 'cancelled'`));
@@ -68,40 +66,12 @@ describe('Follow-up effects: approval and reconciliation', () => {
   const sendCommands = (enrollmentId: string) => sql<{ payload: { data: unknown } }>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1`, [`followup:${enrollmentId}:%`]);
   const decide = (effectId: string, key: SeededKey, approve: boolean) => http('POST', `/ai/followups/effects/${effectId}/decision`, { secret: key.secret, json: { customer_id: org, approve } });
 
-  const approvalFlow = (): [FlowGraph, FlowSettings] => [
-    {
-      nodes: [
-        { id: 't', type: 'trigger', config: {} },
-        { id: 'a', type: 'action', config: { mode: 'text', body: 'Posso ajudar em algo mais?' } },
-        { id: 'e', type: 'end', config: {} },
-      ],
-      edges: [
-        { id: 'e1', source: 't', target: 'a', condition: { type: 'always' } },
-        { id: 'e2', source: 'a', target: 'e', condition: { type: 'always' } },
-      ],
-    },
-    { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', require_approval: true, ...ALWAYS_OPEN },
-  ];
-
-  async function activeFlow(): Promise<string> {
-    const [graph, settings] = approvalFlow();
-    const flow = await flows.create({ organization_id: org, name: `approval ${randomUUID().slice(0, 6)}`, graph, settings });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    return flow.id;
-  }
+  /** trigger → text → end, held for approval. */
+  const activeFlow = () => anActiveFlow(flows, org, { name: `approval ${randomUUID().slice(0, 6)}`, ...aFlow({ steps: [textStep('a', 'Posso ajudar em algo mais?')], settings: { require_approval: true } }) });
 
   /** An enrollment whose send waits for a decision (released once). */
   async function awaitingSend(): Promise<{ enrollmentId: string; effectId: string }> {
-    const contactId = randomUUID();
-    await publishEvent(
-      world,
-      MessagingEvents.MessageReceived,
-      org,
-      { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: 'wamid.x', text: 'oi', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777' },
-      new Date(clock.now().getTime() - HOUR),
-    );
-    await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
+    const contactId = await aContactWhoWrote(world, org, clock.now(), HOUR);
     const { enrollment: e } = await enrollments.create({ organization_id: org, flow_id: await activeFlow(), contact_id: contactId, operation_key: randomUUID() });
     expect(await release.releaseOne()).toBe('released');
     const effect = await sendEffect(e.id);

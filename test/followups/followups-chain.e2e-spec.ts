@@ -1,35 +1,20 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DateTime } from 'luxon';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aProvisionedNumber, aTwoTextFlow, createTestWorld, eventually, HOUR, lastWeekdayMorning, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
-import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { ALWAYS_OPEN, HOUR, startFollowups } from './followups-world.js';
+import { type Dispatcher, SandboxHandle } from '../outbox/harness.js';
+import { startFollowupsWithSendPath } from './followups-world.js';
 
-/**
- * The last weekday 10:00 in São Paulo before now: inside the seed example's window (Mon–Fri 9–20),
- * and before the contact's real messages, so those are not replies to enrollments made "then".
- */
 /** Waits for a condition across several services on a busy machine (up to 30 s). */
 const soon = <T>(probe: () => Promise<T>) => eventually(probe, 30_000, 100);
-
-function lastWeekdayMorningInSaoPaulo(): Date {
-  let day = DateTime.now().setZone('America/Sao_Paulo').set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
-  while (day.weekday > 5 || day.toMillis() > Date.now()) day = day.minus({ days: 1 });
-  return day.toJSDate();
-}
 
 /**
  * Follow-ups through the whole platform: gateway → followups → messaging → outbox-dispatcher →
@@ -45,26 +30,21 @@ describe('follow-ups end to end', () => {
   let key: SeededKey;
   let org: string;
   const phoneNumberId = `${Date.now()}`.slice(-15);
-  const clock = new FixedClock(lastWeekdayMorningInSaoPaulo());
+  const clock = new FixedClock(lastWeekdayMorning());
   let inboundSeconds = Math.floor(Date.now() / 1000);
 
   beforeAll(async () => {
     world = await createTestWorld('fu_chain');
     sandbox = await SandboxHandle.start();
-    dispatcher = await startDispatcher(world, sandbox);
-    await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    followups = await startFollowups(world, { clock });
+    ({ dispatcher, messaging, followups } = await startFollowupsWithSendPath(world, sandbox, { clock }));
     const config = world.config(GatewayConfig);
     const gateway = await world.start(GatewayModule.forRoot(config), gatewayStartOptions(config));
     http = httpClient(await gateway.getUrl());
     key = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['agents:read', 'agents:write'] });
     org = key.organizationId;
     await setLimits(world, org, {});
-    const senderId = await addSender(dispatcher, org, phoneNumberId);
     // The dispatcher announces the number; messaging and followups keep it in their read models.
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
+    await aProvisionedNumber(world, dispatcher, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();
@@ -178,23 +158,5 @@ describe('follow-ups end to end', () => {
 
 /** trigger → text → wait 1 h → text → end, window always open, stops on reply. */
 function twoTextsFlow() {
-  return {
-    name: 'Duas mensagens',
-    graph: {
-      nodes: [
-        { id: 't', type: 'trigger', config: {} },
-        { id: 'a1', type: 'action', config: { mode: 'text', body: 'Seguem os detalhes que você pediu.' } },
-        { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
-        { id: 'a2', type: 'action', config: { mode: 'text', body: 'Conseguiu ver?' } },
-        { id: 'e', type: 'end', config: { outcome: 'exhausted' } },
-      ],
-      edges: [
-        { id: 'e1', source: 't', target: 'a1', condition: { type: 'always' } },
-        { id: 'e2', source: 'a1', target: 'w', condition: { type: 'always' } },
-        { id: 'e3', source: 'w', target: 'a2', condition: { type: 'always' } },
-        { id: 'e4', source: 'a2', target: 'e', condition: { type: 'always' } },
-      ],
-    },
-    settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-  };
+  return { name: 'Duas mensagens', ...aTwoTextFlow({ first: 'Seguem os detalhes que você pediu.', second: 'Conseguiu ver?' }) };
 }

@@ -1,11 +1,13 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import amqplib from 'amqplib';
-import { randomUUID } from 'node:crypto';
-import { type BusMessage, type FlowGraph, type FlowSettings, OutboxEvents } from '@touchpoint/contracts';
-import { eventually, type TestWorld } from '@touchpoint/testing';
+import type { TestWorld } from '@touchpoint/testing';
 import type { Clock } from '@touchpoint/time';
 import { FollowupsConfig } from '../../apps/followups/src/followups.config.js';
 import { FollowupsModule } from '../../apps/followups/src/followups.module.js';
+import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
+import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
+import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
+import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { type Dispatcher, type SandboxHandle, startDispatcher } from '../outbox/harness.js';
 
 /** Starts followups in a test world (release loop off unless asked: tests drive it by hand). */
 export function startFollowups(world: TestWorld, options: { clock?: Clock; env?: Record<string, string> } = {}): Promise<NestFastifyApplication> {
@@ -13,48 +15,22 @@ export function startFollowups(world: TestWorld, options: { clock?: Clock; env?:
   return world.start(FollowupsModule.forRoot(config, { clock: options.clock }));
 }
 
-/**
- * Publishes an event on the world's bus as its owner would (messaging, the dispatcher), so the
- * followups consumers receive it through the broker like any other.
- */
-export async function publishEvent<T>(world: TestWorld, type: string, organizationId: string, data: T, occurredAt = new Date()): Promise<BusMessage<T>> {
-  const message: BusMessage<T> = { event_id: randomUUID(), type, organization_id: organizationId, occurred_at: occurredAt.toISOString(), data };
-  const connection = await amqplib.connect(world.amqpUrl);
-  try {
-    const channel = await connection.createConfirmChannel();
-    channel.publish(`${world.namespace}.events`, type, Buffer.from(JSON.stringify(message)), { persistent: true, messageId: message.event_id, contentType: 'application/json', type });
-    await channel.waitForConfirms();
-    await channel.close();
-  } finally {
-    await connection.close();
-  }
-  return message;
+/** Followups with the real send path behind it (`startFollowupsWithSendPath`). */
+export interface SendPathWorld {
+  dispatcher: Dispatcher;
+  messaging: NestFastifyApplication;
+  followups: NestFastifyApplication;
 }
 
-/** The seed example graph's shape, as builders of small flows for engine tests. */
-export const HOUR = 3_600_000;
-
-/** Settings of a manual flow whose window is always open (engine tests that are not about the window). */
-export const ALWAYS_OPEN = { send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC' };
-
-/** trigger → text "Oi" → end, manual, window always open: the smallest flow that sends. */
-export const ONE_TEXT_FLOW: { graph: FlowGraph; settings: FlowSettings } = {
-  graph: {
-    nodes: [
-      { id: 't', type: 'trigger', config: {} },
-      { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi' } },
-      { id: 'e', type: 'end', config: {} },
-    ],
-    edges: [
-      { id: 'e1', source: 't', target: 'a', condition: { type: 'always' } },
-      { id: 'e2', source: 'a', target: 'e', condition: { type: 'always' } },
-    ],
-  },
-  settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-};
-
-/** Tells followups (as the dispatcher would) that `sender` is the organization's connected default number, and waits until it knows. */
-export async function connectSender(world: TestWorld, organizationId: string, sender: string): Promise<void> {
-  await publishEvent(world, OutboxEvents.SenderConnected, organizationId, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
-  await eventually(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1`, [sender])).length === 1);
+/**
+ * Starts, in `world`, the dispatcher talking to `sandbox` (drain by hand), abuse, messaging and
+ * followups: a follow-up goes followups → messaging → outbox-dispatcher → the Meta sandbox.
+ * `dispatcherEnv` and `followupsEnv` add to or override their test settings.
+ */
+export async function startFollowupsWithSendPath(world: TestWorld, sandbox: SandboxHandle, options: { clock?: Clock; dispatcherEnv?: Record<string, string>; followupsEnv?: Record<string, string> } = {}): Promise<SendPathWorld> {
+  const dispatcher = await startDispatcher(world, sandbox, options.dispatcherEnv);
+  await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
+  const messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
+  const followups = await startFollowups(world, { clock: options.clock, env: options.followupsEnv });
+  return { dispatcher, messaging, followups };
 }

@@ -1,19 +1,15 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aFlow, aProvisionedNumber, createTestWorld, eventually, HOUR, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
-import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { InFlightWindow } from '../../apps/followups/src/release/in-flight-window.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { HOUR, ONE_TEXT_FLOW, startFollowups } from './followups-world.js';
+import { type Dispatcher, SandboxHandle } from '../outbox/harness.js';
+import { startFollowupsWithSendPath } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 
@@ -46,15 +42,11 @@ describe(InFlightWindow.name, () => {
   beforeAll(async () => {
     world = await createTestWorld('fu_window');
     sandbox = await SandboxHandle.start();
-    dispatcher = await startDispatcher(world, sandbox);
-    await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    followups = await startFollowups(world, { clock, env: { FOLLOWUP_SENDER_INFLIGHT_WINDOW: String(WINDOW), FOLLOWUP_SENDER_BACKLOG_RETRY_MS: String(BACKLOG_RETRY_MS) } });
+    ({ dispatcher, messaging, followups } = await startFollowupsWithSendPath(world, sandbox, { clock, followupsEnv: { FOLLOWUP_SENDER_INFLIGHT_WINDOW: String(WINDOW), FOLLOWUP_SENDER_BACKLOG_RETRY_MS: String(BACKLOG_RETRY_MS) } }));
     sut = followups.get(ReleaseService);
     await setLimits(world, org, {});
-    const senderId = await addSender(dispatcher, org, phoneNumberId);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
+    // The dispatcher announces the number; messaging and followups keep it in their read models.
+    await aProvisionedNumber(world, dispatcher, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();
@@ -88,7 +80,7 @@ describe(InFlightWindow.name, () => {
 
   it('holds a number’s follow-ups beyond the window while Meta refuses its sends, and releases them once Meta accepts', async () => {
     const flows = followups.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name: 'one text', ...ONE_TEXT_FLOW });
+    const flow = await flows.create({ organization_id: org, name: 'one text', ...aFlow() });
     const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
     await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
 

@@ -1,13 +1,13 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { type FlowSettings, MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aFlow, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { NumberChain } from '../../apps/followups/src/release/number-chain.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
-import { HOUR, ONE_TEXT_FLOW, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 /** A row as these tests read it: the columns they use typed, every other column `unknown`. */
@@ -50,7 +50,7 @@ describe(NumberChain.name, () => {
 
   async function activeFlow(org: string, settings: FlowSettings): Promise<string> {
     const flows = app.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name: `flow ${randomUUID().slice(0, 6)}`, graph: ONE_TEXT_FLOW.graph, settings });
+    const flow = await flows.create({ organization_id: org, name: `flow ${randomUUID().slice(0, 6)}`, graph: aFlow().graph, settings });
     const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
     await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
     return flow.id;
@@ -93,7 +93,7 @@ describe(NumberChain.name, () => {
     await setSender(org, other, 'connected');
     await setSender(org, dflt, 'connected', true);
     for (const s of [own, fixed, last]) await setSender(org, s, 'connected');
-    const flowId = await activeFlow(org, { ...ONE_TEXT_FLOW.settings, sender: { mode: 'fixed', sender_id: fixed } });
+    const flowId = await activeFlow(org, { ...aFlow().settings, sender: { mode: 'fixed', sender_id: fixed } });
 
     // Each round takes one more link of the chain away; a new enrollment asks for all of them again.
     const rounds: { down?: string; expected: string }[] = [{ expected: own }, { down: own, expected: fixed }, { down: fixed, expected: last }, { down: last, expected: dflt }, { down: dflt, expected: other }];
@@ -115,7 +115,7 @@ describe(NumberChain.name, () => {
     const dflt = randomUUID();
     await setSender(randomUUID(), foreign, 'connected');
     await setSender(org, dflt, 'connected', true);
-    const flowId = await activeFlow(org, { ...ONE_TEXT_FLOW.settings, sender: { mode: 'fixed', sender_id: randomUUID() } });
+    const flowId = await activeFlow(org, { ...aFlow().settings, sender: { mode: 'fixed', sender_id: randomUUID() } });
     const e = await enroll(org, flowId, await contactWhoWroteTo(org), foreign);
     expect(await sut.releaseOne()).toBe('released');
     expect((await sendEffect(e.id)).sender_id).toBe(dflt);
@@ -126,7 +126,7 @@ describe(NumberChain.name, () => {
     const fixed = randomUUID();
     const later = randomUUID();
     await setSender(org, fixed, 'disconnected');
-    const flowId = await activeFlow(org, { ...ONE_TEXT_FLOW.settings, sender: { mode: 'fixed', sender_id: fixed } });
+    const flowId = await activeFlow(org, { ...aFlow().settings, sender: { mode: 'fixed', sender_id: fixed } });
     const e = await enroll(org, flowId, await contactWhoWroteTo(org));
 
     expect(await sut.releaseOne()).toBe('released');

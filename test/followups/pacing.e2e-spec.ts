@@ -1,12 +1,12 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, aFlow, createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
-import { connectSender, ONE_TEXT_FLOW, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 const GAP_MS = 60_000;
 
@@ -24,9 +24,9 @@ describe(`${ReleaseService.name} pacing and quota`, () => {
     world = await createTestWorld('fu_pacing');
     app = await startFollowups(world, { clock, env: { FOLLOWUP_SENDER_GAP_MS: String(GAP_MS) } });
     sut = app.get(ReleaseService);
-    await connectSender(world, org, sender);
+    await aConnectedSender(world, org, { sender_id: sender });
     const flows = app.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name: 'one text', ...ONE_TEXT_FLOW });
+    const flow = await flows.create({ organization_id: org, name: 'one text', ...aFlow() });
     const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
     await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
     flowId = flow.id;

@@ -1,20 +1,15 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DateTime } from 'luxon';
 import { randomUUID } from 'node:crypto';
 import { type FlowGraph, type FlowSettings, MessagingEvents, SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aFlow, anActiveFlow, aProvisionedNumber, createTestWorld, eventually, lastWeekdayMorning, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
-import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
-import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
-import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
-import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from '../outbox/harness.js';
-import { ONE_TEXT_FLOW, publishEvent, startFollowups } from './followups-world.js';
+import { type Dispatcher, SandboxHandle } from '../outbox/harness.js';
+import { startFollowupsWithSendPath } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 /** A row as these tests read it: the columns they use typed, every other column `unknown`. */
@@ -22,13 +17,6 @@ type EffectRow = Row & { idempotency_key: string };
 
 /** Waits for a fact across several services on a busy machine (up to 30 s). */
 const soon = <T>(probe: () => Promise<T>) => eventually(probe, 30_000, 100);
-
-/** The last weekday 10:00 in São Paulo before now: inside the seed example's window (Mon–Fri 9–20). */
-function lastWeekdayMorningInSaoPaulo(): Date {
-  let day = DateTime.now().setZone('America/Sao_Paulo').set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
-  while (day.weekday > 5 || day.toMillis() > Date.now()) day = day.minus({ days: 1 });
-  return day.toJSDate();
-}
 
 /** How long the sandbox holds the send the lane claimed, ms: the reply lands inside it. */
 const CLAIMED_SEND_HOLD_MS = 6000;
@@ -49,7 +37,7 @@ describe('queued follow-up sends lose to stop events', () => {
   let messaging: NestFastifyApplication;
   let org: string;
   const phoneNumberId = `${Date.now() + 7}`.slice(-15);
-  const clock = new FixedClock(lastWeekdayMorningInSaoPaulo());
+  const clock = new FixedClock(lastWeekdayMorning());
   let inboundSeconds = Math.floor(Date.now() / 1000);
   let waSeq = 0;
 
@@ -57,15 +45,11 @@ describe('queued follow-up sends lose to stop events', () => {
     world = await createTestWorld('fu_qcancel');
     sandbox = await SandboxHandle.start();
     // A claimed send is held by the sandbox longer than the harness's default deadline.
-    dispatcher = await startDispatcher(world, sandbox, { WHATSAPP_SEND_TIMEOUT_MS: String(CLAIMED_SEND_HOLD_MS * 4) });
-    await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
-    messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off' })));
-    followups = await startFollowups(world, { clock });
+    ({ dispatcher, messaging, followups } = await startFollowupsWithSendPath(world, sandbox, { clock, dispatcherEnv: { WHATSAPP_SEND_TIMEOUT_MS: String(CLAIMED_SEND_HOLD_MS * 4) } }));
     org = randomUUID();
     await setLimits(world, org, {});
-    const senderId = await addSender(dispatcher, org, phoneNumberId);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('followups')}".senders WHERE sender_id = $1 AND status = 'connected'`, [senderId])).length === 1);
-    await soon(async () => (await world.sql(`SELECT 1 FROM "${world.schema('messaging')}".whatsapp_senders WHERE phone_number_id = $1`, [phoneNumberId])).length === 1);
+    // The dispatcher announces the number; messaging and followups keep it in their read models.
+    await aProvisionedNumber(world, dispatcher, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();
@@ -98,13 +82,7 @@ describe('queued follow-up sends lose to stop events', () => {
     return { contactId: row!.contact_id, conversationId: row!.conversation_id };
   }
 
-  async function activeFlow(graph: FlowGraph, settings: FlowSettings): Promise<string> {
-    const flows = followups.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name: `fluxo ${randomUUID().slice(0, 6)}`, graph, settings });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    return flow.id;
-  }
+  const activeFlow = (graph: FlowGraph, settings: FlowSettings) => anActiveFlow(followups.get(FlowsService), org, { name: `fluxo ${randomUUID().slice(0, 6)}`, graph, settings });
 
   /**
    * A contact who wrote in, enrolled in a flow whose last step is a text: the release queues the
@@ -146,7 +124,7 @@ describe('queued follow-up sends lose to stop events', () => {
   });
 
   it('cancels the queued last text of a completed enrollment when the contact opts out (STOP)', async () => {
-    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const queued = await completedWithQueuedText(aFlow());
     await contactWrites(queued.waId, 'STOP');
     await expectCancelled(queued, 'opt_out');
   });
@@ -169,13 +147,13 @@ describe('queued follow-up sends lose to stop events', () => {
       },
     },
   ])('cancels the queued last text of a completed enrollment on $event', async ({ cause, fire }) => {
-    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const queued = await completedWithQueuedText(aFlow());
     await fire(queued);
     await expectCancelled(queued, cause);
   });
 
   it('lets the queued text go when the stop event does not concern it (no cancel_on_reply, handoff policy continue)', async () => {
-    const queued = await completedWithQueuedText({ graph: ONE_TEXT_FLOW.graph, settings: { ...ONE_TEXT_FLOW.settings, trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'continue' } });
+    const queued = await completedWithQueuedText({ graph: aFlow().graph, settings: { ...aFlow().settings, trigger: { kind: 'manual', cancel_on_reply: false }, handoff_policy: 'continue' } });
     await contactWrites(queued.waId, 'Obrigado pela mensagem');
     await publishEvent(world, MessagingEvents.HumanMessageSent, org, { message_id: randomUUID(), conversation_id: queued.who.conversationId, contact_id: queued.who.contactId, channel: 'whatsapp', operator_id: null });
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('contacts')} WHERE contact_id = $1 AND handoff_at IS NOT NULL`, [queued.who.contactId])).length === 1);
@@ -186,7 +164,7 @@ describe('queued follow-up sends lose to stop events', () => {
   });
 
   it('lets the queued text go when the reply that arrives is older than the enrollment (its event came late)', async () => {
-    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const queued = await completedWithQueuedText(aFlow());
     const late = await publishEvent(
       world,
       MessagingEvents.MessageReceived,
@@ -215,7 +193,7 @@ describe('queued follow-up sends lose to stop events', () => {
   });
 
   it('sends the text the send lane had already claimed when the reply lands, and records it sent', async () => {
-    const queued = await completedWithQueuedText(ONE_TEXT_FLOW);
+    const queued = await completedWithQueuedText(aFlow());
     await sandbox.fault({ kind: 'latency', latency_ms: CLAIMED_SEND_HOLD_MS, match: { wa_id: queued.waId, type: 'text' } });
     await dispatcher.drain.drain(5000); // the read receipt; the text waits for the pair's pacing
     dispatcher.clock.advance(7000);

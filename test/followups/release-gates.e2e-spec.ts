@@ -2,14 +2,14 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@touchpoint/errors';
 import { type FlowGraph, type FlowSettings, MessagingEvents, type MessageOutcomeData } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EffectsService } from '../../apps/followups/src/effects/effects.service.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
-import { ALWAYS_OPEN, connectSender, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 /** Rows as these tests read them (SELECT *): the columns they use typed, every other column `unknown`. */
@@ -47,7 +47,7 @@ describe(`${ReleaseService.name} gates`, () => {
     enrollments = app.get(EnrollmentsService);
     settings = app.get(SettingsService);
     schema = world.schema('followups');
-    await connectSender(world, org, randomUUID());
+    await aConnectedSender(world, org, { sender_id: randomUUID() });
   });
   afterAll(() => world.close());
   beforeEach(() => clock.set(start));

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, aFlow, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseLoop } from '../../apps/followups/src/release/release.loop.js';
-import { connectSender, ONE_TEXT_FLOW, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 const ENROLLMENTS = 400;
 
@@ -27,9 +27,9 @@ describe(`${ReleaseLoop.name} (two processes)`, () => {
   async function publishedFlowWithDueEnrollments(app: NestFastifyApplication, name: string, count: number) {
     const schema = world.schema('followups');
     const org = randomUUID();
-    await connectSender(world, org, randomUUID());
+    await aConnectedSender(world, org, { sender_id: randomUUID() });
     const flows = app.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name, ...ONE_TEXT_FLOW });
+    const flow = await flows.create({ organization_id: org, name, ...aFlow() });
     const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
     const ids = await world.sql<{ id: string }>(
       `WITH c AS (INSERT INTO "${schema}".contacts (organization_id, contact_id, last_inbound_at)

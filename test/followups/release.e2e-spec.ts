@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, aContactWhoWrote, ALWAYS_OPEN, anActiveFlow, aTwoTextFlow, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -10,7 +10,7 @@ import { SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
 import { FollowupsMetrics } from '../../apps/followups/src/metrics/followups.metrics.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 /** Rows as these tests read them (SELECT *): the columns they use typed, every other column `unknown`. */
@@ -42,8 +42,7 @@ describe(ReleaseService.name, () => {
     flows = app.get(FlowsService);
     enrollments = app.get(EnrollmentsService);
     schema = world.schema('followups');
-    await publishEvent(world, OutboxEvents.SenderConnected, org, { sender_id: sender, channel: 'whatsapp', is_default: true, status: 'connected' });
-    await eventually(async () => (await world.sql(`SELECT 1 FROM "${schema}".senders WHERE sender_id = $1`, [sender])).length === 1);
+    await aConnectedSender(world, org, { sender_id: sender });
   });
   afterAll(() => world.close());
   // Each test releases by hand with `releaseOne`, which takes the oldest due enrollment of any test:
@@ -55,26 +54,10 @@ describe(ReleaseService.name, () => {
   const effects = (id: string) => sql<EffectRow>(`SELECT * FROM fu.effects WHERE enrollment_id = $1 ORDER BY created_at, kind`, [id]);
   const sendCommands = (enrollmentId: string) => sql<BusCommand>(`SELECT payload FROM fu.outbox_events WHERE type = 'messaging.send' AND event_id LIKE $1 ORDER BY id`, [`followup:${enrollmentId}:%`]);
 
-  async function activeFlow(graph: FlowGraph, settings: FlowSettings): Promise<string> {
-    const flow = await flows.create({ organization_id: org, name: `flow ${randomUUID().slice(0, 6)}`, graph, settings });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    return flow.id;
-  }
+  const activeFlow = (graph: FlowGraph, settings: FlowSettings) => anActiveFlow(flows, org, { graph, settings });
 
   /** A contact that wrote `agoMs` ago (so the 24-hour window is open) — via messaging's event. */
-  async function contactWhoWrote(agoMs = HOUR): Promise<string> {
-    const contactId = randomUUID();
-    await publishEvent(
-      world,
-      MessagingEvents.MessageReceived,
-      org,
-      { message_id: randomUUID(), conversation_id: randomUUID(), instance_id: randomUUID(), contact_id: contactId, channel: 'whatsapp', direction: 'inbound', external_id: 'wamid.x', text: 'oi', message_type: 'text', auto_reply: false, opt_out: false, from: '+5592988887777' },
-      new Date(clock.now().getTime() - agoMs),
-    );
-    await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1`, [contactId])).length === 1);
-    return contactId;
-  }
+  const contactWhoWrote = (agoMs = HOUR) => aContactWhoWrote(world, org, clock.now(), agoMs);
 
   const enroll = async (flowId: string, contactId: string, extra: Record<string, unknown> = {}) => (await enrollments.create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID(), ...extra })).enrollment;
 
@@ -84,24 +67,10 @@ describe(ReleaseService.name, () => {
   };
 
   /** trigger → text → wait → text → end, window always open. */
-  const twoTexts = (waitMs = HOUR, cancelOnReply = true): [FlowGraph, FlowSettings] => [
-    {
-      nodes: [
-        { id: 't', type: 'trigger', config: {} },
-        { id: 'a1', type: 'action', config: { mode: 'text', body: 'Primeira' } },
-        { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: waitMs } },
-        { id: 'a2', type: 'action', config: { mode: 'text', body: 'Segunda' } },
-        { id: 'e', type: 'end', config: { outcome: 'exhausted' } },
-      ],
-      edges: [
-        { id: 'e1', source: 't', target: 'a1', condition: { type: 'always' } },
-        { id: 'e2', source: 'a1', target: 'w', condition: { type: 'always' } },
-        { id: 'e3', source: 'w', target: 'a2', condition: { type: 'always' } },
-        { id: 'e4', source: 'a2', target: 'e', condition: { type: 'always' } },
-      ],
-    },
-    { trigger: { kind: 'manual', cancel_on_reply: cancelOnReply }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-  ];
+  const twoTexts = (waitMs = HOUR, cancelOnReply = true): [FlowGraph, FlowSettings] => {
+    const { graph, settings } = aTwoTextFlow({ waitMs, cancelOnReply });
+    return [graph, settings];
+  };
 
   describe('the seed 002 example', () => {
     it('waits 4 h, runs the wait now on advance_now, queues the text through messaging.send and completes', async () => {

@@ -5,12 +5,12 @@ import { once } from 'node:events';
 import pg from 'pg';
 import { FollowupsRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { RETENTION_LOCK_KEY, RetentionService } from '../../apps/followups/src/retention/retention.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
-import { ALWAYS_OPEN, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 const DAY = 86_400_000;

@@ -3,34 +3,16 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import amqplib from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { BusNames } from '@touchpoint/bus';
-import { type FlowGraph, type FlowSettings, MessagingEvents } from '@touchpoint/contracts';
+import { type FlowSettings, MessagingEvents } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { anActiveFlow, aWaitingFlow, createTestWorld, eventually, type FlowShape, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
-
-/** trigger → wait 1 h → tag → end: a flow that stays live and needs no conversation to publish. */
-const waitingFlow = (trigger: FlowSettings['trigger']): { graph: FlowGraph; settings: FlowSettings } => ({
-  graph: {
-    nodes: [
-      { id: 't', type: 'trigger', config: {} },
-      { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
-      { id: 'a', type: 'action', config: { mode: 'tag', tags: ['seguido'] } },
-      { id: 'e', type: 'end', config: {} },
-    ],
-    edges: [
-      { id: 'e1', source: 't', target: 'w', condition: { type: 'always' } },
-      { id: 'e2', source: 'w', target: 'a', condition: { type: 'always' } },
-      { id: 'e3', source: 'a', target: 'e', condition: { type: 'always' } },
-    ],
-  },
-  settings: { trigger, handoff_policy: 'pause', ...ALWAYS_OPEN },
-});
 
 /**
  * A stop path commits whatever an optional side write in its transaction does: recording a rule
@@ -61,13 +43,7 @@ describe('stop paths and the trigger they record', () => {
 
   const fu = (table: string) => `"${world.schema('followups')}".${table}`;
 
-  async function activeFlow(org: string, flow: { graph: FlowGraph; settings: FlowSettings }): Promise<string> {
-    const flows = followups.get(FlowsService);
-    const created = await flows.create({ organization_id: org, name: `fluxo ${randomUUID().slice(0, 6)}`, ...flow });
-    const published = await flows.publish({ organization_id: org, flow_id: created.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: created.id, expected_revision: published.revision, status: 'active' });
-    return created.id;
-  }
+  const activeFlow = (org: string, flow: FlowShape) => anActiveFlow(followups.get(FlowsService), org, { name: `fluxo ${randomUUID().slice(0, 6)}`, ...flow });
 
   async function deadLetters(): Promise<number> {
     const connection = await amqplib.connect(world.amqpUrl);
@@ -104,8 +80,8 @@ describe('stop paths and the trigger they record', () => {
     const org = randomUUID();
     const contactId = randomUUID();
     const conversationId = randomUUID();
-    await activeFlow(org, waitingFlow(rule));
-    const stopping = await activeFlow(org, waitingFlow({ kind: 'manual', cancel_on_reply: true }));
+    await activeFlow(org, aWaitingFlow(rule));
+    const stopping = await activeFlow(org, aWaitingFlow({ kind: 'manual', cancel_on_reply: true }));
     const { enrollment } = await followups.get(EnrollmentsService).create({ organization_id: org, flow_id: stopping, contact_id: contactId, conversation_id: conversationId, operation_key: randomUUID() });
     expect(enrollment.status).toBe('active');
     logged.mockClear();

@@ -1,11 +1,10 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import amqplib from 'amqplib';
 import { randomUUID } from 'node:crypto';
-import { type BusMessage, CrmEvents, type FlowGraph, type FlowSettings, MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
+import { CrmEvents, type FlowGraph, type FlowSettings, MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
 import { Metrics } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
-import { FixedClock, sleep } from '@touchpoint/time';
+import { ALWAYS_OPEN, anActiveFlow, aWaitingFlow, createTestWorld, duplicateCounts, eventually, HOUR, publishEvent, type TestWorld, untilHandled, untilRedeliveryDiscarded } from '@touchpoint/testing';
+import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
@@ -13,7 +12,7 @@ import { SettingsService } from '../../apps/followups/src/settings/settings.serv
 import { TriggersService } from '../../apps/followups/src/rules/triggers.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { ALWAYS_OPEN, HOUR, publishEvent, startFollowups } from './followups-world.js';
+import { startFollowups } from './followups-world.js';
 
 type Row = Record<string, unknown>;
 /** A trigger row as these tests read it (SELECT *): the columns they use typed, the rest `unknown`. */
@@ -49,45 +48,13 @@ describe('Follow-up rule triggers', () => {
   const enrollmentsOf = (flowId: string) => sql(`SELECT * FROM fu.enrollments WHERE flow_id = $1`, [flowId]);
   const triggersOf = (org: string) => sql<TriggerRow>(`SELECT * FROM fu.triggers WHERE organization_id = $1 ORDER BY id`, [org]);
 
-  /** Publishes one message twice, as a broker redelivery would (same event id). */
-  async function deliverTwice<T>(type: string, organizationId: string, data: T): Promise<BusMessage<T>> {
-    const message: BusMessage<T> = { event_id: randomUUID(), type, organization_id: organizationId, occurred_at: clock.now().toISOString(), data };
-    const connection = await amqplib.connect(world.amqpUrl);
-    try {
-      const channel = await connection.createConfirmChannel();
-      for (let i = 0; i < 2; i++) channel.publish(`${world.namespace}.events`, type, Buffer.from(JSON.stringify(message)), { persistent: true, messageId: message.event_id, contentType: 'application/json', type });
-      await channel.waitForConfirms();
-      await channel.close();
-    } finally {
-      await connection.close();
-    }
-    return message;
-  }
+  // Not a send: rules that start outside a conversation would need a template to publish.
+  const ruleFlow = (trigger: FlowSettings['trigger']): [FlowGraph, FlowSettings] => {
+    const { graph, settings } = aWaitingFlow(trigger);
+    return [graph, settings];
+  };
 
-  const ruleFlow = (trigger: FlowSettings['trigger']): [FlowGraph, FlowSettings] => [
-    {
-      nodes: [
-        { id: 't', type: 'trigger', config: {} },
-        { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
-        // Not a send: rules that start outside a conversation would need a template to publish.
-        { id: 'a', type: 'action', config: { mode: 'tag', tags: ['seguido'] } },
-        { id: 'e', type: 'end', config: {} },
-      ],
-      edges: [
-        { id: 'e1', source: 't', target: 'w', condition: { type: 'always' } },
-        { id: 'e2', source: 'w', target: 'a', condition: { type: 'always' } },
-        { id: 'e3', source: 'a', target: 'e', condition: { type: 'always' } },
-      ],
-    },
-    { trigger, handoff_policy: 'pause', ...ALWAYS_OPEN },
-  ];
-
-  async function activeFlow(org: string, graph: FlowGraph, settings: FlowSettings): Promise<string> {
-    const flow = await flows.create({ organization_id: org, name: `rule ${randomUUID().slice(0, 6)}`, graph, settings });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    return flow.id;
-  }
+  const activeFlow = (org: string, graph: FlowGraph, settings: FlowSettings) => anActiveFlow(flows, org, { name: `rule ${randomUUID().slice(0, 6)}`, graph, settings });
 
   const conversationId = randomUUID();
   const cases: { kind: string; filter: Record<string, unknown>; miss: Record<string, unknown>; type: string; data: (contactId: string) => Record<string, unknown> }[] = [
@@ -130,10 +97,11 @@ describe('Follow-up rule triggers', () => {
     const contactId = randomUUID();
     const flowId = await activeFlow(org, ...ruleFlow({ kind: kind as never, cancel_on_reply: false, ...filter }));
     const missId = await activeFlow(org, ...ruleFlow({ kind: kind as never, cancel_on_reply: false, ...miss }));
-    const event = await deliverTwice(type, org, data(contactId));
+    const before = await duplicateCounts(followups);
+    const event = await publishEvent(world, type, org, data(contactId), clock.now(), 2);
 
-    await eventually(async () => (await triggersOf(org)).length === 1);
-    await sleep(300); // the second delivery has had its chance
+    await untilRedeliveryDiscarded(world, followups, 'followups', event.event_id, before);
+    expect(await triggersOf(org)).toHaveLength(1);
     const [recorded] = await triggersOf(org);
     expect(recorded).toMatchObject({ type: kind, contact_id: contactId, processed_at: null });
     expect(recorded.event_id.startsWith(event.event_id)).toBe(true);
@@ -213,8 +181,8 @@ describe('Follow-up rule triggers', () => {
     await activeFlow(org, ...ruleFlow({ kind: 'deal_stage_changed', cancel_on_reply: false }));
     const started = Date.now();
     await eventually(async () => {
-      await publishEvent(world, CrmEvents.DealStageChanged, org, { deal_id: randomUUID(), contact_id: randomUUID(), stage_id: 'proposal' });
-      await sleep(200);
+      const deal = await publishEvent(world, CrmEvents.DealStageChanged, org, { deal_id: randomUUID(), contact_id: randomUUID(), stage_id: 'proposal' });
+      await untilHandled(world, 'followups', deal.event_id);
       return (await triggersOf(org)).some((t) => t.type === 'deal_stage_changed');
     }, 15_000);
     expect(Date.now() - started).toBeLessThan(30_000);
@@ -302,10 +270,15 @@ describe('Follow-up rule triggers', () => {
     // messaging tagged the contact and told us; our read model has the tag, and no trigger was recorded.
     const messagingContact = await rpc.callUnchecked<ContactAnswer>('messaging', MessagingRpc.ContactGet, { organization_id: org, contact_id: contactId });
     expect((messagingContact.data ?? messagingContact).tags).toContain('vip');
-    // A tag from elsewhere, after the step's: its trigger arriving proves the step's event was consumed before it.
+    // Barrier: followups has handled the step's own tag event, so any trigger it would record is committed.
+    const [stepTagged] = await eventually(async () => {
+      const rows = await world.sql<{ event_id: string }>(`SELECT event_id FROM "${world.schema('messaging')}".outbox_events WHERE type = $1 AND payload->'data'->>'contact_id' = $2 AND payload->'data'->'tags' ? 'vip'`, [MessagingEvents.ContactTagged, contactId]);
+      return rows.length ? rows : null;
+    });
+    await untilHandled(world, 'followups', stepTagged!.event_id);
+    // A tag from elsewhere records its trigger (so the rule does listen).
     await rpc.call('messaging', MessagingRpc.ContactTag, { organization_id: org, contact_id: contactId, tags: ['indicado'], source: 'api' });
-    await eventually(async () => (await triggersOf(org)).length >= 1);
-    await sleep(300);
+    await eventually(async () => (await triggersOf(org)).some((t) => t.data.tag === 'indicado'));
     expect((await triggersOf(org)).map((t) => t.data.tag)).toEqual(['indicado']);
     await triggers.processBatch();
     expect(await enrollmentsOf(onStepTag)).toEqual([]);

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { BusNames } from '@touchpoint/bus';
 import { ServiceConfig } from '@touchpoint/config';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, runCli, type TestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
@@ -16,26 +16,6 @@ import { gatewayTable, httpClient } from './gateway-world.js';
 
 /** What a command printed with `--json`: its result, or an error envelope (the fields these tests read). */
 type CliJson = { organization_id: string; member_id: string; api_key_id: string; secret: string; migrated: Record<string, unknown>; error: { code: string } };
-
-/** Runs `npm run -s cli -- <args>` in the world's environment; -s keeps npm's banner off stdout. */
-async function cli(world: TestWorld, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; json: CliJson }> {
-  const child = spawn('npm', ['run', '-s', 'cli', '--', ...args], {
-    env: { ...process.env, ...world.env, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  let json: unknown;
-  try {
-    json = JSON.parse(stdout);
-  } catch {
-    json = undefined;
-  }
-  return { code, stdout, stderr, json: json as CliJson };
-}
 
 describe('admin CLI', () => {
   let world: TestWorld;
@@ -49,7 +29,7 @@ describe('admin CLI', () => {
 
   describe('migrate', () => {
     it("runs every service's migrations, then nothing the second time", async () => {
-      const first = await cli(world, ['migrate', '--json']);
+      const first = await runCli<CliJson>(world, ['migrate', '--json']);
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
       expect(Object.keys(first.json.migrated).sort()).toEqual(['abuse', 'ai-gateway', 'followups', 'gateway', 'messaging', 'outbox-dispatcher', 'outreach']);
@@ -57,7 +37,7 @@ describe('admin CLI', () => {
       const tables = await world.sql<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [world.schema('gateway')]);
       expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['api_keys', 'members', 'organizations', 'outbox_events', 'inbox_events']));
 
-      const again = await cli(world, ['migrate', '--service', 'gateway', '--json']);
+      const again = await runCli<CliJson>(world, ['migrate', '--service', 'gateway', '--json']);
       expect(again.code).toBe(0);
       expect(again.json).toEqual({ migrated: { gateway: [] } });
     });
@@ -71,17 +51,17 @@ describe('admin CLI', () => {
     });
 
     it('creates an organization, an admin and a key that works against the gateway, then revokes it', async () => {
-      const org = await cli(world, ['org:create', '--name', 'Acme Dental', '--json']);
+      const org = await runCli<CliJson>(world, ['org:create', '--name', 'Acme Dental', '--json']);
       expect(org.code).toBe(0);
       expect(org.json).toEqual({ organization_id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'Acme Dental' });
       // Exactly one JSON object on stdout, on one line.
       expect(org.stdout.trim().split('\n')).toHaveLength(1);
 
-      const member = await cli(world, ['member:add', '--org', org.json.organization_id, '--email', 'Ana@Example.com', '--role', 'admin', '--name', 'Ana', '--json']);
+      const member = await runCli<CliJson>(world, ['member:add', '--org', org.json.organization_id, '--email', 'Ana@Example.com', '--role', 'admin', '--name', 'Ana', '--json']);
       expect(member.code).toBe(0);
       expect(member.json).toMatchObject({ member_id: expect.any(String), organization_id: org.json.organization_id, role: 'admin' });
 
-      const key = await cli(world, ['apikey:create', '--org', org.json.organization_id, '--member', member.json.member_id, '--scopes', 'agents:read,admin', '--name', 'ops', '--json']);
+      const key = await runCli<CliJson>(world, ['apikey:create', '--org', org.json.organization_id, '--member', member.json.member_id, '--scopes', 'agents:read,admin', '--name', 'ops', '--json']);
       expect(key.code).toBe(0);
       expect(key.json).toMatchObject({ api_key_id: expect.any(String), secret: expect.stringMatching(/^tp_/), scopes: ['agents:read', 'admin'] });
       const [stored] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1 AND secret_hint <> $2`, [key.json.api_key_id, key.json.secret]);
@@ -98,11 +78,11 @@ describe('admin CLI', () => {
       expect((await http('GET', '/api-keys', { secret: key.json.secret })).status).toBe(200);
 
       // The same email again is the same member with the new role; the key loses admin-only routes.
-      const demoted = await cli(world, ['member:add', '--org', org.json.organization_id, '--email', 'ana@example.com', '--role', 'operator', '--json']);
+      const demoted = await runCli<CliJson>(world, ['member:add', '--org', org.json.organization_id, '--email', 'ana@example.com', '--role', 'operator', '--json']);
       expect(demoted.json).toMatchObject({ member_id: member.json.member_id, role: 'operator' });
       expect((await http('GET', '/api-keys', { secret: key.json.secret })).status).toBe(403);
 
-      const revoked = await cli(world, ['apikey:revoke', '--id', key.json.api_key_id, '--json']);
+      const revoked = await runCli<CliJson>(world, ['apikey:revoke', '--id', key.json.api_key_id, '--json']);
       expect(revoked.code).toBe(0);
       expect(revoked.json).toMatchObject({ api_key_id: key.json.api_key_id, revoked: true });
       const after = await http('GET', '/me', { secret: key.json.secret });
@@ -111,20 +91,20 @@ describe('admin CLI', () => {
     });
 
     it('fails with exit code 1 and one error object naming the problem', async () => {
-      const org = await cli(world, ['org:create', '--name', 'Beta', '--json']);
-      const badRole = await cli(world, ['member:add', '--org', org.json.organization_id, '--email', 'x@example.com', '--role', 'owner', '--json']);
+      const org = await runCli<CliJson>(world, ['org:create', '--name', 'Beta', '--json']);
+      const badRole = await runCli<CliJson>(world, ['member:add', '--org', org.json.organization_id, '--email', 'x@example.com', '--role', 'owner', '--json']);
       expect(badRole.code).toBe(1);
       expect(badRole.json.error).toMatchObject({ code: 'validation_failed', details: [{ field: 'role', problems: [expect.any(String)] }] });
 
-      const noOrg = await cli(world, ['member:add', '--org', randomUUID(), '--email', 'x@example.com', '--role', 'admin', '--json']);
+      const noOrg = await runCli<CliJson>(world, ['member:add', '--org', randomUUID(), '--email', 'x@example.com', '--role', 'admin', '--json']);
       expect(noOrg.code).toBe(1);
       expect(noOrg.json.error.code).toBe('not_found');
 
-      const missing = await cli(world, ['apikey:create', '--org', org.json.organization_id, '--json']);
+      const missing = await runCli<CliJson>(world, ['apikey:create', '--org', org.json.organization_id, '--json']);
       expect(missing.code).not.toBe(0);
       expect(missing.json.error).toMatchObject({ code: 'validation_failed', message: expect.stringContaining('--member') });
 
-      const unknownKey = await cli(world, ['apikey:revoke', '--id', randomUUID(), '--json']);
+      const unknownKey = await runCli<CliJson>(world, ['apikey:revoke', '--id', randomUUID(), '--json']);
       expect(unknownKey.code).toBe(1);
       expect(unknownKey.json).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
     });
@@ -147,7 +127,7 @@ describe('admin CLI', () => {
         await connection.close();
       }
 
-      const listed = await cli(world, ['dlq:list', '--service', 'followups', '--json']);
+      const listed = await runCli<CliJson>(world, ['dlq:list', '--service', 'followups', '--json']);
       expect(listed.code).toBe(0);
       expect(listed.json).toEqual({
         service: 'followups',
@@ -165,7 +145,7 @@ describe('admin CLI', () => {
       });
 
       probeControl.failing.delete(eventId);
-      const replayed = await cli(world, ['dlq:replay', '--service', 'followups', '--event-id', eventId, '--json']);
+      const replayed = await runCli<CliJson>(world, ['dlq:replay', '--service', 'followups', '--event-id', eventId, '--json']);
       expect(replayed.code).toBe(0);
       expect(replayed.json).toEqual({ service: 'followups', replayed: [eventId] });
       await eventually(async () => {
@@ -173,12 +153,12 @@ describe('admin CLI', () => {
         return row.n === 1;
       });
 
-      const empty = await cli(world, ['dlq:list', '--service', 'followups', '--json']);
+      const empty = await runCli<CliJson>(world, ['dlq:list', '--service', 'followups', '--json']);
       expect(empty.json).toEqual({ service: 'followups', dead_letters: [] });
     });
 
     it('answers an empty list for a service whose queue does not exist yet', async () => {
-      const res = await cli(world, ['dlq:list', '--service', 'ai-gateway', '--json']);
+      const res = await runCli<CliJson>(world, ['dlq:list', '--service', 'ai-gateway', '--json']);
       expect(res.code).toBe(0);
       expect(res.json).toEqual({ service: 'ai-gateway', dead_letters: [] });
     });
@@ -194,9 +174,9 @@ describe('admin CLI', () => {
     });
 
     it('starts from main.ts, serves the Swagger UI, and logs each request with its request id', async () => {
-      const org = (await cli(world, ['org:create', '--name', 'Logs Inc', '--json'])).json;
-      const member = (await cli(world, ['member:add', '--org', org.organization_id, '--email', 'root@example.com', '--role', 'admin', '--json'])).json;
-      const key = (await cli(world, ['apikey:create', '--org', org.organization_id, '--member', member.member_id, '--scopes', 'admin', '--json'])).json;
+      const org = (await runCli<CliJson>(world, ['org:create', '--name', 'Logs Inc', '--json'])).json;
+      const member = (await runCli<CliJson>(world, ['member:add', '--org', org.organization_id, '--email', 'root@example.com', '--role', 'admin', '--json'])).json;
+      const key = (await runCli<CliJson>(world, ['apikey:create', '--org', org.organization_id, '--member', member.member_id, '--scopes', 'admin', '--json'])).json;
 
       const proc = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', 'apps/gateway/src/main.ts'], {
         env: { ...process.env, ...world.env, LOG_LEVEL: 'info', PORT: '0', SERVICE_PING_TIMEOUT_MS: '300' },

@@ -1,13 +1,13 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { connectSender, startFollowups } from '../followups/followups-world.js';
+import { startFollowups } from '../followups/followups-world.js';
 import { gatewayBuilders, httpClient, type SeededKey } from './gateway-world.js';
 
 /**
@@ -34,7 +34,7 @@ describe('Follow-up gates over REST (gateway → messaging, followups)', () => {
     const build = gatewayBuilders(gateway);
     admin = await build.organizationWithKey({ scopes: ['admin', 'agents:read', 'agents:write', 'messaging:write'] });
     writer = await build.organizationWithKey({ organizationId: admin.organizationId, scopes: ['agents:read', 'agents:write'], email: 'writer@example.com', role: 'operator' });
-    await connectSender(world, admin.organizationId, randomUUID());
+    await aConnectedSender(world, admin.organizationId, { sender_id: randomUUID() });
     const saved = await http('PUT', '/ai/followups/settings', {
       secret: admin.secret,
       json: { customer_id: org(), expected_revision: 0, approved_templates: [{ name: 'lembrete', language: 'pt_BR', parameter_count: 0 }] },

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { PlatformRpc } from '@touchpoint/contracts';
 import type { ErrorEnvelope } from '@touchpoint/errors';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aFlow, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js';
@@ -19,7 +19,6 @@ import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
 import { OutreachConfig } from '../../apps/outreach/src/outreach.config.js';
 import { OutreachModule } from '../../apps/outreach/src/outreach.module.js';
-import { ONE_TEXT_FLOW } from '../followups/followups-world.js';
 import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, registerSender } from '../messaging/helpers.js';
 import { dispatcherConfig, SandboxHandle } from '../outbox/harness.js';
@@ -269,7 +268,7 @@ describe('Hostile input over every route', () => {
     const flowBody = (org: string, senderSettings?: object) => ({
       customer_id: org,
       name: `flow ${randomUUID().slice(0, 6)}`,
-      graph: ONE_TEXT_FLOW.graph,
+      graph: aFlow().graph,
       settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', send_start_hour: 0, send_end_hour: 24, send_days: [1, 2, 3, 4, 5, 6, 7], timezone: 'UTC', ...(senderSettings ? { sender: senderSettings } : {}) },
     });
     const refusal = (res: { status: number; body: Partial<ErrorEnvelope> | undefined }) => ({ status: res.status, code: res.body?.error?.code, message: res.body?.error?.message });

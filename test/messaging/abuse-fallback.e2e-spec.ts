@@ -1,11 +1,11 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { AbuseEvents, OutboxCommands } from '@touchpoint/contracts';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { type InboundPipeline, inboundPipeline } from './inbound-pipeline.js';
-import { inboundText, newWamid, outboxEvents, publishEvent, registerSender, restrictInReadModel } from './helpers.js';
+import { inboundText, newWamid, outboxEvents, registerSender, restrictInReadModel } from './helpers.js';
 
 /** Seed 004 "When the Check Itself Fails": the abuse service is not running in this world. */
 describe('inbound when the abuse check fails', () => {

@@ -2,10 +2,9 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { FollowupsEvents, type MessagingStreamPage, MessagingRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { publishEvent } from './helpers.js';
 
 /**
  * Followups' enrollment facts reach the real-time feed (GET /events/stream reads it): before,
@@ -31,9 +30,9 @@ describe('followups facts on the messaging feed', () => {
     await publishEvent(world, FollowupsEvents.EnrollmentCreated, org, enrollment);
     await eventually(async () => (await read(start)).items.length === 1);
     const handoff = { ...enrollment, conversation_id: randomUUID(), node_id: 'handoff-1', note: 'call them 📞' };
-    await publishEvent(world, FollowupsEvents.HandoffRequested, org, handoff, handoffId);
+    await publishEvent(world, FollowupsEvents.HandoffRequested, org, handoff, { eventId: handoffId });
     // A redelivery of the same event adds nothing.
-    await publishEvent(world, FollowupsEvents.HandoffRequested, org, handoff, handoffId);
+    await publishEvent(world, FollowupsEvents.HandoffRequested, org, handoff, { eventId: handoffId });
     await eventually(async () => (await read(start)).items.length === 2);
     await publishEvent(world, FollowupsEvents.EnrollmentFinished, org, { ...enrollment, status: 'completed', reason: 'replied' });
     const items = await eventually(async () => {

@@ -12,10 +12,19 @@ import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-
 import { inboundPipeline } from './inbound-pipeline.js';
 import { inboundText, newWamid, outboxEvents, registerSender } from './helpers.js';
 
-/** Reads an SSE response until `count` events came or `timeoutMs` passed; then aborts it. */
-async function readEvents(url: string, secret: string, headers: Record<string, string>, count: number, timeoutMs = 5000) {
+/**
+ * Reads an SSE response until `count` events came or `timeoutMs` passed; then aborts it.
+ * `opened` resolves when the response headers came: the stream's starting cursor is fixed (the
+ * route reads its first page before it answers), so events caused after it are in the stream.
+ */
+function readEvents(url: string, secret: string, headers: Record<string, string>, count: number, timeoutMs = 5000) {
   const controller = new AbortController();
-  const res = await fetch(url, { headers: { authorization: `Bearer ${secret}`, ...headers }, signal: controller.signal });
+  const opened = fetch(url, { headers: { authorization: `Bearer ${secret}`, ...headers }, signal: controller.signal });
+  const read = opened.then((res) => collectEvents(res, controller, count, timeoutMs));
+  return Object.assign(read, { opened });
+}
+
+async function collectEvents(res: Response, controller: AbortController, count: number, timeoutMs: number) {
   const events: { id?: string; event?: string; data?: Record<string, unknown> }[] = [];
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
@@ -213,7 +222,7 @@ describe('gateway messaging routes', () => {
   it('streams the organization’s events as SSE and resumes after Last-Event-ID', async () => {
     // Open a stream, then cause two events.
     const streaming = readEvents(`${base}/events/stream?types=messaging.contact.created`, key.secret, {}, 2, 6000);
-    await new Promise((r) => setTimeout(r, 500));
+    await streaming.opened;
     await http('POST', '/contacts', { secret: key.secret, json: { name: 'Stream One', email: 'one@example.com' } });
     await http('POST', '/contacts', { secret: other.secret, json: { name: 'Other tenant', email: 'x@example.com' } });
     await http('POST', '/contacts', { secret: key.secret, json: { name: 'Stream Two', email: 'two@example.com' } });

@@ -1,8 +1,6 @@
-import amqplib from 'amqplib';
 import { randomUUID } from 'node:crypto';
-import { BusNames } from '@touchpoint/bus';
 import { AbuseEvents, type WhatsAppInboundBatch } from '@touchpoint/contracts';
-import { eventually, type TestWorld } from '@touchpoint/testing';
+import { eventually, publishEvent, type TestWorld } from '@touchpoint/testing';
 
 /** The business number of the fixtures (fixtures/README: phone-number id 100000000000002). */
 export const PHONE_NUMBER_ID = '100000000000002';
@@ -35,21 +33,6 @@ export async function setLimits(world: TestWorld, organizationId: string, limits
      VALUES ($1, '*', 'all', $2, $3, $4, $5)`,
     [organizationId, limits.per_minute ?? 1000, limits.per_hour ?? 10_000, limits.per_day ?? 100_000, limits.per_instance ?? 500],
   );
-}
-
-/** Publishes an event on the world's bus as another service would (through the events exchange). */
-export async function publishEvent(world: TestWorld, type: string, organizationId: string, data: Record<string, unknown>, eventId = `${type}:${randomUUID()}`): Promise<void> {
-  const conn = await amqplib.connect(world.amqpUrl);
-  try {
-    const channel = await conn.createConfirmChannel();
-    const names = new BusNames(world.namespace, 'test');
-    const message = { event_id: eventId, type, organization_id: organizationId, occurred_at: new Date().toISOString(), data };
-    channel.publish(names.eventsExchange, type, Buffer.from(JSON.stringify(message)), { persistent: true, messageId: eventId, contentType: 'application/json', type });
-    await channel.waitForConfirms();
-    await channel.close();
-  } finally {
-    await conn.close();
-  }
 }
 
 /** Outbox rows of a service, by type, oldest first. */

@@ -2,13 +2,13 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, publishEvent, type TestWorld } from '@touchpoint/testing';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { NotificationsService } from '../../apps/messaging/src/notifications/notifications.service.js';
 import { OutcomesService } from '../../apps/messaging/src/sending/outcomes.service.js';
 import { SendService } from '../../apps/messaging/src/sending/send.service.js';
-import { outboxEvents, publishEvent } from './helpers.js';
+import { outboxEvents } from './helpers.js';
 
 describe('messaging outcomes and statuses', () => {
   let world: TestWorld;
@@ -65,11 +65,12 @@ describe('messaging outcomes and statuses', () => {
     await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(sent.message_id, key, wamid));
     await eventually(async () => (await messageRow(sent.message_id)).status === 'sent');
     const t = 1_760_000_000;
+    const eventIds: string[] = [];
     for (const [i, s] of ['read', 'delivered', 'sent', 'failed', 'sent'].entries()) {
-      await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i));
+      eventIds.push((await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i))).event_id);
     }
     await eventually(async () => {
-      const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${m()}".inbox_events WHERE handler = 'OutcomesConsumer.onProviderStatus' AND event_id LIKE 'outbox.provider_status.recorded:%'`);
+      const [{ n }] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${m()}".inbox_events WHERE handler = 'OutcomesConsumer.onProviderStatus' AND event_id = ANY($1)`, [eventIds]);
       return n >= 5;
     });
     const row = await messageRow(sent.message_id);
@@ -98,7 +99,7 @@ describe('messaging outcomes and statuses', () => {
     await eventually(async () => (await messageRow(sent.message_id)).status === 'sent');
     const t = 1_760_000_500;
     const ids = ['delivered', 'delivered', 'read', 'read'].map((_, i) => `outbox.provider_status.recorded:${wamid}:${i}`);
-    for (const [i, s] of ['delivered', 'delivered', 'read', 'read'].entries()) await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i), ids[i]);
+    for (const [i, s] of ['delivered', 'delivered', 'read', 'read'].entries()) await publishEvent(world, OutboxEvents.ProviderStatusRecorded, org, status(wamid, s, t + i), { eventId: ids[i] });
     await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".inbox_events WHERE event_id = ANY($1::text[])`, [ids])).length === ids.length);
     const ofMessage = async (type: string) => (await outboxEvents<{ message_id: string; status_at: string }>(world, 'messaging', type)).filter((e) => e.payload.data.message_id === sent.message_id);
     const delivered = await ofMessage(MessagingEvents.MessageDelivered);
@@ -190,8 +191,9 @@ describe('messaging outcomes and statuses', () => {
     const [message] = await world.sql<{ id: string; idempotency_key: string; notification_id: string; status: string }>(`SELECT id, idempotency_key, notification_id, status FROM "${m()}".messages WHERE id = $1`, [whatsapp.message_id]);
     expect(message).toMatchObject({ idempotency_key: `nd:${whatsapp.id}`, notification_id: created.id, status: 'queued' });
 
-    // The enqueue is not the delivery: still pending after a while with no outcome.
-    await new Promise((r) => setTimeout(r, 300));
+    // The enqueue is not the delivery. Barrier: the enqueue command has left messaging's outbox (the
+    // relay published it), so messaging is done with the enqueue; with no outcome it is still pending.
+    await eventually(async () => (await world.sql(`SELECT 1 FROM "${m()}".outbox_events WHERE event_id = $1 AND published_at IS NOT NULL`, [`messaging.send:${message.id}`])).length === 1);
     expect((await app.get(NotificationsService).get(org, created.id)).deliveries.find((d) => d.channel === 'whatsapp')?.status).toBe('pending');
 
     await publishEvent(world, OutboxEvents.EntryAccepted, org, entry(message.id, message.idempotency_key, `wamid.${randomUUID()}`));

@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { OutboxCommands, OutboxEvents, OutboxRpc } from '@touchpoint/contracts';
 import { AppError } from '@touchpoint/errors';
 import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
+import { aWhatsAppNumber, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
 /**
  * The dispatcher against the real database, broker and the Meta sandbox, with a hand-moved clock:
@@ -38,7 +38,7 @@ describe('outbox dispatcher', () => {
     d = await startDispatcher(world, sandbox);
     org = `org-${randomUUID()}`;
     phoneNumberId = '100000000000002';
-    senderId = await addSender(d, org, phoneNumberId);
+    senderId = await aWhatsAppNumber(d, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();
@@ -388,7 +388,7 @@ describe('outbox dispatcher', () => {
 
     it('refuses to enqueue for a disconnected sender and fails queued entries of a removed one', async () => {
       const other = `org-${randomUUID()}`;
-      const id = await addSender(d, other, '100000000000099');
+      const id = await aWhatsAppNumber(d, other, '100000000000099');
       const queued = await d.enqueue.enqueue(textTo(other, newNumber()));
       await d.senders.remove(other, id);
       await drain();

@@ -109,21 +109,3 @@ export function textTo(organizationId: string, to: string, overrides: Partial<Ou
   const payload: OutboxPayload = { type: 'text', body: `hello ${++keySeq}` };
   return { organization_id: organizationId, channel: 'whatsapp', to, idempotency_key: `test:${Date.now()}:${keySeq}`, payload, log_context: { message_id: `m-${keySeq}` }, requester: 'test', ...overrides };
 }
-
-/**
- * Creates a connected WhatsApp sender for an organization; returns its id. The number is first
- * made known to the sandbox's Graph with its token, since adding a sender proves the token owns it.
- */
-export async function addSender(d: Pick<Dispatcher, 'senders' | 'sandbox'>, organizationId: string, phoneNumberId: string): Promise<string> {
-  const accessToken = `token-${phoneNumberId}`;
-  await d.sandbox.post('/sandbox/meta/numbers', { phone_number_id: phoneNumberId, access_token: accessToken, display_phone_number: '5511912345678' });
-  const view = await d.senders.create({
-    organization_id: organizationId,
-    channel: 'whatsapp',
-    phone_number_id: phoneNumberId,
-    display_phone_number: '5511912345678',
-    business_account_id: '100000000000001',
-    access_token: accessToken,
-  });
-  return view.id;
-}

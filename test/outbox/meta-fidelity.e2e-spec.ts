@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type MessageView, MessagingRpc, type MessagingSendResult, type OutboxPayload } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { addSender, textTo } from './harness.js';
+import { aWhatsAppNumber } from '@touchpoint/testing';
+import { textTo } from './harness.js';
 import { PHONE_NUMBER_ID, soon, startWireWorld, type WireWorld } from './wire-world.js';
 
 /**
@@ -35,7 +36,7 @@ describe('Meta fidelity of the WhatsApp path', () => {
   /** A second organization with its own number, for the tests that break or slow a number. */
   async function otherNumber(phoneNumberId: string): Promise<{ org: string; senderId: string }> {
     const org = `org-${randomUUID()}`;
-    const senderId = await addSender(w.d, org, phoneNumberId);
+    const senderId = await aWhatsAppNumber(w.d, org, phoneNumberId);
     return { org, senderId };
   }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
-import { publishEvent } from '../messaging/helpers.js';
+import { publishEvent } from '@touchpoint/testing';
 import { inboundWebhook, soon, startWireWorld, type WireWorld } from './wire-world.js';
 
 /**
@@ -121,9 +121,9 @@ describe('an opt-out on WhatsApp suppresses the contact at the dispatcher', () =
   it('takes the same request twice (a duplicate delivery, a second event for the address) as one suppression', async () => {
     const value = '5592988881199';
     const data = { contact_id: randomUUID(), channel: 'whatsapp', value: `+${value}`, reason: 'opt_out' };
-    await publishEvent(w.world, MessagingEvents.SuppressionRequested, w.org, data, `messaging.suppression.requested:dup:${value}`);
-    await publishEvent(w.world, MessagingEvents.SuppressionRequested, w.org, data, `messaging.suppression.requested:dup:${value}`);
-    await publishEvent(w.world, MessagingEvents.SuppressionRequested, w.org, { ...data, value }, `messaging.suppression.requested:other:${value}`);
+    await publishEvent(w.world, MessagingEvents.SuppressionRequested, w.org, data, { eventId: `messaging.suppression.requested:dup:${value}` });
+    await publishEvent(w.world, MessagingEvents.SuppressionRequested, w.org, data, { eventId: `messaging.suppression.requested:dup:${value}` });
+    await publishEvent(w.world, MessagingEvents.SuppressionRequested, w.org, { ...data, value }, { eventId: `messaging.suppression.requested:other:${value}` });
     await soon(async () => {
       const [{ n }] = await w.world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${o('inbox_events')} WHERE handler = 'SuppressionsConsumer.onSuppressionRequested' AND event_id LIKE $1`, [`%:${value}`]);
       return n === 2;

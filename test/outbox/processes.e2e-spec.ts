@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aWhatsAppNumber, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { LeaseRecoveryService } from '../../apps/outbox-dispatcher/src/sweep/lease-recovery.service.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
+import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 import { Clock } from '@touchpoint/time';
 
 /** Minimum time between two attempt starts on one pair (seed 004 "Pacing"). */
@@ -53,7 +53,7 @@ describe('outbox dispatcher processes', () => {
     // An in-process dispatcher that does not drain: it owns the schema's migrations and runs recovery.
     local = await startDispatcher(world, sandbox, {}, new Clock() as never);
     org = `org-${randomUUID()}`;
-    await addSender(local, org, '100000000000002');
+    await aWhatsAppNumber(local, org, '100000000000002');
   }, 60_000);
   afterEach(async () => {
     // A failed test must not leave its processes draining into the next one.
@@ -119,7 +119,11 @@ describe('outbox dispatcher processes', () => {
     await local.drain.drain(2000);
     await sandbox.post('/sandbox/control/meta/faults', { faults: [] }).catch(() => undefined);
     const survivor = await spawnDispatcher({ OUTBOX_DRAIN_AUTOSTART: 'true', OUTBOX_INSTANCE_ID: 'survivor-1' });
-    await new Promise((r) => setTimeout(r, 1500));
+    // Barrier: a later entry goes out through the survivor, which claims due entries oldest first,
+    // so the ambiguous one has had its chance before it.
+    const later = '5511988880009';
+    await local.enqueue.enqueue(textTo(org, later));
+    await eventually(async () => (await sandbox.received(later)).length === 1, 20_000, 50);
     await kill(survivor);
     expect(await sandbox.received(to)).toHaveLength(1);
   }, 60_000);

@@ -2,13 +2,13 @@ import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { OutboxEvents } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { aWhatsAppNumber, createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { AttemptsRepository } from '../../apps/outbox-dispatcher/src/drain/attempts.repository.js';
 import { PairLeaseRepository } from '../../apps/outbox-dispatcher/src/drain/pair-lease.repository.js';
 import { LeaseRecoveryService } from '../../apps/outbox-dispatcher/src/sweep/lease-recovery.service.js';
 import { SWEEP_STEPS, type SweepStep } from '../../apps/outbox-dispatcher/src/sweep/sweep.service.js';
 import { DrainService } from '../../apps/outbox-dispatcher/src/drain/drain.service.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
+import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
 /**
  * Lease recovery, correlation evidence, the sweep's isolated steps and pruning, with a clock the
@@ -53,7 +53,7 @@ describe('outbox sweep', () => {
     sandbox = await SandboxHandle.start();
     d = await startDispatcher(world, sandbox, { OUTBOX_LEASE_MS: '60000' });
     org = `org-${randomUUID()}`;
-    await addSender(d, org, phoneNumberId);
+    await aWhatsAppNumber(d, org, phoneNumberId);
   });
   afterAll(async () => {
     await world.close();

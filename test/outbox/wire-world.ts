@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHmac, randomUUID } from 'node:crypto';
 import { OutboxAccountRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aMetaTextWebhook, aWhatsAppNumber, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
@@ -12,7 +12,7 @@ import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
 import { setLimits } from '../messaging/helpers.js';
-import { addSender, type Dispatcher, SandboxHandle, startDispatcher } from './harness.js';
+import { type Dispatcher, SandboxHandle, startDispatcher } from './harness.js';
 
 const APP_SECRET = 'test-meta-app-secret';
 /** The business number of the fixtures (fixtures/README). */
@@ -62,7 +62,7 @@ export async function startWireWorld(label: string, messagingEnv: Record<string,
   const key = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['admin', 'messaging:read', 'messaging:write'] });
   const org = key.organizationId;
   await setLimits(world, org, {});
-  const senderId = await addSender(d, org, PHONE_NUMBER_ID);
+  const senderId = await aWhatsAppNumber(d, org, PHONE_NUMBER_ID);
   const grant = `grant-${randomUUID()}`;
   await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'support@ours.example', provider: 'google' });
   const mailbox = await d.app.get(RpcClient).callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'support@ours.example', api_key: 'nylas-key', provider: 'google' });
@@ -105,25 +105,7 @@ let seconds = Math.floor(Date.now() / 1000);
 
 /** A Meta `messages` webhook with one inbound text from `waId` (fixtures/meta/webhook-message-text.json). */
 export function inboundWebhook(waId: string, text: string, wamid = `wamid.${randomUUID().replace(/-/g, '')}`) {
-  return {
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: '100000000000001',
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: '5511912345678', phone_number_id: PHONE_NUMBER_ID },
-              contacts: [{ profile: { name: 'Ana Example' }, wa_id: waId }],
-              messages: [{ from: waId, id: wamid, timestamp: String((seconds += 2)), type: 'text', text: { body: text } }],
-            },
-          },
-        ],
-      },
-    ],
-  };
+  return aMetaTextWebhook({ from: waId, text, wamid, timestampSeconds: (seconds += 2), phoneNumberId: PHONE_NUMBER_ID });
 }
 
 /** A Meta status webhook for one send (fixtures/meta/webhook-status-*.json); `failed` carries an error. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { type CampaignView, type ContactView, type EnrollBatchResult, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
+import { type ContactView } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedMailbox, anEnrollment, aPendingDraft, createCampaign, createTestWorld, eventually, type TestWorld, untilServicesAnswer } from '@touchpoint/testing';
 import { ApiKeysModule } from '../../apps/gateway/src/api-keys/api-keys.module.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -42,13 +42,11 @@ describe('outreach sends to the approved address only', () => {
     const gatewayConfig = world.config(GatewayConfig);
     const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [OrganizationsModule, ApiKeysModule, OutreachRoutesModule, MessagingRoutesModule]), gatewayStartOptions(gatewayConfig));
     http = httpClient((await gateway.getUrl()).replace('[::1]', '127.0.0.1'));
-    for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
+    await untilServicesAnswer(rpc, ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach']);
     const seeded = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['outreach:read', 'outreach:write', 'messaging:read', 'messaging:write'], role: 'operator' });
     org = seeded.organizationId;
     secret = seeded.secret;
-    const grant = `grant-${randomUUID()}`;
-    await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
-    senderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
+    ({ senderId } = await aConnectedMailbox(rpc, sandbox, org));
   });
   afterAll(async () => {
     await world.close();
@@ -63,24 +61,9 @@ describe('outreach sends to the approved address only', () => {
   };
   /** A person enrolled and drafted by the real decision runner (sandbox model): a pending email. */
   const drafted = async () => {
-    const campaign = await rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
-      organization_id: org,
-      name: `Campaign ${randomUUID().slice(0, 6)}`,
-      goal: 'Book a demo of the ergonomic chair line',
-      allowed_channels: ['email'],
-      max_touches: 3,
-      followup_min_days: 2,
-      followup_max_days: 5,
-      email_sender_id: senderId,
-    });
-    const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
-    const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
-    const [pending] = await eventually(async () => {
-      const rows = await world.sql<Record<string, unknown>>(`SELECT * FROM ${outreachTable('proposed_actions')} WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
-      return rows.length ? rows : null;
-    }, 30_000);
-    return { person, actionId: pending!.id as string };
+    const campaign = await createCampaign(rpc, org, { email_sender_id: senderId });
+    const { enrollmentId, person } = await anEnrollment(rpc, org, campaign.id);
+    return { person, actionId: (await aPendingDraft(world, enrollmentId)).id as string };
   };
   const approve = (actionId: string) => http('POST', `/agentic/outreach/actions/${actionId}/approve`, { secret, json: {} });
   const changeEmail = async (person: ContactView) => {

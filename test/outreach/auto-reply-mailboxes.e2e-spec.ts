@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { type ActionView, type CampaignView, type ContactView, type EnrollBatchResult, type FlowGraph, type FlowSettings, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
+import { type ActionView, type ContactView, MessagingRpc, OutreachRpc } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedMailbox, aFlow, anActiveFlow, anEnrollment, aPendingDraft, createCampaign, createTestWorld, eventually, HOUR, type TestWorld, textStep, untilServicesAnswer, waitStep } from '@touchpoint/testing';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { NylasWebhookModule } from '../../apps/gateway/src/webhooks/nylas/nylas-webhook.module.js';
-import { ALWAYS_OPEN, startFollowups } from '../followups/followups-world.js';
+import { startFollowups } from '../followups/followups-world.js';
 import { SandboxHandle } from '../outbox/harness.js';
 import { startOutreachToSandbox } from './outreach-world.js';
 
@@ -25,22 +25,7 @@ interface NylasCall {
 }
 
 /** trigger → wait an hour → text → end, `cancel_on_reply`: a WhatsApp follow-up that a reply would stop. */
-const WAITING_FLOW: { graph: FlowGraph; settings: FlowSettings } = {
-  graph: {
-    nodes: [
-      { id: 't', type: 'trigger', config: {} },
-      { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: 3_600_000 } },
-      { id: 'a', type: 'action', config: { mode: 'text', body: 'Oi, conseguiu ver?' } },
-      { id: 'e', type: 'end', config: {} },
-    ],
-    edges: [
-      { id: 'e1', source: 't', target: 'w', condition: { type: 'always' } },
-      { id: 'e2', source: 'w', target: 'a', condition: { type: 'always' } },
-      { id: 'e3', source: 'a', target: 'e', condition: { type: 'always' } },
-    ],
-  },
-  settings: { trigger: { kind: 'manual', cancel_on_reply: true }, handoff_policy: 'pause', ...ALWAYS_OPEN },
-};
+const WAITING_FLOW = aFlow({ steps: [waitStep('w', HOUR), textStep('a', 'Oi, conseguiu ver?')] });
 
 /**
  * An auto-reply never stops, opts out or interrupts anything, on any mailbox (seed 003 §4.7),
@@ -71,20 +56,14 @@ describe('auto-replies and the mailbox they arrive on', () => {
     const gatewayConfig = world.config(GatewayConfig, { NYLAS_WEBHOOK_SECRET: 'e2e-nylas-secret' });
     const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [NylasWebhookModule]), gatewayStartOptions(gatewayConfig));
     await sandbox.post('/sandbox/nylas/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/nylas`, webhook_secret: 'e2e-nylas-secret' });
-    for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach', 'followups'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
+    await untilServicesAnswer(rpc, ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach', 'followups']);
     // The first mailbox is the organization's default; the campaign sends from the second.
-    await sandbox.post('/sandbox/nylas/grants', { grant_id: defaultGrant, api_key: 'nylas-key', email: 'hello@ours.example', provider: 'google' });
-    await sandbox.post('/sandbox/nylas/grants', { grant_id: campaignGrant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
-    await rpc.call('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: defaultGrant, address: 'hello@ours.example', api_key: 'nylas-key', provider: 'google' });
-    campaignSenderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: campaignGrant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
+    await aConnectedMailbox(rpc, sandbox, org, { grant: defaultGrant, address: 'hello@ours.example' });
+    ({ senderId: campaignSenderId } = await aConnectedMailbox(rpc, sandbox, org, { grant: campaignGrant }));
     const [def] = await world.sql<Row>(`SELECT is_default FROM "${world.schema('outbox-dispatcher')}".senders WHERE provider_account_id = $1`, [defaultGrant]);
     expect(def!.is_default).toBe(true);
 
-    const flows = followups.get(FlowsService);
-    const flow = await flows.create({ organization_id: org, name: 'Retomada', graph: WAITING_FLOW.graph, settings: WAITING_FLOW.settings });
-    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    flowId = flow.id;
+    flowId = await anActiveFlow(followups.get(FlowsService), org, { name: 'Retomada', ...WAITING_FLOW });
   }, 120_000);
   afterAll(async () => {
     await world.close();
@@ -105,26 +84,10 @@ describe('auto-replies and the mailbox they arrive on', () => {
    * WhatsApp follow-up flow that stops on a reply.
    */
   async function emailed() {
-    const campaign = await rpc.callUnchecked<CampaignView>(
-      'outreach',
-      OutreachRpc.CampaignCreate,
-      {
-        organization_id: org,
-        name: `Campaign ${randomUUID().slice(0, 6)}`,
-        goal: 'Book a demo of the ergonomic chair line',
-        allowed_channels: ['email'],
-        max_touches: 3,
-        followup_min_days: 2,
-        followup_max_days: 5,
-        email_sender_id: campaignSenderId,
-      },
-      RPC_MS,
-    );
+    const campaign = await createCampaign(rpc, org, { email_sender_id: campaignSenderId }, RPC_MS);
     const phone = `+55119${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
-    const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, phone }, RPC_MS);
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] }, RPC_MS);
-    const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
-    const pending = await eventually(async () => (await world.sql<{ id: string }>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
+    const { enrollmentId, person } = await anEnrollment(rpc, org, campaign.id, { phone }, RPC_MS);
+    const pending = await aPendingDraft(world, enrollmentId);
     await rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } }, RPC_MS);
     const sent = await eventually(async () => ((await action(pending!.id)).status === 'executed' ? action(pending!.id) : null), 30_000);
     const send = (await nylasCalls()).find((c) => c.operation === 'send' && c.provider_id === sent.provider_message_id);

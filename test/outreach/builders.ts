@@ -1,30 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { type CampaignView, type EnrollBatchResult, OutreachRpc } from '@touchpoint/contracts';
+import type { CampaignCreateData, CampaignView, ContactCreateData } from '@touchpoint/contracts';
+import { anEnrollment, createCampaign } from '@touchpoint/testing';
 import type { OutreachWorld } from './outreach-world.js';
 
 /** Row builders for outreach tests, with sensible defaults (STYLE: builders in tests). */
 export function outreachBuilders(w: OutreachWorld) {
   return {
-    async campaign(org: string, extra: Record<string, unknown> = {}): Promise<CampaignView> {
-      return w.rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
-        organization_id: org,
-        name: `Campaign ${randomUUID().slice(0, 6)}`,
-        goal: 'Book a demo of the ergonomic chair line',
-        allowed_channels: ['email'],
-        max_touches: 3,
-        followup_min_days: 2,
-        followup_max_days: 5,
-        ...extra,
-      });
-    },
+    campaign: (org: string, extra: Record<string, unknown> = {}): Promise<CampaignView> => createCampaign(w.rpc, org, extra as Partial<CampaignCreateData>),
 
     /** Enrolls a new contact; returns the enrollment id and the contact. */
-    async enrollment(org: string, campaignId: string, contact: Record<string, unknown> = {}) {
-      const person = await w.contact(org, contact);
-      const result = await w.rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaignId, people: [{ person_kind: person.kind, person_id: person.id }] });
-      const first = result.results[0] as { enrollment_id: string };
-      return { enrollmentId: first.enrollment_id, person };
-    },
+    enrollment: (org: string, campaignId: string, contact: Record<string, unknown> = {}) => anEnrollment(w.rpc, org, campaignId, contact as Partial<ContactCreateData>),
 
     /**
      * A saved decision and its pending draft, as the decision runner leaves them (the enrollment

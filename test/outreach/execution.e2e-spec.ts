@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ActionView, MessagingRpc, OutreachRpc } from '@touchpoint/contracts';
+import { type ActionView, MessagingCommands, MessagingRpc, OutreachRpc } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { eventually } from '@touchpoint/testing';
 import { ExecutionRunner } from '../../apps/outreach/src/execution/execution.runner.js';
@@ -86,8 +86,10 @@ describe(ExecutionRunner.name, () => {
     expect(row.next_check_at).not.toBeNull();
 
     // A late approved event (the sweep's, a replay) finds the action settled: nothing goes out.
+    // Barrier: `execute` returns once the late event's run is done, so a send it decided would be a
+    // command in outreach's outbox by now (each attempt has its own key): there is still one.
     await execute(actionId, enrollmentId, new Date(ms(approved.next_attempt_at!) + 1000));
-    await new Promise((r) => setTimeout(r, 300));
+    expect(await w.sql(`SELECT 1 FROM {o}.outbox_events WHERE type = $1 AND payload->'data'->'context'->>'action_id' = $2`, [MessagingCommands.Send, actionId])).toHaveLength(1);
     expect(w.dispatcher.enqueued.filter((e) => e.log_context?.action_id === actionId)).toHaveLength(1);
     expect((await b.enrollmentRow(enrollmentId)).touch_count).toBe(1);
 

@@ -1,9 +1,9 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { DateTime } from 'luxon';
-import { type ActionView, type CampaignView, type ContactView, type EnrollBatchResult, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc, type TimelineItem } from '@touchpoint/contracts';
+import { type ActionView, type ContactView, OutreachRpc, type TimelineItem } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedMailbox, anEnrollment, aPendingDraft, createCampaign, createTestWorld, eventually, type TestWorld, untilServicesAnswer } from '@touchpoint/testing';
 import { ApiKeysModule } from '../../apps/gateway/src/api-keys/api-keys.module.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -46,12 +46,11 @@ describe('out-of-office auto-resume', () => {
     const url = (await gateway.getUrl()).replace('[::1]', '127.0.0.1');
     http = httpClient(url);
     await sandbox.post('/sandbox/nylas/settings', { webhook_url: `${url}/webhooks/nylas`, webhook_secret: 'e2e-nylas-secret' });
-    for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
+    await untilServicesAnswer(rpc, ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach']);
     const seeded = await gatewayBuilders(gateway).organizationWithKey({ scopes: ['outreach:read', 'outreach:write'] });
     org = seeded.organizationId;
     secret = seeded.secret;
-    await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example', provider: 'google' });
-    senderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
+    ({ senderId } = await aConnectedMailbox(rpc, sandbox, org, { grant }));
   }, 120_000);
   afterAll(async () => {
     await world.close();
@@ -65,20 +64,9 @@ describe('out-of-office auto-resume', () => {
 
   /** A person enrolled (contact time zone `timeZone`), whose first email went out after approval. */
   async function emailed(timeZone: string, followupMinDays = 2) {
-    const campaign = await rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
-      organization_id: org,
-      name: `Campaign ${randomUUID().slice(0, 6)}`,
-      goal: 'Book a demo of the ergonomic chair line',
-      allowed_channels: ['email'],
-      max_touches: 3,
-      followup_min_days: followupMinDays,
-      followup_max_days: Math.max(5, followupMinDays),
-      email_sender_id: senderId,
-    });
-    const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, time_zone: timeZone });
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
-    const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
-    const pending = await eventually(async () => (await world.sql<{ id: string }>(`SELECT id FROM "${o()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]))[0], 30_000);
+    const campaign = await createCampaign(rpc, org, { followup_min_days: followupMinDays, followup_max_days: Math.max(5, followupMinDays), email_sender_id: senderId });
+    const { enrollmentId, person } = await anEnrollment(rpc, org, campaign.id, { time_zone: timeZone });
+    const pending = await aPendingDraft(world, enrollmentId);
     await rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: pending!.id, actor: { member_id: 'member-1' } });
     const sent = await eventually(async () => ((await action(pending!.id)).status === 'executed' ? action(pending!.id) : null), 30_000);
     const before = await eventually(async () => {

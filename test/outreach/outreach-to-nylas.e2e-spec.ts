@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { type ActionView, type CampaignView, type ContactView, type EnrollBatchResult, MessagingRpc, OutboxAccountRpc, OutreachRpc, PlatformRpc } from '@touchpoint/contracts';
+import { type ActionView, MessagingRpc, OutboxAccountRpc, OutreachRpc } from '@touchpoint/contracts';
 import { AppError, httpStatusOf } from '@touchpoint/errors';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { aConnectedMailbox, anEnrollment, aPendingDraft, createCampaign, createTestWorld, eventually, type TestWorld, untilServicesAnswer } from '@touchpoint/testing';
 import { nextUtcMidnight } from '../../apps/outreach/src/execution/outcomes.consumer.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -35,10 +35,8 @@ describe('outreach email through the dispatcher to Nylas', () => {
     const gatewayConfig = world.config(GatewayConfig, { NYLAS_WEBHOOK_SECRET: 'e2e-nylas-secret' });
     const gateway = await world.start(GatewayModule.forRoot(gatewayConfig, [NylasWebhookModule]), gatewayStartOptions(gatewayConfig));
     await sandbox.post('/sandbox/nylas/settings', { webhook_url: `${(await gateway.getUrl()).replace('[::1]', '127.0.0.1')}/webhooks/nylas`, webhook_secret: 'e2e-nylas-secret' });
-    for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
-    grant = `grant-${randomUUID()}`;
-    await sandbox.post('/sandbox/nylas/grants', { grant_id: grant, api_key: 'nylas-key', email: 'sales@ours.example' });
-    senderId = (await rpc.callUnchecked<{ id: string }>('outbox-dispatcher', OutboxAccountRpc.Create, { organization_id: org, channel: 'email', account_id: grant, address: 'sales@ours.example', api_key: 'nylas-key', provider: 'google' })).id;
+    await untilServicesAnswer(rpc, ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach']);
+    ({ senderId, grant } = await aConnectedMailbox(rpc, sandbox, org));
   });
   afterAll(async () => {
     await world.close();
@@ -48,24 +46,9 @@ describe('outreach email through the dispatcher to Nylas', () => {
   const schema = () => world.schema('outreach');
   const action = async (id: string) => (await world.sql<Record<string, unknown> & { next_attempt_at: Date }>(`SELECT * FROM "${schema()}".proposed_actions WHERE id = $1`, [id]))[0]!;
   const drafted = async () => {
-    const campaign = await rpc.callUnchecked<CampaignView>('outreach', OutreachRpc.CampaignCreate, {
-      organization_id: org,
-      name: `Campaign ${randomUUID().slice(0, 6)}`,
-      goal: 'Book a demo of the ergonomic chair line',
-      allowed_channels: ['email'],
-      max_touches: 3,
-      followup_min_days: 2,
-      followup_max_days: 5,
-      email_sender_id: senderId,
-    });
-    const person = await rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example` });
-    const enrolled = await rpc.callUnchecked<EnrollBatchResult>('outreach', OutreachRpc.EnrollBatch, { organization_id: org, campaign_id: campaign.id, people: [{ person_kind: 'prospect', person_id: person.id }] });
-    const enrollmentId = (enrolled.results[0] as { enrollment_id: string }).enrollment_id;
-    const [pending] = await eventually(async () => {
-      const rows = await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".proposed_actions WHERE enrollment_id = $1 AND status = 'pending_approval'`, [enrollmentId]);
-      return rows.length ? rows : null;
-    }, 30_000);
-    return { person, enrollmentId, actionId: pending!.id as string };
+    const campaign = await createCampaign(rpc, org, { email_sender_id: senderId });
+    const { enrollmentId, person } = await anEnrollment(rpc, org, campaign.id);
+    return { person, enrollmentId, actionId: (await aPendingDraft(world, enrollmentId)).id as string };
   };
   const approve = (actionId: string) => rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
 

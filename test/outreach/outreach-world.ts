@@ -1,9 +1,8 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { randomUUID } from 'node:crypto';
 import { loadConfig, ServiceConfig } from '@touchpoint/config';
-import { type ContactCreateData, type ContactView, MessagingRpc, PlatformRpc } from '@touchpoint/contracts';
+import { type ContactCreateData, type ContactView } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createContact, createTestWorld, type TestWorld, untilServicesAnswer } from '@touchpoint/testing';
 import { AiGatewayConfig } from '../../apps/ai-gateway/src/ai-gateway.config.js';
 import { AiGatewayModule } from '../../apps/ai-gateway/src/ai-gateway.module.js';
 import { ApiKeysModule } from '../../apps/gateway/src/api-keys/api-keys.module.js';
@@ -60,9 +59,7 @@ export async function startOutreachWorld(label: string, options: { model?: boole
   const stand = await world.start(dispatcherStandIn(world.config(ServiceConfig)));
   const outreach = await world.start(OutreachModule.forRoot(world.config(OutreachConfig, { OUTREACH_RUNNER_POLL_MS: '50', OUTREACH_RUN_RETRY_BASE_MS: '100', OUTREACH_AI_TIMEOUT_MS: '5000', ...(options.outreachEnv ?? {}) })));
   const rpc = outreach.get(RpcClient);
-  for (const service of ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach'] as const) {
-    await eventually(() => rpc.call(service, PlatformRpc.Ping, {}, 2000), 20_000, 200);
-  }
+  await untilServicesAnswer(rpc, ['messaging', 'outbox-dispatcher', 'ai-gateway', 'outreach']);
   let http: OutreachWorld['http'];
   let builders: OutreachWorld['builders'];
   if (options.gateway) {
@@ -84,7 +81,7 @@ export async function startOutreachWorld(label: string, options: { model?: boole
     dispatcher: stand.get(DispatcherStandIn),
     schema,
     sql: (text, params) => world.sql(text.replaceAll('{o}', `"${schema}"`), params),
-    contact: (org, data = {}) => rpc.callUnchecked<ContactView>('messaging', MessagingRpc.ContactCreate, { organization_id: org, kind: 'prospect', name: 'Sarah Lee', email: `sarah.${randomUUID().slice(0, 8)}@acme.example`, ...data }),
+    contact: (org, data = {}) => createContact(rpc, org, data),
     model: options.model
       ? {
           script: async (steps) => void (await control('POST', 'script', { steps })),

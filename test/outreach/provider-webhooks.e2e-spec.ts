@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { MessagingRpc } from '@touchpoint/contracts';
-import { eventually } from '@touchpoint/testing';
+import { MessagingEvents, MessagingRpc, OutboxCommands } from '@touchpoint/contracts';
+import { eventually, untilHandled } from '@touchpoint/testing';
 import { signUnsubscribeToken } from '@touchpoint/text';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -18,7 +18,6 @@ const fixture = (path: string) => JSON.parse(readFileSync(`${FIXTURES}/${path}`,
 const NYLAS_SECRET = 'test-nylas-secret';
 const UNIPILE_SECRET = 'test-unipile-secret';
 const UNSUBSCRIBE_SECRET = 'test-unsubscribe-secret';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Nylas and Unipile webhook ingress and the unsubscribe link (seed 003 §4.7, DESIGN §3) through the
@@ -112,8 +111,9 @@ describe('provider webhooks and the unsubscribe link', () => {
       expect(message).toMatchObject({ direction: 'inbound', channel: 'email', body: 'Yes, Tuesday works.', thread_id: 'thread-x' });
       // Its headers were read once, with the mailbox of the webhook's grant; the redeliveries read nothing.
       expect(w.dispatcher.headerReads.filter((r) => r.provider_message_id === id)).toEqual([{ organization_id: org, provider_message_id: id, sender_id: 'mailbox-1' }]);
-      await eventually(async () => (await b.enrollmentRow(s.enrollmentId)).context_version === s.before.context_version + 1);
-      await sleep(300);
+      // Barrier: outreach handled the message's one event; no second event exists that could interrupt again.
+      await untilHandled(w.world, 'outreach', `messaging.message.received:${message!.id}`);
+      expect(await w.sql(`SELECT 1 FROM "${w.world.schema('messaging')}".outbox_events WHERE type = $1 AND payload->'data'->>'message_id' = $2`, [MessagingEvents.MessageReceived, message!.id])).toHaveLength(1);
       expect((await b.enrollmentRow(s.enrollmentId)).context_version).toBe(s.before.context_version + 1);
       expect(await w.sql(`SELECT event_id FROM {o}.outbox_events WHERE event_id = $1`, [`reply:${message!.id}`])).toHaveLength(1);
       expect((await b.action(s.pendingId)).status).toBe('invalidated');
@@ -221,7 +221,8 @@ describe('provider webhooks and the unsubscribe link', () => {
           expect(res.status).toBe(400);
         }
       }
-      await sleep(300);
+      // The route answers after outreach's RPC committed (or without calling it): a suppression would already be a command in outreach's outbox.
+      expect(await w.sql(`SELECT 1 FROM {o}.outbox_events WHERE type = $1 AND payload->'data'->>'value' = $2`, [OutboxCommands.Suppress, s.person.email!.toLowerCase()])).toEqual([]);
       expect(w.dispatcher.suppressCommands.length).toBe(suppressed);
       expect(await b.enrollmentRow(s.enrollmentId)).toMatchObject({ status: 'active', context_version: s.before.context_version });
       expect((await b.action(s.pendingId)).status).toBe('pending_approval');

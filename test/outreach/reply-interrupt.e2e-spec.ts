@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { type MessageReceivedData, MessagingEvents, MessagingRpc, type MessagingInboundRecordData, OutreachRpc } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { eventually } from '@touchpoint/testing';
+import { duplicateCounts, eventually, untilHandled, untilRedeliveryDiscarded } from '@touchpoint/testing';
 import { ReplyInterruptService } from '../../apps/outreach/src/interrupts/reply-interrupt.service.js';
 import { outreachBuilders } from './builders.js';
 import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The reply interrupt (seed 003 §4.7) end to end from messaging's `messaging.inbound.record` (what the
@@ -83,6 +81,7 @@ describe(ReplyInterruptService.name, () => {
         opt_out: false,
         from: s.person.email!,
       };
+      const duplicatesBefore = await duplicateCounts(w.outreach);
       await uow.run((tx) => tx.publish({ event_id: `messaging.message.received:${updated.message_id}`, type: MessagingEvents.MessageReceived, organization_id: org, data: data }));
       // The same message under another event id, after the reply's decision was saved: that decision is the guard.
       await w.sql(
@@ -92,8 +91,9 @@ describe(ReplyInterruptService.name, () => {
       );
       const replayId = `replay:${randomUUID()}`;
       await uow.run((tx) => tx.publish({ event_id: replayId, type: MessagingEvents.MessageReceived, organization_id: org, data: data }));
-      await eventually(async () => (await w.sql(`SELECT 1 FROM {o}.inbox_events WHERE event_id = $1`, [replayId]))[0], 10_000);
-      await sleep(300);
+      // Barriers: the redelivery was taken and discarded by the inbox, and the replay's handler committed.
+      await untilRedeliveryDiscarded(w.world, w.outreach, 'outreach', `messaging.message.received:${updated.message_id}`, duplicatesBefore);
+      await untilHandled(w.world, 'outreach', replayId);
       expect((await b.enrollmentRow(s.enrollmentId)).context_version).toBe(after.context_version);
       expect(await replyEvents(s.enrollmentId)).toHaveLength(1);
     });

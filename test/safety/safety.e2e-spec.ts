@@ -298,7 +298,7 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
       if (options.editAddressTo) return { actionId: card.id as string, providerId: '', body: '' };
       const sent = await until(async () => (await sandbox.received('nylas')).find((c) => c.context.grant_id === grantCampaign && c.context.to === p.email && c.provider_id), 60_000);
       if (!sent) throw new Error(`${scenario}: the approved email never reached the sandbox`);
-      return { actionId: card.id as string, providerId: sent.provider_id!, body: String((sent.body as { body?: unknown } | null)?.body ?? '') };
+      return { actionId: card.id as string, providerId: sent.provider_id!, body: String((sent.body as { body?: unknown } | undefined)?.body ?? '') };
     }
 
     const enrollment = async (id: string) => expectOk('GET outreach enrollment', await e.gateway.get(`/agentic/outreach/enrollments/${id}`), 200);

@@ -121,20 +121,8 @@ export async function deleteBusNamespace(amqpUrl: string, namespace: string, ext
   }
 }
 
-/** Polls `probe` until it returns a truthy value or `timeoutMs` passes; returns that value. */
-export async function eventually<T>(probe: () => Promise<T> | T, timeoutMs = 10_000, intervalMs = 50): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value) return value as Exclude<T, false | null | undefined | 0 | ''>;
-      last = value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
+export * from './barriers.js';
+export * from './builders.js';
 export * from './tcp-proxy.js';
+export * from './fakes.js';
+export * from './cli.js';
