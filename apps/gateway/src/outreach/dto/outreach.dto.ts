@@ -154,7 +154,7 @@ export class DraftPayloadBody {
 }
 
 export class ApproveBody {
-  @ApiPropertyOptional({ type: DraftPayloadBody, description: "The reviewer's edit; absent sends the draft as written" })
+  @ApiPropertyOptional({ type: DraftPayloadBody, description: "The reviewer's edit, merged over the draft: a field left out keeps the draft's text; absent sends the draft as written" })
   @IsOptional()
   @IsObject()
   @ValidateNested()
