@@ -186,13 +186,35 @@ describe('Gateway (HTTP)', () => {
   });
 
   describe('request errors', () => {
-    it('answers 400 invalid_json to a malformed or empty JSON body', async () => {
+    it('answers 400 invalid_json to a malformed JSON body (whitespace only included)', async () => {
       const malformed = await http('POST', '/api-keys', { secret: orgA.secret, body: '{"name": "x",', headers: { 'content-type': 'application/json' } });
       expect(malformed.status).toBe(400);
       expect(malformed.body).toEqual({ error: { code: 'invalid_json', message: expect.any(String) } });
-      const empty = await http('POST', '/api-keys', { secret: orgA.secret, body: '', headers: { 'content-type': 'application/json' } });
-      expect(empty.status).toBe(400);
-      expect(empty.body.error.code).toBe('invalid_json');
+      const blank = await http('POST', '/api-keys', { secret: orgA.secret, body: '  ', headers: { 'content-type': 'application/json' } });
+      expect(blank.status).toBe(400);
+      expect(blank.body.error.code).toBe('invalid_json');
+    });
+
+    it('treats an empty body sent with Content-Type: application/json as no body', async () => {
+      const json = { 'content-type': 'application/json', 'content-length': '0' };
+      const bare = await http('POST', '/api-keys', { secret: orgA.secret });
+      const empty = await http('POST', '/api-keys', { secret: orgA.secret, body: '', headers: json });
+      expect(bare.status).toBe(400);
+      expect(empty).toMatchObject({ status: bare.status, body: bare.body });
+      const victim = await build.organizationWithKey({ organizationId: orgA.organizationId, scopes: ['agents:read'], email: 'empty-body@example.com' });
+      const revoked = await http('DELETE', `/api-keys/${victim.apiKeyId}`, { secret: orgA.secret, body: '', headers: json });
+      expect(revoked).toMatchObject({ status: 200, body: { api_key_id: victim.apiKeyId, revoked: true } });
+    });
+
+    it.each([
+      ['at the top', '{"name":"x","__proto__":{"admin":true}}', '__proto__'],
+      ['nested', '{"name":"x","scopes":[{"__proto__":{}}]}', 'scopes.0.__proto__'],
+      ['escaped', '{"name":"x","\\u005f_proto__":{}}', '__proto__'],
+      ['as constructor.prototype', '{"name":"x","constructor":{"prototype":{}}}', 'constructor.prototype'],
+    ])('answers 400 validation_failed naming a forbidden key %s (valid JSON, not invalid_json)', async (_case, body, field) => {
+      const res = await http('POST', '/api-keys', { secret: orgA.secret, body, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: { code: 'validation_failed', message: expect.any(String), details: [{ field, problems: [expect.stringContaining('forbidden')] }] } });
     });
 
     it('answers 400 validation_failed naming an unknown field', async () => {

@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { ActionView, ContactView, EffectView, OutboxEntryView } from '@touchpoint/contracts';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -236,6 +237,120 @@ describe('OpenAPI document', () => {
     }
     expect(problems).toEqual([]);
     expect(schemas.ContactPageDto?.allOf?.[0]).toEqual({ $ref: '#/components/schemas/ListEnvelope' });
+  });
+
+  it('documents every field the wire carries on a contact, an ambiguous send, a follow-up effect and an outreach action, with its type', () => {
+    type Property = { type?: string; format?: string; nullable?: boolean; enum?: unknown[] };
+    const schemas = (doc as unknown as { components: { schemas: Record<string, { properties?: Record<string, Property> }> } }).components.schemas;
+    // Every key of the view, checked by the compiler: a field added to a view fails here until the document has it.
+    const keysOf = <T>(all: Record<keyof T, true>): string[] => Object.keys(all);
+    const wire: Record<string, string[]> = {
+      ContactDto: keysOf<ContactView>({
+        id: true,
+        organization_id: true,
+        kind: true,
+        name: true,
+        phone: true,
+        email: true,
+        linkedin_url: true,
+        linkedin_provider_id: true,
+        linked_contact_id: true,
+        tags: true,
+        custom_fields: true,
+        time_zone: true,
+        user_type: true,
+        opted_out_at: true,
+        erased: true,
+        created_at: true,
+        updated_at: true,
+      }),
+      AmbiguousSendDto: keysOf<OutboxEntryView>({
+        id: true,
+        organization_id: true,
+        channel: true,
+        sender_id: true,
+        to: true,
+        pacing_key: true,
+        idempotency_key: true,
+        payload_type: true,
+        status: true,
+        attempts: true,
+        max_attempts: true,
+        next_attempt_at: true,
+        provider_message_id: true,
+        last_error_code: true,
+        last_classification: true,
+        last_error_message: true,
+        log_context: true,
+        created_at: true,
+        updated_at: true,
+      }),
+      EffectDto: keysOf<EffectView>({
+        id: true,
+        enrollment_id: true,
+        node_id: true,
+        kind: true,
+        status: true,
+        text: true,
+        template: true,
+        usage: true,
+        message_id: true,
+        sender_id: true,
+        reason: true,
+        delivery_status: true,
+        delivered_at: true,
+        read_at: true,
+        decided_at: true,
+        resolution: true,
+        created_at: true,
+        updated_at: true,
+      }),
+      ActionDto: keysOf<ActionView>({
+        id: true,
+        organization_id: true,
+        enrollment_id: true,
+        decision_id: true,
+        type: true,
+        status: true,
+        draft_payload: true,
+        approved_payload: true,
+        approved_hash: true,
+        approved_by: true,
+        approved_at: true,
+        next_attempt_at: true,
+        rejected_by: true,
+        rejected_at: true,
+        reject_reason: true,
+        reject_then: true,
+        executed_at: true,
+        message_id: true,
+        provider_message_id: true,
+        failure_reason: true,
+        outcome_unknown: true,
+        created_at: true,
+      }),
+    };
+    const missing = Object.entries(wire).flatMap(([name, fields]) => fields.filter((f) => !schemas[name]?.properties?.[f]).map((f) => `${name}.${f}`));
+    expect(missing).toEqual([]);
+
+    const nullableString = { type: 'string', nullable: true };
+    const at = { ...nullableString, format: 'date-time' };
+    const props = (name: string) => schemas[name]!.properties!;
+    expect(props('ContactDto').linked_contact_id).toMatchObject(nullableString);
+    expect(props('AmbiguousSendDto').last_error_message).toMatchObject(nullableString);
+    expect(props('EffectDto')).toMatchObject({ delivery_status: { ...nullableString, enum: ['delivered', 'read'] }, delivered_at: at, read_at: at });
+    expect(props('ActionDto')).toMatchObject({
+      organization_id: { type: 'string' },
+      next_attempt_at: at,
+      rejected_by: nullableString,
+      rejected_at: at,
+      executed_at: at,
+      message_id: nullableString,
+      provider_message_id: nullableString,
+      failure_reason: nullableString,
+      outcome_unknown: { type: 'boolean' },
+      created_at: { type: 'string', format: 'date-time' },
+    });
   });
 
   it('documents the webhook and unsubscribe routes with their signature or token, not an API key', () => {

@@ -53,6 +53,14 @@ describe('DELETE /suppressions', () => {
     expect((await check(admin.organizationId, email)).suppressed).toEqual([]);
   });
 
+  it('answers removed: false for a value that was not on the list (and for a repeat)', async () => {
+    const email = `never.${randomUUID().slice(0, 6)}@example.com`;
+    expect(await http('DELETE', '/suppressions', { secret: admin.secret, json: { channel: 'email', value: email } })).toMatchObject({ status: 200, body: { removed: false, channel: 'email', value: email } });
+    await d.suppressions.add({ organization_id: admin.organizationId, channel: 'email', value: email });
+    expect(await http('DELETE', '/suppressions', { secret: admin.secret, json: { channel: 'email', value: email } })).toMatchObject({ status: 200, body: { removed: true } });
+    expect(await http('DELETE', '/suppressions', { secret: admin.secret, json: { channel: 'email', value: email } })).toMatchObject({ status: 200, body: { removed: false } });
+  });
+
   it('only touches the caller organization', async () => {
     const other = `org-${randomUUID()}`;
     const email = `bo.${randomUUID().slice(0, 6)}@example.com`;

@@ -46,9 +46,10 @@ describe('outreach:drafts commands', () => {
 
     const badEdit = await cli<ErrorEnvelope>(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Hi {name}', '--body', 'b']);
     expect([badEdit.code, badEdit.json.error.code]).toEqual([1, 'draft_placeholder']);
-    const approved = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Chairs', '--body', 'Hi Sarah, a call?']);
+    // A subject alone is an edit of the subject: the draft's body stays.
+    const approved = await cli(w, ['outreach:drafts:approve', '--org', org, '--action', a1.actionId, '--member', member, '--subject', 'Chairs']);
     expect(approved.code).toBe(0);
-    expect(approved.json).toMatchObject({ status: 'approved', approved_by: member, approved_payload: { subject: 'Chairs', body: 'Hi Sarah, a call?', to: first.person.email } });
+    expect(approved.json).toMatchObject({ status: 'approved', approved_by: member, approved_payload: { subject: 'Chairs', body: a1.draft.body, to: first.person.email } });
 
     const noReason = await cli<ErrorEnvelope>(w, ['outreach:drafts:reject', '--org', org, '--action', a2.actionId, '--member', member, '--then', 'regenerate']);
     expect([noReason.code, noReason.json.error.code]).toEqual([1, 'validation_failed']);

@@ -117,6 +117,21 @@ describe(ReviewService.name, () => {
       expect((await b.action(actionId)).status).toBe('pending_approval');
     });
 
+    it('merges an edit over the draft: a subject alone keeps the body, a body alone keeps the subject, an emptied body is draft_empty', async () => {
+      const c = await b.campaign(org);
+      const { enrollmentId, person } = await b.enrollment(org, c.id);
+      const { actionId, draft } = await b.pendingAction(org, enrollmentId);
+      const second = await b.pendingAction(org, (await b.enrollment(org, c.id, { name: 'Tom Park' })).enrollmentId);
+
+      const emptied = await approve(actionId, { payload: { subject: 'Edited', body: '' } });
+      expect([emptied.status, emptied.body.error.code, emptied.body.error.details]).toEqual([422, 'draft_empty', { field: 'body' }]);
+      const res = await approve(actionId, { payload: { subject: 'Edited' } });
+      expect(res.status).toBe(200);
+      expect(res.body.approved_payload).toEqual({ subject: 'Edited', body: draft.body, to: person.email });
+      const bodyOnly = await approve(second.actionId, { payload: { body: 'Only the body changed.' } });
+      expect(bodyOnly.body.approved_payload).toMatchObject({ subject: second.draft.subject, body: 'Only the body changed.' });
+    });
+
     it('drops the subject of an edited reply (a reply has none) and keeps a LinkedIn note to its fields', async () => {
       const c = await b.campaign(org, { allowed_channels: ['email', 'linkedin'] });
       const { enrollmentId } = await b.enrollment(org, c.id, { linkedin_url: 'https://www.linkedin.com/in/sarah' });

@@ -585,8 +585,8 @@ export const OutboxAccountRpc = {
    */
   ProspectCapCheck: 'outbox.prospect_cap.check',
   /**
-   * `OutboxSuppressionData` → `{ removed: true, channel, value }`: a person removes a do-not-contact
-   * row (seed 003 §5: never cleared by code; a user removes one, e.g. when asked to be contacted again).
+   * `OutboxSuppressionData` → `{ removed, channel, value }` (`removed` false when the value was not
+   * on the list): a person removes a do-not-contact row (seed 003 §5: never cleared by code; a user removes one, e.g. when asked to be contacted again).
    */
   SuppressionRemove: 'outbox.suppressions.remove',
   /**

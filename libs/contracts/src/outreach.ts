@@ -397,7 +397,7 @@ export interface ActionApproveData {
   organization_id: string;
   action_id: string;
   actor: OutreachActor;
-  /** The reviewer's edit; absent → the draft as written. */
+  /** The reviewer's edit, merged over the draft (a field left out keeps its text); absent → the draft as written. */
   payload?: DraftPayload;
 }
 

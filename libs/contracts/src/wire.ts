@@ -325,7 +325,7 @@ export interface RpcContract {
   [OutboxRpc.SenderUpdate]: { request: OutboxSenderUpdateData; answer: OutboxSenderView };
   [OutboxAccountRpc.SuppressionAdd]: { request: OutboxSuppressionData; answer: OutboxSuppressionAddResult };
   [OutreachDispatcherRpc.SuppressionCheck]: { request: SuppressionCheckData; answer: SuppressionCheckResult };
-  [OutboxAccountRpc.SuppressionRemove]: { request: OutboxSuppressionData; answer: { removed: true; channel: string; value: string } };
+  [OutboxAccountRpc.SuppressionRemove]: { request: OutboxSuppressionData; answer: { removed: boolean; channel: string; value: string } };
   [OutboxRpc.WhatsAppStatuses]: { request: WhatsAppStatusBatch; answer: { stored: number; outcomes: { id: string; status: string; outcome: string }[] } };
   [OutboxRpc.WhatsAppWebhookErrors]: { request: WhatsAppWebhookErrorBatch; answer: { stored: number; paused_until: string | null } };
   [OutreachRpc.ActionApprove]: { request: ActionApproveData; answer: ActionView };

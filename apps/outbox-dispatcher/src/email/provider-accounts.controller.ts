@@ -67,9 +67,9 @@ export class ProviderAccountsController {
 
   /** @throws AppError validation_failed, invalid_recipient */
   @OnRpc(OutboxAccountRpc.SuppressionRemove)
-  async removeSuppression(@Payload() data: OutboxSuppressionData): Promise<{ removed: true; channel: string; value: string }> {
-    const { value } = await this.suppressionList.remove(data);
-    return { removed: true, channel: data.channel, value };
+  async removeSuppression(@Payload() data: OutboxSuppressionData): Promise<{ removed: boolean; channel: string; value: string }> {
+    const { value, removed } = await this.suppressionList.remove(data);
+    return { removed, channel: data.channel, value };
   }
 
   /** @throws AppError validation_failed, invalid_recipient */

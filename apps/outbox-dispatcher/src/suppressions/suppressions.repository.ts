@@ -20,8 +20,10 @@ export class SuppressionsRepository {
     return rows.length === 1;
   }
 
-  async remove(tx: Tx, organizationId: string, channel: string, value: string): Promise<void> {
-    await rowsOf(tx, `DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3`, [organizationId, channel, value]);
+  /** Deletes the row; false when the value was not on the list (nothing deleted). */
+  async remove(tx: Tx, organizationId: string, channel: string, value: string): Promise<boolean> {
+    const rows = await rowsOf(tx, `DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3 RETURNING value`, [organizationId, channel, value]);
+    return rows.length === 1;
   }
 
   /**

@@ -81,14 +81,14 @@ export class SuppressionsService {
 
   /**
    * Takes `value` off the list (seed 003 §5: never code, a person asks for it). Sends cancelled
-   * while it was on the list stay cancelled.
+   * while it was on the list stay cancelled. `removed` is false when the value was not on the list.
    * @throws AppError validation_failed, invalid_recipient
    */
-  async remove(data: OutboxSuppressionData, tx?: Tx): Promise<{ value: string }> {
+  async remove(data: OutboxSuppressionData, tx?: Tx): Promise<{ value: string; removed: boolean }> {
     const { organizationId, channel, value } = this.keyOf(data);
     const work = async (t: Tx) => {
-      await this.repository.remove(t, organizationId, channel, value);
-      return { value };
+      const removed = await this.repository.remove(t, organizationId, channel, value);
+      return { value, removed };
     };
     return tx ? work(tx) : this.uow.run(work);
   }

@@ -26,6 +26,19 @@ const FIELDS: Record<OutboundActionType | 'email_reply', { field: keyof DraftPay
   linkedin_message: [{ field: 'body', max: LINKEDIN_MESSAGE_MAX }],
 };
 
+/**
+ * A reviewer's edit over the draft as written (seed 003 §4.5): `subject`, `body` and `note` are
+ * independent optional edits, so a field the edit leaves out (or gives as `undefined`) keeps the
+ * draft's text; one it gives, `""` included, replaces it. No edit → the draft itself. The result
+ * still goes through `checkDraft`: an edit that empties a required field is `draft_empty`.
+ */
+export function mergeDraftEdit(draft: unknown, edit: DraftPayload | undefined): unknown {
+  if (edit === undefined || edit === null) return draft;
+  const merged: Record<string, unknown> = { ...(draft && typeof draft === 'object' ? draft : {}) };
+  for (const field of ['subject', 'body', 'note'] as const) if (edit[field] !== undefined) merged[field] = edit[field];
+  return merged;
+}
+
 export type DraftCheckResult = { ok: true; draft: DraftPayload } | { ok: false; code: DraftCheckCode; field: keyof DraftPayload; message: string };
 
 /**

@@ -9,7 +9,7 @@ import { Clock } from '@touchpoint/time';
 import { REFERENCE_MAX_CHARS } from '../campaigns/campaigns.service.js';
 import { PeopleDirectory } from '../directory/people.directory.js';
 import { newTextOf } from '../context/context-render.js';
-import { checkDraft } from '../drafting/draft-check.js';
+import { checkDraft, mergeDraftEdit } from '../drafting/draft-check.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { decisionRequested } from '../enrollments/enrollments.service.js';
 import { addMs, EVENT_LEASE_MS } from '../decisions/next-check.js';
@@ -82,8 +82,8 @@ export class ReviewService {
 
   /**
    * Approve (seed 003 §4.5), in order: 1 an impersonated session → 403; 2 enrollment active,
-   * campaign active, outreach not stopped → else 409 with its code; 3 an edit passes the draft check
-   * → else 422 with its code; 4 `to` read fresh, `approved_payload` = text + to, `approved_hash`;
+   * campaign active, outreach not stopped → else 409 with its code; 3 the draft with the edit
+   * merged over it (`mergeDraftEdit`) passes the draft check → else 422 with its code; 4 `to` read fresh, `approved_payload` = text + to, `approved_hash`;
    * 5 the conditional update (a retry with the same hash → 200, otherwise 409
    * `action_not_pending`); 6 `outreach.action.approved`, in the same transaction.
    * @throws AppError forbidden, not_found, enrollment_not_active, campaign_not_active,
@@ -96,7 +96,7 @@ export class ReviewService {
     const row = await this.mustFind(organizationId, data.action_id);
     assertLive(row);
 
-    const checked = checkDraft(row.type, row.type === 'email' && !!row.d_reply_to_message_id, data.payload ?? row.draft_payload);
+    const checked = checkDraft(row.type, row.type === 'email' && !!row.d_reply_to_message_id, mergeDraftEdit(row.draft_payload, data.payload));
     if (!checked.ok) throw new AppError(checked.code, checked.message, { field: checked.field });
 
     const contact = await this.people.person(organizationId, row.person_id);

@@ -109,6 +109,9 @@ export class EffectDto {
   @ApiProperty({ type: String, nullable: true, format: 'uuid', example: null }) message_id!: string | null;
   @ApiProperty({ type: String, nullable: true, format: 'uuid', example: null }) sender_id!: string | null;
   @ApiProperty({ type: String, nullable: true, example: null }) reason!: string | null;
+  @ApiProperty({ type: String, enum: ['delivered', 'read'], nullable: true, description: 'How far the provider says a send got; null when not reported or not a send. Only moves forward', example: 'delivered' }) delivery_status!: 'delivered' | 'read' | null;
+  @ApiProperty({ type: String, nullable: true, format: 'date-time', description: 'When the provider reported the send delivered', example: AT }) delivered_at!: string | null;
+  @ApiProperty({ type: String, nullable: true, format: 'date-time', description: 'When the provider reported the send read', example: null }) read_at!: string | null;
   @ApiProperty({ type: String, nullable: true, format: 'date-time', example: null }) decided_at!: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true, description: 'how an uncertain send was reconciled: {outcome, note, wamid, at}', example: null }) resolution!: Record<string, unknown> | null;
   @ApiProperty({ format: 'date-time', example: AT }) created_at!: string;

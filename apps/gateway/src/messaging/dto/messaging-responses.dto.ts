@@ -24,6 +24,7 @@ export class ContactDto {
   @ApiProperty({ type: String, nullable: true, example: 'ana@example.com' }) email!: string | null;
   @ApiProperty({ type: String, nullable: true, example: 'https://www.linkedin.com/in/ana-example' }) linkedin_url!: string | null;
   @ApiProperty({ type: String, nullable: true, example: null }) linkedin_provider_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, format: 'uuid', description: "A prospect's link to the CRM contact they are; null otherwise", example: null }) linked_contact_id!: string | null;
   @ApiProperty({ type: [String], example: ['vip'] }) tags!: string[];
   @ApiProperty({ type: 'object', additionalProperties: true, example: { plan: 'gold' } }) custom_fields!: Record<string, unknown>;
   @ApiProperty({ type: String, nullable: true, description: 'IANA time zone', example: 'America/Sao_Paulo' }) time_zone!: string | null;

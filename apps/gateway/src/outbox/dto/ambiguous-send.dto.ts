@@ -42,6 +42,7 @@ export class AmbiguousSendDto {
   @ApiProperty({ type: String, nullable: true, example: 'wamid.HBgNNTUxMTk4NzY1NDMyMRUCABEYEjA' }) provider_message_id!: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'lease_expired when the dispatcher stopped mid-send; else the provider code, if any', example: 'lease_expired' }) last_error_code!: string | null;
   @ApiProperty({ type: String, nullable: true, example: 'ambiguous' }) last_classification!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: "The provider's (or the local) reason of the last failure, when there is one", example: 'the attempt lease expired before the provider answered' }) last_error_message!: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'Correlation ids: message_id, conversation_id, requester…' }) log_context!: Record<string, string | number>;
   @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
   @ApiProperty({ example: '2026-03-02T14:05:00.000Z' }) updated_at!: string;

@@ -154,7 +154,7 @@ export class DraftPayloadBody {
 }
 
 export class ApproveBody {
-  @ApiPropertyOptional({ type: DraftPayloadBody, description: "The reviewer's edit; absent sends the draft as written" })
+  @ApiPropertyOptional({ type: DraftPayloadBody, description: "The reviewer's edit, merged over the draft: a field left out keeps the draft's text; absent sends the draft as written" })
   @IsOptional()
   @IsObject()
   @ValidateNested()
@@ -177,6 +177,7 @@ export class ReviewQueueQuery {
 
 export class ActionDto {
   @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) id!: string;
+  @ApiProperty({ example: '00000002-1a2b-4c3d-8e4f-000000000002' }) organization_id!: string;
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ format: 'uuid', example: '00000008-1a2b-4c3d-8e4f-000000000008' }) decision_id!: string;
   @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
@@ -186,8 +187,17 @@ export class ActionDto {
   @ApiProperty({ nullable: true, type: String, description: 'SHA-256 hex of the canonical JSON of approved_payload' }) approved_hash!: string | null;
   @ApiProperty({ nullable: true, type: String }) approved_by!: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String, example: '2026-03-02T14:05:00.000Z' }) approved_at!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'When an approved action is due to be sent; null before approval and once its send started', example: '2026-03-02T14:05:00.000Z' }) next_attempt_at!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'The member who rejected it', example: null }) rejected_by!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, example: null }) rejected_at!: string | null;
   @ApiProperty({ nullable: true, type: String }) reject_reason!: string | null;
   @ApiProperty({ nullable: true, type: String }) reject_then!: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'When the send left (status executed)', example: null }) executed_at!: string | null;
+  @ApiProperty({ format: 'uuid', nullable: true, type: String, description: 'The messaging message of the send', example: null }) message_id!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: "The provider's id of the sent message", example: null }) provider_message_id!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'Why the send failed (status failed)', example: null }) failure_reason!: string | null;
+  @ApiProperty({ description: 'On a failed send: true when it may still have reached the contact (an ambiguous send, never sent again)', example: false }) outcome_unknown!: boolean;
+  @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
 }
 
 export class ReviewCardDto {

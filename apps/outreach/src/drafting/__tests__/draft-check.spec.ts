@@ -1,4 +1,4 @@
-import { checkDraft, EMAIL_BODY_MAX, EMAIL_SUBJECT_MAX, LINKEDIN_MESSAGE_MAX, LINKEDIN_NOTE_MAX } from '../draft-check.js';
+import { checkDraft, EMAIL_BODY_MAX, mergeDraftEdit, EMAIL_SUBJECT_MAX, LINKEDIN_MESSAGE_MAX, LINKEDIN_NOTE_MAX } from '../draft-check.js';
 
 describe('checkDraft', () => {
   it.each([
@@ -54,5 +54,23 @@ describe('checkDraft', () => {
     ['parentheses are not placeholders', 'linkedin_message', { body: 'A short call (20 minutes) next week?' }],
   ] as const)('allows %s', (_name, type, input) => {
     expect(checkDraft(type, false, input).ok).toBe(true);
+  });
+});
+
+describe('mergeDraftEdit', () => {
+  const draft = { subject: 'Chairs', body: 'Hi Sarah, a call?' };
+
+  it('keeps the fields the edit leaves out, replaces the ones it gives (an empty string included)', () => {
+    expect(mergeDraftEdit(draft, undefined)).toBe(draft);
+    expect(mergeDraftEdit(draft, { subject: 'Edited' })).toEqual({ subject: 'Edited', body: 'Hi Sarah, a call?' });
+    expect(mergeDraftEdit(draft, { body: 'New body', subject: undefined })).toEqual({ subject: 'Chairs', body: 'New body' });
+    expect(mergeDraftEdit(draft, { body: '' })).toEqual({ subject: 'Chairs', body: '' });
+    expect(mergeDraftEdit(null, { note: 'Hi' })).toEqual({ note: 'Hi' });
+    expect(draft).toEqual({ subject: 'Chairs', body: 'Hi Sarah, a call?' });
+  });
+
+  it('still fails the draft check when the edit empties a required field', () => {
+    expect(checkDraft('email', false, mergeDraftEdit(draft, { subject: 'Edited' }))).toEqual({ ok: true, draft: { subject: 'Edited', body: 'Hi Sarah, a call?' } });
+    expect(checkDraft('email', false, mergeDraftEdit(draft, { body: '' }))).toMatchObject({ ok: false, code: 'draft_empty', field: 'body' });
   });
 });
