@@ -70,20 +70,20 @@ export async function ensureDemo(options: EnsureDemoOptions): Promise<{ access: 
     }
   }
   if (!access) {
-    const org = await options.cli.run<{ organization_id: string }>(['org:create', '--name', DEMO_ORGANIZATION_NAME]);
-    access = await save({ organization_id: org.organization_id, created_at: new Date().toISOString() });
+    const org = await options.cli.run<{ id: string }>(['org:create', '--name', DEMO_ORGANIZATION_NAME]);
+    access = await save({ organization_id: org.id, created_at: new Date().toISOString() });
   }
   const memberId = access.member_id ?? (await addAdmin(options.cli, access.organization_id));
   if (!access.member_id) access = await save({ ...access, member_id: memberId });
-  const key = await options.cli.run<{ api_key_id: string; secret: string }>(['apikey:create', '--org', access.organization_id, '--member', memberId, '--scopes', API_SCOPES.join(','), '--name', 'npm start demo key']);
-  access = await save({ ...access, api_key_id: key.api_key_id, secret: key.secret });
+  const key = await options.cli.run<{ id: string; secret: string }>(['apikey:create', '--org', access.organization_id, '--member', memberId, '--scopes', API_SCOPES.join(','), '--name', 'npm start demo key']);
+  access = await save({ ...access, api_key_id: key.id, secret: key.secret });
   return { access, created: true };
 }
 
 /** Adds (or finds: the CLI answers the existing member for a known email) the demo admin. */
 async function addAdmin(cli: AdminCli, organizationId: string): Promise<string> {
-  const member = await cli.run<{ member_id: string }>(['member:add', '--org', organizationId, '--email', DEMO_ADMIN_EMAIL, '--role', 'admin', '--name', 'Demo admin']);
-  return member.member_id;
+  const member = await cli.run<{ id: string }>(['member:add', '--org', organizationId, '--email', DEMO_ADMIN_EMAIL, '--role', 'admin', '--name', 'Demo admin']);
+  return member.id;
 }
 
 async function readState(file: string): Promise<DemoState> {

@@ -28,13 +28,13 @@ class ScriptedCli implements AdminCli {
       case 'org:create': {
         const id = `org-${++this.n}`;
         this.organizations.add(id);
-        return { organization_id: id, name: option('--name') } as T;
+        return { id, name: option('--name') } as T;
       }
       case 'member:add':
         if (!this.organizations.has(option('--org'))) throw new Error('not_found');
-        return { member_id: `member-of-${option('--org')}`, organization_id: option('--org'), role: option('--role') } as T;
+        return { id: `member-of-${option('--org')}`, organization_id: option('--org'), role: option('--role') } as T;
       case 'apikey:create':
-        return { api_key_id: `key-${++this.n}`, secret: `tp_secret_${this.n}`, scopes: option('--scopes').split(',') } as T;
+        return { id: `key-${++this.n}`, secret: `tp_secret_${this.n}`, scopes: option('--scopes').split(',') } as T;
       default:
         throw new Error(`unexpected command ${command}`);
     }

@@ -429,9 +429,9 @@ describe('Touchpoint, black box', () => {
     it('runs each admin CLI command against the started platform', async () => {
       const migrated = await platform.cli.run<{ migrated: Record<string, string[]> }>(['migrate']);
       expect(Object.values(migrated.migrated).every((list) => list.length === 0)).toBe(true);
-      const spare = await platform.cli.run<{ api_key_id: string; secret: string }>(['apikey:create', '--org', b.organizationId, '--member', b.memberId, '--scopes', 'agents:read', '--name', 'spare']);
+      const spare = await platform.cli.run<{ id: string; secret: string }>(['apikey:create', '--org', b.organizationId, '--member', b.memberId, '--scopes', 'agents:read', '--name', 'spare']);
       expect((await gb.as(spare.secret).get('/me')).status).toBe(200);
-      await platform.cli.run(['apikey:revoke', '--id', spare.api_key_id]);
+      await platform.cli.run(['apikey:revoke', '--id', spare.id]);
       expect((await gb.as(spare.secret).get('/me')).status).toBe(401);
       for (const service of ['followups', 'messaging', 'outbox-dispatcher']) {
         const listed = await platform.cli.run<{ items?: unknown[]; messages?: unknown[] }>(['dlq:list', '--service', service]);

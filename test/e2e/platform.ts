@@ -160,11 +160,11 @@ export class Platform {
 
   /** An organization, an admin member and an all-scopes key, through the admin CLI. */
   async tenant(name: string): Promise<Tenant> {
-    const org = await this.cli.run<{ organization_id: string }>(['org:create', '--name', name]);
-    const member = await this.cli.run<{ member_id: string }>(['member:add', '--org', org.organization_id, '--email', `admin@${org.organization_id.slice(0, 8)}.test`, '--role', 'admin', '--name', 'Admin']);
+    const org = await this.cli.run<{ id: string }>(['org:create', '--name', name]);
+    const member = await this.cli.run<{ id: string }>(['member:add', '--org', org.id, '--email', `admin@${org.id.slice(0, 8)}.test`, '--role', 'admin', '--name', 'Admin']);
     const { API_SCOPES } = await import('@touchpoint/contracts');
-    const key = await this.cli.run<{ api_key_id: string; secret: string }>(['apikey:create', '--org', org.organization_id, '--member', member.member_id, '--scopes', API_SCOPES.join(','), '--name', 'e2e']);
-    return { organizationId: org.organization_id, memberId: member.member_id, apiKeyId: key.api_key_id, secret: key.secret };
+    const key = await this.cli.run<{ id: string; secret: string }>(['apikey:create', '--org', org.id, '--member', member.id, '--scopes', API_SCOPES.join(','), '--name', 'e2e']);
+    return { organizationId: org.id, memberId: member.id, apiKeyId: key.id, secret: key.secret };
   }
 
   async stop(): Promise<void> {

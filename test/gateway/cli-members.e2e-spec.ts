@@ -41,7 +41,7 @@ describe('admin CLI: members and impersonation keys', () => {
     const removed = await cli(world, ['member:remove', '--org', admin.organizationId, '--member', leaver.memberId]);
 
     expect(removed.code).toBe(0);
-    expect(removed.json).toEqual({ member_id: leaver.memberId, organization_id: admin.organizationId, email: 'leaver@example.com', active: false, revoked_api_key_ids: [leaver.apiKeyId] });
+    expect(removed.json).toEqual({ id: leaver.memberId, organization_id: admin.organizationId, email: 'leaver@example.com', active: false, revoked_api_key_ids: [leaver.apiKeyId] });
     const after = await http('GET', '/api-keys', { secret: leaver.secret });
     expect([after.status, after.body.error.code]).toEqual([401, 'unauthorized']);
     expect((await http('GET', '/api-keys', { secret: admin.secret })).status).toBe(200);
@@ -54,13 +54,13 @@ describe('admin CLI: members and impersonation keys', () => {
     const build = gatewayBuilders(gateway);
     const admin = await build.organizationWithKey({ scopes: ['admin'] });
 
-    const key = await cli<{ api_key_id: string }>(world, ['apikey:create', '--org', admin.organizationId, '--member', admin.memberId, '--scopes', 'outreach:write', '--impersonated-by', 'support@touchpoint.example']);
+    const key = await cli<{ id: string }>(world, ['apikey:create', '--org', admin.organizationId, '--member', admin.memberId, '--scopes', 'outreach:write', '--impersonated-by', 'support@touchpoint.example']);
 
     expect(key.code).toBe(0);
     expect(key.json).toMatchObject({ scopes: ['outreach:write'], impersonated_by: 'support@touchpoint.example' });
-    const [row] = await world.sql<{ impersonated_by: string | null; created_by_member_id: string }>(`SELECT impersonated_by, created_by_member_id FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1`, [key.json.api_key_id]);
+    const [row] = await world.sql<{ impersonated_by: string | null; created_by_member_id: string }>(`SELECT impersonated_by, created_by_member_id FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1`, [key.json.id]);
     expect(row).toEqual({ impersonated_by: 'support@touchpoint.example', created_by_member_id: admin.memberId });
     const listed = await http('GET', '/api-keys', { secret: admin.secret });
-    expect(listed.body.items.find((k: { id: string }) => k.id === key.json.api_key_id)).toMatchObject({ impersonated_by: 'support@touchpoint.example' });
+    expect(listed.body.items.find((k: { id: string }) => k.id === key.json.id)).toMatchObject({ impersonated_by: 'support@touchpoint.example' });
   }, 120_000);
 });

@@ -15,7 +15,7 @@ import { probeControl, probeEvent, probeService } from '../bus/probe.js';
 import { gatewayTable, httpClient } from './gateway-world.js';
 
 /** What a command printed with `--json`: its result, or an error envelope (the fields these tests read). */
-type CliJson = { organization_id: string; member_id: string; api_key_id: string; secret: string; migrated: Record<string, unknown>; error: { code: string } };
+type CliJson = { id: string; organization_id: string; member_id: string; api_key_id: string; secret: string; migrated: Record<string, unknown>; error: { code: string } };
 
 describe('admin CLI', () => {
   let world: TestWorld;
@@ -53,38 +53,38 @@ describe('admin CLI', () => {
     it('creates an organization, an admin and a key that works against the gateway, then revokes it', async () => {
       const org = await runCli<CliJson>(world, ['org:create', '--name', 'Acme Dental', '--json']);
       expect(org.code).toBe(0);
-      expect(org.json).toEqual({ organization_id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'Acme Dental' });
+      expect(org.json).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'Acme Dental' });
       // Exactly one JSON object on stdout, on one line.
       expect(org.stdout.trim().split('\n')).toHaveLength(1);
 
-      const member = await runCli<CliJson>(world, ['member:add', '--org', org.json.organization_id, '--email', 'Ana@Example.com', '--role', 'admin', '--name', 'Ana', '--json']);
+      const member = await runCli<CliJson>(world, ['member:add', '--org', org.json.id, '--email', 'Ana@Example.com', '--role', 'admin', '--name', 'Ana', '--json']);
       expect(member.code).toBe(0);
-      expect(member.json).toMatchObject({ member_id: expect.any(String), organization_id: org.json.organization_id, role: 'admin' });
+      expect(member.json).toMatchObject({ id: expect.any(String), organization_id: org.json.id, role: 'admin' });
 
-      const key = await runCli<CliJson>(world, ['apikey:create', '--org', org.json.organization_id, '--member', member.json.member_id, '--scopes', 'agents:read,admin', '--name', 'ops', '--json']);
+      const key = await runCli<CliJson>(world, ['apikey:create', '--org', org.json.id, '--member', member.json.id, '--scopes', 'agents:read,admin', '--name', 'ops', '--json']);
       expect(key.code).toBe(0);
-      expect(key.json).toMatchObject({ api_key_id: expect.any(String), secret: expect.stringMatching(/^tp_/), scopes: ['agents:read', 'admin'] });
-      const [stored] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1 AND secret_hint <> $2`, [key.json.api_key_id, key.json.secret]);
+      expect(key.json).toMatchObject({ id: expect.any(String), secret: expect.stringMatching(/^tp_/), scopes: ['agents:read', 'admin'] });
+      const [stored] = await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${gatewayTable(world, 'api_keys')} WHERE id = $1 AND secret_hint <> $2`, [key.json.id, key.json.secret]);
       expect(stored.n).toBe(1);
 
       const me = await http('GET', '/me', { secret: key.json.secret });
       expect(me.status).toBe(200);
       expect(me.body).toEqual({
-        organization_id: org.json.organization_id,
-        api_key_id: key.json.api_key_id,
+        organization_id: org.json.id,
+        api_key_id: key.json.id,
         scopes: ['agents:read', 'admin'],
-        created_by: { member_id: member.json.member_id, role: 'admin', active: true },
+        created_by: { member_id: member.json.id, role: 'admin', active: true },
       });
       expect((await http('GET', '/api-keys', { secret: key.json.secret })).status).toBe(200);
 
       // The same email again is the same member with the new role; the key loses admin-only routes.
-      const demoted = await runCli<CliJson>(world, ['member:add', '--org', org.json.organization_id, '--email', 'ana@example.com', '--role', 'operator', '--json']);
-      expect(demoted.json).toMatchObject({ member_id: member.json.member_id, role: 'operator' });
+      const demoted = await runCli<CliJson>(world, ['member:add', '--org', org.json.id, '--email', 'ana@example.com', '--role', 'operator', '--json']);
+      expect(demoted.json).toMatchObject({ id: member.json.id, role: 'operator' });
       expect((await http('GET', '/api-keys', { secret: key.json.secret })).status).toBe(403);
 
-      const revoked = await runCli<CliJson>(world, ['apikey:revoke', '--id', key.json.api_key_id, '--json']);
+      const revoked = await runCli<CliJson>(world, ['apikey:revoke', '--id', key.json.id, '--json']);
       expect(revoked.code).toBe(0);
-      expect(revoked.json).toMatchObject({ api_key_id: key.json.api_key_id, revoked: true });
+      expect(revoked.json).toMatchObject({ api_key_id: key.json.id, revoked: true });
       const after = await http('GET', '/me', { secret: key.json.secret });
       expect(after.status).toBe(401);
       expect(after.body.error.code).toBe('unauthorized');
@@ -92,7 +92,7 @@ describe('admin CLI', () => {
 
     it('fails with exit code 1 and one error object naming the problem', async () => {
       const org = await runCli<CliJson>(world, ['org:create', '--name', 'Beta', '--json']);
-      const badRole = await runCli<CliJson>(world, ['member:add', '--org', org.json.organization_id, '--email', 'x@example.com', '--role', 'owner', '--json']);
+      const badRole = await runCli<CliJson>(world, ['member:add', '--org', org.json.id, '--email', 'x@example.com', '--role', 'owner', '--json']);
       expect(badRole.code).toBe(1);
       expect(badRole.json.error).toMatchObject({ code: 'validation_failed', details: [{ field: 'role', problems: [expect.any(String)] }] });
 
@@ -100,7 +100,7 @@ describe('admin CLI', () => {
       expect(noOrg.code).toBe(1);
       expect(noOrg.json.error.code).toBe('not_found');
 
-      const missing = await runCli<CliJson>(world, ['apikey:create', '--org', org.json.organization_id, '--json']);
+      const missing = await runCli<CliJson>(world, ['apikey:create', '--org', org.json.id, '--json']);
       expect(missing.code).not.toBe(0);
       expect(missing.json.error).toMatchObject({ code: 'validation_failed', message: expect.stringContaining('--member') });
 
@@ -175,8 +175,8 @@ describe('admin CLI', () => {
 
     it('starts from main.ts, serves the Swagger UI, and logs each request with its request id', async () => {
       const org = (await runCli<CliJson>(world, ['org:create', '--name', 'Logs Inc', '--json'])).json;
-      const member = (await runCli<CliJson>(world, ['member:add', '--org', org.organization_id, '--email', 'root@example.com', '--role', 'admin', '--json'])).json;
-      const key = (await runCli<CliJson>(world, ['apikey:create', '--org', org.organization_id, '--member', member.member_id, '--scopes', 'admin', '--json'])).json;
+      const member = (await runCli<CliJson>(world, ['member:add', '--org', org.id, '--email', 'root@example.com', '--role', 'admin', '--json'])).json;
+      const key = (await runCli<CliJson>(world, ['apikey:create', '--org', org.id, '--member', member.id, '--scopes', 'admin', '--json'])).json;
 
       const proc = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', 'apps/gateway/src/main.ts'], {
         env: { ...process.env, ...world.env, LOG_LEVEL: 'info', PORT: '0', SERVICE_PING_TIMEOUT_MS: '300' },
@@ -205,10 +205,10 @@ describe('admin CLI', () => {
       expect(asset.status).toBe(200);
 
       const access = await eventually(() => lines.find((l) => l.event === 'http.request' && l.request_id === 'trace-me-1'));
-      expect(access).toMatchObject({ method: 'GET', route: '/me', status: 200, organization_id: org.organization_id, ms: expect.any(Number) });
+      expect(access).toMatchObject({ method: 'GET', route: '/me', status: 200, organization_id: org.id, ms: expect.any(Number) });
       // A line written deep inside the request (by the forwarder) carries the request's id and tenant.
       const inner = await eventually(() => lines.find((l) => l.event === 'gateway.forward_failed'));
-      expect(inner).toMatchObject({ request_id: 'trace-me-2', organization_id: org.organization_id, service: 'outreach', code: 'service_unavailable' });
+      expect(inner).toMatchObject({ request_id: 'trace-me-2', organization_id: org.id, service: 'outreach', code: 'service_unavailable' });
       await eventually(() => lines.find((l) => l.event === 'http.request' && l.request_id === 'trace-me-2' && l.status === 503));
     });
   });

@@ -15,7 +15,7 @@ interface Options extends JsonOption {
 
 /**
  * `apikey:create --org <id> --member <id> --scopes a,b [--name <label>] [--impersonated-by <who>]` →
- * `{api_key_id, secret, scopes}`; the secret is printed this once and stored only hashed. With
+ * `{id, secret, scopes, …}` (the key's own id is `id`); the secret is printed this once and stored only hashed. With
  * `--impersonated-by`, the key is issued to that support person acting as the member: an
  * impersonated session, which may not approve or reject outreach drafts (seed 003 §4.5).
  */
@@ -39,7 +39,7 @@ export class ApiKeyCreateCommand extends CommandRunner {
         name: options.name ?? 'cli',
         impersonatedBy: options.impersonatedBy,
       });
-      this.output.success({ api_key_id: key.id, secret, scopes: key.scopes, organization_id: key.organization_id, name: key.name, impersonated_by: key.impersonated_by }, options.json, `API key ${key.id} (${key.scopes.join(', ')})\nsecret (shown once, store it now): ${secret}`);
+      this.output.success({ id: key.id, secret, scopes: key.scopes, organization_id: key.organization_id, name: key.name, impersonated_by: key.impersonated_by }, options.json, `API key ${key.id} (${key.scopes.join(', ')})\nsecret (shown once, store it now): ${secret}`);
     } catch (err) {
       this.output.failure(err, options.json);
     }

@@ -14,7 +14,7 @@ interface Options extends JsonOption {
 
 /**
  * `member:add --org <id> --email <email> --role admin|operator [--name <name>]` →
- * `{member_id, organization_id, role}`. The same email again updates that member's role.
+ * `{id, organization_id, role, email, created}` (the member's own id is `id`). The same email again updates that member's role.
  */
 @Command({ name: 'member:add', description: 'Add a member to an organization, or change the role of the member with that email' })
 export class MemberAddCommand extends CommandRunner {
@@ -31,7 +31,7 @@ export class MemberAddCommand extends CommandRunner {
       await this.database.connect();
       const member = await this.members.add({ organizationId: options.org ?? '', email: options.email ?? '', role: options.role ?? '', name: options.name });
       this.output.success(
-        { member_id: member.id, organization_id: member.organization_id, role: member.role, email: member.email, created: member.created },
+        { id: member.id, organization_id: member.organization_id, role: member.role, email: member.email, created: member.created },
         options.json,
         `member ${member.id} (${member.email}) is ${member.role} of ${member.organization_id}${member.created ? '' : ' (updated)'}`,
       );

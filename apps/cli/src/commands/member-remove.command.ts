@@ -10,7 +10,7 @@ interface Options extends JsonOption {
 }
 
 /**
- * `member:remove --org <id> --member <id>` → `{member_id, organization_id, active: false,
+ * `member:remove --org <id> --member <id>` → `{id, organization_id, active: false,
  * revoked_api_key_ids}`: the member leaves the organization and every key they created stops at once.
  */
 @Command({ name: 'member:remove', description: 'Remove a member from an organization and revoke every API key they created' })
@@ -28,7 +28,7 @@ export class MemberRemoveCommand extends CommandRunner {
       await this.database.connect();
       const member = await this.members.remove(options.org ?? '', options.member ?? '');
       this.output.success(
-        { member_id: member.id, organization_id: member.organization_id, email: member.email, active: member.active, revoked_api_key_ids: member.revoked_api_key_ids },
+        { id: member.id, organization_id: member.organization_id, email: member.email, active: member.active, revoked_api_key_ids: member.revoked_api_key_ids },
         options.json,
         `member ${member.id} (${member.email}) removed from ${member.organization_id}; ${member.revoked_api_key_ids.length} API key(s) revoked`,
       );

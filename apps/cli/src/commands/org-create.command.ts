@@ -8,7 +8,7 @@ interface Options extends JsonOption {
   name?: string;
 }
 
-/** `org:create --name <name>` → `{organization_id, name}`. */
+/** `org:create --name <name>` → `{id, name}` (the organization's own id is `id`, as in its REST view). */
 @Command({ name: 'org:create', description: 'Create an organization (a tenant)' })
 export class OrgCreateCommand extends CommandRunner {
   constructor(
@@ -23,7 +23,7 @@ export class OrgCreateCommand extends CommandRunner {
     try {
       await this.database.connect();
       const org = await this.organizations.create(options.name ?? '');
-      this.output.success({ organization_id: org.id, name: org.name }, options.json, `organization ${org.id} created (${org.name})`);
+      this.output.success({ id: org.id, name: org.name }, options.json, `organization ${org.id} created (${org.name})`);
     } catch (err) {
       this.output.failure(err, options.json);
     }
