@@ -15,7 +15,7 @@ import { loadConfig } from '@touchpoint/config';
 import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents, PlatformRpc } from '@touchpoint/contracts';
 import { Metrics } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
-import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld, aMessageReceived } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { startFollowups } from './followups-world.js';
 
@@ -130,27 +130,7 @@ describe('Follow-up AI steps', () => {
     return flow.id;
   }
 
-  const inbound = (contactId: string, text: string, at: Date) =>
-    publishEvent(
-      world,
-      MessagingEvents.MessageReceived,
-      org,
-      {
-        message_id: randomUUID(),
-        conversation_id: randomUUID(),
-        instance_id: randomUUID(),
-        contact_id: contactId,
-        channel: 'whatsapp',
-        direction: 'inbound',
-        external_id: `wamid.${randomUUID()}`,
-        text,
-        message_type: 'text',
-        auto_reply: false,
-        opt_out: false,
-        from: '+5592988887777',
-      },
-      at,
-    );
+  const inbound = (contactId: string, text: string, at: Date) => publishEvent(world, MessagingEvents.MessageReceived, org, aMessageReceived(contactId, { external_id: `wamid.${randomUUID()}`, text }), at);
 
   /** An enrollment in the classify flow whose contact has just replied `text` (the wait took its replied exit). */
   async function replied(text: string): Promise<string> {

@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { CrmEvents, MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
 import { RpcClient } from '@touchpoint/runtime';
-import { createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, HOUR, publishEvent, type TestWorld, aMessageReceived } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -283,26 +283,7 @@ describe('One-off returns (promises)', () => {
   describe('due outside the 24-hour window', () => {
     const dueNow = async (contactId: string, outsideWindow: 'alert' | 'template', extra: Record<string, unknown> = {}, via: 'api' | 'service' = 'api') => {
       // The contact last wrote 25 h before the due time: the window is closed.
-      await publishEvent(
-        world,
-        MessagingEvents.MessageReceived,
-        org,
-        {
-          message_id: randomUUID(),
-          conversation_id: randomUUID(),
-          instance_id: randomUUID(),
-          contact_id: contactId,
-          channel: 'whatsapp',
-          direction: 'inbound',
-          external_id: 'wamid.y',
-          text: 'vou falar com meu sócio',
-          message_type: 'text',
-          auto_reply: false,
-          opt_out: false,
-          from: '+5592900000000',
-        },
-        new Date(clock.now().getTime() - 25 * HOUR),
-      );
+      await publishEvent(world, MessagingEvents.MessageReceived, org, aMessageReceived(contactId, { external_id: 'wamid.y', text: 'vou falar com meu sócio', from: '+5592900000000' }), new Date(clock.now().getTime() - 25 * HOUR));
       await eventually(async () => (await sql(`SELECT 1 FROM fu.contacts WHERE contact_id = $1 AND last_inbound_at IS NOT NULL`, [contactId])).length === 1);
       const json = body(contactId, { outside_window: outsideWindow, promised_at: clock.now().toISOString(), ...extra });
       const p =

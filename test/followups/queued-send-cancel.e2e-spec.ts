@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { type FlowGraph, type FlowSettings, MessagingEvents, SEED_002_FLOW_EXAMPLE } from '@touchpoint/contracts';
-import { aFlow, anActiveFlow, aProvisionedNumber, createTestWorld, eventually, lastWeekdayMorning, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { aFlow, anActiveFlow, aProvisionedNumber, createTestWorld, eventually, lastWeekdayMorning, publishEvent, type TestWorld, aMessageReceived } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -169,20 +169,7 @@ describe('queued follow-up sends lose to stop events', () => {
       world,
       MessagingEvents.MessageReceived,
       org,
-      {
-        message_id: randomUUID(),
-        conversation_id: queued.who.conversationId,
-        instance_id: randomUUID(),
-        contact_id: queued.who.contactId,
-        channel: 'whatsapp',
-        direction: 'inbound',
-        external_id: newWamid(),
-        text: 'mensagem antiga',
-        message_type: 'text',
-        auto_reply: false,
-        opt_out: false,
-        from: `+${queued.waId}`,
-      },
+      aMessageReceived(queued.who.contactId, { conversation_id: queued.who.conversationId, external_id: newWamid(), text: 'mensagem antiga', from: `+${queued.waId}` }),
       new Date(clock.now().getTime() - 3_600_000),
     );
     await soon(async () => (await world.sql(`SELECT 1 FROM ${fu('inbox_events')} WHERE event_id = $1`, [late.event_id])).length > 0);

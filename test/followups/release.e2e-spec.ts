@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
-import { aConnectedSender, aContactWhoWrote, ALWAYS_OPEN, anActiveFlow, aTwoTextFlow, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, aContactWhoWrote, ALWAYS_OPEN, anActiveFlow, aTwoTextFlow, createTestWorld, eventually, HOUR, publishEvent, type TestWorld, aMessageReceived } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -402,27 +402,7 @@ describe(ReleaseService.name, () => {
 
   describe('the reply wins', () => {
     const reply = (contactId: string, text = 'Já vi, obrigado', extra: Record<string, unknown> = {}) =>
-      publishEvent(
-        world,
-        MessagingEvents.MessageReceived,
-        org,
-        {
-          message_id: randomUUID(),
-          conversation_id: randomUUID(),
-          instance_id: randomUUID(),
-          contact_id: contactId,
-          channel: 'whatsapp',
-          direction: 'inbound',
-          external_id: `wamid.${randomUUID()}`,
-          text,
-          message_type: 'text',
-          auto_reply: false,
-          opt_out: false,
-          from: '+5592988887777',
-          ...extra,
-        },
-        new Date(clock.now().getTime() + 1000),
-      );
+      publishEvent(world, MessagingEvents.MessageReceived, org, aMessageReceived(contactId, { external_id: `wamid.${randomUUID()}`, text, ...extra }), new Date(clock.now().getTime() + 1000));
     const cancels = (key: string) => sql<BusCommand>(`SELECT payload FROM fu.outbox_events WHERE type = 'outbox.cancel' AND payload->'data'->>'idempotency_key' = $1`, [key]);
 
     it('stops the enrollment and asks the dispatcher to cancel a follow-up still queued', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type FlowGraph, type FlowSettings, MessagingEvents, OutboxEvents } from '@touchpoint/contracts';
-import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld, aMessageReceived } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -53,28 +53,7 @@ describe('Follow-up flow statistics', () => {
     const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
     await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
 
-    const inbound = (contactId: string, at: Date, extra: Record<string, unknown> = {}) =>
-      publishEvent(
-        world,
-        MessagingEvents.MessageReceived,
-        org,
-        {
-          message_id: randomUUID(),
-          conversation_id: randomUUID(),
-          instance_id: randomUUID(),
-          contact_id: contactId,
-          channel: 'whatsapp',
-          direction: 'inbound',
-          external_id: `wamid.${randomUUID()}`,
-          text: 'oi',
-          message_type: 'text',
-          auto_reply: false,
-          opt_out: false,
-          from: '+5592988887777',
-          ...extra,
-        },
-        at,
-      );
+    const inbound = (contactId: string, at: Date, extra: Record<string, unknown> = {}) => publishEvent(world, MessagingEvents.MessageReceived, org, aMessageReceived(contactId, { external_id: `wamid.${randomUUID()}`, text: 'oi', ...extra }), at);
     const contacts = Array.from({ length: 5 }, () => randomUUID());
     for (const c of contacts) await inbound(c, new Date(clock.now().getTime() - HOUR));
     await eventually(async () => (await world.sql(`SELECT count(*)::int AS n FROM "${schema}".contacts WHERE contact_id = ANY($1::uuid[])`, [contacts]))[0]!.n === 5);

@@ -6,7 +6,7 @@ import { BusNames } from '@touchpoint/bus';
 import { type FlowSettings, MessagingEvents } from '@touchpoint/contracts';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
-import { anActiveFlow, aWaitingFlow, createTestWorld, eventually, type FlowShape, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { anActiveFlow, aWaitingFlow, createTestWorld, eventually, type FlowShape, publishEvent, type TestWorld, aMessageReceived } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -56,27 +56,14 @@ describe('stop paths and the trigger they record', () => {
   }
 
   /** A reply of the contact, as messaging publishes it. */
-  const reply = (text: string) => (contactId: string, conversationId: string) => ({
-    message_id: randomUUID(),
-    conversation_id: conversationId,
-    instance_id: randomUUID(),
-    contact_id: contactId,
-    channel: 'whatsapp',
-    direction: 'inbound',
-    external_id: `wamid.${randomUUID()}`,
-    text,
-    message_type: 'text',
-    auto_reply: false,
-    opt_out: false,
-    from: '+5592988887777',
-  });
+  const reply = (text: string) => (contactId: string, conversationId: string) => aMessageReceived(contactId, { conversation_id: conversationId, external_id: `wamid.${randomUUID()}`, text });
   const keywordRule = { kind: 'inbound_keyword' as const, cancel_on_reply: false, keywords: ['preço'] };
 
   /**
    * An organization with a rule listening for `rule`'s kind and a contact live in a flow that stops
    * on reply; publishes the event a minute after the enrollment (an older reply is not a reply to it).
    */
-  async function stopEvent(rule: FlowSettings['trigger'], type: string, data: (contactId: string, conversationId: string) => Record<string, unknown>) {
+  async function stopEvent(rule: FlowSettings['trigger'], type: string, data: (contactId: string, conversationId: string) => object) {
     const org = randomUUID();
     const contactId = randomUUID();
     const conversationId = randomUUID();

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { CrmEvents, type FlowGraph, type FlowSettings, MessagingEvents, MessagingRpc, OutboxEvents } from '@touchpoint/contracts';
 import { Metrics } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
-import { ALWAYS_OPEN, anActiveFlow, aWaitingFlow, createTestWorld, duplicateCounts, eventually, HOUR, publishEvent, type TestWorld, untilHandled, untilRedeliveryDiscarded } from '@touchpoint/testing';
+import { ALWAYS_OPEN, anActiveFlow, aWaitingFlow, createTestWorld, duplicateCounts, eventually, HOUR, publishEvent, type TestWorld, untilHandled, untilRedeliveryDiscarded, aMessageReceived } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -57,7 +57,7 @@ describe('Follow-up rule triggers', () => {
   const activeFlow = (org: string, graph: FlowGraph, settings: FlowSettings) => anActiveFlow(flows, org, { name: `rule ${randomUUID().slice(0, 6)}`, graph, settings });
 
   const conversationId = randomUUID();
-  const cases: { kind: string; filter: Record<string, unknown>; miss: Record<string, unknown>; type: string; data: (contactId: string) => Record<string, unknown> }[] = [
+  const cases: { kind: string; filter: Record<string, unknown>; miss: Record<string, unknown>; type: string; data: (contactId: string) => object }[] = [
     { kind: 'contact_created', filter: {}, miss: { segment: { match: 'all', rules: [{ field: 'contact.tags', op: 'contains', value: 'never' }] } }, type: MessagingEvents.ContactCreated, data: (c) => ({ contact_id: c, kind: 'crm', phone: '+5592988880000', tags: ['novo'] }) },
     { kind: 'tag_added', filter: { tag: 'vip' }, miss: { tag: 'other' }, type: MessagingEvents.ContactTagged, data: (c) => ({ contact_id: c, tags: ['vip'], all_tags: ['vip'] }) },
     { kind: 'lead_created', filter: {}, miss: { segment: { match: 'all', rules: [{ field: 'contact.email', op: 'exists' }] } }, type: CrmEvents.LeadCreated, data: (c) => ({ lead_id: randomUUID(), contact_id: c, status: 'new' }) },
@@ -68,20 +68,7 @@ describe('Follow-up rule triggers', () => {
       filter: { keywords: ['preço'] },
       miss: { keywords: ['cancelar'] },
       type: MessagingEvents.MessageReceived,
-      data: (c) => ({
-        message_id: randomUUID(),
-        conversation_id: conversationId,
-        instance_id: randomUUID(),
-        contact_id: c,
-        channel: 'whatsapp',
-        direction: 'inbound',
-        external_id: 'wamid.k',
-        text: 'Qual o PRECO da cadeira?',
-        message_type: 'text',
-        auto_reply: false,
-        opt_out: false,
-        from: '+5592988887777',
-      }),
+      data: (c) => aMessageReceived(c, { conversation_id: conversationId, external_id: 'wamid.k', text: 'Qual o PRECO da cadeira?' }),
     },
     {
       kind: 'conversation_resolved',
@@ -140,26 +127,7 @@ describe('Follow-up rule triggers', () => {
     // 4,096 code points, 4,097 UTF-16 units: a cut at 4,096 units would keep half of the emoji.
     const text = `${'a'.repeat(4095)}\u{1F600}`;
 
-    const reply = await publishEvent(
-      world,
-      MessagingEvents.MessageReceived,
-      org,
-      {
-        message_id: randomUUID(),
-        conversation_id: randomUUID(),
-        instance_id: randomUUID(),
-        contact_id: contactId,
-        channel: 'whatsapp',
-        direction: 'inbound',
-        external_id: `wamid.${randomUUID()}`,
-        text,
-        message_type: 'text',
-        auto_reply: false,
-        opt_out: false,
-        from: '+5592988887777',
-      },
-      new Date(clock.now().getTime() + 1000),
-    );
+    const reply = await publishEvent(world, MessagingEvents.MessageReceived, org, aMessageReceived(contactId, { external_id: `wamid.${randomUUID()}`, text }), new Date(clock.now().getTime() + 1000));
 
     await eventually(async () => (await triggersOf(org)).length === 1);
     const [recorded] = await triggersOf(org);
