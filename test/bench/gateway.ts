@@ -17,19 +17,29 @@ import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
+import path from 'node:path';
 import { Scope } from '@touchpoint/contracts';
 import { createTestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
 import { gatewayBuilders } from '../gateway/gateway-world.js';
-import { line, pct, runBench, type Service, startService, stopServices, waitReady } from './harness.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import pg from 'pg';
+import { cpuSeconds, line, pct, sleep, type ProbeCounts, readProbe, runBench, type Service, startService, stopServices, waitReady } from './harness.js';
 
 const LEVELS = (process.env.BENCH_LEVELS ?? '1,4,16,64').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const BARE_P99_MS = 5;
 const FORWARDED_P99_MS = 25;
 const MIN_RATE_RATIO = 0.1;
+/** Forwarded reads sent one after another between two probe readings, for the per-request counts. */
+const COUNTED_READS = 300;
+/** Seconds of idleness measured first, to take the processes' background CPU off the per-request figures. */
+const IDLE_SECONDS = 3;
+
+/** The first non-200 answer of the run (status and the start of its body), reported beside the table. */
+let firstError: string | undefined;
 
 interface Run {
   rps: number;
@@ -45,8 +55,13 @@ async function load(url: string, headers: Record<string, string>, clients: numbe
     new Promise<{ status: number; ms: number }>((resolve) => {
       const started = performance.now();
       const req = http.get(url, { agent, headers }, (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
+        let body = '';
+        if (res.statusCode !== 200) res.on('data', (d) => (body += d));
+        else res.resume();
+        res.on('end', () => {
+          if (res.statusCode !== 200) firstError ??= `${res.statusCode} ${body.slice(0, 300)}`;
+          resolve({ status: res.statusCode ?? 0, ms: performance.now() - started });
+        });
       });
       req.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
     });
@@ -74,6 +89,7 @@ async function main(): Promise<void> {
   execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' });
   const world = await createTestWorld('bench_gateway');
   const children: Service[] = [];
+  const cleanups: (() => void)[] = [];
   try {
     // An organization, an admin member and a key that may read and write contacts, through the gateway's own rules (in-process, closed again).
     const config = world.config(GatewayConfig);
@@ -83,8 +99,10 @@ async function main(): Promise<void> {
 
     const base = 21_000 + Math.floor(Math.random() * 20_000);
     const env = { ...world.env, DB_POOL_SIZE: '10' };
-    const messaging = startService('messaging', env, base);
-    const gateway = startService('gateway', env, base + 1, { script: 'test/bench/gateway-bare-route.mjs' });
+    const probeDir = mkdtempSync(path.join(os.tmpdir(), 'bench-gateway-'));
+    cleanups.push(() => rmSync(probeDir, { recursive: true, force: true }));
+    const messaging = startService('messaging', env, base, { probeDir });
+    const gateway = startService('gateway', env, base + 1, { script: 'test/bench/gateway-bare-route.mjs', probeDir });
     children.push(messaging, gateway);
     await Promise.all([waitReady(messaging, `http://127.0.0.1:${base}/health/ready`), waitReady(gateway, `http://127.0.0.1:${base + 1}/health/ready`)]);
     const gatewayUrl = `http://127.0.0.1:${base + 1}`;
@@ -95,7 +113,7 @@ async function main(): Promise<void> {
       body: JSON.stringify({ name: 'Ana Example', phone: '+55 11 98765-4321' }),
     });
     if (created.status !== 201) throw new Error(`contact not created: ${created.status} ${await created.text()}`);
-    const { contact_id } = (await created.json()) as { contact_id: string };
+    const { id: contact_id } = (await created.json()) as { id: string };
     const bareUrl = `${gatewayUrl}/bench/bare`;
     const readUrl = `${gatewayUrl}/contacts/${contact_id}`;
     const probe = await fetch(bareUrl);
@@ -104,6 +122,39 @@ async function main(): Promise<void> {
     // Warm-up: JIT, pools, the RPC reply queue.
     await load(bareUrl, {}, 4, 2);
     await load(readUrl, auth, 4, 2);
+
+    // Per-request cost, counted: what each process sent to PostgreSQL and RabbitMQ for COUNTED_READS
+    // reads, and the CPU time it spent on them (the gateway's, messaging's, and their PostgreSQL
+    // backends'; RabbitMQ's broker is shared with other users of the machine and not counted).
+    const admin = new pg.Client({ connectionString: world.databaseUrl });
+    await admin.connect();
+    const backends = async () => (await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1`, [`touchpoint:${world.namespace}\\_%`])).rows.map((r) => r.pid);
+    const cpu = async () => {
+      const pids = await backends();
+      return { gateway: cpuSeconds(gateway.pid!), messaging: cpuSeconds(messaging.pid!), postgres: pids.reduce((sum, pid) => sum + (cpuSeconds(pid) || 0), 0) };
+    };
+    const sequential = async (url: string, headers: Record<string, string>) => {
+      for (let i = 0; i < COUNTED_READS; i++) {
+        const r = await fetch(url, { headers });
+        if (r.status !== 200) throw new Error(`${url} answered ${r.status}: ${await r.text()}`);
+        await r.arrayBuffer();
+      }
+    };
+    // The processes' own background work (poll loops, relays, metrics) is measured idle and taken off.
+    const timed = async (work: () => Promise<unknown>) => {
+      const [c0, t0] = [await cpu(), performance.now()];
+      await work();
+      const [c1, t1] = [await cpu(), performance.now()];
+      return { cpu: Object.fromEntries(Object.keys(c0).map((k) => [k, c1[k as keyof typeof c1] - c0[k as keyof typeof c0]])), seconds: (t1 - t0) / 1000 };
+    };
+    const idle = await timed(() => sleep(IDLE_SECONDS * 1000));
+    const bareCost = await timed(() => sequential(bareUrl, {}));
+    const before = await Promise.all([readProbe(gateway, probeDir), readProbe(messaging, probeDir)]);
+    const readCost = await timed(() => sequential(readUrl, auth));
+    const after = await Promise.all([readProbe(gateway, probeDir), readProbe(messaging, probeDir)]);
+    await admin.end();
+    const perRead = (i: number, k: keyof ProbeCounts) => ((after[i][k] - before[i][k]) / COUNTED_READS).toFixed(2);
+    const cpuMs = (cost: { cpu: Record<string, number>; seconds: number }, k: string) => (((cost.cpu[k] - (idle.cpu[k] * cost.seconds) / idle.seconds) * 1000) / COUNTED_READS).toFixed(2);
 
     const results: { level: number; bare: Run; read: Run }[] = [];
     for (const level of LEVELS) {
@@ -120,6 +171,13 @@ async function main(): Promise<void> {
     for (const { level, bare, read } of results) {
       row([String(level), bare.rps.toFixed(0), ms(bare.p50), ms(bare.p99), read.rps.toFixed(0), ms(read.p50), ms(read.p99), (read.rps / bare.rps).toFixed(2), String(bare.errors + read.errors)]);
     }
+    if (firstError) line('first non-200 answer', firstError, 58);
+    for (const [i, svc] of ['gateway', 'messaging'].entries()) {
+      line(`per read, ${svc}: SQL statements / transactions / round trips`, `${perRead(i, 'statements')} / ${perRead(i, 'transactions')} / ${perRead(i, 'roundTrips')}`, 58);
+      line(`per read, ${svc}: AMQP published / delivered`, `${perRead(i, 'published')} / ${perRead(i, 'delivered')}`, 58);
+    }
+    line('CPU ms per read (idle taken off): gateway / messaging / postgres', ['gateway', 'messaging', 'postgres'].map((k) => cpuMs(readCost, k)).join(' / '), 58);
+    line('CPU ms per bare request: gateway', cpuMs(bareCost, 'gateway'), 58);
     const under = results.filter((r) => r.bare.p99 < BARE_P99_MS);
     const at = under.length ? under[under.length - 1] : undefined;
     line(
@@ -134,6 +192,7 @@ async function main(): Promise<void> {
   } finally {
     await stopServices(children);
     await world.close();
+    for (const cleanup of cleanups) cleanup();
   }
 }
 

@@ -281,6 +281,8 @@ export interface ProbeCounts {
   statements: number;
   /** Transactions: COMMITs and ROLLBACKs of explicit ones, plus each statement run outside one. */
   transactions: number;
+  /** Every query call, BEGIN/COMMIT/ROLLBACK included. */
+  roundTrips: number;
   /** AMQP messages published (events, commands, RPC requests and replies). */
   published: number;
   /** AMQP messages delivered to this process's consumers. */

@@ -4,6 +4,7 @@
 // `$BENCH_PROBE_DIR/<pid>.json` (written beside and renamed, so a reader never sees half a file):
 //   statements    query calls on any pg client, BEGIN/START TRANSACTION/COMMIT/ROLLBACK not included
 //   transactions  COMMITs and ROLLBACKs of explicit transactions, plus each statement outside one
+//   roundTrips    every query call, BEGIN/COMMIT/ROLLBACK included (what the server is woken for)
 //   published     AMQP messages published (events, commands, RPC requests and replies)
 //   delivered     AMQP messages delivered to the process's consumers
 //   at            when the counts were taken, epoch ms
@@ -12,7 +13,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const require = createRequire(import.meta.url);
-const counts = { statements: 0, transactions: 0, published: 0, delivered: 0 };
+const counts = { statements: 0, transactions: 0, roundTrips: 0, published: 0, delivered: 0 };
 
 // Every pool's client class (libs/database PreparingClient) extends pg.Client and calls its query.
 const pg = require('pg');
@@ -21,6 +22,7 @@ const OPENS = /^\s*(BEGIN|START\s+TRANSACTION)\b/i;
 const CLOSES = /^\s*(COMMIT|ROLLBACK|END)\s*;?\s*$/i;
 pg.Client.prototype.query = function probedQuery(config, values, callback) {
   const text = typeof config === 'string' ? config : typeof config?.text === 'string' ? config.text : '';
+  counts.roundTrips++;
   if (OPENS.test(text)) this.__benchInTx = true;
   else if (CLOSES.test(text)) {
     if (this.__benchInTx) counts.transactions++;

@@ -27,9 +27,25 @@ export async function rowsOf<T = Record<string, unknown>>(db: Queryable, sql: st
   return returnedRows<T>(await db.query(sql, params));
 }
 
-/** The data source as a `Queryable`, for reads that need no transaction; answers rows like `Tx`. */
+/** A pg result, or the results of several statements sent in one string (no parameters). */
+type PoolResult = { rows: unknown[] } | { rows: unknown[] }[];
+
+/**
+ * The data source as a `Queryable`, for reads that need no transaction; answers rows like `Tx`.
+ * Statements go to the data source's own pg pool (the same connections, search_path and prepared
+ * statements as `runInTransaction`), not through TypeORM's query runner, which cost as much CPU
+ * per statement as a short indexed read itself (the API key lookup of every gateway request).
+ * A data source without a pg pool (a test's fake) is asked through its `query`.
+ */
 export function poolOf(dataSource: DataSource): Queryable {
-  return { query: async <T>(sql: string, params?: unknown[]) => returnedRows<T>(await dataSource.query(sql, params)) };
+  return {
+    query: async <T>(sql: string, params?: unknown[]) => {
+      const pool = (dataSource.driver as { master?: { query(sql: string, params?: unknown[]): Promise<PoolResult> } } | undefined)?.master;
+      if (!pool) return returnedRows<T>(await dataSource.query(sql, params));
+      const result = await pool.query(sql, params);
+      return (Array.isArray(result) ? (result[result.length - 1]?.rows ?? []) : result.rows) as T[];
+    },
+  };
 }
 
 /** ISO-8601 (UTC, milliseconds) of a timestamp column; null and undefined answer null. */

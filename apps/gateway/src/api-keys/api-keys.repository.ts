@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { ApiScope, MemberRole } from '@touchpoint/contracts';
-import { rowsOf } from '@touchpoint/database';
+import { poolOf, type Queryable, rowsOf } from '@touchpoint/database';
 
 /** An API key row as listed (never the hash). */
 export interface ApiKeyRow {
@@ -36,11 +36,16 @@ const KEY_COLUMNS = 'id, organization_id, created_by_member_id, name, secret_hin
 /** Every statement on `api_keys`. */
 @Injectable()
 export class ApiKeysRepository {
-  constructor(private readonly dataSource: DataSource) {}
+  /** The pool itself: every statement here is one statement, and the lookup runs on each request. */
+  private readonly db: Queryable;
+
+  constructor(dataSource: DataSource) {
+    this.db = poolOf(dataSource);
+  }
 
   async insert(input: { organizationId: string; createdByMemberId: string; name: string; secretHash: Buffer; secretHint: string; scopes: ApiScope[]; impersonatedBy: string | null }): Promise<ApiKeyRow> {
     const [row] = await rowsOf<ApiKeyRow>(
-      this.dataSource,
+      this.db,
       `INSERT INTO api_keys (organization_id, created_by_member_id, name, secret_hash, secret_hint, scopes, impersonated_by)
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        RETURNING ${KEY_COLUMNS}`,
@@ -55,7 +60,7 @@ export class ApiKeysRepository {
    */
   async findForAuth(secretHash: Buffer): Promise<ApiKeyAuthRow | undefined> {
     const [row] = await rowsOf<ApiKeyAuthRow>(
-      this.dataSource,
+      this.db,
       `SELECT k.id, k.organization_id, k.scopes, k.secret_hash, k.last_used_at, k.revoked_at, k.impersonated_by,
               m.id AS creator_id, m.role AS creator_role, m.active AS creator_active
          FROM api_keys k
@@ -72,7 +77,7 @@ export class ApiKeysRepository {
    */
   async touch(id: string, now: Date, intervalMs: number): Promise<void> {
     await rowsOf(
-      this.dataSource,
+      this.db,
       `UPDATE api_keys SET last_used_at = $2
         WHERE id = $1 AND (last_used_at IS NULL OR last_used_at <= $2::timestamptz - make_interval(secs => $3::double precision / 1000))`,
       [id, now, intervalMs],
@@ -80,7 +85,7 @@ export class ApiKeysRepository {
   }
 
   listByOrganization(organizationId: string): Promise<ApiKeyRow[]> {
-    return rowsOf<ApiKeyRow>(this.dataSource, `SELECT ${KEY_COLUMNS} FROM api_keys WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
+    return rowsOf<ApiKeyRow>(this.db, `SELECT ${KEY_COLUMNS} FROM api_keys WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
   }
 
   /**
@@ -89,7 +94,7 @@ export class ApiKeysRepository {
    */
   async revoke(id: string, organizationId: string | null, now: Date): Promise<ApiKeyRow | undefined> {
     const [row] = await rowsOf<ApiKeyRow>(
-      this.dataSource,
+      this.db,
       `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
         WHERE id = $1 AND ($2::uuid IS NULL OR organization_id = $2::uuid)
        RETURNING ${KEY_COLUMNS}`,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ContactKind, ContactView } from '@touchpoint/contracts';
-import { cursorAtSql, type CursorPosition, iso, rowsOf, type Tx } from '@touchpoint/database';
+import { cursorAtSql, type CursorPosition, iso, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 
 export interface ContactRow {
   id: string;
@@ -61,8 +61,9 @@ export class ContactsRepository {
     return rows[0] ?? null;
   }
 
-  async findById(tx: Tx, organizationId: string, contactId: string, lock = false): Promise<ContactRow | null> {
-    const rows = await tx.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND id = $2 ${lock ? 'FOR UPDATE' : ''}`, [organizationId, contactId]);
+  /** The contact (erased ones included); `lock` takes its row lock, inside a transaction only. */
+  async findById(db: Queryable, organizationId: string, contactId: string, lock = false): Promise<ContactRow | null> {
+    const rows = await db.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND id = $2 ${lock ? 'FOR UPDATE' : ''}`, [organizationId, contactId]);
     return rows[0] ?? null;
   }
 

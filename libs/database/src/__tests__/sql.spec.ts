@@ -37,6 +37,23 @@ describe('poolOf', () => {
     const dataSource = { query: async () => [[{ id: 'a' }], 1] } as unknown as DataSource;
     expect(await poolOf(dataSource).query('UPDATE t SET a = 1 RETURNING id')).toEqual([{ id: 'a' }]);
   });
+
+  it("sends the statement to the data source's pg pool, not through TypeORM, and answers its rows", async () => {
+    const asked: [string, unknown[] | undefined][] = [];
+    const dataSource = {
+      driver: { master: { query: async (sql: string, params?: unknown[]) => (asked.push([sql, params]), { rows: [{ id: 'a' }], rowCount: 1 }) } },
+      query: async () => {
+        throw new Error('TypeORM was asked');
+      },
+    } as unknown as DataSource;
+    expect(await poolOf(dataSource).query('UPDATE t SET a = $1 RETURNING id', [1])).toEqual([{ id: 'a' }]);
+    expect(asked).toEqual([['UPDATE t SET a = $1 RETURNING id', [1]]]);
+  });
+
+  it('answers the rows of the last statement when several were sent in one string', async () => {
+    const dataSource = { driver: { master: { query: async () => [{ rows: [] }, { rows: [{ n: 2 }] }] } } } as unknown as DataSource;
+    expect(await poolOf(dataSource).query('SET LOCAL a = 1; SELECT 2 AS n')).toEqual([{ n: 2 }]);
+  });
 });
 
 describe('iso', () => {
