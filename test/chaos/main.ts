@@ -6,7 +6,7 @@
  * printed), `--replicas <n>` (processes of each replicated service: followups, outreach, messaging,
  * outbox-dispatcher; default 2), `--fault-rate <per min>` (every kind, default 0.8), `--rate
  * <kind>=<per min>` (one kind, repeatable; 0 turns it off), `--drain <s>` (default 180),
- * `--verbose` (one line per fault). Needs `npm run build` first (it runs the compiled services).
+ * `--verbose` (one line per fault). It builds `dist/` first and runs the compiled services.
  *
  * Exit codes: 0 when the run has no violation, 1 when it has one (or a process crashed or did not
  * come back), 2 on bad options.
@@ -57,38 +57,48 @@ const REPLICATED = ['followups', 'outreach', 'messaging', 'outbox-dispatcher'] a
  */
 export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
   const log = o.log ?? (() => undefined);
-  const rng = createRng(o.seed);
-  // Forked first, in a fixed order, so the workload and the faults each replay whatever the other draws.
-  const workloadRng = forkRng(rng);
-  const faultRng = forkRng(rng);
   const replicas = Object.fromEntries(REPLICATED.map((s) => [s, o.replicas]));
   log(`seed ${o.seed}: starting the platform (${REPLICATED.map((s) => `${s} ×${o.replicas}`).join(', ')}, the others ×1)`);
   const platform = await ChaosPlatform.start({ seed: o.seed, replicas: { ...DEFAULT_REPLICAS, ...replicas }, env: o.env, label: o.label, log });
   try {
-    const injector = new FaultInjector(platform, faultRng, o.rates, o.verbose ? log : undefined);
-    log(`running the workload and the faults for ${Math.round(o.durationMs / 1000)} s`);
-    injector.start();
-    const progress = setInterval(() => log(`… ${injector.events.length} faults so far, ${platform.crashes.length} crashes`), 60_000);
-    let ledger;
-    try {
-      ledger = await runWorkload(platform.target, { durationMs: o.durationMs, rng: workloadRng, log });
-    } finally {
-      clearInterval(progress);
-      log('stopping the faults and healing every process');
-      await injector.stop().catch(() => undefined);
-    }
-    const faults = injector.counts();
-    log(`draining (at most ${Math.round(o.drainTimeoutMs / 1000)} s) and reconciling ${ledger.length} sends`);
-    const report = await reconcile(platform.target, ledger, { drainTimeoutMs: o.drainTimeoutMs, faults, durationMs: o.durationMs });
-    const incidents = [...platform.crashes, ...injector.problems];
-    report.crashes = incidents.length;
-    report.details.push(...incidents);
-    const violations = Object.values(report.violations).reduce((a, b) => a + b, 0);
-    return { report, incidents, exitCode: violations === 0 && incidents.length === 0 ? 0 : 1 };
+    return await runOn(platform, o);
   } finally {
     log('stopping the platform');
     await platform.stop();
   }
+}
+
+/**
+ * The run on a platform already started (the short test run shares its platform with other
+ * checks): faults while the workload runs, healing, the bounded drain and the reconciliation.
+ */
+export async function runOn(platform: ChaosPlatform, o: Omit<ChaosOptions, 'replicas'>): Promise<ChaosOutcome> {
+  const log = o.log ?? (() => undefined);
+  const rng = createRng(o.seed);
+  // Forked first, in a fixed order, so the workload and the faults each replay whatever the other draws.
+  const workloadRng = forkRng(rng);
+  const faultRng = forkRng(rng);
+  const injector = new FaultInjector(platform, faultRng, o.rates, o.verbose ? log : undefined);
+  const crashesBefore = platform.crashes.length;
+  log(`running the workload and the faults for ${Math.round(o.durationMs / 1000)} s`);
+  injector.start();
+  const progress = setInterval(() => log(`… ${injector.events.length} faults so far, ${platform.crashes.length - crashesBefore} crashes`), 60_000);
+  let ledger;
+  try {
+    ledger = await runWorkload(platform.target, { durationMs: o.durationMs, rng: workloadRng, log });
+  } finally {
+    clearInterval(progress);
+    log('stopping the faults and healing every process');
+    await injector.stop().catch(() => undefined);
+  }
+  const faults = injector.counts();
+  log(`draining (at most ${Math.round(o.drainTimeoutMs / 1000)} s) and reconciling ${ledger.length} sends`);
+  const report = await reconcile(platform.target, ledger, { drainTimeoutMs: o.drainTimeoutMs, faults, durationMs: o.durationMs });
+  const incidents = [...platform.crashes.slice(crashesBefore), ...injector.problems];
+  report.crashes = incidents.length;
+  report.details.push(...incidents);
+  const violations = Object.values(report.violations).reduce((a, b) => a + b, 0);
+  return { report, incidents, exitCode: violations === 0 && incidents.length === 0 ? 0 : 1 };
 }
 
 /** Reads the command line; exits 2 with the problem on a bad option. */
@@ -122,8 +132,7 @@ export function parseOptions(argv: string[]): Omit<ChaosOptions, 'log'> {
 }
 
 function usage(problem?: string): never {
-  const text =
-    'usage: npm run chaos -- [--duration <s>] [--seed <n>] [--replicas <n>] [--fault-rate <per min>] [--rate <kind>=<per min>]... [--drain <s>] [--verbose]\n' + `fault kinds: ${FAULT_KINDS.join(', ')}\nSee README.md "What survives what". Run \`npm run build\` first.\n`;
+  const text = 'usage: npm run chaos -- [--duration <s>] [--seed <n>] [--replicas <n>] [--fault-rate <per min>] [--rate <kind>=<per min>]... [--drain <s>] [--verbose]\n' + `fault kinds: ${FAULT_KINDS.join(', ')}\nSee README.md "What survives what".\n`;
   if (problem) process.stderr.write(`npm run chaos: ${problem}\n${text}`);
   else process.stdout.write(text);
   process.exit(problem ? 2 : 0);

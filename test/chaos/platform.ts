@@ -5,7 +5,7 @@
  * reaches PostgreSQL and RabbitMQ through TCP proxies of its own, so the harness can cut one
  * process off without touching the machine's shared servers.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,8 +29,11 @@ export const DEFAULT_REPLICAS: Record<ServiceName, number> = {
   'ai-gateway': 1,
 };
 
-/** How long one process may take to answer `/health/ready` (12 processes boot at once on 2 cores), ms. */
-export const READY_TIMEOUT_MS = 180_000;
+/**
+ * How long one process may take to answer `/health/ready`, ms: twelve processes boot at once on 2
+ * cores that other test files share (each needs a few CPU-seconds to load).
+ */
+export const READY_TIMEOUT_MS = 300_000;
 
 /** Lines of a process's output kept for an error message. */
 const TAIL_CHARS = 4000;
@@ -84,7 +87,9 @@ export class ChaosProcess {
   start(): void {
     if (this.alive) return;
     this.expectingExit = false;
-    const child = spawn(process.execPath, ['--enable-source-maps', '--import', CHILD_GUARD, path.join(ROOT, 'dist/apps', this.service, 'src/main.js')], {
+    // As `npm start` runs it, less --enable-source-maps: twelve processes loading every source map
+    // at once is CPU a 2-core machine does not have to spare (stack traces name dist/ lines).
+    const child = spawn(process.execPath, ['--import', CHILD_GUARD, path.join(ROOT, 'dist/apps', this.service, 'src/main.js')], {
       cwd: ROOT,
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -100,10 +105,17 @@ export class ChaosProcess {
     });
   }
 
+  /** The last answer of `/health/ready` (status and body), for error messages. */
+  private lastProbe = 'no answer yet';
+
   /** Answers whether `/health/ready` says 200 right now. */
   async ready(): Promise<boolean> {
     if (!this.alive) return false;
-    const res = await fetch(`${this.url}/health/ready`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+    const res = await fetch(`${this.url}/health/ready`, { signal: AbortSignal.timeout(5000) }).catch((err: Error) => {
+      this.lastProbe = err.message;
+      return undefined;
+    });
+    if (res) this.lastProbe = `${res.status} ${(await res.text().catch(() => '')).slice(0, 500)}`;
     return res?.status === 200;
   }
 
@@ -116,7 +128,7 @@ export class ChaosProcess {
     for (;;) {
       if (await this.ready()) return;
       if (!this.alive) throw new Error(`${this.name} exited before it was ready (${JSON.stringify(this.exits.at(-1))}):\n${this.tail}`);
-      if (Date.now() > deadline) throw new Error(`${this.name} was not ready within ${timeoutMs} ms:\n${this.tail}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} was not ready within ${timeoutMs} ms (last probe: ${this.lastProbe}):\n${this.tail}`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }
@@ -202,12 +214,13 @@ export class ChaosPlatform {
   ) {}
 
   /**
-   * Builds nothing: `dist/` must exist (`npm run build`). Migrates every schema with the compiled
-   * admin CLI (as `npm start` does), starts the sandbox and every replica, waits until all are
+   * Builds `dist/` (scripts/build.mjs, as `npm start` does; seconds when little changed), migrates
+   * every schema with the compiled admin CLI (as `npm start` does), starts the sandbox and every replica, waits until all are
    * ready, and makes an organization, an admin member and an all-scopes key with the CLI.
-   * @throws Error when the build is missing or a process does not get ready (everything started is stopped)
+   * @throws Error when the build fails or a process does not get ready (everything started is stopped)
    */
   static async start(options: ChaosPlatformOptions): Promise<ChaosPlatform> {
+    execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'ignore' });
     for (const service of [...SERVICES, 'sandbox', 'cli']) {
       if (!existsSync(path.join(ROOT, 'dist/apps', service, 'src/main.js'))) throw new Error(`dist/apps/${service} is missing: run \`npm run build\` first`);
     }
