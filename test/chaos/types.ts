@@ -70,4 +70,9 @@ export interface ChaosReport {
   violations: { duplicates: number; lost: number; forbidden: number; pacing: number; stuck: number };
   /** One line per violation, enough to find it (ids, times). */
   details: string[];
+  /**
+   * Processes that crashed on their own or did not come back after a fault (filled by `main.ts`
+   * from the platform; their lines are in `details`). Non-zero fails the run like a violation.
+   */
+  crashes?: number;
 }

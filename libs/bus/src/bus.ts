@@ -8,6 +8,7 @@ import { AppError, ErrorCode, isRetryable } from '@touchpoint/errors';
 import type { Logger, Metrics } from '@touchpoint/observability';
 import { truncateText } from '@touchpoint/text';
 import { assertDelayQueue, assertServiceTopology, assertSharedTopology, BusNames } from './topology.js';
+import { reportChannelErrors } from './channel-errors.js';
 
 export type BusHandler = (message: BusMessage, tx: Tx) => Promise<void>;
 
@@ -64,11 +65,14 @@ export class BusConnection {
     this.names = new BusNames(options.namespace, options.service, options.queueType);
     // An alert on `increase(…dead_lettered_total[…]) > 0` needs the series before the first dead letter.
     this.metrics.zeroDeadLetters(this.names.deadLetterQueue);
-    this.connection = amqp.connect([options.amqpUrl], {
-      heartbeatIntervalInSeconds: 5,
-      reconnectTimeInSeconds: 1,
-      connectionOptions: { clientProperties: { connection_name: `touchpoint:${options.service}` } },
-    });
+    this.connection = reportChannelErrors(
+      amqp.connect([options.amqpUrl], {
+        heartbeatIntervalInSeconds: 5,
+        reconnectTimeInSeconds: 1,
+        connectionOptions: { clientProperties: { connection_name: `touchpoint:${options.service}` } },
+      }),
+      (err, channel) => this.logger.warn({ event: 'bus.channel_error', channel, err: err.message }, 'broker channel failed; reopened on the next connect'),
+    );
     this.connection.on('connect', () => {
       this.connected = true;
       this.logger.info({ event: 'bus.connected' }, 'connected to the broker');

@@ -85,6 +85,13 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   const pool = (dataSource.driver as unknown as { master?: pg.Pool }).master;
   if (!pool) throw new Error('the data source is not initialized');
   const client = await pool.connect();
+  let broken: Error | undefined;
+  // The pool stops listening for a client's errors while it is checked out. A connection that drops
+  // while `work` awaits something else (no query in flight) makes pg emit `error`: unheard, that
+  // crashed the service (the chaos harness's database cuts, issue 17). Heard, it marks the client
+  // broken; the next statement fails with its own error and the pool discards the client.
+  const onError = (err: Error) => (broken ??= err);
+  client.on('error', onError);
   let published = false;
   const committed: (() => void)[] = [];
   const query = async <R>(sql: string, params?: unknown[]): Promise<R[]> => (await client.query(sql, params as unknown[])).rows as R[];
@@ -109,7 +116,6 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
     },
     afterCommit: (callback) => void committed.push(callback),
   };
-  let broken: Error | undefined;
   let result: T;
   try {
     await client.query(options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation}` : 'BEGIN');
@@ -120,6 +126,7 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
     await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
     throw err;
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
   if (published) outboxCommitted(dataSource, schema);

@@ -1,7 +1,8 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientRMQ, MessagePattern, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
+import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import { firstValueFrom, timeout as rxTimeout, TimeoutError } from 'rxjs';
-import { BusNames } from '@touchpoint/bus';
+import { BusNames, reportChannelErrors } from '@touchpoint/bus';
 import type { RpcAnswer, RpcPattern, RpcRequest, ServiceName } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -23,6 +24,12 @@ export class TouchpointRmqServer extends ServerRMQ {
     super(options ?? {});
   }
 
+  /** The server's connection, its channel's errors reported instead of thrown (see `reportChannelErrors`). */
+  override async createClient<T = AmqpConnectionManager>(): Promise<T> {
+    const manager = await super.createClient<AmqpConnectionManager>();
+    return reportChannelErrors(manager, (err) => this.logger.warn(`rpc server channel failed (reopened on the next connect): ${err.message}`)) as T;
+  }
+
   override async handleMessage(incoming: Record<string, unknown>, channel: unknown): Promise<void> {
     const message = incoming as RmqMessage | null;
     if (message) {
@@ -39,6 +46,13 @@ export class TouchpointRmqServer extends ServerRMQ {
       }
     }
     return super.handleMessage(incoming, channel);
+  }
+}
+
+/** NestJS's RabbitMQ client, its channel's errors reported instead of thrown (see `reportChannelErrors`). */
+export class TouchpointRmqClient extends ClientRMQ {
+  override createClient(): ReturnType<ClientRMQ['createClient']> {
+    return reportChannelErrors(super.createClient(), (err) => this.logger.warn(`rpc client channel failed (reopened on the next connect): ${err.message}`));
   }
 }
 
@@ -125,7 +139,7 @@ export class RpcClient implements OnApplicationShutdown {
   private clientFor(service: string): ClientRMQ {
     let client = this.clients.get(service);
     if (!client) {
-      client = new ClientRMQ({
+      client = new TouchpointRmqClient({
         urls: [this.config.AMQP_URL],
         queue: BusNames.rpcQueueOf(this.config.BUS_NAMESPACE, service),
         queueOptions: { durable: true },

@@ -3,7 +3,7 @@ import { FaultRegistry } from '../control/fault-registry.service.js';
 import { META_PROVIDER } from './meta.controller.js';
 import { MetaNumbersService, type SandboxPhoneNumber } from './meta-numbers.service.js';
 import { MetaServiceWindowService } from './meta-service-window.service.js';
-import { type MetaSettings, MetaWebhooksService, SANDBOX_DISPLAY_NUMBER, type WebhookDelivery } from './meta-webhooks.service.js';
+import { type MetaSettings, MetaWebhooksService, SANDBOX_DISPLAY_NUMBER, type WebhookDelivery, type WebhookFaults } from './meta-webhooks.service.js';
 
 /** Phone-number id the sandbox uses when a control call names none (the fixtures' id). */
 const DEFAULT_PHONE_NUMBER_ID = '100000000000002';
@@ -112,8 +112,10 @@ export class MetaControlController {
     if (body.webhook_url !== undefined) next.webhook_url = String(body.webhook_url);
     if (body.app_secret !== undefined) next.app_secret = String(body.app_secret);
     if (body.webhook_retries !== undefined) next.webhook_retries = Math.max(0, Math.min(10, Number(body.webhook_retries) || 0));
+    if (body.webhook_retry_delay_ms !== undefined) next.webhook_retry_delay_ms = Math.max(0, Math.min(60_000, Number(body.webhook_retry_delay_ms) || 0));
     if (body.display_numbers !== undefined) next.display_numbers = { ...next.display_numbers, ...body.display_numbers };
     if (body.service_window !== undefined) next.service_window = Boolean(body.service_window);
+    if (body.webhook_faults !== undefined) next.webhook_faults = webhookFaults(next.webhook_faults, body.webhook_faults);
     this.webhooks.settings = next;
     return next;
   }
@@ -166,7 +168,7 @@ export class MetaControlController {
     };
     if (body.context_message_id) message.context = { from: this.webhooks.displayNumberOf(phoneNumberId) ?? SANDBOX_DISPLAY_NUMBER, id: body.context_message_id };
     const payload = this.webhooks.envelope(phoneNumberId, { contacts: [{ profile: { name: body.name ?? 'Ana Example' }, wa_id: body.from }], messages: [message] });
-    return { ...(await this.webhooks.post('inbound', payload)), message_id: id };
+    return { ...(await this.webhooks.deliver('inbound', payload)), message_id: id };
   }
 
   /**
@@ -192,7 +194,7 @@ export class MetaControlController {
     }
     if (!wamid) throw new BadRequestException('wamid is required (or a biz_opaque_callback_data the sandbox accepted)');
     const status = this.webhooks.statusObject({ wamid, status: body.status, recipient: recipient ?? '5511987654321', callbackData: body.biz_opaque_callback_data ?? null, errors: body.errors });
-    return this.webhooks.post('status', this.webhooks.envelope(phoneNumberId ?? DEFAULT_PHONE_NUMBER_ID, { statuses: [status] }));
+    return this.webhooks.deliver('status', this.webhooks.envelope(phoneNumberId ?? DEFAULT_PHONE_NUMBER_ID, { statuses: [status] }));
   }
 
   /** Signs and posts any payload (a fixture, a malformed body): `{ payload, signature? }`. */
@@ -208,4 +210,24 @@ export class MetaControlController {
   deliveries(@Query('since_seq') since?: string): { deliveries: WebhookDelivery[] } {
     return { deliveries: this.webhooks.list(Number(since ?? 0) || 0) };
   }
+}
+
+/** `current` with the fields of `body` that are given; 400 when a fraction is outside [0, 1]. */
+function webhookFaults(current: WebhookFaults, body: unknown): WebhookFaults {
+  if (!body || typeof body !== 'object') throw new BadRequestException('webhook_faults must be an object');
+  const given = body as Record<string, unknown>;
+  const next = { ...current };
+  for (const key of ['duplicate', 'late', 'out_of_order'] as const) {
+    if (given[key] === undefined) continue;
+    const value = given[key];
+    if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw new BadRequestException(`webhook_faults.${key} must be a fraction in [0, 1]`);
+    next[key] = value;
+  }
+  for (const key of ['late_ms', 'seed'] as const) {
+    if (given[key] === undefined) continue;
+    const value = given[key];
+    if (!Number.isInteger(value) || (value as number) < 0) throw new BadRequestException(`webhook_faults.${key} must be a non-negative integer`);
+    next[key] = value as number;
+  }
+  return next;
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { truncateText } from '@touchpoint/text';
 import type { SandboxConfig } from '../sandbox.config.js';
 
@@ -24,6 +24,8 @@ export interface MetaSettings {
   app_secret: string;
   /** Deliveries retried this many times after a non-2xx answer or a network error (Meta retries). */
   webhook_retries: number;
+  /** Pause before retry n is n × this, ms (Meta backs off for hours; a test needs seconds). */
+  webhook_retry_delay_ms: number;
   /** Display number reported per phone number id (default the fixtures' number). */
   display_numbers: Record<string, string>;
   /**
@@ -32,7 +34,33 @@ export interface MetaSettings {
    * never simulate an inbound message can send text.
    */
   service_window: boolean;
+  /** Misdeliveries of a fraction of the status and inbound webhooks (all 0 by default). */
+  webhook_faults: WebhookFaults;
 }
+
+/**
+ * How the sandbox misdelivers webhooks, as Meta does in production (its webhooks are at least once,
+ * may arrive late, and carry no ordering guarantee): the chaos harness (issue 17) turns these on
+ * for a while at random moments. Each fraction is in [0, 1].
+ */
+export interface WebhookFaults {
+  /** Fraction of status and inbound webhooks posted twice (the copy 100–1,000 ms after the first). */
+  duplicate: number;
+  /** Fraction of status and inbound webhooks posted `late_ms` later than they would be. */
+  late: number;
+  /** How late a late webhook is, ms. An inbound one makes the control call that simulates it wait as long. */
+  late_ms: number;
+  /**
+   * Fraction of accepted messages whose status webhooks are fired in reverse order (e.g. delivered
+   * before sent). Statuses only: an inbound message has no order of its own to break.
+   */
+  out_of_order: number;
+  /** Seeds which webhooks are picked: the same seed and the same order of webhooks pick the same ones. */
+  seed: number;
+}
+
+/** The misdelivery a webhook suffered, as its delivery lists it. */
+export type WebhookFaultKind = 'duplicate' | 'late' | 'out_of_order';
 
 /** One webhook the sandbox posted, as the control API lists it. */
 export interface WebhookDelivery {
@@ -44,6 +72,8 @@ export interface WebhookDelivery {
   status: number;
   response: string;
   tries: number;
+  /** The scripted misdelivery this delivery is part of (`duplicate` marks the copy). */
+  fault?: WebhookFaultKind;
 }
 
 /**
@@ -57,6 +87,9 @@ export class MetaWebhooksService implements OnModuleDestroy {
   private readonly deliveries: WebhookDelivery[] = [];
   private seq = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** How many fault decisions were drawn (the other input of `picked`). */
+  private draws = 0;
+  private readonly waits = new Set<() => void>();
 
   constructor(@Inject(META_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
     this.settings = this.defaults();
@@ -70,9 +103,57 @@ export class MetaWebhooksService implements OnModuleDestroy {
       webhook_url: `${this.config.GATEWAY_URL.replace(/\/+$/, '')}/webhooks/meta`,
       app_secret: this.config.META_APP_SECRET,
       webhook_retries: 2,
+      webhook_retry_delay_ms: 200,
       display_numbers: {},
       service_window: false,
+      webhook_faults: { duplicate: 0, late: 0, late_ms: 5000, out_of_order: 0, seed: 0 },
     };
+  }
+
+  /**
+   * Whether this webhook suffers `kind`: a hash of (seed, draw number, kind) against the fraction,
+   * so a seeded run picks the same webhooks again without a random source in the sandbox.
+   */
+  private picked(kind: WebhookFaultKind): boolean {
+    const fraction = this.settings.webhook_faults[kind];
+    if (!(fraction > 0)) return false;
+    const digest = createHash('sha256').update(`${this.settings.webhook_faults.seed}:${++this.draws}:${kind}`).digest();
+    return digest.readUInt32BE(0) / 0x1_0000_0000 < fraction;
+  }
+
+  /** Waits `ms`, or less when `reset` or shutdown comes first (a held control call must not hang). */
+  private wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waits.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waits.add(done);
+    });
+  }
+
+  /**
+   * Posts a status or inbound webhook under the scripted misdeliveries: late ones after `late_ms`,
+   * duplicated ones once more shortly after (not awaited). Resolves with the first delivery.
+   */
+  async deliver(kind: 'status' | 'inbound', payload: unknown): Promise<WebhookDelivery> {
+    const late = this.picked('late');
+    const duplicate = this.picked('duplicate');
+    if (late) await this.wait(this.settings.webhook_faults.late_ms);
+    const first = await this.post(kind, payload, late ? 'late' : undefined);
+    if (duplicate) {
+      const timer = setTimeout(
+        () => {
+          this.timers.delete(timer);
+          void this.post(kind, payload, 'duplicate');
+        },
+        100 + (this.draws % 10) * 100,
+      );
+      this.timers.add(timer);
+    }
+    return first;
   }
 
   displayNumberOf(phoneNumberId: string): string {
@@ -121,11 +202,16 @@ export class MetaWebhooksService implements OnModuleDestroy {
   /** Schedules the configured statuses for an accepted message (a no-op when turned off). */
   scheduleStatuses(phoneNumberId: string, wamid: string, recipient: string, callbackData: string | null): void {
     if (!this.settings.status_webhooks) return;
-    this.settings.statuses.forEach((status, i) => {
+    const reversed = this.settings.statuses.length > 1 && this.picked('out_of_order');
+    const statuses = reversed ? [...this.settings.statuses].reverse() : this.settings.statuses;
+    statuses.forEach((status, i) => {
       const timer = setTimeout(
         () => {
           this.timers.delete(timer);
-          void this.post('status', this.envelope(phoneNumberId, { statuses: [this.statusObject({ wamid, status, recipient, callbackData })] }));
+          const payload = this.envelope(phoneNumberId, { statuses: [this.statusObject({ wamid, status, recipient, callbackData })] });
+          // A reversed sequence is marked on its first webhook only: one fault per message.
+          if (reversed && i === 0) void this.post('status', payload, 'out_of_order');
+          else void this.deliver('status', payload);
         },
         this.settings.status_delay_ms * (i + 1),
       );
@@ -134,10 +220,10 @@ export class MetaWebhooksService implements OnModuleDestroy {
   }
 
   /** Signs and posts a payload, retrying like Meta; resolves with the last answer. */
-  async post(kind: WebhookDelivery['kind'], payload: unknown): Promise<WebhookDelivery> {
+  async post(kind: WebhookDelivery['kind'], payload: unknown, fault?: WebhookFaultKind): Promise<WebhookDelivery> {
     const raw = JSON.stringify(payload);
     const signature = `sha256=${createHmac('sha256', this.settings.app_secret).update(raw).digest('hex')}`;
-    const delivery: WebhookDelivery = { seq: ++this.seq, at: new Date().toISOString(), kind, payload, status: 0, response: '', tries: 0 };
+    const delivery: WebhookDelivery = { seq: ++this.seq, at: new Date().toISOString(), kind, payload, status: 0, response: '', tries: 0, ...(fault ? { fault } : {}) };
     this.deliveries.push(delivery);
     if (this.deliveries.length > 10_000) this.deliveries.shift();
     for (let attempt = 0; attempt <= this.settings.webhook_retries; attempt++) {
@@ -156,7 +242,7 @@ export class MetaWebhooksService implements OnModuleDestroy {
         delivery.status = 0;
         delivery.response = (err as Error).message;
       }
-      if (attempt < this.settings.webhook_retries) await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+      if (attempt < this.settings.webhook_retries) await new Promise((r) => setTimeout(r, this.settings.webhook_retry_delay_ms * (attempt + 1)));
     }
     return delivery;
   }
@@ -167,12 +253,15 @@ export class MetaWebhooksService implements OnModuleDestroy {
 
   reset(): void {
     this.settings = this.defaults();
+    this.draws = 0;
     this.deliveries.length = 0;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    for (const done of [...this.waits]) done();
   }
 
   onModuleDestroy(): void {
     for (const t of this.timers) clearTimeout(t);
+    for (const done of [...this.waits]) done();
   }
 }

@@ -1,0 +1,56 @@
+import { FAULT_KINDS, FaultInjector, uniformRates } from './faults.js';
+import { runOn } from './main.js';
+import { ChaosPlatform } from './platform.js';
+import { createRng } from './rng.js';
+
+/** The seed of the short run: a failure here replays with `npm run chaos -- --seed 1717 --duration 40 --fault-rate 3`. */
+const SEED = 1717;
+
+/**
+ * The chaos harness inside `npm test` (issue 17): the whole platform from the build (`dist/`, which
+ * the suite's global set-up builds), with replicas, each process behind its own proxies. First every
+ * fault kind once, on demand, and everything comes back; then a short seeded run of the same harness
+ * as `npm run chaos`, which must end with no violation.
+ */
+describe('chaos harness', () => {
+  let platform: ChaosPlatform;
+
+  beforeAll(async () => {
+    platform = await ChaosPlatform.start({ seed: SEED, label: 'chaos' });
+  }, 420_000);
+
+  afterAll(async () => {
+    await platform?.stop();
+  }, 120_000);
+
+  it('brings every process back after one fault of each kind, reconnected through its proxies, with no fault left behind', async () => {
+    const sut = new FaultInjector(platform, createRng(SEED), {});
+    await Promise.all(FAULT_KINDS.map((kind) => sut.inject(kind)));
+    expect(new Set(sut.events.map((e) => e.kind))).toEqual(new Set(FAULT_KINDS));
+
+    await sut.stop();
+
+    expect(sut.problems).toEqual([]);
+    expect(platform.crashes).toEqual([]);
+    for (const p of platform.processes) {
+      expect({ name: p.name, ready: await p.ready() }).toEqual({ name: p.name, ready: true });
+      // Ready means its database answered through its proxy; the broker link must be back too.
+      expect({ name: p.name, amqp: p.amqp!.openConnections > 0 }).toEqual({ name: p.name, amqp: true });
+    }
+    const killed = sut.events.find((e) => e.kind === 'process_kill')!.detail.split(' ')[0];
+    expect(platform.processes.find((p) => p.name === killed)!.exits.at(-1)).toMatchObject({ signal: 'SIGKILL', expected: true });
+    expect(await platform.sandbox.get('/sandbox/control/meta/faults')).toEqual({ faults: [] });
+    expect(await platform.sandbox.get('/sandbox/control/nylas/faults')).toEqual({ faults: [] });
+    expect((await platform.sandbox.metaSettings({})).webhook_faults).toMatchObject({ duplicate: 0, late: 0, out_of_order: 0 });
+  }, 420_000);
+
+  it('keeps its promises through a short seeded run: no duplicate, lost, forbidden or too-fast send, no crash', async () => {
+    const outcome = await runOn(platform, { seed: SEED, durationMs: 40_000, rates: uniformRates(3), drainTimeoutMs: 90_000 });
+
+    expect(outcome.report.details).toEqual([]);
+    expect(outcome.report.violations).toEqual({ duplicates: 0, lost: 0, forbidden: 0, pacing: 0, stuck: 0 });
+    expect(outcome.incidents).toEqual([]);
+    expect(outcome.report.sends.asked).toBeGreaterThan(0);
+    expect(outcome.exitCode).toBe(0);
+  }, 420_000);
+});

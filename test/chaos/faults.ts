@@ -1,0 +1,299 @@
+/**
+ * The faults of a chaos run (issue 17): at moments drawn from the seed, each kind of fault is done
+ * to the running platform — a process SIGKILLed and restarted, broker or database connections cut
+ * through the processes' proxies, the provider stand-ins answering badly, webhooks misdelivered.
+ */
+import type { TcpProxy } from '@touchpoint/testing';
+import type { ChaosPlatform, ChaosProcess } from './platform.js';
+import { forkRng } from './rng.js';
+import type { FaultKind, Rng } from './types.js';
+
+/** Every fault kind, in the fixed order the per-kind random streams are forked in. */
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'process_kill',
+  'broker_cut_one',
+  'broker_cut_all',
+  'database_cut',
+  'provider_timeout_after_accept',
+  'provider_timeout_before_accept',
+  'provider_5xx',
+  'provider_rate_limited',
+  'provider_slow',
+  'webhook_duplicate',
+  'webhook_late',
+  'webhook_out_of_order',
+];
+
+/** Faults per minute of each kind. */
+export type FaultRates = Partial<Record<FaultKind, number>>;
+
+/** Rates of `npm run chaos` without options: every kind about 8 times in 10 minutes, ~1.2 faults/min each on a 2-core machine in all. */
+export const DEFAULT_FAULT_RATES: Required<FaultRates> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0.8])) as Required<FaultRates>;
+
+/** The same rate for every kind. */
+export function uniformRates(perMinute: number): Required<FaultRates> {
+  return Object.fromEntries(FAULT_KINDS.map((k) => [k, perMinute])) as Required<FaultRates>;
+}
+
+/** One fault done (or, for provider faults and webhook windows, started). */
+export interface FaultEvent {
+  kind: FaultKind;
+  /** Epoch ms. */
+  at: number;
+  /** What it hit and for how long, e.g. `messaging#2 db 4.2 s`. */
+  detail: string;
+}
+
+/** A provider stand-in of the sandbox (apps/sandbox). */
+type Provider = 'meta' | 'nylas';
+
+/** The webhook-fault setting of the Meta sandbox each webhook kind turns on (MetaSettings.webhook_faults). */
+const WEBHOOK_SETTING: Partial<Record<FaultKind, 'duplicate' | 'late' | 'out_of_order'>> = {
+  webhook_duplicate: 'duplicate',
+  webhook_late: 'late',
+  webhook_out_of_order: 'out_of_order',
+};
+
+/** What a provider stand-in's control API says about the faults its calls consumed. */
+interface TakenFault {
+  fault: { label?: string };
+}
+
+/**
+ * Injects faults into a `ChaosPlatform` at random moments until `stop()`. Each kind runs on its own
+ * random stream forked from `rng` (so one seed replays the same schedule), with gaps between
+ * 0.5/rate and 1.5/rate minutes (the first within 1/rate), so a run of D minutes sees about
+ * D × rate faults of each kind. At most one process is down at a time, so the platform is never
+ * left without every service for long.
+ *
+ * Counts (`counts()`): infrastructure faults per episode; provider faults per call that consumed
+ * one (a fault queued while nothing is sent hits nothing, and is not counted); webhook faults per
+ * webhook misdelivered (the sandbox marks each).
+ */
+export class FaultInjector {
+  readonly events: FaultEvent[] = [];
+  /** What went wrong while healing (a process that did not come back): each is a finding. */
+  readonly problems: string[] = [];
+  private readonly streams = new Map<FaultKind, Rng>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly cuts = new Map<TcpProxy, number>();
+  private readonly down = new Set<ChaosProcess>();
+  private readonly restarts = new Set<Promise<void>>();
+  private running = false;
+  private startedAt = 0;
+  private final?: Partial<Record<FaultKind, number>>;
+
+  constructor(
+    private readonly platform: ChaosPlatform,
+    rng: Rng,
+    private readonly rates: FaultRates,
+    private readonly log: (line: string) => void = () => undefined,
+  ) {
+    for (const kind of FAULT_KINDS) this.streams.set(kind, forkRng(rng));
+  }
+
+  start(): void {
+    this.running = true;
+    this.startedAt = Date.now();
+    for (const kind of FAULT_KINDS) {
+      const rate = this.rates[kind] ?? 0;
+      if (rate > 0) this.schedule(kind, this.streams.get(kind)!.next() * (60_000 / rate));
+    }
+  }
+
+  private schedule(kind: FaultKind, inMs: number): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      if (!this.running) return;
+      this.inject(kind).catch((err: Error) => this.problems.push(`${kind} could not be injected: ${err.message}`));
+      const rng = this.streams.get(kind)!;
+      this.schedule(kind, (0.5 + rng.next()) * (60_000 / this.rates[kind]!));
+    }, inMs);
+    this.timers.add(timer);
+  }
+
+  /** Does one fault of `kind` now (exposed so a test can do each kind on demand). */
+  async inject(kind: FaultKind): Promise<void> {
+    const rng = this.streams.get(kind)!;
+    switch (kind) {
+      case 'process_kill':
+        return this.killOne(rng);
+      case 'broker_cut_one': {
+        const p = rng.pick(this.platform.processes);
+        return this.cut(kind, [p.amqp!], rng.int(2000, 10_000), `${p.name} amqp`);
+      }
+      case 'broker_cut_all':
+        return this.cut(
+          kind,
+          this.platform.processes.map((p) => p.amqp!),
+          rng.int(2000, 10_000),
+          'every process amqp',
+        );
+      case 'database_cut': {
+        const p = rng.pick(this.platform.processes);
+        return this.cut(kind, [p.db!], rng.int(2000, 8000), `${p.name} db`);
+      }
+      case 'provider_timeout_after_accept':
+        // Held past the dispatcher's send deadline (15 s), then answered if the client still waits.
+        return this.provider(kind, rng, rng.pick<Provider>(['meta', 'meta', 'nylas']), { kind: rng.chance(0.5) ? 'timeout' : 'drop', deliver: true, hold_ms: 30_000 });
+      case 'provider_timeout_before_accept':
+        return this.provider(kind, rng, rng.pick<Provider>(['meta', 'meta', 'nylas']), { kind: rng.chance(0.5) ? 'timeout' : 'drop', deliver: false, hold_ms: 30_000 });
+      case 'provider_5xx': {
+        const provider = rng.pick<Provider>(['meta', 'meta', 'nylas']);
+        return this.provider(kind, rng, provider, { kind: 'error', status: rng.pick([500, 502, 503]), ...(provider === 'meta' ? { code: rng.pick([1, 2, 131000]) } : {}) });
+      }
+      case 'provider_rate_limited':
+        // Meta's pair rate limit (131056): too many messages to one person in a short time.
+        return this.provider(kind, rng, 'meta', { kind: 'error', status: 400, code: 131056, retry_after: rng.int(1, 10) });
+      case 'provider_slow':
+        return this.provider(kind, rng, rng.pick<Provider>(['meta', 'meta', 'nylas']), { kind: 'latency', latency_ms: rng.int(1000, 8000) });
+      case 'webhook_duplicate':
+      case 'webhook_late':
+      case 'webhook_out_of_order':
+        return this.webhookWindow(kind, rng);
+    }
+  }
+
+  private note(kind: FaultKind, detail: string): void {
+    this.events.push({ kind, at: Date.now(), detail });
+    this.log(`fault ${kind}: ${detail}`);
+  }
+
+  /** SIGKILLs one replica (never the sandbox), restarts it after 2–8 s and waits until it is ready again. */
+  private async killOne(rng: Rng): Promise<void> {
+    const pauseMs = rng.int(2000, 8000);
+    const candidates = this.platform.processes.filter((p) => p.alive && !this.down.has(p));
+    const victim = candidates.length ? rng.pick(candidates) : undefined;
+    // One process down at a time: the schedule stays, the kill is skipped (not counted).
+    if (!victim || this.down.size > 0) return;
+    this.down.add(victim);
+    this.note('process_kill', `${victim.name} SIGKILL, restart after ${(pauseMs / 1000).toFixed(1)} s`);
+    await victim.kill('SIGKILL');
+    const restart = (async () => {
+      await this.sleep(pauseMs);
+      victim.start();
+      try {
+        await victim.waitReady();
+      } catch (err) {
+        this.problems.push(`${victim.name} did not come back after its SIGKILL: ${(err as Error).message.slice(0, 800)}`);
+      } finally {
+        this.down.delete(victim);
+      }
+    })();
+    this.restarts.add(restart);
+    await restart;
+    this.restarts.delete(restart);
+  }
+
+  /** Cuts `proxies` (open connections dropped, new ones refused) for `ms`; overlapping cuts of one proxy end with the last. */
+  private async cut(kind: FaultKind, proxies: TcpProxy[], ms: number, what: string): Promise<void> {
+    this.note(kind, `${what} cut for ${(ms / 1000).toFixed(1)} s`);
+    for (const proxy of proxies) {
+      this.cuts.set(proxy, (this.cuts.get(proxy) ?? 0) + 1);
+      proxy.cut();
+    }
+    await this.sleep(ms);
+    for (const proxy of proxies) this.release(proxy);
+  }
+
+  private release(proxy: TcpProxy): void {
+    const left = (this.cuts.get(proxy) ?? 1) - 1;
+    if (left > 0) {
+      this.cuts.set(proxy, left);
+      return;
+    }
+    this.cuts.delete(proxy);
+    proxy.restore();
+  }
+
+  /** Queues 1–3 faults for the next calls of a provider stand-in, labelled with the kind for counting. */
+  private async provider(kind: FaultKind, rng: Rng, provider: Provider, fault: Record<string, unknown>): Promise<void> {
+    const times = rng.int(1, 3);
+    this.note(kind, `${provider} next ${times} call(s): ${JSON.stringify(fault)}`);
+    await this.platform.sandbox.fault(provider, { ...fault, times, label: kind });
+  }
+
+  /** Turns one webhook misdelivery on for a fraction (30–70 %) of the Meta webhooks for 5–15 s. */
+  private async webhookWindow(kind: FaultKind, rng: Rng): Promise<void> {
+    const setting = WEBHOOK_SETTING[kind]!;
+    const fraction = 0.3 + rng.next() * 0.4;
+    const ms = rng.int(5000, 15_000);
+    const lateMs = rng.int(3000, 15_000);
+    this.note(kind, `${Math.round(fraction * 100)} % of webhooks for ${(ms / 1000).toFixed(1)} s${setting === 'late' ? `, ${(lateMs / 1000).toFixed(1)} s late` : ''}`);
+    await this.platform.sandbox.metaSettings({ webhook_faults: { [setting]: fraction, seed: rng.int(0, 0x7fff_ffff), ...(setting === 'late' ? { late_ms: lateMs } : {}) } });
+    await this.sleep(ms);
+    await this.platform.sandbox.metaSettings({ webhook_faults: { [setting]: 0 } });
+  }
+
+  /** Resolves after `ms`, or at once when the injector stops. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        this.wakers.delete(wake);
+        resolve();
+      }, ms);
+      const wake = () => {
+        clearTimeout(timer);
+        this.timers.delete(timer);
+        resolve();
+      };
+      this.timers.add(timer);
+      this.wakers.add(wake);
+    });
+  }
+  private readonly wakers = new Set<() => void>();
+
+  /**
+   * Stops injecting and heals everything: pending pauses end now, every proxy opens, provider fault
+   * queues and webhook faults are cleared, every process is up and ready. Then reads, from the
+   * sandbox, how many provider and webhook faults actually hit a call.
+   * @throws Error when a process does not get ready again (also listed in `problems`)
+   */
+  async stop(): Promise<Partial<Record<FaultKind, number>>> {
+    this.running = false;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    for (const wake of [...this.wakers]) wake();
+    this.wakers.clear();
+    await Promise.all([...this.restarts]);
+    for (const proxy of this.cuts.keys()) proxy.restore();
+    this.cuts.clear();
+    await Promise.all((['meta', 'nylas', 'unipile'] as const).map((p) => this.platform.sandbox.clearFaults(p)));
+    await this.platform.sandbox.metaSettings({ webhook_faults: { duplicate: 0, late: 0, out_of_order: 0 } });
+    try {
+      await this.platform.heal();
+    } catch (err) {
+      this.problems.push(`the platform did not heal: ${(err as Error).message.slice(0, 800)}`);
+      throw err;
+    }
+    this.final = await this.countHits();
+    return this.final;
+  }
+
+  /** Faults by kind (after `stop()`, provider and webhook faults count the calls and webhooks they hit). */
+  counts(): Partial<Record<FaultKind, number>> {
+    if (this.final) return this.final;
+    const out: Partial<Record<FaultKind, number>> = {};
+    for (const e of this.events) out[e.kind] = (out[e.kind] ?? 0) + 1;
+    return out;
+  }
+
+  private async countHits(): Promise<Partial<Record<FaultKind, number>>> {
+    const out: Partial<Record<FaultKind, number>> = {};
+    for (const e of this.events) if (e.kind === 'process_kill' || e.kind.includes('_cut')) out[e.kind] = (out[e.kind] ?? 0) + 1;
+    for (const provider of ['meta', 'nylas'] as const) {
+      const { taken } = await this.platform.sandbox.get<{ taken: TakenFault[] }>(`/sandbox/control/${provider}/faults/taken?since_ms=${this.startedAt}`);
+      for (const t of taken) {
+        const label = t.fault.label as FaultKind | undefined;
+        if (label && FAULT_KINDS.includes(label)) out[label] = (out[label] ?? 0) + 1;
+      }
+    }
+    const { deliveries } = await this.platform.sandbox.get<{ deliveries: { fault?: string }[] }>('/sandbox/meta/webhooks');
+    for (const d of deliveries) {
+      const kind = `webhook_${d.fault}` as FaultKind;
+      if (d.fault && FAULT_KINDS.includes(kind)) out[kind] = (out[kind] ?? 0) + 1;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * `npm run chaos` (issue 17): the whole platform with replicas, a seeded workload through the
+ * public API while faults are injected, then a bounded drain and the reconciliation's table.
+ *
+ * Options: `--duration <s>` (workload and faults, default 600), `--seed <n>` (default: drawn and
+ * printed), `--replicas <n>` (processes of each replicated service: followups, outreach, messaging,
+ * outbox-dispatcher; default 2), `--fault-rate <per min>` (every kind, default 0.8), `--rate
+ * <kind>=<per min>` (one kind, repeatable; 0 turns it off), `--drain <s>` (default 180),
+ * `--verbose` (one line per fault). It builds `dist/` first and runs the compiled services.
+ *
+ * Exit codes: 0 when the run has no violation, 1 when it has one (or a process crashed or did not
+ * come back), 2 on bad options.
+ */
+import 'reflect-metadata';
+import { pathToFileURL } from 'node:url';
+import { DEFAULT_FAULT_RATES, FAULT_KINDS, FaultInjector, type FaultRates } from './faults.js';
+import { ChaosPlatform, DEFAULT_REPLICAS } from './platform.js';
+import { reconcile, formatReport } from './reconcile.js';
+import { createRng, forkRng } from './rng.js';
+import type { ChaosReport, FaultKind } from './types.js';
+import { runWorkload } from './workload.js';
+
+/** What one run is asked to do. */
+export interface ChaosOptions {
+  seed: number;
+  /** Workload and faults, ms. */
+  durationMs: number;
+  /** Processes of each replicated service. */
+  replicas: number;
+  /** Faults per minute, by kind. */
+  rates: FaultRates;
+  /** Longest wait for the platform to settle after the faults stop, ms. */
+  drainTimeoutMs: number;
+  /** Extra environment for every service (e.g. shorter sweeps in the short test run). */
+  env?: Record<string, string>;
+  label?: string;
+  log?: (line: string) => void;
+  /** One line per fault. */
+  verbose?: boolean;
+}
+
+/** A finished run: the report (faults and platform findings filled in) and the exit code it deserves. */
+export interface ChaosOutcome {
+  report: ChaosReport;
+  /** The platform's own findings: crashes, processes that did not come back. */
+  incidents: string[];
+  exitCode: 0 | 1;
+}
+
+/** The services `--replicas` multiplies (the others run once, as in the issue's platform). */
+const REPLICATED = ['followups', 'outreach', 'messaging', 'outbox-dispatcher'] as const;
+
+/**
+ * Starts the platform, injects faults while the workload runs for `durationMs`, stops the faults
+ * (everything healed), reconciles within `drainTimeoutMs`, and stops the platform (its schemas and
+ * bus namespace dropped).
+ */
+export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
+  const log = o.log ?? (() => undefined);
+  const replicas = Object.fromEntries(REPLICATED.map((s) => [s, o.replicas]));
+  log(`seed ${o.seed}: starting the platform (${REPLICATED.map((s) => `${s} ×${o.replicas}`).join(', ')}, the others ×1)`);
+  const platform = await ChaosPlatform.start({ seed: o.seed, replicas: { ...DEFAULT_REPLICAS, ...replicas }, env: o.env, label: o.label, log });
+  try {
+    return await runOn(platform, o);
+  } finally {
+    log('stopping the platform');
+    await platform.stop();
+  }
+}
+
+/**
+ * The run on a platform already started (the short test run shares its platform with other
+ * checks): faults while the workload runs, healing, the bounded drain and the reconciliation.
+ */
+export async function runOn(platform: ChaosPlatform, o: Omit<ChaosOptions, 'replicas'>): Promise<ChaosOutcome> {
+  const log = o.log ?? (() => undefined);
+  const rng = createRng(o.seed);
+  // Forked first, in a fixed order, so the workload and the faults each replay whatever the other draws.
+  const workloadRng = forkRng(rng);
+  const faultRng = forkRng(rng);
+  const injector = new FaultInjector(platform, faultRng, o.rates, o.verbose ? log : undefined);
+  const crashesBefore = platform.crashes.length;
+  log(`running the workload and the faults for ${Math.round(o.durationMs / 1000)} s`);
+  injector.start();
+  const progress = setInterval(() => log(`… ${injector.events.length} faults so far, ${platform.crashes.length - crashesBefore} crashes`), 60_000);
+  let ledger;
+  try {
+    ledger = await runWorkload(platform.target, { durationMs: o.durationMs, rng: workloadRng, log });
+  } finally {
+    clearInterval(progress);
+    log('stopping the faults and healing every process');
+    await injector.stop().catch(() => undefined);
+  }
+  const faults = injector.counts();
+  log(`draining (at most ${Math.round(o.drainTimeoutMs / 1000)} s) and reconciling ${ledger.length} sends`);
+  const report = await reconcile(platform.target, ledger, { drainTimeoutMs: o.drainTimeoutMs, faults, durationMs: o.durationMs });
+  const incidents = [...platform.crashes.slice(crashesBefore), ...injector.problems];
+  report.crashes = incidents.length;
+  report.details.push(...incidents);
+  const violations = Object.values(report.violations).reduce((a, b) => a + b, 0);
+  return { report, incidents, exitCode: violations === 0 && incidents.length === 0 ? 0 : 1 };
+}
+
+/** Reads the command line; exits 2 with the problem on a bad option. */
+export function parseOptions(argv: string[]): Omit<ChaosOptions, 'log'> {
+  const o: Omit<ChaosOptions, 'log'> = { seed: Math.floor(Math.random() * 0x7fff_ffff), durationMs: 600_000, replicas: 2, rates: { ...DEFAULT_FAULT_RATES }, drainTimeoutMs: 180_000, verbose: false };
+  const number = (name: string, value: string | undefined, min: number): number => {
+    const n = Number(value);
+    if (value === undefined || !Number.isFinite(n) || n < min) usage(`${name} takes a number >= ${min}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].includes('=') && argv[i].startsWith('--') && !argv[i].startsWith('--rate=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
+    const value = () => inline ?? argv[++i];
+    if (flag === '--duration') o.durationMs = number('--duration', value(), 1) * 1000;
+    else if (flag === '--seed') o.seed = Math.floor(number('--seed', value(), 0));
+    else if (flag === '--replicas') o.replicas = Math.floor(number('--replicas', value(), 1));
+    else if (flag === '--fault-rate') {
+      const rate = number('--fault-rate', value(), 0);
+      for (const kind of FAULT_KINDS) o.rates[kind] = rate;
+    } else if (flag === '--rate' || flag.startsWith('--rate=')) {
+      const spec = flag.startsWith('--rate=') ? flag.slice('--rate='.length) : argv[++i];
+      const [kind, rate] = (spec ?? '').split('=');
+      if (!FAULT_KINDS.includes(kind as FaultKind)) usage(`--rate takes <kind>=<per min>, kind one of ${FAULT_KINDS.join(', ')}`);
+      o.rates[kind as FaultKind] = number(`--rate ${kind}`, rate, 0);
+    } else if (flag === '--drain') o.drainTimeoutMs = number('--drain', value(), 1) * 1000;
+    else if (flag === '--verbose') o.verbose = true;
+    else if (flag === '--help' || flag === '-h') usage();
+    else usage(`unknown option ${argv[i]}`);
+  }
+  return o;
+}
+
+function usage(problem?: string): never {
+  const text = 'usage: npm run chaos -- [--duration <s>] [--seed <n>] [--replicas <n>] [--fault-rate <per min>] [--rate <kind>=<per min>]... [--drain <s>] [--verbose]\n' + `fault kinds: ${FAULT_KINDS.join(', ')}\nSee README.md "What survives what".\n`;
+  if (problem) process.stderr.write(`npm run chaos: ${problem}\n${text}`);
+  else process.stdout.write(text);
+  process.exit(problem ? 2 : 0);
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  const started = Date.now();
+  const log = (line: string) => process.stdout.write(`[chaos +${Math.round((Date.now() - started) / 1000)}s] ${line}\n`);
+  const outcome = await runChaos({ ...options, log });
+  process.stdout.write(`\n${formatReport(outcome.report)}\n`);
+  if (outcome.incidents.length) process.stdout.write(`platform incidents (${outcome.incidents.length}):\n${outcome.incidents.map((l) => `  ${l}`).join('\n')}\n`);
+  process.stdout.write(`seed ${options.seed} — replay: npm run chaos -- --seed ${options.seed} --duration ${options.durationMs / 1000}\n`);
+  process.exit(outcome.exitCode);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((err) => {
+    process.stderr.write(`npm run chaos failed: ${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  });
+}

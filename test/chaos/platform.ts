@@ -1,0 +1,334 @@
+/**
+ * The platform the chaos harness (issue 17) runs against: every service started from the compiled
+ * build (`dist/`, as `npm start` starts it), with replicas, in a test world of its own (schema
+ * prefix, bus namespace, free ports) so it can run beside other test files. Each service process
+ * reaches PostgreSQL and RabbitMQ through TCP proxies of its own, so the harness can cut one
+ * process off without touching the machine's shared servers.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { API_SCOPES, SERVICES, type ServiceName } from '@touchpoint/contracts';
+import { createTestWorld, TcpProxy, TEST_AMQP_URL, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
+import { type AdminCli, compiledAdminCli } from '../../scripts/start/admin-cli.js';
+import { freePort } from '../e2e/platform.js';
+import type { ChaosTarget } from './types.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CHILD_GUARD = path.join(ROOT, 'scripts/start/child-guard.mjs');
+
+/** Processes of each service in a chaos run (the issue's platform: two of each loop owner). */
+export const DEFAULT_REPLICAS: Record<ServiceName, number> = {
+  gateway: 1,
+  followups: 2,
+  outreach: 2,
+  messaging: 2,
+  'outbox-dispatcher': 2,
+  abuse: 1,
+  'ai-gateway': 1,
+};
+
+/**
+ * How long one process may take to answer `/health/ready`, ms: twelve processes boot at once on 2
+ * cores that other test files share (each needs a few CPU-seconds to load).
+ */
+export const READY_TIMEOUT_MS = 300_000;
+
+/** Lines of a process's output kept for an error message. */
+const TAIL_CHARS = 4000;
+
+/** Why a process exited, and whether the harness asked for it. */
+export interface ProcessExit {
+  at: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** True when the harness killed or stopped it; false is a crash. */
+  expected: boolean;
+}
+
+/**
+ * One OS process of the run: a service replica (with its own database and broker proxies) or the
+ * sandbox (no proxies: it uses neither).
+ */
+export class ChaosProcess {
+  child?: ChildProcess;
+  readonly exits: ProcessExit[] = [];
+  private tail = '';
+  private expectingExit = false;
+  /** Called when the process exits without being asked to. */
+  onCrash: (p: ChaosProcess, exit: ProcessExit) => void = () => undefined;
+
+  constructor(
+    /** `messaging#2`, `gateway#1`, `sandbox`. */
+    readonly name: string,
+    readonly service: ServiceName | 'sandbox',
+    /** Its HTTP port (the public API for the gateway, health/metrics for the others). */
+    readonly port: number,
+    private readonly env: NodeJS.ProcessEnv,
+    readonly db?: TcpProxy,
+    readonly amqp?: TcpProxy,
+  ) {}
+
+  get alive(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The last few thousand characters it printed (stdout and stderr). */
+  output(): string {
+    return this.tail;
+  }
+
+  /** Spawns `dist/apps/<service>/src/main.js` (no-op when it is running). */
+  start(): void {
+    if (this.alive) return;
+    this.expectingExit = false;
+    // As `npm start` runs it, less --enable-source-maps: twelve processes loading every source map
+    // at once is CPU a 2-core machine does not have to spare (stack traces name dist/ lines).
+    const child = spawn(process.execPath, ['--import', CHILD_GUARD, path.join(ROOT, 'dist/apps', this.service, 'src/main.js')], {
+      cwd: ROOT,
+      env: this.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    const keep = (d: Buffer) => (this.tail = (this.tail + d.toString()).slice(-TAIL_CHARS));
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    child.once('exit', (code, signal) => {
+      const exit: ProcessExit = { at: Date.now(), code, signal, expected: this.expectingExit };
+      this.exits.push(exit);
+      if (!exit.expected) this.onCrash(this, exit);
+    });
+  }
+
+  /** The last answer of `/health/ready` (status and body), for error messages. */
+  private lastProbe = 'no answer yet';
+
+  /** Answers whether `/health/ready` says 200 right now. */
+  async ready(): Promise<boolean> {
+    if (!this.alive) return false;
+    const res = await fetch(`${this.url}/health/ready`, { signal: AbortSignal.timeout(5000) }).catch((err: Error) => {
+      this.lastProbe = err.message;
+      return undefined;
+    });
+    if (res) this.lastProbe = `${res.status} ${(await res.text().catch(() => '')).slice(0, 500)}`;
+    return res?.status === 200;
+  }
+
+  /**
+   * Waits until `/health/ready` answers 200.
+   * @throws Error with its last output when it exits first or is not ready within `timeoutMs`
+   */
+  async waitReady(timeoutMs = READY_TIMEOUT_MS): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (await this.ready()) return;
+      if (!this.alive) throw new Error(`${this.name} exited before it was ready (${JSON.stringify(this.exits.at(-1))}):\n${this.tail}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} was not ready within ${timeoutMs} ms (last probe: ${this.lastProbe}):\n${this.tail}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  /** Sends `signal` and waits for the exit; still alive after `graceMs`, it gets SIGKILL. Never a crash. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL', graceMs = 10_000): Promise<void> {
+    const child = this.child;
+    if (!child || !this.alive) return;
+    this.expectingExit = true;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** The sandbox's control API (README "The sandbox's control API"). */
+export class SandboxControl {
+  constructor(readonly url: string) {}
+
+  /**
+   * POSTs `body` as JSON to `path`; answers the parsed answer.
+   * @throws Error naming the path and status on a non-2xx answer
+   */
+  async post<T = unknown>(pathname: string, body: unknown): Promise<T> {
+    const res = await fetch(`${this.url}${pathname}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`sandbox ${pathname} answered ${res.status}: ${text}`);
+    return JSON.parse(text) as T;
+  }
+
+  async get<T = unknown>(pathname: string): Promise<T> {
+    const res = await fetch(`${this.url}${pathname}`, { signal: AbortSignal.timeout(30_000) });
+    if (!res.ok) throw new Error(`sandbox ${pathname} answered ${res.status}: ${await res.text()}`);
+    return (await res.json()) as T;
+  }
+
+  /** Queues provider faults (apps/sandbox fault-registry: timeout, drop, error, latency). */
+  fault(provider: 'meta' | 'nylas' | 'unipile', ...faults: Record<string, unknown>[]): Promise<{ scripted: number }> {
+    return this.post(`/sandbox/control/${provider}/faults`, { faults });
+  }
+
+  clearFaults(provider: 'meta' | 'nylas' | 'unipile'): Promise<unknown> {
+    return fetch(`${this.url}/sandbox/control/${provider}/faults`, { method: 'DELETE' }).then((r) => r.json());
+  }
+
+  /** Changes the Meta stand-in's settings (webhook_faults among them); answers the settings now in force. */
+  metaSettings(settings: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return this.post('/sandbox/meta/settings', settings);
+  }
+}
+
+/** Options of `ChaosPlatform.start`. */
+export interface ChaosPlatformOptions {
+  seed: number;
+  /** Processes per service; missing services get DEFAULT_REPLICAS. */
+  replicas?: Partial<Record<ServiceName, number>>;
+  /** Names the test world (schemas `t_<label>_…`). */
+  label?: string;
+  /** Extra environment for every service (e.g. shorter sweeps for a short run). */
+  env?: Record<string, string>;
+  log?: (line: string) => void;
+}
+
+/**
+ * The running platform: the target the workload drives, and the handles the fault injector pulls
+ * (processes to kill, their proxies to cut, the sandbox to script).
+ */
+export class ChaosPlatform {
+  readonly processes: ChaosProcess[] = [];
+  sandboxProcess!: ChaosProcess;
+  sandbox!: SandboxControl;
+  target!: ChaosTarget;
+  cli!: AdminCli;
+  /** Crashes (exits the harness did not ask for), each already restarted. */
+  readonly crashes: string[] = [];
+  private stopping = false;
+
+  private constructor(
+    readonly world: TestWorld,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  /**
+   * Builds `dist/` (scripts/build.mjs, as `npm start` does; seconds when little changed), migrates
+   * every schema with the compiled admin CLI (as `npm start` does), starts the sandbox and every replica, waits until all are
+   * ready, and makes an organization, an admin member and an all-scopes key with the CLI.
+   * @throws Error when the build fails or a process does not get ready (everything started is stopped)
+   */
+  static async start(options: ChaosPlatformOptions): Promise<ChaosPlatform> {
+    execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'ignore' });
+    for (const service of [...SERVICES, 'sandbox', 'cli']) {
+      if (!existsSync(path.join(ROOT, 'dist/apps', service, 'src/main.js'))) throw new Error(`dist/apps/${service} is missing: run \`npm run build\` first`);
+    }
+    const world = await createTestWorld(options.label ?? 'chaos');
+    const platform = new ChaosPlatform(world, options.log ?? (() => undefined));
+    try {
+      await platform.boot(options);
+    } catch (err) {
+      await platform.stop().catch(() => undefined);
+      throw err;
+    }
+    return platform;
+  }
+
+  private async boot(options: ChaosPlatformOptions): Promise<void> {
+    const { PORT: _port, ...worldEnv } = this.world.env;
+    const base: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ...worldEnv,
+      LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
+      NO_COLOR: '1',
+      // Twelve processes share the machine's PostgreSQL (100 connections) with other test files.
+      DB_POOL_SIZE: '3',
+    };
+    this.cli = compiledAdminCli(ROOT, base);
+    this.log('migrating every schema (admin CLI: migrate)');
+    await this.cli.run(['migrate']);
+
+    const sandboxPort = await freePort();
+    const gatewayPort = await freePort();
+    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+    this.sandboxProcess = new ChaosProcess('sandbox', 'sandbox', sandboxPort, { ...base, PORT: String(sandboxPort), GATEWAY_URL: gatewayUrl });
+    this.sandbox = new SandboxControl(sandboxUrl);
+
+    const replicas = { ...DEFAULT_REPLICAS, ...options.replicas };
+    for (const service of SERVICES) {
+      for (let i = 1; i <= replicas[service]; i++) {
+        const db = new TcpProxy(new URL(TEST_DATABASE_URL).hostname, Number(new URL(TEST_DATABASE_URL).port || 5432));
+        const amqp = new TcpProxy(new URL(TEST_AMQP_URL).hostname, Number(new URL(TEST_AMQP_URL).port || 5672));
+        const databaseUrl = new URL(TEST_DATABASE_URL);
+        databaseUrl.host = `127.0.0.1:${await db.start()}`;
+        const amqpUrl = new URL(TEST_AMQP_URL);
+        amqpUrl.host = `127.0.0.1:${await amqp.start()}`;
+        const port = service === 'gateway' && i === 1 ? gatewayPort : await freePort();
+        const env: NodeJS.ProcessEnv = { ...base, ...options.env, PORT: String(port), DATABASE_URL: databaseUrl.toString(), AMQP_URL: amqpUrl.toString() };
+        // What `npm start` gives these children (scripts/start/main.ts childEnv): the sandbox as every provider.
+        if (service === 'outbox-dispatcher') Object.assign(env, { WHATSAPP_GRAPH_BASE_URL: sandboxUrl, NYLAS_API_BASE_URL: sandboxUrl, UNIPILE_API_BASE_URL: sandboxUrl });
+        if (service === 'ai-gateway') env.AI_BASE_URL = `${sandboxUrl}/v1`;
+        const proc = new ChaosProcess(`${service}#${i}`, service, port, env, db, amqp);
+        proc.onCrash = (p, exit) => this.crashed(p, exit);
+        this.processes.push(proc);
+      }
+    }
+    this.sandboxProcess.onCrash = (p, exit) => this.crashed(p, exit);
+
+    this.log(`starting the sandbox and ${this.processes.length} service processes`);
+    const started = Date.now();
+    this.sandboxProcess.start();
+    for (const p of this.processes) p.start();
+    await Promise.all([this.sandboxProcess, ...this.processes].map((p) => p.waitReady()));
+    this.log(`every process is ready (${Math.round((Date.now() - started) / 1000)} s)`);
+    // Meta retries a webhook it could not deliver for hours; ten tries over ~55 s outlast a gateway
+    // restart here, so a webhook is lost only when the platform really refuses it.
+    await this.sandbox.metaSettings({ webhook_retries: 10, webhook_retry_delay_ms: 1000 });
+
+    const org = await this.cli.run<{ id: string }>(['org:create', '--name', `Chaos ${options.seed}`]);
+    const member = await this.cli.run<{ id: string }>(['member:add', '--org', org.id, '--email', `admin@${org.id.slice(0, 8)}.chaos.test`, '--role', 'admin', '--name', 'Chaos Admin']);
+    const key = await this.cli.run<{ id: string; secret: string }>(['apikey:create', '--org', org.id, '--member', member.id, '--scopes', API_SCOPES.join(','), '--name', 'chaos']);
+    this.target = { gatewayUrl, sandboxUrl, apiKey: key.secret, organizationId: org.id, seed: options.seed };
+  }
+
+  /** A process died on its own: note it and restart it, as a supervisor (Kubernetes, systemd) would. */
+  private crashed(p: ChaosProcess, exit: ProcessExit): void {
+    if (this.stopping) return;
+    const line = `${p.name} crashed (code ${exit.code}, signal ${exit.signal}) at ${new Date(exit.at).toISOString()}: ${p.output().slice(-600).replace(/\s+/g, ' ')}`;
+    this.crashes.push(line);
+    this.log(line);
+    setTimeout(() => {
+      if (!this.stopping) p.start();
+    }, 1000).unref();
+  }
+
+  /** The service replicas (the sandbox not among them). */
+  replicasOf(service: ServiceName): ChaosProcess[] {
+    return this.processes.filter((p) => p.service === service);
+  }
+
+  /** Every proxy open, every process up: waits until each answers ready. */
+  async heal(timeoutMs = READY_TIMEOUT_MS): Promise<void> {
+    for (const p of this.processes) {
+      p.db?.restore();
+      p.amqp?.restore();
+      if (!p.alive) p.start();
+    }
+    if (!this.sandboxProcess.alive) this.sandboxProcess.start();
+    await Promise.all([this.sandboxProcess, ...this.processes].map((p) => p.waitReady(timeoutMs)));
+  }
+
+  /** Stops every process (SIGTERM, then SIGKILL), closes the proxies, and drops the run's schemas and bus namespace. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.processes, this.sandboxProcess].filter(Boolean).map((p) => p.kill('SIGTERM', 5000)));
+    for (const p of this.processes) {
+      await p.db?.stop();
+      await p.amqp?.stop();
+    }
+    await this.world.close();
+  }
+}
