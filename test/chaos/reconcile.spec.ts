@@ -161,8 +161,18 @@ describe('reconcile', () => {
     it('finds an email to the person whose draft was rejected', () => {
       const input = cleanRun();
       input.ledger.push(entry({ ref: 'or4', kind: 'outreach', channel: 'email', to: 'or4@prospect.example', stop: { kind: 'reject', at: T0 + 1_000 } }));
-      input.received.nylas.push(nylas({ to: 'or4@prospect.example', body: 'Hello from the campaign', atMs: 2_000, grant: 'chaos-campaign-s17' }));
+      input.received.nylas.push(nylas({ to: 'or4@prospect.example', body: 'Hello from the campaign', atMs: 5_000, grant: 'chaos-campaign-s17' }));
       expect(judge(input).details).toEqual([expect.stringMatching(/^forbidden: or4: reject acknowledged/)]);
+    });
+
+    it('lists, without counting, a send that started while the stop was still on its way to the lane', () => {
+      const input = cleanRun();
+      input.ledger[1]!.stop = { kind: 'opt_out', at: T0 + 5_000 };
+      const r = judge(input);
+      expect(r.violations.forbidden).toBe(0);
+      expect(r.notJudged).toEqual([expect.stringMatching(/^raced \(within 3000 ms of the stop\): op2: opt_out acknowledged .*\(\+2000 ms\)/)]);
+      expect(formatReport(r)).toContain('not judged (1):');
+      expect(judge({ ...input, stopPropagationMs: 1_000 }).violations.forbidden).toBe(1);
     });
   });
 

@@ -61,6 +61,8 @@ export interface JudgeInput {
   /** Ids of the outbox entries `/outbox/ambiguous` lists. */
   ambiguousListed: Set<string>;
   pairIntervalMs?: number;
+  /** See `STOP_PROPAGATION_MS`. */
+  stopPropagationMs?: number;
 }
 
 const at = (ms: number) => new Date(ms).toISOString().slice(11, 23);
@@ -128,36 +130,61 @@ export function duplicateSends(received: JudgeInput['received']): string[] {
 const short = (text: string) => (text.length > 70 ? `${text.slice(0, 67)}...` : text);
 
 /**
- * The stops the workload caused, as the safety suite's invariants take them: an opt-out or a
- * rejected draft forbids every later send to the address; a reply forbids the later texts of that
- * ask (its marker) — the other asks to the person are not stopped by a reply.
+ * How long a stop may take to reach the send lane after the platform acknowledged it, ms: the
+ * acknowledgement means messaging stored the reply or the STOP; the follow-up's cancel and the
+ * suppression then travel the bus to the dispatcher, which cancels what it has not claimed yet
+ * (DESIGN §5.3). The safety suite judges a stop only when it lands at least its `STOP_MARGIN_MS`
+ * (3 s) before the lane could take the text; the same bound here.
  */
-export function stopsOf(ledger: LedgerEntry[]): { stops: StopEvent[]; suppressions: Suppression[] } {
+export const STOP_PROPAGATION_MS = 3_000;
+
+/**
+ * The stops the workload caused, as the safety suite's invariants take them, each moved
+ * `shiftMs` later: an opt-out or a rejected draft forbids every later send to the address; a reply
+ * forbids the later texts of that ask (its marker) — the other asks to the person are not stopped
+ * by a reply.
+ */
+export function stopsOf(ledger: LedgerEntry[], shiftMs = 0): { stops: StopEvent[]; suppressions: Suppression[] } {
   const stops: StopEvent[] = [];
   const suppressions: Suppression[] = [];
   for (const e of ledger) {
     if (!e.stop) continue;
     const addresses: Address[] = [{ channel: e.channel, value: e.to }];
-    if (e.stop.kind === 'reply') stops.push({ scenario: e.ref, kind: e.stop.kind, ackedAt: e.stop.at, addresses, texts: [marker(e.ref.split(':')[0]!)] });
-    else suppressions.push({ scenario: e.ref, cause: e.stop.kind, ackedAt: e.stop.at, addresses });
+    const ackedAt = e.stop.at + shiftMs;
+    if (e.stop.kind === 'reply') stops.push({ scenario: e.ref, kind: e.stop.kind, ackedAt, addresses, texts: [marker(e.ref.split(':')[0]!)] });
+    else suppressions.push({ scenario: e.ref, cause: e.stop.kind, ackedAt, addresses });
   }
   return { stops, suppressions };
 }
 
-/** Attempts after a stop (the safety suite's checks over the run's wire log). */
-export function forbiddenSends(ledger: LedgerEntry[], received: JudgeInput['received']): string[] {
-  const log = [...toWireCalls('meta', received.meta), ...toWireCalls('nylas', received.nylas), ...toWireCalls('unipile', received.unipile)];
-  const { stops, suppressions } = stopsOf(ledger);
-  // One address can carry several opt-outs (a notification's two deliveries): one violation per call.
-  const seen = new Set<string>();
-  const out: string[] = [];
+/** The safety suite's checks over the run's wire log, one line per call (an address can carry two asks' opt-outs). */
+function afterStops(ledger: LedgerEntry[], log: WireCall[], shiftMs: number): Map<string, string> {
+  const { stops, suppressions } = stopsOf(ledger, shiftMs);
+  const out = new Map<string, string>();
   for (const v of [...stopWins(log, stops), ...suppressed(log, suppressions)]) {
-    const key = `${v.detail.replace(/^.*?acknowledged [0-9:.]+; /, '')}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(`forbidden: ${v.scenario}: ${v.detail}`);
+    const call = v.detail.replace(/^.*?acknowledged [0-9:.]+; /, '').replace(/ \(\+\d+ ms.*$/, '');
+    if (!out.has(call)) out.set(call, `${v.scenario}: ${v.detail}`);
   }
   return out;
+}
+
+/**
+ * Attempts after a stop: `forbidden` started more than `propagationMs` after the stop was
+ * acknowledged; `raced` started within that bound (the stop was still on its way to the lane: not
+ * judged, listed).
+ */
+export function stopViolations(ledger: LedgerEntry[], received: JudgeInput['received'], propagationMs = STOP_PROPAGATION_MS): { forbidden: string[]; raced: string[] } {
+  const log = [...toWireCalls('meta', received.meta), ...toWireCalls('nylas', received.nylas), ...toWireCalls('unipile', received.unipile)];
+  const late = afterStops(ledger, log, propagationMs);
+  const any = afterStops(ledger, log, 0);
+  const forbidden = [...late.keys()].map((k) => `forbidden: ${any.get(k) ?? late.get(k)}`);
+  const raced = [...any.entries()].filter(([k]) => !late.has(k)).map(([, d]) => `raced (within ${propagationMs} ms of the stop): ${d}`);
+  return { forbidden, raced };
+}
+
+/** Attempts that started later than `propagationMs` after a stop (see `stopViolations`). */
+export function forbiddenSends(ledger: LedgerEntry[], received: JudgeInput['received'], propagationMs = STOP_PROPAGATION_MS): string[] {
+  return stopViolations(ledger, received, propagationMs).forbidden;
 }
 
 /** The run's table from everything gathered: counts, violations and one detail line per violation. */
@@ -190,7 +217,7 @@ export function judge(input: JudgeInput): ChaosReport {
     details.push(`progress: ${p.ref} ${p.kind} enrollment ${p.enrollmentId}: ${p.problem}`);
   }
   const duplicates = duplicateSends(input.received);
-  const forbidden = forbiddenSends(input.ledger, input.received);
+  const { forbidden, raced } = stopViolations(input.ledger, input.received, input.stopPropagationMs);
   const pacing = pacingViolations(input.received, input.pairIntervalMs);
   details.push(...duplicates, ...forbidden, ...pacing);
   return {
@@ -200,6 +227,7 @@ export function judge(input: JudgeInput): ChaosReport {
     sends,
     violations: { duplicates: duplicates.length, lost, forbidden: forbidden.length, pacing: pacing.length, stuck },
     details,
+    notJudged: raced,
   };
 }
 
@@ -227,6 +255,10 @@ export function formatReport(r: ChaosReport, maxDetails = 50): string {
   if (r.details.length) {
     out.push('', `violations (${r.details.length}):`, ...r.details.slice(0, maxDetails).map((d) => `  - ${d}`));
     if (r.details.length > maxDetails) out.push(`  … and ${r.details.length - maxDetails} more`);
+  }
+  if (r.notJudged?.length) {
+    out.push('', `not judged (${r.notJudged.length}):`, ...r.notJudged.slice(0, maxDetails).map((d) => `  - ${d}`));
+    if (r.notJudged.length > maxDetails) out.push(`  … and ${r.notJudged.length - maxDetails} more`);
   }
   return out.join('\n');
 }
@@ -400,9 +432,25 @@ async function ambiguousListed(gateway: GatewayClient): Promise<Set<string>> {
   return out;
 }
 
-async function receivedLogs(sandbox: SandboxClient): Promise<JudgeInput['received']> {
-  const read = async (provider: string) => ((await sandbox.request('GET', `/sandbox/control/${provider}/received`)).body?.calls ?? []) as ReceivedCall[];
-  return { meta: await read('meta'), nylas: await read('nylas'), unipile: await read('unipile') };
+/** The providers' logs, read on from the last call seen (`since_seq`), so a long run's log is fetched once. */
+class ReceivedLogs {
+  readonly calls: JudgeInput['received'] = { meta: [], nylas: [], unipile: [] };
+
+  constructor(private readonly sandbox: SandboxClient) {}
+
+  /** Reads the calls made since the last read; answers how many there were. */
+  async readNew(): Promise<number> {
+    let added = 0;
+    for (const provider of ['meta', 'nylas', 'unipile'] as const) {
+      const list = this.calls[provider];
+      const since = list.length ? list[list.length - 1]!.seq : 0;
+      const answer = await this.sandbox.request('GET', `/sandbox/control/${provider}/received?since_seq=${since}`);
+      const fresh = (answer.body?.calls ?? []) as ReceivedCall[];
+      list.push(...fresh);
+      added += fresh.length;
+    }
+    return added;
+  }
 }
 
 /** Runs `fn` over `items`, `limit` at a time. */
@@ -434,18 +482,14 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
   const deadline = Date.now() + opts.drainTimeoutMs;
   const observed = new Map<string, { sends: ObservedSend[]; progress?: ObservedProgress }>();
   const settled = (o: { sends: ObservedSend[]; progress?: ObservedProgress } | undefined) => o !== undefined && o.sends.every((s) => s.state !== 'open') && !o.progress?.problem;
-  let lastCalls = -1;
+  const logs = new ReceivedLogs(sandbox);
   let quietSince = Date.now();
   for (;;) {
     const pending = ledger.filter((e) => !settled(observed.get(e.ref)));
     const seen = await each(pending, 6, (e) => observeEntry(gateway, target.organizationId, e).catch((err: Error) => ({ sends: [{ ref: e.ref, id: e.ref, state: 'missing' as const, detail: `could not read it: ${err.message}` }] })));
     pending.forEach((e, i) => observed.set(e.ref, seen[i]!));
-    const logs = await receivedLogs(sandbox).catch(() => undefined);
-    const calls = logs ? logs.meta.length + logs.nylas.length + logs.unipile.length : lastCalls;
-    if (calls !== lastCalls) {
-      lastCalls = calls;
-      quietSince = Date.now();
-    }
+    // A sandbox that does not answer is not quiet either.
+    if ((await logs.readNew().catch(() => 1)) > 0) quietSince = Date.now();
     const open = ledger.filter((e) => !settled(observed.get(e.ref))).length;
     if (open === 0 && Date.now() - quietSince >= QUIET_MS) break;
     if (Date.now() > deadline) {
@@ -455,12 +499,14 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
     await new Promise((resolve) => setTimeout(resolve, 2_000));
   }
   const all = ledger.map((e) => observed.get(e.ref)!);
+  for (const send of all.flatMap((o) => o.sends)) if (send.state === 'failed' || send.state === 'ambiguous') opts.log?.(`chaos reconcile: ${send.ref} send ${send.id} ${send.state}: ${send.detail}`);
+  await logs.readNew();
   return judge({
     seed: target.seed,
     durationMs: opts.durationMs,
     faults: opts.faults,
     ledger,
-    received: await receivedLogs(sandbox),
+    received: logs.calls,
     sends: all.flatMap((o) => o.sends),
     progress: all.flatMap((o) => (o.progress ? [o.progress] : [])),
     ambiguousListed: await ambiguousListed(gateway),

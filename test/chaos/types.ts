@@ -70,4 +70,9 @@ export interface ChaosReport {
   violations: { duplicates: number; lost: number; forbidden: number; pacing: number; stuck: number };
   /** One line per violation, enough to find it (ids, times). */
   details: string[];
+  /**
+   * Lines about what was seen but not counted: a send that started while the stop that rules it out
+   * was still on its way to the send lane (reconcile.ts `STOP_PROPAGATION_MS`).
+   */
+  notJudged?: string[];
 }

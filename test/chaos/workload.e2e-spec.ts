@@ -35,7 +35,7 @@ describe('Chaos workload and reconciliation without faults', () => {
     platform = await Platform.start('chaoswl');
     const tenant = await platform.tenant('Chaos workload');
     target = { gatewayUrl: platform.url('gateway'), sandboxUrl: platform.url('sandbox'), apiKey: tenant.secret, organizationId: tenant.organizationId, seed: SEED };
-  }, 240_000);
+  }, 420_000);
   afterAll(async () => {
     await platform?.stop();
   }, 120_000);
