@@ -501,7 +501,7 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
   const all = ledger.map((e) => observed.get(e.ref)!);
   for (const send of all.flatMap((o) => o.sends)) if (send.state === 'failed' || send.state === 'ambiguous') opts.log?.(`chaos reconcile: ${send.ref} send ${send.id} ${send.state}: ${send.detail}`);
   await logs.readNew();
-  return judge({
+  const report = judge({
     seed: target.seed,
     durationMs: opts.durationMs,
     faults: opts.faults,
@@ -511,4 +511,14 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
     progress: all.flatMap((o) => (o.progress ? [o.progress] : [])),
     ambiguousListed: await ambiguousListed(gateway),
   });
+  // What the platform recorded of each stopped follow-up that broke its stop: when it ended, and its sends' times.
+  for (const e of ledger) {
+    if (e.kind !== 'followup' || !e.ids.enrollment_id || !report.details.some((d) => d.startsWith(`forbidden: ${e.ref}:`))) continue;
+    const view = await get(gateway, `/ai/followups/enrollments/${e.ids.enrollment_id}?customer_id=${target.organizationId}`);
+    const data = view?.body?.data as { enrollment: Record<string, unknown>; effects: Array<Record<string, unknown>> } | undefined;
+    if (!data) continue;
+    const sends = data.effects.filter((f) => f.kind === 'send').map((f) => `${String(f.id).slice(0, 8)} ${f.status} created ${f.created_at} updated ${f.updated_at}`);
+    report.details.push(`  ${e.ref}: enrollment ${e.ids.enrollment_id} ${data.enrollment.status} (${data.enrollment.reason ?? ''}) finished ${data.enrollment.finished_at ?? '-'} updated ${data.enrollment.updated_at ?? '-'}; sends: ${sends.join('; ')}`);
+  }
+  return report;
 }
