@@ -75,4 +75,9 @@ export interface ChaosReport {
    * from the platform; their lines are in `details`). Non-zero fails the run like a violation.
    */
   crashes?: number;
+  /**
+   * Lines about what was seen but not counted: a send that started while the stop that rules it out
+   * was still on its way to the send lane (reconcile.ts `STOP_PROPAGATION_MS`).
+   */
+  notJudged?: string[];
 }

@@ -23,6 +23,22 @@ export interface WireCall {
   text: string;
   subject: string | null;
   outcome: string;
+  /** The id the provider gave the message, when it took it (the person got it). */
+  providerId?: string;
+  /** Meta's `biz_opaque_callback_data`: the outbox entry id the dispatcher sent it for. */
+  callback?: string;
+}
+
+/** One call as the sandbox's `GET /sandbox/control/{provider}/received` lists it. */
+export interface ReceivedCall {
+  seq: number;
+  at: number;
+  arrived_at?: number;
+  operation: string;
+  context: Record<string, string>;
+  body?: Record<string, unknown> | null;
+  outcome: string;
+  provider_id?: string;
 }
 
 /** Every message send the sandbox received, in one list (read receipts and provider reads left out). */
@@ -30,30 +46,30 @@ export async function wireLog(sandbox: SandboxClient): Promise<WireCall[]> {
   const out: WireCall[] = [];
   for (const provider of ['meta', 'nylas', 'unipile'] as const) {
     const answer = await sandbox.request('GET', `/sandbox/control/${provider}/received`);
-    for (const call of (answer.body?.calls ?? []) as Array<{ seq: number; at: number; arrived_at?: number; operation: string; context: Record<string, string>; body?: Record<string, unknown>; outcome: string }>) {
-      if (call.outcome === 'rejected') continue;
-      const arrivedAt = call.arrived_at ?? call.at;
-      if (provider === 'meta') {
-        if (call.operation !== 'messages' || call.context.type === 'read') continue;
-        const b = (call.body ?? {}) as MetaMessageBody;
-        const text = b.text?.body ?? b.template?.name ?? b.interactive?.body?.text ?? (b.type ? (b[b.type] as { caption?: string } | undefined) : undefined)?.caption ?? '';
-        out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'whatsapp', value: call.context.wa_id ?? '' }, from: call.context.phone_number_id ?? '', text: String(text), subject: null, outcome: call.outcome });
-      } else if (provider === 'nylas') {
-        if (call.operation !== 'send') continue;
-        out.push({
-          provider,
-          seq: call.seq,
-          arrivedAt,
-          address: { channel: 'email', value: (call.context.to ?? '').toLowerCase() },
-          from: call.context.grant_id ?? '',
-          text: String(call.body?.body ?? ''),
-          subject: (call.body?.subject as string | undefined) ?? null,
-          outcome: call.outcome,
-        });
-      } else {
-        if (!['invite', 'chat', 'message'].includes(call.operation)) continue;
-        out.push({ provider, seq: call.seq, arrivedAt, address: { channel: 'linkedin', value: call.context.provider_id ?? '' }, from: call.context.account_id ?? '', text: String(call.body?.text ?? call.body?.message ?? ''), subject: null, outcome: call.outcome });
-      }
+    out.push(...toWireCalls(provider, (answer.body?.calls ?? []) as ReceivedCall[]));
+  }
+  return out;
+}
+
+/** The message sends among one provider's received calls (read receipts, provider reads and rejected requests left out). */
+export function toWireCalls(provider: WireCall['provider'], calls: ReceivedCall[]): WireCall[] {
+  const out: WireCall[] = [];
+  for (const call of calls) {
+    if (call.outcome === 'rejected') continue;
+    const arrivedAt = call.arrived_at ?? call.at;
+    const common = { provider, seq: call.seq, arrivedAt, outcome: call.outcome, ...(call.provider_id ? { providerId: call.provider_id } : {}) };
+    if (provider === 'meta') {
+      if (call.operation !== 'messages' || call.context.type === 'read') continue;
+      const b = (call.body ?? {}) as MetaMessageBody;
+      const text = b.text?.body ?? b.template?.name ?? b.interactive?.body?.text ?? (b.type ? (b[b.type] as { caption?: string } | undefined) : undefined)?.caption ?? '';
+      const callback = call.context.biz_opaque_callback_data;
+      out.push({ ...common, address: { channel: 'whatsapp', value: call.context.wa_id ?? '' }, from: call.context.phone_number_id ?? '', text: String(text), subject: null, ...(callback ? { callback } : {}) });
+    } else if (provider === 'nylas') {
+      if (call.operation !== 'send') continue;
+      out.push({ ...common, address: { channel: 'email', value: (call.context.to ?? '').toLowerCase() }, from: call.context.grant_id ?? '', text: String(call.body?.body ?? ''), subject: (call.body?.subject as string | undefined) ?? null });
+    } else {
+      if (!['invite', 'chat', 'message'].includes(call.operation)) continue;
+      out.push({ ...common, address: { channel: 'linkedin', value: call.context.provider_id ?? '' }, from: call.context.account_id ?? '', text: String(call.body?.text ?? call.body?.message ?? ''), subject: null });
     }
   }
   return out;
