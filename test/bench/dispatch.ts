@@ -11,7 +11,10 @@
 import 'reflect-metadata';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { type OutboxEnqueueData, type OutboxEnqueueResult, OutboxRpc } from '@touchpoint/contracts';
 import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { createTestWorld } from '@touchpoint/testing';
@@ -19,10 +22,13 @@ import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-
 import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
 import { EnqueueService } from '../../apps/outbox-dispatcher/src/enqueue/enqueue.service.js';
 import { SendersService } from '../../apps/outbox-dispatcher/src/senders/senders.service.js';
+import { type ProbeCounts, readProbe, type Service } from './harness.js';
 
 const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 20_000);
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 5_000);
 const IDLE_SAMPLES = Number(process.env.BENCH_IDLE_SAMPLES ?? 200);
+/** How long the drained dispatcher's background SQL is counted, s. */
+const IDLE_SECONDS = 5;
 const CONCURRENCY = process.env.BENCH_DISPATCH_CONCURRENCY ?? '64';
 const POOL = process.env.BENCH_DB_POOL_SIZE ?? '40';
 /** Seed 004 "Pacing": our interval between attempt starts, and Meta's own per-pair window. */
@@ -56,8 +62,15 @@ async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
   }
 }
 
-function run(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', '@swc-node/register/esm-register', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+function run(script: string, env: Record<string, string>, probeDir?: string): ChildProcess {
+  const probe = probeDir ? ['--import', './test/bench/probe.mjs'] : [];
+  return spawn(process.execPath, [...probe, '--import', '@swc-node/register/esm-register', script], { env: { ...process.env, ...env, ...(probeDir ? { BENCH_PROBE_DIR: probeDir } : {}) }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** The dispatcher's own SQL and AMQP counters (`probe.mjs`), or null when it does not answer. */
+async function probe(child: ChildProcess, probeDir: string): Promise<ProbeCounts | null> {
+  const service = Object.assign(child, { name: 'outbox-dispatcher', tail: () => '' }) as unknown as Service;
+  return readProbe(service, probeDir).catch(() => null);
 }
 
 /** Runs `fn` over `items` with `width` in flight. */
@@ -101,6 +114,7 @@ async function rawAcceptRate(sandboxUrl: string): Promise<number> {
 async function main(): Promise<void> {
   const world = await createTestWorld('bench_dispatch');
   const children: ChildProcess[] = [];
+  const probeDir = mkdtempSync(path.join(os.tmpdir(), 'bench-dispatch-'));
   try {
     const sandboxPort = await freePort();
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
@@ -130,7 +144,9 @@ async function main(): Promise<void> {
     const enqueueRate = ENTRIES / ((performance.now() - enqueueStarted) / 1000);
 
     const dispatcherPort = await freePort();
-    children.push(run('apps/outbox-dispatcher/src/main.ts', { ...world.env, ...env, PORT: String(dispatcherPort), OUTBOX_DISPATCH_CONCURRENCY: CONCURRENCY, OUTBOX_INSTANCE_ID: 'bench-dispatcher' }));
+    const dispatcher = run('apps/outbox-dispatcher/src/main.ts', { ...world.env, ...env, PORT: String(dispatcherPort), OUTBOX_DISPATCH_CONCURRENCY: CONCURRENCY, OUTBOX_INSTANCE_ID: 'bench-dispatcher' }, probeDir);
+    children.push(dispatcher);
+    // Counted from the dispatcher's start (its boot is a few dozen statements) to the last settle, then while idle.
     const uow = host.get(UnitOfWork);
     const schema = uow.schema;
     const deadline = Date.now() + 10 * 60_000;
@@ -140,6 +156,9 @@ async function main(): Promise<void> {
       if (Date.now() > deadline) throw new Error(`only ${n} of ${ENTRIES} settled in 10 minutes`);
       await sleep(500);
     }
+    const countsTo = await probe(dispatcher, probeDir);
+    await sleep(IDLE_SECONDS * 1000);
+    const countsIdle = await probe(dispatcher, probeDir);
     const calls = (await receivedCalls(sandboxUrl)).filter((c) => c.operation === 'messages');
     const accepted = calls.filter((c) => c.outcome === 'accepted');
     const first = Math.min(...accepted.map((c) => c.at));
@@ -188,6 +207,12 @@ async function main(): Promise<void> {
     line('sandbox raw accept rate (64 clients)', `${Math.round(raw)} req/s`);
     line(`enqueue (in-process, ${ENTRIES} entries, ${PAIRS} pairs)`, `${Math.round(enqueueRate)} entries/s`);
     line('dispatch, 1 process (first→last wire)', `${Math.round(sendsPerSecond)} sends/s (${accepted.length} accepted, ${failed} not accepted, ${((last - first) / 1000).toFixed(1)} s)`);
+    line('  target ≥ 0.3 × raw accept rate', `${(sendsPerSecond / raw).toFixed(2)}× ${sendsPerSecond >= 0.3 * raw ? 'PASS' : 'FAIL'}`);
+    if (countsTo && countsIdle) {
+      const per = (k: keyof ProbeCounts) => (countsTo[k] / ENTRIES).toFixed(2);
+      line('dispatcher per send (start → last settled)', `${per('statements')} SQL, ${per('transactions')} tx, ${per('published')} AMQP out`);
+      line('dispatcher idle (drained, no work)', `${((countsIdle.statements - countsTo.statements) / IDLE_SECONDS).toFixed(1)} SQL/s`);
+    }
     line('pacing violations: attempt starts < 6500 ms', `${violations} (min gap ${Math.round(min_gap_ms)} ms)`);
     line('pacing violations: wire arrivals < 6000 ms', `${wireViolations} (min gap ${minWireGap === Infinity ? '-' : Math.round(minWireGap)} ms)`);
     answered.sort((a, b) => a - b);
@@ -197,6 +222,7 @@ async function main(): Promise<void> {
     await sleep(500);
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await world.close();
+    rmSync(probeDir, { recursive: true, force: true });
   }
 }
 

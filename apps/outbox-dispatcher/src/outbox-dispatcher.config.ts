@@ -88,17 +88,26 @@ export class OutboxDispatcherConfig extends ServiceConfig {
   @Max(3_600_000)
   OUTBOX_LEASE_MS = 60_000;
 
-  /** Pairs one process works on at once (each worker claims one pair at a time). */
+  /** Pairs one process works on at once (sends in flight, at most one per pair). */
   @IsInt()
   @Min(1)
   @Max(512)
   OUTBOX_DISPATCH_CONCURRENCY = 32;
 
+  /**
+   * Most pairs one claim statement takes (their attempts open in the same transaction); the drain
+   * claims when this many of its OUTBOX_DISPATCH_CONCURRENCY slots are free, or any when idle.
+   */
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  OUTBOX_CLAIM_BATCH = 16;
+
   /** Whether the process drains continuously (off in tests that drive the drain by hand). */
   @IsBoolean()
   OUTBOX_DRAIN_AUTOSTART = true;
 
-  /** Longest an idle worker sleeps before it looks again without any wake-up, ms (the timer backstop). */
+  /** Longest the idle drain sleeps before it looks again without any wake-up, ms (the timer backstop). */
   @IsInt()
   @Min(50)
   @Max(600_000)

@@ -10,7 +10,7 @@ import { toEntryView } from '../enqueue/enqueue.service.js';
 import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
 import { AmbiguousRepository } from './ambiguous.repository.js';
 import { OutboxMetrics } from '../metrics/outbox.metrics.js';
-import { SendersRepository } from '../senders/senders.repository.js';
+import { type SenderRow, SendersRepository } from '../senders/senders.repository.js';
 
 /**
  * Delivery statuses that prove the provider accepted a send (seed 004: an allow-list, so an
@@ -62,14 +62,27 @@ export class ResolutionService {
    * recovery and is not moved: its dispatcher stays the only writer of its outcome.
    */
   async resolveInTx(tx: Tx, c: Correlation): Promise<OutboxResolveResult> {
+    return (await this.resolveEntry(tx, c)).result;
+  }
+
+  /**
+   * `resolveInTx`, also answering the entry it read (`read` false: it read none, the status
+   * proves nothing). `knownSender` is the sender the caller already read for `c.accountId`: when it
+   * is the entry's, the check needs no second read.
+   */
+  private async resolveEntry(tx: Tx, c: Correlation, knownSender?: SenderRow): Promise<{ result: OutboxResolveResult; read: boolean; entry: EntryRow | undefined }> {
     const accepting = ACCEPTING_DELIVERY_STATUSES.has(c.status);
     const rejecting = REJECTING_DELIVERY_STATUSES.has(c.status);
+    let read = false;
+    let entry: EntryRow | undefined;
     const result = await (async (): Promise<OutboxResolveResult> => {
       if (!accepting && !rejecting) return { outcome: 'invalid_resolution', entry_id: c.entryId };
-      const entry = await this.repository.findById(tx, c.entryId, true);
+      entry = await this.repository.findById(tx, c.entryId, true);
+      read = true;
       if (!entry) return { outcome: 'not_found', entry_id: c.entryId };
       if (c.accountId !== undefined) {
-        const sender = await this.senders.findAny(tx, entry.sender_id);
+        const known = knownSender && knownSender.id === entry.sender_id ? knownSender : undefined;
+        const sender = known ?? (await this.senders.findAny(tx, entry.sender_id));
         // A token naming another business number's entry is not ours to settle.
         if (!sender || sender.phone_number_id !== c.accountId) return { outcome: 'not_found', entry_id: c.entryId };
       }
@@ -100,7 +113,7 @@ export class ResolutionService {
       return { outcome: accepting ? 'resolved' : 'resolved_failed', entry_id: entry.id, status: settled.status };
     })();
     this.metrics.resolutions.inc({ outcome: result.outcome, source: c.source });
-    return result;
+    return { result, read, entry };
   }
 
   /**
@@ -190,19 +203,27 @@ export class ResolutionService {
         stored++;
         const firstError = Array.isArray(s.errors) ? s.errors[0] : undefined;
         let outcome = 'no_correlation';
+        // The entry the resolution read (locked) serves below too: its ids and context do not change when it settles.
+        let resolved: { read: boolean; entry: EntryRow | undefined } = { read: false, entry: undefined };
         if (token) {
-          const r = await this.resolveInTx(tx, {
-            entryId: token,
-            providerMessageId: s.id,
-            status: s.status,
-            source: 'provider',
-            accountId: batch.phone_number_id,
-            errorCode: firstError ? String(firstError.code) : null,
-            errorMessage: firstError?.message ?? firstError?.title ?? null,
-          });
-          outcome = r.outcome;
+          const r = await this.resolveEntry(
+            tx,
+            {
+              entryId: token,
+              providerMessageId: s.id,
+              status: s.status,
+              source: 'provider',
+              accountId: batch.phone_number_id,
+              errorCode: firstError ? String(firstError.code) : null,
+              errorMessage: firstError?.message ?? firstError?.title ?? null,
+            },
+            owner,
+          );
+          outcome = r.result.outcome;
+          resolved = r;
         }
-        const entry: EntryRow | undefined = (token ? await this.repository.findById(tx, token) : undefined) ?? (await this.repository.findByProviderMessageId(tx, s.id));
+        const byToken = token ? (resolved.read ? resolved.entry : await this.repository.findById(tx, token)) : undefined;
+        const entry: EntryRow | undefined = byToken ?? (await this.repository.findByProviderMessageId(tx, s.id));
         const ours = entry && owner && entry.sender_id === owner.id ? entry : undefined;
         await this.ambiguous.noteStatusOutcome(tx, statusId, ours?.id ?? null, outcome);
         outcomes.push({ id: s.id, status: s.status, outcome });

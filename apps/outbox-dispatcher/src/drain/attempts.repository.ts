@@ -37,6 +37,60 @@ const ATTEMPT_BODY_MAX_CHARS = 4000;
 const errorExtras = (t: EntryTransition): [string | null, string | null] => (t.errorCode ? [t.errorSubcode ?? null, t.errorDetails ? truncateText(t.errorDetails, 1000) : null] : [null, null]);
 
 /**
+ * The SET list of an entry's move out of `sending` (`transitionClaimed`, `settleAttempts`), written
+ * once. `v` names the value expressions: statement parameters or columns of a batch's rows. The
+ * target table is aliased `e`.
+ */
+const transitionSetSql = (v: { status: string; nextAttemptAt: string; providerMessageId: string; classification: string; errorCode: string; errorMessage: string; httpStatus: string; errorSubcode: string; errorDetails: string; settles: string; now: string }) =>
+  `status = ${v.status},
+   next_attempt_at = COALESCE(${v.nextAttemptAt}, e.next_attempt_at),
+   provider_message_id = COALESCE(${v.providerMessageId}, e.provider_message_id),
+   last_classification = ${v.classification}, last_error_code = ${v.errorCode}, last_error_message = ${v.errorMessage}, last_http_status = ${v.httpStatus},
+   last_error_subcode = ${v.errorSubcode}, last_error_details = ${v.errorDetails},
+   claim_fence = CASE WHEN ${v.status} = 'pending' THEN NULL ELSE e.claim_fence END,
+   settled_at = CASE WHEN ${v.settles} THEN ${v.now} ELSE NULL END,
+   updated_at = ${v.now}`;
+
+/** The transition's values in `transitionSetSql`'s order of meaning (message, subcode and details cut). */
+function transitionValues(t: EntryTransition) {
+  const [errorSubcode, errorDetails] = errorExtras(t);
+  return {
+    status: t.status,
+    next_attempt_at: t.nextAttemptAt ?? null,
+    provider_message_id: t.providerMessageId ?? null,
+    classification: t.classification,
+    error_code: t.errorCode,
+    error_message: t.errorMessage ? truncateText(t.errorMessage, 1000) : null,
+    http_status: t.httpStatus,
+    error_subcode: errorSubcode,
+    error_details: errorDetails,
+    // Ambiguous is not settled: it waits for correlation or a person.
+    settles: t.status !== 'pending' && t.status !== 'ambiguous',
+  };
+}
+
+/** One attempt to open in `openAttempts`. */
+export interface AttemptToOpen {
+  lease: PairLease;
+  entryId: string;
+  organizationId: string;
+  channel: string;
+  pacingKey: string;
+  prepared: Record<string, unknown> | null;
+}
+
+/** One attempt to close, with its entry's move, in `settleAttempts`. */
+export interface AttemptToSettle {
+  attemptId: string;
+  end: AttemptEnd;
+  entryId: string;
+  fence: string;
+  transition: EntryTransition;
+  /** The outcome's instant (`ended_at`, `settled_at`). */
+  now: Date;
+}
+
+/**
  * The attempts of a claimed entry and how they end: the pre-wire gate that opens one, its close,
  * the entry's move to its next state (`transitionClaimed`, `settleAttempt`), and what lease
  * recovery reads of entries left `sending`. Every write names the claim fence.
@@ -44,39 +98,58 @@ const errorExtras = (t: EntryTransition): [string | null, string | null] => (t.e
 @Injectable()
 export class AttemptsRepository {
   /**
-   * Opens an attempt in ONE statement — the final pre-wire gate (seed 004
-   * `start_message_outbox_attempt`): the recipient must not be suppressed, the lease must still be
-   * ours and the pacing interval kept (then the attempt start is stamped on the pair), the entry
-   * must still be ours; only then are the attempt counted and its row inserted as `open`.
-   * `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost.
+   * Opens the attempts of several claimed entries in ONE statement — the final pre-wire gate (seed
+   * 004 `start_message_outbox_attempt`), per entry: the recipient must not be suppressed, the lease
+   * must still be ours and the pacing interval kept (then the attempt start is stamped on the
+   * pair), the entry must still be ours; only then is the attempt counted and its row inserted as
+   * `open`. All leases must be of one owner; one entry per pair.
+   * @returns per entry id: `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost
    */
-  async openAttempt(
-    tx: Tx,
-    a: { lease: PairLease; entryId: string; organizationId: string; channel: string; pacingKey: string; now: Date; intervalMs: number; prepared: Record<string, unknown> | null },
-  ): Promise<{ suppressed: boolean; attemptId: string | null; attempts: number | null }> {
-    const [row] = await rowsOf<{ suppressed: boolean; attempt_id: string | null; attempts: number | null }>(
+  async openAttempts(tx: Tx, items: AttemptToOpen[], now: Date, intervalMs: number): Promise<Map<string, { suppressed: boolean; attemptId: string | null; attempts: number | null }>> {
+    const out = new Map<string, { suppressed: boolean; attemptId: string | null; attempts: number | null }>();
+    if (items.length === 0) return out;
+    if (new Set(items.map((i) => i.lease.owner)).size !== 1) throw new Error('openAttempts: leases of one owner only');
+    const batch = items.map((i) => ({ pair_id: i.lease.pairId, fence: i.lease.fence, entry_id: i.entryId, organization_id: i.organizationId, channel: i.channel, pacing_key: i.pacingKey, prepared: i.prepared }));
+    const rows = await rowsOf<{ entry_id: string; suppressed: boolean; attempt_id: string | null; attempts: number | null }>(
       tx,
-      `WITH suppressed AS (
-         SELECT 1 FROM contact_suppressions WHERE organization_id = $6 AND channel = $7 AND value = $8
+      `WITH v AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb)
+           AS v(pair_id bigint, fence bigint, entry_id uuid, organization_id text, channel text, pacing_key text, prepared jsonb)
+       ), suppressed AS (
+         SELECT v.entry_id FROM v
+          WHERE EXISTS (SELECT 1 FROM contact_suppressions s WHERE s.organization_id = v.organization_id AND s.channel = v.channel AND s.value = v.pacing_key)
        ), gate AS (
-         UPDATE message_outbox_pairs SET last_attempt_started_at = $4
-          WHERE id = $1 AND lease_owner = $2 AND lease_fence = $3 AND lease_expires_at > $4
-            AND (last_attempt_started_at IS NULL OR last_attempt_started_at + $5::interval <= $4)
-            AND NOT EXISTS (SELECT 1 FROM suppressed)
-          RETURNING id
+         UPDATE message_outbox_pairs p SET last_attempt_started_at = $3
+           FROM v
+          WHERE p.id = v.pair_id AND p.lease_owner = $2 AND p.lease_fence = v.fence AND p.lease_expires_at > $3
+            AND (p.last_attempt_started_at IS NULL OR p.last_attempt_started_at + $4::interval <= $3)
+            AND v.entry_id NOT IN (SELECT entry_id FROM suppressed)
+          RETURNING v.entry_id, v.pair_id, v.fence, v.prepared
        ), bumped AS (
-         UPDATE message_outbox SET attempts = attempts + 1, updated_at = $4, prepared = COALESCE($10::jsonb, prepared)
-          WHERE id = $9 AND status = 'sending' AND claim_fence = $3 AND EXISTS (SELECT 1 FROM gate)
-          RETURNING attempts
+         UPDATE message_outbox e SET attempts = e.attempts + 1, updated_at = $3, prepared = COALESCE(gate.prepared, e.prepared)
+           FROM gate
+          WHERE e.id = gate.entry_id AND e.status = 'sending' AND e.claim_fence = gate.fence
+          RETURNING e.id, e.attempts, gate.pair_id, gate.fence
        ), attempt AS (
          INSERT INTO message_outbox_attempts (entry_id, pair_id, fence, dispatcher, attempt_number, started_at, outcome)
-         SELECT $9, $1, $3, $2, bumped.attempts, $4, 'open' FROM bumped
-         RETURNING id, attempt_number
+         SELECT bumped.id, bumped.pair_id, bumped.fence, $2, bumped.attempts, $3, 'open' FROM bumped
+         RETURNING id, entry_id, attempt_number
        )
-       SELECT EXISTS (SELECT 1 FROM suppressed) AS suppressed, (SELECT id FROM attempt) AS attempt_id, (SELECT attempt_number FROM attempt) AS attempts`,
-      [a.lease.pairId, a.lease.owner, a.lease.fence, a.now, ms(a.intervalMs), a.organizationId, a.channel, a.pacingKey, a.entryId, a.prepared === null ? null : JSON.stringify(a.prepared)],
+       SELECT v.entry_id, (v.entry_id IN (SELECT entry_id FROM suppressed)) AS suppressed, attempt.id AS attempt_id, attempt.attempt_number AS attempts
+         FROM v LEFT JOIN attempt ON attempt.entry_id = v.entry_id`,
+      [JSON.stringify(batch), items[0].lease.owner, now, ms(intervalMs)],
     );
-    return { suppressed: row.suppressed, attemptId: row.attempt_id === null ? null : String(row.attempt_id), attempts: row.attempts };
+    for (const row of rows) out.set(row.entry_id, { suppressed: row.suppressed, attemptId: row.attempt_id === null ? null : String(row.attempt_id), attempts: row.attempts });
+    return out;
+  }
+
+  /**
+   * Opens one attempt (`openAttempts` for a single entry).
+   * `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost.
+   */
+  async openAttempt(tx: Tx, a: AttemptToOpen & { now: Date; intervalMs: number }): Promise<{ suppressed: boolean; attemptId: string | null; attempts: number | null }> {
+    const result = (await this.openAttempts(tx, [a], a.now, a.intervalMs)).get(a.entryId);
+    return result ?? { suppressed: false, attemptId: null, attempts: null };
   }
 
   /** Counts the attempt on the entry (still ours) and saves derived preparation output. Null when the entry is no longer ours. */
@@ -117,76 +190,72 @@ export class AttemptsRepository {
    * the row, or undefined when the entry is no longer ours (recovered while we were on the wire).
    */
   async transitionClaimed(tx: Tx, entryId: string, fence: string, t: EntryTransition, now: Date): Promise<EntryRow | undefined> {
-    const terminal = t.status !== 'pending';
+    const v = transitionValues(t);
     const [row] = await rowsOf<EntryRow>(
       tx,
-      `UPDATE message_outbox
-          SET status = $3,
-              next_attempt_at = COALESCE($4, next_attempt_at),
-              provider_message_id = COALESCE($5, provider_message_id),
-              last_classification = $6, last_error_code = $7, last_error_message = $8, last_http_status = $9,
-              last_error_subcode = $12, last_error_details = $13,
-              claim_fence = CASE WHEN $3 = 'pending' THEN NULL ELSE claim_fence END,
-              settled_at = CASE WHEN $10 THEN $11::timestamptz ELSE NULL END,
-              updated_at = $11
-        WHERE id = $1 AND status = 'sending' AND claim_fence = $2
-        RETURNING *`,
-      [entryId, fence, t.status, t.nextAttemptAt ?? null, t.providerMessageId ?? null, t.classification, t.errorCode, t.errorMessage ? truncateText(t.errorMessage, 1000) : null, t.httpStatus, terminal && t.status !== 'ambiguous', now, ...errorExtras(t)],
+      `UPDATE message_outbox e
+          SET ${transitionSetSql({ status: '$3', nextAttemptAt: '$4::timestamptz', providerMessageId: '$5', classification: '$6', errorCode: '$7', errorMessage: '$8', httpStatus: '$9::int', errorSubcode: '$12', errorDetails: '$13', settles: '$10::boolean', now: '$11::timestamptz' })}
+        WHERE e.id = $1 AND e.status = 'sending' AND e.claim_fence = $2
+        RETURNING e.*`,
+      [entryId, fence, v.status, v.next_attempt_at, v.provider_message_id, v.classification, v.error_code, v.error_message, v.http_status, v.settles, now, v.error_subcode, v.error_details],
     );
     return row;
   }
 
   /**
-   * Closes our attempt and moves our entry in one statement (`closeAttempt` + `transitionClaimed`).
-   * Undefined when the entry is no longer ours (recovered while we were on the wire); the attempt
-   * is then left as recovery closed it.
+   * Closes our attempt and moves our entry (`settleAttempts` for one). Undefined when the entry is
+   * no longer ours (recovered while we were on the wire); the attempt is then left as recovery closed it.
    */
   async settleAttempt(tx: Tx, attemptId: string, end: AttemptEnd, entryId: string, fence: string, t: EntryTransition, now: Date): Promise<EntryRow | undefined> {
-    const terminal = t.status !== 'pending';
-    const [row] = await rowsOf<EntryRow>(
-      tx,
-      `WITH entry AS (
-         UPDATE message_outbox
-            SET status = $3,
-                next_attempt_at = COALESCE($4, next_attempt_at),
-                provider_message_id = COALESCE($5, provider_message_id),
-                last_classification = $6, last_error_code = $7, last_error_message = $8, last_http_status = $9,
-                last_error_subcode = $19, last_error_details = $20,
-                claim_fence = CASE WHEN $3 = 'pending' THEN NULL ELSE claim_fence END,
-                settled_at = CASE WHEN $10 THEN $11::timestamptz ELSE NULL END,
-                updated_at = $11
-          WHERE id = $1 AND status = 'sending' AND claim_fence = $2
-          RETURNING *
-       ), attempt AS (
-         UPDATE message_outbox_attempts
-            SET ended_at = $11, outcome = $13, classification = $14, provider_code = $15, http_status = $16, retry_after_ms = $17, body = $18
-          WHERE id = $12 AND outcome = 'open' AND EXISTS (SELECT 1 FROM entry)
-          RETURNING id
-       )
-       SELECT entry.* FROM entry LEFT JOIN attempt ON true`,
-      [
-        entryId,
-        fence,
-        t.status,
-        t.nextAttemptAt ?? null,
-        t.providerMessageId ?? null,
-        t.classification,
-        t.errorCode,
-        t.errorMessage ? truncateText(t.errorMessage, 1000) : null,
-        t.httpStatus,
-        terminal && t.status !== 'ambiguous',
-        now,
-        attemptId,
-        end.outcome,
-        end.classification,
-        end.providerCode,
-        end.httpStatus,
-        end.retryAfterMs,
-        trimBody(end.body),
-        ...errorExtras(t),
-      ],
-    );
+    const [row] = await this.settleAttempts(tx, [{ attemptId, end, entryId, fence, transition: t, now }]);
     return row;
+  }
+
+  /**
+   * Closes several of our attempts and moves their entries in ONE statement: each entry only while
+   * it is still ours (`sending` under its fence), each attempt only while open and only with its
+   * entry. The caller holds the entries' pair locks.
+   * @returns the moved entries (an entry recovered while on the wire is missing; its attempt is left as recovery closed it)
+   */
+  async settleAttempts(tx: Tx, items: AttemptToSettle[]): Promise<EntryRow[]> {
+    if (items.length === 0) return [];
+    const batch = items.map((i) => ({
+      entry_id: i.entryId,
+      fence: i.fence,
+      ...transitionValues(i.transition),
+      now: i.now,
+      attempt_id: i.attemptId,
+      outcome: i.end.outcome,
+      a_classification: i.end.classification,
+      provider_code: i.end.providerCode,
+      a_http_status: i.end.httpStatus,
+      retry_after_ms: i.end.retryAfterMs,
+      body: trimBody(i.end.body),
+    }));
+    return rowsOf<EntryRow>(
+      tx,
+      `WITH v AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
+           entry_id uuid, fence bigint, status text, next_attempt_at timestamptz, provider_message_id text, classification text,
+           error_code text, error_message text, http_status int, error_subcode text, error_details text, settles boolean, now timestamptz,
+           attempt_id bigint, outcome text, a_classification text, provider_code text, a_http_status int, retry_after_ms int, body text)
+       ), entry AS (
+         UPDATE message_outbox e
+            SET ${transitionSetSql({ status: 'v.status', nextAttemptAt: 'v.next_attempt_at', providerMessageId: 'v.provider_message_id', classification: 'v.classification', errorCode: 'v.error_code', errorMessage: 'v.error_message', httpStatus: 'v.http_status', errorSubcode: 'v.error_subcode', errorDetails: 'v.error_details', settles: 'v.settles', now: 'v.now' })}
+           FROM v
+          WHERE e.id = v.entry_id AND e.status = 'sending' AND e.claim_fence = v.fence
+          RETURNING e.*
+       ), attempt AS (
+         UPDATE message_outbox_attempts a
+            SET ended_at = v.now, outcome = v.outcome, classification = v.a_classification, provider_code = v.provider_code,
+                http_status = v.a_http_status, retry_after_ms = v.retry_after_ms, body = v.body::jsonb
+           FROM v
+          WHERE a.id = v.attempt_id AND a.outcome = 'open' AND v.entry_id IN (SELECT id FROM entry)
+          RETURNING a.id
+       )
+       SELECT entry.* FROM entry`,
+      [JSON.stringify(batch)],
+    );
   }
 
   /** Puts a claimed entry back to pending without an attempt (lease lost before the gate, sender unreadable). */

@@ -16,21 +16,37 @@ import { entryEvent } from './entry-events.js';
 import { preparationFailure, SenderUnavailable, sendOutcome } from './send-outcome.js';
 import { failure, settleByEvidence } from './settle-helpers.js';
 import type { Tx } from '@touchpoint/database';
-import { type AttemptEnd, AttemptsRepository } from './attempts.repository.js';
+import { type AttemptEnd, AttemptsRepository, type EntryTransition } from './attempts.repository.js';
 import { type EntryRow, OutboxRepository } from './outbox.repository.js';
 import { type PairLease, PairLeaseRepository } from './pair-lease.repository.js';
 
-/** What one drain step did. */
+/** What one drain step did (one claim and the work of its pairs). */
 export interface StepResult {
-  /** A pair was claimed (work may follow at once). */
-  claimed: boolean;
-  /** An attempt was opened. */
-  attempted: boolean;
-  /** When nothing was claimed: the earliest time a pair becomes workable (null = nothing pending). */
+  /** Pairs claimed (work may follow at once when as many as asked). */
+  claims: number;
+  /** Attempts opened. */
+  attempted: number;
+  /** When fewer pairs than asked were claimed: the earliest time a pair becomes workable (null = nothing pending). */
   nextDueAt: Date | null;
   /** An entry was requeued for later: the caller owes a wake-up at `nextDueAt` of its pair. */
   requeued: boolean;
 }
+
+/** What the work of one claimed pair did. */
+export interface PairWork {
+  attempted: boolean;
+  requeued: boolean;
+}
+
+/** A claim: how many pairs it took, the work on them (already running), and the next due time when it took fewer than asked. */
+export interface ClaimedBatch {
+  claims: number;
+  work: Promise<PairWork>[];
+  nextDueAt: Date | null;
+}
+
+/** Most outcomes written by one settle transaction (bounds its locks and its statement). */
+const SETTLE_BATCH_MAX = 100;
 
 /** Retry of a failed sender read (database blip), ms. */
 const SENDER_READ_RETRY_MS = 5000;
@@ -49,6 +65,18 @@ function toDispatchEntry(entry: EntryRow): DispatchEntry {
 
 /** Raised inside the attempt-opening transaction to roll it back when the entry is no longer ours. */
 class LeaseLost extends Error {}
+
+/** An outcome waiting for the next batched settle. */
+interface QueuedSettle {
+  lease: PairLease;
+  attemptId: string;
+  entryId: string;
+  end: AttemptEnd;
+  transition: EntryTransition;
+  now: Date;
+  done: (row: EntryRow | undefined) => void;
+  failed: (err: unknown) => void;
+}
 
 /**
  * Claims a pair and works its head: prepare → open the attempt → send → record (seed 004 "Dispatch
@@ -80,64 +108,112 @@ export class DispatchService {
     return this.config.WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS;
   }
 
+  /** Outcomes waiting for the settle transaction in flight to finish. */
+  private settleQueue: QueuedSettle[] = [];
+  private settling = false;
+  /** Told the new due time of every pair this process released (the drain's timers use it). */
+  onPairsDue: (at: Date) => void = () => undefined;
+
+  /** Claims up to `limit` due pairs, works their FIFO heads, and waits for all of it. */
+  async step(limit = this.config.OUTBOX_CLAIM_BATCH): Promise<StepResult> {
+    const batch = await this.claim(limit);
+    const done = await Promise.all(batch.work);
+    return { claims: batch.claims, attempted: done.filter((d) => d.attempted).length, nextDueAt: batch.nextDueAt, requeued: done.some((d) => d.requeued) };
+  }
+
   /**
-   * Claims ONE due pair and works its FIFO head. When preparing the head needs no provider call
-   * (no media upload), it is prepared and its attempt opened in the claim's own transaction: one
-   * commit fewer per send, and nothing variable-length runs under the locks.
+   * Claims up to `limit` due pairs and starts the work on their FIFO heads (returned as running
+   * promises, which never reject). Heads whose preparation needs no provider call (no media
+   * upload) are prepared and their attempts opened in the claim's own transaction, all in one
+   * statement: one commit for the whole batch, and nothing variable-length runs under the locks.
+   * The rest take the two-phase path. `nextDueAt` is read in the same transaction when fewer
+   * pairs than asked were claimable.
    */
-  async step(): Promise<StepResult> {
+  async claim(limit: number): Promise<ClaimedBatch> {
     const now = this.clock.now();
-    type Claimed =
-      | { kind: 'none'; nextDueAt: Date | null }
-      | { kind: 'released' }
-      | { kind: 'claimed'; lease: PairLease; entry: EntryRow }
-      | { kind: 'opened'; lease: PairLease; entry: EntryRow; opened: Opened; prepared: PreparedSend; sender: SenderCredentials; adapter: ProviderAdapter }
-      | { kind: 'suppressed'; entry: EntryRow };
-    let claimed: Claimed;
-    try {
-      claimed = await this.uow.run(async (tx): Promise<Claimed> => {
-        const claim = await this.pairs.claimPair(tx, now, this.owner, this.config.OUTBOX_LEASE_MS, this.interval);
-        if (!claim) return { kind: 'none', nextDueAt: await this.pairs.nextDue(tx, now) };
-        if (!claim.entry) {
-          // Due, but its head is backing off (or was cancelled): recompute and let go.
-          await this.pairs.releasePair(tx, claim.lease, this.interval);
-          return { kind: 'released' };
+    type Ready = { lease: PairLease; entry: EntryRow; prepared: PreparedSend; sender: SenderCredentials; adapter: ProviderAdapter };
+    type Opened_ = Ready & { opened: Opened };
+    const claimed = await this.uow.run(async (tx) => {
+      const claims = await this.pairs.claimPairs(tx, now, this.owner, this.config.OUTBOX_LEASE_MS, this.interval, limit);
+      const nextDueAt = claims.length < limit ? await this.pairs.nextDue(tx, now) : null;
+      const release: PairLease[] = [];
+      const twoPhase: { lease: PairLease; entry: EntryRow }[] = [];
+      const ready: Ready[] = [];
+      for (const { lease, entry } of claims) {
+        // Due, but its head is backing off (or was cancelled): recompute and let go.
+        if (!entry) {
+          release.push(lease);
+          continue;
         }
-        const entry = claim.entry;
         const adapter = this.providers.get(entry.channel);
         const dispatchEntry = toDispatchEntry(entry);
-        if (!adapter || adapter.needsRemotePreparation(dispatchEntry)) return { kind: 'claimed', lease: claim.lease, entry };
+        if (!adapter || adapter.needsRemotePreparation(dispatchEntry)) {
+          twoPhase.push({ lease, entry });
+          continue;
+        }
         const sender = await this.senders.credentialsFor(entry.sender_id, tx);
-        if (!sender || sender.status !== 'connected') return { kind: 'claimed', lease: claim.lease, entry };
-        let prepared: PreparedSend;
+        if (!sender || sender.status !== 'connected') {
+          twoPhase.push({ lease, entry });
+          continue;
+        }
         try {
-          prepared = await adapter.prepare(dispatchEntry, sender);
+          ready.push({ lease, entry, adapter, sender, prepared: await adapter.prepare(dispatchEntry, sender) });
         } catch {
           // The two-phase path records the failure properly.
-          return { kind: 'claimed', lease: claim.lease, entry };
+          twoPhase.push({ lease, entry });
         }
-        const opened = await this.openAttempt(tx, claim.lease, entry, prepared);
-        if (opened === 'suppressed') return { kind: 'suppressed', entry };
-        return { kind: 'opened', lease: claim.lease, entry, opened, prepared, sender, adapter };
-      });
+      }
+      const openedAt = this.clock.now();
+      const results = await this.attempts.openAttempts(
+        tx,
+        ready.map((r) => ({ lease: r.lease, entryId: r.entry.id, organizationId: r.entry.organization_id, channel: r.entry.channel, pacingKey: r.entry.pacing_key, prepared: r.prepared.derived })),
+        openedAt,
+        this.interval,
+      );
+      const opened: Opened_[] = [];
+      const suppressed: EntryRow[] = [];
+      for (const r of ready) {
+        const result = results.get(r.entry.id);
+        if (result?.suppressed) {
+          // The do-not-contact gate sits next to the wire: the entry fails without an attempt.
+          const row = await this.attempts.transitionClaimed(tx, r.entry.id, r.lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), openedAt);
+          if (row) {
+            await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
+            suppressed.push(r.entry);
+          }
+          release.push(r.lease);
+        } else if (!result || result.attemptId === null || result.attempts === null) {
+          // Lost inside our own claim (cannot normally happen): no attempt, so nothing was sent; hand it back as it was.
+          await this.attempts.requeueUnopened(tx, r.entry.id, r.lease.fence, openedAt, new Date(r.entry.next_attempt_at));
+          release.push(r.lease);
+        } else {
+          opened.push({ ...r, opened: { attemptId: result.attemptId, attempts: result.attempts, startedAt: openedAt } });
+        }
+      }
+      const dues = await this.pairs.releasePairs(tx, release, this.interval);
+      return { claims: claims.length, nextDueAt, opened, twoPhase, suppressed, dues };
+    });
+    this.notePairsDue(claimed.dues);
+    if (claimed.claims === 0 && claimed.nextDueAt && claimed.nextDueAt.getTime() > now.getTime()) this.metrics.pacingWaits.inc();
+    for (const entry of claimed.suppressed) this.noteSuppressed(entry);
+    const work: Promise<PairWork>[] = [...claimed.opened.map((o) => this.guard(o.entry, () => this.sendOpened(o.lease, o.entry, o.adapter, o.sender, o.prepared, o.opened))), ...claimed.twoPhase.map((c) => this.guard(c.entry, () => this.dispatch(c.lease, c.entry)))];
+    return { claims: claimed.claims, work, nextDueAt: claimed.nextDueAt };
+  }
+
+  /** Runs the work of one claimed pair; an unexpected error is logged (lease recovery settles the entry). */
+  private async guard(entry: EntryRow, work: () => Promise<PairWork>): Promise<PairWork> {
+    try {
+      return await work();
     } catch (err) {
-      if (err instanceof LeaseLost) return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
-      throw err;
+      this.logger.error({ event: 'outbox.drain_failed', organization_id: entry.organization_id, entry_id: entry.id, err: (err as Error).message }, 'drain step failed');
+      return { attempted: false, requeued: false };
     }
-    switch (claimed.kind) {
-      case 'none':
-        if (claimed.nextDueAt && claimed.nextDueAt.getTime() > now.getTime()) this.metrics.pacingWaits.inc();
-        return { claimed: false, attempted: false, nextDueAt: claimed.nextDueAt, requeued: false };
-      case 'released':
-        return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
-      case 'suppressed':
-        this.noteSuppressed(claimed.entry);
-        return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
-      case 'opened':
-        return this.sendOpened(claimed.lease, claimed.entry, claimed.adapter, claimed.sender, claimed.prepared, claimed.opened);
-      case 'claimed':
-        return this.dispatch(claimed.lease, claimed.entry);
-    }
+  }
+
+  private notePairsDue(dues: (Date | null)[]): void {
+    let earliest: Date | null = null;
+    for (const at of dues) if (at && (!earliest || at < earliest)) earliest = at;
+    if (earliest) this.onPairsDue(earliest);
   }
 
   /**
@@ -174,7 +250,7 @@ export class DispatchService {
   }
 
   /** Two-phase path: prepare outside any transaction (media upload), then open the attempt. */
-  private async dispatch(lease: PairLease, entry: EntryRow): Promise<StepResult> {
+  private async dispatch(lease: PairLease, entry: EntryRow): Promise<PairWork> {
     const adapter = this.providers.get(entry.channel);
     let sender: SenderCredentials | null;
     try {
@@ -184,9 +260,9 @@ export class DispatchService {
       await this.uow.run(async (tx) => {
         await this.pairs.lockPair(tx, lease.pairId);
         await this.attempts.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), new Date(this.clock.now().getTime() + SENDER_READ_RETRY_MS));
-        await this.pairs.releasePair(tx, lease, this.interval);
+        this.notePairsDue([await this.pairs.releasePair(tx, lease, this.interval)]);
       });
-      return { claimed: true, attempted: false, nextDueAt: null, requeued: true };
+      return { attempted: false, requeued: true };
     }
 
     let prepared: PreparedSend;
@@ -213,19 +289,19 @@ export class DispatchService {
     }
     if (opened === 'suppressed') {
       this.noteSuppressed(entry);
-      return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
+      return { attempted: false, requeued: false };
     }
     if (opened === 'lease_lost') {
       // No attempt was opened, so nothing can have been sent: hand the entry back untouched.
       this.logger.warn({ event: 'outbox.lease_lost', entry_id: entry.id, pair_id: lease.pairId }, 'claim lost before the attempt opened; requeued');
       await this.uow.run((tx) => this.attempts.requeueUnopened(tx, entry.id, lease.fence, this.clock.now(), this.clock.now()));
-      return { claimed: true, attempted: false, nextDueAt: null, requeued: true };
+      return { attempted: false, requeued: true };
     }
     return this.sendOpened(lease, entry, adapter!, sender!, prepared, opened);
   }
 
   /** The wire call, at once after the attempt committed, then its outcome. */
-  private async sendOpened(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, sender: SenderCredentials, prepared: PreparedSend, opened: Opened): Promise<StepResult> {
+  private async sendOpened(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, sender: SenderCredentials, prepared: PreparedSend, opened: Opened): Promise<PairWork> {
     this.metrics.attempts.inc({ channel: entry.channel });
     if (opened.attempts === 1) this.metrics.enqueueToWire.observe({ channel: entry.channel }, Math.max(0, opened.startedAt.getTime() - new Date(entry.created_at).getTime()) / 1000);
     let result: { accepted: SendAccepted } | { error: unknown };
@@ -238,11 +314,14 @@ export class DispatchService {
   }
 
   /** Turns a send result into the attempt's end and the entry's transition, and writes them. */
-  private async recordOutcome(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, attemptId: string, attempts: number, result: { accepted: SendAccepted } | { error: unknown }): Promise<StepResult> {
+  private async recordOutcome(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, attemptId: string, attempts: number, result: { accepted: SendAccepted } | { error: unknown }): Promise<PairWork> {
     const now = this.clock.now();
     const { end, transition, classified } = sendOutcome(entry, adapter, attempts, result, now, { baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS });
 
-    const write = () =>
+    // The plain outcomes ride the batched settle; ambiguous ones (an evidence read first) and a
+    // token refusal (the sender is disconnected too) are written on their own.
+    const plain = transition.status !== 'ambiguous' && !(transition.classification === 'sender_unauthorized' && transition.errorCode === '190');
+    const writeAlone = () =>
       this.uow.run(async (tx) => {
         await this.pairs.lockPair(tx, lease.pairId);
         let [finalEnd, finalTransition] = [end, transition];
@@ -258,16 +337,17 @@ export class DispatchService {
         if (row.status === 'accepted') await tx.publish(entryEvent(OutboxEvents.EntryAccepted, row));
         else if (row.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, row));
         else if (row.status === 'ambiguous') await tx.publish(entryEvent(OutboxEvents.EntryAmbiguous, row));
-        await this.pairs.releasePair(tx, lease, this.interval);
+        this.notePairsDue([await this.pairs.releasePair(tx, lease, this.interval)]);
         return row;
       });
 
     let row: EntryRow | undefined;
     try {
-      row = await write();
+      row = plain ? await this.settleBatched({ lease, attemptId, entryId: entry.id, end, transition, now }) : await writeAlone();
     } catch (first) {
       try {
-        row = await write();
+        // Alone, so one bad row cannot fail a batch twice.
+        row = await writeAlone();
       } catch (second) {
         // The row stays `sending` until lease recovery parks it; the log is now the only record of the outcome.
         this.logger.error(
@@ -286,7 +366,7 @@ export class DispatchService {
           },
           'could not record the outcome of a send',
         );
-        return { claimed: true, attempted: true, nextDueAt: null, requeued: false };
+        return { attempted: true, requeued: false };
       }
     }
 
@@ -298,17 +378,76 @@ export class DispatchService {
         // Our own answer is the best correlation there is: settle the entry the recovery parked.
         await this.resolution.resolveByCorrelation({ entryId: entry.id, providerMessageId: transition.providerMessageId ?? null, status: 'sent', source: 'late_answer' });
       }
-      return { claimed: true, attempted: true, nextDueAt: null, requeued: false };
+      return { attempted: true, requeued: false };
     }
     this.logOutcome(row, classified);
-    return { claimed: true, attempted: true, nextDueAt: null, requeued: row.status === 'pending' };
+    return { attempted: true, requeued: row.status === 'pending' };
+  }
+
+  /**
+   * Queues a plain outcome for the next batched settle and resolves with its entry's row
+   * (undefined when the entry was recovered while on the wire). Outcomes that arrive while a
+   * settle transaction is in flight are written together by the next one (group commit).
+   * @throws what the settle transaction threw (the caller writes the outcome alone then)
+   */
+  private settleBatched(item: Omit<QueuedSettle, 'done' | 'failed'>): Promise<EntryRow | undefined> {
+    return new Promise((done, failed) => {
+      this.settleQueue.push({ ...item, done, failed });
+      if (!this.settling) void this.flushSettles();
+    });
+  }
+
+  private async flushSettles(): Promise<void> {
+    this.settling = true;
+    try {
+      while (this.settleQueue.length > 0) {
+        const batch = this.settleQueue.splice(0, SETTLE_BATCH_MAX);
+        try {
+          const rows = await this.writeSettles(batch);
+          for (const item of batch) item.done(rows.get(item.entryId));
+        } catch (err) {
+          for (const item of batch) item.failed(err);
+        }
+      }
+    } finally {
+      this.settling = false;
+    }
+  }
+
+  /**
+   * One transaction for a batch of outcomes: lock the pairs (first, so the release's recompute
+   * sees every entry enqueued before), close the attempts and move the entries in one statement,
+   * publish their events, release the pairs whose entry was still ours.
+   */
+  private async writeSettles(batch: QueuedSettle[]): Promise<Map<string, EntryRow>> {
+    const { rows, dues } = await this.uow.run(async (tx) => {
+      await this.pairs.lockPairs(
+        tx,
+        batch.map((b) => b.lease.pairId),
+      );
+      const settled = await this.attempts.settleAttempts(
+        tx,
+        batch.map((b) => ({ attemptId: b.attemptId, end: b.end, entryId: b.entryId, fence: b.lease.fence, transition: b.transition, now: b.now })),
+      );
+      const byId = new Map(settled.map((row) => [row.id, row]));
+      const events = settled.flatMap((row) => (row.status === 'accepted' ? [entryEvent(OutboxEvents.EntryAccepted, row)] : row.status === 'failed' ? [entryEvent(OutboxEvents.EntryFailed, row)] : row.status === 'ambiguous' ? [entryEvent(OutboxEvents.EntryAmbiguous, row)] : []));
+      await tx.publish(events);
+      const released = await this.pairs.releasePairs(
+        tx,
+        batch.filter((b) => byId.has(b.entryId)).map((b) => b.lease),
+        this.interval,
+      );
+      return { rows: byId, dues: released };
+    });
+    this.notePairsDue(dues);
+    return rows;
   }
 
   /**
    * A preparation failure has no attempt yet; one is opened only to requeue or fail the entry,
    * which also stamps the pacing gate, so a failing entry cannot spin faster than real sends.
    */
-  private async preparationFailed(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter | undefined, err: unknown): Promise<StepResult> {
+  private async preparationFailed(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter | undefined, err: unknown): Promise<PairWork> {
     const message = (err as Error)?.message ?? String(err);
     const { classified, body, code, httpStatus } = preparationFailure(err, adapter);
     const row = await this.uow
@@ -334,17 +473,17 @@ export class DispatchService {
         if (!next) throw new LeaseLost();
         if (err instanceof ProviderCallError) await this.disconnectOnInvalidToken(tx, next);
         if (next.status === 'failed') await tx.publish(entryEvent(OutboxEvents.EntryFailed, next));
-        await this.pairs.releasePair(tx, lease, this.interval);
+        this.notePairsDue([await this.pairs.releasePair(tx, lease, this.interval)]);
         return next;
       })
       .catch((e) => {
         if (e instanceof LeaseLost) return undefined;
         throw e;
       });
-    if (!row) return { claimed: true, attempted: false, nextDueAt: null, requeued: false };
+    if (!row) return { attempted: false, requeued: false };
     this.metrics.sends.inc({ channel: entry.channel, outcome: row.status === 'pending' ? 'requeued' : 'failed', classification: classified.classification });
     this.logOutcome(row, classified);
-    return { claimed: true, attempted: false, nextDueAt: null, requeued: row.status === 'pending' };
+    return { attempted: false, requeued: row.status === 'pending' };
   }
 
   /**

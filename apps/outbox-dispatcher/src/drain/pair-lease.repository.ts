@@ -36,52 +36,60 @@ const headDueSql = (interval: string) => `(
 @Injectable()
 export class PairLeaseRepository {
   /**
-   * Claims ONE due pair and moves its FIFO head to `sending`, in one statement.
+   * Claims up to `limit` due pairs and moves each one's FIFO head to `sending`, in one statement.
    * - `FOR UPDATE SKIP LOCKED`: two dispatchers never wait on each other; the loser takes the
-   *   next due pair or finds none.
+   *   next due pairs or finds none.
    * - The lease is a compare-and-set (free or expired → ours, fence + 1): a dispatcher that lost its
    *   lease can no longer write, because every later write names the fence.
    * - `last_attempt_started_at + interval <= now` is re-checked here although `next_due_at` already
    *   includes it: pacing must not depend on a denormalised column being right.
-   * - The head is taken only when due; otherwise the caller releases the pair, which recomputes
-   *   `next_due_at`.
+   * - A head is taken only when due; otherwise its claim has `entry: null` and the caller releases
+   *   the pair, which recomputes `next_due_at`.
+   * Served by `message_outbox_pairs_due_idx` (candidates) and `message_outbox_pair_fifo_idx` (heads).
+   * @returns the claims, in due order (empty when nothing is claimable)
    */
-  async claimPair(tx: Tx, now: Date, owner: string, leaseMs: number, intervalMs: number): Promise<Claim | null> {
+  async claimPairs(tx: Tx, now: Date, owner: string, leaseMs: number, intervalMs: number, limit: number): Promise<Claim[]> {
     const rows = await rowsOf<{ lease_id: string; lease_fence: string } & Partial<EntryRow>>(
       tx,
       `WITH candidate AS (
-         SELECT id FROM message_outbox_pairs
+         SELECT id, next_due_at FROM message_outbox_pairs
           WHERE next_due_at <= $1
             AND (lease_expires_at IS NULL OR lease_expires_at <= $1)
             AND (last_attempt_started_at IS NULL OR last_attempt_started_at + $4::interval <= $1)
           ORDER BY next_due_at
-          LIMIT 1
+          LIMIT $5
           FOR UPDATE SKIP LOCKED
        ), leased AS (
          UPDATE message_outbox_pairs p
             SET lease_owner = $2, lease_fence = p.lease_fence + 1, lease_expires_at = $1 + $3::interval
            FROM candidate
           WHERE p.id = candidate.id AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= $1)
-          RETURNING p.id, p.lease_fence
+          RETURNING p.id, p.lease_fence, candidate.next_due_at
        ), head AS (
-         SELECT e.id FROM message_outbox e, leased
-          WHERE e.pair_id = leased.id AND e.status IN ('pending', 'sending')
-          ORDER BY e.seq
-          LIMIT 1
+         SELECT h.id, leased.lease_fence FROM leased
+          CROSS JOIN LATERAL (
+            SELECT e.id FROM message_outbox e
+             WHERE e.pair_id = leased.id AND e.status IN ('pending', 'sending')
+             ORDER BY e.seq
+             LIMIT 1) h
        ), taken AS (
          UPDATE message_outbox e
-            SET status = 'sending', claim_fence = leased.lease_fence, claimed_at = $1, updated_at = $1
-           FROM head, leased
+            SET status = 'sending', claim_fence = head.lease_fence, claimed_at = $1, updated_at = $1
+           FROM head
           WHERE e.id = head.id AND e.status = 'pending' AND e.next_attempt_at <= $1
           RETURNING e.*
        )
-       SELECT leased.id AS lease_id, leased.lease_fence, taken.* FROM leased LEFT JOIN taken ON true`,
-      [now, owner, ms(leaseMs), ms(intervalMs)],
+       SELECT leased.id AS lease_id, leased.lease_fence, taken.* FROM leased LEFT JOIN taken ON taken.pair_id = leased.id
+        ORDER BY leased.next_due_at, leased.id`,
+      [now, owner, ms(leaseMs), ms(intervalMs), limit],
     );
-    const row = rows[0];
-    if (!row) return null;
-    const lease: PairLease = { pairId: String(row.lease_id), fence: String(row.lease_fence), owner };
-    return { lease, entry: row.id ? (row as EntryRow) : null };
+    return rows.map((row) => ({ lease: { pairId: String(row.lease_id), fence: String(row.lease_fence), owner }, entry: row.id ? (row as EntryRow) : null }));
+  }
+
+  /** Claims ONE due pair and its FIFO head (`claimPairs` with a limit of 1); null when none is claimable. */
+  async claimPair(tx: Tx, now: Date, owner: string, leaseMs: number, intervalMs: number): Promise<Claim | null> {
+    const [claim] = await this.claimPairs(tx, now, owner, leaseMs, intervalMs, 1);
+    return claim ?? null;
   }
 
   /**
@@ -102,6 +110,14 @@ export class PairLeaseRepository {
   async lockPair(tx: Tx, pairId: string): Promise<{ lease_owner: string | null; lease_fence: string; lease_expires_at: Date | null } | undefined> {
     const [row] = await rowsOf<{ lease_owner: string | null; lease_fence: string; lease_expires_at: Date | null }>(tx, `SELECT lease_owner, lease_fence, lease_expires_at FROM message_outbox_pairs WHERE id = $1 FOR UPDATE`, [pairId]);
     return row;
+  }
+
+  /**
+   * Locks several pair rows, in id order so two writers locking overlapping sets cannot deadlock
+   * (the batched settle of `DispatchService`; single writers lock one pair).
+   */
+  async lockPairs(tx: Tx, pairIds: string[]): Promise<void> {
+    await rowsOf(tx, `SELECT id FROM message_outbox_pairs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, [pairIds]);
   }
 
   /**
@@ -126,16 +142,31 @@ export class PairLeaseRepository {
    * before the pacing interval since the last attempt start. NULL when nothing is pending. The
    * caller has locked the pair in an earlier statement of this transaction, so this statement's
    * snapshot includes every entry committed before the lock (see `OutboxRepository.upsertPairForEnqueue`).
+   * @returns the pair's new due time (null: nothing pending, or the lease was not ours any more)
    */
-  async releasePair(tx: Tx, lease: PairLease, intervalMs: number): Promise<void> {
-    await rowsOf(
+  async releasePair(tx: Tx, lease: PairLease, intervalMs: number): Promise<Date | null> {
+    return (await this.releasePairs(tx, [lease], intervalMs))[0] ?? null;
+  }
+
+  /**
+   * `releasePair` for several leases of one owner in one statement (the pairs are locked already).
+   * @returns the new due times of the released pairs that have one
+   */
+  async releasePairs(tx: Tx, leases: PairLease[], intervalMs: number): Promise<Date[]> {
+    if (leases.length === 0) return [];
+    const owners = new Set(leases.map((l) => l.owner));
+    if (owners.size !== 1) throw new Error('releasePairs: leases of one owner only');
+    const rows = await rowsOf<{ next_due_at: Date | null }>(
       tx,
       `UPDATE message_outbox_pairs p
           SET lease_owner = NULL, lease_expires_at = NULL,
               next_due_at = ${headDueSql('$4')}
-        WHERE p.id = $1 AND p.lease_owner = $2 AND p.lease_fence = $3`,
-      [lease.pairId, lease.owner, lease.fence, ms(intervalMs)],
+         FROM unnest($1::bigint[], $3::bigint[]) AS mine(id, fence)
+        WHERE p.id = mine.id AND p.lease_owner = $2 AND p.lease_fence = mine.fence
+        RETURNING p.next_due_at`,
+      [leases.map((l) => l.pairId), leases[0].owner, leases.map((l) => l.fence), ms(intervalMs)],
     );
+    return rows.flatMap((r) => (r.next_due_at ? [r.next_due_at] : []));
   }
 
   /** Recomputes `next_due_at` of a pair nobody holds (after recovery, cancel or repair). */
