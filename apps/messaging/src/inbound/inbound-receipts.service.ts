@@ -12,7 +12,8 @@ import { SendersService } from '../senders/senders.service.js';
 import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt } from './inbound-receipts.repository.js';
 import { InboundMetrics } from './inbound.metrics.js';
 import { InboundOptOutService } from './inbound-opt-out.service.js';
-import { InboundService, type ReceiptHints } from './inbound.service.js';
+import { type AdmittedMessage, InboundService, type ReceiptHints, type SenderLane } from './inbound.service.js';
+import { InboundBatchRepository } from './inbound-batch.repository.js';
 import { parseWhatsAppMessage, unusableWhatsAppMessage } from './whatsapp-message.js';
 
 /** Profile names by wa_id from a change's `contacts` (any other shape: none). */
@@ -54,6 +55,7 @@ export class InboundReceiptsService {
     private readonly optOut: InboundOptOutService,
     private readonly senders: SendersService,
     private readonly receipts: InboundReceiptsRepository,
+    private readonly batch: InboundBatchRepository,
     private readonly messages: MessagesRepository,
     private readonly conversations: ConversationsRepository,
     private readonly metrics: InboundMetrics,
@@ -119,9 +121,36 @@ export class InboundReceiptsService {
   }
 
   /**
+   * The receipt worker's judgement of one receipt (`InboundService.admitWhatsApp`): an outcome, or
+   * the admitted message for `commit`.
+   * @throws AppError service_unavailable (or the pipeline's own code) when it could not be judged; the worker retries
+   */
+  async admit(r: InboundReceiptRow, known: boolean, lane: SenderLane): Promise<'stored' | 'duplicate' | 'denied' | 'ignored' | AdmittedMessage> {
+    if (r.channel !== 'whatsapp') throw new AppError(ErrorCode.Internal, `no receipt processing for channel ${r.channel}`);
+    return this.inbound.admitWhatsApp(r.message as unknown as WhatsAppInboundBatch['messages'][number], r.organization_id, r.sender_id, r.contact_name, known, lane);
+  }
+
+  /**
+   * Stores admitted messages (`InboundService.storeAdmitted`) and deletes the receipts `done` in one
+   * transaction: a receipt is gone if and only if its message (or its denial) is the record.
+   */
+  async commit(admitted: AdmittedMessage[], done: string[]): Promise<void> {
+    if (admitted.length === 0 && done.length === 0) return;
+    await this.uow.run(async (tx) => {
+      await this.inbound.storeAdmitted(tx, admitted);
+      await this.batch.removeReceipts(tx, done);
+    });
+  }
+
+  /** Stores one admitted message on its own transaction (`InboundService.storeOne`). */
+  storeOne(admitted: AdmittedMessage): Promise<boolean> {
+    return this.inbound.storeOne(admitted);
+  }
+
+  /**
    * What two queries tell about a whole batch of receipts, instead of two per message: which
    * provider ids are stored already, and the contact, conversation and active instance of each
-   * sender's first receipt in the batch (its later ones read their own: the first may roll over).
+   * sender's first receipt in the batch (the worker's lane carries it on to the sender's later ones).
    * @param batch receipts in arrival order
    * @returns hints by receipt id, for `processReceipt`
    */
