@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@touchpoint/database';
+import type { ContactRow } from '../contacts/contacts.repository.js';
 import type { ConversationRow, InstanceRow } from '../conversations/conversations.repository.js';
 import type { MessageRow, NewAttachment } from '../messages/messages.repository.js';
 
@@ -27,6 +28,78 @@ export interface NewInboundMessage {
  */
 @Injectable()
 export class InboundBatchRepository {
+  /**
+   * The live contact of each (organization, phone key), a CRM record before a prospect, then the
+   * oldest (as `ContactsRepository.findByPhoneKey`), one probe of `contacts_phone_uidx` each.
+   * @returns by `${organization_id}|${phone_key}`
+   */
+  async findPhoneContacts(tx: Tx, senders: { organization_id: string; phone_key: string }[]): Promise<Map<string, ContactRow>> {
+    if (senders.length === 0) return new Map();
+    const rows = await tx.query<ContactRow>(
+      `SELECT DISTINCT ON (ct.organization_id, ct.phone_key) ct.*
+         FROM unnest($1::text[], $2::text[]) AS s(organization_id, phone_key)
+         JOIN contacts ct ON ct.organization_id = s.organization_id AND ct.kind IN ('crm', 'prospect') AND ct.phone_key = s.phone_key AND ct.erased_at IS NULL
+        ORDER BY ct.organization_id, ct.phone_key, (ct.kind = 'crm') DESC, ct.created_at`,
+      [senders.map((x) => x.organization_id), senders.map((x) => x.phone_key)],
+    );
+    return new Map(rows.map((r) => [`${r.organization_id}|${r.phone_key}`, r]));
+  }
+
+  /**
+   * Creates CRM contacts for phones that have none (as `ContactsService.findOrCreateByPhone`
+   * creates one: phone `+key`, no tags, user type `all`), one statement; a phone another
+   * transaction took meanwhile is skipped (`contacts_phone_uidx`) and read again by the caller.
+   * @returns the created rows
+   */
+  async insertPhoneContacts(tx: Tx, contacts: { organization_id: string; phone_key: string; name: string | null }[], now: Date): Promise<ContactRow[]> {
+    if (contacts.length === 0) return [];
+    return tx.query<ContactRow>(
+      `INSERT INTO contacts (organization_id, kind, name, phone, phone_key, tags, custom_fields, user_type, created_at, updated_at)
+       SELECT c.organization_id, 'crm', c.name, '+' || c.phone_key, c.phone_key, '{}', '{}'::jsonb, 'all', $4, $4
+         FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS c(organization_id, phone_key, name, ord) ORDER BY c.ord
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [contacts.map((c) => c.organization_id), contacts.map((c) => c.phone_key), contacts.map((c) => c.name), now],
+    );
+  }
+
+  /**
+   * The conversation of each contact on `channel`, created where missing (race-safe on
+   * `conversations_contact_channel_key`, as `ConversationsRepository.ensureConversation`): the
+   * existing ones are read by the same statement; one that another transaction created after this
+   * statement began is missing from the answer and read again by the caller.
+   * @returns by contact id
+   */
+  async ensureConversations(tx: Tx, contacts: { organization_id: string; contact_id: string }[], channel: string, now: Date): Promise<Map<string, ConversationRow>> {
+    if (contacts.length === 0) return new Map();
+    const rows = await tx.query<ConversationRow>(
+      `WITH s AS (SELECT * FROM unnest($1::text[], $2::uuid[]) AS s(organization_id, contact_id)),
+            ins AS (INSERT INTO conversations (organization_id, contact_id, channel, activity_at, created_at, updated_at)
+                    SELECT s.organization_id, s.contact_id, $3, $4, $4, $4 FROM s
+                    ON CONFLICT ON CONSTRAINT conversations_contact_channel_key DO NOTHING RETURNING *)
+       SELECT * FROM ins
+       UNION ALL
+       SELECT cv.* FROM s JOIN conversations cv ON cv.organization_id = s.organization_id AND cv.contact_id = s.contact_id AND cv.channel = $3`,
+      [contacts.map((c) => c.organization_id), contacts.map((c) => c.contact_id), channel, now],
+    );
+    return new Map(rows.map((r) => [r.contact_id, r]));
+  }
+
+  /**
+   * Opens the next instance of each of these LOCKED conversations that has no active one (as
+   * `ConversationsRepository.openInstance`, one statement); the partial unique index is the
+   * backstop, so a conversation missing from the answer lost a race and the caller reads the winner.
+   */
+  async openInstances(tx: Tx, conversations: { organization_id: string; conversation_id: string }[], now: Date): Promise<InstanceRow[]> {
+    if (conversations.length === 0) return [];
+    return tx.query<InstanceRow>(
+      `INSERT INTO conversation_instances (organization_id, conversation_id, instance_number, started_at)
+       SELECT c.organization_id, c.conversation_id, COALESCE((SELECT max(i.instance_number) FROM conversation_instances i WHERE i.conversation_id = c.conversation_id), 0) + 1, $3
+         FROM unnest($1::text[], $2::uuid[]) AS c(organization_id, conversation_id)
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [conversations.map((c) => c.organization_id), conversations.map((c) => c.conversation_id), now],
+    );
+  }
+
   /**
    * Locks the conversations, in id order: two batches (two replicas) that share conversations take
    * them in one order and cannot deadlock; the one-message path locks a single conversation, then

@@ -170,6 +170,35 @@ export class InboundReceiptsService {
     return hints;
   }
 
+  /**
+   * Opens, in one transaction (`InboundService.openThreads`), the thread of each sender of the
+   * batch that has none yet (its first receipt's hint is null) and something to store: its
+   * first receipt then carries the new thread. A sender whose receipts include a `system` message
+   * is left to the pipeline (the number may change under it). When the batch open fails, the
+   * hints stay and each sender's first message opens its own thread, as before.
+   * @param queues each sender's receipts, in arrival order
+   */
+  async openNewSenders(queues: InboundReceiptRow[][], hints: Map<string, ReceiptHints>): Promise<void> {
+    const wanted: { organization_id: string; phone_key: string; name: string | null; first: string }[] = [];
+    for (const queue of queues) {
+      const first = hints.get(queue[0]!.id);
+      if (!first || first.open !== null || queue.some((r) => r.message.type === 'system')) continue;
+      const fresh = queue.find((r) => !hints.get(r.id)?.known);
+      const key = fresh ? toPhoneKey(String(fresh.message.from ?? '')) : null;
+      if (fresh && key) wanted.push({ organization_id: fresh.organization_id, phone_key: key, name: fresh.contact_name, first: queue[0]!.id });
+    }
+    if (wanted.length === 0) return;
+    try {
+      const threads = await this.inbound.openThreads(wanted);
+      for (const w of wanted) {
+        const thread = threads.get(`${w.organization_id}|${w.phone_key}`);
+        if (thread) hints.get(w.first)!.open = thread;
+      }
+    } catch (err) {
+      this.logger.warn({ event: 'messaging.inbound_open_batch_failed', count: wanted.length, err: (err as Error).message }, "new senders' threads not opened at once; each opens its own");
+    }
+  }
+
   /** The organization and sender owning the batch's number, or null (counted ignored) when nobody does. */
   async ownerOf(batch: (WhatsAppInboundBatch & { organization_id?: string }) | null | undefined, result: { ignored: number }): Promise<{ organization_id: string; sender_id: string | null } | null> {
     if (!batch || !Array.isArray(batch.messages) || batch.messages.length === 0) return null;

@@ -19,7 +19,8 @@ interface Admitted {
 const FIRST_RETRY_MS = 1000;
 
 /**
- * Turns inbound receipts into messages: claims a batch, groups it by sender, judges up to
+ * Turns inbound receipts into messages: claims a batch, groups it by sender, opens the threads of
+ * its new senders in one transaction, judges up to
  * INBOUND_CONCURRENCY senders at once and each sender's messages one by one in arrival order
  * (flooding and spam detection, and the conversation, see them as they came), then stores the
  * batch's admitted messages and deletes its processed receipts in one transaction of set-based
@@ -109,6 +110,7 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
     }
     const queues = [...bySender.values()];
     const hints = await this.inbound.hintsFor(batch);
+    await this.inbound.openNewSenders(queues, hints);
     const finished: InboundReceiptRow[] = [];
     const admitted: Admitted[][] = [];
     const lanes = Array.from({ length: Math.min(this.config.INBOUND_CONCURRENCY, queues.length) }, async () => {

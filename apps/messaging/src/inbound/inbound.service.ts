@@ -9,9 +9,9 @@ import { type InboundJudgement, judgeInbound } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
-import { ContactsService } from '../contacts/contacts.service.js';
+import { ContactsService, contactCreated } from '../contacts/contacts.service.js';
 import { type ConversationRow, ConversationsRepository, type InstanceRow, type OpenThread } from '../conversations/conversations.repository.js';
-import { InstancesService } from '../conversations/instances.service.js';
+import { instanceData, InstancesService } from '../conversations/instances.service.js';
 import { type MessageRow, MessagesRepository, type NewAttachment, toMessageView } from '../messages/messages.repository.js';
 import type { MessagingConfig } from '../messaging.config.js';
 import { AbuseGuardService, type GuardVerdict } from '../restrictions/abuse-guard.service.js';
@@ -267,6 +267,72 @@ export class InboundService {
     } finally {
       end();
     }
+  }
+
+  /**
+   * Finds or creates, in one transaction of set-based statements, the contact, WhatsApp
+   * conversation and active instance of each new sender of a receipt batch (what `open` does for
+   * one message): the contacts read, the missing ones created (`contact.created` and its feed item),
+   * the conversations ensured, locked in id order, and an instance opened where none is active
+   * (its feed item). Inserts go in key order, so two replicas' batches that share senders wait on
+   * each other in one order. A row another transaction created meanwhile is read again (one by one).
+   * @param senders phone keys (libs/phone `toPhoneKey`) with the name a created contact gets
+   * @returns by `${organization_id}|${phone_key}`
+   */
+  async openThreads(senders: { organization_id: string; phone_key: string; name: string | null }[]): Promise<Map<string, OpenThread>> {
+    if (senders.length === 0) return new Map();
+    const keyOf = (organizationId: string, phoneKey: string) => `${organizationId}|${phoneKey}`;
+    const sorted = [...senders].sort((a, b) => (keyOf(a.organization_id, a.phone_key) < keyOf(b.organization_id, b.phone_key) ? -1 : 1));
+    return this.uow.run(async (tx) => {
+      const now = this.clock.now();
+      const contacts = await this.batch.findPhoneContacts(tx, sorted);
+      const created = await this.batch.insertPhoneContacts(
+        tx,
+        sorted.filter((s) => !contacts.has(keyOf(s.organization_id, s.phone_key))),
+        now,
+      );
+      for (const c of created) contacts.set(keyOf(c.organization_id, c.phone_key!), c);
+      for (const s of sorted) {
+        const key = keyOf(s.organization_id, s.phone_key);
+        if (contacts.has(key)) continue;
+        const winner = await this.contactsRepository.findByPhoneKey(tx, s.organization_id, s.phone_key);
+        if (!winner) throw new AppError(ErrorCode.ServiceUnavailable, 'contact creation raced; retry');
+        contacts.set(key, winner);
+      }
+      const distinct = [...new Map([...contacts.values()].map((c) => [c.id, c])).values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+      const conversations = await this.batch.ensureConversations(
+        tx,
+        distinct.map((c) => ({ organization_id: c.organization_id, contact_id: c.id })),
+        'whatsapp',
+        now,
+      );
+      for (const c of distinct) if (!conversations.has(c.id)) conversations.set(c.id, await this.conversations.ensureConversation(tx, c.organization_id, c.id, 'whatsapp', now));
+      const conversationIds = [...conversations.values()].map((c) => c.id);
+      await this.batch.lockConversations(tx, conversationIds);
+      const instances = await this.batch.lockActiveInstances(tx, conversationIds);
+      const toOpen = [...conversations.values()].filter((c) => !instances.has(c.id)).sort((a, b) => (a.id < b.id ? -1 : 1));
+      const opened = await this.batch.openInstances(
+        tx,
+        toOpen.map((c) => ({ organization_id: c.organization_id, conversation_id: c.id })),
+        now,
+      );
+      for (const i of opened) instances.set(i.conversation_id, i);
+      for (const c of toOpen) if (!instances.has(c.id)) instances.set(c.id, await this.instances.activeInstanceLocked(tx, c, now));
+      const events = created.map(contactCreated);
+      if (events.length) await tx.publish(events);
+      const contactOf = new Map([...conversations.values()].map((c) => [c.id, c.contact_id]));
+      await this.batch.appendStream(tx, [
+        ...created.map((c, i) => ({ organization_id: c.organization_id, type: events[i]!.type, data: events[i]!.data })),
+        ...opened.map((i) => ({ organization_id: i.organization_id, type: MessagingEvents.InstanceOpened, data: instanceData(i, contactOf.get(i.conversation_id)!, null, null) })),
+      ]);
+      const threads = new Map<string, OpenThread>();
+      for (const s of sorted) {
+        const contact = contacts.get(keyOf(s.organization_id, s.phone_key))!;
+        const conversation = conversations.get(contact.id)!;
+        threads.set(keyOf(s.organization_id, s.phone_key), { contact, conversation, instance: instances.get(conversation.id)! });
+      }
+      return threads;
+    });
   }
 
   /**
