@@ -5,6 +5,9 @@
  *   - messages stored (must equal webhooks acknowledged; duplicates must be 0), after waiting for
  *     the receipt worker to finish, with the worker's processing rate and how far it lagged
  *   - beside them, a bare Node HTTP endpoint's rate measured with the same client in the same run
+ *   - per message stored, what each process sent: SQL statements, transactions, AMQP messages
+ *     published/delivered (`probe.mjs`), and CPU ms — from just before the load to the last message
+ *     stored, less the idle background of the same processes measured over a few seconds before
  *   - opt-out → suppression in force: BENCH_OPTOUTS of the webhooks (spread over the run, each from
  *     a contact of its own) are a "STOP"; from each one's ACK at the gateway to its WhatsApp
  *     suppression row being committed (visible) at the outbox-dispatcher, p50/p99 (read by polling
@@ -19,6 +22,9 @@
  */
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,7 +33,7 @@ import { MessagingWhatsAppRpc } from '@touchpoint/contracts';
 import { createLogger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import { aMetaTextWebhook, createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { line as harnessLine, pct, type Service, startService, stopServices, waitReady } from './harness.js';
+import { cpuSeconds, line as harnessLine, pct, type ProbeCounts, readProbe, type Service, sleep, startService, stopServices, waitReady } from './harness.js';
 
 const RATE = Number(process.env.BENCH_RATE ?? 300);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -41,6 +47,16 @@ const OPTOUTS = Number(process.env.BENCH_OPTOUTS ?? 60);
 const SUPPRESSION_POLL_MS = 10;
 
 const line = (label: string, value: string) => harnessLine(label, value, 46);
+/** Seconds of idle background (polls, relays) counted before the load, to subtract from the per-message figures. */
+const IDLE_SECONDS = 3;
+
+type Snapshot = Map<Service, ProbeCounts & { cpu: number; at: number }>;
+
+async function snapshot(children: Service[], probeDir: string): Promise<Snapshot> {
+  const out: Snapshot = new Map();
+  await Promise.all(children.map(async (c) => out.set(c, { ...(await readProbe(c, probeDir)), cpu: cpuSeconds(c.pid!), at: Date.now() })));
+  return out;
+}
 const agent = new http.Agent({ keepAlive: true, maxSockets: 128 });
 
 /** POSTs `body` and resolves with the status and the time to the full answer, ms. */
@@ -116,6 +132,7 @@ async function main(): Promise<void> {
   const world: TestWorld = await createTestWorld('bench_inbound');
   const children: Service[] = [];
   const org = `bench-org-${randomBytes(3).toString('hex')}`;
+  const probeDir = mkdtempSync(path.join(os.tmpdir(), 'bench-inbound-'));
   try {
     const sample = JSON.stringify(webhook('wamid.sample', '5511900000000', 'sample question about the order', 1_760_000_000));
     const bare = await bareRate(sample);
@@ -125,7 +142,7 @@ async function main(): Promise<void> {
     const ports = { abuse: base, messaging: base + 1, gateway: base + 2, 'outbox-dispatcher': base + 3 };
     // The dispatcher takes the suppressions (and the read receipts' enqueues: refused, no sender) only when STOPs are measured.
     const services = OPTOUTS > 0 ? (['abuse', 'messaging', 'gateway', 'outbox-dispatcher'] as const) : (['abuse', 'messaging', 'gateway'] as const);
-    for (const svc of services) children.push(startService(svc, env, ports[svc]));
+    for (const svc of services) children.push(startService(svc, env, ports[svc], { probeDir }));
     await Promise.all(services.map((svc, i) => waitReady(children[i], `http://127.0.0.1:${ports[svc]}/health/ready`)));
     await world.sql(`INSERT INTO "${world.schema('messaging')}".whatsapp_senders (phone_number_id, organization_id, sender_id, status, updated_at) VALUES ($1, $2, 'bench-sender', 'connected', now())`, [PHONE_NUMBER_ID, org]);
 
@@ -148,10 +165,16 @@ async function main(): Promise<void> {
       );
     };
 
+    await sleep(1000);
+    const idleFrom = await snapshot(children, probeDir);
+    await sleep(IDLE_SECONDS * 1000);
+    const idleTo = await snapshot(children, probeDir);
+
     const prefix = `wamid.bench.${randomBytes(3).toString('hex')}.`;
     const total = RATE * SECONDS;
     const latencies: number[] = [];
     const statuses = new Map<number, number>();
+    const before = await snapshot(children, probeDir);
     const t0 = performance.now();
     const t0Wall = Date.now();
     const inflight: Promise<void>[] = [];
@@ -198,6 +221,7 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 250));
       settled = await count();
     }
+    const after = await snapshot(children, probeDir);
     const { stored, dup } = settled;
     const optOut = poller ? await poller.finish(Date.now() + 60_000) : null;
     const processSeconds = settled.first && settled.last ? (settled.last.getTime() - settled.first.getTime()) / 1000 : NaN;
@@ -212,6 +236,16 @@ async function main(): Promise<void> {
     line('messages stored / acknowledged / duplicates', `${stored} / ${acked} / ${dup}${stored === acked && dup === 0 ? ' (ok)' : ' (MISMATCH)'}`);
     line('processing behind the ACK', `${storedAtLastAck} stored when the last ACK went out; all stored ${(settled.last ? (settled.last.getTime() - t0Wall) / 1000 - elapsed : NaN).toFixed(1)} s after it`);
     line('processing rate (first → last message stored)', `${Math.round(stored / processSeconds)} messages/s`);
+    const per = (v: number) => (stored > 0 ? v / stored : NaN);
+    for (const c of children) {
+      const a = after.get(c)!;
+      const b = before.get(c)!;
+      const i0 = idleTo.get(c)!;
+      const i1 = idleFrom.get(c)!;
+      const idleShare = (a.at - b.at) / (i0.at - i1.at);
+      const d = (k: keyof ProbeCounts | 'cpu') => per(a[k] - b[k] - (i0[k] - i1[k]) * idleShare);
+      line(`per message stored: ${c.name}`, `${d('statements').toFixed(2)} SQL, ${d('transactions').toFixed(2)} tx, ${d('published').toFixed(2)} published, ${d('delivered').toFixed(2)} delivered, ${(d('cpu') * 1000).toFixed(2)} CPU ms`);
+    }
     if (optOut) {
       const lag = optOut.latencies.sort((a, b) => a - b);
       line('opt-out ACK → suppression in force', `p50 ${pct(lag, 50).toFixed(0)} ms, p99 ${pct(lag, 99).toFixed(0)} ms, max ${lag[lag.length - 1]?.toFixed(0)} ms (${lag.length}/${stopAcks.size} STOPs in force; poll ${SUPPRESSION_POLL_MS} ms)`);
@@ -220,6 +254,7 @@ async function main(): Promise<void> {
     await stopServices(children);
     await world.close();
     agent.destroy();
+    rmSync(probeDir, { recursive: true, force: true });
   }
 }
 

@@ -125,6 +125,46 @@ describe('inbound receipts', () => {
     }
   });
 
+  it('stores a batch of new and known senders in one pass: one contact, conversation and instance each, their events once, and no receipt left', async () => {
+    const known = '5511970008801';
+    const first = newWamid();
+    await inbound.accept(inboundText(first, known, 'known before', ts++, pnid));
+    await drain();
+    const fresh = ['5511970008802', '5511970008803', '5511970008804'];
+    const sent: Record<string, string[]> = {};
+    for (let i = 0; i < 3; i++) {
+      for (const from of [known, ...fresh]) {
+        const wamid = newWamid();
+        (sent[from] ??= []).push(wamid);
+        await inbound.accept(inboundText(wamid, from, `${from} #${i}`, ts++, pnid));
+      }
+    }
+    expect(await worker.runOnce()).toBe(12);
+    const all = Object.values(sent).flat();
+    expect(await world.sql(`SELECT 1 FROM "${m()}".inbound_receipts WHERE external_id = ANY($1)`, [all])).toEqual([]);
+    for (const from of [known, ...fresh]) {
+      const rows = await world.sql<{ external_id: string; contact_id: string; conversation_id: string; instance_id: string }>(`SELECT external_id, contact_id, conversation_id, instance_id FROM "${m()}".messages WHERE external_id = ANY($1) ORDER BY created_at, id`, [sent[from]]);
+      expect(rows.map((r) => r.external_id)).toEqual(sent[from]);
+      expect(new Set(rows.map((r) => `${r.contact_id}|${r.conversation_id}|${r.instance_id}`)).size).toBe(1);
+      const [{ contacts, conversations, instances, count }] = await world.sql<{ contacts: number; conversations: number; instances: number; count: number }>(
+        `SELECT (SELECT count(*)::int FROM "${m()}".contacts WHERE phone_key = $1) AS contacts,
+                (SELECT count(*)::int FROM "${m()}".conversations WHERE contact_id = $2) AS conversations,
+                (SELECT count(*)::int FROM "${m()}".conversation_instances WHERE conversation_id = $3) AS instances,
+                (SELECT message_count FROM "${m()}".conversation_instances WHERE id = $4) AS count`,
+        [from, rows[0]!.contact_id, rows[0]!.conversation_id, rows[0]!.instance_id],
+      );
+      expect({ contacts, conversations, instances, count }).toEqual({ contacts: 1, conversations: 1, instances: 1, count: from === known ? 4 : 3 });
+    }
+    const created = (await outboxEvents<{ phone: string }>(world, 'messaging', MessagingEvents.ContactCreated)).filter((e) => [known, ...fresh].includes(e.payload.data.phone.slice(1)));
+    expect(created.map((e) => e.payload.data.phone).sort()).toEqual([known, ...fresh].map((p) => `+${p}`).sort());
+    const received = (await outboxEvents<{ external_id: string }>(world, 'messaging', MessagingEvents.MessageReceived)).filter((e) => all.includes(e.payload.data.external_id));
+    expect(received.map((e) => e.payload.data.external_id).sort()).toEqual([...all].sort());
+    const readReceipts = await world.sql(`SELECT 1 FROM "${m()}".outbox_events WHERE type = 'outbox.enqueue' AND payload->'data'->>'idempotency_key' = ANY($1)`, [all.map((w) => `read:${w}`)]);
+    expect(readReceipts).toHaveLength(all.length);
+    const feed = await world.sql<{ type: string }>(`SELECT type FROM "${m()}".stream_events WHERE type = 'messaging.message.received' AND data->>'external_id' = ANY($1)`, [all]);
+    expect(feed).toHaveLength(all.length);
+  });
+
   it('files both notations of a Brazilian mobile (with and without the ninth digit) in one batch under one conversation, in order', async () => {
     const [withNine, withoutNine] = [newWamid(), newWamid()];
     await inbound.accept(inboundText(withNine, '5511987650001', 'com nove', ts++, pnid));

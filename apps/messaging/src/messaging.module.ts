@@ -14,6 +14,7 @@ import { InstanceSweepService } from './conversations/instance-sweep.service.js'
 import { InstancesService } from './conversations/instances.service.js';
 import { InboundController } from './inbound/inbound.controller.js';
 import { InboundReceiptsRepository } from './inbound/inbound-receipts.repository.js';
+import { InboundBatchRepository } from './inbound/inbound-batch.repository.js';
 import { InboundReceiptsWorker } from './inbound/inbound-receipts.worker.js';
 import { InboundMetrics } from './inbound/inbound.metrics.js';
 import { InboundOptOutService } from './inbound/inbound-opt-out.service.js';
@@ -81,6 +82,7 @@ export class MessagingModule {
       InboundReceiptsService,
       InboundRecordService,
       InboundReceiptsRepository,
+      InboundBatchRepository,
       InboundReceiptsWorker,
     ];
     if (options.clock) providers.push({ provide: Clock, useValue: options.clock });

@@ -67,14 +67,18 @@ export class ContactsRepository {
     return rows[0] ?? null;
   }
 
-  /** The live contact with this phone key, a CRM record before a prospect. */
+  /**
+   * The live contact with this phone key, a CRM record before a prospect. `kind` is named (every
+   * kind) so the lookup is an exact probe of `contacts_phone_uidx` (organization, kind, phone key)
+   * rather than a scan of the organization's contacts.
+   */
   async findByPhoneKey(tx: Tx, organizationId: string, phoneKey: string): Promise<ContactRow | null> {
-    const rows = await tx.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND phone_key = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`, [organizationId, phoneKey]);
+    const rows = await tx.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND kind IN ('crm', 'prospect') AND phone_key = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`, [organizationId, phoneKey]);
     return rows[0] ?? null;
   }
 
   async findByEmailKey(tx: Tx, organizationId: string, emailKey: string): Promise<ContactRow | null> {
-    const rows = await tx.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND email_key = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`, [organizationId, emailKey]);
+    const rows = await tx.query<ContactRow>(`SELECT * FROM contacts WHERE organization_id = $1 AND kind IN ('crm', 'prospect') AND email_key = $2 AND erased_at IS NULL ORDER BY (kind = 'crm') DESC, created_at LIMIT 1`, [organizationId, emailKey]);
     return rows[0] ?? null;
   }
 

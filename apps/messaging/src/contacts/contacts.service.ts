@@ -331,14 +331,8 @@ export class ContactsService {
   }
 
   private async announceCreated(tx: Tx, row: ContactRow): Promise<void> {
-    await this.publish(tx, row, MessagingEvents.ContactCreated, `messaging.contact.created:${row.id}`, {
-      contact_id: row.id,
-      kind: row.kind,
-      phone: row.phone,
-      email: row.email,
-      tags: row.tags,
-      time_zone: row.time_zone,
-    } satisfies ContactEventData);
+    const created = contactCreated(row);
+    await this.publish(tx, row, created.type, created.event_id, created.data);
   }
 
   private async publish<K extends ContactEventType>(tx: Tx, row: ContactRow, type: K, eventId: string, data: BusPayload<K>): Promise<void> {
@@ -346,4 +340,18 @@ export class ContactsService {
     await tx.publish(message);
     await this.stream.append(tx, row.organization_id, type, data);
   }
+}
+
+/**
+ * The `messaging.contact.created` event of a new contact (also its feed item's data): shared by
+ * `ContactsService` and the inbound receipt worker's batch, which creates the contacts of a
+ * batch's new senders in one statement (`InboundService.openThreads`).
+ */
+export function contactCreated(row: ContactRow): OutgoingMessage<typeof MessagingEvents.ContactCreated> {
+  return {
+    event_id: `messaging.contact.created:${row.id}`,
+    type: MessagingEvents.ContactCreated,
+    organization_id: row.organization_id,
+    data: { contact_id: row.id, kind: row.kind, phone: row.phone, email: row.email, tags: row.tags, time_zone: row.time_zone } satisfies ContactEventData,
+  };
 }

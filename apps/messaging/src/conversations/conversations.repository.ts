@@ -186,7 +186,7 @@ export class ConversationsRepository {
          FROM contacts ct
          JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = $3 AND cv.organization_id = ct.organization_id
          JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
-        WHERE ct.organization_id = $1 AND ct.phone_key = $2 AND ct.erased_at IS NULL
+        WHERE ct.organization_id = $1 AND ct.kind IN ('crm', 'prospect') AND ct.phone_key = $2 AND ct.erased_at IS NULL
         ORDER BY (ct.kind = 'crm') DESC, ct.created_at LIMIT 1`,
       [organizationId, phoneKey, channel],
     );
@@ -195,7 +195,8 @@ export class ConversationsRepository {
 
   /**
    * The open WhatsApp thread of each (organization, phone key) that has one, in one read for a
-   * whole batch of receipts (same choice as `findOpenThread`).
+   * whole batch of receipts (same choice as `findOpenThread`). A join from the list, each sender one
+   * probe of `contacts_phone_uidx` (an `IN (SELECT … unnest)` was a hash join over every contact).
    * @returns by `${organization_id}|${phone_key}`
    */
   async findOpenWhatsAppThreads(db: Queryable, senders: [organizationId: string, phoneKey: string][]): Promise<Map<string, OpenThread>> {
@@ -203,10 +204,10 @@ export class ConversationsRepository {
     const rows = await rowsOf<OpenThread & { organization_id: string; phone_key: string }>(
       db,
       `SELECT DISTINCT ON (ct.organization_id, ct.phone_key) ct.organization_id, ct.phone_key, to_jsonb(ct) AS contact, to_jsonb(cv) AS conversation, to_jsonb(i) AS instance
-         FROM contacts ct
+         FROM unnest($1::text[], $2::text[]) AS s(organization_id, phone_key)
+         JOIN contacts ct ON ct.organization_id = s.organization_id AND ct.kind IN ('crm', 'prospect') AND ct.phone_key = s.phone_key AND ct.erased_at IS NULL
          JOIN conversations cv ON cv.contact_id = ct.id AND cv.channel = 'whatsapp' AND cv.organization_id = ct.organization_id
          JOIN conversation_instances i ON i.conversation_id = cv.id AND i.status = 'active'
-        WHERE (ct.organization_id, ct.phone_key) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ct.erased_at IS NULL
         ORDER BY ct.organization_id, ct.phone_key, (ct.kind = 'crm') DESC, ct.created_at`,
       [senders.map((e) => e[0]), senders.map((e) => e[1])],
     );

@@ -164,7 +164,8 @@ export class InstancesService {
   }
 }
 
-function instanceData(instance: InstanceRow, contactId: string, reason: InstanceCloseReason | null, previous: string | null): InstanceChangedData {
+/** The feed item (and event data) of an instance that opened, closed or was summarized; also used by the inbound receipt worker's batch. */
+export function instanceData(instance: InstanceRow, contactId: string, reason: InstanceCloseReason | null, previous: string | null): InstanceChangedData {
   const data: InstanceChangedData = {
     instance_id: instance.id,
     conversation_id: instance.conversation_id,

@@ -12,7 +12,8 @@ import { SendersService } from '../senders/senders.service.js';
 import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt } from './inbound-receipts.repository.js';
 import { InboundMetrics } from './inbound.metrics.js';
 import { InboundOptOutService } from './inbound-opt-out.service.js';
-import { InboundService, type ReceiptHints } from './inbound.service.js';
+import { type AdmittedMessage, InboundService, type ReceiptHints, type SenderLane } from './inbound.service.js';
+import { InboundBatchRepository } from './inbound-batch.repository.js';
 import { parseWhatsAppMessage, unusableWhatsAppMessage } from './whatsapp-message.js';
 
 /** Profile names by wa_id from a change's `contacts` (any other shape: none). */
@@ -54,6 +55,7 @@ export class InboundReceiptsService {
     private readonly optOut: InboundOptOutService,
     private readonly senders: SendersService,
     private readonly receipts: InboundReceiptsRepository,
+    private readonly batch: InboundBatchRepository,
     private readonly messages: MessagesRepository,
     private readonly conversations: ConversationsRepository,
     private readonly metrics: InboundMetrics,
@@ -119,9 +121,36 @@ export class InboundReceiptsService {
   }
 
   /**
+   * The receipt worker's judgement of one receipt (`InboundService.admitWhatsApp`): an outcome, or
+   * the admitted message for `commit`.
+   * @throws AppError service_unavailable (or the pipeline's own code) when it could not be judged; the worker retries
+   */
+  async admit(r: InboundReceiptRow, known: boolean, lane: SenderLane): Promise<'stored' | 'duplicate' | 'denied' | 'ignored' | AdmittedMessage> {
+    if (r.channel !== 'whatsapp') throw new AppError(ErrorCode.Internal, `no receipt processing for channel ${r.channel}`);
+    return this.inbound.admitWhatsApp(r.message as unknown as WhatsAppInboundBatch['messages'][number], r.organization_id, r.sender_id, r.contact_name, known, lane);
+  }
+
+  /**
+   * Stores admitted messages (`InboundService.storeAdmitted`) and deletes the receipts `done` in one
+   * transaction: a receipt is gone if and only if its message (or its denial) is the record.
+   */
+  async commit(admitted: AdmittedMessage[], done: string[]): Promise<void> {
+    if (admitted.length === 0 && done.length === 0) return;
+    await this.uow.run(async (tx) => {
+      await this.inbound.storeAdmitted(tx, admitted);
+      await this.batch.removeReceipts(tx, done);
+    });
+  }
+
+  /** Stores one admitted message on its own transaction (`InboundService.storeOne`). */
+  storeOne(admitted: AdmittedMessage): Promise<boolean> {
+    return this.inbound.storeOne(admitted);
+  }
+
+  /**
    * What two queries tell about a whole batch of receipts, instead of two per message: which
    * provider ids are stored already, and the contact, conversation and active instance of each
-   * sender's first receipt in the batch (its later ones read their own: the first may roll over).
+   * sender's first receipt in the batch (the worker's lane carries it on to the sender's later ones).
    * @param batch receipts in arrival order
    * @returns hints by receipt id, for `processReceipt`
    */
@@ -139,6 +168,35 @@ export class InboundReceiptsService {
     for (const r of batch) hints.set(r.id, { known: storedIds.has(`${r.organization_id}|${r.external_id}`) });
     for (const [sender, r] of firstOfSender) hints.get(r.id)!.open = openBySender.get(sender) ?? null;
     return hints;
+  }
+
+  /**
+   * Opens, in one transaction (`InboundService.openThreads`), the thread of each sender of the
+   * batch that has none yet (its first receipt's hint is null) and something to store: its
+   * first receipt then carries the new thread. A sender whose receipts include a `system` message
+   * is left to the pipeline (the number may change under it). When the batch open fails, the
+   * hints stay and each sender's first message opens its own thread, as before.
+   * @param queues each sender's receipts, in arrival order
+   */
+  async openNewSenders(queues: InboundReceiptRow[][], hints: Map<string, ReceiptHints>): Promise<void> {
+    const wanted: { organization_id: string; phone_key: string; name: string | null; first: string }[] = [];
+    for (const queue of queues) {
+      const first = hints.get(queue[0]!.id);
+      if (!first || first.open !== null || queue.some((r) => r.message.type === 'system')) continue;
+      const fresh = queue.find((r) => !hints.get(r.id)?.known);
+      const key = fresh ? toPhoneKey(String(fresh.message.from ?? '')) : null;
+      if (fresh && key) wanted.push({ organization_id: fresh.organization_id, phone_key: key, name: fresh.contact_name, first: queue[0]!.id });
+    }
+    if (wanted.length === 0) return;
+    try {
+      const threads = await this.inbound.openThreads(wanted);
+      for (const w of wanted) {
+        const thread = threads.get(`${w.organization_id}|${w.phone_key}`);
+        if (thread) hints.get(w.first)!.open = thread;
+      }
+    } catch (err) {
+      this.logger.warn({ event: 'messaging.inbound_open_batch_failed', count: wanted.length, err: (err as Error).message }, "new senders' threads not opened at once; each opens its own");
+    }
   }
 
   /** The organization and sender owning the batch's number, or null (counted ignored) when nobody does. */

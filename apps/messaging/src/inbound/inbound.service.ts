@@ -9,14 +9,15 @@ import { type InboundJudgement, judgeInbound } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
-import { ContactsService } from '../contacts/contacts.service.js';
+import { ContactsService, contactCreated } from '../contacts/contacts.service.js';
 import { type ConversationRow, ConversationsRepository, type InstanceRow, type OpenThread } from '../conversations/conversations.repository.js';
-import { InstancesService } from '../conversations/instances.service.js';
-import { MessagesRepository, type NewAttachment, toMessageView } from '../messages/messages.repository.js';
+import { instanceData, InstancesService } from '../conversations/instances.service.js';
+import { type MessageRow, MessagesRepository, type NewAttachment, toMessageView } from '../messages/messages.repository.js';
 import type { MessagingConfig } from '../messaging.config.js';
 import { AbuseGuardService, type GuardVerdict } from '../restrictions/abuse-guard.service.js';
 import { SendService } from '../sending/send.service.js';
 import { StreamRepository } from '../stream/stream.repository.js';
+import { InboundBatchRepository } from './inbound-batch.repository.js';
 import { InboundMetrics } from './inbound.metrics.js';
 import { parseWhatsAppMessage, type ParsedWhatsAppMessage } from './whatsapp-message.js';
 
@@ -31,6 +32,26 @@ const MAX_ROLLOVERS_PER_MESSAGE = 3;
 export interface ReceiptHints {
   known?: boolean;
   open?: { contact: ContactRow; conversation: ConversationRow; instance: InstanceRow } | null;
+}
+
+/** A message `admitWhatsApp` judged and admitted, waiting for its batch's `storeAdmitted`. */
+export interface AdmittedMessage {
+  m: InboundMessage;
+  contact: ContactRow;
+  conversation: ConversationRow;
+  /** Abuse's verdict (its action decides the warning reply). */
+  verdict: GuardVerdict | null;
+}
+
+/**
+ * One sender's state through a receipt batch (`admitWhatsApp`): `open` — its contact, conversation
+ * and active instance (null: none yet; undefined: not read); `admitted` — messages admitted on that
+ * instance and not stored yet; `flush` — stores them now.
+ */
+export interface SenderLane {
+  open: OpenThread | null | undefined;
+  admitted: number;
+  flush: () => Promise<void>;
 }
 
 /** An inbound message on its way to storage, whatever the channel. */
@@ -79,6 +100,7 @@ export class InboundService {
     private readonly guard: AbuseGuardService,
     private readonly sends: SendService,
     private readonly stream: StreamRepository,
+    private readonly batch: InboundBatchRepository,
     private readonly metrics: InboundMetrics,
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: MessagingConfig,
@@ -180,6 +202,214 @@ export class InboundService {
     }
   }
 
+  /**
+   * The first half of `takeWhatsApp` for the receipt worker's batch: one Meta message is judged
+   * (duplicate, abuse with the rollover, denial and its reply) but not stored; an admitted one is
+   * returned for `storeAdmitted`, which stores the batch's admitted messages in one transaction. The
+   * caller runs one sender's receipts one by one in arrival order with one `lane`, which carries the
+   * sender's thread from message to message (no re-read) and counts the admitted messages not yet
+   * stored on its instance, so abuse sees each message's instance count as if the earlier ones
+   * were stored; before a rollover, `lane.flush` stores them (the capped instance keeps them).
+   * A `system` message is taken whole (`takeWhatsApp`) after a flush, and the lane forgets its thread.
+   * @param known whether the provider id is stored already (`InboundReceiptsService.hintsFor`)
+   * @throws AppError service_unavailable (or the pipeline's own code) when it could not be judged
+   */
+  async admitWhatsApp(raw: WhatsAppInboundBatch['messages'][number], organizationId: string, senderId: string | null, name: string | null, known: boolean, lane: SenderLane): Promise<'stored' | 'duplicate' | 'denied' | 'ignored' | AdmittedMessage> {
+    if (raw.type === 'system') {
+      await lane.flush();
+      lane.open = undefined;
+      lane.admitted = 0;
+      return this.takeWhatsApp(raw, organizationId, senderId, name, { known });
+    }
+    const m = this.fromWhatsApp(raw, organizationId, senderId);
+    const end = this.metrics.seconds.startTimer({ channel: m.channel });
+    try {
+      if (known) {
+        this.metrics.received.inc({ channel: m.channel, outcome: 'duplicate' });
+        return 'duplicate';
+      }
+      let thread = lane.open !== undefined ? lane.open : await this.findOpen(m);
+      if (!thread) {
+        thread = await this.uow.run((tx) => this.open(tx, m, name));
+        lane.admitted = 0;
+      }
+      lane.open = thread;
+      const { contact, conversation } = thread;
+      let verdict: GuardVerdict | null = null;
+      for (let i = 0; i <= MAX_ROLLOVERS_PER_MESSAGE; i++) {
+        const instance = lane.open.instance;
+        verdict = await this.guard.check(this.checkInput(m, contact, conversation, { ...instance, message_count: instance.message_count + lane.admitted }));
+        if (verdict.limit_type !== 'instance') break;
+        if (i === MAX_ROLLOVERS_PER_MESSAGE) {
+          verdict = { ...verdict, allowed: true, limit_type: null };
+          break;
+        }
+        await lane.flush();
+        const rolled = await this.instances.rollover(m.organizationId, conversation.id, instance.id);
+        if (rolled.outcome === 'refused') {
+          verdict = { ...verdict, allowed: false, limit_type: 'throttled' };
+          break;
+        }
+        lane.open = { contact, conversation, instance: rolled.instance };
+        lane.admitted = 0;
+      }
+      if (verdict && !verdict.allowed) {
+        await this.deny(m, contact, conversation, verdict);
+        this.metrics.received.inc({ channel: m.channel, outcome: 'denied' });
+        return 'denied';
+      }
+      lane.admitted++;
+      return { m, contact, conversation, verdict };
+    } catch (err) {
+      this.logger.error({ event: 'messaging.inbound_failed', organization_id: m.organizationId, channel: m.channel, external_id: m.externalId, code: err instanceof AppError ? err.code : undefined, err: (err as Error).message }, 'inbound message not stored');
+      if (err instanceof AppError && err.code !== ErrorCode.Internal) throw err;
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the message could not be stored; retry');
+    } finally {
+      end();
+    }
+  }
+
+  /**
+   * Finds or creates, in one transaction of set-based statements, the contact, WhatsApp
+   * conversation and active instance of each new sender of a receipt batch (what `open` does for
+   * one message): the contacts read, the missing ones created (`contact.created` and its feed item),
+   * the conversations ensured, locked in id order, and an instance opened where none is active
+   * (its feed item). Inserts go in key order, so two replicas' batches that share senders wait on
+   * each other in one order. A row another transaction created meanwhile is read again (one by one).
+   * @param senders phone keys (libs/phone `toPhoneKey`) with the name a created contact gets
+   * @returns by `${organization_id}|${phone_key}`
+   */
+  async openThreads(senders: { organization_id: string; phone_key: string; name: string | null }[]): Promise<Map<string, OpenThread>> {
+    if (senders.length === 0) return new Map();
+    const keyOf = (organizationId: string, phoneKey: string) => `${organizationId}|${phoneKey}`;
+    const sorted = [...senders].sort((a, b) => (keyOf(a.organization_id, a.phone_key) < keyOf(b.organization_id, b.phone_key) ? -1 : 1));
+    return this.uow.run(async (tx) => {
+      const now = this.clock.now();
+      const contacts = await this.batch.findPhoneContacts(tx, sorted);
+      const created = await this.batch.insertPhoneContacts(
+        tx,
+        sorted.filter((s) => !contacts.has(keyOf(s.organization_id, s.phone_key))),
+        now,
+      );
+      for (const c of created) contacts.set(keyOf(c.organization_id, c.phone_key!), c);
+      for (const s of sorted) {
+        const key = keyOf(s.organization_id, s.phone_key);
+        if (contacts.has(key)) continue;
+        const winner = await this.contactsRepository.findByPhoneKey(tx, s.organization_id, s.phone_key);
+        if (!winner) throw new AppError(ErrorCode.ServiceUnavailable, 'contact creation raced; retry');
+        contacts.set(key, winner);
+      }
+      const distinct = [...new Map([...contacts.values()].map((c) => [c.id, c])).values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+      const conversations = await this.batch.ensureConversations(
+        tx,
+        distinct.map((c) => ({ organization_id: c.organization_id, contact_id: c.id })),
+        'whatsapp',
+        now,
+      );
+      for (const c of distinct) if (!conversations.has(c.id)) conversations.set(c.id, await this.conversations.ensureConversation(tx, c.organization_id, c.id, 'whatsapp', now));
+      const conversationIds = [...conversations.values()].map((c) => c.id);
+      await this.batch.lockConversations(tx, conversationIds);
+      const instances = await this.batch.lockActiveInstances(tx, conversationIds);
+      const toOpen = [...conversations.values()].filter((c) => !instances.has(c.id)).sort((a, b) => (a.id < b.id ? -1 : 1));
+      const opened = await this.batch.openInstances(
+        tx,
+        toOpen.map((c) => ({ organization_id: c.organization_id, conversation_id: c.id })),
+        now,
+      );
+      for (const i of opened) instances.set(i.conversation_id, i);
+      for (const c of toOpen) if (!instances.has(c.id)) instances.set(c.id, await this.instances.activeInstanceLocked(tx, c, now));
+      const events = created.map(contactCreated);
+      if (events.length) await tx.publish(events);
+      const contactOf = new Map([...conversations.values()].map((c) => [c.id, c.contact_id]));
+      await this.batch.appendStream(tx, [
+        ...created.map((c, i) => ({ organization_id: c.organization_id, type: events[i]!.type, data: events[i]!.data })),
+        ...opened.map((i) => ({ organization_id: i.organization_id, type: MessagingEvents.InstanceOpened, data: instanceData(i, contactOf.get(i.conversation_id)!, null, null) })),
+      ]);
+      const threads = new Map<string, OpenThread>();
+      for (const s of sorted) {
+        const contact = contacts.get(keyOf(s.organization_id, s.phone_key))!;
+        const conversation = conversations.get(contact.id)!;
+        threads.set(keyOf(s.organization_id, s.phone_key), { contact, conversation, instance: instances.get(conversation.id)! });
+      }
+      return threads;
+    });
+  }
+
+  /**
+   * Stores admitted messages (`admitWhatsApp`), in their order, in the caller's transaction, with
+   * one statement per step for all of them where `store` runs one per message: the conversations
+   * locked (id order), their active instances locked (opened where the idle sweep closed one), the
+   * messages inserted (a provider id stored meanwhile is a duplicate and tells nothing), their
+   * attachments, the conversations touched, every event in one outbox insert, every feed item in
+   * one insert. The rare per-message steps (an opt-out marks its contact; an abuse warning sends
+   * its reply) run per message in the same transaction.
+   * @returns the provider ids stored; the others were duplicates
+   */
+  async storeAdmitted(tx: Tx, admitted: AdmittedMessage[]): Promise<Set<string>> {
+    if (admitted.length === 0) return new Set();
+    const now = this.clock.now();
+    const conversationIds = [...new Set(admitted.map((a) => a.conversation.id))];
+    const locked = await this.batch.lockConversations(tx, conversationIds);
+    const instances = await this.batch.lockActiveInstances(tx, conversationIds);
+    for (const id of conversationIds) {
+      if (!instances.has(id)) instances.set(id, await this.instances.activeInstanceLocked(tx, locked.get(id) ?? admitted.find((a) => a.conversation.id === id)!.conversation, now));
+    }
+    const rows = await this.batch.insertInbound(
+      tx,
+      admitted.map(({ m, contact, conversation }) => ({
+        organization_id: m.organizationId,
+        conversation_id: conversation.id,
+        instance_id: instances.get(conversation.id)!.id,
+        contact_id: contact.id,
+        channel: m.channel,
+        message_type: m.messageType,
+        body: m.text,
+        external_id: m.externalId,
+        in_reply_to: m.inReplyTo,
+        auto_reply: m.judgement.autoReply,
+        opt_out: m.judgement.optOut,
+        provider_timestamp: m.sentAt,
+      })),
+      now,
+    );
+    const stored = admitted.filter((a) => rows.has(a.m.externalId));
+    await this.batch.insertAttachments(
+      tx,
+      stored.flatMap(({ m }) => m.attachments.map((attachment) => ({ organization_id: m.organizationId, message_id: rows.get(m.externalId)!.id, attachment }))),
+      now,
+    );
+    await this.batch.touchConversations(tx, [...new Set(stored.map((a) => a.conversation.id))], now);
+    for (const { m, contact } of stored) if (m.judgement.optOut) await this.contactsRepository.markOptedOut(tx, contact.id, now);
+    await tx.publish(stored.flatMap(({ m, contact, conversation }) => this.eventsOf(m, contact, conversation, instances.get(conversation.id)!, rows.get(m.externalId)!)));
+    await this.batch.appendStream(
+      tx,
+      stored.map(({ m }) => ({ organization_id: m.organizationId, type: MessagingEvents.MessageReceived, data: toMessageView(rows.get(m.externalId)!, []) })),
+    );
+    for (const { m, contact, conversation, verdict } of stored) {
+      if (verdict?.action?.action_type === 'warning') await this.reply(tx, m, contact, conversation, 'abuse_warning', this.config.ABUSE_WARNING_REPLY);
+    }
+    for (const { m } of admitted) this.metrics.received.inc({ channel: m.channel, outcome: rows.has(m.externalId) ? 'stored' : 'duplicate' });
+    return new Set(stored.map((a) => a.m.externalId));
+  }
+
+  /**
+   * Stores one admitted message on its own (`store`, its own transaction): the worker's way when
+   * its batch transaction failed, to find which message it was.
+   * @returns false for a duplicate
+   * @throws AppError service_unavailable when it could not be stored
+   */
+  async storeOne(a: AdmittedMessage): Promise<boolean> {
+    try {
+      const stored = await this.uow.run((tx) => this.store(tx, a.m, a.contact, a.conversation, a.verdict));
+      this.metrics.received.inc({ channel: a.m.channel, outcome: stored ? 'stored' : 'duplicate' });
+      return stored;
+    } catch (err) {
+      this.logger.error({ event: 'messaging.inbound_failed', organization_id: a.m.organizationId, channel: a.m.channel, external_id: a.m.externalId, code: err instanceof AppError ? err.code : undefined, err: (err as Error).message }, 'inbound message not stored');
+      if (err instanceof AppError && err.code !== ErrorCode.Internal) throw err;
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the message could not be stored; retry');
+    }
+  }
+
   /** The contact, conversation and active instance of a phone that has them all already (one query), or null. */
   private async findOpen(m: InboundMessage): Promise<OpenThread | null> {
     if (m.channel !== 'whatsapp' && m.channel !== 'sms') return null;
@@ -258,10 +488,26 @@ export class InboundService {
     await this.messages.insertAttachments(tx, m.organizationId, message.id, m.attachments, now);
     await this.conversations.touch(tx, conversation.id, now, true);
 
+    if (m.judgement.optOut) await this.contactsRepository.markOptedOut(tx, contact.id, now);
+    await tx.publish(this.eventsOf(m, contact, conversation, instance, message));
+    await this.stream.append(tx, m.organizationId, MessagingEvents.MessageReceived, toMessageView(message, []));
+
+    if (verdict?.action?.action_type === 'warning') {
+      await this.reply(tx, m, contact, conversation, 'abuse_warning', this.config.ABUSE_WARNING_REPLY);
+    }
+    return true;
+  }
+
+  /**
+   * What a stored inbound message tells others, in this order: the opt-out (the contact opted out,
+   * and a suppression asked for each address it has: "stop" means every channel, seed 003), the
+   * read receipt (WhatsApp, seed 004 "Read receipts": through the outbox like any send, one per
+   * wamid), and `messaging.message.received`.
+   */
+  private eventsOf(m: InboundMessage, contact: ContactRow, conversation: ConversationRow, instance: InstanceRow, message: MessageRow): OutgoingMessage[] {
+    const published: OutgoingMessage[] = [];
     if (m.judgement.optOut) {
-      await this.contactsRepository.markOptedOut(tx, contact.id, now);
-      await tx.publish({ event_id: `messaging.contact.opted_out:${message.id}`, type: MessagingEvents.ContactOptedOut, organization_id: m.organizationId, data: { contact_id: contact.id, channel: m.channel, message_id: message.id } });
-      // "Stop" means stop on every channel (seed 003): ask to suppress each address the contact has.
+      published.push({ event_id: `messaging.contact.opted_out:${message.id}`, type: MessagingEvents.ContactOptedOut, organization_id: m.organizationId, data: { contact_id: contact.id, channel: m.channel, message_id: message.id } });
       const addresses: [SuppressionRequestedData['channel'], string | null][] = [
         ['whatsapp', contact.phone],
         ['email', contact.email],
@@ -269,7 +515,7 @@ export class InboundService {
       ];
       for (const [channel, value] of addresses) {
         if (!value) continue;
-        await tx.publish({
+        published.push({
           event_id: `messaging.suppression.requested:${message.id}:${channel}`,
           type: MessagingEvents.SuppressionRequested,
           organization_id: m.organizationId,
@@ -277,7 +523,6 @@ export class InboundService {
         });
       }
     }
-    const published: OutgoingMessage[] = [];
     if (m.channel === 'whatsapp') {
       // Seed 004 "Read receipts": through the outbox like any send, one per wamid.
       const receipt: OutboxEnqueueData = {
@@ -312,13 +557,7 @@ export class InboundService {
       received_at: m.sentAt.toISOString(),
     };
     published.push({ event_id: `messaging.message.received:${message.id}`, type: MessagingEvents.MessageReceived, organization_id: m.organizationId, data: received });
-    await tx.publish(published);
-    await this.stream.append(tx, m.organizationId, MessagingEvents.MessageReceived, toMessageView(message, []));
-
-    if (verdict?.action?.action_type === 'warning') {
-      await this.reply(tx, m, contact, conversation, 'abuse_warning', this.config.ABUSE_WARNING_REPLY);
-    }
-    return true;
+    return published;
   }
 
   /** A denied message is not stored; a blocked contact (or a fail-closed denial) gets the access-restricted reply. */

@@ -122,16 +122,16 @@ export class MessagesRepository {
   }
 
   /**
-   * Which of these WhatsApp provider ids are stored already, in one read for a batch of receipts.
+   * Which of these WhatsApp provider ids are stored already, in one read for a batch of receipts
+   * (a join from the list: one probe of `messages_external_uidx` per id, never a scan of messages).
    * @returns `${organization_id}|${external_id}` of each stored one
    */
   async storedWhatsAppIds(db: Queryable, ids: { organization_id: string; external_id: string }[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const rows = await rowsOf<{ organization_id: string; external_id: string }>(
       db,
-      `SELECT organization_id, external_id FROM messages
-        WHERE channel = 'whatsapp' AND external_id IS NOT NULL
-          AND (organization_id, external_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      `SELECT m.organization_id, m.external_id FROM unnest($1::text[], $2::text[]) AS s(organization_id, external_id)
+         JOIN messages m ON m.organization_id = s.organization_id AND m.channel = 'whatsapp' AND m.external_id = s.external_id`,
       [ids.map((r) => r.organization_id), ids.map((r) => r.external_id)],
     );
     return new Set(rows.map((r) => `${r.organization_id}|${r.external_id}`));
