@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { type Queryable, rowsOf } from '@touchpoint/database';
+import type { NewEnrollmentEvent } from '../enrollments/enrollment-row.js';
 
 /** A send effect as the reports of its outcome and delivery read and change it (locked). */
 export interface ReportedEffect {
@@ -69,40 +70,63 @@ export class SendReportsRepository {
     );
   }
 
-  /** Writes the locked send effects' state after the reports, one statement for all of them. */
-  async saveSends(db: Queryable, rows: SavedSend[]): Promise<void> {
-    if (rows.length === 0) return;
-    await rowsOf(
-      db,
-      `UPDATE effects f SET status = v.status, message_id = v.message_id, reason = v.reason,
-              delivered_at = COALESCE(f.delivered_at, v.delivered_at), read_at = COALESCE(f.read_at, v.read_at),
-              updated_at = GREATEST(COALESCE(v.set_at, f.updated_at), v.floor_at)
-         FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
-              AS v(id, status, message_id, reason, delivered_at, read_at, set_at, floor_at)
-        WHERE f.id = v.id`,
-      [rows.map((r) => r.id), rows.map((r) => r.status), rows.map((r) => r.message_id), rows.map((r) => r.reason), rows.map((r) => r.delivered_at), rows.map((r) => r.read_at), rows.map((r) => r.set_at), rows.map((r) => r.floor_at)],
-    );
-  }
-
   /**
-   * The enrollment writes of the reports, at most one per enrollment (the caller runs several
-   * rounds when one enrollment has more), one statement; see `EnrollmentSendWrite` for the rules,
-   * the same as a single report's.
+   * Writes what a batch of reports changed, in one statement: the locked send effects' state, one
+   * round of enrollment writes (at most one per enrollment; see `EnrollmentSendWrite`) and the
+   * enrollment events. The parts share one snapshot and touch different rows and columns (the
+   * enrollment rule reads the effects' kind, key and step, which no report changes).
    */
-  async moveEnrollments(db: Queryable, writes: EnrollmentSendWrite[]): Promise<void> {
-    if (writes.length === 0) return;
+  async write(db: Queryable, sends: SavedSend[], enrollments: EnrollmentSendWrite[], events: NewEnrollmentEvent[]): Promise<void> {
+    if (sends.length + enrollments.length + events.length === 0) return;
     await rowsOf(
       db,
-      `UPDATE enrollments e SET last_send_status = o.status,
-              inflight_effect_id = CASE WHEN (o.op = 'settle' AND o.clear) OR (o.op = 'raise' AND e.inflight_effect_id = o.effect_id) THEN NULL ELSE e.inflight_effect_id END,
-              updated_at = o.at
-         FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::boolean[], $6::int[], $7::timestamptz[]) AS o(op, enrollment_id, effect_id, status, clear, step, at)
-        WHERE e.id = o.enrollment_id
-          AND CASE WHEN o.op = 'settle' THEN e.inflight_effect_id = o.effect_id
-                   ELSE ${RANK_SQL} < (CASE o.status WHEN 'read' THEN 3 ELSE 2 END)
-                        AND (e.inflight_effect_id = o.effect_id OR NOT EXISTS (
-                              SELECT 1 FROM effects x WHERE x.enrollment_id = o.enrollment_id AND x.kind = 'send' AND x.idempotency_key IS NOT NULL AND x.step > o.step)) END`,
-      [writes.map((w) => w.op), writes.map((w) => w.enrollment_id), writes.map((w) => w.effect_id), writes.map((w) => w.status), writes.map((w) => w.clear), writes.map((w) => w.step), writes.map((w) => w.at)],
+      `WITH saved AS (
+         UPDATE effects f SET status = v.status, message_id = v.message_id, reason = v.reason,
+                delivered_at = COALESCE(f.delivered_at, v.delivered_at), read_at = COALESCE(f.read_at, v.read_at),
+                updated_at = GREATEST(COALESCE(v.set_at, f.updated_at), v.floor_at)
+           FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
+                AS v(id, status, message_id, reason, delivered_at, read_at, set_at, floor_at)
+          WHERE f.id = v.id
+         RETURNING 1),
+       moved AS (
+         UPDATE enrollments e SET last_send_status = o.status,
+                inflight_effect_id = CASE WHEN (o.op = 'settle' AND o.clear) OR (o.op = 'raise' AND e.inflight_effect_id = o.effect_id) THEN NULL ELSE e.inflight_effect_id END,
+                updated_at = o.at
+           FROM unnest($9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::boolean[], $14::int[], $15::timestamptz[]) AS o(op, enrollment_id, effect_id, status, clear, step, at)
+          WHERE e.id = o.enrollment_id
+            AND CASE WHEN o.op = 'settle' THEN e.inflight_effect_id = o.effect_id
+                     ELSE ${RANK_SQL} < (CASE o.status WHEN 'read' THEN 3 ELSE 2 END)
+                          AND (e.inflight_effect_id = o.effect_id OR NOT EXISTS (
+                                SELECT 1 FROM effects x WHERE x.enrollment_id = o.enrollment_id AND x.kind = 'send' AND x.idempotency_key IS NOT NULL AND x.step > o.step)) END
+         RETURNING 1),
+       logged AS (
+         INSERT INTO enrollment_events (organization_id, enrollment_id, type, node_id, data, created_at)
+         SELECT * FROM unnest($16::uuid[], $17::uuid[], $18::text[], $19::text[], $20::jsonb[], $21::timestamptz[])
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM saved) AS saved, (SELECT count(*) FROM moved) AS moved, (SELECT count(*) FROM logged) AS logged`,
+      [
+        sends.map((r) => r.id),
+        sends.map((r) => r.status),
+        sends.map((r) => r.message_id),
+        sends.map((r) => r.reason),
+        sends.map((r) => r.delivered_at),
+        sends.map((r) => r.read_at),
+        sends.map((r) => r.set_at),
+        sends.map((r) => r.floor_at),
+        enrollments.map((w) => w.op),
+        enrollments.map((w) => w.enrollment_id),
+        enrollments.map((w) => w.effect_id),
+        enrollments.map((w) => w.status),
+        enrollments.map((w) => w.clear),
+        enrollments.map((w) => w.step),
+        enrollments.map((w) => w.at),
+        events.map((e) => e.organization_id),
+        events.map((e) => e.enrollment_id),
+        events.map((e) => e.type),
+        events.map((e) => e.node_id),
+        events.map((e) => JSON.stringify(e.data)),
+        events.map((e) => e.at),
+      ],
     );
   }
 }

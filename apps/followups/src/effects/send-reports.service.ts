@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { CommitBatch, isUuid, type Tx } from '@touchpoint/database';
-import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import type { NewEnrollmentEvent } from '../enrollments/enrollment-row.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { type EnrollmentSendWrite, type ReportedEffect, type SavedSend, SendReportsRepository } from './send-reports.repository.js';
@@ -25,8 +24,8 @@ interface Working {
 /**
  * Applies the reports about follow-up sends (seed 002 "Efeitos": the effect's status) to their
  * send effects and enrollments, a batch at a time: the effects of a batch are locked in one
- * statement, and the effects, the enrollments and the enrollment events written in one statement
- * each, however many reports the batch has (a consumer batch of messaging's and the dispatcher's
+ * statement, and the effects, the enrollments and the enrollment events written in one more
+ * (`SendReportsRepository.write`), however many reports the batch has (a consumer batch of messaging's and the dispatcher's
  * events; `applyLater`). The rules are those of one report, applied in the order given:
  *
  * - an outcome moves the effect forward: queued → sent | failed | cancelled | uncertain; uncertain
@@ -44,7 +43,6 @@ export class SendReportsService {
 
   constructor(
     private readonly repository: SendReportsRepository,
-    private readonly enrollments: EnrollmentsRepository,
     private readonly metrics: FollowupsMetrics,
   ) {}
 
@@ -78,9 +76,10 @@ export class SendReportsService {
       return report.kind === 'outcome' ? this.outcome(w, report, writes, events) : this.delivery(w, report, writes, events);
     });
     const dirty = [...byKey.values()].filter((w) => w.dirty);
-    await this.repository.saveSends(tx, dirty.map(savedOf));
-    for (const round of rounds(writes)) await this.repository.moveEnrollments(tx, round);
-    await this.enrollments.insertEvents(tx, events);
+    // One statement for the batch; an enrollment with several writes gets one more per extra write.
+    const [first = [], ...more] = rounds(writes);
+    await this.repository.write(tx, dirty.map(savedOf), first, events);
+    for (const round of more) await this.repository.write(tx, [], round, []);
     return changed;
   }
 
