@@ -3,10 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '@touchpoint/errors';
 import { type FlowGraph, type FlowSettings, MessagingEvents, type MessageOutcomeData } from '@touchpoint/contracts';
 import { aConnectedSender, ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { UnitOfWork } from '@touchpoint/runtime';
 import { FixedClock } from '@touchpoint/time';
 import { EffectsService } from '../../apps/followups/src/effects/effects.service.js';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
+import { SendReportsService } from '../../apps/followups/src/effects/send-reports.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { SettingsService } from '../../apps/followups/src/settings/settings.service.js';
 import { startFollowups } from './followups-world.js';
@@ -221,23 +223,25 @@ describe(`${ReleaseService.name} gates`, () => {
     });
   });
 
+  /** trigger → text → wait 1 h → condition last_send.status = read → end `read_it` | text → end `nudged`. */
+  const onlyIfNotReadGraph = (): [FlowGraph, FlowSettings] => [
+    {
+      nodes: [
+        { id: 't', type: 'trigger', config: {} },
+        { id: 'a1', type: 'action', config: { mode: 'text', body: 'Segue a proposta' } },
+        { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
+        { id: 'c', type: 'condition', config: { match: 'all', rules: [{ field: 'last_send.status', op: 'eq', value: 'read' }] } },
+        { id: 'done', type: 'end', config: { outcome: 'read_it' } },
+        { id: 'a2', type: 'action', config: { mode: 'text', body: 'Conseguiu ver?' } },
+        { id: 'nudged', type: 'end', config: { outcome: 'nudged' } },
+      ],
+      edges: [edge('e1', 't', 'a1'), edge('e2', 'a1', 'w'), edge('e3', 'w', 'c'), edge('e4', 'c', 'done', { type: 'cond_result', value: true }), edge('e5', 'c', 'a2', { type: 'cond_result', value: false }), edge('e6', 'a2', 'nudged')],
+    },
+    manual(),
+  ];
+
   describe('"only if not read": last_send.status learns delivered and read', () => {
-    /** trigger → text → wait 1 h → condition last_send.status = read → end `read_it` | text → end `nudged`. */
-    const onlyIfNotRead = (): [FlowGraph, FlowSettings] => [
-      {
-        nodes: [
-          { id: 't', type: 'trigger', config: {} },
-          { id: 'a1', type: 'action', config: { mode: 'text', body: 'Segue a proposta' } },
-          { id: 'w', type: 'wait', config: { mode: 'fixed', duration_ms: HOUR } },
-          { id: 'c', type: 'condition', config: { match: 'all', rules: [{ field: 'last_send.status', op: 'eq', value: 'read' }] } },
-          { id: 'done', type: 'end', config: { outcome: 'read_it' } },
-          { id: 'a2', type: 'action', config: { mode: 'text', body: 'Conseguiu ver?' } },
-          { id: 'nudged', type: 'end', config: { outcome: 'nudged' } },
-        ],
-        edges: [edge('e1', 't', 'a1'), edge('e2', 'a1', 'w'), edge('e3', 'w', 'c'), edge('e4', 'c', 'done', { type: 'cond_result', value: true }), edge('e5', 'c', 'a2', { type: 'cond_result', value: false }), edge('e6', 'a2', 'nudged')],
-      },
-      manual(),
-    ];
+    const onlyIfNotRead = onlyIfNotReadGraph;
 
     /** Publishes messaging's report about a follow-up send, as messaging does. */
     async function report(type: string, key: string, contactId: string, statusAt: Date, status: MessageOutcomeData['status']): Promise<string> {
@@ -302,6 +306,43 @@ describe(`${ReleaseService.name} gates`, () => {
       await report(MessagingEvents.MessageRead, first!.idempotency_key, contactId, new Date(start.getTime() + MINUTE), 'read');
       await eventually(async () => (await sendEffects(e.id))[0]!.read_at !== null);
       expect(await enrollment(e.id)).toMatchObject({ last_send_status: 'queued', inflight_effect_id: second!.id });
+    });
+  });
+
+  describe('a consumer batch of send reports', () => {
+    it('applies outcomes and delivery reports of several sends, in any order and repeated, in one transaction as one by one: read wins, nothing is revived', async () => {
+      const flowId = await activeFlow(org, ...onlyIfNotReadGraph());
+      const [a, b] = [await enroll(flowId, await contact()), await enroll(flowId, await contact())];
+      await sut.releaseOne();
+      await sut.releaseOne();
+      const [sentA] = await sendEffects(a.id);
+      const [sentB] = await sendEffects(b.id);
+      const at = (minutes: number) => new Date(start.getTime() + minutes * MINUTE);
+      const messageId = randomUUID();
+      const reports = app.get(SendReportsService);
+      const base = { organizationId: org, messageId };
+      const changed = await app.get(UnitOfWork).run(async (tx) => {
+        // A: read before delivered, a repeated read, the dispatcher's sent after both, then a stale failure.
+        reports.applyLater(tx, { ...base, kind: 'delivery', key: sentA!.idempotency_key, report: 'read', at: at(5) });
+        reports.applyLater(tx, { ...base, kind: 'delivery', key: sentA!.idempotency_key, report: 'delivered', at: at(2) });
+        reports.applyLater(tx, { ...base, kind: 'delivery', key: sentA!.idempotency_key, report: 'read', at: at(6) });
+        reports.applyLater(tx, { ...base, kind: 'outcome', key: sentA!.idempotency_key, outcome: 'sent', at: at(1) });
+        // B: sent, then delivered; a failure after the delivery does not undo it.
+        reports.applyLater(tx, { organizationId: org, kind: 'outcome', key: sentB!.idempotency_key, outcome: 'sent', at: at(1) });
+        reports.applyLater(tx, { organizationId: org, kind: 'delivery', key: sentB!.idempotency_key, report: 'delivered', at: at(3) });
+        // Another organization's report of A's key touches nothing.
+        return reports.apply(tx, [
+          { organizationId: randomUUID(), kind: 'delivery', key: sentA!.idempotency_key, report: 'read', at: at(7) },
+          { organizationId: org, kind: 'outcome', key: sentB!.idempotency_key, outcome: 'failed', errorCode: '131026', at: at(4) },
+        ]);
+      });
+      expect(changed).toEqual([false, false]);
+      expect((await sendEffects(a.id))[0]).toMatchObject({ status: 'sent', read_at: at(5), delivered_at: at(2), message_id: messageId, reason: null });
+      expect(await enrollment(a.id)).toMatchObject({ last_send_status: 'read', inflight_effect_id: null });
+      expect((await timeline(a.id)).filter((t) => t.type.startsWith('send_')).map((t) => t.type)).toEqual(['send_sent', 'send_read', 'send_delivered']);
+      expect((await sendEffects(b.id))[0]).toMatchObject({ status: 'sent', delivered_at: at(3), read_at: null, reason: null });
+      expect(await enrollment(b.id)).toMatchObject({ last_send_status: 'delivered', inflight_effect_id: null });
+      expect((await timeline(b.id)).filter((t) => t.type.startsWith('send_')).map((t) => t.type)).toEqual(['send_sent', 'send_delivered']);
     });
   });
 

@@ -108,6 +108,50 @@ describe('messaging outcomes and statuses', () => {
     expect(read.map((e) => e.payload.data)).toEqual([expect.objectContaining({ status: 'read', idempotency_key: key, status_at: new Date((t + 2) * 1000).toISOString() })]);
   });
 
+  it('applies a consumer batch of statuses of several messages, out of order and repeated, in one transaction: forward only, each requester event once, an unknown id kept', async () => {
+    const [one, two] = [await send('batch one'), await send('batch two')];
+    const [w1, w2, unknown] = [`wamid.${randomUUID()}`, `wamid.${randomUUID()}`, `wamid.${randomUUID()}`];
+    const uow = app.get(UnitOfWork);
+    const outcomes = app.get(OutcomesService);
+    for (const [sent, wamid] of [
+      [one, w1],
+      [two, w2],
+    ] as const) {
+      const [{ idempotency_key }] = await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [sent.message_id]);
+      await uow.run((tx) => outcomes.accepted(tx, org, { ...entry(sent.message_id, idempotency_key, wamid), channel: 'whatsapp' }));
+    }
+    const t = 1_760_001_000;
+    const report = (wamid: string, s: string, i: number) => ({ organization_id: org, channel: 'whatsapp' as const, external_id: wamid, status: s, at: new Date((t + i) * 1000) });
+    await uow.run(async (tx) => {
+      for (const [i, s] of ['read', 'delivered', 'sent', 'failed', 'read'].entries()) outcomes.statusLater(tx, report(w1, s, i), null);
+      outcomes.statusLater(tx, report(w2, 'delivered', 10), null);
+      outcomes.statusLater(tx, report(unknown, 'delivered', 11), null);
+      outcomes.statusLater(tx, report(w2, 'delivered', 12), null);
+    });
+    const first = await messageRow(one.message_id);
+    expect(first).toMatchObject({ status: 'read', failed_at: null });
+    // A read implies the delivery: its time stamps both, and the later `delivered` finds them set.
+    expect(first.read_at?.toISOString()).toBe(new Date(t * 1000).toISOString());
+    expect(first.delivered_at?.toISOString()).toBe(new Date(t * 1000).toISOString());
+    const second = await messageRow(two.message_id);
+    expect(second).toMatchObject({ status: 'delivered', read_at: null });
+    expect(second.delivered_at?.toISOString()).toBe(new Date((t + 10) * 1000).toISOString());
+    const ofMessage = async (type: string, id: string) => (await outboxEvents<{ message_id: string }>(world, 'messaging', type)).filter((e) => e.payload.data.message_id === id);
+    expect(await ofMessage(MessagingEvents.MessageRead, one.message_id)).toHaveLength(1);
+    expect(await ofMessage(MessagingEvents.MessageDelivered, one.message_id)).toHaveLength(0);
+    expect(await ofMessage(MessagingEvents.MessageFailed, one.message_id)).toHaveLength(0);
+    expect(await ofMessage(MessagingEvents.MessageDelivered, two.message_id)).toHaveLength(1);
+    expect(await world.sql(`SELECT 1 FROM "${m()}".pending_statuses WHERE external_id = $1`, [unknown])).toHaveLength(1);
+    // The live feed shows each move once, in order.
+    const feed = await world.sql<{ data: { message_id: string; from: string; to: string } }>(`SELECT data FROM "${m()}".stream_events WHERE type = $1 AND data->>'message_id' = ANY($2::text[]) ORDER BY id`, [MessagingEvents.MessageStatusChanged, [one.message_id, two.message_id]]);
+    expect(feed.map((f) => [f.data.message_id, f.data.from, f.data.to])).toEqual([
+      [one.message_id, 'queued', 'sent'],
+      [two.message_id, 'queued', 'sent'],
+      [one.message_id, 'sent', 'read'],
+      [two.message_id, 'sent', 'delivered'],
+    ]);
+  });
+
   it('keeps a status that arrives before the provider id and applies it when the id is known', async () => {
     const sent = await send('early status');
     const wamid = `wamid.${randomUUID()}`;

@@ -56,8 +56,8 @@ import { SendGate } from './release/send-gate.js';
 import { SendStep } from './release/send-step.js';
 import { StepOutcomes } from './release/step-outcomes.js';
 import { DeliveryStatusesConsumer } from './delivery/delivery-statuses.consumer.js';
-import { DeliveryStatusesRepository } from './delivery/delivery-statuses.repository.js';
-import { DeliveryStatusesService } from './delivery/delivery-statuses.service.js';
+import { SendReportsRepository } from './effects/send-reports.repository.js';
+import { SendReportsService } from './effects/send-reports.service.js';
 import { SendOutcomesConsumer } from './release/send-outcomes.consumer.js';
 import { SendOutcomesService } from './release/send-outcomes.service.js';
 import { SenderChoiceCache } from './senders/sender-choice.cache.js';
@@ -116,8 +116,8 @@ export class FollowupsModule {
       ReleaseLoop,
       SendOutcomesService,
       SendOutcomesConsumer,
-      DeliveryStatusesRepository,
-      DeliveryStatusesService,
+      SendReportsRepository,
+      SendReportsService,
       DeliveryStatusesConsumer,
       QueueRepository,
       QueueService,

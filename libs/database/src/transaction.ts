@@ -20,6 +20,13 @@ export interface Tx {
    * that must not hold up the commit, such as waking workers of other processes.
    */
   afterCommit(callback: () => void): void;
+  /**
+   * Runs `callback` after the work and right before COMMIT, in the order registered (one that
+   * registers another runs that one too); a failure rolls the whole transaction back. For writes
+   * that the handlers of one consumer batch hand over one by one and that go to the database
+   * together (`CommitBatch`).
+   */
+  beforeCommit(callback: () => Promise<void>): void;
 }
 
 export type IsolationLevel = 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
@@ -94,6 +101,7 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   client.on('error', onError);
   let published = false;
   const committed: (() => void)[] = [];
+  const beforeCommit: (() => Promise<void>)[] = [];
   const query = async <R>(sql: string, params?: unknown[]): Promise<R[]> => (await client.query(sql, params as unknown[])).rows as R[];
   const tx: Tx = {
     query,
@@ -115,11 +123,14 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
       published = true;
     },
     afterCommit: (callback) => void committed.push(callback),
+    beforeCommit: (callback) => void beforeCommit.push(callback),
   };
   let result: T;
   try {
     await client.query(options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation}` : 'BEGIN');
     result = await work(tx);
+    // By index: a callback may register another, which runs in the same pass.
+    for (let i = 0; i < beforeCommit.length; i++) await beforeCommit[i]();
     await client.query('COMMIT');
   } catch (err) {
     // A connection that cannot even roll back is dropped from the pool, not reused.

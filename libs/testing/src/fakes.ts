@@ -32,6 +32,7 @@ export function fakeOf<T extends object>(members: Partial<T> = {}, label = 'depe
 export class FakeTx implements Tx {
   readonly published: OutgoingMessage[] = [];
   readonly afterCommitted: (() => void)[] = [];
+  readonly beforeCommitting: (() => Promise<void>)[] = [];
   readonly queries: { sql: string; params: unknown[] }[] = [];
 
   constructor(private readonly onQuery?: (sql: string, params: unknown[]) => unknown[]) {}
@@ -51,6 +52,16 @@ export class FakeTx implements Tx {
 
   afterCommit(callback: () => void): void {
     this.afterCommitted.push(callback);
+  }
+
+  /** Kept, not run: a spec that wants the deferred writes calls `commit()`. */
+  beforeCommit(callback: () => Promise<void>): void {
+    this.beforeCommitting.push(callback);
+  }
+
+  /** Runs the `beforeCommit` callbacks as a real commit would (the callbacks they register too). */
+  async commit(): Promise<void> {
+    while (this.beforeCommitting.length) await this.beforeCommitting.shift()!();
   }
 }
 

@@ -12,7 +12,7 @@ export interface LockedEffect {
   status: EffectStatus;
 }
 
-/** The statements on effects outside the release: a person's decision or reconciliation (seed 002 "Efeitos") and the reported outcome of a send; the release's own are in the release repository. */
+/** The statements on effects outside the release: a person's decision or reconciliation (seed 002 "Efeitos"); the release's own are in the release repository, a send's reported outcome and delivery in the send reports repository. */
 @Injectable()
 export class EffectsRepository {
   /** The organization's effect, locked for this transaction (FOR UPDATE: a decision and the release never interleave on it). */
@@ -29,25 +29,5 @@ export class EffectsRepository {
   /** Records a person's reconciliation of an uncertain send (`resolution` kept as given). */
   async resolve(db: Queryable, effectId: string, outcome: EffectStatus, resolution: Record<string, unknown>, now: Date): Promise<void> {
     await rowsOf(db, `UPDATE effects SET status = $2, resolution = $3::jsonb, reason = coalesce(reason, 'reconciled'), updated_at = $4 WHERE id = $1`, [effectId, outcome, JSON.stringify(resolution), now]);
-  }
-
-  /**
-   * Moves a send effect to its reported outcome, only from one of `from` (a late or repeated report
-   * finds nothing); the message id and the error fill in, never clear. Undefined when nothing moved.
-   */
-  async recordSendOutcome(db: Queryable, o: { organizationId: string; idempotencyKey: string; outcome: EffectStatus; from: string[]; messageId: string | null; errorCode: string | null; at: Date }): Promise<{ id: string; enrollment_id: string; node_id: string } | undefined> {
-    const [effect] = await rowsOf<{ id: string; enrollment_id: string; node_id: string }>(
-      db,
-      `UPDATE effects SET status = $3, message_id = coalesce($4::uuid, message_id), reason = coalesce($5, reason), updated_at = $6
-        WHERE idempotency_key = $1 AND organization_id = $2 AND kind = 'send' AND status = ANY($7::text[])
-        RETURNING id, enrollment_id, node_id`,
-      [o.idempotencyKey, o.organizationId, o.outcome, o.messageId, o.errorCode, o.at, o.from],
-    );
-    return effect;
-  }
-
-  /** Names the message of a send effect that has none yet. */
-  async fillMessageId(db: Queryable, organizationId: string, idempotencyKey: string, messageId: string): Promise<void> {
-    await rowsOf(db, `UPDATE effects SET message_id = $3 WHERE idempotency_key = $1 AND organization_id = $2 AND message_id IS NULL`, [idempotencyKey, organizationId, messageId]);
   }
 }

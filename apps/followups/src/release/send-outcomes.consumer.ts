@@ -9,7 +9,10 @@ const REQUESTER = 'followups';
 /** Keys of our sends at the dispatcher: enrollment steps and one-off returns. */
 const isOurs = (key: string | null | undefined): boolean => !!key && (key.startsWith('followup:') || key.startsWith('promise:'));
 
-/** Bus edge of send outcomes: messaging's message events and the dispatcher's uncertainty events. */
+/**
+ * Bus edge of send outcomes: messaging's message events and the dispatcher's uncertainty events,
+ * applied with the consumer batch's other send reports right before its commit (`applyLater`).
+ */
 @Injectable()
 export class SendOutcomesConsumer {
   constructor(private readonly outcomes: SendOutcomesService) {}
@@ -17,7 +20,7 @@ export class SendOutcomesConsumer {
   private async fromMessaging(message: BusMessage<MessageOutcomeData>, tx: Tx, outcome: 'sent' | 'failed' | 'cancelled'): Promise<void> {
     const d = message.data;
     if (d.requester !== REQUESTER || !message.organization_id) return;
-    await this.outcomes.apply(tx, message.organization_id, d.idempotency_key, outcome, { messageId: d.message_id, errorCode: d.error_code ?? null, at: new Date(message.occurred_at) });
+    await this.outcomes.applyLater(tx, message.organization_id, d.idempotency_key, outcome, { messageId: d.message_id, errorCode: d.error_code ?? null, at: new Date(message.occurred_at) });
   }
 
   @OnBusMessage(MessagingEvents.MessageSent)
@@ -39,33 +42,33 @@ export class SendOutcomesConsumer {
   @OnBusMessage(OutboxEvents.EntryAmbiguous)
   async onAmbiguous(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
-    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'uncertain', { at: new Date(message.occurred_at) });
+    await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, 'uncertain', { at: new Date(message.occurred_at) });
   }
 
   @OnBusMessage(OutboxEvents.EntryResolved)
   async onResolved(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
     const outcome = message.data.resolution === 'accepted' ? 'sent' : 'failed';
-    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, outcome, { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
+    await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, outcome, { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
   }
 
   /** The dispatcher's own word on the wire outcome (messaging relays it as well; the first to arrive wins). */
   @OnBusMessage(OutboxEvents.EntryAccepted)
   async onAccepted(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
-    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'sent', { at: new Date(message.occurred_at) });
+    await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, 'sent', { at: new Date(message.occurred_at) });
   }
 
   @OnBusMessage(OutboxEvents.EntryFailed)
   async onEntryFailed(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
-    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'failed', { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
+    await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, 'failed', { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
   }
 
   /** A cancel the dispatcher honoured (messaging relays it too; whichever comes first wins). */
   @OnBusMessage(OutboxEvents.EntryCancelled)
   async onEntryCancelled(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
-    await this.outcomes.apply(tx, message.organization_id, message.data.idempotency_key, 'cancelled', { at: new Date(message.occurred_at) });
+    await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, 'cancelled', { at: new Date(message.occurred_at) });
   }
 }

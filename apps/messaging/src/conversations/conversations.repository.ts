@@ -54,6 +54,28 @@ export class ConversationsRepository {
     return row;
   }
 
+  /**
+   * The contact's conversation on a channel, locked (the lock every message writer takes first, see
+   * `lockConversation`), created when there is none: one statement for a conversation that exists,
+   * two for a new one. `created` when this transaction inserted it (it has no instance yet, and no
+   * one else can see it before the commit). A concurrent insert of the same conversation makes ours
+   * wait for its commit and do nothing; the locked read then finds the winner.
+   */
+  async lockOrCreateConversation(tx: Tx, organizationId: string, contactId: string, channel: MessagingChannel, now: Date): Promise<{ conversation: ConversationRow; created: boolean }> {
+    const locked = () => tx.query<ConversationRow>(`SELECT * FROM conversations WHERE organization_id = $1 AND contact_id = $2 AND channel = $3 FOR UPDATE`, [organizationId, contactId, channel]);
+    const [existing] = await locked();
+    if (existing) return { conversation: existing, created: false };
+    const [inserted] = await tx.query<ConversationRow>(
+      `INSERT INTO conversations (organization_id, contact_id, channel, activity_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $4, $4)
+       ON CONFLICT ON CONSTRAINT conversations_contact_channel_key DO NOTHING RETURNING *`,
+      [organizationId, contactId, channel, now],
+    );
+    if (inserted) return { conversation: inserted, created: true };
+    const [winner] = await locked();
+    return { conversation: winner, created: false };
+  }
+
   async findConversation(tx: Tx, organizationId: string, conversationId: string): Promise<ConversationRow | null> {
     const rows = await tx.query<ConversationRow>(`SELECT * FROM conversations WHERE organization_id = $1 AND id = $2`, [organizationId, conversationId]);
     return rows[0] ?? null;

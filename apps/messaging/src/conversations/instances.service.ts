@@ -51,9 +51,11 @@ export class InstancesService {
    * The active instance of a conversation the caller has LOCKED, opened when there is none (first
    * message, or the last one was closed by the idle sweep). The instance row is locked too, so the
    * idle sweep cannot close it under the message being added.
+   * @param created the caller's transaction inserted the conversation (no instance can exist yet)
    */
-  async activeInstanceLocked(tx: Tx, conversation: ConversationRow, now: Date): Promise<InstanceRow> {
-    const active = await this.repository.findActiveInstance(tx, conversation.id, true);
+  async activeInstanceLocked(tx: Tx, conversation: ConversationRow, now: Date, created = false): Promise<InstanceRow> {
+    // A conversation this transaction just created has no instance to look for.
+    const active = created ? null : await this.repository.findActiveInstance(tx, conversation.id, true);
     if (active) return active;
     const opened = await this.repository.openInstance(tx, conversation.organization_id, conversation.id, now);
     if (!opened) throw new AppError(ErrorCode.ServiceUnavailable, 'instance creation raced; retry');

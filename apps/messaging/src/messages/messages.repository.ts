@@ -58,6 +58,23 @@ export interface StatusReport {
   error_details?: string | null;
 }
 
+/** What `saveStatuses` writes for one locked message: its state after the moves of a transaction. */
+export interface SavedStatus {
+  id: string;
+  status: MessageStatus;
+  external_id: string | null;
+  sent_at: Date | null;
+  delivered_at: Date | null;
+  read_at: Date | null;
+  /** The failed/cancelled move made, if any, with its instant and error. */
+  terminal?: 'failed' | 'cancelled' | null;
+  terminal_at?: Date | null;
+  error_code?: string | null;
+  error_message?: string | null;
+  error_subcode?: string | null;
+  error_details?: string | null;
+}
+
 /** Every SQL statement about message rows, their attachments and early statuses. */
 @Injectable()
 export class MessagesRepository {
@@ -164,6 +181,59 @@ export class MessagesRepository {
   async findByExternalId(tx: Tx, organizationId: string, channel: string, externalId: string, lock = false): Promise<MessageRow | null> {
     const rows = await tx.query<MessageRow>(`SELECT * FROM messages WHERE organization_id = $1 AND channel = $2 AND external_id = $3 ${lock ? 'FOR UPDATE' : ''}`, [organizationId, channel, externalId]);
     return rows[0] ?? null;
+  }
+
+  /**
+   * Locks the messages that have these provider ids, in one statement for a batch of statuses
+   * (`OutcomesService.applyStatuses`), in id order so that two batches sharing rows lock them in
+   * the same order. On `messages_external_uidx`; a key with no message yet is simply not returned.
+   */
+  async lockByExternalIds(tx: Tx, keys: { organization_id: string; channel: string; external_id: string }[]): Promise<MessageRow[]> {
+    if (keys.length === 0) return [];
+    return tx.query<MessageRow>(
+      `SELECT m.* FROM messages m
+        WHERE m.external_id IS NOT NULL AND (m.organization_id, m.channel, m.external_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+        ORDER BY m.id FOR UPDATE OF m`,
+      [keys.map((k) => k.organization_id), keys.map((k) => k.channel), keys.map((k) => k.external_id)],
+    );
+  }
+
+  /**
+   * Writes the status moves of LOCKED messages, one statement for all of them: each row's final
+   * status and provider id, the delivery stamps (each kept once set, as `setStatus` keeps them), and
+   * for a message that failed or was cancelled, that move's instant and error (a message makes at
+   * most one such move: nothing leaves `failed` or `cancelled`).
+   */
+  async saveStatuses(tx: Tx, rows: SavedStatus[]): Promise<void> {
+    if (rows.length === 0) return;
+    const col = <K extends keyof SavedStatus>(k: K) => rows.map((r) => r[k] ?? null);
+    await tx.query(
+      `UPDATE messages m SET status = v.status, external_id = COALESCE(m.external_id, v.external_id),
+              sent_at = COALESCE(m.sent_at, v.sent_at), delivered_at = COALESCE(m.delivered_at, v.delivered_at), read_at = COALESCE(m.read_at, v.read_at),
+              failed_at = CASE WHEN v.terminal = 'failed' THEN v.terminal_at ELSE m.failed_at END,
+              cancelled_at = CASE WHEN v.terminal = 'cancelled' THEN v.terminal_at ELSE m.cancelled_at END,
+              error_code = CASE WHEN v.terminal IS NOT NULL THEN v.error_code ELSE m.error_code END,
+              error_message = CASE WHEN v.terminal = 'failed' THEN v.error_message ELSE m.error_message END,
+              error_subcode = CASE WHEN v.terminal = 'failed' THEN v.error_subcode ELSE m.error_subcode END,
+              error_details = CASE WHEN v.terminal = 'failed' THEN v.error_details ELSE m.error_details END
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::text[])
+              AS v(id, status, external_id, sent_at, delivered_at, read_at, terminal, terminal_at, error_code, error_message, error_subcode, error_details)
+        WHERE m.id = v.id`,
+      [
+        col('id'),
+        col('status'),
+        col('external_id'),
+        col('sent_at'),
+        col('delivered_at'),
+        col('read_at'),
+        col('terminal'),
+        col('terminal_at'),
+        col('error_code'),
+        col('error_message'),
+        col('error_subcode'),
+        rows.map((r) => (r.error_details ? truncateText(r.error_details, 1000) : null)),
+      ],
+    );
   }
 
   /**

@@ -35,12 +35,13 @@ export class OutcomesConsumer {
     return message.data.resolution === 'rejected' ? this.outcomes.failed(tx, orgOf(message), message.data) : this.outcomes.accepted(tx, orgOf(message), message.data);
   }
 
+  /** Applied with the transaction's other statuses right before it commits (`OutcomesService.statusLater`). */
   @OnBusMessage(OutboxEvents.ProviderStatusRecorded)
   async onProviderStatus(message: BusMessage<OutboxProviderStatusEventData>, tx: Tx): Promise<void> {
     const d = message.data;
     if (!d?.provider_message_id || !d.status) throw new AppError(ErrorCode.InvalidMessage, 'provider status without id or status');
     const hint = d.log_context?.message_id;
-    await this.outcomes.status(
+    this.outcomes.statusLater(
       tx,
       {
         organization_id: orgOf(message),

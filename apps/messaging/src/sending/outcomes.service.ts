@@ -1,17 +1,68 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { type MessageStatusChangedData, MessagingEvents, type NotificationDeliveryUpdatedData, type OutboxEntryEventData, OutboxEnqueueErrorCode } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { type MessageStatusChangedData, MessagingEvents, type NotificationDeliveryUpdatedData, type OutboxEntryEventData, OutboxEnqueueErrorCode, type OutgoingMessage } from '@touchpoint/contracts';
+import { CommitBatch, type Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { nextStatus } from '../messages/message-status.js';
-import { type MessageRow, MessagesRepository, type StatusReport } from '../messages/messages.repository.js';
+import { type MessageRow, MessagesRepository, type SavedStatus, type StatusReport } from '../messages/messages.repository.js';
 import { NotificationsRepository } from '../notifications/notifications.repository.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { isDoNotContact, outcomeData } from './send.service.js';
 
 const ENQUEUE_ERROR_CODES = new Set<string>(Object.values(OutboxEnqueueErrorCode));
+
+/** What became of one provider status. */
+export type StatusOutcome = 'applied' | 'ignored' | 'pending';
+
+/** A provider status and the message id its event's log context named, if any. */
+export interface StatusItem {
+  report: StatusReport;
+  hint: string | null;
+}
+
+/** The error a move to `failed` or `cancelled` records. */
+interface MoveError {
+  code?: string | null;
+  message?: string | null;
+  subcode?: string | null;
+  details?: string | null;
+}
+
+/** What the moves of one handler (or one batch of statuses) changed, for `write` to store together. */
+class Moves {
+  /** Locked message rows that changed, by id, with the failed/cancelled move made, if any. */
+  readonly rows = new Map<string, { message: MessageRow; terminal?: Partial<SavedStatus> }>();
+  readonly events: OutgoingMessage[] = [];
+  readonly feed: { organization_id: string; type: string; data: object }[] = [];
+  readonly settle: { message: MessageRow; status: 'sent' | 'failed'; code: string | null }[] = [];
+
+  touch(message: MessageRow, terminal?: Partial<SavedStatus>): void {
+    const row = this.rows.get(message.id);
+    if (!row) this.rows.set(message.id, { message, terminal });
+    else if (terminal) row.terminal = terminal;
+  }
+}
+
+/** Sets the delivery stamps a reported status implies, each once (sent ⊂ delivered ⊂ read); true if one was unset. */
+function stamp(message: MessageRow, reported: string, at: Date): boolean {
+  let changed = false;
+  if ((reported === 'sent' || reported === 'delivered' || reported === 'read') && !message.sent_at) [message.sent_at, changed] = [at, true];
+  if ((reported === 'delivered' || reported === 'read') && !message.delivered_at) [message.delivered_at, changed] = [at, true];
+  if (reported === 'read' && !message.read_at) [message.read_at, changed] = [at, true];
+  return changed;
+}
+
+const providerKey = (organizationId: string, channel: string, externalId: string) => `${organizationId}\u0000${channel}\u0000${externalId}`;
+
+/** The row `byId` already holds for `row.id` (its in-memory state is the newer one), else `row`, remembered. */
+function remember(byId: Map<string, MessageRow>, row: MessageRow): MessageRow {
+  const known = byId.get(row.id);
+  if (known) return known;
+  byId.set(row.id, row);
+  return row;
+}
 
 /**
  * Applies what the dispatcher and the provider report to outbound message rows (seed 004):
@@ -23,6 +74,7 @@ const ENQUEUE_ERROR_CODES = new Set<string>(Object.values(OutboxEnqueueErrorCode
 @Injectable()
 export class OutcomesService {
   private readonly statuses: Counter<'status' | 'outcome'>;
+  private readonly statusBatch = new CommitBatch<StatusItem>(async (tx, items) => void (await this.applyStatuses(tx, items)));
 
   constructor(
     private readonly messages: MessagesRepository,
@@ -52,32 +104,36 @@ export class OutcomesService {
 
   /** `outbox.entry.accepted` (and a resolution as accepted): the provider id is known, the message is sent. */
   async accepted(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
-    // Before the row lock (the order `status` takes them in): see `status` for why.
+    await this.statusBatch.flush(tx);
+    // Before the row lock (the order `status` takes them in): see `findLate` for why.
     if (data.provider_message_id) await this.messages.lockProviderId(tx, organizationId, data.provider_message_id);
     const message = await this.messageOf(tx, organizationId, data);
     if (!message) return; // read receipts and sends that are not messages have no row
-    const at = this.clock.now();
+    const moves = new Moves();
     if (data.provider_message_id && !message.external_id) {
-      await this.messages.setExternalId(tx, message.id, data.provider_message_id);
       message.external_id = data.provider_message_id;
+      moves.touch(message);
     }
-    await this.move(tx, message, 'sent', at, {});
+    this.move(moves, message, 'sent', this.clock.now(), {});
     if (message.external_id) {
       for (const report of await this.messages.takePendingStatuses(tx, organizationId, message.channel, message.external_id)) {
-        const fresh = (await this.messages.findById(tx, organizationId, message.id, true))!;
-        await this.move(tx, fresh, report.status, report.at, { code: report.error_code, message: report.error_message, details: report.error_details });
+        this.move(moves, message, report.status, report.at, { code: report.error_code, message: report.error_message, details: report.error_details });
         this.statuses.inc({ status: report.status, outcome: 'replayed' });
       }
     }
+    await this.write(tx, moves);
   }
 
   /** `outbox.entry.failed` (and a resolution as rejected): terminal failure, enqueue or delivery. */
   async failed(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
+    await this.statusBatch.flush(tx);
     const message = await this.messageOf(tx, organizationId, data);
     if (!message) return;
     // Refused at enqueue (nothing was ever queued at the dispatcher) versus queued but undeliverable.
     const stage = !data.attempts && !data.classification && data.error_code && ENQUEUE_ERROR_CODES.has(data.error_code) ? 'enqueue' : 'delivery';
-    await this.move(tx, message, 'failed', this.clock.now(), { code: data.error_code ?? data.classification ?? null, message: data.error_message ?? null, subcode: data.error_subcode ?? null, details: data.error_details ?? null }, stage);
+    const moves = new Moves();
+    this.move(moves, message, 'failed', this.clock.now(), { code: data.error_code ?? data.classification ?? null, message: data.error_message ?? null, subcode: data.error_subcode ?? null, details: data.error_details ?? null }, stage);
+    await this.write(tx, moves);
   }
 
   /**
@@ -86,9 +142,12 @@ export class OutcomesService {
    * code `suppressed`).
    */
   async cancelled(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
+    await this.statusBatch.flush(tx);
     const message = await this.messageOf(tx, organizationId, data);
     if (!message) return;
-    await this.move(tx, message, 'cancelled', this.clock.now(), { code: data.reason === 'suppressed' ? 'suppressed' : null });
+    const moves = new Moves();
+    this.move(moves, message, 'cancelled', this.clock.now(), { code: data.reason === 'suppressed' ? 'suppressed' : null });
+    await this.write(tx, moves);
   }
 
   /**
@@ -97,6 +156,7 @@ export class OutcomesService {
    * until `outbox.entry.resolved` (or a provider status) moves it on.
    */
   async ambiguous(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
+    await this.statusBatch.flush(tx);
     const message = await this.messageOf(tx, organizationId, data);
     if (!message) return;
     this.logger.warn({ event: 'messaging.send_ambiguous', organization_id: organizationId, message_id: message.id, entry_id: data.entry_id }, 'send outcome unknown; waiting for correlation');
@@ -104,53 +164,113 @@ export class OutcomesService {
       await this.messages.setOutboxEntry(tx, message.id, data.entry_id);
       message.outbox_entry_id = data.entry_id;
     }
-    await this.move(tx, message, 'ambiguous', this.clock.now(), {});
+    const moves = new Moves();
+    this.move(moves, message, 'ambiguous', this.clock.now(), {});
+    await this.write(tx, moves);
     await this.stream.append(tx, organizationId, 'messaging.message.ambiguous', { message_id: message.id, conversation_id: message.conversation_id, entry_id: data.entry_id });
   }
 
   /**
-   * A provider delivery status for `report.external_id`. Applied forward-only to the message that
-   * has that provider id; kept in `pending_statuses` when no message has it yet.
+   * A provider delivery status for `report.external_id`, applied at once (see `applyStatuses`).
    * @param messageHint the message id from the entry's log context, when the event carries it
    */
-  async status(tx: Tx, report: StatusReport, messageHint?: string | null): Promise<'applied' | 'ignored' | 'pending'> {
-    // A status racing the acceptance that sets this id (READ COMMITTED): the lookup below cannot see
-    // the acceptance's uncommitted id, and the acceptance's take of pending statuses cannot see this
-    // uncommitted pending row, so both would commit and the status would stay pending for good. The
-    // acceptance holds this lock from before it sets the id until it commits, so the lookup here runs
-    // after that commit (and finds the message) or the acceptance takes the pending row after this
-    // commits. Taken before any row lock, as `accepted` (and the outcome sweep) take it.
-    await this.messages.lockProviderId(tx, report.organization_id, report.external_id);
-    let message = await this.messages.findByExternalId(tx, report.organization_id, report.channel, report.external_id, true);
-    if (!message && messageHint) {
-      const hinted = await this.messages.findById(tx, report.organization_id, messageHint, true);
-      // The locked re-read may carry this very id, set by an acceptance committed meanwhile: it is the message.
-      if (hinted && (!hinted.external_id || hinted.external_id === report.external_id)) {
-        if (!hinted.external_id) await this.messages.setExternalId(tx, hinted.id, report.external_id);
-        message = { ...hinted, external_id: report.external_id };
-      }
-    }
-    if (!message) {
-      await this.messages.addPendingStatus(tx, report, this.clock.now());
-      this.statuses.inc({ status: report.status, outcome: 'pending' });
-      return 'pending';
-    }
-    const moved = await this.move(tx, message, report.status, report.at, { code: report.error_code, message: report.error_message, details: report.error_details });
-    this.statuses.inc({ status: report.status, outcome: moved ? 'applied' : 'ignored' });
-    return moved ? 'applied' : 'ignored';
+  async status(tx: Tx, report: StatusReport, messageHint?: string | null): Promise<StatusOutcome> {
+    await this.statusBatch.flush(tx);
+    const [outcome] = await this.applyStatuses(tx, [{ report, hint: messageHint ?? null }]);
+    return outcome;
   }
 
   /**
-   * Moves a locked message by one report, forward only (`nextStatus`), stamping the report's time
-   * even when the status itself stays; then tells the requester and settles a notification delivery.
+   * A provider delivery status, applied with the other statuses of the transaction right before it
+   * commits (a consumer batch of `outbox.provider_status.recorded` becomes one lookup and one
+   * update); the entry outcomes handled in the same transaction apply the ones before them first,
+   * so the order of arrival is the order of effect.
    */
-  private async move(tx: Tx, message: MessageRow, reported: string, at: Date, error: { code?: string | null; message?: string | null; subcode?: string | null; details?: string | null }, stage: 'enqueue' | 'delivery' = 'delivery'): Promise<boolean> {
+  statusLater(tx: Tx, report: StatusReport, messageHint: string | null): void {
+    this.statusBatch.add(tx, { report, hint: messageHint });
+  }
+
+  /**
+   * Provider delivery statuses, in order: each applied forward-only to the message that has its
+   * provider id, or kept in `pending_statuses` when no message has it yet. The messages known by
+   * their provider ids are locked in one statement and their moves written in one; a status whose
+   * id no message has yet takes the slower path of `findLate`.
+   * @returns for each status, whether it moved its message (applied), did not (ignored) or was kept (pending)
+   */
+  async applyStatuses(tx: Tx, items: StatusItem[]): Promise<StatusOutcome[]> {
+    const locked = await this.messages.lockByExternalIds(
+      tx,
+      items.map((i) => i.report),
+    );
+    const byKey = new Map(locked.map((m) => [providerKey(m.organization_id, m.channel, m.external_id!), m]));
+    const byId = new Map(locked.map((m) => [m.id, m]));
+    const moves = new Moves();
+    const outcomes: StatusOutcome[] = [];
+    for (const { report, hint } of items) {
+      const key = providerKey(report.organization_id, report.channel, report.external_id);
+      let message = byKey.get(key) ?? (await this.findLate(tx, report, hint, byId, moves));
+      if (message && message.organization_id !== report.organization_id) message = null;
+      if (!message) {
+        await this.messages.addPendingStatus(tx, report, this.clock.now());
+        this.statuses.inc({ status: report.status, outcome: 'pending' });
+        outcomes.push('pending');
+        continue;
+      }
+      byKey.set(key, message);
+      const moved = this.move(moves, message, report.status, report.at, { code: report.error_code, message: report.error_message, details: report.error_details });
+      this.statuses.inc({ status: report.status, outcome: moved ? 'applied' : 'ignored' });
+      outcomes.push(moved ? 'applied' : 'ignored');
+    }
+    await this.write(tx, moves);
+    return outcomes;
+  }
+
+  /**
+   * The message of a status whose provider id no message had in the batch's lookup, or null.
+   *
+   * A status racing the acceptance that sets this id (READ COMMITTED): the lookup cannot see the
+   * acceptance's uncommitted id, and the acceptance's take of pending statuses cannot see this
+   * uncommitted pending row, so both would commit and the status would stay pending for good. The
+   * acceptance holds the provider id's lock from before it sets the id until it commits, so the
+   * lookup again here, under that lock, runs after that commit (and finds the message), or the
+   * acceptance takes the pending row after this commits. A message found by the first lookup has
+   * its id committed already, so it needs no such lock: its row lock orders the statuses.
+   */
+  private async findLate(tx: Tx, report: StatusReport, hint: string | null, byId: Map<string, MessageRow>, moves: Moves): Promise<MessageRow | null> {
+    await this.messages.lockProviderId(tx, report.organization_id, report.external_id);
+    const found = await this.messages.findByExternalId(tx, report.organization_id, report.channel, report.external_id, true);
+    if (found) return remember(byId, found);
+    if (!hint) return null;
+    const hinted = byId.get(hint) ?? (await this.messages.findById(tx, report.organization_id, hint, true));
+    // The locked re-read may carry this very id, set by an acceptance committed meanwhile: it is the message.
+    if (!hinted || (hinted.external_id && hinted.external_id !== report.external_id)) return null;
+    if (!hinted.external_id) {
+      hinted.external_id = report.external_id;
+      moves.touch(hinted);
+    }
+    return remember(byId, hinted);
+  }
+
+  /**
+   * Moves a locked message by one report in memory, forward only (`nextStatus`), stamping the
+   * report's time even when the status itself stays; the requester's events, the feed items and the
+   * notification delivery to settle go with it. `write` stores what the moves changed.
+   * @returns whether the status moved
+   */
+  private move(moves: Moves, message: MessageRow, reported: string, at: Date, error: MoveError, stage: 'enqueue' | 'delivery' = 'delivery'): boolean {
     if (message.direction !== 'outbound') return false;
     const to = nextStatus(message.status, reported);
-    await this.messages.setStatus(tx, message.id, to, reported, at, error);
+    // The stamps of statuses that arrive late (a `delivered` after `read`) are still kept, once.
+    const stamped = stamp(message, reported, at);
+    if (stamped) moves.touch(message);
     if (!to) return false;
     const from = message.status;
     message.status = to;
+    moves.touch(message, to === 'failed' || to === 'cancelled' ? { terminal: to, terminal_at: at, error_code: error.code ?? null, error_message: error.message ?? null, error_subcode: error.subcode ?? null, error_details: error.details ?? null } : undefined);
+    if (to === 'failed' || to === 'cancelled') {
+      message.error_code = error.code ?? null;
+      if (to === 'failed') message.failed_at = at;
+    }
     const changed: MessageStatusChangedData = {
       message_id: message.id,
       conversation_id: message.conversation_id,
@@ -160,22 +280,22 @@ export class OutcomesService {
       to,
       provider_message_id: message.external_id,
     };
-    await this.stream.append(tx, message.organization_id, MessagingEvents.MessageStatusChanged, changed);
+    moves.feed.push({ organization_id: message.organization_id, type: MessagingEvents.MessageStatusChanged, data: changed });
 
     if ((from === 'queued' || from === 'ambiguous') && (to === 'sent' || to === 'delivered' || to === 'read')) {
-      await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: message.organization_id, data: outcomeData(message, 'sent') });
-      await this.settleDelivery(tx, message, 'sent', null);
+      moves.events.push({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: message.organization_id, data: outcomeData(message, 'sent') });
+      moves.settle.push({ message, status: 'sent', code: null });
     }
     if (to === 'delivered' || to === 'read') {
       // For requesters that act on it (a follow-up's "only if not read"); a message reaches each once.
-      await tx.publish({
+      moves.events.push({
         event_id: `messaging.message.${to}:${message.id}`,
         type: to === 'delivered' ? MessagingEvents.MessageDelivered : MessagingEvents.MessageRead,
         organization_id: message.organization_id,
         data: { ...outcomeData(message, to), status_at: at.toISOString() },
       });
     } else if (to === 'failed') {
-      await tx.publish({
+      moves.events.push({
         event_id: `messaging.message.failed:${message.id}`,
         type: MessagingEvents.MessageFailed,
         organization_id: message.organization_id,
@@ -194,17 +314,28 @@ export class OutcomesService {
         },
         stage === 'enqueue' ? 'send was refused at enqueue' : 'send could not be delivered',
       );
-      await this.settleDelivery(tx, message, 'failed', error.code ?? 'failed');
+      moves.settle.push({ message, status: 'failed', code: error.code ?? 'failed' });
     } else if (to === 'cancelled') {
-      await tx.publish({
+      moves.events.push({
         event_id: `messaging.message.cancelled:${message.id}`,
         type: MessagingEvents.MessageCancelled,
         organization_id: message.organization_id,
         data: { ...outcomeData(message, 'cancelled'), error_code: error.code ?? null },
       });
-      await this.settleDelivery(tx, message, 'failed', error.code ?? 'cancelled');
+      moves.settle.push({ message, status: 'failed', code: error.code ?? 'cancelled' });
     }
     return true;
+  }
+
+  /** Stores what `move` changed: the rows in one statement, the events in one, the feed items with the transaction's others. */
+  private async write(tx: Tx, moves: Moves): Promise<void> {
+    await this.messages.saveStatuses(
+      tx,
+      [...moves.rows.values()].map(({ message, terminal }) => ({ id: message.id, status: message.status, external_id: message.external_id, sent_at: message.sent_at, delivered_at: message.delivered_at, read_at: message.read_at, ...terminal })),
+    );
+    for (const item of moves.feed) await this.stream.append(tx, item.organization_id, item.type, item.data);
+    if (moves.events.length) await tx.publish(moves.events);
+    for (const s of moves.settle) await this.settleDelivery(tx, s.message, s.status, s.code);
   }
 
   /**

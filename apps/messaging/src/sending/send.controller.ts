@@ -22,24 +22,24 @@ export class SendController {
     return this.sends.send(data);
   }
 
-  /** `WhatsAppStatusBatch` + `organization_id` → counts; answered after the statuses are stored. */
+  /** `WhatsAppStatusBatch` + `organization_id` → counts; answered after the statuses are stored (one lookup and one update for the batch). */
   @OnRpc(MessagingRpc.WhatsAppStatuses)
   async statuses(@Payload() data: WhatsAppStatusBatch & { organization_id: string }) {
     const counts = { applied: 0, ignored: 0, pending: 0 };
-    await this.uow.run(async (tx) => {
-      for (const s of data.statuses ?? []) {
-        const outcome = await this.outcomes.status(tx, {
-          organization_id: data.organization_id,
-          channel: 'whatsapp' as MessagingChannel,
-          external_id: s.id,
-          status: s.status,
-          at: new Date(Number(s.timestamp) * 1000),
-          error_code: s.errors?.[0]?.code !== undefined ? String(s.errors[0].code) : null,
-          error_message: s.errors?.[0]?.message ?? s.errors?.[0]?.title ?? null,
-        });
-        counts[outcome]++;
-      }
-    });
+    const items = (data.statuses ?? []).map((s) => ({
+      report: {
+        organization_id: data.organization_id,
+        channel: 'whatsapp' as MessagingChannel,
+        external_id: s.id,
+        status: s.status,
+        at: new Date(Number(s.timestamp) * 1000),
+        error_code: s.errors?.[0]?.code !== undefined ? String(s.errors[0].code) : null,
+        error_message: s.errors?.[0]?.message ?? s.errors?.[0]?.title ?? null,
+      },
+      hint: null,
+    }));
+    const outcomes = await this.uow.run((tx) => this.outcomes.applyStatuses(tx, items));
+    for (const outcome of outcomes) counts[outcome]++;
     return counts;
   }
 }

@@ -133,13 +133,17 @@ export class SendService {
       throw new AppError(ErrorCode.ValidationFailed, `the contact has no address for ${data.channel}`, { field: 'contact_id' });
     }
     let conversation = known?.conversation;
+    let created = false;
     if (!conversation && data.conversation_id) {
       conversation = (await this.conversations.findConversation(tx, data.organization_id, data.conversation_id)) ?? undefined;
       if (!conversation || conversation.contact_id !== contact.id || conversation.channel !== data.channel) throw new AppError(ErrorCode.NotFound, 'conversation not found');
+      await this.conversations.lockConversation(tx, conversation.id);
+    } else if (conversation) {
+      await this.conversations.lockConversation(tx, conversation.id);
+    } else {
+      ({ conversation, created } = await this.conversations.lockOrCreateConversation(tx, data.organization_id, contact.id, data.channel, now));
     }
-    conversation ??= await this.conversations.ensureConversation(tx, data.organization_id, contact.id, data.channel, now);
-    await this.conversations.lockConversation(tx, conversation.id);
-    const instance = await this.instances.activeInstanceLocked(tx, conversation, now);
+    const instance = await this.instances.activeInstanceLocked(tx, conversation, now, created);
     await this.conversations.touch(tx, conversation.id, now, false);
 
     const stored = STORED_CHANNELS.has(data.channel);

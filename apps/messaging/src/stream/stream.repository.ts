@@ -1,6 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { MessagingStreamItem } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { CommitBatch, type Tx } from '@touchpoint/database';
+
+/** A feed item waiting for its transaction's commit; `data` already JSON (as it was when appended). */
+interface PendingItem {
+  organization_id: string;
+  type: string;
+  data: string;
+}
 
 /**
  * The real-time feed: one row per change others may watch live, written in the
@@ -8,9 +15,21 @@ import type { Tx } from '@touchpoint/database';
  */
 @Injectable()
 export class StreamRepository {
-  /** Appends a feed item in the caller's transaction. */
+  private readonly pending = new CommitBatch<PendingItem>((tx, items) => this.insert(tx, items));
+
+  /**
+   * Appends a feed item in the caller's transaction. The items of one transaction are inserted
+   * together, in the order appended, right before it commits (`CommitBatch`): a consumer batch of
+   * status changes writes one statement, and an item still exists if and only if its change
+   * committed. `data` is taken as it is now (later changes to the object are not seen).
+   */
   async append(tx: Tx, organizationId: string, type: string, data: object): Promise<void> {
-    await tx.query(`INSERT INTO stream_events (organization_id, type, data) VALUES ($1, $2, $3::jsonb)`, [organizationId, type, JSON.stringify(data)]);
+    this.pending.add(tx, { organization_id: organizationId, type, data: JSON.stringify(data) });
+  }
+
+  private async insert(tx: Tx, items: PendingItem[]): Promise<void> {
+    // unnest yields the rows in array order, so the ids keep the order of the appends.
+    await tx.query(`INSERT INTO stream_events (organization_id, type, data) SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])`, [items.map((i) => i.organization_id), items.map((i) => i.type), items.map((i) => i.data)]);
   }
 
   /** Items of an organization after `afterId`, oldest first, filtered by type (exact or prefix ending in '.'). */
