@@ -1,4 +1,4 @@
-import { applyDecorators } from '@nestjs/common';
+import { applyDecorators, type INestApplication } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Logger } from '@touchpoint/observability';
 import { ApiProperty, ApiPropertyOptional, ApiResponse, DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
@@ -87,17 +87,20 @@ export const API_TAGS: Record<string, string> = {
   unsubscribe: 'The unsubscribe link of outreach emails, checked by its signed token',
 };
 
+/** What the document says about the deployment it describes. */
+export interface OpenApiOptions {
+  /** The port of the example server entry (default 3000). */
+  port?: number;
+  /** The header Unipile sends its shared secret in (UNIPILE_WEBHOOK_HEADER). */
+  unipileHeader?: string;
+}
+
 /**
- * Serves the OpenAPI document at `/docs/json` (and `/docs/yaml`) and the Swagger UI at `/docs`.
- * The document is built once, on first request, after every route is registered. Each operation's
- * required scopes (the `x-required-scopes` extension the auth decorator adds) are also written
- * into its description, so the UI shows them. `test/gateway/openapi-document.e2e-spec.ts` lints it
- * with Spectral (`spectral:oas`, no warning) and types a client from it.
- *
- * @param options.port the port of the example server entry (default 3000)
- * @param options.unipileHeader the header Unipile sends its shared secret in (UNIPILE_WEBHOOK_HEADER)
+ * The OpenAPI document of every route registered on `app`. It reads only the controllers'
+ * decorators, so an app created in Nest's preview mode (no database, no broker) gives the same
+ * document as a running gateway: scripts/console/generate-client.ts types the console's client from it.
  */
-export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, options: { port?: number; unipileHeader?: string } = {}): Promise<void> {
+export function createOpenApiDocument(app: INestApplication, options: OpenApiOptions = {}): OpenAPIObject {
   const docsUrl = `http://127.0.0.1:${options.port || 3000}/${DOCS_PATH}`;
   const builder = new DocumentBuilder()
     .setTitle('Touchpoint API')
@@ -122,9 +125,19 @@ export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, 
     .addSecurity(WEBHOOK_SCHEMES.crm, { type: 'apiKey', in: 'header', name: 'x-touchpoint-signature', description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` with CRM_WEBHOOK_SECRET' })
     .addSecurity(WEBHOOK_SCHEMES.unsubscribe, { type: 'apiKey', in: 'query', name: 'token', description: 'The signed token of the unsubscribe link (organization and address, signed with UNSUBSCRIBE_TOKEN_SECRET)' });
   for (const [name, description] of Object.entries(API_TAGS)) builder.addTag(name, description);
-  const config = builder.build();
+  return describeScopes(withListEnvelope(SwaggerModule.createDocument(app, builder.build())));
+}
+
+/**
+ * Serves the OpenAPI document at `/docs/json` (and `/docs/yaml`) and the Swagger UI at `/docs`.
+ * The document is built once, on first request, after every route is registered. Each operation's
+ * required scopes (the `x-required-scopes` extension the auth decorator adds) are also written
+ * into its description, so the UI shows them. `test/gateway/openapi-document.e2e-spec.ts` lints it
+ * with Spectral (`spectral:oas`, no warning) and types a client from it.
+ */
+export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, options: OpenApiOptions = {}): Promise<void> {
   let document: OpenAPIObject | undefined;
-  const build = (): OpenAPIObject => (document ??= describeScopes(withListEnvelope(SwaggerModule.createDocument(app, config))));
+  const build = (): OpenAPIObject => (document ??= createOpenApiDocument(app, options));
   // The UI's assets are served by @fastify/static, which Jest's module loader cannot load (it
   // requires an ES module); Swagger would then exit the process. Without it, serve the document only.
   const ui = await import('@fastify/static').then(

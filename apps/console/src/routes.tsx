@@ -1,0 +1,51 @@
+import type { ComponentType } from 'react';
+import type { Session } from './api/session';
+import { CampaignPage } from './pages/campaign';
+import { CampaignsPage } from './pages/campaigns';
+import { NotFoundPage } from './pages/not-found';
+import { ReviewPage } from './pages/review';
+import { type Location, match } from './router';
+
+/** What every page gets: the path's params, the location (its query) and the session. */
+export interface PageProps {
+  params: Record<string, string>;
+  location: Location;
+  session: Session;
+}
+
+interface Route {
+  path: string;
+  page: ComponentType<PageProps>;
+  /** The nav entry that is current on this page. */
+  section: string;
+}
+
+/**
+ * Every page of the console, one file each under pages/. To add one: write the page, add its route
+ * here, and its nav entry below when it has one.
+ */
+export const ROUTES: Route[] = [
+  { path: '/review', page: ReviewPage, section: '/review' },
+  { path: '/campaigns', page: CampaignsPage, section: '/campaigns' },
+  { path: '/campaigns/:campaign_id', page: CampaignPage, section: '/campaigns' },
+];
+
+/** The nav, in groups. */
+export const NAV: Array<{ title: string; items: Array<{ to: string; label: string }> }> = [
+  {
+    title: 'Outreach',
+    items: [
+      { to: '/review', label: 'Review' },
+      { to: '/campaigns', label: 'Campaigns' },
+    ],
+  },
+];
+
+/** The page of `path`, with its params. */
+export function resolve(path: string): { page: ComponentType<PageProps>; params: Record<string, string>; section: string | null } {
+  for (const route of ROUTES) {
+    const params = match(route.path, path);
+    if (params) return { page: route.page, params, section: route.section };
+  }
+  return { page: NotFoundPage, params: {}, section: null };
+}
