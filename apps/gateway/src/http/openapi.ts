@@ -6,6 +6,8 @@ import { withListEnvelope } from './openapi-envelopes.js';
 
 /** Name of the bearer security scheme in the OpenAPI document. */
 export const BEARER_SCHEME = 'api-key';
+/** Name of the operator console's session cookie scheme (`tp_session`), accepted wherever the bearer key is. */
+export const SESSION_SCHEME = 'console-session';
 /** Where the Swagger UI is served; the JSON document is at `${DOCS_PATH}/json`. */
 export const DOCS_PATH = 'docs';
 
@@ -36,8 +38,8 @@ export class ErrorEnvelopeDto {
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: '`invalid_json` (malformed body) or `validation_failed` (details name each field)',
-  401: '`unauthorized`: missing, unknown or revoked API key',
-  403: '`forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one',
+  401: '`unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)',
+  403: '`forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)',
   404: "`not_found`: no such resource in the caller's organization (another organization's id included)",
   409: "conflict with the resource's current state",
   413: '`payload_too_large`',
@@ -67,6 +69,7 @@ export const WEBHOOK_SCHEMES = {
  */
 export const API_TAGS: Record<string, string> = {
   auth: 'Who the calling API key is',
+  sessions: 'Sign-in of the operator console: your API key exchanged for a session cookie',
   organizations: "The caller's organization",
   'api keys': 'API keys of the organization (admin)',
   members: 'Members of the organization and their roles (admin)',
@@ -105,7 +108,7 @@ export function createOpenApiDocument(app: INestApplication, options: OpenApiOpt
   const builder = new DocumentBuilder()
     .setTitle('Touchpoint API')
     .setDescription(
-      'REST API of Touchpoint. Authenticate with `Authorization: Bearer <API key>`. Every failure answers ' +
+      'REST API of Touchpoint. Authenticate with `Authorization: Bearer <API key>`, or, from the operator console, with the session cookie of `POST /sessions`. Every failure answers ' +
         '`{"error": {"code", "message", "details"}}`. Every response carries `x-request-id` (yours, if you send one). ' +
         "The webhook and unsubscribe routes take no API key: they check the provider's signature or the signed token.",
     )
@@ -118,6 +121,17 @@ export function createOpenApiDocument(app: INestApplication, options: OpenApiOpt
       port: { default: String(options.port || 3000), description: 'GATEWAY_PORT' },
     })
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key secret (`tp_...`) from `npm run cli -- apikey:create`' }, BEARER_SCHEME)
+    .addCookieAuth(
+      'tp_session',
+      {
+        type: 'apiKey',
+        in: 'cookie',
+        name: 'tp_session',
+        description:
+          "The operator console's session cookie, set by `POST /sessions`. Used when no `Authorization` header is sent; POST, PUT, PATCH and DELETE then also need `X-CSRF-Token` (the session's `csrf_token`) and, when an `Origin` header is sent, the gateway's own origin.",
+      },
+      SESSION_SCHEME,
+    )
     .addSecurity(WEBHOOK_SCHEMES.meta, { type: 'apiKey', in: 'header', name: 'X-Hub-Signature-256', description: '`sha256=` + the hex HMAC-SHA256 of the raw body with META_APP_SECRET' })
     .addSecurity(WEBHOOK_SCHEMES.metaVerifyToken, { type: 'apiKey', in: 'query', name: 'hub.verify_token', description: 'META_VERIFY_TOKEN, echoed by Meta when it verifies the subscription' })
     .addSecurity(WEBHOOK_SCHEMES.nylas, { type: 'apiKey', in: 'header', name: 'x-nylas-signature', description: 'The hex HMAC-SHA256 of the raw body with NYLAS_WEBHOOK_SECRET' })
