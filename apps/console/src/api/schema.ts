@@ -1621,6 +1621,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Signs in with your API key: sets the session cookie and answers the session with its CSRF token
+         * @description Checks `api_key` as a bearer request would (unknown or revoked: 401 `unauthorized`; its member left: 403 `forbidden`), then sets `tp_session` (HttpOnly, SameSite=Strict, Path=/, Max-Age = CONSOLE_SESSION_TTL_S; Secure over https). An `Origin` header of another origin answers 403 `forbidden` with `{reason: "csrf"}`.
+         */
+        post: operations["SessionsController_signIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in session, with its CSRF token (for a reloaded page)
+         * @description Needs the session cookie; with a bearer key it answers 401.
+         */
+        get: operations["SessionsController_current"];
+        put?: never;
+        post?: never;
+        /** Signs out: ends the session at once and clears the cookie */
+        delete: operations["SessionsController_signOut"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/suppressions": {
         parameters: {
             query?: never;
@@ -4488,6 +4529,49 @@ export interface components {
             /** @enum {string} */
             status: "up" | "unavailable";
         };
+        SessionDto: {
+            /**
+             * @description Send it as the `X-CSRF-Token` header on every POST, PUT, PATCH and DELETE made with the session cookie
+             * @example Jx8sQ0w2bV7nR4tY6uI1oP3aS5dF9gH2jK4lZ6xC8vB
+             */
+            csrf_token: string;
+            /**
+             * Format: date-time
+             * @description When the session ends, however it is used (CONSOLE_SESSION_TTL_S after sign-in)
+             * @example 2026-03-02T22:05:00.000Z
+             */
+            expires_at: string;
+            /**
+             * Format: uuid
+             * @example 0b6f2c1e-4d3a-4e5b-9c8d-7a6f5e4d3c2b
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The member who signed in: every action of the session is recorded as theirs
+             * @example 3a9c1e5b-7d2f-4b8e-a6c4-1f0e9d8c7b21
+             */
+            member_id: string;
+            /**
+             * Format: uuid
+             * @example 6f1c2a4e-8b7d-4c3e-9a1f-2d5e8b7c4a10
+             */
+            organization_id: string;
+            /**
+             * @description The member's role right now
+             * @example operator
+             * @enum {string}
+             */
+            role: "admin" | "operator";
+            /**
+             * @description The scopes of the key the member signed in with
+             * @example [
+             *       "outreach:read",
+             *       "outreach:write"
+             *     ]
+             */
+            scopes: ("agents:read" | "agents:write" | "outreach:read" | "outreach:write" | "messaging:read" | "messaging:write" | "crm:write" | "admin")[];
+        };
         SetEntitlementDto: {
             /**
              * Format: uuid
@@ -4509,6 +4593,13 @@ export interface components {
             expected_revision: number;
             /** @enum {string} */
             status: "active" | "paused" | "archived";
+        };
+        SignInDto: {
+            /**
+             * @description Your personal API key secret (`tp_...`); it is checked, never stored in the browser or the session
+             * @example tp_3q2-7wEvKxBdV0c9gYkz4TQmR8uNn1hLpSaXoJf6ZiA
+             */
+            api_key: string;
         };
         SuppressionRemovedDto: {
             /**
@@ -4867,8 +4958,10 @@ export type SchemaSendResultDto = components['schemas']['SendResultDto'];
 export type SchemaSendWindowDto = components['schemas']['SendWindowDto'];
 export type SchemaServicesDto = components['schemas']['ServicesDto'];
 export type SchemaServiceStatusDto = components['schemas']['ServiceStatusDto'];
+export type SchemaSessionDto = components['schemas']['SessionDto'];
 export type SchemaSetEntitlementDto = components['schemas']['SetEntitlementDto'];
 export type SchemaSetFlowStatusDto = components['schemas']['SetFlowStatusDto'];
+export type SchemaSignInDto = components['schemas']['SignInDto'];
 export type SchemaSuppressionRemovedDto = components['schemas']['SuppressionRemovedDto'];
 export type SchemaTagsDto = components['schemas']['TagsDto'];
 export type SchemaTemplateContentDto = components['schemas']['TemplateContentDto'];
@@ -4915,7 +5008,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4924,7 +5017,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4976,7 +5069,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4986,9 +5079,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -5068,7 +5161,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5078,9 +5171,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -5147,7 +5240,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5156,7 +5249,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5206,7 +5299,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5215,7 +5308,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5254,7 +5347,7 @@ export interface operations {
                     "application/json": components["schemas"]["CampaignDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5263,7 +5356,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5311,7 +5404,7 @@ export interface operations {
                     "application/json": components["schemas"]["CampaignDeletedDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5320,7 +5413,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5377,7 +5470,7 @@ export interface operations {
                     "application/json": components["schemas"]["CampaignDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5386,7 +5479,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5448,7 +5541,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5457,7 +5550,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5527,7 +5620,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5536,7 +5629,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5606,7 +5699,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5615,7 +5708,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5681,7 +5774,7 @@ export interface operations {
                     "application/json": components["schemas"]["CampaignDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5690,7 +5783,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5747,7 +5840,7 @@ export interface operations {
                     "application/json": components["schemas"]["CampaignDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5756,7 +5849,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5813,7 +5906,7 @@ export interface operations {
                     "application/json": components["schemas"]["OutreachEnrollmentDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5822,7 +5915,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5870,7 +5963,7 @@ export interface operations {
                     "application/json": components["schemas"]["OutreachEnrollmentDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5879,7 +5972,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5936,7 +6029,7 @@ export interface operations {
                     "application/json": components["schemas"]["OutreachEnrollmentDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5945,7 +6038,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6002,7 +6095,7 @@ export interface operations {
                     "application/json": components["schemas"]["TimelineDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6011,7 +6104,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6057,7 +6150,7 @@ export interface operations {
                     "application/json": components["schemas"]["OutreachSettingsDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6066,7 +6159,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6103,7 +6196,7 @@ export interface operations {
                     "application/json": components["schemas"]["OutreachSettingsDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6112,7 +6205,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6150,9 +6243,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `unauthorized`: missing, unknown or revoked API key
+             * @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              *
-             *     `unauthorized`: missing, unknown or revoked API key
+             *     `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              */
             401: {
                 headers: {
@@ -6163,9 +6256,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -6217,9 +6310,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `unauthorized`: missing, unknown or revoked API key
+             * @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              *
-             *     `unauthorized`: missing, unknown or revoked API key
+             *     `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              */
             401: {
                 headers: {
@@ -6230,9 +6323,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -6270,7 +6363,7 @@ export interface operations {
                     "application/json": components["schemas"]["OutreachSettingsDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6279,7 +6372,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6328,7 +6421,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6337,7 +6430,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6396,7 +6489,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6405,7 +6498,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6465,7 +6558,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6474,7 +6567,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6535,7 +6628,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6544,7 +6637,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6605,7 +6698,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6614,7 +6707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6672,7 +6765,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6681,7 +6774,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6740,7 +6833,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6749,7 +6842,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6809,7 +6902,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6818,7 +6911,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6879,7 +6972,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6888,7 +6981,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6958,7 +7051,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6967,7 +7060,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7046,7 +7139,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7055,7 +7148,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7134,7 +7227,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7143,7 +7236,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7221,7 +7314,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7230,7 +7323,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7290,7 +7383,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7299,7 +7392,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7347,7 +7440,7 @@ export interface operations {
                     "application/json": components["schemas"]["FlowModelListAnswerDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7356,7 +7449,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7415,7 +7508,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7424,7 +7517,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7492,7 +7585,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7501,7 +7594,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7570,7 +7663,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7579,7 +7672,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7641,9 +7734,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `unauthorized`: missing, unknown or revoked API key
+             * @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              *
-             *     `unauthorized`: missing, unknown or revoked API key
+             *     `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              */
             401: {
                 headers: {
@@ -7654,9 +7747,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -7728,9 +7821,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `unauthorized`: missing, unknown or revoked API key
+             * @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              *
-             *     `unauthorized`: missing, unknown or revoked API key
+             *     `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              */
             401: {
                 headers: {
@@ -7741,9 +7834,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -7817,7 +7910,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7826,7 +7919,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7894,7 +7987,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7903,7 +7996,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7981,7 +8074,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7990,7 +8083,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8051,7 +8144,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8060,7 +8153,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8132,7 +8225,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8141,7 +8234,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8209,7 +8302,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8219,9 +8312,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -8291,7 +8384,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8300,7 +8393,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8361,7 +8454,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8371,9 +8464,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -8444,7 +8537,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8454,9 +8547,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -8533,7 +8626,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8542,7 +8635,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8609,7 +8702,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8618,7 +8711,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8677,7 +8770,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8686,7 +8779,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8755,9 +8848,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `unauthorized`: missing, unknown or revoked API key
+             * @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              *
-             *     `unauthorized`: missing, unknown or revoked API key
+             *     `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)
              */
             401: {
                 headers: {
@@ -8768,9 +8861,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             * @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              *
-             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one
+             *     `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)
              */
             403: {
                 headers: {
@@ -8835,7 +8928,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8844,7 +8937,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8899,7 +8992,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyListDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8908,7 +9001,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8949,7 +9042,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8958,7 +9051,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9015,7 +9108,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9024,7 +9117,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9076,7 +9169,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9085,7 +9178,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9144,7 +9237,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9153,7 +9246,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9201,7 +9294,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9210,7 +9303,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9271,7 +9364,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9280,7 +9373,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9337,7 +9430,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9346,7 +9439,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9394,7 +9487,7 @@ export interface operations {
                     "application/json": components["schemas"]["PreferenceListDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9403,7 +9496,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9465,7 +9558,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9474,7 +9567,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9535,7 +9628,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9544,7 +9637,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9602,7 +9695,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9611,7 +9704,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9673,7 +9766,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9682,7 +9775,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9730,7 +9823,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9739,7 +9832,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9791,7 +9884,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessagePageDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9800,7 +9893,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9870,7 +9963,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9879,7 +9972,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9927,7 +10020,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9936,7 +10029,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9995,7 +10088,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10004,7 +10097,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10079,7 +10172,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10088,7 +10181,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10125,7 +10218,7 @@ export interface operations {
                     "application/json": components["schemas"]["MeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10134,7 +10227,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10162,7 +10255,7 @@ export interface operations {
                     "application/json": components["schemas"]["MemberListDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10171,7 +10264,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10210,7 +10303,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10219,7 +10312,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10256,7 +10349,7 @@ export interface operations {
                     "application/json": components["schemas"]["NotificationTemplateListDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10265,7 +10358,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10317,7 +10410,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10326,7 +10419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10377,7 +10470,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10386,7 +10479,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10445,7 +10538,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10454,7 +10547,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10511,7 +10604,7 @@ export interface operations {
                     "application/json": components["schemas"]["NotificationDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10520,7 +10613,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10651,7 +10744,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrganizationDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10660,7 +10753,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10710,7 +10803,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10719,7 +10812,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10781,7 +10874,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10790,7 +10883,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10856,7 +10949,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10865,7 +10958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10915,7 +11008,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10924,7 +11017,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10990,7 +11083,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10999,7 +11092,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11056,7 +11149,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11065,7 +11158,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11126,7 +11219,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11135,7 +11228,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11203,7 +11296,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11212,7 +11305,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11241,6 +11334,152 @@ export interface operations {
             };
             /** @description `service_unavailable`: the owning service did not answer within its deadline */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SessionsController_signIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignInDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    /** @description `tp_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=<s>` */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionDto"];
+                };
+            };
+            /** @description `invalid_json` (malformed body) or `validation_failed` (details name each field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: send application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SessionsController_current: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionDto"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SessionsController_signOut: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The session's `csrf_token` */
+                "x-csrf-token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; `Set-Cookie` clears `tp_session` */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11280,7 +11519,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11289,7 +11528,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11335,7 +11574,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServicesDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11344,7 +11583,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11374,7 +11613,7 @@ export interface operations {
                     "application/json": components["schemas"]["PingDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11383,7 +11622,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one */
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11441,7 +11680,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `unauthorized`: missing, unknown or revoked API key */
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
             401: {
                 headers: {
                     [name: string]: unknown;
