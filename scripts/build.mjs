@@ -12,6 +12,7 @@
 // Usage: node scripts/build.mjs   (or `npm run build`; `npm start` runs it first). Takes < 1 s, and a
 // few seconds more when a console file changed.
 import { transformFile } from '@swc/core';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -64,6 +65,18 @@ async function swcOptions() {
   };
 }
 
+/** Runs a command; resolves with its exit code and its output (stdout and stderr). */
+function run(command, args) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('error', (err) => resolve({ code: 1, output: `${output}${err.message}` }));
+    child.on('close', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
 /** A hash of every file of apps/console and of the lock file: what the console bundle depends on. */
 async function consoleSourceHash() {
   const hash = createHash('sha256');
@@ -88,13 +101,14 @@ async function buildConsole(cache, target) {
     () => false,
   );
   if (!cached) {
-    const { build: viteBuild } = await import('vite');
     const building = `${bundle}.building-${process.pid}`;
-    try {
-      await viteBuild({ configFile: path.join(CONSOLE_DIR, 'vite.config.mjs'), build: { outDir: building, emptyOutDir: true } });
-    } catch (err) {
+    // In a child process: Vite sets NODE_ENV=production in the process that builds, and `npm start`
+    // builds in the orchestrator, whose environment every service inherits.
+    const vite = path.join(root, 'node_modules', 'vite', 'bin', 'vite.js');
+    const result = await run(process.execPath, [vite, 'build', '--config', path.join(CONSOLE_DIR, 'vite.config.mjs'), '--outDir', building, '--emptyOutDir']);
+    if (result.code !== 0) {
       await rm(building, { recursive: true, force: true });
-      throw new BuildError('apps/console', err);
+      throw new BuildError('apps/console', new Error(result.output.trim() || `vite exited with ${result.code}`));
     }
     // Another build may have finished the same bundle first; either copy is complete.
     await rename(building, bundle).catch(() => rm(building, { recursive: true, force: true }));

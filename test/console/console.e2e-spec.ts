@@ -201,6 +201,31 @@ describe('operator console (browser)', () => {
     await expect(page.getByRole('dialog').locator('[data-kind="enrolled"]').count()).resolves.toBe(1);
   }, 150_000);
 
+  it('an ambiguous send is settled from the operations page, with its note', async () => {
+    // The provider takes the email and drops the connection: the outcome is unknown, never retried.
+    ok('sandbox fault', await sandbox.request('POST', '/sandbox/control/nylas/faults', { faults: [{ kind: 'drop', deliver: true, match: { to: people.history.email } }] }), 200, 201);
+    const card = await cardOf(people.history.enrollmentId);
+    await page.getByRole('link', { name: /^Review/ }).click();
+    await cardLocator(card.id).getByRole('button', { name: 'Approve' }).click();
+    await cardLocator(card.id).waitFor({ state: 'detached' });
+    const entry = await until(async () => (ok('ambiguous', await gateway.get('/outbox/ambiguous'), 200).items as Array<{ id: string; to: string }>).find((e) => e.to === people.history.email), 90_000);
+    expect(entry).toBeDefined();
+
+    await page.getByRole('link', { name: 'Ambiguous sends' }).click();
+    const row = page.locator(`article[data-entry-id="${entry!.id}"]`);
+    await row.waitFor();
+    await expectAccessible('ambiguous-sends');
+    await row.getByRole('radio', { name: /Yes, it arrived/ }).check();
+    await row.getByLabel('Note (how you know)').fill('Carla confirmed by phone that the email arrived');
+    await row.getByRole('button', { name: 'Resolve' }).click();
+    await row.waitFor({ state: 'detached' });
+    expect((ok('ambiguous', await gateway.get('/outbox/ambiguous'), 200).items as Array<{ id: string }>).map((e) => e.id)).not.toContain(entry!.id);
+
+    await page.getByRole('link', { name: 'Services' }).click();
+    await page.getByRole('cell', { name: 'outreach' }).waitFor();
+    await expectAccessible('services');
+  }, 150_000);
+
   it('sign-out ends the session: the API refuses the old cookie and the page asks for the key again', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Your API key').waitFor();

@@ -1,9 +1,11 @@
 import type { ComponentType } from 'react';
 import type { Session } from './api/session';
+import { AmbiguousSendsPage } from './pages/ambiguous-sends';
 import { CampaignPage } from './pages/campaign';
 import { CampaignsPage } from './pages/campaigns';
 import { NotFoundPage } from './pages/not-found';
 import { ReviewPage } from './pages/review';
+import { ServicesPage } from './pages/services';
 import { type Location, match } from './router';
 
 /** What every page gets: the path's params, the location (its query) and the session. */
@@ -28,6 +30,8 @@ export const ROUTES: Route[] = [
   { path: '/review', page: ReviewPage, section: '/review' },
   { path: '/campaigns', page: CampaignsPage, section: '/campaigns' },
   { path: '/campaigns/:campaign_id', page: CampaignPage, section: '/campaigns' },
+  { path: '/operations/ambiguous', page: AmbiguousSendsPage, section: '/operations/ambiguous' },
+  { path: '/operations/services', page: ServicesPage, section: '/operations/services' },
 ];
 
 /** The nav, in groups. */
@@ -37,6 +41,13 @@ export const NAV: Array<{ title: string; items: Array<{ to: string; label: strin
     items: [
       { to: '/review', label: 'Review' },
       { to: '/campaigns', label: 'Campaigns' },
+    ],
+  },
+  {
+    title: 'Operations',
+    items: [
+      { to: '/operations/ambiguous', label: 'Ambiguous sends' },
+      { to: '/operations/services', label: 'Services' },
     ],
   },
 ];
