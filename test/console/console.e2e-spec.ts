@@ -71,8 +71,16 @@ describe('operator console (browser)', () => {
       const enrolled = ok('enroll', await gateway.post(`/agentic/outreach/campaigns/${role === 'paused' ? campaigns.paused : campaigns.main}/enrollments`, { person_kind: 'crm', person_id: contact.id }), 201);
       people[role] = { contactId: contact.id, email, enrollmentId: enrolled.id };
     }
-    for (const p of Object.values(people)) await cardOf(p.enrollmentId, 180_000);
-  }, 400_000);
+    // All four drafts are written in parallel by the sandbox model; the tests start once they wait.
+    const drafted = await until(async () => {
+      const { items } = await queue();
+      return Object.values(people).every((p) => items.some((c) => c.enrollment_id === p.enrollmentId));
+    }, 240_000);
+    if (!drafted) {
+      const states = await Promise.all(Object.values(people).map(async (p) => JSON.stringify((await gateway.get(`/agentic/outreach/enrollments/${p.enrollmentId}/timeline`)).body?.items?.map((i: { kind: string; data: unknown }) => [i.kind, i.data]))));
+      throw new Error(`not every draft reached the review queue in 240 s; timelines: ${states.join(' | ').slice(0, 3000)}`);
+    }
+  }, 600_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -184,7 +192,7 @@ describe('operator console (browser)', () => {
     await page.goto(`${console_}campaigns/${campaigns.main}`);
     await page.getByRole('heading', { name: 'Operations leads' }).waitFor();
     await expectAccessible('campaign');
-    await page.getByRole('button', { name: 'History of Ana Souza' }).click();
+    await page.getByRole('button', { name: 'Open history of Ana Souza' }).click();
     const drawer = page.getByRole('dialog');
     await drawer.getByText(reply).waitFor({ timeout: 15_000 });
     await expect(drawer.locator('[data-kind="email"]').count()).resolves.toBeGreaterThanOrEqual(2);
@@ -224,6 +232,11 @@ describe('operator console (browser)', () => {
     await page.getByRole('link', { name: 'Services' }).click();
     await page.getByRole('cell', { name: 'outreach' }).waitFor();
     await expectAccessible('services');
+
+    await page.getByRole('link', { name: 'Queue', exact: true }).click();
+    await page.getByRole('heading', { name: 'Follow-up queue' }).waitFor();
+    await page.getByText('Nothing is scheduled.').waitFor();
+    await expectAccessible('followups-queue');
   }, 150_000);
 
   it('sign-out ends the session: the API refuses the old cookie and the page asks for the key again', async () => {

@@ -3,6 +3,7 @@ import type { Session } from './api/session';
 import { AmbiguousSendsPage } from './pages/ambiguous-sends';
 import { CampaignPage } from './pages/campaign';
 import { CampaignsPage } from './pages/campaigns';
+import { FollowupsQueuePage } from './pages/followups-queue';
 import { NotFoundPage } from './pages/not-found';
 import { ReviewPage } from './pages/review';
 import { ServicesPage } from './pages/services';
@@ -30,6 +31,7 @@ export const ROUTES: Route[] = [
   { path: '/review', page: ReviewPage, section: '/review' },
   { path: '/campaigns', page: CampaignsPage, section: '/campaigns' },
   { path: '/campaigns/:campaign_id', page: CampaignPage, section: '/campaigns' },
+  { path: '/followups/queue', page: FollowupsQueuePage, section: '/followups/queue' },
   { path: '/operations/ambiguous', page: AmbiguousSendsPage, section: '/operations/ambiguous' },
   { path: '/operations/services', page: ServicesPage, section: '/operations/services' },
 ];
@@ -43,6 +45,7 @@ export const NAV: Array<{ title: string; items: Array<{ to: string; label: strin
       { to: '/campaigns', label: 'Campaigns' },
     ],
   },
+  { title: 'Follow-ups', items: [{ to: '/followups/queue', label: 'Queue' }] },
   {
     title: 'Operations',
     items: [

@@ -75,7 +75,7 @@ export function CampaignPage({ params, location }: PageProps) {
                 <td>{e.awaiting_approval ? 'yes' : 'no'}</td>
                 <td>{formatTime(e.next_check_at)}</td>
                 <td>
-                  <button type="button" onClick={() => navigate(withQuery(location, 'enrollment', e.id))} aria-label={`History of ${names[e.person_id] ?? e.person_id}`}>
+                  <button type="button" onClick={() => navigate(withQuery(location, 'enrollment', e.id))} aria-label={`Open history of ${names[e.person_id] ?? e.person_id}`}>
                     Open
                   </button>
                 </td>
