@@ -61,7 +61,8 @@ function restrictedImports(patterns = []) {
 }
 
 export default defineConfig(
-  { ignores: ['node_modules/', 'dist/', 'coverage/', '.touchpoint/'] },
+  // The console's API types are generated (`npm run console:client`).
+  { ignores: ['node_modules/', 'dist/', 'coverage/', '.touchpoint/', 'test-artifacts/', 'apps/console/src/api/schema.ts'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {
@@ -87,6 +88,15 @@ export default defineConfig(
     files: [`apps/${app}/**`],
     rules: { 'no-restricted-imports': restrictedImports(appBoundaries(app, app === 'cli' ? CLI_IMPORTS_FROM_APPS : {})) },
   })),
+  // The operator console runs in the browser: browser globals, not Node's; it talks to the platform
+  // only through its generated API client, so it imports no lib either (DESIGN §1).
+  {
+    files: ['apps/console/src/**'],
+    languageOptions: { globals: { ...globals.browser } },
+    rules: {
+      'no-restricted-imports': restrictedImports([...appBoundaries('console'), { regex: '^@touchpoint/', message: 'the console talks to the platform only through its generated API client (DESIGN §1).' }, { regex: '^node:', message: 'the console runs in the browser.' }]),
+    },
+  },
   {
     files: ['libs/**'],
     rules: {

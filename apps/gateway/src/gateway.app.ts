@@ -10,6 +10,7 @@ import { refuseNulCharacters } from './http/nul-characters.js';
 import { installRequestContext } from './http/request-context.js';
 import { repairLoneSurrogates } from './http/well-formed-body.js';
 import { installSecurityHeaders } from './http/security-headers.js';
+import { consoleDirOf, serveConsole } from './http/console-static.js';
 
 /** Paths whose requests keep their raw body bytes (`request.rawBody`) for signature checks. */
 export const RAW_BODY_PATH_PREFIXES = ['/webhooks/'];
@@ -17,7 +18,8 @@ export const RAW_BODY_PATH_PREFIXES = ['/webhooks/'];
 /**
  * How the gateway's HTTP server is set up on top of the shared bootstrap: body limit, request
  * context and access log, security headers, JSON-only bodies, raw bodies for webhooks, well-formed
- * text in bodies, no NUL characters outside the webhooks, OpenAPI at /docs. Tests pass these to
+ * text in bodies, no NUL characters outside the webhooks, OpenAPI at /docs, the operator console at
+ * /console. Tests pass these to
  * `world.start(GatewayModule.forRoot(config), gatewayStartOptions(config))`.
  */
 export function gatewayStartOptions(config: GatewayConfig): StartOptions {
@@ -33,6 +35,7 @@ export function gatewayStartOptions(config: GatewayConfig): StartOptions {
       repairLoneSurrogates(fastify);
       refuseNulCharacters(fastify, RAW_BODY_PATH_PREFIXES);
       await setupOpenApi(app, logger, { port: config.PORT, unipileHeader: config.UNIPILE_WEBHOOK_HEADER });
+      await serveConsole(app, logger, { dir: consoleDirOf(config.CONSOLE_DIR) });
     },
   };
 }

@@ -1,4 +1,4 @@
-import { IsInt, IsString, Max, Min, Secret, ServiceConfig } from '@touchpoint/config';
+import { IsBoolean, IsInt, IsString, Matches, Max, Min, Secret, ServiceConfig } from '@touchpoint/config';
 
 /** Environment of the gateway (the public HTTP API); see libs/config for the shared variables. */
 export class GatewayConfig extends ServiceConfig {
@@ -61,4 +61,32 @@ export class GatewayConfig extends ServiceConfig {
   @IsString()
   @Secret()
   UNSUBSCRIBE_TOKEN_SECRET = 'sandbox-unsubscribe-token-secret';
+
+  /**
+   * Lifetime of an operator console session, seconds, counted from sign-in (absolute: using the
+   * console does not extend it). Default 8 hours, a working day.
+   */
+  @IsInt()
+  @Min(60)
+  @Max(30 * 24 * 3600)
+  CONSOLE_SESSION_TTL_S = 8 * 3600;
+
+  /**
+   * Marks the console's session cookie `Secure` on every answer. Without it the cookie is `Secure`
+   * only when the sign-in came over https (as seen by the gateway, or `X-Forwarded-Proto` from a proxy).
+   */
+  @IsBoolean()
+  CONSOLE_COOKIE_SECURE = false;
+
+  /**
+   * The console's public origin (`https://touchpoint.example.com`), which an `Origin` header of a
+   * cookie-authenticated request must equal. Empty: the origin of the request's own `Host` header.
+   */
+  @IsString()
+  @Matches(/^(|https?:\/\/[^/\s]+)$/, { message: 'CONSOLE_ORIGIN must be empty or scheme://host[:port] without a path' })
+  CONSOLE_ORIGIN = '';
+
+  /** Directory of the console's build (index.html and assets/), served at /console. Empty: `<repo>/dist/console`. */
+  @IsString()
+  CONSOLE_DIR = '';
 }

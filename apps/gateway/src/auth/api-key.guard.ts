@@ -3,6 +3,8 @@ import { Reflector } from '@nestjs/core';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { HealthController } from '@touchpoint/runtime';
 import { ApiKeysService } from '../api-keys/api-keys.service.js';
+import { sessionTokenOf } from '../sessions/session-cookie.js';
+import { type CredentialRequest, SessionCredential } from '../sessions/session-credential.js';
 import { noteOrganization } from '../http/request-context.js';
 import { type Caller, KEY_REQUIREMENT, type KeyRequirement, needsAdminCreator, PUBLIC_ROUTE } from './auth.decorators.js';
 import { assertSameTenant } from './tenancy.js';
@@ -13,12 +15,14 @@ const PLATFORM_CONTROLLERS: Type[] = [HealthController];
 /** What a route requires when it declares nothing: a valid key, no particular scope. */
 const DEFAULT_REQUIREMENT: KeyRequirement = { scopes: [], adminCreatedKey: false };
 
-type GuardedRequest = { headers: Record<string, string | string[] | undefined>; params?: unknown; query?: unknown; body?: unknown; caller?: Caller };
+type GuardedRequest = CredentialRequest & { params?: unknown; query?: unknown; body?: unknown; caller?: Caller };
 
 /**
  * The gateway's one guard, applied to every HTTP route (DESIGN §3), in this order:
  * 1. `Authorization: Bearer <secret>` names a live key, else 401 `unauthorized`, and its creator is
- *    still a member of the organization, else 403 `forbidden`;
+ *    still a member of the organization, else 403 `forbidden`. Without an `Authorization` header,
+ *    the console's session cookie stands for the key it was signed in with, under the same checks,
+ *    plus the CSRF check on unsafe methods (sessions/session-credential.ts);
  * 2. the key has every scope the route requires, else 403 `forbidden`;
  * 3. for routes of the `admin` scope and those needing a key created by an admin, its creator is an
  *    admin right now, else 403;
@@ -30,6 +34,7 @@ export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly apiKeys: ApiKeysService,
+    private readonly sessions: SessionCredential,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -40,7 +45,7 @@ export class ApiKeyGuard implements CanActivate {
     const requirement = this.reflector.getAllAndOverride<KeyRequirement>(KEY_REQUIREMENT, targets) ?? DEFAULT_REQUIREMENT;
     const request = context.switchToHttp().getRequest<GuardedRequest>();
 
-    const caller = await this.apiKeys.authenticate(bearerOf(request.headers.authorization));
+    const caller = await this.callerOf(request);
     request.caller = caller;
     noteOrganization(caller.organizationId);
 
@@ -51,6 +56,17 @@ export class ApiKeyGuard implements CanActivate {
     }
     assertSameTenant(caller.organizationId, request);
     return true;
+  }
+
+  /**
+   * Who the request's credential proves: the bearer key, or, only when no `Authorization` header
+   * is sent, the console session of the `tp_session` cookie (a bearer request is never judged by
+   * a cookie that happens to ride along).
+   */
+  private callerOf(request: GuardedRequest): Promise<Caller> {
+    const token = request.headers.authorization === undefined ? sessionTokenOf(request.headers.cookie) : '';
+    if (token) return this.sessions.authenticate(token, request);
+    return this.apiKeys.authenticate(bearerOf(request.headers.authorization));
   }
 }
 

@@ -1,8 +1,8 @@
 import { applyDecorators, createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
-import { ApiBearerAuth, ApiExtension } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCookieAuth, ApiExtension } from '@nestjs/swagger';
 import { type ApiScope, Scope } from '@touchpoint/contracts';
 import type { ApiKeyIdentity } from '../api-keys/api-keys.service.js';
-import { ApiErrorResponses, BEARER_SCHEME } from '../http/openapi.js';
+import { ApiErrorResponses, BEARER_SCHEME, SESSION_SCHEME } from '../http/openapi.js';
 
 /** The authenticated caller of a request (set by ApiKeyGuard). */
 export type Caller = ApiKeyIdentity;
@@ -32,7 +32,7 @@ export const PUBLIC_ROUTE = 'touchpoint:public-route';
 
 /**
  * Declares that a route (or every route of a controller) needs an API key with `scopes`, and
- * documents it in OpenAPI (bearer scheme, scopes, 401/403). Routes without this decorator still
+ * documents it in OpenAPI (bearer scheme or the console's session cookie, scopes, 401/403). Routes without this decorator still
  * need a valid key (no scope) unless marked `@PublicRoute()`.
  *
  * Tenancy comes with it: a `customer_id` in the path, query or body that is not the key's
@@ -40,7 +40,14 @@ export const PUBLIC_ROUTE = 'touchpoint:public-route';
  */
 export function RequireKey(options: { scopes?: ApiScope[]; adminCreatedKey?: boolean } = {}): MethodDecorator & ClassDecorator {
   const requirement: KeyRequirement = { scopes: options.scopes ?? [], adminCreatedKey: options.adminCreatedKey ?? false };
-  return applyDecorators(SetMetadata(KEY_REQUIREMENT, requirement), ApiBearerAuth(BEARER_SCHEME), ApiExtension('x-required-scopes', requirement.scopes), ...(needsAdminCreator(requirement) ? [ApiExtension('x-admin-created-key', true)] : []), ApiErrorResponses(401, 403));
+  return applyDecorators(
+    SetMetadata(KEY_REQUIREMENT, requirement),
+    ApiBearerAuth(BEARER_SCHEME),
+    ApiCookieAuth(SESSION_SCHEME),
+    ApiExtension('x-required-scopes', requirement.scopes),
+    ...(needsAdminCreator(requirement) ? [ApiExtension('x-admin-created-key', true)] : []),
+    ApiErrorResponses(401, 403),
+  );
 }
 
 /** A route anyone may call without a key (webhook ingress: it checks the provider's signature instead). */

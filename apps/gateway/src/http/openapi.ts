@@ -1,4 +1,4 @@
-import { applyDecorators } from '@nestjs/common';
+import { applyDecorators, type INestApplication } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Logger } from '@touchpoint/observability';
 import { ApiProperty, ApiPropertyOptional, ApiResponse, DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
@@ -6,6 +6,8 @@ import { withListEnvelope } from './openapi-envelopes.js';
 
 /** Name of the bearer security scheme in the OpenAPI document. */
 export const BEARER_SCHEME = 'api-key';
+/** Name of the operator console's session cookie scheme (`tp_session`), accepted wherever the bearer key is. */
+export const SESSION_SCHEME = 'console-session';
 /** Where the Swagger UI is served; the JSON document is at `${DOCS_PATH}/json`. */
 export const DOCS_PATH = 'docs';
 
@@ -36,8 +38,8 @@ export class ErrorEnvelopeDto {
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: '`invalid_json` (malformed body) or `validation_failed` (details name each field)',
-  401: '`unauthorized`: missing, unknown or revoked API key',
-  403: '`forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one',
+  401: '`unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session)',
+  403: '`forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`)',
   404: "`not_found`: no such resource in the caller's organization (another organization's id included)",
   409: "conflict with the resource's current state",
   413: '`payload_too_large`',
@@ -67,6 +69,7 @@ export const WEBHOOK_SCHEMES = {
  */
 export const API_TAGS: Record<string, string> = {
   auth: 'Who the calling API key is',
+  sessions: 'Sign-in of the operator console: your API key exchanged for a session cookie',
   organizations: "The caller's organization",
   'api keys': 'API keys of the organization (admin)',
   members: 'Members of the organization and their roles (admin)',
@@ -87,22 +90,25 @@ export const API_TAGS: Record<string, string> = {
   unsubscribe: 'The unsubscribe link of outreach emails, checked by its signed token',
 };
 
+/** What the document says about the deployment it describes. */
+export interface OpenApiOptions {
+  /** The port of the example server entry (default 3000). */
+  port?: number;
+  /** The header Unipile sends its shared secret in (UNIPILE_WEBHOOK_HEADER). */
+  unipileHeader?: string;
+}
+
 /**
- * Serves the OpenAPI document at `/docs/json` (and `/docs/yaml`) and the Swagger UI at `/docs`.
- * The document is built once, on first request, after every route is registered. Each operation's
- * required scopes (the `x-required-scopes` extension the auth decorator adds) are also written
- * into its description, so the UI shows them. `test/gateway/openapi-document.e2e-spec.ts` lints it
- * with Spectral (`spectral:oas`, no warning) and types a client from it.
- *
- * @param options.port the port of the example server entry (default 3000)
- * @param options.unipileHeader the header Unipile sends its shared secret in (UNIPILE_WEBHOOK_HEADER)
+ * The OpenAPI document of every route registered on `app`. It reads only the controllers'
+ * decorators, so an app created in Nest's preview mode (no database, no broker) gives the same
+ * document as a running gateway: scripts/console/generate-client.ts types the console's client from it.
  */
-export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, options: { port?: number; unipileHeader?: string } = {}): Promise<void> {
+export function createOpenApiDocument(app: INestApplication, options: OpenApiOptions = {}): OpenAPIObject {
   const docsUrl = `http://127.0.0.1:${options.port || 3000}/${DOCS_PATH}`;
   const builder = new DocumentBuilder()
     .setTitle('Touchpoint API')
     .setDescription(
-      'REST API of Touchpoint. Authenticate with `Authorization: Bearer <API key>`. Every failure answers ' +
+      'REST API of Touchpoint. Authenticate with `Authorization: Bearer <API key>`, or, from the operator console, with the session cookie of `POST /sessions`. Every failure answers ' +
         '`{"error": {"code", "message", "details"}}`. Every response carries `x-request-id` (yours, if you send one). ' +
         "The webhook and unsubscribe routes take no API key: they check the provider's signature or the signed token.",
     )
@@ -115,6 +121,17 @@ export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, 
       port: { default: String(options.port || 3000), description: 'GATEWAY_PORT' },
     })
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key secret (`tp_...`) from `npm run cli -- apikey:create`' }, BEARER_SCHEME)
+    .addCookieAuth(
+      'tp_session',
+      {
+        type: 'apiKey',
+        in: 'cookie',
+        name: 'tp_session',
+        description:
+          "The operator console's session cookie, set by `POST /sessions`. Used when no `Authorization` header is sent; POST, PUT, PATCH and DELETE then also need `X-CSRF-Token` (the session's `csrf_token`) and, when an `Origin` header is sent, the gateway's own origin.",
+      },
+      SESSION_SCHEME,
+    )
     .addSecurity(WEBHOOK_SCHEMES.meta, { type: 'apiKey', in: 'header', name: 'X-Hub-Signature-256', description: '`sha256=` + the hex HMAC-SHA256 of the raw body with META_APP_SECRET' })
     .addSecurity(WEBHOOK_SCHEMES.metaVerifyToken, { type: 'apiKey', in: 'query', name: 'hub.verify_token', description: 'META_VERIFY_TOKEN, echoed by Meta when it verifies the subscription' })
     .addSecurity(WEBHOOK_SCHEMES.nylas, { type: 'apiKey', in: 'header', name: 'x-nylas-signature', description: 'The hex HMAC-SHA256 of the raw body with NYLAS_WEBHOOK_SECRET' })
@@ -122,9 +139,19 @@ export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, 
     .addSecurity(WEBHOOK_SCHEMES.crm, { type: 'apiKey', in: 'header', name: 'x-touchpoint-signature', description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` with CRM_WEBHOOK_SECRET' })
     .addSecurity(WEBHOOK_SCHEMES.unsubscribe, { type: 'apiKey', in: 'query', name: 'token', description: 'The signed token of the unsubscribe link (organization and address, signed with UNSUBSCRIBE_TOKEN_SECRET)' });
   for (const [name, description] of Object.entries(API_TAGS)) builder.addTag(name, description);
-  const config = builder.build();
+  return describeScopes(withListEnvelope(SwaggerModule.createDocument(app, builder.build())));
+}
+
+/**
+ * Serves the OpenAPI document at `/docs/json` (and `/docs/yaml`) and the Swagger UI at `/docs`.
+ * The document is built once, on first request, after every route is registered. Each operation's
+ * required scopes (the `x-required-scopes` extension the auth decorator adds) are also written
+ * into its description, so the UI shows them. `test/gateway/openapi-document.e2e-spec.ts` lints it
+ * with Spectral (`spectral:oas`, no warning) and types a client from it.
+ */
+export async function setupOpenApi(app: NestFastifyApplication, logger: Logger, options: OpenApiOptions = {}): Promise<void> {
   let document: OpenAPIObject | undefined;
-  const build = (): OpenAPIObject => (document ??= describeScopes(withListEnvelope(SwaggerModule.createDocument(app, config))));
+  const build = (): OpenAPIObject => (document ??= createOpenApiDocument(app, options));
   // The UI's assets are served by @fastify/static, which Jest's module loader cannot load (it
   // requires an ES module); Swagger would then exit the process. Without it, serve the document only.
   const ui = await import('@fastify/static').then(

@@ -200,19 +200,42 @@ export class ActionDto {
   @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
 }
 
+/** The person on a review card, read fresh from messaging (null fields when it cannot be read). */
+export class ReviewPersonDto {
+  @ApiProperty({ enum: ['crm', 'prospect'] }) person_kind!: string;
+  @ApiProperty({ example: '00000006-1a2b-4c3d-8e4f-000000000006' }) person_id!: string;
+  @ApiProperty({ nullable: true, type: String, example: 'Ana Souza' }) name!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: "The contact's custom field `company`", example: 'Acme Logistics' }) company!: string | null;
+}
+
+/** The campaign on a review card, with its status (Approve is refused while it is not active). */
+export class ReviewCampaignDto {
+  @ApiProperty({ format: 'uuid', example: '00000001-1a2b-4c3d-8e4f-000000000001' }) campaign_id!: string;
+  @ApiProperty({ example: 'Operations leads, Q2' }) name!: string;
+  @ApiProperty({ enum: CAMPAIGN_STATUSES }) status!: string;
+}
+
+/** A draft's text: subject and body (email; no subject on a reply), note (LinkedIn connection) or body (LinkedIn message). */
+export class DraftDto {
+  @ApiPropertyOptional({ example: 'A faster way to plan routes' }) subject?: string;
+  @ApiPropertyOptional({ example: 'Hi Ana, would a 20-minute call next week work?' }) body?: string;
+  @ApiPropertyOptional({ example: 'Hi Ana, glad to connect.' }) note?: string;
+}
+
 export class ReviewCardDto {
   @ApiProperty({ format: 'uuid', example: '00000007-1a2b-4c3d-8e4f-000000000007' }) id!: string;
   @ApiProperty({ format: 'uuid', example: '00000005-1a2b-4c3d-8e4f-000000000005' }) enrollment_id!: string;
   @ApiProperty({ enum: ['email', 'linkedin_connection', 'linkedin_message'] }) type!: string;
   @ApiProperty({ format: 'date-time', example: '2026-03-02T14:05:00.000Z' }) created_at!: string;
   @ApiProperty({ example: 1 }) age_seconds!: number;
-  @ApiProperty({ type: Object }) person!: Record<string, unknown>;
-  @ApiProperty({ type: Object }) campaign!: Record<string, unknown>;
+  @ApiProperty({ enum: ACTION_STATUSES }) status!: string;
+  @ApiProperty({ type: ReviewPersonDto }) person!: ReviewPersonDto;
+  @ApiProperty({ type: ReviewCampaignDto }) campaign!: ReviewCampaignDto;
   @ApiProperty({ nullable: true, type: String, description: 'Email address or LinkedIn profile URL, read fresh', example: 'ana@example.com' }) to!: string | null;
   @ApiProperty({ nullable: true, type: String, description: 'The inbound message answered, cut at 500 characters' }) replying_to!: string | null;
   @ApiProperty({ nullable: true, type: String }) rationale!: string | null;
   @ApiProperty({ nullable: true, type: String }) objective!: string | null;
-  @ApiProperty({ type: Object }) draft!: Record<string, unknown>;
+  @ApiProperty({ type: DraftDto }) draft!: DraftDto;
 }
 
 @ListEnvelope()
@@ -225,7 +248,7 @@ export class TimelineItemDto {
   @ApiProperty() id!: string;
   @ApiProperty({ enum: ['enrolled', 'decision', 'action', 'email', 'linkedin_message', 'next_check_moved', 'ended'] }) kind!: string;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) at!: string | null;
-  @ApiProperty({ type: Object }) data!: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The fields of the kind (an action: type, status, draft, approved_payload, ...; an email: direction, subject, body, status, thread_id)' }) data!: Record<string, unknown>;
 }
 
 @ListEnvelope()
