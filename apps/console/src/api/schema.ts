@@ -1655,7 +1655,10 @@ export interface paths {
         get: operations["SessionsController_current"];
         put?: never;
         post?: never;
-        /** Signs out: ends the session at once and clears the cookie */
+        /**
+         * Signs out: ends the session at once and clears the cookie
+         * @description Needs the session cookie and the CSRF header; the session cannot be used again, even by a copy of the cookie.
+         */
         delete: operations["SessionsController_signOut"];
         options?: never;
         head?: never;

@@ -52,7 +52,7 @@ export class SessionsController {
   @HttpCode(204)
   @ApiCookieAuth(SESSION_SCHEME)
   @ApiHeader({ name: CSRF_HEADER, required: true, description: "The session's `csrf_token`" })
-  @ApiOperation({ summary: 'Signs out: ends the session at once and clears the cookie' })
+  @ApiOperation({ summary: 'Signs out: ends the session at once and clears the cookie', description: 'Needs the session cookie and the CSRF header; the session cannot be used again, even by a copy of the cookie.' })
   @ApiNoContentResponse({ description: 'Signed out; `Set-Cookie` clears `tp_session`' })
   @ApiErrorResponses(401, 403)
   async signOut(@Req() request: CredentialRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<void> {
