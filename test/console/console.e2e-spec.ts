@@ -155,6 +155,16 @@ describe('operator console (browser)', () => {
     await cardLocator(card.id).getByRole('button', { name: 'Reject ▾' }).click();
     await cardLocator(card.id).getByRole('button', { name: 'Regenerate…' }).click();
     await cardLocator(card.id).getByLabel('What should the new draft do differently?').fill('Shorter, and mention the free trial');
+    // The sandbox model's default second decision is wait (its history is no longer empty), and the
+    // agent may choose wait on draft_rejected (seed 003 §4.5): script the new decision as an email.
+    // The writer call after it takes the default answer.
+    ok(
+      'POST /sandbox/model/script',
+      await sandbox.request('POST', '/sandbox/model/script', {
+        steps: [{ reply: { type: 'email', rationale: 'The reviewer asked for a shorter draft that mentions the free trial.', objective: 'Offer the free trial in two short sentences and ask for a short call.', goal_met: false, suggested_followup_days: 3 } }],
+      }),
+      200,
+    );
     await cardLocator(card.id).getByRole('button', { name: 'Ask for a new draft' }).click();
     await cardLocator(card.id).waitFor({ state: 'detached' });
     const timeline = ok('timeline', await gateway.get(`/agentic/outreach/enrollments/${people.regenerate.enrollmentId}/timeline`), 200).items as Array<{ id: string; data: { status?: string; reject_reason?: string } }>;
