@@ -320,7 +320,7 @@ describe('Gateway (HTTP)', () => {
       expect(create['x-required-scopes']).toEqual(['admin']);
       expect(create.description).toContain('`admin`');
       expect(create.description).toContain('created by an admin');
-      expect(create.security).toEqual([{ 'api-key': [] }]);
+      expect(create.security).toEqual([{ 'api-key': [] }, { 'console-session': [] }]);
       expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '403', '413']));
       expect(doc.paths['/system/services/{name}/ping'].get.responses['503']).toBeDefined();
       expect(doc.paths['/health/live']).toBeUndefined();
