@@ -33,7 +33,7 @@ describe('admin CLI', () => {
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
       expect(Object.keys(first.json.migrated).sort()).toEqual(['abuse', 'ai-gateway', 'followups', 'gateway', 'messaging', 'outbox-dispatcher', 'outreach']);
-      expect(first.json.migrated.gateway).toEqual(['CreateBusTables1764460000000', 'AddOutboxNotifyTrigger1764460000100', 'DropOutboxNotifyTrigger1764460000200', 'CreateGatewayTables1764500000000', 'AddApiKeyImpersonation1764500000014']);
+      expect(first.json.migrated.gateway).toEqual(['CreateBusTables1764460000000', 'AddOutboxNotifyTrigger1764460000100', 'DropOutboxNotifyTrigger1764460000200', 'CreateGatewayTables1764500000000', 'AddApiKeyImpersonation1764500000014', 'CreateConsoleSessions1796156954600']);
       const tables = await world.sql<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [world.schema('gateway')]);
       expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['api_keys', 'members', 'organizations', 'outbox_events', 'inbox_events']));
 
