@@ -1,5 +1,6 @@
 import { type Answer, GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
 import type { ChaosTarget, LedgerEntry, Rng } from './types.js';
+import { until as untilAnswer } from '../safety/safety-world.js';
 
 /**
  * The chaos run's workload (issue 17 §2): from the run's seeded generator, for `durationMs`, it asks
@@ -105,19 +106,8 @@ async function ask(what: string, fn: () => Promise<Answer>, log: Log, patienceMs
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = STEP_TIMEOUT_MS, everyMs = 400): Promise<T | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value) return value;
-    } catch {
-      // A fault in between: the next poll tells.
-    }
-    if (Date.now() > deadline) return undefined;
-    await sleep(everyMs);
-  }
-}
+/** The safety suite's poll, every 400 ms by default here: the platform is under faults, so a throw is no answer yet. */
+const until = <T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = STEP_TIMEOUT_MS, everyMs = 400) => untilAnswer(probe, timeoutMs, everyMs);
 
 const ok = (a: Answer | undefined, ...statuses: number[]) => a !== undefined && statuses.includes(a.status);
 const describe = (a: Answer | undefined) => (a ? `HTTP ${a.status} ${a.body?.error?.code ?? ''}`.trim() : 'no answer');

@@ -9,8 +9,8 @@ const SETTLED_MESSAGE = new Set(['sent', 'delivered', 'read', 'failed', 'cancell
 const OPEN_EFFECT = new Set(['queued', 'pending', 'awaiting_decision', 'approved', 'uncertain']);
 const LIVE_FOLLOWUP = new Set(['active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual']);
 
-/** Polls `probe` every 250 ms until it answers something truthy; undefined after `timeoutMs`. */
-export async function until<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 45_000): Promise<T | undefined> {
+/** Polls `probe` every `everyMs` (250 ms) until it answers something truthy; a throw counts as no answer yet; undefined after `timeoutMs`. */
+export async function until<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 45_000, everyMs = 250): Promise<T | undefined> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -20,7 +20,7 @@ export async function until<T>(probe: () => Promise<T | undefined | null | false
       // The next poll tells.
     }
     if (Date.now() > deadline) return undefined;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
 
