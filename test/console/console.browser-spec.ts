@@ -105,7 +105,9 @@ describe('operator console (browser)', () => {
   it('the nav badge shows the queue total, and the queue shows every pending draft oldest first', async () => {
     const { items, total } = await queue();
     expect(total).toBe(4);
-    await expect(page.getByTestId('queue-badge').textContent()).resolves.toBe('4');
+    await page.getByTestId('queue-badge').filter({ hasText: /^4$/ }).waitFor({ timeout: 15_000 });
+    // The badge and the queue are two reads: wait for the cards before reading their order.
+    await page.locator('article[data-action-id]').nth(items.length - 1).waitFor();
     const shown = await page.locator('article[data-action-id]').evaluateAll((cards) => cards.map((c) => c.getAttribute('data-action-id')));
     expect(shown).toEqual(items.map((c) => c.id));
     await expectAccessible('review');
@@ -204,12 +206,17 @@ describe('operator console (browser)', () => {
     await expectAccessible('campaign');
     await page.getByRole('button', { name: 'Open history of Ana Souza' }).click();
     const drawer = page.getByRole('dialog');
-    await drawer.getByText(reply).waitFor({ timeout: 15_000 });
+    // The reply is an email card of its own; the decision it started quotes it in its rationale too.
+    const replyCard = drawer.locator('[data-kind="email"]').filter({ hasText: reply });
+    await replyCard.waitFor({ timeout: 15_000 });
+    await expect(replyCard.textContent()).resolves.toContain('inbound');
     await expect(drawer.locator('[data-kind="email"]').count()).resolves.toBeGreaterThanOrEqual(2);
     await drawer.getByRole('radio', { name: 'This enrollment' }).check();
-    await drawer.getByText(reply).waitFor();
+    await replyCard.waitFor();
     await expectAccessible('enrollment-drawer');
     await drawer.getByRole('button', { name: 'Close' }).click();
+    await drawer.waitFor({ state: 'detached' });
+    expect(new URL(page.url()).searchParams.get('enrollment')).toBeNull();
 
     // From a review card.
     await page.getByRole('link', { name: /^Review/ }).click();
@@ -217,6 +224,10 @@ describe('operator console (browser)', () => {
     await cardLocator(card.id).getByRole('button', { name: 'History' }).click();
     await page.getByRole('dialog').locator('[data-kind="action"]').first().waitFor();
     await expect(page.getByRole('dialog').locator('[data-kind="enrolled"]').count()).resolves.toBe(1);
+    // Escape closes it too, and leaves the page usable for the tests after this one.
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await cardLocator(card.id).getByRole('button', { name: 'Approve' }).waitFor();
   }, 150_000);
 
   it('an ambiguous send is settled from the operations page, with its note', async () => {
