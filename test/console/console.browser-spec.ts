@@ -107,7 +107,10 @@ describe('operator console (browser)', () => {
     expect(total).toBe(4);
     await page.getByTestId('queue-badge').filter({ hasText: /^4$/ }).waitFor({ timeout: 15_000 });
     // The badge and the queue are two reads: wait for the cards before reading their order.
-    await page.locator('article[data-action-id]').nth(items.length - 1).waitFor();
+    await page
+      .locator('article[data-action-id]')
+      .nth(items.length - 1)
+      .waitFor();
     const shown = await page.locator('article[data-action-id]').evaluateAll((cards) => cards.map((c) => c.getAttribute('data-action-id')));
     expect(shown).toEqual(items.map((c) => c.id));
     await expectAccessible('review');

@@ -263,6 +263,55 @@ export interface OutboxSuppressionData {
   channel: OutboxChannel;
   value: string;
   reason?: string;
+  /** A person's words on why (added or removed by hand); kept with the row, or with its removal. */
+  note?: string;
+  /** Who asked (`member:<id>` for a person through the gateway); absent for code. */
+  actor?: string;
+}
+
+/** Data of `outbox.suppressions.list`: one page of the organization's do-not-contact list. */
+export interface OutboxSuppressionListData {
+  organization_id: string;
+  /** Part of the value (an email, phone digits, a LinkedIn id) or of its note, any case. */
+  q?: string;
+  channel?: OutboxChannel;
+  /** 1..200, default 50. */
+  limit?: number;
+  /** `next_cursor` of the previous page (issued for the same q and channel). */
+  cursor?: string;
+}
+
+/** One do-not-contact row as the API shows it. */
+export interface OutboxSuppressionView {
+  id: string;
+  channel: OutboxChannel;
+  /** The value as the list keys it (phone digits, a lower-cased email, a profile id). */
+  value: string;
+  /** Why code or a person put it there: `opt_out`, `unsubscribed`, `bounced`, `manual`, ... */
+  reason: string | null;
+  note: string | null;
+  /** `member:<id>` when a person added it; null when code did. */
+  added_by: string | null;
+  /** ISO-8601, UTC. */
+  created_at: string;
+}
+
+/** Answer of `outbox.suppressions.list`: newest first. */
+export interface OutboxSuppressionPage {
+  items: OutboxSuppressionView[];
+  next_cursor: string | null;
+}
+
+/** Answer of `outbox.suppressions.remove`. */
+export interface OutboxSuppressionRemoveResult {
+  /** False when the value was not on the list (nothing removed, nothing recorded). */
+  removed: boolean;
+  channel: string;
+  value: string;
+  /** The note kept with the removal (null when none was given, or nothing was removed). */
+  note: string | null;
+  /** When the row was removed, ISO-8601 UTC; null when nothing was removed. */
+  removed_at: string | null;
 }
 
 /** Data of `outbox.ambiguous.list`. */
@@ -585,10 +634,14 @@ export const OutboxAccountRpc = {
    */
   ProspectCapCheck: 'outbox.prospect_cap.check',
   /**
-   * `OutboxSuppressionData` → `{ removed, channel, value }` (`removed` false when the value was not
-   * on the list): a person removes a do-not-contact row (seed 003 §5: never cleared by code; a user removes one, e.g. when asked to be contacted again).
+   * `OutboxSuppressionData` (with the person's `note` and `actor`) → `OutboxSuppressionRemoveResult`
+   * (`removed` false when the value was not on the list): a person removes a do-not-contact row
+   * (seed 003 §5: never cleared by code; a user removes one, e.g. when asked to be contacted again).
+   * The removal is recorded with its note.
    */
   SuppressionRemove: 'outbox.suppressions.remove',
+  /** `OutboxSuppressionListData` → `OutboxSuppressionPage`: search the do-not-contact list, newest first. */
+  SuppressionList: 'outbox.suppressions.list',
   /**
    * `OutboxSuppressionData` → `OutboxSuppressionAddResult`: puts a value on the do-not-contact list
    * now and cancels its queued sends, answered once committed. Messaging calls it before a webhook

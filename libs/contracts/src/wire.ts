@@ -130,6 +130,9 @@ import {
   type OutboxSenderView,
   type OutboxSuppressionAddResult,
   type OutboxSuppressionData,
+  type OutboxSuppressionListData,
+  type OutboxSuppressionPage,
+  type OutboxSuppressionRemoveResult,
   type WhatsAppInboundAccepted,
   type WhatsAppInboundBatch,
   type WhatsAppStatusBatch,
@@ -325,7 +328,8 @@ export interface RpcContract {
   [OutboxRpc.SenderUpdate]: { request: OutboxSenderUpdateData; answer: OutboxSenderView };
   [OutboxAccountRpc.SuppressionAdd]: { request: OutboxSuppressionData; answer: OutboxSuppressionAddResult };
   [OutreachDispatcherRpc.SuppressionCheck]: { request: SuppressionCheckData; answer: SuppressionCheckResult };
-  [OutboxAccountRpc.SuppressionRemove]: { request: OutboxSuppressionData; answer: { removed: boolean; channel: string; value: string } };
+  [OutboxAccountRpc.SuppressionRemove]: { request: OutboxSuppressionData; answer: OutboxSuppressionRemoveResult };
+  [OutboxAccountRpc.SuppressionList]: { request: OutboxSuppressionListData; answer: OutboxSuppressionPage };
   [OutboxRpc.WhatsAppStatuses]: { request: WhatsAppStatusBatch; answer: { stored: number; outcomes: { id: string; status: string; outcome: string }[] } };
   [OutboxRpc.WhatsAppWebhookErrors]: { request: WhatsAppWebhookErrorBatch; answer: { stored: number; paused_until: string | null } };
   [OutreachRpc.ActionApprove]: { request: ActionApproveData; answer: ActionView };

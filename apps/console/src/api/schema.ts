@@ -1672,14 +1672,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
-        post?: never;
         /**
-         * Remove an address from the do-not-contact list (admin)
+         * Search the do-not-contact list, newest first (cursor) (admin)
          * @description **Scopes:** `admin`
          *
          *     **Key created by an admin** (checked on every call: the creator must still be an active admin).
+         *
+         *     `q` matches part of the value or of its note, any case. A cursor replayed with another q or channel answers 422 `invalid_cursor`.
+         */
+        get: operations["SuppressionsController_list"];
+        put?: never;
+        /**
+         * Put an address on the do-not-contact list (admin)
+         * @description **Scopes:** `admin`
+         *
+         *     **Key created by an admin** (checked on every call: the creator must still be an active admin).
+         *
+         *     Keyed as the senders key it (an email lower-cased, a phone as digits); its queued sends that have not started are cancelled at once. A value already on the list answers `created: false` and keeps its first note. A value that is no address of its channel answers 400 `invalid_recipient`.
+         */
+        post: operations["SuppressionsController_add"];
+        /**
+         * Remove an address from the do-not-contact list, with a note (admin)
+         * @description **Scopes:** `admin`
+         *
+         *     **Key created by an admin** (checked on every call: the creator must still be an active admin).
+         *
+         *     The removal is recorded with the note and the member. Sends cancelled while it was on the list stay cancelled.
          */
         delete: operations["SuppressionsController_remove"];
         options?: never;
@@ -1905,6 +1923,20 @@ export interface components {
             status: "pending_approval" | "approved" | "sending" | "executed" | "rejected" | "invalidated" | "failed";
             /** @enum {string} */
             type: "email" | "linkedin_connection" | "linkedin_message";
+        };
+        AddSuppressionDto: {
+            /** @enum {string} */
+            channel: "whatsapp" | "email" | "linkedin";
+            /**
+             * @description Why (kept with the row)
+             * @example Asked by phone not to be contacted
+             */
+            note?: string;
+            /**
+             * @description The phone number, email address or LinkedIn member id / profile URL
+             * @example ana@example.com
+             */
+            value: string;
         };
         AgentDetailDto: {
             /** @example 2026-09-25T13:00:00.000Z */
@@ -4313,6 +4345,11 @@ export interface components {
             /** @enum {string} */
             channel: "whatsapp" | "email" | "linkedin";
             /**
+             * @description Why the address may be contacted again (kept with the removal)
+             * @example She wrote asking to hear from us again
+             */
+            note: string;
+            /**
              * @description The phone number, email address or LinkedIn member id / profile URL
              * @example ana@example.com
              */
@@ -4604,6 +4641,65 @@ export interface components {
              */
             api_key: string;
         };
+        SuppressionAddedDto: {
+            /**
+             * @description Queued sends to it that were cancelled
+             * @example []
+             */
+            cancelled_entry_ids: string[];
+            /**
+             * @example email
+             * @enum {string}
+             */
+            channel: "whatsapp" | "email" | "linkedin";
+            /**
+             * @description false when it was on the list already (nothing changes, the first note stays)
+             * @example true
+             */
+            created: boolean;
+            /**
+             * @description The value as the list keys it
+             * @example ana@example.com
+             */
+            value: string;
+        };
+        SuppressionDto: {
+            /**
+             * @description `member:<id>` when a person added it; null when code did
+             * @example member:00000002-1a2b-4c3d-8e4f-000000000002
+             */
+            added_by: string | null;
+            /**
+             * @example email
+             * @enum {string}
+             */
+            channel: "whatsapp" | "email" | "linkedin";
+            /**
+             * Format: date-time
+             * @example 2026-03-02T14:05:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: uuid
+             * @example 00000001-1a2b-4c3d-8e4f-000000000001
+             */
+            id: string;
+            /** @example Asked by phone not to be contacted */
+            note: string | null;
+            /**
+             * @description opt_out, unsubscribed, bounced (code), manual (a person)
+             * @example manual
+             */
+            reason: string | null;
+            /**
+             * @description The value as the list keys it (an email lower-cased, a phone as digits)
+             * @example ana@example.com
+             */
+            value: string;
+        };
+        SuppressionPageDto: components["schemas"]["ListEnvelope"] & {
+            items: components["schemas"]["SuppressionDto"][];
+        };
         SuppressionRemovedDto: {
             /**
              * @example email
@@ -4611,10 +4707,21 @@ export interface components {
              */
             channel: "whatsapp" | "email" | "linkedin";
             /**
+             * @description The note kept with the removal; null when nothing was removed
+             * @example She wrote asking to hear from us again
+             */
+            note: string | null;
+            /**
              * @description false when the value was not on the list
              * @example true
              */
             removed: boolean;
+            /**
+             * Format: date-time
+             * @description null when nothing was removed
+             * @example 2026-03-02T14:05:00.000Z
+             */
+            removed_at: string | null;
             /**
              * @description The value as the list keys it (an email lower-cased, a phone as digits)
              * @example ana@example.com
@@ -4812,6 +4919,7 @@ export interface components {
     pathItems: never;
 }
 export type SchemaActionDto = components['schemas']['ActionDto'];
+export type SchemaAddSuppressionDto = components['schemas']['AddSuppressionDto'];
 export type SchemaAgentDetailDto = components['schemas']['AgentDetailDto'];
 export type SchemaAgentDetailEnvelopeDto = components['schemas']['AgentDetailEnvelopeDto'];
 export type SchemaAgentDto = components['schemas']['AgentDto'];
@@ -4965,6 +5073,9 @@ export type SchemaSessionDto = components['schemas']['SessionDto'];
 export type SchemaSetEntitlementDto = components['schemas']['SetEntitlementDto'];
 export type SchemaSetFlowStatusDto = components['schemas']['SetFlowStatusDto'];
 export type SchemaSignInDto = components['schemas']['SignInDto'];
+export type SchemaSuppressionAddedDto = components['schemas']['SuppressionAddedDto'];
+export type SchemaSuppressionDto = components['schemas']['SuppressionDto'];
+export type SchemaSuppressionPageDto = components['schemas']['SuppressionPageDto'];
 export type SchemaSuppressionRemovedDto = components['schemas']['SuppressionRemovedDto'];
 export type SchemaTagsDto = components['schemas']['TagsDto'];
 export type SchemaTemplateContentDto = components['schemas']['TemplateContentDto'];
@@ -11483,6 +11594,145 @@ export interface operations {
             };
             /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SuppressionsController_list: {
+        parameters: {
+            query?: {
+                channel?: "whatsapp" | "email" | "linkedin";
+                /** @description next_cursor of the previous page (of the same q and channel) */
+                cursor?: string;
+                limit?: number;
+                /** @description Part of the value or of its note, any case; phone punctuation is ignored (`+55 11 9876` finds 5511987654321) */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionPageDto"];
+                };
+            };
+            /** @description `invalid_json` (malformed body) or `validation_failed` (details name each field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description the request is well-formed but breaks a rule of the resource */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `service_unavailable`: the owning service did not answer within its deadline */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    SuppressionsController_add: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddSuppressionDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionAddedDto"];
+                };
+            };
+            /** @description `invalid_json` (malformed body) or `validation_failed` (details name each field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description the request is well-formed but breaks a rule of the resource */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `service_unavailable`: the owning service did not answer within its deadline */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

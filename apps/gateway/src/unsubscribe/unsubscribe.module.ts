@@ -6,7 +6,7 @@ import { UnsubscribeController } from './unsubscribe.controller.js';
 
 /**
  * `GET|POST /nylas/email/unsubscribe`: the signed unsubscribe link and RFC 8058 one-click; and
- * `DELETE /suppressions`: an admin removes a do-not-contact row.
+ * `GET|POST|DELETE /suppressions`: an admin searches the do-not-contact list, adds a row, removes one with a note.
  */
 @Module({ controllers: [UnsubscribeController, SuppressionsController] })
 export class UnsubscribeModule implements OnModuleInit {

@@ -14,6 +14,9 @@ import {
   type SuppressionCheckData,
   type SuppressionCheckResult,
   type OutboxSuppressionAddResult,
+  type OutboxSuppressionListData,
+  type OutboxSuppressionPage,
+  type OutboxSuppressionRemoveResult,
 } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { OnRpc } from '@touchpoint/runtime';
@@ -67,9 +70,14 @@ export class ProviderAccountsController {
 
   /** @throws AppError validation_failed, invalid_recipient */
   @OnRpc(OutboxAccountRpc.SuppressionRemove)
-  async removeSuppression(@Payload() data: OutboxSuppressionData): Promise<{ removed: boolean; channel: string; value: string }> {
-    const { value, removed } = await this.suppressionList.remove(data);
-    return { removed, channel: data.channel, value };
+  removeSuppression(@Payload() data: OutboxSuppressionData): Promise<OutboxSuppressionRemoveResult> {
+    return this.suppressionList.remove(data);
+  }
+
+  /** @throws AppError validation_failed, invalid_cursor */
+  @OnRpc(OutboxAccountRpc.SuppressionList)
+  listSuppressions(@Payload() data: OutboxSuppressionListData): Promise<OutboxSuppressionPage> {
+    return this.suppressionList.list(data);
   }
 
   /** @throws AppError validation_failed, invalid_recipient */

@@ -5,6 +5,7 @@ import { CreateProspectCapAndAccounts1765100000000 } from './1765100000000-Creat
 import { CreateLinkedinRelations1765100000001 } from './1765100000001-CreateLinkedinRelations.js';
 import { IndexPendingByRecipient1765300000000 } from './1765300000000-IndexPendingByRecipient.js';
 import { AddMetaFidelity1796130561208602 } from './1796130561208602-AddMetaFidelity.js';
+import { RecordSuppressionNotes1796172528645801 } from './1796172528645801-RecordSuppressionNotes.js';
 
 /** Entities of the outbox-dispatcher schema (explicit list: ESM has no globs). SQL lives in repositories. */
 export const OutboxDispatcherEntities: (ObjectType<unknown> | EntitySchema<unknown>)[] = [];
@@ -17,4 +18,5 @@ export const OutboxDispatcherMigrations: (new () => MigrationInterface)[] = [
   CreateLinkedinRelations1765100000001,
   IndexPendingByRecipient1765300000000,
   AddMetaFidelity1796130561208602,
+  RecordSuppressionNotes1796172528645801,
 ];

@@ -1,29 +1,83 @@
 import { Injectable } from '@nestjs/common';
-import { type Queryable, rowsOf, type Tx } from '@touchpoint/database';
+import { cursorAtSql, type CursorPosition, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 import type { EntryRow } from '../drain/outbox.repository.js';
 
 /** Why a suppressed entry is cancelled, as its row and its event say it. */
 export const SUPPRESSED_CODE = 'suppressed';
 const SUPPRESSED_MESSAGE = 'the recipient was put on the suppression list before the attempt started';
 
+/** A `contact_suppressions` row as the list reads it, with its keyset position. */
+export interface SuppressionRow {
+  public_id: string;
+  channel: string;
+  value: string;
+  reason: string | null;
+  note: string | null;
+  added_by: string | null;
+  created_at: Date;
+  /** `created_at` to the microsecond (the cursor's position). */
+  cursor_at: string;
+}
+
+/** Who added a row by hand and why (code adds with neither). */
+export interface SuppressionAuthor {
+  note: string | null;
+  addedBy: string | null;
+}
+
 /** Every SQL statement of the do-not-contact list (`contact_suppressions`). */
 @Injectable()
 export class SuppressionsRepository {
-  /** Inserts the row; false when the value was on the list already (a repeat is a no-op). */
-  async add(tx: Tx, organizationId: string, channel: string, value: string, reason: string | null, now: Date): Promise<boolean> {
+  /** Inserts the row; false when the value was on the list already (a repeat is a no-op: the first note stays). */
+  async add(tx: Tx, organizationId: string, channel: string, value: string, reason: string | null, now: Date, author: SuppressionAuthor = { note: null, addedBy: null }): Promise<boolean> {
     const rows = await rowsOf(
       tx,
-      `INSERT INTO contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, $2, $3, $4, $5)
+      `INSERT INTO contact_suppressions (organization_id, channel, value, reason, created_at, note, added_by) VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (organization_id, channel, value) DO NOTHING RETURNING value`,
-      [organizationId, channel, value, reason, now],
+      [organizationId, channel, value, reason, now, author.note, author.addedBy],
     );
     return rows.length === 1;
   }
 
-  /** Deletes the row; false when the value was not on the list (nothing deleted). */
-  async remove(tx: Tx, organizationId: string, channel: string, value: string): Promise<boolean> {
-    const rows = await rowsOf(tx, `DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3 RETURNING value`, [organizationId, channel, value]);
-    return rows.length === 1;
+  /**
+   * Deletes the row and records its removal (the row's own facts, the remover's note and who) in
+   * one statement, so a removal is never left unrecorded; null when the value was not on the list
+   * (nothing deleted, nothing recorded).
+   */
+  async remove(tx: Tx, organizationId: string, channel: string, value: string, now: Date, removal: { note: string | null; removedBy: string | null } = { note: null, removedBy: null }): Promise<{ removed_at: Date } | null> {
+    const rows = await rowsOf<{ removed_at: Date }>(
+      tx,
+      `WITH gone AS (
+         DELETE FROM contact_suppressions WHERE organization_id = $1 AND channel = $2 AND value = $3
+         RETURNING organization_id, channel, value, reason, note, added_by, created_at
+       )
+       INSERT INTO contact_suppression_removals (organization_id, channel, value, reason, added_note, added_by, added_at, note, removed_by, removed_at)
+       SELECT organization_id, channel, value, reason, note, added_by, created_at, $4, $5, $6 FROM gone
+       RETURNING removed_at`,
+      [organizationId, channel, value, removal.note, removal.removedBy, now],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * One page of the organization's list, newest first (`created_at`, then `public_id`, both
+   * descending, which the page index serves), after the keyset position `after`. `contains`
+   * matches part of the value or of the note, any case (`ILIKE`; its wildcards are escaped).
+   */
+  async page(db: Queryable, organizationId: string, filter: { contains?: string; channel?: string }, limit: number, after: CursorPosition | null): Promise<SuppressionRow[]> {
+    const pattern = filter.contains ? `%${filter.contains.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+    return rowsOf<SuppressionRow>(
+      db,
+      `SELECT public_id, channel, value, reason, note, added_by, created_at, ${cursorAtSql('created_at')} AS cursor_at
+         FROM contact_suppressions
+        WHERE organization_id = $1
+          AND ($2::text IS NULL OR channel = $2)
+          AND ($3::text IS NULL OR value ILIKE $3 OR note ILIKE $3)
+          AND ($4::timestamptz IS NULL OR (created_at, public_id) < ($4::timestamptz, $5::uuid))
+        ORDER BY created_at DESC, public_id DESC
+        LIMIT $6`,
+      [organizationId, filter.channel ?? null, pattern, after?.createdAt ?? null, after?.id ?? null, limit],
+    );
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { OUTBOX_CHANNELS, OutboxEvents, type OutboxSuppressionData, type SuppressionCheckData, type SuppressionCheckResult } from '@touchpoint/contracts';
-import { poolOf, type Tx } from '@touchpoint/database';
+import { OUTBOX_CHANNELS, OutboxEvents, type OutboxSuppressionData, type OutboxSuppressionListData, type OutboxSuppressionPage, type OutboxSuppressionRemoveResult, type SuppressionCheckData, type SuppressionCheckResult } from '@touchpoint/contracts';
+import { decodeCursor, encodeCursor, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -11,6 +11,12 @@ import { SuppressionsRepository } from './suppressions.repository.js';
 
 /** Most values one suppression check reads (ours). */
 const MAX_CHECK_VALUES = 500;
+/** Rows of one page of the list: default and most (ours; the console shows one page at a time). */
+export const SUPPRESSION_PAGE_DEFAULT = 50;
+export const SUPPRESSION_PAGE_MAX = 200;
+/** Longest search text and note, characters (ours). */
+const MAX_QUERY_LENGTH = 320;
+const MAX_NOTE_LENGTH = 1000;
 
 /** What adding a suppression did. */
 export interface SuppressionAdded {
@@ -68,7 +74,7 @@ export class SuppressionsService {
     const { organizationId, channel, value } = this.keyOf(data);
     const work = async (t: Tx): Promise<SuppressionAdded> => {
       const now = this.clock.now();
-      const created = await this.repository.add(t, organizationId, channel, value, data.reason ?? null, now);
+      const created = await this.repository.add(t, organizationId, channel, value, data.reason ?? null, now, { note: noteOf(data), addedBy: data.actor ?? null });
       const cancelled = await this.repository.cancelPendingTo(t, organizationId, channel, value, now);
       for (const row of cancelled) await t.publish(entryEvent(OutboxEvents.EntryCancelled, row, { reason: 'suppressed' }));
       if (created || cancelled.length) {
@@ -80,17 +86,46 @@ export class SuppressionsService {
   }
 
   /**
-   * Takes `value` off the list (seed 003 §5: never code, a person asks for it). Sends cancelled
-   * while it was on the list stay cancelled. `removed` is false when the value was not on the list.
-   * @throws AppError validation_failed, invalid_recipient
+   * Takes `value` off the list (seed 003 §5: never code, a person asks for it) and records the
+   * removal with `data.note` and `data.actor` (`contact_suppression_removals`). Sends cancelled
+   * while it was on the list stay cancelled. `removed` is false when the value was not on the list
+   * (then nothing is recorded).
+   * @throws AppError validation_failed (organization, channel, a note over 1000 characters), invalid_recipient
    */
-  async remove(data: OutboxSuppressionData, tx?: Tx): Promise<{ value: string; removed: boolean }> {
+  async remove(data: OutboxSuppressionData, tx?: Tx): Promise<OutboxSuppressionRemoveResult> {
     const { organizationId, channel, value } = this.keyOf(data);
-    const work = async (t: Tx) => {
-      const removed = await this.repository.remove(t, organizationId, channel, value);
-      return { value, removed };
+    const note = noteOf(data);
+    const work = async (t: Tx): Promise<OutboxSuppressionRemoveResult> => {
+      const gone = await this.repository.remove(t, organizationId, channel, value, this.clock.now(), { note, removedBy: data.actor ?? null });
+      if (gone) this.logger.info({ event: 'outbox.suppression_removed', organization_id: organizationId, channel, actor: data.actor ?? null }, 'address taken off the do-not-contact list');
+      return { removed: gone !== null, channel, value, note: gone ? note : null, removed_at: gone ? new Date(gone.removed_at).toISOString() : null };
     };
     return tx ? work(tx) : this.uow.run(work);
+  }
+
+  /**
+   * One page of the organization's list, newest first. `q` matches part of the value or of its
+   * note, any case; a `q` made of digits and phone punctuation (`+55 (11) 98765-4321`) is searched
+   * as its digits, since phone numbers are keyed as digits.
+   * @throws AppError validation_failed (limit not 1..200, q over 320 characters, unknown channel), invalid_cursor (not ours, or issued for another q/channel/organization)
+   */
+  async list(data: OutboxSuppressionListData): Promise<OutboxSuppressionPage> {
+    const limit = data?.limit ?? SUPPRESSION_PAGE_DEFAULT;
+    if (typeof data?.organization_id !== 'string' || data.organization_id === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required');
+    if (!Number.isInteger(limit) || limit < 1 || limit > SUPPRESSION_PAGE_MAX) throw new AppError(ErrorCode.ValidationFailed, `limit must be an integer from 1 to ${SUPPRESSION_PAGE_MAX}`, { field: 'limit' });
+    if (data.channel !== undefined && !OUTBOX_CHANNELS.includes(data.channel)) throw new AppError(ErrorCode.ValidationFailed, 'channel must be whatsapp, email or linkedin', { field: 'channel' });
+    const raw = typeof data.q === 'string' ? data.q.trim() : '';
+    if (raw.length > MAX_QUERY_LENGTH) throw new AppError(ErrorCode.ValidationFailed, `q must be at most ${MAX_QUERY_LENGTH} characters`, { field: 'q' });
+    const contains = /^[\d\s+().-]+$/.test(raw) && /\d/.test(raw) ? raw.replace(/\D/g, '') : raw;
+    const filters = { organization_id: data.organization_id, q: contains || null, channel: data.channel ?? null };
+    const after = typeof data.cursor === 'string' && data.cursor !== '' ? decodeCursor(data.cursor, filters) : null;
+    const rows = await this.repository.page(poolOf(this.uow.dataSource), data.organization_id, { contains: contains || undefined, channel: data.channel }, limit + 1, after);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map((r) => ({ id: r.public_id, channel: r.channel as OutboxSuppressionData['channel'], value: r.value, reason: r.reason, note: r.note, added_by: r.added_by, created_at: new Date(r.created_at).toISOString() })),
+      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.public_id }, filters) : null,
+    };
   }
 
   private keyOf(data: OutboxSuppressionData): { organizationId: string; channel: OutboxSuppressionData['channel']; value: string } {
@@ -102,4 +137,11 @@ export class SuppressionsService {
     if (!value) throw new AppError(ErrorCode.InvalidRecipient, 'value is not an address of this channel');
     return { organizationId: data.organization_id, channel: data.channel, value };
   }
+}
+
+/** The note, trimmed (empty: none). @throws AppError validation_failed when over 1000 characters */
+function noteOf(data: OutboxSuppressionData): string | null {
+  const note = typeof data?.note === 'string' ? data.note.trim() : '';
+  if (note.length > MAX_NOTE_LENGTH) throw new AppError(ErrorCode.ValidationFailed, `note must be at most ${MAX_NOTE_LENGTH} characters`, { field: 'note' });
+  return note === '' ? null : note;
 }

@@ -32,7 +32,7 @@ class FakeSuppressions {
           this.pending.delete(key);
           return rows;
         },
-        remove: async (_tx, org, channel, value) => this.listed.delete(`${org}|${channel}|${value}`),
+        remove: async (_tx, org, channel, value, now) => (this.listed.delete(`${org}|${channel}|${value}`) ? { removed_at: now } : null),
       },
       'SuppressionsRepository',
     );
@@ -150,12 +150,12 @@ describe(SuppressionsService.name, () => {
   describe('remove', () => {
     it('takes the value off the list, keyed like add', async () => {
       await sut.add(suppression({}));
-      expect(await sut.remove(suppression({ value: 'SARAH@acme.example' }))).toEqual({ value: 'sarah@acme.example', removed: true });
+      expect(await sut.remove(suppression({ value: 'SARAH@acme.example' }))).toEqual({ value: 'sarah@acme.example', channel: 'email', removed: true, note: null, removed_at: NOW.toISOString() });
       expect(store.listed.size).toBe(0);
     });
 
     it('says removed: false for a value that was not on the list', async () => {
-      expect(await sut.remove(suppression({ value: 'never@acme.example' }))).toEqual({ value: 'never@acme.example', removed: false });
+      expect(await sut.remove(suppression({ value: 'never@acme.example' }))).toEqual({ value: 'never@acme.example', channel: 'email', removed: false, note: null, removed_at: null });
     });
   });
 });
