@@ -25,7 +25,9 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test'],
-  testMatch: ['**/?(*.)+(spec|e2e-spec).ts'],
+  // `*.browser-spec.ts`: the operator console in headless Chromium (test/console); `npm run
+  // test:console` runs only those.
+  testMatch: ['**/?(*.)+(spec|e2e-spec|browser-spec).ts'],
   globalSetup: '<rootDir>/test/global-setup.js',
   testTimeout: 60000,
   // The suite runs one file at a time on 2 cores. In band, every file's ES modules stay in the one
