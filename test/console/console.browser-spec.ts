@@ -263,6 +263,39 @@ describe('operator console (browser)', () => {
     await expectAccessible('followups-queue');
   }, 150_000);
 
+  it('the do-not-contact list: an address added from the page is found by search and removed with a note', async () => {
+    const address = `dnc.${randomUUID().slice(0, 8)}@prospect.example`;
+    const note = 'She wrote back asking to hear about the offer';
+    const listed = async () => ok('GET /suppressions', await gateway.get(`/suppressions?q=${encodeURIComponent(address)}`), 200).items as Array<{ id: string; channel: string; value: string; reason: string; note: string | null }>;
+    await page.getByRole('link', { name: 'Do not contact' }).click();
+    await page.getByRole('heading', { name: 'Do not contact' }).waitFor();
+    await page.getByLabel('Channel', { exact: true }).selectOption('email');
+    await page.getByLabel('Address (email, phone number or LinkedIn id)').fill(address.toUpperCase());
+    await page.getByLabel('Note (optional: why)').fill('Asked on the phone not to be emailed');
+    await page.getByRole('button', { name: 'Add to the list' }).click();
+    await page.getByText(`${address} is on the list.`).waitFor();
+    const [added] = await listed();
+    expect(added).toEqual(expect.objectContaining({ channel: 'email', value: address, reason: 'manual', note: 'Asked on the phone not to be emailed' }));
+
+    await page.getByLabel('Search addresses and notes').fill(address.split('@')[0]!.toUpperCase());
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const rows = page.locator('tr[data-suppression-id]');
+    await until(async () => (await rows.count()) === 1 || undefined, 15_000);
+    await expect(rows.getAttribute('data-suppression-id')).resolves.toBe(added!.id);
+    await expectAccessible('do-not-contact');
+
+    const row = page.locator(`tr[data-suppression-id="${added!.id}"]`);
+    await row.getByRole('button', { name: `Remove ${address}` }).click();
+    await page.getByLabel(`Why may ${address} be contacted again?`).fill(note);
+    const answer = page.waitForResponse((r) => new URL(r.url()).pathname === '/suppressions' && r.request().method() === 'DELETE');
+    await page.getByRole('button', { name: 'Remove from the list' }).click();
+    const removed = await answer;
+    expect({ status: removed.status(), body: await removed.json() }).toEqual({ status: 200, body: expect.objectContaining({ removed: true, channel: 'email', value: address, note }) });
+    await row.waitFor({ state: 'detached' });
+    await page.getByText(`${address} may be contacted again on Email.`).waitFor();
+    await expect(listed()).resolves.toEqual([]);
+  });
+
   it('sign-out ends the session: the API refuses the old cookie and the page asks for the key again', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Your API key').waitFor();

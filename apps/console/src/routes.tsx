@@ -3,6 +3,7 @@ import type { Session } from './api/session';
 import { AmbiguousSendsPage } from './pages/ambiguous-sends';
 import { CampaignPage } from './pages/campaign';
 import { CampaignsPage } from './pages/campaigns';
+import { DoNotContactPage } from './pages/do-not-contact';
 import { FollowupsQueuePage } from './pages/followups-queue';
 import { NotFoundPage } from './pages/not-found';
 import { ReviewPage } from './pages/review';
@@ -33,6 +34,7 @@ export const ROUTES: Route[] = [
   { path: '/campaigns/:campaign_id', page: CampaignPage, section: '/campaigns' },
   { path: '/followups/queue', page: FollowupsQueuePage, section: '/followups/queue' },
   { path: '/operations/ambiguous', page: AmbiguousSendsPage, section: '/operations/ambiguous' },
+  { path: '/operations/do-not-contact', page: DoNotContactPage, section: '/operations/do-not-contact' },
   { path: '/operations/services', page: ServicesPage, section: '/operations/services' },
 ];
 
@@ -50,6 +52,7 @@ export const NAV: Array<{ title: string; items: Array<{ to: string; label: strin
     title: 'Operations',
     items: [
       { to: '/operations/ambiguous', label: 'Ambiguous sends' },
+      { to: '/operations/do-not-contact', label: 'Do not contact' },
       { to: '/operations/services', label: 'Services' },
     ],
   },

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useId, useState } from 'react';
 import { api, type ApiError, errorOf, type Schemas } from '../api/client';
 import { formatTime } from '../text';
+import { ErrorMessage, LoadState } from '../load-state';
 
 /**
  * Sends whose outcome is unknown (DESIGN §5 rule 1: never retried blindly): each with its evidence
@@ -28,12 +29,7 @@ export function AmbiguousSendsPage() {
       <div aria-live="polite" className="notice">
         {notice}
       </div>
-      {error ? (
-        <p role="alert" className="error">
-          <code>{error.code}</code> {error.message}
-        </p>
-      ) : null}
-      {entries === null && !error ? <p>Loading…</p> : null}
+      <LoadState loading={entries === null} error={error} />
       {entries && entries.length === 0 ? <p className="empty">No send is waiting for a decision.</p> : null}
       <div className="cards">
         {entries?.map((entry) => (
@@ -106,11 +102,7 @@ function AmbiguousEntry({ entry, onResolved }: { entry: Schemas['AmbiguousSendDt
         </fieldset>
         <label htmlFor={`${id}-note`}>Note (how you know)</label>
         <textarea id={`${id}-note`} rows={2} required value={note} onChange={(e) => setNote(e.target.value)} />
-        {error ? (
-          <p role="alert" className="error">
-            <code>{error.code}</code> {error.message}
-          </p>
-        ) : null}
+        {error ? <ErrorMessage error={error} /> : null}
         <button type="submit" className="primary" disabled={busy || note.trim() === ''}>
           Resolve
         </button>

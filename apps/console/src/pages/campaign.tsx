@@ -4,6 +4,7 @@ import { EnrollmentDrawer } from '../enrollments/enrollment-drawer';
 import type { PageProps } from '../routes';
 import { Link, navigate, withQuery } from '../router';
 import { formatTime } from '../text';
+import { LoadState } from '../load-state';
 
 /** One campaign and its enrollments; each opens the enrollment drawer (`?enrollment=<id>`). */
 export function CampaignPage({ params, location }: PageProps) {
@@ -41,13 +42,8 @@ export function CampaignPage({ params, location }: PageProps) {
           <span className={`status status-${campaign.status}`}>{campaign.status}</span> · goal: {campaign.goal} · up to {campaign.max_touches} touches · {campaign.allowed_channels.join(', ')}
         </p>
       ) : null}
-      {error ? (
-        <p role="alert" className="error">
-          <code>{error.code}</code> {error.message}
-        </p>
-      ) : null}
+      <LoadState loading={enrollments === null} error={error} />
       <h2>Enrollments</h2>
-      {enrollments === null ? <p>Loading…</p> : null}
       {enrollments && enrollments.length === 0 ? <p className="empty">Nobody is enrolled yet.</p> : null}
       {enrollments && enrollments.length > 0 ? (
         <table>

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { api, type ApiError, errorOf, type Schemas } from '../api/client';
 import { Link } from '../router';
 import { formatTime } from '../text';
+import { LoadState } from '../load-state';
 
 type CampaignMove = 'pause' | 'resume' | 'archive';
 
@@ -61,12 +62,7 @@ export function CampaignsPage() {
           Outreach is stopped for the organization since {formatTime(stoppedAt)}: no decision, no send.
         </p>
       ) : null}
-      {error ? (
-        <p role="alert" className="error">
-          <code>{error.code}</code> {error.message}
-        </p>
-      ) : null}
-      {campaigns === null ? <p>Loading…</p> : null}
+      <LoadState loading={campaigns === null} error={error} />
       {campaigns && campaigns.length === 0 ? <p className="empty">No campaign yet. Create one with POST /agentic/outreach/campaigns.</p> : null}
       {campaigns && campaigns.length > 0 ? (
         <table>

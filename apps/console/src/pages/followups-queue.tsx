@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { api, type ApiError, errorOf, type Schemas } from '../api/client';
 import type { PageProps } from '../routes';
 import { formatTime } from '../text';
+import { LoadState } from '../load-state';
 
 /**
  * The unified follow-up queue (`GET /ai/followups/queue`, seed 002): every enrollment and one-off
@@ -32,12 +33,7 @@ export function FollowupsQueuePage({ session }: PageProps) {
   return (
     <section aria-labelledby="queue-title">
       <h1 id="queue-title">Follow-up queue</h1>
-      {error ? (
-        <p role="alert" className="error">
-          <code>{error.code}</code> {error.message}
-        </p>
-      ) : null}
-      {items === null && !error ? <p>Loading…</p> : null}
+      <LoadState loading={items === null} error={error} />
       {items && items.length === 0 ? <p className="empty">Nothing is scheduled.</p> : null}
       {items && items.length > 0 ? (
         <table>

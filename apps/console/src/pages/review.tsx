@@ -1,7 +1,8 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api, errorOf, type Schemas } from '../api/client';
+import { api, type ApiError, errorOf, type Schemas } from '../api/client';
 import { useQueueTotal } from '../badge';
 import { EnrollmentDrawer } from '../enrollments/enrollment-drawer';
+import { LoadState } from '../load-state';
 import { pruneEdits } from '../review/edits';
 import { type CardOutcome, ReviewCard } from '../review/review-card';
 import type { PageProps } from '../routes';
@@ -17,14 +18,14 @@ const QUEUE_LIMIT = 200;
 export function ReviewPage({ location }: PageProps) {
   const [queue, setQueue] = useState<Schemas['ReviewQueueDto'] | null>(null);
   const [stoppedAt, setStoppedAt] = useState<string | null>(null);
-  const [failure, setFailure] = useState<string | null>(null);
+  const [failure, setFailure] = useState<ApiError | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const badge = useQueueTotal();
 
   const load = useCallback(async () => {
     const [listed, settings] = await Promise.all([api.GET('/agentic/outreach/actions', { params: { query: { limit: QUEUE_LIMIT } } }), api.GET('/agentic/outreach/settings')]);
     if (!listed.data) {
-      setFailure(errorOf(listed.response, listed.error).message);
+      setFailure(errorOf(listed.response, listed.error));
       return;
     }
     setFailure(null);
@@ -64,12 +65,7 @@ export function ReviewPage({ location }: PageProps) {
       <div aria-live="polite" className="notice">
         {notice}
       </div>
-      {failure ? (
-        <p role="alert" className="error">
-          The queue could not be read: {failure}
-        </p>
-      ) : null}
-      {queue === null ? <p>Loading…</p> : null}
+      <LoadState loading={queue === null} error={failure} />
       {queue && queue.items.length === 0 ? <p className="empty">Nothing is waiting for review.</p> : null}
       {queue && queue.total > queue.items.length ? (
         <p className="help">

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, type ApiError, errorOf, type Schemas } from '../api/client';
+import { LoadState } from '../load-state';
 
 /** Each service of the platform and whether it answers the gateway now (`GET /system/services`). */
 export function ServicesPage() {
@@ -24,12 +25,7 @@ export function ServicesPage() {
           Check again
         </button>
       </div>
-      {error ? (
-        <p role="alert" className="error">
-          <code>{error.code}</code> {error.message}
-        </p>
-      ) : null}
-      {services === null && !error ? <p>Loading…</p> : null}
+      <LoadState loading={services === null} error={error} />
       {services ? (
         <table>
           <thead>

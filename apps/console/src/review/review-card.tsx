@@ -1,5 +1,6 @@
 import { useId, useState } from 'react';
 import { api, type ApiError, errorOf, type Schemas } from '../api/client';
+import { ErrorMessage } from '../load-state';
 import { cutText, formatAge } from '../text';
 import { clearEdit, type DraftText, editableFields, isEdited, loadEdit, saveEdit } from './edits';
 
@@ -148,11 +149,7 @@ export function ReviewCard({ card, outreachStopped, onDone, onOpenHistory }: { c
           </button>
         ) : null}
       </fieldset>
-      {error ? (
-        <p role="alert" className="error" data-testid="card-error">
-          <code>{error.code}</code> {error.message}
-        </p>
-      ) : null}
+      {error ? <ErrorMessage error={error} testId="card-error" /> : null}
       <div className="actions">
         <button type="button" className="primary" disabled={busy || approveBlocked !== null} aria-describedby={approveBlocked ? `${id}-blocked` : undefined} onClick={approve}>
           Approve
