@@ -32,6 +32,10 @@ class FakeSuppressions {
           this.pending.delete(key);
           return rows;
         },
+        page: async (_db, org, filter, limit) => {
+          this.calls.push(`page ${org} ${filter.contains ?? '-'} ${filter.channel ?? '-'} ${limit}`);
+          return [];
+        },
         remove: async (_tx, org, channel, value, now) => (this.listed.delete(`${org}|${channel}|${value}`) ? { removed_at: now } : null),
       },
       'SuppressionsRepository',
@@ -147,7 +151,38 @@ describe(SuppressionsService.name, () => {
     });
   });
 
+  describe('list', () => {
+    it.each([
+      ['a phone number with its punctuation, as its digits', '+55 (11) 91234-5678', '5511912345678'],
+      ['an email part, trimmed', '  Sarah@ ', 'Sarah@'],
+      ['a note word', 'phone', 'phone'],
+      ['nothing for a blank q', '   ', '-'],
+    ])('searches %s', async (_case, q, contains) => {
+      expect(await sut.list({ organization_id: 'org-1', q })).toEqual({ items: [], next_cursor: null });
+      expect(store.calls).toEqual([`page org-1 ${contains} - 51`]);
+    });
+
+    it.each([
+      ['no organization', 'validation_failed', { organization_id: '' }],
+      ['a limit of 0', 'validation_failed', { limit: 0 }],
+      ['a limit over 200', 'validation_failed', { limit: 201 }],
+      ['an unknown channel', 'validation_failed', { channel: 'fax' }],
+      ['a q over 320 characters', 'validation_failed', { q: 'x'.repeat(321) }],
+      ['a cursor that is not ours', 'invalid_cursor', { cursor: 'bm90LW91cnM' }],
+    ] as const)('refuses %s with %s', async (_case, code, over) => {
+      await expect(sut.list({ organization_id: 'org-1', ...(over as object) })).rejects.toMatchObject({ code });
+      expect(store.calls).toEqual([]);
+    });
+  });
+
   describe('remove', () => {
+    it('keeps the trimmed note with the removal, and refuses a note over 1000 characters', async () => {
+      await sut.add(suppression({}));
+      expect(await sut.remove(suppression({ note: '  She asked to hear from us again ', actor: 'member:m1' }))).toEqual(expect.objectContaining({ removed: true, note: 'She asked to hear from us again' }));
+      expect(logger.events()).toContain('outbox.suppression_removed');
+      await expect(sut.remove(suppression({ note: 'x'.repeat(1001) }))).rejects.toMatchObject({ code: 'validation_failed' });
+    });
+
     it('takes the value off the list, keyed like add', async () => {
       await sut.add(suppression({}));
       expect(await sut.remove(suppression({ value: 'SARAH@acme.example' }))).toEqual({ value: 'sarah@acme.example', channel: 'email', removed: true, note: null, removed_at: NOW.toISOString() });
