@@ -114,7 +114,8 @@ describe('Follow-up effects: the list of sends awaiting a decision', () => {
   });
 
   it('refuses a missing or unlisted status, a bad limit, and another organization’s customer_id', async () => {
-    for (const query of [{}, { status: 'sent' }, { status: 'awaiting_decision', limit: 0 }, { status: 'awaiting_decision', limit: 101 }, { status: 'awaiting_decision', flow_id: 'not-a-uuid' }]) {
+    const refused: Array<Record<string, string | number>> = [{}, { status: 'sent' }, { status: 'awaiting_decision', limit: 0 }, { status: 'awaiting_decision', limit: 101 }, { status: 'awaiting_decision', flow_id: 'not-a-uuid' }];
+    for (const query of refused) {
       const answer = await list(admin, query);
       expect({ query, status: answer.status, code: answer.body.error?.code }).toEqual({ query, status: 400, code: 'validation_failed' });
     }
