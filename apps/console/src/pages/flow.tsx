@@ -46,6 +46,9 @@ export function FlowPage({ params, session }: PageProps) {
     setError(null);
     setNotice(null);
     const answer = await run();
+    // Reloaded before the outcome shows, so what it says matches the flow on the page (and the
+    // next change carries the new revision).
+    await load();
     setBusy(false);
     if (answer.response.ok) {
       setGraphErrors([]);
@@ -55,7 +58,6 @@ export function FlowPage({ params, session }: PageProps) {
       setError(failure);
       setGraphErrors(failure.code === 'invalid_graph' ? validationErrorsOf(failure.details) : []);
     }
-    await load();
   };
 
   const publish = (current: Schemas['FlowDto']) => change(() => api.POST('/ai/followup-flows/{id}/publish', { params: { path: { id: current.id } }, body: { customer_id, expected_revision: current.revision } }), 'The draft is published as a new version.');
