@@ -142,9 +142,13 @@ describe('operator console: follow-ups (browser)', () => {
     await expect(nodeCard('lembrete').getByText('unreachable_node').count()).resolves.toBe(0);
     expect(await versionsOf(draftFlowId)).toEqual([]);
     await expectAccessible('followups-flow-invalid');
+    // Nothing published: the API refuses to activate it, and the page says so.
+    await page.getByRole('button', { name: 'Activate' }).click();
+    await page.getByRole('alert').filter({ hasText: 'publish_required' }).waitFor();
+    expect((await flowOf(draftFlowId)).status).toBe('draft');
   });
 
-  it('the draft fixed on the page publishes as version 1, listed as current', async () => {
+  it('the draft fixed on the page publishes as version 1, listed as current, and the flow is then activated', async () => {
     await page.getByText('Edit the draft as JSON').click();
     await page.getByLabel('Draft graph (JSON)').fill(JSON.stringify(graphOf(TEMPLATE.name), null, 2));
     await page.getByRole('button', { name: 'Save draft' }).click();
@@ -158,6 +162,10 @@ describe('operator console: follow-ups (browser)', () => {
     await expect(page.getByRole('alert').count()).resolves.toBe(0);
     await expect(page.locator('.node-invalid').count()).resolves.toBe(0);
     expect((await flowOf(draftFlowId)).published_version_id).toBe(v1!.id);
+    await page.getByRole('button', { name: 'Activate' }).click();
+    await page.getByText('The flow is active.').waitFor();
+    await page.getByRole('button', { name: 'Pause' }).waitFor();
+    expect((await flowOf(draftFlowId)).status).toBe('active');
   });
 
   it('rolls back to an earlier version: it is published again as a new version that names its source', async () => {

@@ -11,7 +11,9 @@ type FlowEdge = Schemas['FlowEdgeDto'];
 /**
  * One follow-up flow (seed 002 "Fluxos"): its draft as a list of node cards, publish (a refused
  * publish shows each `invalid_graph` problem on the node it names), the draft's JSON to fix it,
- * its published versions with rollback to an earlier one, and its latest enrollments.
+ * its published versions with rollback to an earlier one, its status (activate, pause, archive:
+ * activating needs a published version, else the API answers 422 `publish_required`), and its
+ * latest enrollments.
  */
 export function FlowPage({ params, session }: PageProps) {
   const flowId = params.flow_id!;
@@ -63,6 +65,10 @@ export function FlowPage({ params, session }: PageProps) {
   const publish = (current: Schemas['FlowDto']) => change(() => api.POST('/ai/followup-flows/{id}/publish', { params: { path: { id: current.id } }, body: { customer_id, expected_revision: current.revision } }), 'The draft is published as a new version.');
   const rollback = (current: Schemas['FlowDto'], version: Schemas['FlowVersionDto']) =>
     change(() => api.POST('/ai/followup-flows/{id}/rollback', { params: { path: { id: current.id } }, body: { customer_id, expected_revision: current.revision, version_id: version.id } }), `Version ${version.version} is published again.`);
+  const setStatus = (current: Schemas['FlowDto'], status: 'active' | 'paused' | 'archived') => {
+    if (status === 'archived' && !window.confirm(`Archive "${current.name}"? Its live enrollments are cancelled and it takes no new one.`)) return;
+    return change(() => api.PATCH('/ai/followup-flows/{id}', { params: { path: { id: current.id } }, body: { customer_id, expected_revision: current.revision, status } }), `The flow is ${status}.`);
+  };
   const saveDraft = (current: Schemas['FlowDto'], graph: Schemas['FlowGraphDto']) =>
     change(() => api.PUT('/ai/followup-flows/{id}', { params: { path: { id: current.id } }, body: { customer_id, expected_revision: current.revision, name: current.name, graph, settings: current.settings } }), 'The draft is saved.');
 
@@ -81,9 +87,26 @@ export function FlowPage({ params, session }: PageProps) {
       <div className="page-head">
         <h1 id="flow-title">{flow?.name ?? 'Flow'}</h1>
         {flow ? (
-          <button type="button" className="primary" disabled={busy} onClick={() => void publish(flow)}>
-            Publish draft
-          </button>
+          <div className="actions">
+            {flow.status === 'draft' || flow.status === 'paused' ? (
+              <button type="button" disabled={busy} onClick={() => void setStatus(flow, 'active')}>
+                Activate
+              </button>
+            ) : null}
+            {flow.status === 'active' ? (
+              <button type="button" disabled={busy} onClick={() => void setStatus(flow, 'paused')}>
+                Pause
+              </button>
+            ) : null}
+            {flow.status !== 'archived' ? (
+              <button type="button" className="danger" disabled={busy} onClick={() => void setStatus(flow, 'archived')}>
+                Archive
+              </button>
+            ) : null}
+            <button type="button" className="primary" disabled={busy} onClick={() => void publish(flow)}>
+              Publish draft
+            </button>
+          </div>
         ) : null}
       </div>
       {flow ? (
