@@ -42,7 +42,9 @@ describe('Follow-up effects: the list of sends awaiting a decision', () => {
   let stranger: SeededKey;
   let org: string;
   const clock = new FixedClock(new Date('2026-10-06T13:00:00Z'));
-  const waiting: Array<{ effectId: string; enrollmentId: string; flowId: string; contactId: string }> = [];
+  const waiting: Array<{ effectId: string; enrollmentId: string; flowId: string; contactId: string; at: number }> = [];
+  /** The waiting sends in the order the list promises: oldest first, then by id (rows of one instant). */
+  let expected: string[];
   let flowA: string;
   let flowB: string;
 
@@ -50,16 +52,15 @@ describe('Follow-up effects: the list of sends awaiting a decision', () => {
   const decide = (effectId: string, key: SeededKey, approve: boolean) => http('POST', `/ai/followups/effects/${effectId}/decision`, { secret: key.secret, json: { customer_id: key.organizationId, approve } });
   const approvalFlow = (name: string, text: string) => anActiveFlow(flows, org, { name, ...aFlow({ steps: [textStep('a', text)], settings: { require_approval: true } }) });
 
-  /** Enrolls a contact in `flowId` and releases its send, which then waits for a decision. */
-  async function awaitingSend(flowId: string): Promise<void> {
+  /** Enrolls a contact in `flowId` and releases its send, which then waits for a decision; `tick` moves the clock on after it. */
+  async function awaitingSend(flowId: string, tick = true): Promise<void> {
     const contactId = await aContactWhoWrote(world, org, clock.now(), HOUR);
     const { enrollment } = await enrollments.create({ organization_id: org, flow_id: flowId, contact_id: contactId, operation_key: randomUUID() });
     expect(await release.releaseOne()).toBe('released');
     const [effect] = await world.sql<{ id: string; status: string }>(`SELECT id, status FROM "${world.schema('followups')}".effects WHERE enrollment_id = $1 AND kind = 'send'`, [enrollment.id]);
     expect(effect?.status).toBe('awaiting_decision');
-    waiting.push({ effectId: effect!.id, enrollmentId: enrollment.id, flowId, contactId });
-    // One effect a tick: the list's order is then the order of creation.
-    clock.advance(1000);
+    waiting.push({ effectId: effect!.id, enrollmentId: enrollment.id, flowId, contactId, at: clock.now().getTime() });
+    if (tick) clock.advance(1000);
   }
 
   beforeAll(async () => {
@@ -83,7 +84,10 @@ describe('Follow-up effects: the list of sends awaiting a decision', () => {
     flowB = await approvalFlow('Aprovação B', 'Seu pedido chegou bem?');
     await awaitingSend(flowA);
     await awaitingSend(flowB);
-    await awaitingSend(flowA);
+    // The last two are released at the same instant: their order is their ids'.
+    await awaitingSend(flowA, false);
+    await awaitingSend(flowB);
+    expected = [...waiting].sort((a, b) => a.at - b.at || (a.effectId < b.effectId ? -1 : 1)).map((w) => w.effectId);
   });
   afterAll(() => world.close());
 
@@ -92,21 +96,34 @@ describe('Follow-up effects: the list of sends awaiting a decision', () => {
     expect(answer.status).toBe(200);
     expect(answer.body.data.next_cursor).toBeNull();
     const items = answer.body.data.data as Listed[];
-    expect(items.map((i) => i.id)).toEqual(waiting.map((w) => w.effectId));
+    expect(items.map((i) => i.id)).toEqual(expected);
+    expect(expected.slice(0, 2)).toEqual([waiting[0]!.effectId, waiting[1]!.effectId]);
     expect(items[1]).toMatchObject({ kind: 'send', status: 'awaiting_decision', text: 'Seu pedido chegou bem?', enrollment_id: waiting[1]!.enrollmentId, flow_id: flowB, flow_name: 'Aprovação B', contact_id: waiting[1]!.contactId });
   });
 
   it('pages with the cursor without repeating or skipping a send, and filters by flow', async () => {
-    const first = await list(admin, { status: 'awaiting_decision', limit: 2 });
-    expect((first.body.data.data as Listed[]).map((i) => i.id)).toEqual(waiting.slice(0, 2).map((w) => w.effectId));
+    // One a page: the boundary falls between the two sends of one instant too.
+    const walked: string[] = [];
+    let next: string | null = null;
+    do {
+      const answer = await list(admin, { status: 'awaiting_decision', limit: 1, ...(next ? { cursor: next } : {}) });
+      expect(answer.status).toBe(200);
+      walked.push(...(answer.body.data.data as Listed[]).map((i) => i.id));
+      next = answer.body.data.next_cursor;
+    } while (next && walked.length <= waiting.length);
+    expect(walked).toEqual(expected);
+
+    const first = await list(admin, { status: 'awaiting_decision', limit: 3 });
+    expect((first.body.data.data as Listed[]).map((i) => i.id)).toEqual(expected.slice(0, 3));
     const cursor = first.body.data.next_cursor as string;
     expect(cursor).toEqual(expect.any(String));
-    const second = await list(admin, { status: 'awaiting_decision', limit: 2, cursor });
-    expect((second.body.data.data as Listed[]).map((i) => i.id)).toEqual([waiting[2]!.effectId]);
+    const second = await list(admin, { status: 'awaiting_decision', limit: 3, cursor });
+    expect((second.body.data.data as Listed[]).map((i) => i.id)).toEqual(expected.slice(3));
     expect(second.body.data.next_cursor).toBeNull();
 
     const onlyA = await list(admin, { status: 'awaiting_decision', flow_id: flowA });
-    expect((onlyA.body.data.data as Listed[]).map((i) => i.id)).toEqual([waiting[0]!.effectId, waiting[2]!.effectId]);
+    expect((onlyA.body.data.data as Listed[]).map((i) => i.id)).toEqual(expected.filter((id) => waiting.find((w) => w.effectId === id)!.flowId === flowA));
+    expect((onlyA.body.data.data as Listed[]).every((i) => i.flow_id === flowA)).toBe(true);
     // A cursor issued for other filters is stale.
     const stale = await list(admin, { status: 'awaiting_decision', flow_id: flowA, cursor });
     expect(stale.status).toBe(422);
@@ -137,6 +154,6 @@ describe('Follow-up effects: the list of sends awaiting a decision', () => {
 
     expect((await decide(target, admin, false)).body.data).toEqual({ ok: true, id: target, status: 'rejected' });
     const after = await list(admin, { status: 'awaiting_decision' });
-    expect((after.body.data.data as Listed[]).map((i) => i.id)).toEqual(waiting.slice(1).map((w) => w.effectId));
+    expect((after.body.data.data as Listed[]).map((i) => i.id)).toEqual(expected.filter((id) => id !== target));
   });
 });
