@@ -4,6 +4,10 @@ import { AmbiguousSendsPage } from './pages/ambiguous-sends';
 import { CampaignPage } from './pages/campaign';
 import { CampaignsPage } from './pages/campaigns';
 import { DoNotContactPage } from './pages/do-not-contact';
+import { FlowPage } from './pages/flow';
+import { FlowsPage } from './pages/flows';
+import { FollowupApprovalsPage } from './pages/followup-approvals';
+import { FollowupEnrollmentPage } from './pages/followup-enrollment';
 import { FollowupsQueuePage } from './pages/followups-queue';
 import { NotFoundPage } from './pages/not-found';
 import { ReviewPage } from './pages/review';
@@ -33,6 +37,10 @@ export const ROUTES: Route[] = [
   { path: '/campaigns', page: CampaignsPage, section: '/campaigns' },
   { path: '/campaigns/:campaign_id', page: CampaignPage, section: '/campaigns' },
   { path: '/followups/queue', page: FollowupsQueuePage, section: '/followups/queue' },
+  { path: '/followups/flows', page: FlowsPage, section: '/followups/flows' },
+  { path: '/followups/flows/:flow_id', page: FlowPage, section: '/followups/flows' },
+  { path: '/followups/enrollments/:enrollment_id', page: FollowupEnrollmentPage, section: '/followups/queue' },
+  { path: '/followups/approvals', page: FollowupApprovalsPage, section: '/followups/approvals' },
   { path: '/operations/ambiguous', page: AmbiguousSendsPage, section: '/operations/ambiguous' },
   { path: '/operations/do-not-contact', page: DoNotContactPage, section: '/operations/do-not-contact' },
   { path: '/operations/services', page: ServicesPage, section: '/operations/services' },
@@ -47,7 +55,14 @@ export const NAV: Array<{ title: string; items: Array<{ to: string; label: strin
       { to: '/campaigns', label: 'Campaigns' },
     ],
   },
-  { title: 'Follow-ups', items: [{ to: '/followups/queue', label: 'Queue' }] },
+  {
+    title: 'Follow-ups',
+    items: [
+      { to: '/followups/queue', label: 'Queue' },
+      { to: '/followups/flows', label: 'Flows' },
+      { to: '/followups/approvals', label: 'Awaiting decision' },
+    ],
+  },
   {
     title: 'Operations',
     items: [

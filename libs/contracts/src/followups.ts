@@ -401,6 +401,7 @@ export const FollowupsRpc = {
   EnrollmentGet: 'followups.enrollments.get',
   EnrollmentControl: 'followups.enrollments.control',
   EffectDecide: 'followups.effects.decide',
+  EffectList: 'followups.effects.list',
   RetentionRun: 'followups.retention.run',
   FlowStats: 'followups.flows.stats',
   BulkJobCreate: 'followups.bulk_jobs.create',
@@ -520,6 +521,35 @@ export interface EffectDecisionView {
   ok: true;
   id: string;
   status: EffectStatus;
+}
+
+/**
+ * Statuses `GET /ai/followups/effects` lists by: today only the sends waiting for a person's
+ * decision (flows with `require_approval`), the list the console's approval page reads (issue 20).
+ */
+export const EFFECT_LIST_STATUSES = ['awaiting_decision'] as const;
+export type EffectListStatus = (typeof EFFECT_LIST_STATUSES)[number];
+/** List bounds of `GET /ai/followups/effects` (as the queue: limit 1–100, default 30). */
+export const EFFECT_LIST_DEFAULT_LIMIT = 30;
+export const EFFECT_LIST_MAX_LIMIT = 100;
+
+/** `GET /ai/followups/effects`: effects of one status, oldest first, cursor-paged. */
+export interface EffectListData extends Scoped {
+  status: EffectListStatus;
+  flow_id?: string;
+  cursor?: string;
+  /** 1–100, default 30. */
+  limit?: number;
+}
+
+/** One row of `GET /ai/followups/effects`: the effect, with the flow and contact it belongs to. */
+export interface EffectListItemView extends EffectView {
+  flow_id: string;
+  flow_name: string;
+  version_id: string;
+  contact_id: string;
+  contact_name: string | null;
+  contact_phone: string | null;
 }
 
 /** Outcomes of reconciling an uncertain send (seed 002 "Efeitos"). */

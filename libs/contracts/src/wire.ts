@@ -23,6 +23,8 @@ import {
   type DataEnvelope,
   type EffectDecisionData,
   type EffectDecisionView,
+  type EffectListData,
+  type EffectListItemView,
   type EffectResolveData,
   type EnrollmentControlData,
   type EnrollmentCreateData,
@@ -251,6 +253,7 @@ export interface RpcContract {
   [FollowupsRpc.BulkJobCreate]: { request: BulkJobCreateData; answer: DataEnvelope<BulkJobView> & { created: boolean } };
   [FollowupsRpc.BulkJobGet]: { request: BulkJobRef; answer: DataEnvelope<BulkJobView> };
   [FollowupsRpc.EffectDecide]: { request: EffectDecisionData; answer: DataEnvelope<EffectDecisionView> };
+  [FollowupsRpc.EffectList]: { request: EffectListData; answer: DataEnvelope<CursorPage<EffectListItemView>> };
   [FollowupsRpc.EffectResolve]: { request: EffectResolveData; answer: DataEnvelope<{ resolved: true }> };
   [FollowupsRpc.EnrollmentControl]: { request: EnrollmentControlData; answer: DataEnvelope<FollowupEnrollmentView> };
   [FollowupsRpc.EnrollmentCreate]: { request: EnrollmentCreateData; answer: DataEnvelope<FollowupEnrollmentView> & { created: boolean } };

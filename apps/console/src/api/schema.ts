@@ -675,6 +675,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ai/followups/effects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Effects of one status, oldest first: `{data: {data: [...], next_cursor}}` (limit 1–100, default 30)
+         * @description **Scopes:** `agents:read`
+         *
+         *     Today `status=awaiting_decision`: the sends of flows with `require_approval` that wait for a person, each with its flow and contact. Any key with agents:read lists them; deciding one needs a key created by an admin. 422 `invalid_cursor` when the cursor is bad, stale or was issued for other filters.
+         */
+        get: operations["FollowupEffectsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ai/followups/effects/{id}/decision": {
         parameters: {
             query?: never;
@@ -2938,6 +2960,125 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        EffectListItemDto: {
+            /**
+             * Format: uuid
+             * @example 0b6d7f3e-2c1a-4e8b-9f5d-7a3c2e1b4d60
+             */
+            contact_id: string;
+            /** @example Ana Souza */
+            contact_name: string | null;
+            /** @example +5511987654321 */
+            contact_phone: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-03-02T14:05:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example null
+             */
+            decided_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the provider reported the send delivered
+             * @example 2026-03-02T14:05:00.000Z
+             */
+            delivered_at: string | null;
+            /**
+             * @description How far the provider says a send got; null when not reported or not a send. Only moves forward
+             * @example delivered
+             * @enum {string|null}
+             */
+            delivery_status: "delivered" | "read" | null;
+            /**
+             * Format: uuid
+             * @example 4c3b2a19-0f8e-4d7c-b6a5-948372615d4e
+             */
+            enrollment_id: string;
+            /**
+             * Format: uuid
+             * @example 2d4f6a8c-1b3e-4d5f-8a7c-9e0b1d2f3a4c
+             */
+            flow_id: string;
+            /** @example Pós-venda */
+            flow_name: string;
+            /**
+             * Format: uuid
+             * @example 0e1d2c3b-4a59-4687-b7c6-d5e4f3a2b1c0
+             */
+            id: string;
+            /**
+             * @example send
+             * @enum {string}
+             */
+            kind: "send" | "classification" | "schedule_plan" | "action";
+            /**
+             * Format: uuid
+             * @example null
+             */
+            message_id: string | null;
+            /** @example mensagem */
+            node_id: string;
+            /**
+             * Format: date-time
+             * @description When the provider reported the send read
+             * @example null
+             */
+            read_at: string | null;
+            /** @example null */
+            reason: string | null;
+            /**
+             * @description how an uncertain send was reconciled: {outcome, note, wamid, at}
+             * @example null
+             */
+            resolution: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Format: uuid
+             * @example null
+             */
+            sender_id: string | null;
+            /**
+             * @example sent
+             * @enum {string}
+             */
+            status: "queued" | "sent" | "failed" | "cancelled" | "skipped" | "uncertain" | "done" | "awaiting_decision" | "approved" | "rejected";
+            template: components["schemas"]["TemplateRefDto"] | null;
+            /** @example Oi Ana, tudo certo com o pedido? */
+            text: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-03-02T14:05:00.000Z
+             */
+            updated_at: string;
+            /**
+             * @description model usage of AI-written steps
+             * @example null
+             */
+            usage: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Format: uuid
+             * @description the flow version the enrollment runs
+             * @example 8a7b6c5d-4e3f-4a1b-9c8d-7e6f5a4b3c2d
+             */
+            version_id: string;
+        };
+        EffectPageAnswerDto: {
+            data: components["schemas"]["EffectPageDto"];
+        };
+        EffectPageDto: {
+            data: components["schemas"]["EffectListItemDto"][];
+            /**
+             * @description pass as `cursor` for the next page; null on the last page
+             * @example null
+             */
+            next_cursor: string | null;
+        };
         EffectResolveDto: {
             /**
              * Format: uuid
@@ -4971,6 +5112,9 @@ export type SchemaEffectDecisionAnswerDto = components['schemas']['EffectDecisio
 export type SchemaEffectDecisionDto = components['schemas']['EffectDecisionDto'];
 export type SchemaEffectDecisionResultDto = components['schemas']['EffectDecisionResultDto'];
 export type SchemaEffectDto = components['schemas']['EffectDto'];
+export type SchemaEffectListItemDto = components['schemas']['EffectListItemDto'];
+export type SchemaEffectPageAnswerDto = components['schemas']['EffectPageAnswerDto'];
+export type SchemaEffectPageDto = components['schemas']['EffectPageDto'];
 export type SchemaEffectResolveDto = components['schemas']['EffectResolveDto'];
 export type SchemaEnrollBatchBody = components['schemas']['EnrollBatchBody'];
 export type SchemaEnrollBatchResultDto = components['schemas']['EnrollBatchResultDto'];
@@ -7797,6 +7941,89 @@ export interface operations {
             };
             /** @description `not_found`: no such resource in the caller's organization (another organization's id included) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `service_unavailable`: the owning service did not answer within its deadline */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    FollowupEffectsController_list: {
+        parameters: {
+            query: {
+                /** @description next_cursor of the previous page (422 invalid_cursor if bad or stale: start again without it) */
+                cursor?: string;
+                /** @description your organization's id */
+                customer_id: string;
+                /** @description only the effects of this flow */
+                flow_id?: string;
+                limit?: number;
+                /** @description the sends waiting for a decision (flows with `require_approval`); the only status listed today */
+                status: "awaiting_decision";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EffectPageAnswerDto"];
+                };
+            };
+            /** @description `invalid_json` (malformed body) or `validation_failed` (details name each field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown or revoked API key (or an unknown, ended or expired console session) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `forbidden`: the key lacks the scope, or the route needs a key created by an admin who still is one; with the session cookie, also a failed CSRF check (details `{reason: "csrf"}`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `not_found`: no such resource in the caller's organization (another organization's id included) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description the request is well-formed but breaks a rule of the resource */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

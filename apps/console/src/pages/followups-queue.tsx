@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, type ApiError, errorOf, type Schemas } from '../api/client';
 import type { PageProps } from '../routes';
+import { Link } from '../router';
 import { formatTime } from '../text';
 import { LoadState } from '../load-state';
 
@@ -50,9 +51,9 @@ export function FollowupsQueuePage({ session }: PageProps) {
           <tbody>
             {items.map((item) => (
               <tr key={`${item.kind}:${item.id}`}>
-                <td>{item.contact_name ?? item.contact_phone ?? item.contact_id.slice(0, 8)}</td>
+                <td>{item.kind === 'enrollment' ? <Link to={`/followups/enrollments/${item.id}`}>{item.contact_name ?? item.contact_phone ?? item.contact_id.slice(0, 8)}</Link> : (item.contact_name ?? item.contact_phone ?? item.contact_id.slice(0, 8))}</td>
                 <td>{item.kind}</td>
-                <td>{item.flow_name ?? '—'}</td>
+                <td>{item.flow_id ? <Link to={`/followups/flows/${item.flow_id}`}>{item.flow_name ?? item.flow_id.slice(0, 8)}</Link> : '—'}</td>
                 <td>{item.status}</td>
                 <td>{formatTime(item.next_fire_at)}</td>
                 <td>

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { type DataEnvelope, type EffectDecisionData, type EffectDecisionView, type EffectResolveData, FollowupsRpc } from '@touchpoint/contracts';
+import { type CursorPage, type DataEnvelope, type EffectDecisionData, type EffectDecisionView, type EffectListData, type EffectListItemView, type EffectResolveData, FollowupsRpc } from '@touchpoint/contracts';
 import { OnRpc } from '@touchpoint/runtime';
 import { EffectsService } from './effects.service.js';
 
@@ -12,6 +12,11 @@ export class EffectsController {
   @OnRpc(FollowupsRpc.EffectDecide)
   async decide(@Payload() input: EffectDecisionData): Promise<DataEnvelope<EffectDecisionView>> {
     return { data: await this.effects.decide(input) };
+  }
+
+  @OnRpc(FollowupsRpc.EffectList)
+  async list(@Payload() input: EffectListData): Promise<DataEnvelope<CursorPage<EffectListItemView>>> {
+    return { data: await this.effects.list(input) };
   }
 
   @OnRpc(FollowupsRpc.EffectResolve)

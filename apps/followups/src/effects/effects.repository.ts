@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { EffectStatus } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '@touchpoint/database';
+import type { EffectListStatus, EffectStatus } from '@touchpoint/contracts';
+import { cursorAtSql, type Queryable, rowsOf } from '@touchpoint/database';
+import type { EffectRow } from '../enrollments/enrollment-row.js';
 
 /** An effect as a person's decision or reconciliation reads it (locked). */
 export interface LockedEffect {
@@ -11,6 +12,9 @@ export interface LockedEffect {
   kind: string;
   status: EffectStatus;
 }
+
+/** An effect of a listed page, with its enrollment's flow and contact, and its position for the cursor. */
+export type ListedEffectRow = EffectRow & { flow_id: string; flow_name: string; version_id: string; contact_name: string | null; contact_phone: string | null; cursor_at: string };
 
 /** The statements on effects outside the release: a person's decision or reconciliation (seed 002 "Efeitos"); the release's own are in the release repository, a send's reported outcome and delivery in the send reports repository. */
 @Injectable()
@@ -29,5 +33,31 @@ export class EffectsRepository {
   /** Records a person's reconciliation of an uncertain send (`resolution` kept as given). */
   async resolve(db: Queryable, effectId: string, outcome: EffectStatus, resolution: Record<string, unknown>, now: Date): Promise<void> {
     await rowsOf(db, `UPDATE effects SET status = $2, resolution = $3::jsonb, reason = coalesce(reason, 'reconciled'), updated_at = $4 WHERE id = $1`, [effectId, outcome, JSON.stringify(resolution), now]);
+  }
+
+  /**
+   * The organization's effects of `status`, oldest first (the one waiting longest for a person on
+   * top), strictly after `after` in (created_at, id) order: a boundary shared by rows of one
+   * timestamp neither repeats nor skips one, and a row decided between two pages only leaves the
+   * list. `effects_awaiting_idx` (organization_id, created_at) serves `awaiting_decision`.
+   */
+  async page(db: Queryable, filter: { organizationId: string; status: EffectListStatus; flowId?: string }, after: { createdAt: string; id: string } | undefined, limit: number): Promise<ListedEffectRow[]> {
+    const where = ['x.organization_id = $1', 'x.status = $2'];
+    const params: unknown[] = [filter.organizationId, filter.status];
+    if (filter.flowId) where.push(`e.flow_id = $${params.push(filter.flowId)}`);
+    if (after) where.push(`(x.created_at, x.id) > ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)`);
+    params.push(limit);
+    return rowsOf<ListedEffectRow>(
+      db,
+      `SELECT x.*, e.flow_id, f.name AS flow_name, e.version_id, c.name AS contact_name, c.phone AS contact_phone, ${cursorAtSql('x.created_at')} AS cursor_at
+         FROM effects x
+         JOIN enrollments e ON e.id = x.enrollment_id
+         JOIN flows f ON f.id = e.flow_id
+         LEFT JOIN contacts c ON c.organization_id = x.organization_id AND c.contact_id = x.contact_id
+        WHERE ${where.join(' AND ')}
+        ORDER BY x.created_at, x.id
+        LIMIT $${params.length}`,
+      params,
+    );
   }
 }

@@ -1,9 +1,24 @@
 import { Injectable } from '@nestjs/common';
-import { EFFECT_RESOLUTION_OUTCOMES, type EffectDecisionData, type EffectDecisionView, type EffectResolveData, type EffectStatus, RESOLUTION_NOTE_MAX, RESOLUTION_NOTE_MIN } from '@touchpoint/contracts';
-import { notFound, type Tx } from '@touchpoint/database';
+import {
+  type CursorPage,
+  EFFECT_LIST_DEFAULT_LIMIT,
+  EFFECT_LIST_MAX_LIMIT,
+  EFFECT_LIST_STATUSES,
+  EFFECT_RESOLUTION_OUTCOMES,
+  type EffectDecisionData,
+  type EffectDecisionView,
+  type EffectListData,
+  type EffectListItemView,
+  type EffectResolveData,
+  type EffectStatus,
+  RESOLUTION_NOTE_MAX,
+  RESOLUTION_NOTE_MIN,
+} from '@touchpoint/contracts';
+import { decodeCursor, encodeCursor, notFound, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork, WakeSignal } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
+import { toEffectView } from '../enrollments/enrollment-row.js';
 import { EnrollmentsRepository } from '../enrollments/enrollments.repository.js';
 import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { check } from '../input-checks/input-checks.js';
@@ -57,6 +72,28 @@ export class EffectsService {
     });
     this.signal.wake();
     return { ok: true, id: input.effect_id, status };
+  }
+
+  /**
+   * A page of the organization's effects of one status, oldest first: today the sends waiting
+   * for a decision, each with its flow and contact, so a person can find and decide them without
+   * opening every enrollment (issue 20, the console's approval page).
+   * @returns `{data: [...], next_cursor}` (next_cursor null on the last page)
+   * @throws AppError validation_failed (status other than awaiting_decision, limit outside 1–100,
+   *   flow_id not a uuid); invalid_cursor (bad, stale, or issued for other filters)
+   */
+  async list(input: EffectListData): Promise<CursorPage<EffectListItemView>> {
+    check(input).uuid('organization_id').oneOf('status', EFFECT_LIST_STATUSES).uuid('flow_id', true).string('cursor', 1, 1024, true).int('limit', 1, EFFECT_LIST_MAX_LIMIT, true).done();
+    const filters = { status: input.status, flow_id: input.flow_id };
+    const after = input.cursor ? decodeCursor(input.cursor, filters) : undefined;
+    const limit = input.limit ?? EFFECT_LIST_DEFAULT_LIMIT;
+    const rows = await this.effects.page(poolOf(this.uow.dataSource), { organizationId: input.organization_id, status: input.status, flowId: input.flow_id }, after && { createdAt: after.createdAt, id: after.id }, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map((r) => ({ ...toEffectView(r), flow_id: r.flow_id, flow_name: r.flow_name, version_id: r.version_id, contact_id: r.contact_id, contact_name: r.contact_name, contact_phone: r.contact_phone })),
+      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.cursor_at, id: last.id }, filters) : null,
+    };
   }
 
   /**

@@ -118,6 +118,16 @@ export class EffectDto {
   @ApiProperty({ format: 'date-time', example: AT }) updated_at!: string;
 }
 
+/** An effect as `GET /ai/followups/effects` lists it: the effect with its flow and contact (`EffectListItemView`). */
+export class EffectListItemDto extends EffectDto {
+  @ApiProperty({ format: 'uuid', example: FLOW }) flow_id!: string;
+  @ApiProperty({ example: 'Pós-venda' }) flow_name!: string;
+  @ApiProperty({ format: 'uuid', description: 'the flow version the enrollment runs', example: VERSION }) version_id!: string;
+  @ApiProperty({ format: 'uuid', example: CONTACT }) contact_id!: string;
+  @ApiProperty({ type: String, nullable: true, example: 'Ana Souza' }) contact_name!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: '+5511987654321' }) contact_phone!: string | null;
+}
+
 /** An enrollment with its events and effects (`EnrollmentDetailView`). */
 export class EnrollmentDetailDto {
   @ApiProperty({ type: FollowupEnrollmentDto }) enrollment!: FollowupEnrollmentDto;
@@ -273,6 +283,8 @@ export const EnrollmentDetailAnswerDto = dataEnvelope('EnrollmentDetailAnswerDto
 export const QueuePageDto = cursorPage('QueuePageDto', QueueItemDto);
 export const QueuePageAnswerDto = dataEnvelope('QueuePageAnswerDto', QueuePageDto);
 export const FollowupSettingsAnswerDto = dataEnvelope('FollowupSettingsAnswerDto', FollowupSettingsDto);
+export const EffectPageDto = cursorPage('EffectPageDto', EffectListItemDto);
+export const EffectPageAnswerDto = dataEnvelope('EffectPageAnswerDto', EffectPageDto);
 export const EffectDecisionAnswerDto = dataEnvelope('EffectDecisionAnswerDto', EffectDecisionResultDto);
 export const ResolvedAnswerDto = dataEnvelope('ResolvedAnswerDto', ResolvedDto);
 export const PromisePageDto = cursorPage('PromisePageDto', PromiseDto);

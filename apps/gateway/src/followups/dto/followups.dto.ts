@@ -4,7 +4,11 @@ import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsInt, IsISO8601,
 import {
   type BulkJobCreateData,
   CONSENT_MODES,
+  EFFECT_LIST_DEFAULT_LIMIT,
+  EFFECT_LIST_MAX_LIMIT,
+  EFFECT_LIST_STATUSES,
   EFFECT_RESOLUTION_OUTCOMES,
+  type EffectListStatus,
   type EffectResolveData,
   type EnrollmentControlData,
   type EnrollmentListData,
@@ -273,6 +277,22 @@ export class SetEntitlementDto extends CustomerQuery {
 
 export class EffectIdParams {
   @ApiProperty({ format: 'uuid' }) @IsUUID('all') id!: string;
+}
+
+/** Query of `GET /ai/followups/effects`: effects of one status, oldest first. */
+export class ListEffectsQuery extends CustomerQuery {
+  @ApiProperty({ enum: EFFECT_LIST_STATUSES, description: 'the sends waiting for a decision (flows with `require_approval`); the only status listed today' })
+  @IsIn(EFFECT_LIST_STATUSES)
+  status!: EffectListStatus;
+  @ApiPropertyOptional({ format: 'uuid', description: 'only the effects of this flow' }) @IsOptional() @IsUUID('all') flow_id?: string;
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page (422 invalid_cursor if bad or stale: start again without it)' }) @IsOptional() @IsString() @MaxLength(1024) cursor?: string;
+  @ApiPropertyOptional({ minimum: 1, maximum: EFFECT_LIST_MAX_LIMIT, default: EFFECT_LIST_DEFAULT_LIMIT })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(EFFECT_LIST_MAX_LIMIT)
+  limit?: number;
 }
 
 /** Body of `POST /ai/followups/effects/{id}/decision` (seed 002 "Efeitos"). */
