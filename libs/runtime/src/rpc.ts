@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientRMQ, MessagePattern, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
+import type { Channel } from 'amqplib';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import { firstValueFrom, timeout as rxTimeout, TimeoutError } from 'rxjs';
 import { BusNames, reportChannelErrors } from '@touchpoint/bus';
@@ -28,6 +29,33 @@ export class TouchpointRmqServer extends ServerRMQ {
   override async createClient<T = AmqpConnectionManager>(): Promise<T> {
     const manager = await super.createClient<AmqpConnectionManager>();
     return reportChannelErrors(manager, (err) => this.logger.warn(`rpc server channel failed (reopened on the next connect): ${err.message}`)) as T;
+  }
+
+  /**
+   * Nest's set-up, with its `consume` awaited. Nest starts the consumer without awaiting it, so
+   * when the broker link drops before the broker confirmed the consumer, amqplib rejects that
+   * promise with nobody listening and Node kills the process (found by the chaos harness, issue 17:
+   * outreach and messaging died on a broker cut). Awaited here, the rejection fails the channel's
+   * set-up instead, which the connection manager reports (`reportChannelErrors`) and runs again
+   * on the next connect.
+   */
+  override async setupChannel(channel: Channel, callback: () => void): Promise<void> {
+    const consumers: Promise<unknown>[] = [];
+    const watched = new Proxy(channel, {
+      get(target, property) {
+        if (property === 'consume') {
+          return (...args: Parameters<Channel['consume']>) => {
+            const started = target.consume(...args);
+            consumers.push(started);
+            return started;
+          };
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    await super.setupChannel(watched, callback);
+    await Promise.all(consumers);
   }
 
   override async handleMessage(incoming: Record<string, unknown>, channel: unknown): Promise<void> {
