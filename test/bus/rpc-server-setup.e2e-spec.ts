@@ -1,7 +1,8 @@
 import amqplib from 'amqplib';
+import amqp from 'amqp-connection-manager';
 import { randomUUID } from 'node:crypto';
-import { TouchpointRmqServer } from '@touchpoint/runtime';
-import { TEST_AMQP_URL } from '@touchpoint/testing';
+import { reportLostAnswers, TouchpointRmqServer } from '@touchpoint/runtime';
+import { eventually, TcpProxy, TEST_AMQP_URL } from '@touchpoint/testing';
 
 /**
  * The RPC server's channel set-up fails where the connection manager hears it, never as a promise
@@ -33,6 +34,41 @@ describe('TouchpointRmqServer.setupChannel', () => {
     } finally {
       process.off('unhandledRejection', listener);
       await connection.close().catch(() => undefined);
+    }
+  });
+});
+
+/**
+ * Nest's RPC server sends each answer with the channel's `sendToQueue` and drops the promise: an
+ * answer still unconfirmed when the broker link closes rejected unheard and killed the dispatcher
+ * in the chaos run (issue 17). The server's channels hand that failure to a log line instead.
+ */
+describe(reportLostAnswers.name, () => {
+  it('hands an answer the broker never confirmed to the callback when the link closes, and leaves no unhandled rejection', async () => {
+    const broker = new URL(TEST_AMQP_URL);
+    const proxy = new TcpProxy(broker.hostname, Number(broker.port || 5672));
+    broker.host = `127.0.0.1:${await proxy.start()}`;
+    const lost: string[] = [];
+    const unhandled: unknown[] = [];
+    const listener = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', listener);
+    const sut = reportLostAnswers(amqp.connect([broker.toString()], { reconnectTimeInSeconds: 1 }), (err) => lost.push(err.message));
+    try {
+      const queue = `answers-${randomUUID()}`;
+      const channel = sut.createChannel({ setup: (c: amqplib.ConfirmChannel) => c.assertQueue(queue, { autoDelete: true }) });
+      channel.on('error', () => undefined);
+      await channel.waitForConnect();
+      // As Nest's ServerRMQ.sendMessage does: the promise is dropped.
+      void channel.sendToQueue(queue, Buffer.from('{"response":"ok"}'));
+      proxy.cut();
+      await eventually(() => lost.length > 0, 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(lost).toEqual(['channel closed']);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', listener);
+      await sut.close();
+      await proxy.stop();
     }
   });
 });
