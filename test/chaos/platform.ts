@@ -297,7 +297,7 @@ export class ChaosPlatform {
   /** A process died on its own: note it and restart it, as a supervisor (Kubernetes, systemd) would. */
   private crashed(p: ChaosProcess, exit: ProcessExit): void {
     if (this.stopping) return;
-    const line = `${p.name} crashed (code ${exit.code}, signal ${exit.signal}) at ${new Date(exit.at).toISOString()}: ${p.output().slice(-600).replace(/\s+/g, ' ')}`;
+    const line = `${p.name} crashed (code ${exit.code}, signal ${exit.signal}) at ${new Date(exit.at).toISOString()}: ${crashExcerpt(p.output())}`;
     this.crashes.push(line);
     this.log(line);
     setTimeout(() => {
@@ -331,4 +331,15 @@ export class ChaosPlatform {
     }
     await this.world.close();
   }
+}
+
+/**
+ * What a crash left in the process's output: from the last line that names an error (the head of
+ * the stack trace, which says what failed), else the output's tail; 600 characters at most.
+ */
+export function crashExcerpt(output: string): string {
+  const tail = output.slice(-8000);
+  const heads = [...tail.matchAll(/^[^\s{].*(?:Error|error|Unhandled|uncaught).*$/gm)];
+  const from = heads.length ? heads[heads.length - 1]!.index! : Math.max(0, tail.length - 600);
+  return tail.slice(from, from + 600).replace(/\s+/g, ' ');
 }

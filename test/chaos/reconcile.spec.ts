@@ -82,9 +82,20 @@ describe('reconcile', () => {
       expect(r.violations.lost).toBe(0);
     });
 
+    it('finds an uncertain follow-up send in /outbox/ambiguous by its idempotency key when its message is not known', () => {
+      const input = cleanRun();
+      input.sends[0] = { ref: 'fu1', id: 'effect-1', state: 'ambiguous', detail: 'uncertain', idempotencyKey: 'followup:e-1:mensagem:1' };
+      input.ambiguousListed = new Set(['entry-1']);
+      input.ambiguousKeys = new Set(['followup:e-1:mensagem:1']);
+      const r = judge(input);
+      expect(r.sends.ambiguous).toBe(1);
+      expect(r.violations.lost).toBe(0);
+    });
+
     it.each([
       ['missing', { ref: 'op2', id: 'm-2', state: 'missing', detail: 'message m-2 is not in its conversation' } as ObservedSend, /lost: op2 send m-2/],
       ['ambiguous but not listed', { ref: 'op2', id: 'm-2', state: 'ambiguous', detail: 'ambiguous', outboxEntryId: 'entry-404' } as ObservedSend, /lost: op2 .*entry-404 is not listed/],
+      ['uncertain and its key not listed', { ref: 'op2', id: 'effect-2', state: 'ambiguous', detail: 'uncertain', idempotencyKey: 'followup:e-2:mensagem:1' } as ObservedSend, /lost: op2 .*\(key followup:e-2:mensagem:1\) is not listed/],
     ])('counts a send that is %s as lost', (_name, send, detail) => {
       const input = cleanRun();
       input.sends[1] = send;

@@ -37,6 +37,11 @@ export interface ObservedSend {
   detail: string;
   /** The outbox entry of an ambiguous send (the message's `outbox_entry_id`), to find it in `/outbox/ambiguous`. */
   outboxEntryId?: string;
+  /**
+   * The idempotency key of an ambiguous send (a follow-up effect's `idempotency_key`), to find it
+   * in `/outbox/ambiguous` when its message id is not known (an uncertain effect has none yet).
+   */
+  idempotencyKey?: string;
 }
 
 /** Whether an enrollment ended or waits for a documented reason, as its REST view shows. */
@@ -60,6 +65,8 @@ export interface JudgeInput {
   progress: ObservedProgress[];
   /** Ids of the outbox entries `/outbox/ambiguous` lists. */
   ambiguousListed: Set<string>;
+  /** Idempotency keys of the outbox entries `/outbox/ambiguous` lists. */
+  ambiguousKeys?: Set<string>;
   pairIntervalMs?: number;
   /** See `STOP_PROPAGATION_MS`. */
   stopPropagationMs?: number;
@@ -199,9 +206,10 @@ export function judge(input: JudgeInput): ChaosReport {
     else if (s.state === 'cancelled') sends.cancelled++;
     else if (s.state === 'ambiguous') {
       sends.ambiguous++;
-      if (!s.outboxEntryId || !input.ambiguousListed.has(s.outboxEntryId)) {
+      const listed = (s.outboxEntryId !== undefined && input.ambiguousListed.has(s.outboxEntryId)) || (s.idempotencyKey !== undefined && (input.ambiguousKeys?.has(s.idempotencyKey) ?? false));
+      if (!listed) {
         lost++;
-        details.push(`lost: ${s.ref} send ${s.id} is ambiguous but its outbox entry ${s.outboxEntryId ?? '(unknown)'} is not listed in /outbox/ambiguous`);
+        details.push(`lost: ${s.ref} send ${s.id} is ambiguous but its outbox entry ${s.outboxEntryId ?? (s.idempotencyKey ? `(key ${s.idempotencyKey})` : '(unknown)')} is not listed in /outbox/ambiguous`);
       }
     } else if (s.state === 'open') {
       stuck++;
@@ -301,7 +309,7 @@ export async function observeEntry(gateway: GatewayClient, organizationId: strin
     const view = await get(gateway, `/ai/followups/enrollments/${enrollmentId}?customer_id=${organizationId}`);
     if (view?.status !== 200) return one('missing', `GET enrollment ${enrollmentId}: ${view?.status ?? 'no answer'}`);
     const enrollment = view.body.data.enrollment as { status: string; reason?: string | null; next_run_at?: string | null };
-    const effects = (view.body.data.effects as Array<{ id: string; kind: string; status: string; reason?: string | null; message_id?: string | null }>).filter((x) => x.kind === 'send');
+    const effects = (view.body.data.effects as Array<{ id: string; kind: string; status: string; reason?: string | null; message_id?: string | null; idempotency_key?: string | null }>).filter((x) => x.kind === 'send');
     const sends: ObservedSend[] = [];
     for (const f of effects) {
       if (f.status === 'sent') sends.push({ ref: e.ref, id: f.id, state: 'accepted', detail: 'sent' });
@@ -309,7 +317,7 @@ export async function observeEntry(gateway: GatewayClient, organizationId: strin
       else if (['cancelled', 'skipped', 'rejected', 'done'].includes(f.status)) sends.push({ ref: e.ref, id: f.id, state: 'cancelled', detail: `${f.status}: ${f.reason ?? 'no reason'}` });
       else if (f.status === 'uncertain') {
         const m = f.message_id && e.ids.conversation_id ? await messageIn(gateway, e.ids.conversation_id, f.message_id) : undefined;
-        sends.push({ ref: e.ref, id: f.id, state: 'ambiguous', detail: 'uncertain', ...(m?.outbox_entry_id ? { outboxEntryId: m.outbox_entry_id } : {}) });
+        sends.push({ ref: e.ref, id: f.id, state: 'ambiguous', detail: 'uncertain', ...(m?.outbox_entry_id ? { outboxEntryId: m.outbox_entry_id } : {}), ...(f.idempotency_key ? { idempotencyKey: f.idempotency_key } : {}) });
       } else sends.push({ ref: e.ref, id: f.id, state: 'open', detail: f.status });
     }
     const live = LIVE_FOLLOWUP.has(enrollment.status);
@@ -419,13 +427,16 @@ async function messageOf(gateway: GatewayClient, contactId: string, messageId: s
   return undefined;
 }
 
-/** Ids of every outbox entry `/outbox/ambiguous` lists. */
-async function ambiguousListed(gateway: GatewayClient): Promise<Set<string>> {
-  const out = new Set<string>();
+/** Ids and idempotency keys of every outbox entry `/outbox/ambiguous` lists. */
+async function ambiguousListed(gateway: GatewayClient): Promise<{ ids: Set<string>; keys: Set<string> }> {
+  const out = { ids: new Set<string>(), keys: new Set<string>() };
   let cursor: string | undefined;
   for (let page = 0; page < 100; page++) {
     const a = await get(gateway, `/outbox/ambiguous?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    for (const item of (a?.body?.items ?? []) as Array<{ id: string }>) out.add(item.id);
+    for (const item of (a?.body?.items ?? []) as Array<{ id: string; idempotency_key: string }>) {
+      out.ids.add(item.id);
+      out.keys.add(item.idempotency_key);
+    }
     cursor = a?.body?.next_cursor ?? undefined;
     if (!cursor) break;
   }
@@ -501,6 +512,7 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
   const all = ledger.map((e) => observed.get(e.ref)!);
   for (const send of all.flatMap((o) => o.sends)) if (send.state === 'failed' || send.state === 'ambiguous') opts.log?.(`chaos reconcile: ${send.ref} send ${send.id} ${send.state}: ${send.detail}`);
   await logs.readNew();
+  const listed = await ambiguousListed(gateway);
   const report = judge({
     seed: target.seed,
     durationMs: opts.durationMs,
@@ -509,7 +521,8 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
     received: logs.calls,
     sends: all.flatMap((o) => o.sends),
     progress: all.flatMap((o) => (o.progress ? [o.progress] : [])),
-    ambiguousListed: await ambiguousListed(gateway),
+    ambiguousListed: listed.ids,
+    ambiguousKeys: listed.keys,
   });
   // What the platform recorded of each stopped follow-up that broke its stop: when it ended, and its sends' times.
   for (const e of ledger) {

@@ -295,6 +295,7 @@ describe('OpenAPI document', () => {
         template: true,
         usage: true,
         message_id: true,
+        idempotency_key: true,
         sender_id: true,
         reason: true,
         delivery_status: true,

@@ -4,7 +4,11 @@ import { OutboxCommands, OutboxEvents, OutboxRpc } from '@touchpoint/contracts';
 import { AppError } from '@touchpoint/errors';
 import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { aWhatsAppNumber, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { PAIR_WIRE_MARGIN_MS } from '../../apps/outbox-dispatcher/src/drain/dispatch.service.js';
 import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
+
+/** Between two sends on a pair the dispatcher leaves the seed's 6500 ms plus its wire margin (`PAIR_WIRE_MARGIN_MS`). */
+const PAIR_GAP_MS = 6500 + PAIR_WIRE_MARGIN_MS;
 
 /**
  * The dispatcher against the real database, broker and the Meta sandbox, with a hand-moved clock:
@@ -129,19 +133,19 @@ describe('outbox dispatcher', () => {
       expect(ea.pacing_key).toBe('5592988887777');
       await drain();
       expect((await sandbox.received('5592988887777')).map((c) => c.body.to)).toEqual(['+55 92 98888-7777']);
-      d.clock.advance(6499);
+      d.clock.advance(PAIR_GAP_MS - 1);
       await drain();
       expect(await sandbox.received('5592988887777')).toHaveLength(1);
       d.clock.advance(1);
       await drain();
       expect((await sandbox.received('5592988887777')).map((c) => c.body.to)).toEqual(['+55 92 98888-7777', '5592988887777']);
       const starts = (await world.sql<{ started_at: Date }>(`SELECT started_at FROM "${schema()}".message_outbox_attempts WHERE pair_id = $1 ORDER BY started_at`, [ea.pair_id])).map((r) => r.started_at.getTime());
-      expect(starts[1] - starts[0]).toBe(6500);
+      expect(starts[1] - starts[0]).toBe(PAIR_GAP_MS);
     });
   });
 
   describe('drain', () => {
-    it('sends different pairs at once but the same pair only every 6500 ms, FIFO', async () => {
+    it('sends different pairs at once but the same pair only every 6500 ms (and the wire margin), FIFO', async () => {
       const x = newNumber();
       const y = newNumber();
       const ids = [];
@@ -149,10 +153,10 @@ describe('outbox dispatcher', () => {
       const run = await drain();
       expect((await sandbox.received(x)).length + (await sandbox.received(y)).length).toBe(2);
       expect(run.workRemains).toBe(true);
-      expect(run.nextDueAt?.getTime()).toBe(d.clock.now().getTime() + 6500);
-      d.clock.advance(6500);
+      expect(run.nextDueAt?.getTime()).toBe(d.clock.now().getTime() + PAIR_GAP_MS);
+      d.clock.advance(PAIR_GAP_MS);
       await drain();
-      d.clock.advance(6500);
+      d.clock.advance(PAIR_GAP_MS);
       await drain();
       expect((await sandbox.received(x)).map((c) => (c.body.text as { body: string }).body)).toEqual(await Promise.all(ids.slice(0, 3).map(async (id) => (await entry(id)).payload.body)));
     });
@@ -281,7 +285,7 @@ describe('outbox dispatcher', () => {
       await drain();
       expect(await entry(ambiguous.entry_id)).toMatchObject({ status: 'ambiguous', attempts: 1, last_classification: 'ambiguous' });
       // The entry behind it is not blocked by it (it left the FIFO) and not failed because of it.
-      d.clock.advance(6500);
+      d.clock.advance(PAIR_GAP_MS);
       await drain();
       expect((await entry(behind.entry_id)).status).toBe('accepted');
       d.clock.advance(86_400_000);

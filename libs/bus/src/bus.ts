@@ -130,13 +130,19 @@ export class BusConnection {
     const types = this.handledTypes;
     this.consumer = this.connection.createChannel({
       confirm: false,
-      setup: (channel: Channel) => assertServiceTopology(channel, this.names, types, this.options),
+      // The prefetch is set here, awaited, and not as a `consume` option: the wrapper issues that one
+      // without awaiting it, and a link that drops before the broker answered it rejected a promise
+      // nobody listened to, which kills the process (the chaos harness, issue 17).
+      setup: async (channel: Channel) => {
+        await assertServiceTopology(channel, this.names, types, this.options);
+        await channel.prefetch(this.options.prefetch);
+      },
     });
     const consumer = this.consumer;
     await consumer.waitForConnect();
-    // The wrapper re-subscribes after a reconnect; acks on a dead channel are dropped and the broker
-    // redelivers, which the inbox makes harmless.
-    await consumer.consume(this.names.queue, (msg) => this.onMessage(consumer, msg), { prefetch: this.options.prefetch });
+    // The wrapper re-subscribes after a reconnect (after the set-up ran again); acks on a dead
+    // channel are dropped and the broker redelivers, which the inbox makes harmless.
+    await consumer.consume(this.names.queue, (msg) => this.onMessage(consumer, msg));
   }
 
   /**

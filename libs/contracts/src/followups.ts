@@ -330,6 +330,13 @@ export interface EffectView {
   /** Model usage of AI-written steps. */
   usage: Record<string, unknown> | null;
   message_id: string | null;
+  /**
+   * A send's idempotency key (`followup:<enrollment>:<node>:<visit>`), which messaging and the
+   * outbox-dispatcher carry unchanged: the outbox entry of an `uncertain` send is the one
+   * `GET /outbox/ambiguous` lists with this key (its message id may not be known yet). Null for
+   * effects that send nothing.
+   */
+  idempotency_key: string | null;
   sender_id: string | null;
   reason: string | null;
   /**

@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientRMQ, MessagePattern, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
+import type { Channel } from 'amqplib';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import { firstValueFrom, timeout as rxTimeout, TimeoutError } from 'rxjs';
 import { BusNames, reportChannelErrors } from '@touchpoint/bus';
@@ -24,10 +25,41 @@ export class TouchpointRmqServer extends ServerRMQ {
     super(options ?? {});
   }
 
-  /** The server's connection, its channel's errors reported instead of thrown (see `reportChannelErrors`). */
+  /**
+   * The server's connection, its channel's errors reported instead of thrown (see
+   * `reportChannelErrors`), and its lost answers logged (see `reportLostAnswers`).
+   */
   override async createClient<T = AmqpConnectionManager>(): Promise<T> {
     const manager = await super.createClient<AmqpConnectionManager>();
-    return reportChannelErrors(manager, (err) => this.logger.warn(`rpc server channel failed (reopened on the next connect): ${err.message}`)) as T;
+    reportChannelErrors(manager, (err) => this.logger.warn(`rpc server channel failed (reopened on the next connect): ${err.message}`));
+    return reportLostAnswers(manager, (err) => this.logger.warn(`rpc answer lost (the caller's deadline answers it): ${err.message}`)) as T;
+  }
+
+  /**
+   * Nest's set-up, with its `consume` awaited. Nest starts the consumer without awaiting it, so
+   * when the broker link drops before the broker confirmed the consumer, amqplib rejects that
+   * promise with nobody listening and Node kills the process (found by the chaos harness, issue 17:
+   * outreach and messaging died on a broker cut). Awaited here, the rejection fails the channel's
+   * set-up instead, which the connection manager reports (`reportChannelErrors`) and runs again
+   * on the next connect.
+   */
+  override async setupChannel(channel: Channel, callback: () => void): Promise<void> {
+    const consumers: Promise<unknown>[] = [];
+    const watched = new Proxy(channel, {
+      get(target, property) {
+        if (property === 'consume') {
+          return (...args: Parameters<Channel['consume']>) => {
+            const started = target.consume(...args);
+            consumers.push(started);
+            return started;
+          };
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    await super.setupChannel(watched, callback);
+    await Promise.all(consumers);
   }
 
   override async handleMessage(incoming: Record<string, unknown>, channel: unknown): Promise<void> {
@@ -47,6 +79,29 @@ export class TouchpointRmqServer extends ServerRMQ {
     }
     return super.handleMessage(incoming, channel);
   }
+}
+
+/**
+ * Makes every channel `manager` creates from now on hand the failure of a `sendToQueue` to
+ * `onLost` when nobody else listens for it. Nest's RPC server sends each answer with
+ * `sendToQueue` and drops the promise; when the broker link closes before the broker confirmed an
+ * answer, the promise rejects ('channel closed') unheard and Node kills the process (found by the
+ * chaos harness, issue 17: the dispatcher died on a broker cut). A lost answer needs nothing more:
+ * the caller's RPC deadline answers 503 (DESIGN §2). The promise is still returned to the caller.
+ */
+export function reportLostAnswers<T extends AmqpConnectionManager>(manager: T, onLost: (err: Error) => void): T {
+  const create = manager.createChannel.bind(manager);
+  manager.createChannel = ((options?: Parameters<AmqpConnectionManager['createChannel']>[0]) => {
+    const channel = create(options);
+    const send = channel.sendToQueue.bind(channel);
+    channel.sendToQueue = ((...args: Parameters<typeof channel.sendToQueue>) => {
+      const sent = send(...args);
+      sent.catch((err: Error) => onLost(err));
+      return sent;
+    }) as typeof channel.sendToQueue;
+    return channel;
+  }) as AmqpConnectionManager['createChannel'];
+  return manager;
 }
 
 /** NestJS's RabbitMQ client, its channel's errors reported instead of thrown (see `reportChannelErrors`). */

@@ -108,6 +108,7 @@ export const toEffectView = (r: EffectRow): EffectView => ({
   template: r.template,
   usage: r.usage,
   message_id: r.message_id,
+  idempotency_key: r.idempotency_key,
   sender_id: r.sender_id,
   reason: r.reason,
   decided_at: r.decided_at ? r.decided_at.toISOString() : null,

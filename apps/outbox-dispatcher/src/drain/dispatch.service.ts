@@ -51,6 +51,17 @@ const SETTLE_BATCH_MAX = 100;
 /** Retry of a failed sender read (database blip), ms. */
 const SENDER_READ_RETRY_MS = 5000;
 
+/**
+ * Added to a pair's pacing stamp when a request left (see `DispatchService.sendOpened`), ms: the
+ * time from handing a request to the provider's HTTP client to the provider taking it differs
+ * from one request to the next (the sending process's and the receiving server's event loops, the
+ * network), so two requests that left `WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS` apart can arrive a
+ * little closer. The chaos run on this 2-core machine under load saw arrivals up to 15 ms closer
+ * than the departures; 250 ms covers stalls an order of magnitude longer, at a cost of 4% of a
+ * pair's throughput. The interval itself is the seed's; this margin is ours and only ever adds.
+ */
+export const PAIR_WIRE_MARGIN_MS = 250;
+
 /** An attempt that was opened: its id, its number, and when it started (the pacing stamp). */
 interface Opened {
   attemptId: string;
@@ -71,6 +82,8 @@ interface QueuedSettle {
   lease: PairLease;
   attemptId: string;
   entryId: string;
+  /** When the request was handed to the provider's client: the pair's pacing stamp moves up to it. */
+  wireStartedAt: Date;
   end: AttemptEnd;
   transition: EntryTransition;
   now: Date;
@@ -300,21 +313,35 @@ export class DispatchService {
     return this.sendOpened(lease, entry, adapter!, sender!, prepared, opened);
   }
 
-  /** The wire call, at once after the attempt committed, then its outcome. */
+  /**
+   * The wire call, at once after the attempt committed, then its outcome. The pacing stamp the
+   * attempt's opening wrote is when the attempt was opened, inside a transaction that had yet to
+   * commit (with a batched claim, before the other heads of the batch were handed over too); the
+   * request leaves later by a variable delay. So the time read right before the request is handed
+   * to the provider's client is kept (`wireStartedAt`) and the settle moves the pair's stamp up to
+   * it, plus `PAIR_WIRE_MARGIN_MS`, before it releases the pair: the next attempt on the pair is
+   * paced from this one's actual start (seed 004 "measured at attempt start"), whatever the
+   * claim-to-wire delay was. A crash before the settle leaves the opening's stamp; the pair then
+   * waits for its lease to expire (`OUTBOX_LEASE_MS`, far longer than the interval).
+   */
   private async sendOpened(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, sender: SenderCredentials, prepared: PreparedSend, opened: Opened): Promise<PairWork> {
     this.metrics.attempts.inc({ channel: entry.channel });
     if (opened.attempts === 1) this.metrics.enqueueToWire.observe({ channel: entry.channel }, Math.max(0, opened.startedAt.getTime() - new Date(entry.created_at).getTime()) / 1000);
     let result: { accepted: SendAccepted } | { error: unknown };
+    const wireStartedAt = this.clock.now();
     try {
       result = { accepted: await adapter.send(prepared, sender, toDispatchEntry(entry)) };
     } catch (err) {
       result = { error: err };
     }
-    return this.recordOutcome(lease, entry, adapter, opened.attemptId, opened.attempts, result);
+    return this.recordOutcome(lease, entry, adapter, opened.attemptId, opened.attempts, result, wireStartedAt);
   }
 
-  /** Turns a send result into the attempt's end and the entry's transition, and writes them. */
-  private async recordOutcome(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, attemptId: string, attempts: number, result: { accepted: SendAccepted } | { error: unknown }): Promise<PairWork> {
+  /**
+   * Turns a send result into the attempt's end and the entry's transition, and writes them, with
+   * the pair's pacing stamp moved up to `wireStartedAt` (see `sendOpened`).
+   */
+  private async recordOutcome(lease: PairLease, entry: EntryRow, adapter: ProviderAdapter, attemptId: string, attempts: number, result: { accepted: SendAccepted } | { error: unknown }, wireStartedAt: Date): Promise<PairWork> {
     const now = this.clock.now();
     const { end, transition, classified } = sendOutcome(entry, adapter, attempts, result, now, { baseMs: this.config.OUTBOX_BACKOFF_BASE_MS, capMs: this.config.OUTBOX_BACKOFF_CAP_MS });
 
@@ -324,6 +351,7 @@ export class DispatchService {
     const writeAlone = () =>
       this.uow.run(async (tx) => {
         await this.pairs.lockPair(tx, lease.pairId);
+        await this.pairs.stampWireStarts(tx, [{ pairId: lease.pairId, at: wireStartedAt }], PAIR_WIRE_MARGIN_MS);
         let [finalEnd, finalTransition] = [end, transition];
         if (transition.status === 'ambiguous') {
           // A status webhook may have correlated this send while we waited: evidence beats "unknown".
@@ -343,7 +371,7 @@ export class DispatchService {
 
     let row: EntryRow | undefined;
     try {
-      row = plain ? await this.settleBatched({ lease, attemptId, entryId: entry.id, end, transition, now }) : await writeAlone();
+      row = plain ? await this.settleBatched({ lease, attemptId, entryId: entry.id, wireStartedAt, end, transition, now }) : await writeAlone();
     } catch (first) {
       try {
         // Alone, so one bad row cannot fail a batch twice.
@@ -416,14 +444,20 @@ export class DispatchService {
 
   /**
    * One transaction for a batch of outcomes: lock the pairs (first, so the release's recompute
-   * sees every entry enqueued before), close the attempts and move the entries in one statement,
-   * publish their events, release the pairs whose entry was still ours.
+   * sees every entry enqueued before), move their pacing stamps up to the wire starts, close the
+   * attempts and move the entries in one statement, publish their events, release the pairs whose
+   * entry was still ours.
    */
   private async writeSettles(batch: QueuedSettle[]): Promise<Map<string, EntryRow>> {
     const { rows, dues } = await this.uow.run(async (tx) => {
       await this.pairs.lockPairs(
         tx,
         batch.map((b) => b.lease.pairId),
+      );
+      await this.pairs.stampWireStarts(
+        tx,
+        batch.map((b) => ({ pairId: b.lease.pairId, at: b.wireStartedAt })),
+        PAIR_WIRE_MARGIN_MS,
       );
       const settled = await this.attempts.settleAttempts(
         tx,

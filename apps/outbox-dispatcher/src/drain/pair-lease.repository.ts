@@ -138,6 +138,26 @@ export class PairLeaseRepository {
   }
 
   /**
+   * Moves each pair's pacing stamp (`last_attempt_started_at`) up to when its attempt's request
+   * was actually handed to the provider (`DispatchService.sendOpened`) plus `marginMs`
+   * (`PAIR_WIRE_MARGIN_MS`); a stamp already later stays. Run in the settle before the release,
+   * which computes the next due time from the stamp. Not fenced by the lease: a later stamp only
+   * ever makes the pair wait longer, so it is right even when the lease was recovered meanwhile.
+   * The caller has locked the pairs.
+   */
+  async stampWireStarts(tx: Tx, starts: { pairId: string; at: Date }[], marginMs: number): Promise<void> {
+    if (starts.length === 0) return;
+    await rowsOf(
+      tx,
+      `UPDATE message_outbox_pairs p
+          SET last_attempt_started_at = GREATEST(p.last_attempt_started_at, w.at + $3::interval)
+         FROM (SELECT id, max(at) AS at FROM unnest($1::bigint[], $2::timestamptz[]) AS s(id, at) GROUP BY id) w
+        WHERE p.id = w.id`,
+      [starts.map((s) => s.pairId), starts.map((s) => s.at), ms(marginMs)],
+    );
+  }
+
+  /**
    * Ends our lease and recomputes when the pair is next due: its FIFO head's retry time, but not
    * before the pacing interval since the last attempt start. NULL when nothing is pending. The
    * caller has locked the pair in an earlier statement of this transaction, so this statement's

@@ -107,6 +107,13 @@ export class EffectDto {
   @ApiProperty({ type: TemplateRefDto, nullable: true }) template!: TemplateRefDto | null;
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true, description: 'model usage of AI-written steps', example: null }) usage!: Record<string, unknown> | null;
   @ApiProperty({ type: String, nullable: true, format: 'uuid', example: null }) message_id!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: "The send's idempotency key, carried unchanged by messaging and the outbox: an uncertain send's outbox entry is the one GET /outbox/ambiguous lists with this key. Null when the effect sends nothing",
+    example: 'followup:3f2b8c1e-5d4a-4f6b-9e8d-7c6b5a4f3e2d:mensagem:1',
+  })
+  idempotency_key!: string | null;
   @ApiProperty({ type: String, nullable: true, format: 'uuid', example: null }) sender_id!: string | null;
   @ApiProperty({ type: String, nullable: true, example: null }) reason!: string | null;
   @ApiProperty({ type: String, enum: ['delivered', 'read'], nullable: true, description: 'How far the provider says a send got; null when not reported or not a send. Only moves forward', example: 'delivered' }) delivery_status!: 'delivered' | 'read' | null;
