@@ -3015,6 +3015,11 @@ export interface components {
              */
             id: string;
             /**
+             * @description The send's idempotency key, carried unchanged by messaging and the outbox: an uncertain send's outbox entry is the one GET /outbox/ambiguous lists with this key. Null when the effect sends nothing
+             * @example followup:3f2b8c1e-5d4a-4f6b-9e8d-7c6b5a4f3e2d:mensagem:1
+             */
+            idempotency_key: string | null;
+            /**
              * @example send
              * @enum {string}
              */
