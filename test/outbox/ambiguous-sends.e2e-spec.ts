@@ -102,7 +102,7 @@ describe('ambiguous sends through the REST API', () => {
     expect(rejected).toMatchObject({ status: 200, body: { outcome: 'resolved_failed', entry_id: first.entryId, status: 'failed' } });
     await soon(async () => (await viewOf(first.messageId)).status === 'failed');
     const [row] = await w.world.sql<{ resolution_note: string; resolved_by: string }>(`SELECT resolution_note, resolved_by FROM "${w.world.schema('outbox-dispatcher')}".message_outbox WHERE id = $1`, [first.entryId]);
-    expect(row).toEqual({ resolution_note: 'the customer says nothing arrived', resolved_by: `operator:api_key:${w.key.apiKeyId}` });
+    expect(row).toEqual({ resolution_note: 'the customer says nothing arrived', resolved_by: `operator:member:${w.key.memberId}` });
 
     const again = await api('POST', path, { status: 'accepted', note: 'changed my mind' });
     expect(again).toMatchObject({ status: 409, body: { error: { code: 'not_ambiguous', details: { entry_id: first.entryId, status: 'failed' } } } });

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OutboxRpc, Scope } from '@touchpoint/contracts';
+import { actorOf } from '../auth/actor.js';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
@@ -32,7 +33,6 @@ export class AmbiguousSendsController {
   @ApiOkResponse({ type: AmbiguousSendResolvedDto })
   @ApiErrorResponses(400, 404, 409, 503)
   resolve(@CurrentCaller() caller: Caller, @Param() params: AmbiguousEntryParams, @Body() body: ResolveAmbiguousSendDto) {
-    // The key is what the request proves; its id is kept as who resolved.
-    return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.ResolveAmbiguousOrFail, { entry_id: params.entry_id, status: body.status, note: body.note, actor: `api_key:${caller.apiKeyId}` });
+    return this.forwarder.forward(caller, 'outbox-dispatcher', OutboxRpc.ResolveAmbiguousOrFail, { entry_id: params.entry_id, status: body.status, note: body.note, actor: actorOf(caller) });
   }
 }

@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Query } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OutboxAccountRpc, Scope } from '@touchpoint/contracts';
+import { actorOf } from '../auth/actor.js';
 import { type Caller, CurrentCaller, RequireKey } from '../auth/auth.decorators.js';
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import { ApiErrorResponses } from '../http/openapi.js';
@@ -8,11 +9,6 @@ import { AddSuppressionDto, ListSuppressionsQuery, RemoveSuppressionDto, Suppres
 
 /** Why a row a person adds is on the list (code writes opt_out, unsubscribed, bounced). */
 const MANUAL_REASON = 'manual';
-
-/** Who acts, as the credential proves it: the member the key (or the console session) acts for. */
-function actorOf(caller: Caller): string {
-  return `member:${caller.createdBy.memberId}`;
-}
 
 /**
  * The organization's do-not-contact list (seed 003 §5 `contact_suppressions`; issue 20's
