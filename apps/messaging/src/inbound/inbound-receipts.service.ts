@@ -115,7 +115,12 @@ export class InboundReceiptsService {
       // without the dispatcher being told, and no hold for a message that was not stored.
       const fresh = await this.uow.run(async (tx) => {
         const inserted = await this.receipts.insert(receipts, tx);
-        await tx.publish(replyHolds(receipts.filter((r) => inserted.has(r.external_id)), this.clock.now()));
+        await tx.publish(
+          replyHolds(
+            receipts.filter((r) => inserted.has(r.external_id)),
+            this.clock.now(),
+          ),
+        );
         return inserted;
       });
       result.accepted = fresh.size;

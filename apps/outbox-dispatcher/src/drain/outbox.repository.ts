@@ -82,8 +82,9 @@ export class OutboxRepository {
 
   /**
    * Inserts an entry unless its key exists; returns the row and whether it was created. An entry
-   * that stops on a reply, enqueued while its recipient's reply hold lasts, is written held until
-   * its end (the same statement reads the hold by its primary key).
+   * that stops on a reply is written due now all the same: a hold covers what is pending when the
+   * person writes (`ReplyHoldRepository`), not a send the flow queues after that, which is most
+   * often its answer to that very message.
    */
   async insertEntry(
     tx: Tx,
@@ -94,12 +95,26 @@ export class OutboxRepository {
       tx,
       `INSERT INTO message_outbox (id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload,
                                    status, max_attempts, next_attempt_at, log_context, requester, stop_on_reply, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11,
-               CASE WHEN $15::boolean THEN GREATEST($12::timestamptz, (SELECT h.held_until FROM message_outbox_reply_holds h WHERE h.organization_id = $2 AND h.channel = $3 AND h.pacing_key = $7)) ELSE $12::timestamptz END,
-               $13, $14, $15::boolean, $12, $12)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $12, $12)
        ON CONFLICT (organization_id, idempotency_key) DO NOTHING
        RETURNING *`,
-      [entry.id, entry.organization_id, entry.channel, entry.sender_id, entry.pair_id, entry.recipient, entry.pacing_key, entry.idempotency_key, entry.payload_type, JSON.stringify(entry.payload), entry.max_attempts, now, JSON.stringify(entry.log_context), entry.requester, entry.stop_on_reply === true],
+      [
+        entry.id,
+        entry.organization_id,
+        entry.channel,
+        entry.sender_id,
+        entry.pair_id,
+        entry.recipient,
+        entry.pacing_key,
+        entry.idempotency_key,
+        entry.payload_type,
+        JSON.stringify(entry.payload),
+        entry.max_attempts,
+        now,
+        JSON.stringify(entry.log_context),
+        entry.requester,
+        entry.stop_on_reply === true,
+      ],
     );
     if (inserted) return { row: inserted, created: true };
     const existing = await this.findByKey(tx, entry.organization_id, entry.idempotency_key);

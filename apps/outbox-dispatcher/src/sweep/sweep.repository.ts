@@ -19,8 +19,7 @@ export class SweepRepository {
 
   /**
    * Deletes settled entries past retention (accepted after `acceptedDays`, failed and cancelled
-   * after `failedDays`; ambiguous never), then pairs no entry references and nobody holds, and
-   * reply holds that ended.
+   * after `failedDays`; ambiguous never), then pairs no entry references and nobody holds.
    */
   async prune(tx: Tx, now: Date, acceptedDays: number, failedDays: number, batch: number): Promise<{ entries: number; pairs: number; statuses: number }> {
     const entries = await rowsOf(
@@ -44,8 +43,6 @@ export class SweepRepository {
     const statuses = await rowsOf(tx, `DELETE FROM provider_statuses WHERE received_at < $1::timestamptz - make_interval(days => $2) RETURNING id`, [now, failedDays]);
     // A cancel-in-advance outlives any enqueue that could still be in flight by far.
     await tx.query(`DELETE FROM message_outbox_cancellations WHERE cancelled_at < $1::timestamptz - make_interval(days => $2)`, [now, failedDays]);
-    // A reply hold that ended holds nothing any more (`message_outbox_reply_holds_until_idx`).
-    await tx.query(`DELETE FROM message_outbox_reply_holds WHERE held_until < $1`, [now]);
     return { entries: entries.length, pairs: pairs.length, statuses: statuses.length };
   }
 }
