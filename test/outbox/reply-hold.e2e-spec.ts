@@ -7,6 +7,7 @@ import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollm
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
 import { InboundReceiptsService } from '../../apps/messaging/src/inbound/inbound-receipts.service.js';
+import { InboundRecordService } from '../../apps/messaging/src/inbound/inbound-record.service.js';
 import { inboundPipeline } from '../messaging/inbound-pipeline.js';
 import { inboundText, newWamid, setLimits } from '../messaging/helpers.js';
 import { startFollowups, startFollowupsWithSendPath } from '../followups/followups-world.js';
@@ -144,6 +145,15 @@ describe('reply hold: stop-on-reply sends wait for the requester after the perso
     await drain();
     expect(await textsTo(waId)).toHaveLength(1);
     expect((await entryByKey(data.idempotency_key))!.status).toBe('accepted');
+  });
+
+  it('tells the dispatcher of an email the same way, from the transaction that stores it before the acknowledgement', async () => {
+    const externalId = `nylas-${randomUUID()}`;
+    await messaging.get(InboundRecordService).record({ organization_id: org, channel: 'email', from: `pessoa.${waSeq}@example.com`, external_id: externalId, subject: 'Re: proposta', text: 'Vi sim, obrigado' });
+    // Published with the message (the RPC answered only after that commit), consumed by the dispatcher.
+    const [published] = await world.sql<{ payload: { data: InboundAcknowledgedData } }>(`SELECT payload FROM "${world.schema('messaging')}".outbox_events WHERE event_id = $1`, [`${MessagingEvents.InboundAcknowledged}:${org}:email:${externalId}`]);
+    expect(published?.payload.data).toMatchObject({ channel: 'email', from: `pessoa.${waSeq}@example.com` });
+    await soon(async () => (await world.sql(`SELECT 1 FROM ${ob('inbox_events')} WHERE event_id = $1`, [`${MessagingEvents.InboundAcknowledged}:${org}:email:${externalId}`])).length === 1);
   });
 
   it('is harmless delivered twice or after the cancel: the hold never moves, a cancelled entry stays cancelled', async () => {
