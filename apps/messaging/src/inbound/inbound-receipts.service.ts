@@ -32,11 +32,14 @@ export function contactNames(contacts: unknown): Map<string, string | null> {
  * new message names the event, so a redelivered webhook publishes nothing and a duplicate
  * delivery is dropped by the dispatcher's inbox). The dispatcher holds that person's queued
  * follow-ups and outreach sends until the requester, which judges whether it is a reply, has
- * had time to cancel them (`OUTBOX_REPLY_HOLD_MS`); nothing is judged here.
+ * had time to cancel them (`OUTBOX_REPLY_HOLD_MS`); nothing is judged here (a `system`
+ * message, Meta's own, holds nothing).
  */
 export function replyHolds(stored: NewInboundReceipt[], acknowledgedAt: Date = new Date()): OutgoingMessage[] {
   const byPerson = new Map<string, NewInboundReceipt>();
   for (const r of stored) {
+    // A `system` message is Meta writing about the user (a changed number), never the person.
+    if ((r.message as { type?: unknown }).type === 'system') continue;
     const from = String((r.message as { from?: unknown }).from ?? '');
     const key = `${r.organization_id}|${toPhoneKey(from) ?? from}`;
     if (from && !byPerson.has(key)) byPerson.set(key, r);
