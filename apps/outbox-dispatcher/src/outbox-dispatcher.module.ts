@@ -32,6 +32,8 @@ import { SendersRepository } from './senders/senders.repository.js';
 import { SenderOwnershipService } from './senders/sender-ownership.service.js';
 import { SendersService } from './senders/senders.service.js';
 import { WebhookErrorsService } from './senders/webhook-errors.service.js';
+import { ReplyHoldConsumer } from './reply-hold/reply-hold.consumer.js';
+import { ReplyHoldRepository } from './reply-hold/reply-hold.repository.js';
 import { SuppressionsConsumer } from './suppressions/suppressions.consumer.js';
 import { SuppressionsRepository } from './suppressions/suppressions.repository.js';
 import { SuppressionsService } from './suppressions/suppressions.service.js';
@@ -71,6 +73,8 @@ export class OutboxDispatcherModule {
       ProspectCapService,
       LinkedinRelationsRepository,
       CorrespondentsConsumer,
+      ReplyHoldRepository,
+      ReplyHoldConsumer,
       ProviderAccountsService,
       {
         provide: PROVIDER_ADAPTERS,

@@ -127,6 +127,13 @@ export const MessagingEvents = {
   ContactOptedOut: 'messaging.contact.opted_out',
   /** `SuppressionRequestedData`: the dispatcher should suppress this address. */
   SuppressionRequested: 'messaging.suppression.requested',
+  /**
+   * `InboundAcknowledgedData`: a person's message was acknowledged (published in the transaction
+   * that stores the WhatsApp receipt, or the message of the other channels), before any judgement.
+   * The dispatcher holds that address's queued sends marked `stop_on_reply` for a bounded time
+   * (`OUTBOX_REPLY_HOLD_MS`), so the requester's cancel can arrive first.
+   */
+  InboundAcknowledged: 'messaging.inbound.acknowledged',
   /** `NotificationCreatedData`. */
   NotificationCreated: 'messaging.notification.created',
   /** `NotificationDeliveryUpdatedData`: a delivery left `pending`, or a `sent` one failed later. */
@@ -186,6 +193,13 @@ export interface MessagingSendData extends MessagingSendContent {
   notification_delivery_id?: string;
   /** Small correlation facts echoed on the outcome events (enrollment id, step, action id...). */
   context?: Record<string, string | number>;
+  /**
+   * Whether a reply of the person stops this send (a `cancel_on_reply` follow-up, an outreach
+   * draft): the dispatcher then holds it for a moment after a message from the person is
+   * acknowledged (`messaging.inbound.acknowledged`), so the requester's cancel arrives first.
+   * Default false; ignored on operator and system sends and on notifications (never held).
+   */
+  stop_on_reply?: boolean;
 }
 
 /** Answer of the `messaging.send` RPC. `created` is false when the key already had a message. */
@@ -396,6 +410,17 @@ export interface ContactOptedOutData {
 }
 
 /** Data of `messaging.suppression.requested`. */
+/** Data of `messaging.inbound.acknowledged`: who wrote, to which of our numbers or mailboxes, and when. */
+export interface InboundAcknowledgedData {
+  channel: 'whatsapp' | 'email' | 'linkedin';
+  /** The person's address as the provider sent it (wa_id, email, LinkedIn provider id). */
+  from: string;
+  /** Our sender it arrived on (dispatcher sender id), or null when unknown. */
+  sender_id: string | null;
+  /** When messaging acknowledged it, ISO-8601 UTC: the hold runs from here, so a redelivery never extends it. */
+  acknowledged_at: string;
+}
+
 export interface SuppressionRequestedData {
   contact_id: string | null;
   channel: 'whatsapp' | 'email' | 'linkedin';

@@ -221,6 +221,12 @@ export interface OutboxEnqueueData {
   log_context?: Record<string, string | number>;
   /** Who asked (service name), for logs and triage. */
   requester?: string;
+  /**
+   * The requester cancels this send when the person replies (`MessagingSendData.stop_on_reply`):
+   * while pending it is held for `OUTBOX_REPLY_HOLD_MS` after a `messaging.inbound.acknowledged`
+   * from its recipient. Default false (never held).
+   */
+  stop_on_reply?: boolean;
 }
 
 /** Answer of the `outbox.enqueue` RPC. `created` is false when the key already had an entry. */

@@ -98,6 +98,7 @@ import {
   type NotificationTemplateView,
   type NotificationView,
   type SuppressionRequestedData,
+  type InboundAcknowledgedData,
 } from './messaging.js';
 import {
   type LinkedinRelationAcceptedData,
@@ -210,6 +211,7 @@ export interface BusContract {
   [MessagingEvents.ContactErased]: ContactEventData;
   [MessagingEvents.ContactOptedOut]: ContactOptedOutData;
   [MessagingEvents.SuppressionRequested]: SuppressionRequestedData;
+  [MessagingEvents.InboundAcknowledged]: InboundAcknowledgedData;
   [MessagingEvents.NotificationCreated]: NotificationCreatedData;
   [MessagingEvents.NotificationDeliveryUpdated]: NotificationDeliveryUpdatedData;
   [OutboxCommands.Enqueue]: OutboxEnqueueData;

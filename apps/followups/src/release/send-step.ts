@@ -134,6 +134,8 @@ export class SendStep {
       sender_id: state.flow_id,
       outbox_sender_id: senderId,
       requester: 'followups',
+      // A reply ends a cancel_on_reply enrollment (stop-paths): the dispatcher holds this send after one.
+      ...(state.cancel_on_reply ? { stop_on_reply: true } : {}),
       ...content,
       context: { followup_enrollment_id: state.id, followup_effect_id: effectId, followup_node_id: nodeId },
     };

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { MessagingChannel } from '@touchpoint/contracts';
-import { rowsOf } from '@touchpoint/database';
+import { type Queryable, rowsOf } from '@touchpoint/database';
 
 /** One inbound message as the provider sent it, waiting for the worker (table `inbound_receipts`). */
 export interface InboundReceiptRow {
@@ -37,9 +37,10 @@ export class InboundReceiptsRepository {
 
   /**
    * Inserts the receipts in one statement; a provider id already waiting is skipped.
+   * @param db the transaction to write in (acceptance publishes its hold events in it); the pool by default
    * @returns the external ids that were new
    */
-  async insert(receipts: NewInboundReceipt[]): Promise<Set<string>> {
+  async insert(receipts: NewInboundReceipt[], db: Queryable = this.db): Promise<Set<string>> {
     if (receipts.length === 0) return new Set();
     const params: unknown[] = [];
     const rows = receipts.map((r) => {
@@ -56,7 +57,7 @@ export class InboundReceiptsRepository {
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}::jsonb)`;
     });
     const inserted = await rowsOf<{ external_id: string }>(
-      this.db,
+      db,
       `INSERT INTO inbound_receipts (organization_id, channel, external_id, sender_id, contact_name, message) VALUES ${rows.join(', ')}
        ON CONFLICT (organization_id, channel, external_id) DO NOTHING RETURNING external_id`,
       params,

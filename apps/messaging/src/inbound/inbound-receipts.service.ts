@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { WhatsAppInboundBatch } from '@touchpoint/contracts';
+import { type InboundAcknowledgedData, MessagingEvents, type OutgoingMessage, type WhatsAppInboundBatch } from '@touchpoint/contracts';
 import { poolOf, type Queryable } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { toPhoneKey } from '@touchpoint/phone';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { judgeInbound, truncateText } from '@touchpoint/text';
+import { Clock } from '@touchpoint/time';
 import { ConversationsRepository } from '../conversations/conversations.repository.js';
 import { MessagesRepository } from '../messages/messages.repository.js';
 import { SendersService } from '../senders/senders.service.js';
@@ -24,6 +25,29 @@ export function contactNames(contacts: unknown): Map<string, string | null> {
     if (c && typeof c.wa_id === 'string') names.set(c.wa_id, typeof c.profile?.name === 'string' ? c.profile.name : null);
   }
   return names;
+}
+
+/**
+ * One `messaging.inbound.acknowledged` per person of the receipts just stored (each one's first
+ * new message names the event, so a redelivered webhook publishes nothing and a duplicate
+ * delivery is dropped by the dispatcher's inbox). The dispatcher holds that person's queued
+ * follow-ups and outreach sends until the requester, which judges whether it is a reply, has
+ * had time to cancel them (`OUTBOX_REPLY_HOLD_MS`); nothing is judged here (a `system`
+ * message, Meta's own, holds nothing).
+ */
+export function replyHolds(stored: NewInboundReceipt[], acknowledgedAt: Date = new Date()): OutgoingMessage[] {
+  const byPerson = new Map<string, NewInboundReceipt>();
+  for (const r of stored) {
+    // A `system` message is Meta writing about the user (a changed number), never the person.
+    if ((r.message as { type?: unknown }).type === 'system') continue;
+    const from = String((r.message as { from?: unknown }).from ?? '');
+    const key = `${r.organization_id}|${toPhoneKey(from) ?? from}`;
+    if (from && !byPerson.has(key)) byPerson.set(key, r);
+  }
+  return [...byPerson.values()].map((r) => {
+    const data: InboundAcknowledgedData = { channel: 'whatsapp', from: String((r.message as { from?: unknown }).from), sender_id: r.sender_id, acknowledged_at: acknowledgedAt.toISOString() };
+    return { event_id: `${MessagingEvents.InboundAcknowledged}:${r.organization_id}:${r.channel}:${r.external_id}`, type: MessagingEvents.InboundAcknowledged, organization_id: r.organization_id, data };
+  });
 }
 
 /** What `accept` did with the messages of one webhook change. */
@@ -59,6 +83,7 @@ export class InboundReceiptsService {
     private readonly messages: MessagesRepository,
     private readonly conversations: ConversationsRepository,
     private readonly metrics: InboundMetrics,
+    private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -68,7 +93,9 @@ export class InboundReceiptsService {
    * the rest (`processReceipt`). So the gateway's 2xx means "durably stored", and a failure after
    * that point (abuse unreachable with nothing in the read model, a lost database) is retried here
    * rather than by Meta. A message without an id or a sender, or from a number that is not a
-   * phone, is ignored (a redelivery would not change it).
+   * phone, is ignored (a redelivery would not change it). In the same transaction, one
+   * `messaging.inbound.acknowledged` per person tells the dispatcher to hold that person's
+   * stop-on-reply sends (`replyHolds`): BEGIN, the insert, one outbox insert, COMMIT.
    * @throws AppError service_unavailable when the receipts could not be stored or the owner of the number not learned (→ 503, Meta redelivers)
    */
   async accept(batch: WhatsAppInboundBatch & { organization_id?: string }): Promise<AcceptResult> {
@@ -87,7 +114,18 @@ export class InboundReceiptsService {
       receipts.push({ organization_id: owner.organization_id, channel: 'whatsapp', external_id: raw.id, sender_id: owner.sender_id, contact_name: names.get(raw.from) ?? null, message: raw });
     }
     try {
-      const fresh = await this.receipts.insert(receipts);
+      // The receipts and their hold events (`replyHolds`) commit together: no acknowledgement
+      // without the dispatcher being told, and no hold for a message that was not stored.
+      const fresh = await this.uow.run(async (tx) => {
+        const inserted = await this.receipts.insert(receipts, tx);
+        await tx.publish(
+          replyHolds(
+            receipts.filter((r) => inserted.has(r.external_id)),
+            this.clock.now(),
+          ),
+        );
+        return inserted;
+      });
       result.accepted = fresh.size;
       result.duplicates = receipts.length - fresh.size;
     } catch (err) {

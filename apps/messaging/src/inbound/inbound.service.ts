@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { type AbuseCheckData, type MessageReceivedData, MessagingEvents, type MessagingChannel, type OutgoingMessage, OutboxCommands, type OutboxEnqueueData, type WhatsAppInboundBatch, type SuppressionRequestedData } from '@touchpoint/contracts';
+import { type AbuseCheckData, type InboundAcknowledgedData, type MessageReceivedData, MessagingEvents, type MessagingChannel, type OutgoingMessage, OutboxCommands, type OutboxEnqueueData, type WhatsAppInboundBatch, type SuppressionRequestedData } from '@touchpoint/contracts';
 import { poolOf, type Queryable, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -499,13 +499,20 @@ export class InboundService {
   }
 
   /**
-   * What a stored inbound message tells others, in this order: the opt-out (the contact opted out,
+   * What a stored inbound message tells others, in this order: the reply hold (email and
+   * LinkedIn: `messaging.inbound.acknowledged`; WhatsApp published it with its receipt), the opt-out (the contact opted out,
    * and a suppression asked for each address it has: "stop" means every channel, seed 003), the
    * read receipt (WhatsApp, seed 004 "Read receipts": through the outbox like any send, one per
    * wamid), and `messaging.message.received`.
    */
   private eventsOf(m: InboundMessage, contact: ContactRow, conversation: ConversationRow, instance: InstanceRow, message: MessageRow): OutgoingMessage[] {
     const published: OutgoingMessage[] = [];
+    if (m.channel === 'email' || m.channel === 'linkedin') {
+      // The `record` channels store the message at their acknowledgement: the hold rides this
+      // transaction (WhatsApp's rode its receipt's, `replyHolds`), ahead of the received event.
+      const hold: InboundAcknowledgedData = { channel: m.channel, from: m.from, sender_id: m.senderId ?? null, acknowledged_at: new Date(message.created_at).toISOString() };
+      published.push({ event_id: `${MessagingEvents.InboundAcknowledged}:${m.organizationId}:${m.channel}:${m.externalId}`, type: MessagingEvents.InboundAcknowledged, organization_id: m.organizationId, data: hold });
+    }
     if (m.judgement.optOut) {
       published.push({ event_id: `messaging.contact.opted_out:${message.id}`, type: MessagingEvents.ContactOptedOut, organization_id: m.organizationId, data: { contact_id: contact.id, channel: m.channel, message_id: message.id } });
       const addresses: [SuppressionRequestedData['channel'], string | null][] = [

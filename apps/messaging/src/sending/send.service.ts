@@ -21,6 +21,8 @@ const DISPATCHED_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
 const STORED_CHANNELS = new Set(['web', 'in_app']);
 /** Longest idempotency key, characters. */
 const MAX_KEY_LENGTH = 200;
+/** Senders whose sends are never held after a reply (`MessagingSendData.stop_on_reply` is ignored on them). */
+const NEVER_HELD = new Set<string>(['operator', 'system', 'notification', 'contact']);
 /** Longest text body, characters (WhatsApp's limit, the strictest channel). */
 const MAX_TEXT_LENGTH = 4096;
 
@@ -192,6 +194,8 @@ export class SendService {
         payload: payload as OutboxPayload,
         log_context: { message_id: message.id, conversation_id: conversation.id, contact_id: contact.id, requester: data.requester, ...(data.context ?? {}) },
         requester: 'messaging',
+        // Only an automation's send stops on a reply: an operator's, a system reply or a notification is never held.
+        ...(data.stop_on_reply === true && !NEVER_HELD.has(data.sender_type) && !data.notification_delivery_id ? { stop_on_reply: true } : {}),
       };
       await tx.publish({ event_id: `messaging.send:${message.id}`, type: OutboxCommands.Enqueue, organization_id: data.organization_id, data: enqueue });
     } else if (stored) {

@@ -24,6 +24,8 @@ export interface EntryRow {
   claimed_at: Date | null;
   log_context: Record<string, string | number>;
   requester: string | null;
+  /** A reply of the recipient stops it: held after one (`ReplyHoldRepository`). */
+  stop_on_reply?: boolean;
   provider_message_id: string | null;
   evidence: Evidence | null;
   last_classification: OutboxClassification | null;
@@ -78,20 +80,41 @@ export class OutboxRepository {
     return row.id;
   }
 
-  /** Inserts an entry unless its key exists; returns the row and whether it was created. */
+  /**
+   * Inserts an entry unless its key exists; returns the row and whether it was created. An entry
+   * that stops on a reply is written due now all the same: a hold covers what is pending when the
+   * person writes (`ReplyHoldRepository`), not a send the flow queues after that, which is most
+   * often its answer to that very message.
+   */
   async insertEntry(
     tx: Tx,
-    entry: Pick<EntryRow, 'id' | 'organization_id' | 'channel' | 'sender_id' | 'pair_id' | 'recipient' | 'pacing_key' | 'idempotency_key' | 'payload_type' | 'payload' | 'max_attempts' | 'log_context' | 'requester'>,
+    entry: Pick<EntryRow, 'id' | 'organization_id' | 'channel' | 'sender_id' | 'pair_id' | 'recipient' | 'pacing_key' | 'idempotency_key' | 'payload_type' | 'payload' | 'max_attempts' | 'log_context' | 'requester'> & { stop_on_reply?: boolean },
     now: Date,
   ): Promise<{ row: EntryRow; created: boolean }> {
     const [inserted] = await rowsOf<EntryRow>(
       tx,
       `INSERT INTO message_outbox (id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload,
-                                   status, max_attempts, next_attempt_at, log_context, requester, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $12, $12)
+                                   status, max_attempts, next_attempt_at, log_context, requester, stop_on_reply, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $12, $12)
        ON CONFLICT (organization_id, idempotency_key) DO NOTHING
        RETURNING *`,
-      [entry.id, entry.organization_id, entry.channel, entry.sender_id, entry.pair_id, entry.recipient, entry.pacing_key, entry.idempotency_key, entry.payload_type, JSON.stringify(entry.payload), entry.max_attempts, now, JSON.stringify(entry.log_context), entry.requester],
+      [
+        entry.id,
+        entry.organization_id,
+        entry.channel,
+        entry.sender_id,
+        entry.pair_id,
+        entry.recipient,
+        entry.pacing_key,
+        entry.idempotency_key,
+        entry.payload_type,
+        JSON.stringify(entry.payload),
+        entry.max_attempts,
+        now,
+        JSON.stringify(entry.log_context),
+        entry.requester,
+        entry.stop_on_reply === true,
+      ],
     );
     if (inserted) return { row: inserted, created: true };
     const existing = await this.findByKey(tx, entry.organization_id, entry.idempotency_key);

@@ -68,6 +68,8 @@ export class EnqueueService {
           max_attempts: checked.payload.type === 'read_receipt' ? READ_RECEIPT_MAX_ATTEMPTS : this.config.OUTBOX_MAX_ATTEMPTS,
           log_context: checked.log_context,
           requester: checked.requester,
+          // Read receipts are never held: they are ours, not the requester's words.
+          stop_on_reply: checked.stop_on_reply === true && checked.payload.type !== 'read_receipt',
         },
         now,
       );
@@ -140,6 +142,7 @@ export class EnqueueService {
       throw new AppError(ErrorCode.ValidationFailed, `idempotency_key is required (at most ${IDEMPOTENCY_KEY_MAX} characters)`, { field: 'idempotency_key' });
     }
     if (!OUTBOX_CHANNELS.includes(data.channel)) throw new AppError(ErrorCode.ValidationFailed, `channel must be one of ${OUTBOX_CHANNELS.join(', ')}`, { field: 'channel' });
+    if (data.stop_on_reply !== undefined && typeof data.stop_on_reply !== 'boolean') throw new AppError(ErrorCode.ValidationFailed, 'stop_on_reply must be a boolean', { field: 'stop_on_reply' });
     if (data.sender_id !== undefined && data.sender_id !== null && typeof data.sender_id !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'sender_id must be a string', { field: 'sender_id' });
     const adapter = this.providers.get(data.channel);
     if (!adapter) throw new AppError(ErrorCode.UnsupportedChannel, `channel ${data.channel} has no adapter yet`);

@@ -6,6 +6,7 @@ import { CreateLinkedinRelations1765100000001 } from './1765100000001-CreateLink
 import { IndexPendingByRecipient1765300000000 } from './1765300000000-IndexPendingByRecipient.js';
 import { AddMetaFidelity1796130561208602 } from './1796130561208602-AddMetaFidelity.js';
 import { RecordSuppressionNotes1796172528645801 } from './1796172528645801-RecordSuppressionNotes.js';
+import { AddReplyHolds1796200000000000 } from './1796200000000000-AddReplyHolds.js';
 
 /** Entities of the outbox-dispatcher schema (explicit list: ESM has no globs). SQL lives in repositories. */
 export const OutboxDispatcherEntities: (ObjectType<unknown> | EntitySchema<unknown>)[] = [];
@@ -19,4 +20,5 @@ export const OutboxDispatcherMigrations: (new () => MigrationInterface)[] = [
   IndexPendingByRecipient1765300000000,
   AddMetaFidelity1796130561208602,
   RecordSuppressionNotes1796172528645801,
+  AddReplyHolds1796200000000000,
 ];
