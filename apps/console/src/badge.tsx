@@ -1,7 +1,7 @@
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from 'react';
 import { api } from './api/client';
 
-/** How often the nav badge reads the review queue total, ms (issue 20: polling). */
+/** How often the nav badge reads the review queue total, ms (polled). */
 export const BADGE_POLL_MS = 10_000;
 
 interface QueueTotal {

@@ -104,10 +104,10 @@ export class OutboxDispatcherConfig extends ServiceConfig {
   OUTBOX_CLAIM_BATCH = 16;
 
   /**
-   * How long a queued send marked `stop_on_reply` (a cancel_on_reply follow-up, an outreach send)
+   * How long a queued send marked `stop_on_reply` (a cancel_on_reply follow-up)
    * waits after its recipient wrote, counted from messaging's acknowledgement, ms; 0 = no hold.
    * The requester judges the message a reply and cancels in two or three bus hops after that
-   * acknowledgement, unbounded under load (issue 17: 10 s with no fault); this bounds the wait the
+   * acknowledgement, unbounded under load (a chaos run saw 10 s with no fault); this bounds the wait the
    * requester gets. Longer delays a held send that nobody cancels (an auto-reply, a send that does
    * not stop after all) by as much. A claimed send is never held (DESIGN §5.3).
    */

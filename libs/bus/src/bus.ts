@@ -132,7 +132,7 @@ export class BusConnection {
       confirm: false,
       // The prefetch is set here, awaited, and not as a `consume` option: the wrapper issues that one
       // without awaiting it, and a link that drops before the broker answered it rejected a promise
-      // nobody listened to, which kills the process (the chaos harness, issue 17).
+      // nobody listened to, which kills the process (the chaos harness).
       setup: async (channel: Channel) => {
         await assertServiceTopology(channel, this.names, types, this.options);
         await channel.prefetch(this.options.prefetch);

@@ -6,7 +6,7 @@ import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-mana
  * channel or running its setup fails after a reconnect (the link dropped again mid-setup): with no
  * listener, Node throws it as an unhandled `error` event and the service dies. The wrapper opens
  * the channel again on the manager's next `connect`, so logging is all that is left to do. Found by
- * the chaos harness (issue 17): two broker cuts a few seconds apart killed followups, messaging and
+ * the chaos harness: two broker cuts a few seconds apart killed followups, messaging and
  * the dispatcher. Answers `manager`.
  */
 export function reportChannelErrors<T extends AmqpConnectionManager>(manager: T, onError: (err: Error, channel: string | undefined) => void): T {

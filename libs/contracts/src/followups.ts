@@ -532,7 +532,7 @@ export interface EffectDecisionView {
 
 /**
  * Statuses `GET /ai/followups/effects` lists by: today only the sends waiting for a person's
- * decision (flows with `require_approval`), the list the console's approval page reads (issue 20).
+ * decision (flows with `require_approval`), the list the console's approval page reads.
  */
 export const EFFECT_LIST_STATUSES = ['awaiting_decision'] as const;
 export type EffectListStatus = (typeof EFFECT_LIST_STATUSES)[number];

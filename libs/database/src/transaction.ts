@@ -95,7 +95,7 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   let broken: Error | undefined;
   // The pool stops listening for a client's errors while it is checked out. A connection that drops
   // while `work` awaits something else (no query in flight) makes pg emit `error`: unheard, that
-  // crashed the service (the chaos harness's database cuts, issue 17). Heard, it marks the client
+  // crashed the service (the chaos harness's database cuts). Heard, it marks the client
   // broken; the next statement fails with its own error and the pool discards the client.
   const onError = (err: Error) => (broken ??= err);
   client.on('error', onError);

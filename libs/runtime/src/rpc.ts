@@ -38,7 +38,7 @@ export class TouchpointRmqServer extends ServerRMQ {
   /**
    * Nest's set-up, with its `consume` awaited. Nest starts the consumer without awaiting it, so
    * when the broker link drops before the broker confirmed the consumer, amqplib rejects that
-   * promise with nobody listening and Node kills the process (found by the chaos harness, issue 17:
+   * promise with nobody listening and Node kills the process (found by the chaos harness:
    * outreach and messaging died on a broker cut). Awaited here, the rejection fails the channel's
    * set-up instead, which the connection manager reports (`reportChannelErrors`) and runs again
    * on the next connect.
@@ -86,7 +86,7 @@ export class TouchpointRmqServer extends ServerRMQ {
  * `onLost` when nobody else listens for it. Nest's RPC server sends each answer with
  * `sendToQueue` and drops the promise; when the broker link closes before the broker confirmed an
  * answer, the promise rejects ('channel closed') unheard and Node kills the process (found by the
- * chaos harness, issue 17: the dispatcher died on a broker cut). A lost answer needs nothing more:
+ * chaos harness: the dispatcher died on a broker cut). A lost answer needs nothing more:
  * the caller's RPC deadline answers 503 (DESIGN §2). The promise is still returned to the caller.
  */
 export function reportLostAnswers<T extends AmqpConnectionManager>(manager: T, onLost: (err: Error) => void): T {

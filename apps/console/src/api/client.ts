@@ -6,7 +6,7 @@ export type Schemas = components['schemas'];
 
 /** Methods that change nothing: every other one carries the session's CSRF token. */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-/** The header the gateway reads the CSRF token from (issue 20; the gateway's session credential). */
+/** The header the gateway reads the CSRF token from (the gateway's session credential). */
 export const CSRF_HEADER = 'X-CSRF-Token';
 
 /**

@@ -15,7 +15,7 @@ const CHANNEL_LABELS = Object.fromEntries(CHANNELS.map((c) => [c.value, c.label]
 const PAGE_SIZE = 50;
 
 /**
- * The organization's do-not-contact list (seed 003 §5 `contact_suppressions`; issue 20): every
+ * The organization's do-not-contact list (seed 003 §5 `contact_suppressions`): every
  * sender refuses these addresses right before the wire. Search it (part of the address or of the
  * note), add an address by hand with a note, and remove one with a note saying why it may be
  * contacted again; the gateway keeps the removal with that note. Admin only, as the API says.

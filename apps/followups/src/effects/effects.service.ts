@@ -77,7 +77,7 @@ export class EffectsService {
   /**
    * A page of the organization's effects of one status, oldest first: today the sends waiting
    * for a decision, each with its flow and contact, so a person can find and decide them without
-   * opening every enrollment (issue 20, the console's approval page).
+   * opening every enrollment (the console's approval page).
    * @returns `{data: [...], next_cursor}` (next_cursor null on the last page)
    * @throws AppError validation_failed (status other than awaiting_decision, limit outside 1–100,
    *   flow_id not a uuid); invalid_cursor (bad, stale, or issued for other filters)

@@ -9,7 +9,7 @@ import { EffectDecisionAnswerDto, EffectPageAnswerDto, ResolvedAnswerDto } from 
 
 /**
  * Effects of follow-up steps (seed 002 "Efeitos"): listing the sends that wait for a decision
- * (issue 20: any key with agents:read), deciding one and reconciling an uncertain one. Deciding
+ * (any key with agents:read), deciding one and reconciling an uncertain one. Deciding
  * and reconciling need a key created by an admin (403 `forbidden` otherwise); the key and its
  * creator travel with the call so the approval can be re-checked before the send.
  */

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, type ErrorEnvelope } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 
-/** Where the operator console is served (issue 20: same origin as the API). */
+/** Where the operator console is served (same origin as the API). */
 export const CONSOLE_PATH = '/console';
 
 /**

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Sessions of the operator console (issue 20): a member signs in with their API key and gets a
+ * Sessions of the operator console: a member signs in with their API key and gets a
  * cookie. Neither the cookie's token nor its CSRF token is stored, only their SHA-256, so a copy
  * of this table signs nobody in. A session acts through its key: revoking the key ends it.
  */

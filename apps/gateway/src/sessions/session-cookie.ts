@@ -1,4 +1,4 @@
-/** Name of the console's session cookie (issue 20). */
+/** Name of the console's session cookie. */
 export const SESSION_COOKIE = 'tp_session';
 
 /**

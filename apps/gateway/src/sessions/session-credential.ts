@@ -5,7 +5,7 @@ import type { ApiKeyIdentity } from '../api-keys/api-keys.service.js';
 import type { GatewayConfig } from '../gateway.config.js';
 import { type ConsoleSession, SessionsService } from './sessions.service.js';
 
-/** Methods that change state: with the cookie they need the CSRF token (issue 20). */
+/** Methods that change state: with the cookie they need the CSRF token. */
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** The header that carries the CSRF token. */
 export const CSRF_HEADER = 'x-csrf-token';
@@ -19,7 +19,7 @@ export interface CredentialRequest {
 }
 
 /**
- * The console's session cookie as a credential (issue 20). A cookie rides along on every
+ * The console's session cookie as a credential. A cookie rides along on every
  * request the browser makes, whoever's page asks, so a state-changing request made with it must
  * prove it comes from the console: it carries `X-CSRF-Token` equal to the session's CSRF token,
  * which only a page of our origin can read (from `POST /sessions` or `GET /sessions/current`),

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** Random bytes of a session token: 256 bits, so plain SHA-256 is a safe stored form (issue 20: ≥ 32 bytes). */
+/** Random bytes of a session token: 256 bits, so plain SHA-256 is a safe stored form (at least 32 bytes). */
 export const SESSION_TOKEN_BYTES = 32;
 /** A cookie value longer than this is not one of ours; it is refused before hashing. */
 const MAX_TOKEN_LENGTH = 128;

@@ -10,7 +10,7 @@ import { type CredentialRequest, CSRF_HEADER, SessionCredential } from './sessio
 import { type ConsoleSession, SessionsService } from './sessions.service.js';
 
 /**
- * Sign-in and sign-out of the operator console (issue 20): a member's API key is exchanged for a
+ * Sign-in and sign-out of the operator console: a member's API key is exchanged for a
  * session cookie (`tp_session`, HttpOnly, SameSite=Strict), which every route then accepts in
  * place of `Authorization: Bearer`.
  */

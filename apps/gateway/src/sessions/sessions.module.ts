@@ -6,7 +6,7 @@ import { SessionsController } from './sessions.controller.js';
 import { SessionsRepository } from './sessions.repository.js';
 import { SessionsService } from './sessions.service.js';
 
-/** The operator console's sign-in (issue 20): sessions, their cookie and CSRF check, and their routes. */
+/** The operator console's sign-in: sessions, their cookie and CSRF check, and their routes. */
 @Module({
   imports: [AccountsModule],
   controllers: [SessionsController],

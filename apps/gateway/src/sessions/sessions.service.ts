@@ -35,7 +35,7 @@ export interface SessionView {
 }
 
 /**
- * Sessions of the operator console (issue 20): a member exchanges their own API key for a
+ * Sessions of the operator console: a member exchanges their own API key for a
  * short-lived session whose cookie the browser holds and page scripts cannot read. A session acts
  * through its key: it has the key's scopes, is recorded as the key's member, and ends the moment
  * the key is revoked or the member removed. Its lifetime is absolute (CONSOLE_SESSION_TTL_S).

@@ -11,7 +11,7 @@ import { AddSuppressionDto, ListSuppressionsQuery, RemoveSuppressionDto, Suppres
 const MANUAL_REASON = 'manual';
 
 /**
- * The organization's do-not-contact list (seed 003 §5 `contact_suppressions`; issue 20's
+ * The organization's do-not-contact list (seed 003 §5 `contact_suppressions` and the console's
  * Operations page): search it, add an address by hand, and remove one with a note. Code never
  * clears a row; a person with the admin scope removes one, for example when someone asks to be
  * contacted again, and the removal is kept with their note. Forwarded to the outbox-dispatcher,

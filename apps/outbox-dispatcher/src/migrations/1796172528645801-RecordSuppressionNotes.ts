@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The do-not-contact list as people work it (issue 20, Operations): a row gets a public id (the
+ * The do-not-contact list as people work it (the console's Operations page): a row gets a public id (the
  * list pages by a keyset cursor over `created_at` and it), the note and the member of a row added
  * by hand, and an index for the newest-first page. A removal (seed 003 §5: only a person removes
  * a row) is kept in `contact_suppression_removals` with that person's note, so who let an address

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The reply hold (issue 17): an entry says whether a reply of its recipient stops it
+ * The reply hold: an entry says whether a reply of its recipient stops it
  * (`stop_on_reply`, false for every entry written before). The hold's update of pending entries
  * (`ReplyHoldRepository.hold`) rides `message_outbox_pending_recipient_idx`; no index of its own.
  */

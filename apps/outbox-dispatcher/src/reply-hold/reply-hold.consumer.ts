@@ -12,7 +12,7 @@ import { ReplyHoldRepository } from './reply-hold.repository.js';
 const HELD_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
 
 /**
- * The reply hold (issue 17; DESIGN §5.3 "the reply wins"): messaging tells, from the transaction
+ * The reply hold (DESIGN §5.3 "the reply wins"): messaging tells, from the transaction
  * that acknowledges a person's message, that this person just wrote
  * (`messaging.inbound.acknowledged`); the pending sends of the organization to that address on
  * that channel that stop on a reply (`stop_on_reply`: a cancel_on_reply follow-up, an outreach

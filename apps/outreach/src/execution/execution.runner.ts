@@ -144,8 +144,9 @@ export class ExecutionRunner implements RunHandler<'execution'> {
       sender_type: 'outreach',
       sender_id: claimed.approved_by ?? undefined,
       requester: OUTREACH_REQUESTER,
-      // A reply always interrupts an outreach enrollment (interrupts/): held after one, until the interrupt cancels it.
-      stop_on_reply: true,
+      // Not held after a reply: the claim (approved → sending) is the send key, and a claimed send
+      // goes; the reply's decision sees it in the history (seed 003 §4.6).
+      stop_on_reply: false,
       context: { action_id: claimed.id, enrollment_id: claimed.enrollment_id, campaign_id: claimed.campaign_id, outreach_type: claimed.type },
     };
     const sender = claimed.type === 'email' ? row.c_email_sender_id : row.c_linkedin_sender_id;

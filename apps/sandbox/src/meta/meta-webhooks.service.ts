@@ -40,7 +40,7 @@ export interface MetaSettings {
 
 /**
  * How the sandbox misdelivers webhooks, as Meta does in production (its webhooks are at least once,
- * may arrive late, and carry no ordering guarantee): the chaos harness (issue 17) turns these on
+ * may arrive late, and carry no ordering guarantee): the chaos harness turns these on
  * for a while at random moments. Each fraction is in [0, 1].
  */
 export interface WebhookFaults {

@@ -15,7 +15,7 @@ interface Received {
 }
 
 /**
- * The Meta sandbox's webhook misdeliveries (issue 17, the chaos harness): a fraction of status and
+ * The Meta sandbox's webhook misdeliveries (for the chaos harness): a fraction of status and
  * inbound webhooks posted twice, late, or (statuses) in reverse order, picked from a seed.
  */
 describe('Meta sandbox webhook faults', () => {
