@@ -225,5 +225,13 @@ describe('reconcile', () => {
       expect(text).toMatch(/verdict\s+\|\s+FAIL/);
       expect(text).toContain('  - lost: op2 send m-2: gone');
     });
+
+    it("prints the schedule's fingerprint: its hash and the asks and faults planned by kind", () => {
+      const report = { ...judge(cleanRun()), schedule: { hash: '0123456789abcdef', asks: { outreach: 4, followup: 6 }, faults: { process_kill: 2 } } };
+      const text = formatReport(report);
+      expect(text).toMatch(/schedule hash\s+\|\s+0123456789abcdef/);
+      expect(text).toMatch(/asks planned \(10\)\s+\|\s+followup 6, outreach 4/);
+      expect(text).toMatch(/faults planned \(2\)\s+\|\s+process_kill 2/);
+    });
   });
 });

@@ -255,7 +255,19 @@ export function formatReport(r: ChaosReport, maxDetails = 50): string {
   rows.push(['faults injected', String(faultKinds.reduce((sum, [, n]) => sum + n, 0))]);
   rows.push(['sends asked', String(r.sends.asked)], ['  accepted', String(r.sends.accepted)], ['  failed', String(r.sends.failed)], ['  cancelled', String(r.sends.cancelled)], ['  ambiguous', String(r.sends.ambiguous)]);
   rows.push(['duplicates', String(r.violations.duplicates)], ['lost', String(r.violations.lost)], ['forbidden', String(r.violations.forbidden)], ['pacing violations', String(r.violations.pacing)], ['stuck', String(r.violations.stuck)]);
-  rows.push(['duration', `${(r.durationMs / 60_000).toFixed(1)} min`], ['seed (replay)', String(r.seed)], ['verdict', hasViolations(r) ? 'FAIL' : 'PASS']);
+  rows.push(['duration', `${(r.durationMs / 60_000).toFixed(1)} min`], ['seed (replay)', String(r.seed)]);
+  if (r.schedule) {
+    const counts = (c: Record<string, number>) =>
+      Object.entries(c)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, n]) => `${k} ${n}`);
+    rows.push(
+      ['schedule hash', r.schedule.hash],
+      [`asks planned (${Object.values(r.schedule.asks).reduce((a, b) => a + b, 0)})`, counts(r.schedule.asks).join(', ')],
+      [`faults planned (${Object.values(r.schedule.faults).reduce((a, b) => a + b, 0)})`, counts(r.schedule.faults).join(', ')],
+    );
+  }
+  rows.push(['verdict', hasViolations(r) ? 'FAIL' : 'PASS']);
   const w0 = Math.max(...rows.map(([k]) => k.length));
   const w1 = Math.max(...rows.map(([, v]) => v.length));
   const line = `${'-'.repeat(w0)}-+-${'-'.repeat(w1)}`;
@@ -366,8 +378,12 @@ export async function observeEntry(gateway: GatewayClient, organizationId: strin
   if (enrollment.status === 'ended' && !enrollment.ended_reason) problem = 'ended without a reason';
   const progress: ObservedProgress = { ref: e.ref, enrollmentId: e.ids.enrollment_id, kind: 'outreach', problem };
   if (!e.ids.action_id) {
-    const state: SendState = enrollment.status === 'active' && !enrollment.awaiting_approval ? 'open' : 'cancelled';
-    return { sends: [{ ref: e.ref, id: e.ids.enrollment_id, state, detail: `no draft reviewed (enrollment ${enrollment.status}${enrollment.ended_reason ? `, ${enrollment.ended_reason}` : ''})` }], progress };
+    // No draft reached the workload's review: settled when the enrollment ended, has a draft waiting
+    // for a person, or waits for its next check (a decision that failed for good asks again in a day).
+    const waits = enrollment.status === 'active' && !enrollment.awaiting_approval && !problem;
+    const state: SendState = enrollment.status === 'active' && !enrollment.awaiting_approval && !waits ? 'open' : 'cancelled';
+    const why = waits ? `, waiting for its next check at ${enrollment.next_check_at}` : enrollment.ended_reason ? `, ${enrollment.ended_reason}` : '';
+    return { sends: [{ ref: e.ref, id: e.ids.enrollment_id, state, detail: `no draft reviewed (enrollment ${enrollment.status}${why})` }], progress };
   }
   const timeline = await get(gateway, `/agentic/outreach/enrollments/${e.ids.enrollment_id}/timeline`);
   const action = (timeline?.body?.items as Array<{ id: string; kind: string; data: { status: string; failure_reason?: string | null; reject_reason?: string | null; outcome_unknown?: boolean; message_id?: string | null } }> | undefined)?.find(

@@ -76,6 +76,11 @@ export interface ChaosReport {
    */
   crashes?: number;
   /**
+   * The fingerprint of the run's schedules (`scheduleFingerprint`): the same seed, duration, rates
+   * and replicas give the same hash and counts on any machine, so a replay can be compared.
+   */
+  schedule?: { hash: string; asks: Record<string, number>; faults: Record<string, number> };
+  /**
    * Lines about what was seen but not counted: a send that started while the stop that rules it out
    * was still on its way to the send lane (reconcile.ts `STOP_PROPAGATION_MS`).
    */
