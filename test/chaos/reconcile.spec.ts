@@ -230,8 +230,8 @@ describe('reconcile', () => {
       const report = { ...judge(cleanRun()), schedule: { hash: '0123456789abcdef', asks: { outreach: 4, followup: 6 }, faults: { process_kill: 2 } } };
       const text = formatReport(report);
       expect(text).toMatch(/schedule hash\s+\|\s+0123456789abcdef/);
-      expect(text).toMatch(/asks planned \(10\)\s+\|\s+followup 6, outreach 4/);
-      expect(text).toMatch(/faults planned \(2\)\s+\|\s+process_kill 2/);
+      expect(text).toContain('schedule 0123456789abcdef: asks planned 10 (followup 6, outreach 4)');
+      expect(text).toContain('schedule 0123456789abcdef: faults planned 2 (process_kill 2)');
     });
   });
 });

@@ -256,22 +256,21 @@ export function formatReport(r: ChaosReport, maxDetails = 50): string {
   rows.push(['sends asked', String(r.sends.asked)], ['  accepted', String(r.sends.accepted)], ['  failed', String(r.sends.failed)], ['  cancelled', String(r.sends.cancelled)], ['  ambiguous', String(r.sends.ambiguous)]);
   rows.push(['duplicates', String(r.violations.duplicates)], ['lost', String(r.violations.lost)], ['forbidden', String(r.violations.forbidden)], ['pacing violations', String(r.violations.pacing)], ['stuck', String(r.violations.stuck)]);
   rows.push(['duration', `${(r.durationMs / 60_000).toFixed(1)} min`], ['seed (replay)', String(r.seed)]);
-  if (r.schedule) {
-    const counts = (c: Record<string, number>) =>
-      Object.entries(c)
-        .sort(([a], [b]) => a.localeCompare(b))
-        .map(([k, n]) => `${k} ${n}`);
-    rows.push(
-      ['schedule hash', r.schedule.hash],
-      [`asks planned (${Object.values(r.schedule.asks).reduce((a, b) => a + b, 0)})`, counts(r.schedule.asks).join(', ')],
-      [`faults planned (${Object.values(r.schedule.faults).reduce((a, b) => a + b, 0)})`, counts(r.schedule.faults).join(', ')],
-    );
-  }
+  if (r.schedule) rows.push(['schedule hash', r.schedule.hash]);
   rows.push(['verdict', hasViolations(r) ? 'FAIL' : 'PASS']);
   const w0 = Math.max(...rows.map(([k]) => k.length));
   const w1 = Math.max(...rows.map(([, v]) => v.length));
   const line = `${'-'.repeat(w0)}-+-${'-'.repeat(w1)}`;
   const out = [`${'chaos run'.padEnd(w0)} | ${''.padStart(w1)}`, line, ...rows.map(([k, v]) => `${k.padEnd(w0)} | ${v.padStart(w1)}`)];
+  if (r.schedule) {
+    // Below the table (too wide for it): what the seed planned, to compare with a replay.
+    const counts = (c: Record<string, number>) =>
+      `${Object.values(c).reduce((x, y) => x + y, 0)} (${Object.entries(c)
+        .sort(([x], [y]) => x.localeCompare(y))
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')})`;
+    out.push('', `schedule ${r.schedule.hash}: asks planned ${counts(r.schedule.asks)}`, `schedule ${r.schedule.hash}: faults planned ${counts(r.schedule.faults)}`);
+  }
   if (r.details.length) {
     out.push('', `violations (${r.details.length}):`, ...r.details.slice(0, maxDetails).map((d) => `  - ${d}`));
     if (r.details.length > maxDetails) out.push(`  … and ${r.details.length - maxDetails} more`);

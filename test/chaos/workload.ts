@@ -122,10 +122,12 @@ export type PlannedAsk = { n: number; atMs: number } & (
   | { kind: 'notification'; channels: Array<'whatsapp' | 'email'>; stop: boolean; delayMs: number }
   | { kind: 'operator_send'; stop: boolean; delayMs: number }
   | { kind: 'outreach'; verdict: 'approve' | 'reject'; after: 'nothing' | 'reply' | 'opt_out' }
-  /** A status webhook replayed for a message of the earlier ask `of` (its WhatsApp contact), if one reached the wire by then. */
+  /** A status webhook replayed for a message of the ask `of`, planned `STATUS_AFTER_MS` or more before (its WhatsApp contact), if one reached the wire by then. */
   | { kind: 'status'; status: 'sent' | 'delivered' | 'read'; of: number | null }
 );
 
+/** A status webhook names an ask planned at least this long before it (its message has had time to reach the wire), ms. */
+const STATUS_AFTER_MS = 15_000;
 /** Asks whose contact gets WhatsApp messages (a status webhook can name one of theirs). */
 const WHATSAPP_KINDS = new Set<PlannedAsk['kind']>(['followup', 'notification', 'operator_send']);
 
@@ -153,7 +155,7 @@ export function planWorkload(rng: Rng, durationMs: number): PlannedAsk[] {
       out.push({ n, atMs: at, kind: 'outreach', verdict, after: rng.pick(['nothing', 'nothing', 'reply', 'opt_out'] as const) });
     } else {
       const status = rng.pick(['delivered', 'read', 'sent'] as const);
-      const earlier = out.filter((a) => WHATSAPP_KINDS.has(a.kind));
+      const earlier = out.filter((a) => WHATSAPP_KINDS.has(a.kind) && a.atMs <= at - STATUS_AFTER_MS);
       const pick = rng.next();
       out.push({ n, atMs: at, kind: 'status', status, of: earlier.length ? earlier[Math.floor(pick * earlier.length)]!.n : null });
     }
