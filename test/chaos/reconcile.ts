@@ -197,7 +197,7 @@ export function forbiddenSends(ledger: LedgerEntry[], received: JudgeInput['rece
 /** The run's table from everything gathered: counts, violations and one detail line per violation. */
 export function judge(input: JudgeInput): ChaosReport {
   const details: string[] = [];
-  const sends = { asked: input.sends.length, accepted: 0, failed: 0, cancelled: 0, ambiguous: 0 };
+  const sends = { asks: input.ledger.length, asked: input.sends.length, accepted: 0, failed: 0, cancelled: 0, ambiguous: 0 };
   let lost = 0;
   let stuck = 0;
   for (const s of input.sends) {
@@ -253,7 +253,7 @@ export function formatReport(r: ChaosReport, maxDetails = 50): string {
   const faultKinds = Object.entries(r.faults).filter(([, n]) => (n ?? 0) > 0) as Array<[string, number]>;
   for (const [kind, n] of faultKinds.sort(([a], [b]) => a.localeCompare(b))) rows.push([`fault ${kind}`, String(n)]);
   rows.push(['faults injected', String(faultKinds.reduce((sum, [, n]) => sum + n, 0))]);
-  rows.push(['sends asked', String(r.sends.asked)], ['  accepted', String(r.sends.accepted)], ['  failed', String(r.sends.failed)], ['  cancelled', String(r.sends.cancelled)], ['  ambiguous', String(r.sends.ambiguous)]);
+  rows.push(['asks (ledger)', String(r.sends.asks)], ['sends asked', String(r.sends.asked)], ['  accepted', String(r.sends.accepted)], ['  failed', String(r.sends.failed)], ['  cancelled', String(r.sends.cancelled)], ['  ambiguous', String(r.sends.ambiguous)]);
   rows.push(['duplicates', String(r.violations.duplicates)], ['lost', String(r.violations.lost)], ['forbidden', String(r.violations.forbidden)], ['pacing violations', String(r.violations.pacing)], ['stuck', String(r.violations.stuck)]);
   rows.push(['duration', `${(r.durationMs / 60_000).toFixed(1)} min`], ['seed (replay)', String(r.seed)]);
   if (r.schedule) rows.push(['schedule hash', r.schedule.hash]);

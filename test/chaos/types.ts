@@ -66,7 +66,12 @@ export interface ChaosReport {
   seed: number;
   durationMs: number;
   faults: Partial<Record<FaultKind, number>>;
-  sends: { asked: number; accepted: number; failed: number; cancelled: number; ambiguous: number };
+  /**
+   * `asks`: ledger entries (one per send the workload asked for: a notification on two channels is
+   * two); `asked`: the sends the platform's views show for them (a follow-up enrollment has one per
+   * step it reached), split by outcome.
+   */
+  sends: { asks: number; asked: number; accepted: number; failed: number; cancelled: number; ambiguous: number };
   violations: { duplicates: number; lost: number; forbidden: number; pacing: number; stuck: number };
   /** One line per violation, enough to find it (ids, times). */
   details: string[];
