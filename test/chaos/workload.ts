@@ -4,7 +4,8 @@ import type { ChaosTarget, LedgerEntry, Rng } from './types.js';
 import { until as untilAnswer } from '../safety/safety-world.js';
 
 /**
- * The chaos run's workload (issue 17 §2): from the run's seeded generator, for `durationMs`, it asks
+ * The chaos run's workload (issue 17 §2): on a schedule drawn up front from the run's seed
+ * (`planWorkload`: each ask's offset, kind and follow-ons, whatever the machine's speed), it asks
  * the platform for sends the way its users do — follow-up enrollments, outreach drafts approved or
  * rejected, notifications, operator sends — while contacts write in, reply while a send waits,
  * opt out, and the provider reports statuses. Only the gateway's public REST API (the run's API
