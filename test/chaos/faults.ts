@@ -35,6 +35,82 @@ export function uniformRates(perMinute: number): Required<FaultRates> {
   return Object.fromEntries(FAULT_KINDS.map((k) => [k, perMinute])) as Required<FaultRates>;
 }
 
+/**
+ * One fault of the run's schedule, drawn up front from the seed (issue 17: a failing seed replays
+ * the same run): its offset from the start of the run and everything it will do, so the schedule
+ * does not depend on the machine's speed. `target` names a process (`messaging#2`) for the kinds
+ * that hit one; `ms` is how long a cut, a pause or a webhook window lasts.
+ */
+export interface PlannedFault {
+  kind: FaultKind;
+  /** Offset from the start of the faults, ms. */
+  atMs: number;
+  target?: string;
+  ms?: number;
+  provider?: Provider;
+  /** The sandbox fault queued (provider kinds), `times` included. */
+  fault?: Record<string, unknown>;
+  /** Webhook kinds: the share of webhooks misdelivered, how late, the sandbox's seed. */
+  fraction?: number;
+  lateMs?: number;
+  webhookSeed?: number;
+}
+
+/** Draws everything one fault of `kind` does (its offset aside) from `rng`; `processes` are the names a fault may hit. */
+export function drawFault(kind: FaultKind, rng: Rng, processes: readonly string[]): Omit<PlannedFault, 'atMs'> {
+  const timeout = (deliver: boolean) => ({ provider: rng.pick<Provider>(['meta', 'meta', 'nylas']), fault: { kind: rng.chance(0.5) ? 'timeout' : 'drop', deliver, hold_ms: 30_000 } });
+  const withTimes = (p: { provider: Provider; fault: Record<string, unknown> }) => ({ kind, ...p, fault: { ...p.fault, times: rng.int(1, 3), label: kind } });
+  switch (kind) {
+    case 'process_kill':
+      return { kind, ms: rng.int(2000, 8000), target: rng.pick(processes) };
+    case 'broker_cut_one':
+      return { kind, target: rng.pick(processes), ms: rng.int(2000, 10_000) };
+    case 'broker_cut_all':
+      return { kind, ms: rng.int(2000, 10_000) };
+    case 'database_cut':
+      return { kind, target: rng.pick(processes), ms: rng.int(2000, 8000) };
+    case 'provider_timeout_after_accept':
+      // Held past the dispatcher's send deadline (15 s), then answered if the client still waits.
+      return withTimes(timeout(true));
+    case 'provider_timeout_before_accept':
+      return withTimes(timeout(false));
+    case 'provider_5xx': {
+      const provider = rng.pick<Provider>(['meta', 'meta', 'nylas']);
+      const status = rng.pick([500, 502, 503]);
+      return withTimes({ provider, fault: { kind: 'error', status, ...(provider === 'meta' ? { code: rng.pick([1, 2, 131000]) } : {}) } });
+    }
+    case 'provider_rate_limited':
+      // Meta's pair rate limit (131056): too many messages to one person in a short time.
+      return withTimes({ provider: 'meta', fault: { kind: 'error', status: 400, code: 131056, retry_after: rng.int(1, 10) } });
+    case 'provider_slow': {
+      const provider = rng.pick<Provider>(['meta', 'meta', 'nylas']);
+      return withTimes({ provider, fault: { kind: 'latency', latency_ms: rng.int(1000, 8000) } });
+    }
+    case 'webhook_duplicate':
+    case 'webhook_late':
+    case 'webhook_out_of_order':
+      return { kind, fraction: 0.3 + rng.next() * 0.4, ms: rng.int(5000, 15_000), lateMs: rng.int(3000, 15_000), webhookSeed: rng.int(0, 0x7fff_ffff) };
+  }
+}
+
+/**
+ * The run's fault schedule, drawn up front: each kind on its own stream forked from `rng` in
+ * `FAULT_KINDS` order (so a kind's faults stay the same whatever the rates of the others), the
+ * first within 1/rate minutes, then gaps of 0.5/rate to 1.5/rate minutes, until `durationMs`.
+ * Sorted by offset.
+ */
+export function planFaults(rng: Rng, rates: FaultRates, durationMs: number, processes: readonly string[]): PlannedFault[] {
+  const out: PlannedFault[] = [];
+  for (const kind of FAULT_KINDS) {
+    const stream = forkRng(rng);
+    const rate = rates[kind] ?? 0;
+    if (!(rate > 0)) continue;
+    const period = 60_000 / rate;
+    for (let at = stream.next() * period; at < durationMs; at += (0.5 + stream.next()) * period) out.push({ atMs: Math.round(at), ...drawFault(kind, stream, processes) });
+  }
+  return out.sort((a, b) => a.atMs - b.atMs || FAULT_KINDS.indexOf(a.kind) - FAULT_KINDS.indexOf(b.kind));
+}
+
 /** One fault done (or, for provider faults and webhook windows, started). */
 export interface FaultEvent {
   kind: FaultKind;
@@ -60,11 +136,10 @@ interface TakenFault {
 }
 
 /**
- * Injects faults into a `ChaosPlatform` at random moments until `stop()`. Each kind runs on its own
- * random stream forked from `rng` (so one seed replays the same schedule), with gaps between
- * 0.5/rate and 1.5/rate minutes (the first within 1/rate), so a run of D minutes sees about
- * D × rate faults of each kind. At most one process is down at a time, so the platform is never
- * left without every service for long.
+ * Injects faults into a `ChaosPlatform` on the schedule `planFaults` drew from the seed, until
+ * `stop()`: each planned fault at its offset from `start()`. At most one process is down at a time:
+ * a kill planned while another process is down (or of a process not running) is skipped and logged,
+ * not counted — the only part of the schedule the machine's speed decides.
  *
  * Counts (`counts()`): infrastructure faults per episode; provider faults per call that consumed
  * one (a fault queued while nothing is sent hits nothing, and is not counted); webhook faults per
@@ -74,6 +149,9 @@ export class FaultInjector {
   readonly events: FaultEvent[] = [];
   /** What went wrong while healing (a process that did not come back): each is a finding. */
   readonly problems: string[] = [];
+  /** The schedule of the run (set by `start`). */
+  plan: PlannedFault[] = [];
+  private readonly planRng: Rng;
   private readonly streams = new Map<FaultKind, Rng>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly cuts = new Map<TcpProxy, number>();
@@ -89,68 +167,78 @@ export class FaultInjector {
     private readonly rates: FaultRates,
     private readonly log: (line: string) => void = () => undefined,
   ) {
+    this.planRng = forkRng(rng);
     for (const kind of FAULT_KINDS) this.streams.set(kind, forkRng(rng));
   }
 
-  start(): void {
+  /** The schedule of a run of `durationMs` on this platform (what `start` will do), drawn from the seed. */
+  planFor(durationMs: number): PlannedFault[] {
+    return planFaults(
+      this.planRng,
+      this.rates,
+      durationMs,
+      this.platform.processes.map((p) => p.name),
+    );
+  }
+
+  /** Starts the schedule of a run of `durationMs` (or `plan`, from `planFor`). */
+  start(durationMs: number, plan?: PlannedFault[]): void {
+    this.plan = plan ?? this.planFor(durationMs);
     this.running = true;
     this.startedAt = Date.now();
-    for (const kind of FAULT_KINDS) {
-      const rate = this.rates[kind] ?? 0;
-      if (rate > 0) this.schedule(kind, this.streams.get(kind)!.next() * (60_000 / rate));
+    for (const planned of this.plan) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        if (!this.running) return;
+        this.apply(planned).catch((err: Error) => this.problems.push(`${planned.kind} could not be injected: ${err.message}`));
+      }, planned.atMs);
+      this.timers.add(timer);
     }
   }
 
-  private schedule(kind: FaultKind, inMs: number): void {
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      if (!this.running) return;
-      this.inject(kind).catch((err: Error) => this.problems.push(`${kind} could not be injected: ${err.message}`));
-      const rng = this.streams.get(kind)!;
-      this.schedule(kind, (0.5 + rng.next()) * (60_000 / this.rates[kind]!));
-    }, inMs);
-    this.timers.add(timer);
+  /** Does one fault of `kind` now, drawn from its own stream (exposed so a test can do each kind on demand). */
+  inject(kind: FaultKind): Promise<void> {
+    return this.apply({
+      atMs: 0,
+      ...drawFault(
+        kind,
+        this.streams.get(kind)!,
+        this.platform.processes.map((p) => p.name),
+      ),
+    });
   }
 
-  /** Does one fault of `kind` now (exposed so a test can do each kind on demand). */
-  async inject(kind: FaultKind): Promise<void> {
-    const rng = this.streams.get(kind)!;
-    switch (kind) {
+  /** Does one planned fault now. */
+  async apply(f: PlannedFault): Promise<void> {
+    const proc = (name: string | undefined) => this.platform.processes.find((p) => p.name === name);
+    switch (f.kind) {
       case 'process_kill':
-        return this.killOne(rng);
+        return this.killOne(proc(f.target), f.target ?? '?', f.ms!);
       case 'broker_cut_one': {
-        const p = rng.pick(this.platform.processes);
-        return this.cut(kind, [p.amqp!], rng.int(2000, 10_000), `${p.name} amqp`);
+        const p = proc(f.target)!;
+        return this.cut(f.kind, [p.amqp!], f.ms!, `${p.name} amqp`);
       }
       case 'broker_cut_all':
         return this.cut(
-          kind,
+          f.kind,
           this.platform.processes.map((p) => p.amqp!),
-          rng.int(2000, 10_000),
+          f.ms!,
           'every process amqp',
         );
       case 'database_cut': {
-        const p = rng.pick(this.platform.processes);
-        return this.cut(kind, [p.db!], rng.int(2000, 8000), `${p.name} db`);
+        const p = proc(f.target)!;
+        return this.cut(f.kind, [p.db!], f.ms!, `${p.name} db`);
       }
       case 'provider_timeout_after_accept':
-        // Held past the dispatcher's send deadline (15 s), then answered if the client still waits.
-        return this.provider(kind, rng, rng.pick<Provider>(['meta', 'meta', 'nylas']), { kind: rng.chance(0.5) ? 'timeout' : 'drop', deliver: true, hold_ms: 30_000 });
       case 'provider_timeout_before_accept':
-        return this.provider(kind, rng, rng.pick<Provider>(['meta', 'meta', 'nylas']), { kind: rng.chance(0.5) ? 'timeout' : 'drop', deliver: false, hold_ms: 30_000 });
-      case 'provider_5xx': {
-        const provider = rng.pick<Provider>(['meta', 'meta', 'nylas']);
-        return this.provider(kind, rng, provider, { kind: 'error', status: rng.pick([500, 502, 503]), ...(provider === 'meta' ? { code: rng.pick([1, 2, 131000]) } : {}) });
-      }
+      case 'provider_5xx':
       case 'provider_rate_limited':
-        // Meta's pair rate limit (131056): too many messages to one person in a short time.
-        return this.provider(kind, rng, 'meta', { kind: 'error', status: 400, code: 131056, retry_after: rng.int(1, 10) });
       case 'provider_slow':
-        return this.provider(kind, rng, rng.pick<Provider>(['meta', 'meta', 'nylas']), { kind: 'latency', latency_ms: rng.int(1000, 8000) });
+        return this.provider(f.kind, f.provider!, f.fault!);
       case 'webhook_duplicate':
       case 'webhook_late':
       case 'webhook_out_of_order':
-        return this.webhookWindow(kind, rng);
+        return this.webhookWindow(f);
     }
   }
 
@@ -159,13 +247,13 @@ export class FaultInjector {
     this.log(`fault ${kind}: ${detail}`);
   }
 
-  /** SIGKILLs one replica (never the sandbox), restarts it after 2–8 s and waits until it is ready again. */
-  private async killOne(rng: Rng): Promise<void> {
-    const pauseMs = rng.int(2000, 8000);
-    const candidates = this.platform.processes.filter((p) => p.alive && !this.down.has(p));
-    const victim = candidates.length ? rng.pick(candidates) : undefined;
-    // One process down at a time: the schedule stays, the kill is skipped (not counted).
-    if (!victim || this.down.size > 0) return;
+  /** SIGKILLs one replica (never the sandbox), restarts it after `pauseMs` and waits until it is ready again. */
+  private async killOne(victim: ChaosProcess | undefined, name: string, pauseMs: number): Promise<void> {
+    // One process down at a time: the kill is skipped (not counted).
+    if (!victim || !victim.alive || this.down.size > 0) {
+      this.log(`fault process_kill: ${name} skipped (${victim?.alive ? 'another process is down' : 'not running'})`);
+      return;
+    }
     this.down.add(victim);
     this.note('process_kill', `${victim.name} SIGKILL, restart after ${(pauseMs / 1000).toFixed(1)} s`);
     await victim.kill('SIGKILL');
@@ -206,22 +294,18 @@ export class FaultInjector {
     proxy.restore();
   }
 
-  /** Queues 1–3 faults for the next calls of a provider stand-in, labelled with the kind for counting. */
-  private async provider(kind: FaultKind, rng: Rng, provider: Provider, fault: Record<string, unknown>): Promise<void> {
-    const times = rng.int(1, 3);
-    this.note(kind, `${provider} next ${times} call(s): ${JSON.stringify(fault)}`);
-    await this.platform.sandbox.fault(provider, { ...fault, times, label: kind });
+  /** Queues the planned fault (1–3 times) for the next calls of a provider stand-in, labelled with the kind for counting. */
+  private async provider(kind: FaultKind, provider: Provider, fault: Record<string, unknown>): Promise<void> {
+    this.note(kind, `${provider} next ${String(fault.times)} call(s): ${JSON.stringify(fault)}`);
+    await this.platform.sandbox.fault(provider, fault);
   }
 
   /** Turns one webhook misdelivery on for a fraction (30–70 %) of the Meta webhooks for 5–15 s. */
-  private async webhookWindow(kind: FaultKind, rng: Rng): Promise<void> {
-    const setting = WEBHOOK_SETTING[kind]!;
-    const fraction = 0.3 + rng.next() * 0.4;
-    const ms = rng.int(5000, 15_000);
-    const lateMs = rng.int(3000, 15_000);
-    this.note(kind, `${Math.round(fraction * 100)} % of webhooks for ${(ms / 1000).toFixed(1)} s${setting === 'late' ? `, ${(lateMs / 1000).toFixed(1)} s late` : ''}`);
-    await this.platform.sandbox.metaSettings({ webhook_faults: { [setting]: fraction, seed: rng.int(0, 0x7fff_ffff), ...(setting === 'late' ? { late_ms: lateMs } : {}) } });
-    await this.sleep(ms);
+  private async webhookWindow(f: PlannedFault): Promise<void> {
+    const setting = WEBHOOK_SETTING[f.kind]!;
+    this.note(f.kind, `${Math.round(f.fraction! * 100)} % of webhooks for ${(f.ms! / 1000).toFixed(1)} s${setting === 'late' ? `, ${(f.lateMs! / 1000).toFixed(1)} s late` : ''}`);
+    await this.platform.sandbox.metaSettings({ webhook_faults: { [setting]: f.fraction, seed: f.webhookSeed, ...(setting === 'late' ? { late_ms: f.lateMs } : {}) } });
+    await this.sleep(f.ms!);
     await this.platform.sandbox.metaSettings({ webhook_faults: { [setting]: 0 } });
   }
 

@@ -5,7 +5,8 @@
  * Options: `--duration <s>` (workload and faults, default 600), `--seed <n>` (default: drawn and
  * printed), `--replicas <n>` (processes of each replicated service: followups, outreach, messaging,
  * outbox-dispatcher; default 2), `--fault-rate <per min>` (every kind, default 0.8), `--rate
- * <kind>=<per min>` (one kind, repeatable; 0 turns it off), `--drain <s>` (default 180),
+ * <kind>=<per min>` (one kind, repeatable; 0 turns it off), `--drain <s>` (default 180, at least
+ * the platform's documented recovery bound, `RECOVERY_BOUND_MS`: 120),
  * `--verbose` (one line per fault). It builds `dist/` first and runs the compiled services.
  *
  * Exit codes: 0 when the run has no violation, 1 when it has one (or a process crashed or did not
@@ -14,11 +15,11 @@
 import 'reflect-metadata';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_FAULT_RATES, FAULT_KINDS, FaultInjector, type FaultRates } from './faults.js';
-import { ChaosPlatform, DEFAULT_REPLICAS } from './platform.js';
+import { ChaosPlatform, DEFAULT_REPLICAS, RECOVERY_BOUND_MS } from './platform.js';
 import { reconcile, formatReport } from './reconcile.js';
 import { createRng, forkRng } from './rng.js';
 import type { ChaosReport, FaultKind } from './types.js';
-import { runWorkload } from './workload.js';
+import { planWorkload, runWorkload, scheduleFingerprint } from './workload.js';
 
 /** What one run is asked to do. */
 export interface ChaosOptions {
@@ -79,21 +80,34 @@ export async function runOn(platform: ChaosPlatform, o: Omit<ChaosOptions, 'repl
   const workloadRng = forkRng(rng);
   const faultRng = forkRng(rng);
   const injector = new FaultInjector(platform, faultRng, o.rates, o.verbose ? log : undefined);
+  // Both schedules up front, from the seed alone: the machine's speed changes when things happen, never what.
+  const asks = planWorkload(workloadRng, o.durationMs);
+  const faultPlan = injector.planFor(o.durationMs);
+  const schedule = scheduleFingerprint(asks, faultPlan);
+  log(
+    `schedule ${schedule.hash}: ${asks.length} asks (${Object.entries(schedule.asks)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}), ${faultPlan.length} faults (${Object.entries(schedule.faults)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')})`,
+  );
   const crashesBefore = platform.crashes.length;
   log(`running the workload and the faults for ${Math.round(o.durationMs / 1000)} s`);
-  injector.start();
+  injector.start(o.durationMs, faultPlan);
   const progress = setInterval(() => log(`… ${injector.events.length} faults so far, ${platform.crashes.length - crashesBefore} crashes`), 60_000);
   let ledger;
   try {
-    ledger = await runWorkload(platform.target, { durationMs: o.durationMs, rng: workloadRng, log });
+    ledger = await runWorkload(platform.target, { durationMs: o.durationMs, rng: workloadRng, plan: asks, log });
   } finally {
     clearInterval(progress);
     log('stopping the faults and healing every process');
     await injector.stop().catch(() => undefined);
   }
   const faults = injector.counts();
+  if (o.drainTimeoutMs < RECOVERY_BOUND_MS) log(`the drain (${o.drainTimeoutMs / 1000} s) is shorter than the platform's documented recovery bound (${RECOVERY_BOUND_MS / 1000} s): a send still open may be on its way`);
   log(`draining (at most ${Math.round(o.drainTimeoutMs / 1000)} s) and reconciling ${ledger.length} sends`);
   const report = await reconcile(platform.target, ledger, { drainTimeoutMs: o.drainTimeoutMs, faults, durationMs: o.durationMs });
+  report.schedule = schedule;
   const incidents = [...platform.crashes.slice(crashesBefore), ...injector.problems];
   report.crashes = incidents.length;
   report.details.push(...incidents);
@@ -123,7 +137,7 @@ export function parseOptions(argv: string[]): Omit<ChaosOptions, 'log'> {
       const [kind, rate] = (spec ?? '').split('=');
       if (!FAULT_KINDS.includes(kind as FaultKind)) usage(`--rate takes <kind>=<per min>, kind one of ${FAULT_KINDS.join(', ')}`);
       o.rates[kind as FaultKind] = number(`--rate ${kind}`, rate, 0);
-    } else if (flag === '--drain') o.drainTimeoutMs = number('--drain', value(), 1) * 1000;
+    } else if (flag === '--drain') o.drainTimeoutMs = number('--drain', value(), RECOVERY_BOUND_MS / 1000) * 1000;
     else if (flag === '--verbose') o.verbose = true;
     else if (flag === '--help' || flag === '-h') usage();
     else usage(`unknown option ${argv[i]}`);

@@ -182,6 +182,22 @@ export class SandboxControl {
   }
 }
 
+/**
+ * Where the chaos platform's settings differ from the defaults (README "What survives what"), and
+ * why: outreach's due sweep, the path that asks again for an approved action whose execution failed
+ * for good, runs every minute instead of five (one pass is two indexed reads; a minute is a
+ * sensible production setting too), so the drain need not last five minutes to see it recover.
+ */
+export const CHAOS_SERVICE_ENV = { OUTREACH_SWEEP_INTERVAL_MS: '60000' } as const;
+
+/**
+ * The longest documented time the platform takes to finish a send after the last fault, ms: an
+ * outreach run a killed process held waits out its lease (OUTREACH_RUN_LEASE_MS, 30 s), a run that
+ * then fails five times spends its backoff (2 + 4 + 8 + 16 s), and the due sweep asks again within
+ * its interval (CHAOS_SERVICE_ENV, 60 s). `npm run chaos` never drains for less.
+ */
+export const RECOVERY_BOUND_MS = 30_000 + 30_000 + Number(CHAOS_SERVICE_ENV.OUTREACH_SWEEP_INTERVAL_MS);
+
 /** Options of `ChaosPlatform.start`. */
 export interface ChaosPlatformOptions {
   seed: number;
@@ -245,6 +261,7 @@ export class ChaosPlatform {
       NO_COLOR: '1',
       // Twelve processes share the machine's PostgreSQL (100 connections) with other test files.
       DB_POOL_SIZE: '3',
+      ...CHAOS_SERVICE_ENV,
     };
     this.cli = compiledAdminCli(ROOT, base);
     this.log('migrating every schema (admin CLI: migrate)');

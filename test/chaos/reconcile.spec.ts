@@ -64,7 +64,7 @@ describe('reconcile', () => {
     it('counts a clean run with zero violations and no detail', () => {
       const r = judge(cleanRun());
       expect(r.violations).toEqual({ duplicates: 0, lost: 0, forbidden: 0, pacing: 0, stuck: 0 });
-      expect(r.sends).toEqual({ asked: 3, accepted: 3, failed: 0, cancelled: 0, ambiguous: 0 });
+      expect(r.sends).toEqual({ asks: 3, asked: 3, accepted: 3, failed: 0, cancelled: 0, ambiguous: 0 });
       expect(r.details).toEqual([]);
       expect(hasViolations(r)).toBe(false);
     });
@@ -78,7 +78,7 @@ describe('reconcile', () => {
       ];
       input.ambiguousListed = new Set(['entry-9']);
       const r = judge(input);
-      expect(r.sends).toEqual({ asked: 3, accepted: 0, failed: 1, cancelled: 1, ambiguous: 1 });
+      expect(r.sends).toEqual({ asks: 3, asked: 3, accepted: 0, failed: 1, cancelled: 1, ambiguous: 1 });
       expect(r.violations.lost).toBe(0);
     });
 
@@ -219,11 +219,20 @@ describe('reconcile', () => {
       expect(text).toMatch(/fault process_kill\s+\|\s+2/);
       expect(text).toMatch(/fault provider_5xx\s+\|\s+3/);
       expect(text).toMatch(/faults injected\s+\|\s+5/);
+      expect(text).toMatch(new RegExp(`asks \\(ledger\\)\\s+\\|\\s+${input.ledger.length}\n`));
       expect(text).toMatch(/sends asked\s+\|\s+3/);
       expect(text).toMatch(/lost\s+\|\s+1/);
       expect(text).toMatch(/seed \(replay\)\s+\|\s+17/);
       expect(text).toMatch(/verdict\s+\|\s+FAIL/);
       expect(text).toContain('  - lost: op2 send m-2: gone');
+    });
+
+    it("prints the schedule's fingerprint: its hash and the asks and faults planned by kind", () => {
+      const report = { ...judge(cleanRun()), schedule: { hash: '0123456789abcdef', asks: { outreach: 4, followup: 6 }, faults: { process_kill: 2 } } };
+      const text = formatReport(report);
+      expect(text).toMatch(/schedule hash\s+\|\s+0123456789abcdef/);
+      expect(text).toContain('schedule 0123456789abcdef: asks planned 10 (followup 6, outreach 4)');
+      expect(text).toContain('schedule 0123456789abcdef: faults planned 2 (process_kill 2)');
     });
   });
 });

@@ -197,7 +197,7 @@ export function forbiddenSends(ledger: LedgerEntry[], received: JudgeInput['rece
 /** The run's table from everything gathered: counts, violations and one detail line per violation. */
 export function judge(input: JudgeInput): ChaosReport {
   const details: string[] = [];
-  const sends = { asked: input.sends.length, accepted: 0, failed: 0, cancelled: 0, ambiguous: 0 };
+  const sends = { asks: input.ledger.length, asked: input.sends.length, accepted: 0, failed: 0, cancelled: 0, ambiguous: 0 };
   let lost = 0;
   let stuck = 0;
   for (const s of input.sends) {
@@ -253,13 +253,24 @@ export function formatReport(r: ChaosReport, maxDetails = 50): string {
   const faultKinds = Object.entries(r.faults).filter(([, n]) => (n ?? 0) > 0) as Array<[string, number]>;
   for (const [kind, n] of faultKinds.sort(([a], [b]) => a.localeCompare(b))) rows.push([`fault ${kind}`, String(n)]);
   rows.push(['faults injected', String(faultKinds.reduce((sum, [, n]) => sum + n, 0))]);
-  rows.push(['sends asked', String(r.sends.asked)], ['  accepted', String(r.sends.accepted)], ['  failed', String(r.sends.failed)], ['  cancelled', String(r.sends.cancelled)], ['  ambiguous', String(r.sends.ambiguous)]);
+  rows.push(['asks (ledger)', String(r.sends.asks)], ['sends asked', String(r.sends.asked)], ['  accepted', String(r.sends.accepted)], ['  failed', String(r.sends.failed)], ['  cancelled', String(r.sends.cancelled)], ['  ambiguous', String(r.sends.ambiguous)]);
   rows.push(['duplicates', String(r.violations.duplicates)], ['lost', String(r.violations.lost)], ['forbidden', String(r.violations.forbidden)], ['pacing violations', String(r.violations.pacing)], ['stuck', String(r.violations.stuck)]);
-  rows.push(['duration', `${(r.durationMs / 60_000).toFixed(1)} min`], ['seed (replay)', String(r.seed)], ['verdict', hasViolations(r) ? 'FAIL' : 'PASS']);
+  rows.push(['duration', `${(r.durationMs / 60_000).toFixed(1)} min`], ['seed (replay)', String(r.seed)]);
+  if (r.schedule) rows.push(['schedule hash', r.schedule.hash]);
+  rows.push(['verdict', hasViolations(r) ? 'FAIL' : 'PASS']);
   const w0 = Math.max(...rows.map(([k]) => k.length));
   const w1 = Math.max(...rows.map(([, v]) => v.length));
   const line = `${'-'.repeat(w0)}-+-${'-'.repeat(w1)}`;
   const out = [`${'chaos run'.padEnd(w0)} | ${''.padStart(w1)}`, line, ...rows.map(([k, v]) => `${k.padEnd(w0)} | ${v.padStart(w1)}`)];
+  if (r.schedule) {
+    // Below the table (too wide for it): what the seed planned, to compare with a replay.
+    const counts = (c: Record<string, number>) =>
+      `${Object.values(c).reduce((x, y) => x + y, 0)} (${Object.entries(c)
+        .sort(([x], [y]) => x.localeCompare(y))
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')})`;
+    out.push('', `schedule ${r.schedule.hash}: asks planned ${counts(r.schedule.asks)}`, `schedule ${r.schedule.hash}: faults planned ${counts(r.schedule.faults)}`);
+  }
   if (r.details.length) {
     out.push('', `violations (${r.details.length}):`, ...r.details.slice(0, maxDetails).map((d) => `  - ${d}`));
     if (r.details.length > maxDetails) out.push(`  … and ${r.details.length - maxDetails} more`);
@@ -366,8 +377,12 @@ export async function observeEntry(gateway: GatewayClient, organizationId: strin
   if (enrollment.status === 'ended' && !enrollment.ended_reason) problem = 'ended without a reason';
   const progress: ObservedProgress = { ref: e.ref, enrollmentId: e.ids.enrollment_id, kind: 'outreach', problem };
   if (!e.ids.action_id) {
-    const state: SendState = enrollment.status === 'active' && !enrollment.awaiting_approval ? 'open' : 'cancelled';
-    return { sends: [{ ref: e.ref, id: e.ids.enrollment_id, state, detail: `no draft reviewed (enrollment ${enrollment.status}${enrollment.ended_reason ? `, ${enrollment.ended_reason}` : ''})` }], progress };
+    // No draft reached the workload's review: settled when the enrollment ended, has a draft waiting
+    // for a person, or waits for its next check (a decision that failed for good asks again in a day).
+    const waits = enrollment.status === 'active' && !enrollment.awaiting_approval && !problem;
+    const state: SendState = enrollment.status === 'active' && !enrollment.awaiting_approval && !waits ? 'open' : 'cancelled';
+    const why = waits ? `, waiting for its next check at ${enrollment.next_check_at}` : enrollment.ended_reason ? `, ${enrollment.ended_reason}` : '';
+    return { sends: [{ ref: e.ref, id: e.ids.enrollment_id, state, detail: `no draft reviewed (enrollment ${enrollment.status}${why})` }], progress };
   }
   const timeline = await get(gateway, `/agentic/outreach/enrollments/${e.ids.enrollment_id}/timeline`);
   const action = (timeline?.body?.items as Array<{ id: string; kind: string; data: { status: string; failure_reason?: string | null; reject_reason?: string | null; outcome_unknown?: boolean; message_id?: string | null } }> | undefined)?.find(

@@ -66,7 +66,12 @@ export interface ChaosReport {
   seed: number;
   durationMs: number;
   faults: Partial<Record<FaultKind, number>>;
-  sends: { asked: number; accepted: number; failed: number; cancelled: number; ambiguous: number };
+  /**
+   * `asks`: ledger entries (one per send the workload asked for: a notification on two channels is
+   * two); `asked`: the sends the platform's views show for them (a follow-up enrollment has one per
+   * step it reached), split by outcome.
+   */
+  sends: { asks: number; asked: number; accepted: number; failed: number; cancelled: number; ambiguous: number };
   violations: { duplicates: number; lost: number; forbidden: number; pacing: number; stuck: number };
   /** One line per violation, enough to find it (ids, times). */
   details: string[];
@@ -75,6 +80,11 @@ export interface ChaosReport {
    * from the platform; their lines are in `details`). Non-zero fails the run like a violation.
    */
   crashes?: number;
+  /**
+   * The fingerprint of the run's schedules (`scheduleFingerprint`): the same seed, duration, rates
+   * and replicas give the same hash and counts on any machine, so a replay can be compared.
+   */
+  schedule?: { hash: string; asks: Record<string, number>; faults: Record<string, number> };
   /**
    * Lines about what was seen but not counted: a send that started while the stop that rules it out
    * was still on its way to the send lane (reconcile.ts `STOP_PROPAGATION_MS`).

@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import { type Answer, GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
 import type { ChaosTarget, LedgerEntry, Rng } from './types.js';
 import { until as untilAnswer } from '../safety/safety-world.js';
 
 /**
- * The chaos run's workload (issue 17 §2): from the run's seeded generator, for `durationMs`, it asks
+ * The chaos run's workload (issue 17 §2): on a schedule drawn up front from the run's seed
+ * (`planWorkload`: each ask's offset, kind and follow-ons, whatever the machine's speed), it asks
  * the platform for sends the way its users do — follow-up enrollments, outreach drafts approved or
  * rejected, notifications, operator sends — while contacts write in, reply while a send waits,
  * opt out, and the provider reports statuses. Only the gateway's public REST API (the run's API
@@ -17,10 +19,13 @@ import { until as untilAnswer } from '../safety/safety-world.js';
 
 /** How long one ask is repeated through 5xx answers and dropped connections before it is left unanswered, ms. */
 export const ASK_PATIENCE_MS = 90_000;
-/** How many scenarios run at once: each waits on the platform most of its time. */
-export const WORKLOAD_CONCURRENCY = 8;
-/** Pause between two scenario starts, ms (the generator picks in this range). */
-const START_GAP_MS: [number, number] = [150, 700];
+/**
+ * Most scenarios running at once: a planned ask whose offset comes while this many are still
+ * running starts when one ends (late, never dropped), so a slow machine asks the same things later.
+ */
+export const WORKLOAD_CONCURRENCY = 12;
+/** Gap between two planned asks, ms (the generator picks in this range): about 50 asks a minute. */
+export const START_GAP_MS: [number, number] = [600, 1800];
 /** How long a scenario waits for one asynchronous step (a contact stored, a draft in review), ms. */
 const STEP_TIMEOUT_MS = 90_000;
 
@@ -106,6 +111,69 @@ async function ask(what: string, fn: () => Promise<Answer>, log: Log, patienceMs
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * One ask of the run's schedule, drawn up front from the seed with everything that follows it
+ * (issue 17: a failing seed replays the same run): its number `n` (which names its ref and its
+ * contact), its offset from the start of the workload, and its follow-on actions — a reply, a STOP,
+ * an approval or a rejection — keyed to the ask, never to clocks or to the platform's answers.
+ * `delayMs` is how long after the platform answered the ask its follow-on waits.
+ */
+export type PlannedAsk = { n: number; atMs: number } & (
+  | { kind: 'followup'; flow: WorkloadFlow; then: 'nothing' | 'reply' | 'stop' | 'advance'; delayMs: number }
+  | { kind: 'notification'; channels: Array<'whatsapp' | 'email'>; stop: boolean; delayMs: number }
+  | { kind: 'operator_send'; stop: boolean; delayMs: number }
+  | { kind: 'outreach'; verdict: 'approve' | 'reject'; after: 'nothing' | 'reply' | 'opt_out' }
+  /** A status webhook replayed for a message of the ask `of`, planned `STATUS_AFTER_MS` or more before (its WhatsApp contact), if one reached the wire by then. */
+  | { kind: 'status'; status: 'sent' | 'delivered' | 'read'; of: number | null }
+);
+
+/** A status webhook names an ask planned at least this long before it (its message has had time to reach the wire), ms. */
+const STATUS_AFTER_MS = 15_000;
+/** Asks whose contact gets WhatsApp messages (a status webhook can name one of theirs). */
+const WHATSAPP_KINDS = new Set<PlannedAsk['kind']>(['followup', 'notification', 'operator_send']);
+
+/**
+ * The workload's schedule for `durationMs`: asks at gaps of `START_GAP_MS`, each kind and its
+ * follow-ons drawn from `rng` in a fixed order. Pure: the same seed gives the same schedule.
+ */
+export function planWorkload(rng: Rng, durationMs: number): PlannedAsk[] {
+  const out: PlannedAsk[] = [];
+  for (let at = 0, n = 1; at < durationMs; at += rng.int(START_GAP_MS[0], START_GAP_MS[1]), n++) {
+    const r = rng.next();
+    if (r < 0.35) {
+      const flow = rng.pick(['double', 'double', 'single', 'waiting'] as const);
+      const then = rng.pick(['nothing', 'nothing', 'reply', 'reply', 'stop', 'advance'] as const);
+      out.push({ n, atMs: at, kind: 'followup', flow, then, delayMs: rng.int(0, 7_000) });
+    } else if (r < 0.55) {
+      const channels = rng.pick([['whatsapp'], ['email'], ['whatsapp', 'email']] as const);
+      const stop = rng.chance(0.15);
+      out.push({ n, atMs: at, kind: 'notification', channels: [...channels], stop, delayMs: rng.int(0, 3_000) });
+    } else if (r < 0.7) {
+      const stop = rng.chance(0.15);
+      out.push({ n, atMs: at, kind: 'operator_send', stop, delayMs: rng.int(0, 3_000) });
+    } else if (r < 0.9) {
+      const verdict = rng.chance(0.75) ? 'approve' : 'reject';
+      out.push({ n, atMs: at, kind: 'outreach', verdict, after: rng.pick(['nothing', 'nothing', 'reply', 'opt_out'] as const) });
+    } else {
+      const status = rng.pick(['delivered', 'read', 'sent'] as const);
+      const earlier = out.filter((a) => WHATSAPP_KINDS.has(a.kind) && a.atMs <= at - STATUS_AFTER_MS);
+      const pick = rng.next();
+      out.push({ n, atMs: at, kind: 'status', status, of: earlier.length ? earlier[Math.floor(pick * earlier.length)]!.n : null });
+    }
+  }
+  return out;
+}
+
+/**
+ * The fingerprint of a run's schedules, printed in its report so a replay can be compared: a
+ * SHA-256 (first 16 hex digits) of the asks and the faults as JSON, and their counts by kind.
+ */
+export function scheduleFingerprint(asks: readonly PlannedAsk[], faults: readonly object[]): { hash: string; asks: Record<string, number>; faults: Record<string, number> } {
+  const count = (items: readonly { kind: string }[]) => items.reduce<Record<string, number>>((acc, x) => ({ ...acc, [x.kind]: (acc[x.kind] ?? 0) + 1 }), {});
+  const hash = createHash('sha256').update(JSON.stringify({ asks, faults })).digest('hex').slice(0, 16);
+  return { hash, asks: count(asks), faults: count(faults as Array<{ kind: string }>) };
+}
+
 /** The safety suite's poll, every 400 ms by default here: the platform is under faults, so a throw is no answer yet. */
 const until = <T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = STEP_TIMEOUT_MS, everyMs = 400) => untilAnswer(probe, timeoutMs, everyMs);
 
@@ -120,15 +188,15 @@ interface WhatsappContact {
 }
 
 /**
- * Drives one run. Each scenario is drawn from `rng` when it starts (so a seed replays the same asks
- * in the same order; only their interleaving follows the platform's speed); the scenarios started
- * before `durationMs` ends are finished (their replies, approvals and stops) before it resolves.
+ * Drives one run: the schedule (`plan`, or `planWorkload(rng, durationMs)`), each ask started at
+ * its offset (later when `WORKLOAD_CONCURRENCY` asks are still running), and waits for every ask
+ * and its follow-ons to finish.
  * @returns one entry per send asked (ids empty when the platform never answered the ask)
  */
-export async function runWorkload(target: ChaosTarget, opts: { durationMs: number; rng: Rng; log?: (s: string) => void }): Promise<LedgerEntry[]> {
-  const w = new Workload(target, opts.rng, opts.log ?? (() => undefined));
+export async function runWorkload(target: ChaosTarget, opts: { durationMs: number; rng: Rng; plan?: PlannedAsk[]; log?: (s: string) => void }): Promise<LedgerEntry[]> {
+  const w = new Workload(target, opts.log ?? (() => undefined));
   await w.setup();
-  await w.run(opts.durationMs);
+  await w.run(opts.plan ?? planWorkload(opts.rng, opts.durationMs));
   return w.ledger;
 }
 
@@ -138,15 +206,13 @@ export class Workload {
   readonly gateway: GatewayClient;
   readonly sandbox: SandboxClient;
   setupIds!: WorkloadSetup;
-  private seq = 0;
   /** wamids the sandbox's Meta accepted (read from its log), for the status webhooks the workload replays. */
-  private readonly wamids: string[] = [];
+  private readonly wamids: Array<{ waId: string; wamid: string }> = [];
   private metaSeq = 0;
   private readonly runTag: string;
 
   constructor(
     readonly target: ChaosTarget,
-    private readonly rng: Rng,
     private readonly log: Log,
   ) {
     this.gateway = new GatewayClient(target.gatewayUrl, target.apiKey);
@@ -209,48 +275,40 @@ export class Workload {
     return this.setupIds;
   }
 
-  /** Starts scenarios until `durationMs` has passed, at most `WORKLOAD_CONCURRENCY` at once, and waits for all of them. */
-  async run(durationMs: number): Promise<void> {
-    const end = Date.now() + durationMs;
+  /** Runs the schedule: each ask at its offset, at most `WORKLOAD_CONCURRENCY` at once, and waits for all of them. */
+  async run(plan: readonly PlannedAsk[]): Promise<void> {
     const running = new Set<Promise<void>>();
     const started = Date.now();
-    while (Date.now() < end) {
+    let late = 0;
+    for (const planned of plan) {
+      const wait = started + planned.atMs - Date.now();
+      if (wait > 0) await sleep(wait);
       while (running.size >= WORKLOAD_CONCURRENCY) await Promise.race(running);
-      if (Date.now() >= end) break;
-      const scenario = this.draw();
-      const p = scenario()
-        .catch((err: Error) => this.log(`chaos workload: scenario failed: ${err.message}`))
+      if (Date.now() - started - planned.atMs > 5_000) late++;
+      const p = this.perform(planned)
+        .catch((err: Error) => this.log(`chaos workload: ask ${planned.n} (${planned.kind}) failed: ${err.message}`))
         .finally(() => running.delete(p));
       running.add(p);
-      await sleep(this.rng.int(START_GAP_MS[0], START_GAP_MS[1]));
     }
     await Promise.all(running);
     const minutes = (Date.now() - started) / 60_000;
-    this.log(`chaos workload: ${this.ledger.length} sends asked in ${minutes.toFixed(1)} min (${(this.ledger.length / Math.max(minutes, 1e-9)).toFixed(0)}/min)`);
+    this.log(`chaos workload: ${plan.length} asks planned, ${this.ledger.length} sends asked in ${minutes.toFixed(1)} min (${late} asks started more than 5 s late)`);
   }
 
-  /** Draws the next scenario and every choice it will make, now (the generator's order is the seed's). */
-  private draw(): () => Promise<void> {
-    const n = ++this.seq;
-    const r = this.rng.next();
-    if (r < 0.35) {
-      const flow = this.rng.pick(['double', 'double', 'single', 'waiting'] as const);
-      const then = this.rng.pick(['nothing', 'nothing', 'reply', 'reply', 'stop', 'advance'] as const);
-      return () => this.followup(n, flow, then, this.rng.int(0, 7_000));
+  /** One planned ask and its follow-ons. */
+  private perform(a: PlannedAsk): Promise<void> {
+    switch (a.kind) {
+      case 'followup':
+        return this.followup(a.n, a.flow, a.then, a.delayMs);
+      case 'notification':
+        return this.notification(a.n, a.channels, a.stop, a.delayMs);
+      case 'operator_send':
+        return this.operatorSend(a.n, a.stop, a.delayMs);
+      case 'outreach':
+        return this.outreach(a.n, a.verdict, a.after);
+      case 'status':
+        return this.statusWebhook(a.status, a.of);
     }
-    if (r < 0.55) {
-      const channels = this.rng.pick([['whatsapp'], ['email'], ['whatsapp', 'email']] as const);
-      return () => this.notification(n, [...channels], this.rng.chance(0.15), this.rng.int(0, 3_000));
-    }
-    if (r < 0.7) return () => this.operatorSend(n, this.rng.chance(0.15), this.rng.int(0, 3_000));
-    if (r < 0.9) {
-      const verdict = this.rng.chance(0.75) ? 'approve' : 'reject';
-      const after = this.rng.pick(['nothing', 'nothing', 'reply', 'opt_out'] as const);
-      return () => this.outreach(n, verdict, after);
-    }
-    const status = this.rng.pick(['delivered', 'read', 'sent'] as const);
-    const pick = this.rng.next();
-    return () => this.statusWebhook(status, pick);
   }
 
   private entry(e: Omit<LedgerEntry, 'askedAt' | 'ids'> & { ids?: Record<string, string> }): LedgerEntry {
@@ -424,15 +482,16 @@ export class Workload {
     if (after === 'opt_out' && a && a.status < 300) e.stop = { kind: 'opt_out', at: Date.now() };
   }
 
-  /** The provider repeats or reorders a status of a message it accepted (a signed status webhook through the sandbox). */
-  private async statusWebhook(status: 'sent' | 'delivered' | 'read', pick: number): Promise<void> {
+  /** The provider repeats or reorders a status of a message it accepted for the ask `of` (a signed status webhook through the sandbox). */
+  private async statusWebhook(status: 'sent' | 'delivered' | 'read', of: number | null): Promise<void> {
+    if (of === null) return;
     const log = await this.sandbox.request('GET', `/sandbox/control/meta/received?since_seq=${this.metaSeq}`);
     for (const c of (log.body?.calls ?? []) as Array<{ seq: number; operation: string; context: Record<string, string>; provider_id?: string }>) {
       this.metaSeq = Math.max(this.metaSeq, c.seq);
-      if (c.operation === 'messages' && c.context.type !== 'read' && c.provider_id) this.wamids.push(c.provider_id);
+      if (c.operation === 'messages' && c.context.type !== 'read' && c.provider_id) this.wamids.push({ waId: c.context.wa_id ?? '', wamid: c.provider_id });
     }
-    if (!this.wamids.length) return;
-    const wamid = this.wamids[Math.floor(pick * this.wamids.length)]!;
+    const wamid = this.wamids.find((m) => m.waId === this.waId(of))?.wamid;
+    if (!wamid) return this.log(`status ${status} of ask ${of}: no message of it reached the wire yet`);
     await ask(`status ${status} of ${wamid}`, () => this.sandbox.request('POST', '/sandbox/meta/status', { wamid, status, phone_number_id: this.setupIds.phoneNumberId }), this.log, 20_000);
   }
 }

@@ -3,6 +3,7 @@ import { OutreachRpc } from '@touchpoint/contracts';
 import pg from 'pg';
 import { ServiceConfig } from '@touchpoint/config';
 import { Metrics } from '@touchpoint/observability';
+import { ExecutionRunner } from '../../apps/outreach/src/execution/execution.runner.js';
 import { DueSweepService, SWEEP_LOCK_KEY, SWEEP_MAX_EVENTS_PER_PASS } from '../../apps/outreach/src/sweep/sweep.service.js';
 import { outreachBuilders } from './builders.js';
 import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
@@ -63,6 +64,27 @@ describe(DueSweepService.name, () => {
       // A second pass over unchanged rows repeats the same ids: the outbox keeps one row per id.
       await sut.runOnce();
       expect(await w.sql(`SELECT count(*)::int AS n FROM {o}.outbox_events WHERE event_id = ANY($1)`, [[firstDue, laterDue, approvedId]])).toEqual([{ n: 3 }]);
+    });
+
+    it('asks again, under a new event id, for an approved action whose execution run failed for good', async () => {
+      const campaign = await b.campaign(org);
+      const e = await b.enrollment(org, campaign.id);
+      const { actionId, eventId } = await approvedDue(e.enrollmentId, new Date(Date.now() - 60_000));
+      // Its first execution run (keyed by that event id) failed for good.
+      const [failed] = await w.sql(
+        `INSERT INTO {o}.workflow_runs (run_key, kind, organization_id, subject_id, input, status, attempts, run_after, created_at, finished_at, last_error)
+         VALUES ($1, 'execution', $2, $3, $4, 'failed', 5, now(), now(), now(), 'database gone') RETURNING *`,
+        [eventId, org, actionId, JSON.stringify({ action_id: actionId, enrollment_id: e.enrollmentId })],
+      );
+
+      await w.outreach.get(ExecutionRunner).onFailure(failed as never, 'database gone');
+      await sut.runOnce();
+
+      const asked = await w.sql(`SELECT event_id FROM {o}.outbox_events WHERE type = 'outreach.action.approved' AND payload->'data'->>'action_id' = $1`, [actionId]);
+      expect(asked).toHaveLength(1);
+      expect(asked[0]!.event_id).not.toBe(eventId);
+      expect(await w.sql(`SELECT count(*)::int AS n FROM {o}.workflow_runs WHERE run_key = $1`, [asked[0]!.event_id])).toEqual([{ n: 0 }]);
+      expect((await b.action(actionId)).status).toBe('approved');
     });
 
     it('skips an organization whose outreach is stopped, and rows not yet due', async () => {

@@ -35,11 +35,15 @@ export class OutreachConfig extends ServiceConfig {
   @Max(64)
   OUTREACH_DECISION_CONCURRENCY_PER_ORG = 2;
 
-  /** A claimed run is someone else's to take over after this, ms (longer than a model call). */
+  /**
+   * A claimed run is someone else's to take over after this, ms. The runner renews it every third
+   * of it while the run works (a model call may take longer), so it only lapses when its process
+   * died or lost its database: this is how long a run a killed process held waits.
+   */
   @IsInt()
   @Min(1000)
   @Max(3_600_000)
-  OUTREACH_RUN_LEASE_MS = 180_000;
+  OUTREACH_RUN_LEASE_MS = 30_000;
 
   /** Attempts of a run before it fails for good (then: decision error, next check in a day). */
   @IsInt()

@@ -168,8 +168,16 @@ export class ExecutionRunner implements RunHandler<'execution'> {
     return key;
   }
 
-  /** An execution run that failed for good leaves the action approved: the due sweep asks again. */
+  /**
+   * An execution run that failed for good leaves the action approved, and the due sweep asks again
+   * within OUTREACH_SWEEP_INTERVAL_MS. The sweep's event id is `approved:{id}:{next_attempt_at}`,
+   * the failed run's own key when the action was never held: so the next attempt moves to now, or
+   * the sweep would repeat an id the runners already spent and the action would stay approved for
+   * ever (the chaos run's stuck outreach sends, issue 17).
+   */
   async onFailure(run: RunRow, error: string): Promise<void> {
+    const now = this.clock.now();
+    await this.uow.run((tx) => this.actions.hold(tx, run.subject_id, now, now));
     this.logger.error({ event: 'outreach.execution_failed', organization_id: run.organization_id, action_id: run.subject_id, err: error }, 'execution failed for good; the sweep will ask again');
   }
 }

@@ -17,7 +17,8 @@ const MAX_RETRY_DELAY_MS = 10 * 60_000;
  * events). A bus handler only records a run; these loops claim ready runs (leases with a fence, the
  * per-organization decision concurrency key), execute them step by step with memoised outputs, and
  * retry a failed run with exponential backoff until OUTREACH_RUN_MAX_ATTEMPTS, then hand it to its
- * kind's failure handler. A wake-up after a new run only saves latency: the loops also poll.
+ * kind's failure handler. A run's lease is renewed while it works (a heartbeat), so a run a
+ * killed process held is taken over within one OUTREACH_RUN_LEASE_MS. A wake-up after a new run only saves latency: the loops also poll.
  */
 @Injectable()
 export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -96,6 +97,15 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const handler = this.handlerOf(run);
     const end = this.seconds.startTimer({ kind: run.kind });
     const log = { organization_id: run.organization_id, run_key: run.run_key, kind: run.kind, attempt: run.attempts };
+    // The heartbeat: the lease is renewed every third of OUTREACH_RUN_LEASE_MS while the run works,
+    // so a live runner keeps it however slow its model is, and a dead one loses it within a lease.
+    const leaseMs = this.config.OUTREACH_RUN_LEASE_MS;
+    const heartbeat = setInterval(
+      () => {
+        this.uow.run((tx) => this.runs.renew(tx, run.id, run.fence, new Date(this.clock.now().getTime() + leaseMs))).catch((err: Error) => this.logger.warn({ event: 'outreach.run_lease_renew_failed', ...log, err: err.message }, 'run lease not renewed'));
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
     try {
       await handler.execute();
       const held = await this.uow.run((tx) => this.runs.finish(tx, run.id, run.fence, 'done', null, this.clock.now()));
@@ -114,6 +124,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         this.outcomes.inc({ kind: run.kind, outcome: 'retry' });
       }
     } finally {
+      clearInterval(heartbeat);
       end();
     }
   }

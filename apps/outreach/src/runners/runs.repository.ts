@@ -78,6 +78,12 @@ export class RunsRepository {
     return rows.length > 0;
   }
 
+  /** Extends the lease of a run this runner still holds (fence) to `leaseUntil`; false when it was taken over or ended. */
+  async renew(db: Queryable, id: string, fence: number, leaseUntil: Date): Promise<boolean> {
+    const rows = await rowsOf<{ id: string }>(db, `UPDATE workflow_runs SET lease_until = $3 WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING id`, [id, fence, leaseUntil]);
+    return rows.length > 0;
+  }
+
   /** Gives a failed attempt back to the queue, to run again at `runAfter`. */
   async retryLater(db: Queryable, id: string, fence: number, runAfter: Date, error: string): Promise<boolean> {
     const rows = await rowsOf<{ id: string }>(db, `UPDATE workflow_runs SET status = 'queued', run_after = $3, last_error = $4, lease_until = NULL WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING id`, [id, fence, runAfter, error]);
