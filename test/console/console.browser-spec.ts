@@ -330,6 +330,7 @@ describe('operator console (browser)', () => {
   it('a session that ends mid-use (401) drops to the sign-in page with a notice saying so', async () => {
     await page.getByLabel('Your API key').fill(tenant.secret);
     await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: /^Review/ }).click();
     await page.getByRole('heading', { name: 'Review queue' }).waitFor();
     // The cookie gone is what the gateway sees of a revoked or expired session: the next call answers 401.
     await browser.context.clearCookies();

@@ -8,6 +8,15 @@
  */
 const PREFIX = 'touchpoint.console.edit.';
 
+/**
+ * Whether a failed approve or reject says the action left the queue, so its edit goes: only 409
+ * `action_not_pending`. Other 409s (`campaign_not_active`, `outreach_stopped`,
+ * `enrollment_not_active`) and every other failure leave the draft pending and keep the edit.
+ */
+export function leftQueue(status: number, code: string): boolean {
+  return status === 409 && code === 'action_not_pending';
+}
+
 /** The fields a reviewer can edit, as `POST .../approve` takes them in `payload`. */
 export interface DraftText {
   subject?: string;

@@ -2,7 +2,7 @@ import { useId, useState } from 'react';
 import { api, type ApiError, errorOf, type Schemas } from '../api/client';
 import { ErrorMessage } from '../load-state';
 import { cutText, formatAge } from '../text';
-import { clearEdit, type DraftText, editableFields, isEdited, loadEdit, saveEdit } from './edits';
+import { clearEdit, type DraftText, editableFields, isEdited, leftQueue, loadEdit, saveEdit } from './edits';
 
 /** Longest "Replying to" text on a card, characters (seed 003 §4.5). */
 export const REPLYING_TO_MAX = 500;
@@ -59,7 +59,7 @@ export function ReviewCard({ card, outreachStopped, onDone, onStale, onOpenHisto
       return;
     }
     const failure = errorOf(response, body);
-    if (response.status === 409 && failure.code === 'action_not_pending') {
+    if (leftQueue(response.status, failure.code)) {
       clearEdit(card.id);
       onDone(card.id, { kind: 'gone', message: `${personName}: this draft is no longer waiting for review (${failure.code}).` });
       return;
