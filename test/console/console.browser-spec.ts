@@ -155,6 +155,28 @@ describe('operator console (browser)', () => {
     await cardLocator(card.id).getByRole('button', { name: 'Reset to draft' }).click();
   });
 
+  it('when the gateway cannot be reached, Approve and Refresh show network_error and the buttons work again', async () => {
+    const card = await cardOf(people.history.enrollmentId);
+    await cardLocator(card.id).waitFor();
+    const approve = cardLocator(card.id).getByRole('button', { name: 'Approve' });
+    await page.route('**/agentic/**', (route) => route.abort());
+    try {
+      await approve.click();
+      await expect(cardLocator(card.id).getByTestId('card-error').textContent()).resolves.toContain('network_error');
+      await expect(cardLocator(card.id).getByTestId('card-error').textContent()).resolves.toContain('The gateway could not be reached');
+      await expect(approve.isEnabled()).resolves.toBe(true);
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.locator('main > section > p[role="alert"]').filter({ hasText: 'The gateway could not be reached' }).waitFor();
+      await expect(page.getByRole('button', { name: 'Refresh' }).isEnabled()).resolves.toBe(true);
+    } finally {
+      await page.unroute('**/agentic/**');
+    }
+    // Nothing was approved; with the gateway back, Refresh clears the page's error.
+    expect((await queue()).items.map((c) => c.id)).toContain(card.id);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.locator('main > section > p[role="alert"]').waitFor({ state: 'detached' });
+  });
+
   it('rejects with regenerate: the draft leaves the queue and a new one for the same person arrives', async () => {
     const card = await cardOf(people.regenerate.enrollmentId);
     await cardLocator(card.id).getByRole('button', { name: 'Reject ▾' }).click();
@@ -303,5 +325,17 @@ describe('operator console (browser)', () => {
     await page.getByLabel('Your API key').waitFor();
     const status = await page.evaluate(async () => (await fetch('/agentic/outreach/actions')).status);
     expect(status).toBe(401);
+  });
+
+  it('a session that ends mid-use (401) drops to the sign-in page with a notice saying so', async () => {
+    await page.getByLabel('Your API key').fill(tenant.secret);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: /^Review/ }).click();
+    await page.getByRole('heading', { name: 'Review queue' }).waitFor();
+    // The cookie gone is what the gateway sees of a revoked or expired session: the next call answers 401.
+    await browser.context.clearCookies();
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.getByLabel('Your API key').waitFor();
+    await expect(page.getByRole('alert').textContent()).resolves.toBe('Your session ended; sign in again.');
   });
 });

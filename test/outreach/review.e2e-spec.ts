@@ -54,7 +54,9 @@ describe(ReviewService.name, () => {
         objective: 'Introduce the chairs and ask for a call.',
         draft: a1.draft,
       });
+      // Cut to 500 code points, the last one the ellipsis, so the cut shows.
       expect(page.items[0]!.replying_to).toHaveLength(500);
+      expect(page.items[0]!.replying_to).toBe(`Can you send pricing? ${'x'.repeat(477)}…`);
       expect(page.items[1]).toMatchObject({ type: 'linkedin_connection', to: 'https://www.linkedin.com/in/tom-park', replying_to: null });
       expect(page.items[0]!.age_seconds).toBeGreaterThanOrEqual(0);
     });

@@ -6,10 +6,14 @@ import { SignInPage } from './pages/sign-in';
 import { Link, navigate, useLocation } from './router';
 import { NAV, resolve } from './routes';
 
+/** The sign-in page's notice after a 401 mid-use. */
+const SESSION_ENDED = 'Your session ended; sign in again.';
+
 /**
  * The console shell: asks the gateway for the current session (the cookie is HttpOnly, so the
  * page cannot tell by itself), shows the sign-in page without one, else the nav and the page of
- * the current path.
+ * the current path. A call answered 401 mid-use (the session expired or its key was revoked)
+ * drops to the sign-in page with a notice saying so; signing out shows none.
  */
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
@@ -20,14 +24,32 @@ export function App() {
       setFailure(err.message);
       setSession(null);
     });
-    return onSignedOut(() => setSession(null));
+    return onSignedOut(() => {
+      setFailure(SESSION_ENDED);
+      setSession(null);
+    });
   }, []);
 
   if (session === undefined) return <p className="loading">Loading…</p>;
-  if (session === null) return <SignInPage onSignedIn={setSession} notice={failure} />;
+  if (session === null)
+    return (
+      <SignInPage
+        onSignedIn={(signedIn) => {
+          setFailure(null);
+          setSession(signedIn);
+        }}
+        notice={failure}
+      />
+    );
   return (
     <QueueTotalProvider>
-      <Shell session={session} onSignedOut={() => setSession(null)} />
+      <Shell
+        session={session}
+        onSignedOut={() => {
+          setFailure(null);
+          setSession(null);
+        }}
+      />
     </QueueTotalProvider>
   );
 }

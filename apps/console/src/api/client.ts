@@ -1,4 +1,5 @@
 import createClient, { type Middleware } from 'openapi-fetch';
+import { unreachable } from './network.js';
 import type { components, paths } from './schema.js';
 
 /** The gateway's schemas, by their OpenAPI names (`Schemas['ReviewCardDto']`). */
@@ -40,9 +41,11 @@ const session: Middleware = {
 /**
  * The typed client of the gateway's REST API (openapi-fetch over the types generated from its
  * OpenAPI document, `npm run console:client`). Same origin, the session cookie goes with every call.
+ * A call the gateway never answers (network error) answers 503 `network_error` instead of
+ * throwing (`unreachable`), so every caller shows it and resets like any failed call.
  */
 export const api = createClient<paths>({ baseUrl: window.location.origin, credentials: 'same-origin' });
-api.use(session);
+api.use(session, unreachable);
 
 /** The error envelope's inner object, as the console shows it. */
 export interface ApiError {

@@ -1,4 +1,5 @@
 import { ApiFailure, CSRF_HEADER, errorOf, setCsrfToken } from './client';
+import { fetchOrFailure } from './network';
 
 /**
  * The signed-in member's session (`POST /sessions`, `GET /sessions/current`): who acts, and the
@@ -18,7 +19,8 @@ async function sessionCall(method: 'GET' | 'POST' | 'DELETE', body?: object, csr
   const headers: Record<string, string> = {};
   if (body) headers['content-type'] = 'application/json';
   if (csrf) headers[CSRF_HEADER] = csrf;
-  return fetch(method === 'POST' ? '/sessions' : '/sessions/current', { method, headers, body: body ? JSON.stringify(body) : undefined, credentials: 'same-origin' });
+  // No answer at all reads as 503 `network_error`, which callers show as any failed call.
+  return fetchOrFailure(method === 'POST' ? '/sessions' : '/sessions/current', { method, headers, body: body ? JSON.stringify(body) : undefined, credentials: 'same-origin' });
 }
 
 async function failure(response: Response): Promise<ApiFailure> {

@@ -74,7 +74,7 @@ export function ReviewPage({ location }: PageProps) {
       ) : null}
       <div className="cards">
         {queue?.items.map((card) => (
-          <ReviewCard key={card.id} card={card} outreachStopped={stoppedAt !== null} onDone={done} onOpenHistory={(id) => navigate(withQuery(location, 'enrollment', id))} />
+          <ReviewCard key={card.id} card={card} outreachStopped={stoppedAt !== null} onDone={done} onStale={() => void load()} onOpenHistory={(id) => navigate(withQuery(location, 'enrollment', id))} />
         ))}
       </div>
       {enrollment ? <EnrollmentDrawer enrollmentId={enrollment} onClose={() => navigate(withQuery(location, 'enrollment', null))} /> : null}

@@ -1,9 +1,21 @@
 /**
  * The reviewer's unsent edits (seed 003 §4.5): kept in localStorage under the action id, so a
- * reload or a closed tab loses nothing; cleared on approve, on reject and on a 409 (the action is
- * no longer pending). The action id fixes the draft the edit was made on: a new draft has a new id.
+ * reload or a closed tab loses nothing; cleared on approve, on reject and on a 409
+ * `action_not_pending` (the action left the queue). Other 409s (`campaign_not_active`,
+ * `outreach_stopped`) leave the draft pending, so its edit stays for when it can be approved;
+ * `pruneEdits` drops it once the action is gone from the queue. The action id fixes the draft the
+ * edit was made on: a new draft has a new id.
  */
 const PREFIX = 'touchpoint.console.edit.';
+
+/**
+ * Whether a failed approve or reject says the action left the queue, so its edit goes: only 409
+ * `action_not_pending`. Other 409s (`campaign_not_active`, `outreach_stopped`,
+ * `enrollment_not_active`) and every other failure leave the draft pending and keep the edit.
+ */
+export function leftQueue(status: number, code: string): boolean {
+  return status === 409 && code === 'action_not_pending';
+}
 
 /** The fields a reviewer can edit, as `POST .../approve` takes them in `payload`. */
 export interface DraftText {

@@ -2,7 +2,7 @@ import { useId, useState } from 'react';
 import { api, type ApiError, errorOf, type Schemas } from '../api/client';
 import { ErrorMessage } from '../load-state';
 import { cutText, formatAge } from '../text';
-import { clearEdit, type DraftText, editableFields, isEdited, loadEdit, saveEdit } from './edits';
+import { clearEdit, type DraftText, editableFields, isEdited, leftQueue, loadEdit, saveEdit } from './edits';
 
 /** Longest "Replying to" text on a card, characters (seed 003 §4.5). */
 export const REPLYING_TO_MAX = 500;
@@ -16,9 +16,10 @@ export type CardOutcome = { kind: 'approved' | 'rejected' | 'gone'; message: str
  * One pending draft of the review queue (seed 003 §4.5): who, which campaign and its status, the
  * type and age, the recipient read fresh, the message it answers, why the agent wrote it, and the
  * draft to edit. Approve sends the edit (if any) with the approval; Reject asks for a new draft
- * with a reason, or stops the enrollment.
+ * with a reason, or stops the enrollment. `onStale` asks for the queue again (a 409 that leaves
+ * the draft pending: the campaign or outreach was stopped meanwhile).
  */
-export function ReviewCard({ card, outreachStopped, onDone, onOpenHistory }: { card: Schemas['ReviewCardDto']; outreachStopped: boolean; onDone: (id: string, outcome: CardOutcome) => void; onOpenHistory: (enrollmentId: string) => void }) {
+export function ReviewCard({ card, outreachStopped, onDone, onStale, onOpenHistory }: { card: Schemas['ReviewCardDto']; outreachStopped: boolean; onDone: (id: string, outcome: CardOutcome) => void; onStale: () => void; onOpenHistory: (enrollmentId: string) => void }) {
   const draft = card.draft as DraftText;
   const fields = editableFields(card.type, draft);
   const [edit, setEdit] = useState<DraftText | null>(() => loadEdit(card.id));
@@ -45,7 +46,12 @@ export function ReviewCard({ card, outreachStopped, onDone, onOpenHistory }: { c
     setEdit(null);
     setError(null);
   };
-  /** A 409 means the action left the queue (approved elsewhere, invalidated by a reply, ...): its edit goes too. */
+  /**
+   * A 409 `action_not_pending` means the action left the queue (approved elsewhere, replaced after
+   * a reply, ...): its edit goes with it. Any other 409 (`campaign_not_active`, `outreach_stopped`,
+   * `enrollment_not_active`) leaves the draft pending: the edit stays, and the queue is read again
+   * so the card shows the campaign's status and outreach's stop as they are now.
+   */
   const settle = (response: Response, body: unknown, done: CardOutcome) => {
     if (response.ok) {
       clearEdit(card.id);
@@ -53,15 +59,13 @@ export function ReviewCard({ card, outreachStopped, onDone, onOpenHistory }: { c
       return;
     }
     const failure = errorOf(response, body);
-    if (response.status === 409) {
+    if (leftQueue(response.status, failure.code)) {
       clearEdit(card.id);
-      if (failure.code === 'action_not_pending') {
-        onDone(card.id, { kind: 'gone', message: `${personName}: this draft is no longer waiting for review (${failure.code}).` });
-        return;
-      }
-      setEdit(null);
+      onDone(card.id, { kind: 'gone', message: `${personName}: this draft is no longer waiting for review (${failure.code}).` });
+      return;
     }
     setError(failure);
+    if (response.status === 409) onStale();
   };
 
   const approve = async () => {

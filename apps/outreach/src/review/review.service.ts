@@ -20,6 +20,13 @@ import { type ActionContextRow, ReviewRepository } from './review.repository.js'
 
 /** Longest "Replying to" text on a card, characters (seed 003 §4.5). */
 export const REPLYING_TO_MAX = 500;
+/** Ends a "Replying to" that was cut (counts toward REPLYING_TO_MAX). */
+export const REPLYING_TO_ELLIPSIS = '…';
+/**
+ * How long a card waits for its person from messaging, ms: under the gateway's 5 s deadline, so a
+ * queue still answers (with "To" unknown) when messaging is down (as auto-reply-resume does).
+ */
+const CARD_PERSON_TIMEOUT_MS = 2000;
 /** Default and largest page of the review queue (ours). */
 const QUEUE_DEFAULT_LIMIT = 50;
 const QUEUE_MAX_LIMIT = 200;
@@ -60,8 +67,9 @@ export class ReviewService {
   }
 
   private async card(row: ActionContextRow, now: Date): Promise<ReviewCard> {
-    // The card reads the person fresh; an unreadable person still shows the draft.
-    const contact = await this.people.person(row.organization_id, row.person_id).catch(() => null);
+    // The card reads the person fresh; an unreadable person still shows the draft. The short
+    // timeout keeps the queue within the gateway's deadline when messaging is down ("To" unknown).
+    const contact = await this.people.person(row.organization_id, row.person_id, CARD_PERSON_TIMEOUT_MS).catch(() => null);
     const company = contact?.custom_fields?.company;
     return {
       id: row.id,
@@ -175,9 +183,10 @@ function assertLive(row: ActionContextRow): void {
 
 /**
  * A reply card's "Replying to" (seed 003 §4.5): the inbound message's new text, quote-stripped as
- * in the context (seed 003 §4.2), cut at 500 characters; null when nothing is left.
+ * in the context (seed 003 §4.2), cut to at most 500 code points ending in `…` when cut, so the
+ * cut shows; null when nothing is left.
  */
 export function replyingTo(text: string | null): string | null {
   const body = newTextOf(text);
-  return body === '' ? null : truncateText(body, REPLYING_TO_MAX);
+  return body === '' ? null : truncateText(body, REPLYING_TO_MAX, { ellipsis: REPLYING_TO_ELLIPSIS });
 }
