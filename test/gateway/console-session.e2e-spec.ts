@@ -167,6 +167,27 @@ describe('Console sessions', () => {
       expect(res.body.error).toMatchObject({ code: 'forbidden', details: { reason: 'csrf' } });
     });
 
+    it('does not take a client-sent X-Forwarded-Host/-Proto as our origin (no proxy configured): a forged pair is still another origin', async () => {
+      const { session, cookie } = await signIn(admin.secret);
+      const headers = { cookie, 'x-csrf-token': session.csrf_token, origin: 'https://evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' };
+      const res = await http('POST', '/contacts', { headers, json: { name: 'Forged Origin', phone: '+5511966665555' } });
+      expect(res.status).toBe(403);
+      expect(res.body.error).toMatchObject({ code: 'forbidden', details: { reason: 'csrf' } });
+    });
+
+    it('takes X-Forwarded-Host/-Proto as our origin only with TRUST_FORWARDED_HEADERS (a proxy in front sets them)', async () => {
+      const proxyConfig = world.config(GatewayConfig, { CONSOLE_SESSION_TTL_S: '3600', TRUST_FORWARDED_HEADERS: 'true' });
+      const proxied = await world.start(GatewayModule.forRoot(proxyConfig), gatewayStartOptions(proxyConfig));
+      const viaProxy = httpClient(await proxied.getUrl());
+      const { session, cookie } = await signIn(admin.secret);
+      const forwarded = { cookie, 'x-csrf-token': session.csrf_token, 'x-forwarded-host': 'console.example', 'x-forwarded-proto': 'https' };
+      const made = await viaProxy('POST', '/contacts', { headers: { ...forwarded, origin: 'https://console.example' }, json: { name: 'Via Proxy', phone: '+5511955554444' } });
+      expect([200, 201]).toContain(made.status);
+      const refused = await viaProxy('POST', '/contacts', { headers: { ...forwarded, origin: 'https://evil.example' }, json: { name: 'Via Proxy', phone: '+5511955554443' } });
+      expect(refused.status).toBe(403);
+      expect(refused.body.error).toMatchObject({ code: 'forbidden', details: { reason: 'csrf' } });
+    });
+
     it('leaves bearer requests as they were: no CSRF token needed, and a cookie riding along is ignored', async () => {
       const res = await http('POST', '/contacts', { secret: admin.secret, headers: { cookie: 'tp_session=garbage', origin: 'https://elsewhere.example' }, json: { name: 'Bearer Person', phone: '+5511977776666' } });
       expect([200, 201]).toContain(res.status);

@@ -135,6 +135,17 @@ describe('enqueue failure at the call site', () => {
     expect(await w.world.sql(`SELECT id FROM ${m('messages')} WHERE contact_id = $1 AND direction = 'outbound'`, [c.contactId])).toEqual([]);
   });
 
+  it("answers 400 validation_failed for an operator WhatsApp text of 4,097 code points (Meta's 4,096), counting an emoji as one, and queues nothing", async () => {
+    const c = await conversation();
+    const key = `wa-long-${randomUUID()}`;
+    // 4,096 emoji are 8,192 UTF-16 units but 4,096 code points: one more letter is one too many.
+    const res = await operatorSend(c.conversationId, { idempotency_key: key, text: `${'\u{1F600}'.repeat(4096)}x` });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'validation_failed', details: { field: 'text', max: 4096 } });
+    expect(res.body.error.message).toMatch(/4096 characters on whatsapp/);
+    expect(await w.world.sql(`SELECT id FROM ${m('messages')} WHERE idempotency_key LIKE $1`, [`%${key}`])).toEqual([]);
+  });
+
   it('answers 400 validation_failed when a notification text is longer than WhatsApp takes, and writes nothing', async () => {
     const c = await conversation();
     const key = `long-${randomUUID()}`;

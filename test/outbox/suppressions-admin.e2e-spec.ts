@@ -100,6 +100,20 @@ describe('/suppressions', () => {
     expect((await http('POST', '/suppressions', { secret: reader.secret, json: { channel: 'email', value: 'a@example.com' } })).status).toBe(403);
   });
 
+  it('refuses an email or LinkedIn value that is not an address of its channel (400 invalid_recipient, nothing added), as the enqueue path does', async () => {
+    for (const json of [
+      { channel: 'email', value: 'not an address' },
+      { channel: 'email', value: 'ana@example' },
+      { channel: 'email', value: 'Ana <ana@example.com>' },
+      { channel: 'linkedin', value: 'not a member id' },
+    ]) {
+      expect(await http('POST', '/suppressions', { secret: admin.secret, json })).toMatchObject({ status: 400, body: { error: { code: 'invalid_recipient' } } });
+    }
+    expect((await http('GET', `/suppressions?q=${encodeURIComponent('not a')}`, { secret: admin.secret })).body.items).toEqual([]);
+    const added = await http('POST', '/suppressions', { secret: admin.secret, json: { channel: 'email', value: ' Ana.Souza@Example.com ' } });
+    expect(added).toMatchObject({ status: 201, body: { channel: 'email', value: 'ana.souza@example.com', created: true } });
+  });
+
   it('searches by part of the value or the note, any case, newest first, by pages whose cursor is bound to the search', async () => {
     const tag = randomUUID().slice(0, 8);
     const emails = [0, 1, 2].map((i) => `page${i}.${tag}@example.com`);

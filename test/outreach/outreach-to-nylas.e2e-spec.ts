@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { type ActionView, MessagingRpc, OutboxAccountRpc, OutreachRpc } from '@touchpoint/contracts';
+import { type ActionView, type DraftPayload, MessagingRpc, OutboxAccountRpc, OutreachRpc } from '@touchpoint/contracts';
 import { AppError, httpStatusOf } from '@touchpoint/errors';
 import { RpcClient } from '@touchpoint/runtime';
 import { aConnectedMailbox, anEnrollment, aPendingDraft, createCampaign, createTestWorld, eventually, type TestWorld, untilServicesAnswer } from '@touchpoint/testing';
@@ -50,7 +50,7 @@ describe('outreach email through the dispatcher to Nylas', () => {
     const { enrollmentId, person } = await anEnrollment(rpc, org, campaign.id);
     return { person, enrollmentId, actionId: (await aPendingDraft(world, enrollmentId)).id as string };
   };
-  const approve = (actionId: string) => rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' } });
+  const approve = (actionId: string, payload?: DraftPayload) => rpc.callUnchecked<ActionView>('outreach', OutreachRpc.ActionApprove, { organization_id: org, action_id: actionId, actor: { member_id: 'member-1' }, payload });
 
   it('sends the approved email through Nylas with the unsubscribe line and records it executed', async () => {
     const { person, enrollmentId, actionId } = await drafted();
@@ -65,6 +65,25 @@ describe('outreach email through the dispatcher to Nylas', () => {
     expect(executed.provider_message_id).toBe(sends[0]!.provider_id);
     const [enrollment] = await world.sql<Record<string, unknown>>(`SELECT * FROM "${schema()}".enrollments WHERE id = $1`, [enrollmentId]);
     expect(enrollment!.touch_count).toBe(1);
+  }, 120_000);
+
+  it('sends an approved email whose body is longer than a WhatsApp text (4,600 code points, emoji among them): email has its own limit', async () => {
+    const { person, actionId } = await drafted();
+    // 4,600 code points, 4,800 UTF-16 units: over WhatsApp's 4,096, under the email draft limit (5,000).
+    const body = `${'Uma frase longa sobre cadeiras de escritório. '.repeat(100)}`.slice(0, 4400) + '\u{1F600}'.repeat(200);
+    expect([...body]).toHaveLength(4600);
+    const approved = await approve(actionId, { body });
+    expect((approved.approved_payload as { body: string }).body).toBe(body);
+    const executed = await eventually(async () => {
+      const row = await action(actionId);
+      if (row.status === 'failed') throw new Error(`the action failed: ${String(row.failure_reason)}`);
+      return row.status === 'executed' ? row : null;
+    }, 30_000);
+    const { calls } = await sandbox.get<{ calls: { operation: string; context: Record<string, string>; body: { body: string }; provider_id?: string }[] }>('/sandbox/control/nylas/received');
+    const sends = calls.filter((c) => c.operation === 'send' && c.context.to === person.email);
+    expect(sends).toHaveLength(1);
+    expect(sends[0]!.body.body.startsWith(body)).toBe(true);
+    expect(executed.provider_message_id).toBe(sends[0]!.provider_id);
   }, 120_000);
 
   it('a reply through the signed Nylas webhooks (updated before created, created redelivered) interrupts once; an out-of-office whose headers only the GET shows interrupts nothing', async () => {

@@ -86,6 +86,14 @@ export class GatewayConfig extends ServiceConfig {
   @Matches(/^(|https?:\/\/[^/\s]+)$/, { message: 'CONSOLE_ORIGIN must be empty or scheme://host[:port] without a path' })
   CONSOLE_ORIGIN = '';
 
+  /**
+   * Whether a proxy in front of the gateway sets `X-Forwarded-Host` and `X-Forwarded-Proto`, so the
+   * console's origin check (when CONSOLE_ORIGIN is empty) may read them. Off: any client can send
+   * them, so the check uses the connection's scheme and `Host`.
+   */
+  @IsBoolean()
+  TRUST_FORWARDED_HEADERS = false;
+
   /** Directory of the console's build (index.html and assets/), served at /console. Empty: `<repo>/dist/console`. */
   @IsString()
   CONSOLE_DIR = '';

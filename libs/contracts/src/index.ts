@@ -11,6 +11,7 @@ export * from './agents.js';
 export * from './outreach.js';
 export * from './followups-example.js';
 export * from './leaves-platform.js';
+export * from './channel-text-limits.js';
 export * from './whatsapp-payload.js';
 export * from './outbox-payload-rules.js';
 export * from './wire.js';

@@ -1,11 +1,7 @@
 import { codePointLength } from '@touchpoint/text';
+import { OUTBOX_EMAIL_BODY_MAX, OUTBOX_LINKEDIN_MESSAGE_MAX } from './channel-text-limits.js';
 import type { OutboxChannel } from './outbox.js';
 import { validateWhatsAppPayload } from './whatsapp-payload.js';
-
-/** Longest email body the dispatcher accepts, characters (ours: a sane bound for one text email). */
-export const OUTBOX_EMAIL_BODY_MAX = 100_000;
-/** Longest LinkedIn message the dispatcher sends, characters (ours, above the drafting limit). */
-export const OUTBOX_LINKEDIN_MESSAGE_MAX = 8000;
 
 /** The email (Nylas) payload rules: text only, a body of 1 to `OUTBOX_EMAIL_BODY_MAX` characters. Pure. */
 export function validateEmailPayload(payload: unknown): string[] {

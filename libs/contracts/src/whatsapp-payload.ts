@@ -1,8 +1,8 @@
 import { type OutboxMediaPayload, type OutboxPayload, WHATSAPP_TEMPLATE_BUTTON_SUB_TYPES } from './outbox.js';
 import { codePointLength } from '@touchpoint/text';
+import { WHATSAPP_TEXT_MAX } from './channel-text-limits.js';
 
-/** Graph's limits on message parts (WhatsApp Cloud API message reference). */
-export const WHATSAPP_TEXT_MAX = 4096;
+/** Graph's limits on message parts (WhatsApp Cloud API message reference); the text limit is in channel-text-limits.ts. */
 export const WHATSAPP_CAPTION_MAX = 1024;
 /** Largest inline media the dispatcher will upload for a caller (bytes, decoded): Graph's document limit. */
 export const WHATSAPP_INLINE_MEDIA_MAX_BYTES = 100 * 1024 * 1024;

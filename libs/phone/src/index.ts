@@ -29,14 +29,25 @@ export function toPhoneKey(address: string): string | null {
 }
 
 /**
+ * A plain email address: one `@`, no whitespace, a dot in the domain (`ana@example.com`). Not a
+ * display form (`Ana <ana@example.com>`): the providers take the bare address. The same rule as a
+ * contact's email (messaging), so what can be stored can be sent to and suppressed.
+ */
+export const EMAIL_ADDRESS = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/**
  * The pacing key of a recipient address, per channel: E.164 digits for WhatsApp, the lower-cased
- * address for email, the trimmed id otherwise. Null when the address is not valid for the channel.
+ * address for email (`EMAIL_ADDRESS`), the trimmed id otherwise (a LinkedIn member id or profile
+ * URL, which hold no whitespace). Null when the address is not valid for the channel. The enqueue
+ * path, suppressions and reply holds all key recipients with it, so each refuses the same values.
  */
 export function toRecipientKey(channel: string, address: string): string | null {
   if (channel === 'whatsapp') return toPhoneKey(address);
-  if (typeof address !== 'string' || address.trim() === '') return null;
-  if (channel === 'email') return address.trim().toLowerCase();
-  return address.trim();
+  if (typeof address !== 'string') return null;
+  const trimmed = address.trim();
+  if (trimmed === '' || /\s/.test(trimmed)) return null;
+  if (channel === 'email') return EMAIL_ADDRESS.test(trimmed) ? trimmed.toLowerCase() : null;
+  return trimmed;
 }
 
 /**

@@ -3966,6 +3966,7 @@ export interface components {
             /** @description email only */
             subject?: string;
             template?: components["schemas"]["TemplateContentDto"];
+            /** @description At most the conversation's channel's limit, in characters (code points): WhatsApp 4096, email 100000, LinkedIn 8000, others 4096 */
             text?: string;
         };
         OrganizationDto: {

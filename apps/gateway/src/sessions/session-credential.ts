@@ -56,7 +56,8 @@ export class SessionCredential {
 
   /**
    * Refuses a request whose `Origin` header names another origin than the gateway's own
-   * (CONSOLE_ORIGIN, else the request's scheme and `Host`). No `Origin` header passes: browsers
+   * (CONSOLE_ORIGIN; else, with TRUST_FORWARDED_HEADERS, the proxy's `X-Forwarded-Proto` and
+   * `X-Forwarded-Host`; else the connection's scheme and `Host`). No `Origin` header passes: browsers
    * send one on every cross-origin unsafe request, so its absence means same-origin or not a browser.
    * @throws AppError forbidden with details `{reason: 'csrf'}`
    */
@@ -71,9 +72,15 @@ export class SessionCredential {
     return this.config.CONSOLE_COOKIE_SECURE || schemeOf(request) === 'https';
   }
 
+  /**
+   * The origin an `Origin` header must equal. Forwarded headers are read only when
+   * TRUST_FORWARDED_HEADERS says a proxy sets them: any client can send them, so trusting them
+   * by default would let a forged `X-Forwarded-Host` match a forged `Origin`.
+   */
   private ownOrigin(request: CredentialRequest): string {
     if (this.config.CONSOLE_ORIGIN) return this.config.CONSOLE_ORIGIN;
-    return `${schemeOf(request)}://${first(request.headers['x-forwarded-host']) ?? first(request.headers.host) ?? ''}`;
+    if (this.config.TRUST_FORWARDED_HEADERS) return `${schemeOf(request)}://${first(request.headers['x-forwarded-host']) ?? first(request.headers.host) ?? ''}`;
+    return `${(request.protocol ?? 'http').toLowerCase()}://${first(request.headers.host) ?? ''}`;
   }
 }
 

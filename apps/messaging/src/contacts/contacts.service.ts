@@ -3,7 +3,7 @@ import { IANAZone } from 'luxon';
 import { CONTACT_KINDS, type ContactCreateData, type ContactEventData, type ContactKind, type ContactTagEventData, type ContactUpdateData, type BusPayload, type ContactView, MessagingEvents, type MessagingPage, type OutgoingMessage } from '@touchpoint/contracts';
 import { decodeCursor, encodeCursor, isUuid, pageSize, poolOf, type Queryable, requireId, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { toPhoneKey } from '@touchpoint/phone';
+import { EMAIL_ADDRESS as EMAIL, toPhoneKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
@@ -17,7 +17,6 @@ type ContactEventType = (typeof MessagingEvents)['ContactCreated' | 'ContactUpda
 export const MAX_TAG_LENGTH = 64;
 export const MAX_TAGS = 100;
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const LINKEDIN_URL = /^https?:\/\/([a-z]{2,3}\.)?(www\.)?linkedin\.com\/(in|pub)\/[^/\s]+\/?$/i;
 
 function invalid(field: string, message: string): AppError {

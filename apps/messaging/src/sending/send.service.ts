@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { MESSAGING_CHANNELS, MessagingEvents, type MessagingSendData, type MessagingSendResult, type MessageOutcomeData, type OutboxChannel, OutboxCommands, type OutboxEnqueueData, type OutboxPayload, validateOutboxPayload } from '@touchpoint/contracts';
+import { CHANNEL_TEXT_MAX, MESSAGING_CHANNELS, MessagingEvents, type MessagingSendData, type MessagingSendResult, type MessageOutcomeData, type OutboxChannel, OutboxCommands, type OutboxEnqueueData, type OutboxPayload, validateOutboxPayload } from '@touchpoint/contracts';
 import { requireString, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode, httpStatusOf } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
@@ -23,8 +23,6 @@ const STORED_CHANNELS = new Set(['web', 'in_app']);
 const MAX_KEY_LENGTH = 200;
 /** Senders whose sends are never held after a reply (`MessagingSendData.stop_on_reply` is ignored on them). */
 const NEVER_HELD = new Set<string>(['operator', 'system', 'notification', 'contact']);
-/** Longest text body, characters (WhatsApp's limit, the strictest channel). */
-const MAX_TEXT_LENGTH = 4096;
 
 /** The outcome of writing a send: the message row and whether this call created it. */
 export interface SendWrite {
@@ -290,8 +288,10 @@ function validate(data: MessagingSendData): void {
   requireString(data.requester, 'requester');
   const kinds = [data.text !== undefined, data.template !== undefined, data.media !== undefined, data.interactive !== undefined].filter(Boolean).length;
   if (kinds !== 1) throw new AppError(ErrorCode.ValidationFailed, 'give exactly one of text, template, media, interactive', { field: 'text' });
-  if (data.text !== undefined && (typeof data.text !== 'string' || data.text.trim() === '' || codePointLength(data.text) > MAX_TEXT_LENGTH)) {
-    throw new AppError(ErrorCode.ValidationFailed, `text must be 1 to ${MAX_TEXT_LENGTH} characters`, { field: 'text' });
+  // The channel's own limit (libs/contracts CHANNEL_TEXT_MAX, code points): WhatsApp's 4096 is not email's.
+  const max = CHANNEL_TEXT_MAX[data.channel];
+  if (data.text !== undefined && (typeof data.text !== 'string' || data.text.trim() === '' || codePointLength(data.text) > max)) {
+    throw new AppError(ErrorCode.ValidationFailed, `text must be 1 to ${max} characters on ${data.channel}`, { field: 'text', max });
   }
 }
 

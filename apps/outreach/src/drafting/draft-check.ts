@@ -1,13 +1,17 @@
-import type { DraftCheckCode, DraftPayload, OutboundActionType } from '@touchpoint/contracts';
+import { DRAFT_EMAIL_BODY_MAX, DRAFT_EMAIL_SUBJECT_MAX, DRAFT_LINKEDIN_MESSAGE_MAX, DRAFT_LINKEDIN_NOTE_MAX, type DraftCheckCode, type DraftPayload, type OutboundActionType } from '@touchpoint/contracts';
 import { codePointLength } from '@touchpoint/text';
 
-/** Longest LinkedIn connection note, characters (seed 003 §4.4). */
-export const LINKEDIN_NOTE_MAX = 200;
-/** Longest LinkedIn message, characters (seed 003 §4.4). */
-export const LINKEDIN_MESSAGE_MAX = 1000;
-/** Longest email subject and body, characters (ours: the seed leaves email lengths to the check). */
-export const EMAIL_SUBJECT_MAX = 200;
-export const EMAIL_BODY_MAX = 5000;
+/*
+ * The draft limits, code points, from libs/contracts (channel-text-limits.ts), where each sits at
+ * or below the channel's send limit that messaging and the dispatcher check: an approved draft fits.
+ */
+/** Longest LinkedIn connection note (seed 003 §4.4). */
+export const LINKEDIN_NOTE_MAX = DRAFT_LINKEDIN_NOTE_MAX;
+/** Longest LinkedIn message (seed 003 §4.4). */
+export const LINKEDIN_MESSAGE_MAX = DRAFT_LINKEDIN_MESSAGE_MAX;
+/** Longest email subject and body (ours: the seed leaves email lengths to the check). */
+export const EMAIL_SUBJECT_MAX = DRAFT_EMAIL_SUBJECT_MAX;
+export const EMAIL_BODY_MAX = DRAFT_EMAIL_BODY_MAX;
 
 /** Any text in square or curly brackets, such as `[First name]` or `{{company}}` (seed 003 §4.4). */
 const PLACEHOLDER = /\[[^\]\n]*\]|\{[^}\n]*\}/;

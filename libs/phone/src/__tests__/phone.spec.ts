@@ -42,4 +42,14 @@ describe('phone keys', () => {
     expect(toRecipientKey('email', ' Ana@Example.com ')).toBe('ana@example.com');
     expect(toRecipientKey('whatsapp', '+55 92 98888-7777')).toBe('5592988887777');
   });
+
+  it.each([['not an address'], ['ana@example'], ['@example.com'], ['ana@@example.com'], ['ana @example.com'], ['Ana <ana@example.com>'], ['']])('refuses %j as an email address', (value) => {
+    expect(toRecipientKey('email', value)).toBeNull();
+  });
+
+  it('keys a LinkedIn member id or profile URL as given, trimmed, and refuses one with whitespace inside', () => {
+    expect(toRecipientKey('linkedin', ' ACoAAAbc123 ')).toBe('ACoAAAbc123');
+    expect(toRecipientKey('linkedin', 'https://www.linkedin.com/in/ana-souza/')).toBe('https://www.linkedin.com/in/ana-souza/');
+    expect(toRecipientKey('linkedin', 'not a member id')).toBeNull();
+  });
 });

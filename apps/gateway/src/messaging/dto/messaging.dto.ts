@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, IsUUID, Max, MaxLength, Min, ValidateBy, ValidateNested } from 'class-validator';
-import { CONTACT_KINDS, MESSAGING_CHANNELS, NOTIFICATION_CHANNELS, type NotificationVariables, notificationVariableProblems } from '@touchpoint/contracts';
+import { CONTACT_KINDS, LONGEST_TEXT_MAX, MESSAGING_CHANNELS, NOTIFICATION_CHANNELS, type NotificationVariables, notificationVariableProblems } from '@touchpoint/contracts';
 
 /** Messaging's own rule for notification variables (`notificationVariableProblems`), as a class-validator check. */
 const AreNotificationVariables = () =>
@@ -99,7 +99,12 @@ export class OperatorSendDto {
   @MaxLength(150)
   idempotency_key!: string;
 
-  @ApiPropertyOptional({ maxLength: 4096 }) @IsOptional() @IsString() @MaxLength(4096) text?: string;
+  // The conversation's channel is known to messaging, not here: it refuses a text over that channel's limit (400 validation_failed).
+  @ApiPropertyOptional({ maxLength: LONGEST_TEXT_MAX, description: "At most the conversation's channel's limit, in characters (code points): WhatsApp 4096, email 100000, LinkedIn 8000, others 4096" })
+  @IsOptional()
+  @IsString()
+  @MaxLength(LONGEST_TEXT_MAX)
+  text?: string;
   @ApiPropertyOptional({ type: TemplateContentDto }) @IsOptional() @ValidateNested() @Type(() => TemplateContentDto) template?: TemplateContentDto;
   @ApiPropertyOptional({ type: MediaContentDto }) @IsOptional() @ValidateNested() @Type(() => MediaContentDto) media?: MediaContentDto;
   @ApiPropertyOptional({ description: 'email only' }) @IsOptional() @IsString() @MaxLength(998) subject?: string;
