@@ -229,6 +229,8 @@ function childEnv(name: StartedProcess, config: StartConfig, inherited: NodeJS.P
   // unless the user pointed them at a real provider.
   if (name === 'outbox-dispatcher') {
     for (const variable of ['WHATSAPP_GRAPH_BASE_URL', 'NYLAS_API_BASE_URL', 'UNIPILE_API_BASE_URL']) if (!inherited[variable]) env[variable] = config.urlOf('sandbox');
+    // The emails' unsubscribe link and List-Unsubscribe header name the gateway, wherever it was moved.
+    if (!inherited.UNSUBSCRIBE_BASE_URL) env.UNSUBSCRIBE_BASE_URL = config.GATEWAY_URL || config.urlOf('gateway');
   }
   if (name === 'ai-gateway' && !inherited.AI_BASE_URL) env.AI_BASE_URL = `${config.urlOf('sandbox')}/v1`;
   return env;
