@@ -132,6 +132,18 @@ describe('Touchpoint, black box', () => {
       expect(o.optedOut).toBe(true);
       expect(o.enrollment).toMatchObject({ status: 'ended', ended_reason: 'opted_out' });
     });
+
+    it('outreach: leaves a second person’s draft pending in the review queue, for the operator console', async () => {
+      const p = demo.outreach!.pending!;
+      expect(p.actionId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(p.enrollmentId).not.toBe(demo.outreach!.enrollmentId);
+      expect(transcript).toMatch(new RegExp(`\\[demo\\] outreach +draft ${p.actionId} for \\S+ is pending in the review queue`));
+      expect(transcript).not.toContain(`draft ${p.actionId} approved`);
+      // Exactly that draft waits: Dana's was approved and sent, so it is the only one in the queue.
+      const queue = await ga.get('/agentic/outreach/actions?limit=200');
+      expect(queue.status).toBe(200);
+      expect((queue.body.items as Array<{ id: string; enrollment_id: string; status: string }>).map((i) => ({ id: i.id, enrollment_id: i.enrollment_id, status: i.status }))).toEqual([{ id: p.actionId, enrollment_id: p.enrollmentId, status: 'pending' }]);
+    });
   });
 
   describe('follow-up routes and their documented errors (seed 002)', () => {
