@@ -267,7 +267,7 @@ function banner(input: { names: StartedProcess[]; config: StartConfig; gatewayUr
     lines.push(`  organization   ${demo.organization_id}`, `  API key        ${demo.secret}   (all scopes; kept in ${displayPath(path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR, 'demo.json'))})`, `  try it         curl -H "Authorization: Bearer ${demo.secret}" ${gatewayUrl}/me`);
   }
   if (names.includes('gateway')) {
-    lines.push(`  console        ${consoleUrl(gatewayUrl)}   (${demo?.secret ? `sign in with the API key above, the demo admin's (${DEMO_ADMIN_EMAIL})` : "sign in with a member's API key"})`);
+    lines.push(`  console        ${consoleUrl(gatewayUrl)}   (${demo?.secret ? `sign in with the API key above, the demo admin's (${DEMO_ADMIN_EMAIL})` : "sign in with a member's own key (admin CLI: apikey:create)"})`);
   }
   lines.push('Ctrl-C stops everything.', rule);
   return `${lines.join('\n')}\n`;

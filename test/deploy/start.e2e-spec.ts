@@ -195,6 +195,7 @@ describe('npm start', () => {
 
       expect(running.output()).toContain(`gateway        ${gateway()}`);
       expect(running.output()).not.toContain('API key');
+      expect(running.output()).toContain(`console        ${gateway()}/console/   (sign in with a member's own key (admin CLI: apikey:create))`);
       running.child.kill('SIGINT');
       expect(await running.exit).toBe(0);
     }, 200_000);
