@@ -17,6 +17,16 @@ export interface OutreachResult {
   optedOut?: boolean;
   /** The step a missing dependency stopped the scenario at, when it did. */
   stoppedAt?: 'enroll';
+  /** The second person's draft, left pending in the review queue for the console (see `leaveDraftPending`). */
+  pending?: PendingDraft;
+}
+
+/** The draft the demo leaves waiting for a person to approve in the console. */
+export interface PendingDraft {
+  contactId: string;
+  enrollmentId: string;
+  /** Undefined when no draft reached the review queue in time. */
+  actionId?: string;
 }
 
 /**
@@ -93,13 +103,49 @@ export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult
       return undefined;
     });
     const final = expectStatus('GET enrollment', await ctx.gateway.get(`/agentic/outreach/enrollments/${enrollmentId}`), 200);
-    return { contactId, campaignId: campaign.id, enrollmentId, actionId: action.id, enrollment: final, timeline: await timelineKinds(ctx, enrollmentId), emailSent, optedOut: replied?.optedOut ?? false };
+    const timelineAfter = await timelineKinds(ctx, enrollmentId);
+    const pending = await leaveDraftPending(ctx, campaign.id);
+    return { contactId, campaignId: campaign.id, enrollmentId, actionId: action.id, enrollment: final, timeline: timelineAfter, emailSent, optedOut: replied?.optedOut ?? false, pending };
   } else
     ctx.say(
       section,
       `not sent${mailbox ? '' : ' (no email mailbox could be connected)'}: action ${action.id} is ${after.status ?? '?'}${after.failure_reason ? ` (${after.failure_reason})` : ''}; enrollment ${enrollmentId} ${e.status}. The reply interrupt and the opt-out need a sent email; they are not shown.`,
     );
-  return { contactId, campaignId: campaign.id, enrollmentId, actionId: action.id, enrollment: e, timeline, emailSent };
+  const pending = await leaveDraftPending(ctx, campaign.id);
+  return { contactId, campaignId: campaign.id, enrollmentId, actionId: action.id, enrollment: e, timeline, emailSent, pending };
+}
+
+/**
+ * Enrolls a second person in the campaign and waits (two step timeouts at most) until the sandbox
+ * model's draft for them is in the review queue, then leaves it there: the operator console's
+ * Review page shows it to whoever signs in after the demo, to approve or reject.
+ * @returns the person, the enrollment and, when it arrived in time, the pending draft's action id
+ * @throws DemoStepError when the person cannot be created or enrolled
+ */
+async function leaveDraftPending(ctx: DemoContext, campaignId: string): Promise<PendingDraft> {
+  const section = 'outreach';
+  const email = `rui.${ctx.runTag}@prospect.example`;
+  const created = await ctx.gateway.post('/contacts', { kind: 'crm', name: 'Rui Prospect', email });
+  const contactId: string = created.status === 409 && created.body?.error?.details?.contact_id ? created.body.error.details.contact_id : expectStatus('POST /contacts', created, 200, 201).id;
+  const enrolled = expectStatus('enroll', await ctx.gateway.post(`/agentic/outreach/campaigns/${campaignId}/enrollments`, { person_kind: 'crm', person_id: contactId }), 200, 201);
+  const enrollmentId: string = enrolled.id;
+  ctx.say(section, `person ${contactId} (crm, ${email}) enrolled too: enrollment ${enrollmentId}; its draft is left for you to review`);
+  const waitMs = ctx.stepTimeoutMs * 2;
+  const action = await waitFor(
+    `the draft of enrollment ${enrollmentId} in the review queue`,
+    async () => {
+      const queue = expectStatus('GET /agentic/outreach/actions', await ctx.gateway.get('/agentic/outreach/actions?limit=200'), 200);
+      return (queue.items as Array<Record<string, any>>).find((a) => a.enrollment_id === enrollmentId);
+    },
+    waitMs,
+  ).catch(() => undefined);
+  if (!action) {
+    ctx.say(section, `no draft for enrollment ${enrollmentId} reached the review queue within ${Math.round(waitMs / 1000)} s; the console's Review page shows it once it does`);
+    return { contactId, enrollmentId };
+  }
+  const drafted = (await timelineItems(ctx, enrollmentId)).find((i) => i.kind === 'action' && i.id === action.id)?.data ?? {};
+  ctx.say(section, `draft ${action.id} for ${email} is pending in the review queue (subject "${drafted.draft?.subject ?? ''}"): approve or reject it in the operator console`);
+  return { contactId, enrollmentId, actionId: action.id };
 }
 
 /**

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { consoleUrl, DEMO_ADMIN_EMAIL } from '../start/demo.js';
 import { DemoRuns, runDemo } from './run-demo.js';
 
 export interface DemoOnceOptions {
@@ -32,4 +33,6 @@ export async function runDemoOnce(options: DemoOnceOptions): Promise<void> {
   if (options.stopping()) return;
   await runs.markRun(options.organizationId, result.failures.length);
   options.say(result.failures.length ? `the demo finished with ${result.failures.length} failed scenario(s) (above); the platform keeps serving` : `the demo finished; look the ids up at ${options.gatewayUrl}/docs. The platform keeps serving; Ctrl-C stops everything.`);
+  const pending = result.outreach?.pending?.actionId;
+  options.say(`operator console: ${consoleUrl(options.gatewayUrl)}, sign in with the demo admin's API key (${DEMO_ADMIN_EMAIL}; the "API key" line above)${pending ? `; draft ${pending} waits for your approval on the Review page` : ''}`);
 }

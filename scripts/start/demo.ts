@@ -8,6 +8,11 @@ export const DEMO_ORGANIZATION_NAME = 'Touchpoint demo';
 /** Its admin member (the creator of the demo key). `.test` is reserved: it never reaches anyone. */
 export const DEMO_ADMIN_EMAIL = 'admin@demo.touchpoint.test';
 
+/** The operator console's address: the gateway serves it under `/console/`. */
+export function consoleUrl(gatewayUrl: string): string {
+  return `${gatewayUrl.replace(/\/+$/, '')}/console/`;
+}
+
 /** What `npm start` remembers about one database's demo organization. */
 export interface DemoAccess {
   organization_id: string;

@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from '@touchpoint/config';
 import { ensureDatabase } from '@touchpoint/database';
 import { AdminCliError, COMPILED_CLI, compiledAdminCli, hasAdminCli, npmAdminCli } from './admin-cli.js';
 import { runDemoOnce } from '../demo/start-hook.js';
-import { checkKeyAtGateway, demoKey, ensureDemo, type DemoAccess } from './demo.js';
+import { checkKeyAtGateway, consoleUrl, DEMO_ADMIN_EMAIL, demoKey, ensureDemo, type DemoAccess } from './demo.js';
 import { renderLogLine } from './log-format.js';
 import { portIsFree, preflight, unreachableMessage } from './preflight.js';
 import { portVariable, STARTED_PROCESSES, StartConfig, type StartedProcess } from './start.config.js';
@@ -229,6 +229,8 @@ function childEnv(name: StartedProcess, config: StartConfig, inherited: NodeJS.P
   // unless the user pointed them at a real provider.
   if (name === 'outbox-dispatcher') {
     for (const variable of ['WHATSAPP_GRAPH_BASE_URL', 'NYLAS_API_BASE_URL', 'UNIPILE_API_BASE_URL']) if (!inherited[variable]) env[variable] = config.urlOf('sandbox');
+    // The emails' unsubscribe link and List-Unsubscribe header name the gateway, wherever it was moved.
+    if (!inherited.UNSUBSCRIBE_BASE_URL) env.UNSUBSCRIBE_BASE_URL = config.GATEWAY_URL || config.urlOf('gateway');
   }
   if (name === 'ai-gateway' && !inherited.AI_BASE_URL) env.AI_BASE_URL = `${config.urlOf('sandbox')}/v1`;
   return env;
@@ -263,6 +265,9 @@ function banner(input: { names: StartedProcess[]; config: StartConfig; gatewayUr
   if (names.includes('sandbox')) lines.push(`  sandbox        ${config.urlOf('sandbox')}  (stand-in for Meta, Nylas, Unipile and the model)`);
   if (demo?.secret) {
     lines.push(`  organization   ${demo.organization_id}`, `  API key        ${demo.secret}   (all scopes; kept in ${displayPath(path.resolve(ROOT, config.TOUCHPOINT_STATE_DIR, 'demo.json'))})`, `  try it         curl -H "Authorization: Bearer ${demo.secret}" ${gatewayUrl}/me`);
+  }
+  if (names.includes('gateway')) {
+    lines.push(`  console        ${consoleUrl(gatewayUrl)}   (${demo?.secret ? `sign in with the API key above, the demo admin's (${DEMO_ADMIN_EMAIL})` : "sign in with a member's own key (admin CLI: apikey:create)"})`);
   }
   lines.push('Ctrl-C stops everything.', rule);
   return `${lines.join('\n')}\n`;

@@ -56,6 +56,28 @@ describe('sandbox model answers (from prompts rendered by ai-gateway)', () => {
     expect(waiting).toMatchObject({ type: 'wait' });
   });
 
+  it('writes a new email after draft_rejected, even with no touch yet, citing the reviewer’s reason', () => {
+    const out = answer('outreach_decide', {
+      context: {
+        campaign: 'c',
+        person: 'name: Sarah Lee',
+        history: '2026-10-21 action email rejected reject_reason: Too pushy, mention the free trial (then regenerate)\n2026-10-20 decision email [enrolled]: The enrollment is fresh.',
+      },
+      trigger: { reason: 'draft_rejected', ref: '33333333-3333-4333-8333-333333333333' },
+      allowed_actions: ['email', 'wait', 'stop'],
+    });
+    expect(out).toMatchObject({ type: 'email', goal_met: false });
+    expect(out.rationale).toContain('Too pushy, mention the free trial');
+    expect(out.objective).toContain('Sarah Lee');
+    // Without a reason the answer is still a new draft, not a wait.
+    const bare = answer('outreach_decide', {
+      context: { campaign: 'c', history: '2026-10-21 action email rejected reject_reason: - (then regenerate)' },
+      trigger: { reason: 'draft_rejected' },
+      allowed_actions: ['email', 'wait', 'stop'],
+    });
+    expect(bare).toMatchObject({ type: 'email', rationale: 'The reviewer rejected the last draft without a reason.' });
+  });
+
   it('drafts an email toward the objective, without a subject when it is a reply', () => {
     const context = { campaign: 'c', person: 'name: Sarah' };
     const first = answer('outreach_draft_email', { context, objective: 'Offer a 20 min demo of the chair line', is_reply: false });

@@ -182,22 +182,15 @@ describe('operator console (browser)', () => {
     await cardLocator(card.id).getByRole('button', { name: 'Reject ▾' }).click();
     await cardLocator(card.id).getByRole('button', { name: 'Regenerate…' }).click();
     await cardLocator(card.id).getByLabel('What should the new draft do differently?').fill('Shorter, and mention the free trial');
-    // The sandbox model's default second decision is wait (its history is no longer empty), and the
-    // agent may choose wait on draft_rejected (seed 003 §4.5): script the new decision as an email.
-    // The writer call after it takes the default answer.
-    ok(
-      'POST /sandbox/model/script',
-      await sandbox.request('POST', '/sandbox/model/script', {
-        steps: [{ reply: { type: 'email', rationale: 'The reviewer asked for a shorter draft that mentions the free trial.', objective: 'Offer the free trial in two short sentences and ask for a short call.', goal_met: false, suggested_followup_days: 3 } }],
-      }),
-      200,
-    );
+    // No model script: the sandbox model itself answers draft_rejected with a new email that cites the reason.
     await cardLocator(card.id).getByRole('button', { name: 'Ask for a new draft' }).click();
     await cardLocator(card.id).waitFor({ state: 'detached' });
     const timeline = ok('timeline', await gateway.get(`/agentic/outreach/enrollments/${people.regenerate.enrollmentId}/timeline`), 200).items as Array<{ id: string; data: { status?: string; reject_reason?: string } }>;
     expect(timeline.find((i) => i.id === card.id)?.data).toEqual(expect.objectContaining({ status: 'rejected', reject_reason: 'Shorter, and mention the free trial' }));
     const fresh = await until(async () => (await queue()).items.find((c) => c.enrollment_id === people.regenerate.enrollmentId && c.id !== card.id), 120_000);
     expect(fresh).toBeDefined();
+    const after = ok('timeline', await gateway.get(`/agentic/outreach/enrollments/${people.regenerate.enrollmentId}/timeline`), 200).items as Array<{ kind: string; data: { trigger_reason?: string; type?: string; rationale?: string } }>;
+    expect(after.find((i) => i.kind === 'decision' && i.data.trigger_reason === 'draft_rejected')?.data).toEqual(expect.objectContaining({ type: 'email', rationale: expect.stringContaining('Shorter, and mention the free trial') }));
     await page.getByRole('button', { name: 'Refresh' }).click();
     await cardLocator(fresh!.id).waitFor();
   }, 150_000);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { API_SCOPES } from '@touchpoint/contracts';
 import type { AdminCli } from '../../scripts/start/admin-cli.js';
-import { DEMO_ADMIN_EMAIL, demoKey, ensureDemo, type KeyCheck } from '../../scripts/start/demo.js';
+import { consoleUrl, DEMO_ADMIN_EMAIL, demoKey, ensureDemo, type KeyCheck } from '../../scripts/start/demo.js';
 
 /**
  * A scripted admin CLI: answers per the contract (/tmp/cli-contract.md) and records the calls, so
@@ -135,5 +135,12 @@ describe('ensureDemo', () => {
     const saved = JSON.parse(await readFile(stateFile, 'utf8'));
     expect(Object.keys(saved.demos).sort()).toEqual([key, other].sort());
     expect(key).toBe('127.0.0.1:5432/touchpoint');
+  });
+});
+
+describe('consoleUrl', () => {
+  it('is the gateway URL the start prints, followed by /console/', () => {
+    expect(consoleUrl('http://127.0.0.1:3410')).toBe('http://127.0.0.1:3410/console/');
+    expect(consoleUrl('https://touchpoint.example.com/')).toBe('https://touchpoint.example.com/console/');
   });
 });

@@ -133,6 +133,9 @@ describe('npm start', () => {
       expect(output).toContain(`organization   ${organizationId}`);
       expect(output).toContain(`API key        ${secret}`);
       expect(output).toContain(`curl -H "Authorization: Bearer ${secret}" ${gateway()}/me`);
+      // The operator console, and which key signs in to it: the demo admin's, printed just above.
+      expect(output).toContain(`console        ${gateway()}/console/   (sign in with the API key above, the demo admin's (admin@demo.touchpoint.test))`);
+      expect(await status(`${gateway()}/console/`)).toBe(200);
       expect(await status(`${gateway()}/docs`)).toBe(200);
       const me = await fetch(`${gateway()}/me`, { headers: { authorization: `Bearer ${secret}` } });
       expect(me.status).toBe(200);
@@ -192,6 +195,7 @@ describe('npm start', () => {
 
       expect(running.output()).toContain(`gateway        ${gateway()}`);
       expect(running.output()).not.toContain('API key');
+      expect(running.output()).toContain(`console        ${gateway()}/console/   (sign in with a member's own key (admin CLI: apikey:create))`);
       running.child.kill('SIGINT');
       expect(await running.exit).toBe(0);
     }, 200_000);

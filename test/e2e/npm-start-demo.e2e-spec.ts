@@ -61,6 +61,9 @@ describe('npm start and the demo', () => {
     expect(output.indexOf('Ctrl-C stops everything.')).toBeLessThan(output.indexOf('running the demo once'));
     expect(output).not.toContain('FAILED');
     expect(output).toContain('the demo finished; look the ids up at');
+    // The demo leaves one draft pending and says where to approve it.
+    expect(output).toMatch(/\[demo\] outreach +draft [0-9a-f-]{36} for \S+ is pending in the review queue/);
+    expect(output).toMatch(/operator console: http:\/\/127\.0\.0\.1:\d+\/console\/, sign in with the demo admin's API key .*; draft [0-9a-f-]{36} waits for your approval/);
     for (const line of ['"Retomada em 4 horas" created', 'sent → delivered → read', 'completed (exhausted)', 'completed (replied); follow-up effect', 'denied by the rate limit', '[demo] outreach']) expect(output).toContain(line);
     const { demos } = JSON.parse(await readFile(path.join(stateDir, 'demo.json'), 'utf8')) as { demos: Record<string, { organization_id: string }> };
     const [{ organization_id: organizationId }] = Object.values(demos);

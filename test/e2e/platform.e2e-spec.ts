@@ -132,6 +132,19 @@ describe('Touchpoint, black box', () => {
       expect(o.optedOut).toBe(true);
       expect(o.enrollment).toMatchObject({ status: 'ended', ended_reason: 'opted_out' });
     });
+
+    it('outreach: leaves a second person’s draft pending in the review queue, for the operator console', async () => {
+      const p = demo.outreach!.pending!;
+      expect(p.actionId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(p.enrollmentId).not.toBe(demo.outreach!.enrollmentId);
+      expect(transcript).toMatch(new RegExp(`\\[demo\\] outreach +draft ${p.actionId} for \\S+ is pending in the review queue`));
+      expect(transcript).not.toContain(`draft ${p.actionId} approved`);
+      // That draft waits in the queue, the only one of its enrollment.
+      const queue = await ga.get('/agentic/outreach/actions?limit=200');
+      expect(queue.status).toBe(200);
+      const items = (queue.body.items as Array<{ id: string; enrollment_id: string; status: string }>).map((i) => ({ id: i.id, enrollment_id: i.enrollment_id, status: i.status }));
+      expect(items.filter((i) => i.enrollment_id === p.enrollmentId)).toEqual([{ id: p.actionId, enrollment_id: p.enrollmentId, status: 'pending_approval' }]);
+    });
   });
 
   describe('follow-up routes and their documented errors (seed 002)', () => {

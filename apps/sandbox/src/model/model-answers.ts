@@ -81,7 +81,10 @@ function classify(user: string): Answer {
   return { class: fallback?.id ?? 'unknown', confidence: 0.2, rationale: 'No class words occur in the reply.' };
 }
 
-/** Fresh enrollment → the first outbound action (email first); a reply → an email answer; otherwise wait. */
+/**
+ * Fresh enrollment → the first outbound action (email first); a reply → an email answer; a rejected
+ * draft (trigger draft_rejected) → the same kind of touch again, citing the reviewer's reason; otherwise wait.
+ */
 function decide(user: string): Answer {
   const allowed = sectionOf(user, 'allowed_actions')
     .split(',')
@@ -94,6 +97,20 @@ function decide(user: string): Answer {
   if (/\binbound:/.test(newest) && allowed.includes('email')) {
     const asked = truncateText(newest.replace(/^.*?\binbound:\s*/, ''), 80);
     return action('email', `The newest reply asks: "${asked}".`, `Answer the newest reply in one short paragraph and offer a call.`);
+  }
+  if (/^reason: draft_rejected$/m.test(sectionOf(user, 'trigger'))) {
+    // The reviewer rejected the last draft and asked for another (seed 003 §4.5): write it again, as
+    // the same kind of touch when that is still allowed, following the reviewer's reason.
+    const rejected = /\baction ([a-z_]+) rejected reject_reason: (.*?) \(then [a-z_]+\)$/m.exec(history);
+    const again = pick(rejected?.[1] ?? '', 'email', 'linkedin_message', 'linkedin_connection');
+    if (again) {
+      const reason = rejected && rejected[2] !== '-' ? truncateText(rejected[2]!.trim(), 120) : '';
+      return action(
+        again,
+        reason ? `The reviewer rejected the last draft: "${reason}".` : 'The reviewer rejected the last draft without a reason.',
+        reason ? `Write the ${again.replace('_', ' ')} to ${personName(user)} again, as the reviewer asked: ${sentence(reason)}` : `Write the ${again.replace('_', ' ')} to ${personName(user)} again, differently, and ask for a short call.`,
+      );
+    }
   }
   if (thread === '' && history === '') {
     const first = pick('email', 'linkedin_connection', 'linkedin_message');
