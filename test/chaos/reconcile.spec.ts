@@ -1,5 +1,6 @@
 import type { ReceivedCall } from '../safety/ledger.js';
-import { duplicateSends, formatReport, forbiddenSends, hasViolations, judge, type JudgeInput, type ObservedSend, pacingViolations } from './reconcile.js';
+import type { GatewayClient } from '../../scripts/demo/http-clients.js';
+import { duplicateSends, formatReport, forbiddenSends, hasViolations, judge, type JudgeInput, type ObservedSend, observeEntry, pacingViolations } from './reconcile.js';
 import type { LedgerEntry } from './types.js';
 
 const T0 = Date.UTC(2026, 11, 1, 20, 0, 0);
@@ -233,6 +234,31 @@ describe('reconcile', () => {
       expect(text).toMatch(/schedule hash\s+\|\s+0123456789abcdef/);
       expect(text).toContain('schedule 0123456789abcdef: asks planned 10 (followup 6, outreach 4)');
       expect(text).toContain('schedule 0123456789abcdef: faults planned 2 (process_kill 2)');
+    });
+  });
+
+  describe('observeEntry (outreach)', () => {
+    /** The gateway's enrollment and timeline views of one outreach ask whose draft was approved. */
+    function views(action: { status: string; failure_reason: string | null; next_attempt_at?: string | null }): GatewayClient {
+      const answers: Record<string, unknown> = {
+        '/agentic/outreach/enrollments/enr-1': { status: 'active', ended_reason: null, awaiting_approval: false, next_check_at: null },
+        '/agentic/outreach/enrollments/enr-1/timeline': { items: [{ kind: 'action', id: 'act-1', data: { type: 'email', reject_reason: null, outcome_unknown: false, message_id: null, ...action } }] },
+      };
+      return { get: async (path: string) => (path in answers ? { status: 200, body: answers[path] } : { status: 404, body: null }) } as unknown as GatewayClient;
+    }
+    const approvedAsk = () => entry({ ref: 'or254', kind: 'outreach', channel: 'email', to: 'or254@prospect.example', ids: { enrollment_id: 'enr-1', action_id: 'act-1', contact_id: 'c-1' } });
+
+    it('judges an approved action the daily prospect cap holds until 00:00 UTC as held, its enrollment waiting for it (not stuck)', async () => {
+      // The 10-minute run of seed 1015656272: every outreach send after the mailbox's 30th of the day.
+      const seen = await observeEntry(views({ status: 'approved', failure_reason: 'prospect_send_cap_reached' }), 'org-1', approvedAsk(), T0);
+      expect(seen.sends).toEqual([expect.objectContaining({ ref: 'or254', state: 'cancelled', detail: expect.stringMatching(/prospect cap/) })]);
+      expect(seen.progress?.problem).toBeNull();
+    });
+
+    it('still judges an approved action nothing holds as stuck, its enrollment without a next check as a progress problem', async () => {
+      const seen = await observeEntry(views({ status: 'approved', failure_reason: null }), 'org-1', approvedAsk(), T0);
+      expect(seen.sends).toEqual([expect.objectContaining({ state: 'open', detail: 'approved' })]);
+      expect(seen.progress?.problem).toMatch(/^active, no draft awaiting review/);
     });
   });
 });

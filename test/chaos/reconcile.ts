@@ -288,6 +288,8 @@ export function formatReport(r: ChaosReport, maxDetails = 50): string {
 const LIVE_FOLLOWUP = new Set(['active', 'waiting_reply', 'dormente', 'paused_handoff', 'paused_manual']);
 const OPEN_EFFECT = new Set(['queued', 'pending', 'awaiting_decision', 'approved']);
 const ACCEPTED_MESSAGE = new Set(['sent', 'delivered', 'read']);
+/** The failure reason of an outreach action the daily prospect cap sent back to approved (outreach's HOLDS). */
+const PROSPECT_CAP_HOLD = 'prospect_send_cap_reached';
 
 /** Answers a GET, repeated through the faults' 5xx and dropped connections (the run is over, they are not). */
 async function get(client: GatewayClient, path: string, tries = 5): Promise<Answer | undefined> {
@@ -391,6 +393,13 @@ export async function observeEntry(gateway: GatewayClient, organizationId: strin
   if (!action) return { sends: [{ ref: e.ref, id: e.ids.action_id, state: 'missing', detail: 'the action is not on the enrollment timeline' }], progress };
   const a = action.data;
   const send = (state: SendState, detail: string): { sends: ObservedSend[]; progress: ObservedProgress } => ({ sends: [{ ref: e.ref, id: e.ids.action_id!, state, detail }], progress });
+  // The daily prospect cap (seed 003 §6) refused the send at the wire and nothing left: the action is
+  // approved again with its next attempt at 00:00 UTC (outreach's hold), and its enrollment waits for
+  // that attempt, not for a next check. A hold the platform documents, so neither stuck nor lost; the
+  // workload raises the cap (WorkloadRunner.setup), so a run that shows it did not apply that.
+  if (a.status === 'approved' && a.failure_reason === PROSPECT_CAP_HOLD) {
+    return { sends: [{ ref: e.ref, id: e.ids.action_id, state: 'cancelled', detail: 'held by the daily prospect cap until 00:00 UTC (approved, nothing sent)' }], progress: { ...progress, problem: null } };
+  }
   if (a.status === 'executed') return send('accepted', 'executed');
   if (a.status === 'failed' && a.outcome_unknown) {
     const m = a.message_id ? await messageOf(gateway, e.ids.contact_id!, a.message_id) : undefined;

@@ -26,6 +26,8 @@ export const ASK_PATIENCE_MS = 90_000;
 export const WORKLOAD_CONCURRENCY = 12;
 /** Gap between two planned asks, ms (the generator picks in this range): about 50 asks a minute. */
 export const START_GAP_MS: [number, number] = [600, 1800];
+/** The organization's daily prospect cap per mailbox during a run: the largest PUT /agentic/outreach/settings/prospect-cap takes (see `Workload.setup`). */
+export const WORKLOAD_PROSPECT_CAP = 100_000;
 /** How long a scenario waits for one asynchronous step (a contact stored, a draft in review), ms. */
 const STEP_TIMEOUT_MS = 90_000;
 
@@ -264,6 +266,12 @@ export class Workload {
       await must(`activate flow ${name}`, () => this.gateway.patch(`/ai/followup-flows/${created.id}`, { customer_id: this.org, expected_revision: revision, status: 'active' }), 200, 409);
       flows[name] = created.id;
     }
+    // The daily prospect cap (seed 003 §6: 30 prospect emails per mailbox and UTC day) would hold
+    // every outreach send after the campaign mailbox's 30th until 00:00 UTC: a 10-minute run asks
+    // about 65 of them (the 10-minute run of seed 1015656272 ended with 34 approved actions held and
+    // judged stuck). The run is about faults, not the cap (test/outreach/outreach-to-nylas holds a
+    // send on it): the organization's cap goes to the largest the API takes.
+    await must('PUT /agentic/outreach/settings/prospect-cap', () => this.gateway.put('/agentic/outreach/settings/prospect-cap', { prospect_emails_per_day: WORKLOAD_PROSPECT_CAP }), 200);
     const campaign = await must(
       'POST /agentic/outreach/campaigns',
       () => this.gateway.post('/agentic/outreach/campaigns', { name: `Chaos campaign ${this.runTag}`, goal: 'Book a 20-minute call', allowed_channels: ['email'], max_touches: 3, followup_min_days: 2, followup_max_days: 5, email_sender_id: campaignMailbox }),
