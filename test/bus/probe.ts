@@ -27,6 +27,8 @@ export const probeControl = {
   failAll: false,
   /** When each event's handler was entered (ms since epoch), across retries. */
   attempts: new Map<string, number[]>(),
+  /** While set, every handler waits for it inside its transaction (a handler still running across a broker cut). */
+  gate: undefined as Promise<void> | undefined,
 };
 
 /** Handles `platform.probe.recorded`: notes the attempt in memory and writes the handled row. */
@@ -35,6 +37,7 @@ export class ProbeConsumer {
   @OnBusMessage(PlatformEvents.ProbeRecorded)
   async onProbe(message: BusMessage<{ seq?: number }>, tx: Tx): Promise<void> {
     probeControl.attempts.set(message.event_id, [...(probeControl.attempts.get(message.event_id) ?? []), Date.now()]);
+    if (probeControl.gate) await probeControl.gate;
     if (probeControl.failAll || probeControl.failing.has(message.event_id)) {
       await tx.query(`SELECT 1`);
       throw new Error(`probe failure for ${message.event_id}`);
