@@ -116,7 +116,7 @@ describe('outbox dispatcher', () => {
       ['a recipient that is not a number', { to: 'ana@example.com' }, 'invalid_recipient'],
       ['an unknown sender', { sender_id: randomUUID() }, 'sender_not_found'],
       // Every channel has an adapter now (email: Nylas, linkedin: Unipile); an organization without a mailbox has no sender.
-      ['an email from an organization with no mailbox', { channel: 'email' }, 'sender_not_found'],
+      ['an email from an organization with no mailbox', { channel: 'email', to: 'ana@example.com' }, 'sender_not_found'],
     ])('rejects %s with %s and writes nothing', async (_name, patch, code) => {
       const data = { ...textTo(org, newNumber()), ...patch } as Parameters<typeof d.enqueue.enqueue>[0];
       const error = await d.enqueue.enqueue(data).catch((e) => e);
