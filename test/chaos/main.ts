@@ -13,6 +13,8 @@
  * come back), 2 on bad options.
  */
 import 'reflect-metadata';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_FAULT_RATES, FAULT_KINDS, FaultInjector, type FaultRates } from './faults.js';
 import { ChaosPlatform, DEFAULT_REPLICAS, RECOVERY_BOUND_MS } from './platform.js';
@@ -158,6 +160,13 @@ async function main(): Promise<void> {
   const log = (line: string) => process.stdout.write(`[chaos +${Math.round((Date.now() - started) / 1000)}s] ${line}\n`);
   const outcome = await runChaos({ ...options, log });
   process.stdout.write(`\n${formatReport(outcome.report)}\n`);
+  // Every detail line, uncapped, with the report's JSON: a long run's violations outgrow the terminal.
+  const dir = join(process.cwd(), '.chaos');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `seed-${options.seed}-${new Date(started).toISOString().replace(/[:.]/g, '-')}`);
+  writeFileSync(`${file}.txt`, `${formatReport(outcome.report, Number.POSITIVE_INFINITY)}\n`);
+  writeFileSync(`${file}.json`, `${JSON.stringify({ options: { ...options, rates: options.rates }, report: outcome.report, incidents: outcome.incidents }, null, 2)}\n`);
+  process.stdout.write(`full report: ${file}.txt (every detail line) and ${file}.json\n`);
   if (outcome.incidents.length) process.stdout.write(`platform incidents (${outcome.incidents.length}):\n${outcome.incidents.map((l) => `  ${l}`).join('\n')}\n`);
   process.stdout.write(`seed ${options.seed} — replay: npm run chaos -- --seed ${options.seed} --duration ${options.durationMs / 1000}\n`);
   process.exit(outcome.exitCode);

@@ -114,6 +114,14 @@ describe('reconcile', () => {
       expect(r.violations.stuck).toBe(2);
       expect(r.details).toEqual(['stuck: fu1 send eff-1 still queued after the drain', 'progress: fu1 followup enrollment enr-1: active with a send still queued']);
     });
+    it('lists the broken promises before what the drain left open, so a cut list keeps them', () => {
+      const input = cleanRun();
+      input.sends[1] = { ref: 'op2', id: 'eff-2', state: 'open', detail: 'queued' };
+      input.ledger[0]!.stop = { kind: 'reply', at: T0 + 5_000 };
+      input.received.meta.push(meta({ to: '5521900100001', text: 'Chaos second step [fu1]', atMs: 14_000, entry: 'e3' }));
+      const r = judge(input);
+      expect(r.details).toEqual([expect.stringMatching(/^forbidden: fu1:/), 'stuck: op2 send eff-2 still queued after the drain']);
+    });
   });
 
   describe('duplicateSends', () => {

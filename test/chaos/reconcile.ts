@@ -196,7 +196,12 @@ export function forbiddenSends(ledger: LedgerEntry[], received: JudgeInput['rece
 
 /** The run's table from everything gathered: counts, violations and one detail line per violation. */
 export function judge(input: JudgeInput): ChaosReport {
+  // Worst first: the promises (duplicate, forbidden, pacing) before what the drain left open.
   const details: string[] = [];
+  const duplicates = duplicateSends(input.received);
+  const { forbidden, raced } = stopViolations(input.ledger, input.received, input.stopPropagationMs);
+  const pacing = pacingViolations(input.received, input.pairIntervalMs);
+  details.push(...duplicates, ...forbidden, ...pacing);
   const sends = { asks: input.ledger.length, asked: input.sends.length, accepted: 0, failed: 0, cancelled: 0, ambiguous: 0 };
   let lost = 0;
   let stuck = 0;
@@ -224,10 +229,6 @@ export function judge(input: JudgeInput): ChaosReport {
     stuck++;
     details.push(`progress: ${p.ref} ${p.kind} enrollment ${p.enrollmentId}: ${p.problem}`);
   }
-  const duplicates = duplicateSends(input.received);
-  const { forbidden, raced } = stopViolations(input.ledger, input.received, input.stopPropagationMs);
-  const pacing = pacingViolations(input.received, input.pairIntervalMs);
-  details.push(...duplicates, ...forbidden, ...pacing);
   return {
     seed: input.seed,
     durationMs: input.durationMs,
@@ -550,12 +551,14 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
   });
   // What the platform recorded of each stopped follow-up that broke its stop: when it ended, and its sends' times.
   for (const e of ledger) {
-    if (e.kind !== 'followup' || !e.ids.enrollment_id || !report.details.some((d) => d.startsWith(`forbidden: ${e.ref}:`))) continue;
+    const row = report.details.findIndex((d) => d.startsWith(`forbidden: ${e.ref}:`));
+    if (e.kind !== 'followup' || !e.ids.enrollment_id || row < 0) continue;
     const view = await get(gateway, `/ai/followups/enrollments/${e.ids.enrollment_id}?customer_id=${target.organizationId}`);
     const data = view?.body?.data as { enrollment: Record<string, unknown>; effects: Array<Record<string, unknown>> } | undefined;
     if (!data) continue;
     const sends = data.effects.filter((f) => f.kind === 'send').map((f) => `${String(f.id).slice(0, 8)} ${f.status} created ${f.created_at} updated ${f.updated_at}`);
-    report.details.push(`  ${e.ref}: enrollment ${e.ids.enrollment_id} ${data.enrollment.status} (${data.enrollment.reason ?? ''}) finished ${data.enrollment.finished_at ?? '-'} updated ${data.enrollment.updated_at ?? '-'}; sends: ${sends.join('; ')}`);
+    // Under its violation line, so it stays beside it when the list is cut.
+    report.details.splice(row + 1, 0, `  ${e.ref}: enrollment ${e.ids.enrollment_id} ${data.enrollment.status} (${data.enrollment.reason ?? ''}) finished ${data.enrollment.finished_at ?? '-'} updated ${data.enrollment.updated_at ?? '-'}; sends: ${sends.join('; ')}`);
   }
   return report;
 }
