@@ -119,6 +119,10 @@ describe('deployment manifests', () => {
       expect(ofKind('ConfigMap')[0].data.HOST).toBe('0.0.0.0');
     });
 
+    it("names the console's public origin, which the gateway behind the TLS ingress cannot see", () => {
+      expect(ofKind('ConfigMap')[0].data.CONSOLE_ORIGIN).toMatch(/^https:\/\/[^/\s]+$/);
+    });
+
     it('autoscales exactly the worker services, each pointing at its Deployment', () => {
       const autoscalers = ofKind('HorizontalPodAutoscaler');
       expect(autoscalers.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(WORKERS.map((w) => `touchpoint-${w}`).sort());
