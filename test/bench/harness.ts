@@ -7,7 +7,7 @@
  */
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,13 +50,16 @@ const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'probe.mjs
  * Starts `dist/apps/<svc>/src/main.js` (the compiled build, as `npm start` runs it) on `port`, or
  * `options.script` instead. With `options.probeDir`, the process loads `probe.mjs` and writes its
  * counters to `<probeDir>/<pid>.json` on SIGWINCH (see `readProbe`). BENCH_PROF (a directory) adds
- * `--cpu-prof` there.
+ * `--cpu-prof` there. BENCH_LOG_DIR (a directory) keeps each process's log there, `<name>.log`, at
+ * LOG_LEVEL info (else warn, and dropped).
  */
 export function startService(svc: string, env: Record<string, string>, port: number, options: { probeDir?: string; script?: string; name?: string } = {}): Service {
   const args = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(options.probeDir ? ['--import', PROBE] : []), options.script ?? `dist/apps/${svc}/src/main.js`];
+  const logDir = process.env.BENCH_LOG_DIR;
+  const log = logDir ? openSync(path.join(logDir, `${options.name ?? svc}.log`), 'a') : 'ignore';
   const child = spawn(process.execPath, args, {
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn', ...(options.probeDir ? { BENCH_PROBE_DIR: options.probeDir } : {}) },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: logDir ? 'info' : 'warn', ...(options.probeDir ? { BENCH_PROBE_DIR: options.probeDir } : {}) },
+    stdio: ['ignore', log, 'pipe'],
   }) as Service;
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
@@ -262,6 +265,25 @@ export async function waitCompleted(world: TestWorld, tag: string, total: number
 }
 
 /** User + system CPU time a process has used so far, seconds (from /proc/<pid>/stat; NaN once it is gone). */
+/**
+ * CPU seconds every PostgreSQL server process of this machine has used so far (user + system, from
+ * /proc; backends that ended are not counted, so take it over a run whose connections stay open).
+ */
+export function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) continue;
+    } catch {
+      continue;
+    }
+    const s = cpuSeconds(Number(pid));
+    if (Number.isFinite(s)) total += s;
+  }
+  return total;
+}
+
 export function cpuSeconds(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -37,7 +37,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { cpuSeconds, followupFixture, insertEnrollments, line, makeDue, pct, type ProbeCounts, rawClaimRate, readProbe, receivedCalls, type Service, sleep, startService, stopServices, waitCompleted, runBench, waitReady } from './harness.js';
+import { cpuSeconds, followupFixture, postgresCpuSeconds, insertEnrollments, line, makeDue, pct, type ProbeCounts, rawClaimRate, readProbe, receivedCalls, type Service, sleep, startService, stopServices, waitCompleted, runBench, waitReady } from './harness.js';
 
 const SENDS = Number(process.env.BENCH_SENDS ?? 3000);
 const REPLICAS = Number(process.env.REPLICAS ?? 1);
@@ -106,6 +106,41 @@ async function releaseToWire(world: TestWorld, tag: string, sandboxUrl: string, 
     if (at !== undefined) out.push(c.at - at);
   }
   return out.sort((a, b) => a - b);
+}
+
+/**
+ * Where a send's time goes, hop by hop, ms (p50/p99 over `tag`'s sends): effect written → message
+ * stored by messaging → outbox entry created by the dispatcher → first attempt started → accepted at
+ * the sandbox. A hop whose p50 grows with the run is where the queue builds.
+ */
+async function hops(world: TestWorld, tag: string, sandboxUrl: string, sinceSeq: number): Promise<Array<[string, number[]]>> {
+  const f = world.schema('followups');
+  const m = world.schema('messaging');
+  const o = world.schema('outbox-dispatcher');
+  const digits = (text: string) => text.replace(/\D/g, '');
+  const byPhone = async (sql: string, params: unknown[] = []) => new Map((await world.sql<{ phone: string; at: number }>(sql, params)).map((r) => [digits(r.phone), Number(r.at)]));
+  const released = await byPhone(
+    `SELECT mc.phone, extract(epoch FROM fe.created_at) * 1000 AS at FROM "${f}".effects fe JOIN "${f}".enrollments e ON e.id = fe.enrollment_id
+       JOIN "${m}".contacts mc ON mc.id::text = e.contact_id::text WHERE e.operation_key LIKE $1 AND fe.kind = 'send'`,
+    [`${tag}-%`],
+  );
+  const stored = await byPhone(`SELECT mc.phone, extract(epoch FROM min(mm.created_at)) * 1000 AS at FROM "${m}".messages mm JOIN "${m}".contacts mc ON mc.id = mm.contact_id WHERE mm.direction = 'outbound' GROUP BY mc.phone`);
+  const enqueued = await byPhone(`SELECT recipient AS phone, extract(epoch FROM min(created_at)) * 1000 AS at FROM "${o}".message_outbox GROUP BY recipient`);
+  const claimed = await byPhone(`SELECT ob.recipient AS phone, extract(epoch FROM min(a.started_at)) * 1000 AS at FROM "${o}".message_outbox ob JOIN "${o}".message_outbox_attempts a ON a.entry_id = ob.id GROUP BY ob.recipient`);
+  const wire = new Map<string, number>();
+  for (const c of await receivedCalls(sandboxUrl, sinceSeq)) if (c.operation === 'messages' && c.outcome === 'accepted' && !wire.has(digits(c.context.wa_id))) wire.set(digits(c.context.wa_id), c.at);
+  const out: Array<[string, number[]]> = [
+    ['effect → message stored', []],
+    ['stored → outbox entry', []],
+    ['entry → attempt started', []],
+    ['attempt → sandbox accepted', []],
+  ];
+  for (const [phone, at] of released) {
+    const t = [at, stored.get(phone) ?? NaN, enqueued.get(phone) ?? NaN, claimed.get(phone) ?? NaN, wire.get(phone) ?? NaN];
+    for (let i = 0; i < 4; i++) if (Number.isFinite(t[i]) && Number.isFinite(t[i + 1])) out[i][1].push(t[i + 1] - t[i]);
+  }
+  for (const [, v] of out) v.sort((a, b) => a - b);
+  return out;
 }
 
 type Snapshot = Map<Service, ProbeCounts & { cpu: number }>;
@@ -187,10 +222,12 @@ async function main(): Promise<void> {
     const wireSeq = (await receivedCalls(sandboxUrl)).at(-1)?.seq ?? 0;
 
     const before = await snapshot(children, probeDir);
+    const pgBefore = postgresCpuSeconds();
     const due = await makeDue(world, 'run');
     const releaseSeconds = await waitCompleted(world, 'run', SENDS, due);
     const done = await waitRead(world, 'run', SENDS, Date.now() + DRAIN_SECONDS * 1000);
     const after = await snapshot(children, probeDir);
+    const pgCpu = postgresCpuSeconds() - pgBefore;
 
     const [{ first }] = await world.sql<{ first: Date }>(`SELECT min(f.created_at) AS first FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE 'run-%' AND f.kind = 'send'`);
     const e2eSeconds = (done.at - first.getTime()) / 1000;
@@ -205,6 +242,7 @@ async function main(): Promise<void> {
     line('end-to-end (first release → last effect read)', `${e2e.toFixed(0)} sends/s (${done.n}/${SENDS} read, ${e2eSeconds.toFixed(1)} s)`);
     line('  target ≥ 0.5 × releases/s', `${(e2e / releases).toFixed(2)}× ${mark(e2e >= 0.5 * releases && done.n === SENDS)}`);
     line(`  target ≥ 3 × ${BASELINE_SENDS_PER_S}/s`, `${(e2e / BASELINE_SENDS_PER_S).toFixed(2)}× ${mark(e2e >= 3 * BASELINE_SENDS_PER_S && done.n === SENDS)}`);
+    for (const [hop, ms] of await hops(world, 'run', sandboxUrl, wireSeq)) line(`  ${hop}`, `p50 ${pct(ms, 50)} ms, p99 ${pct(ms, 99)} ms`);
     if (done.n < SENDS) line('  not all read: where they are', await stages(world, 'run'));
     if (warmNote) line('  warm-up', warmNote);
 
@@ -223,6 +261,9 @@ async function main(): Promise<void> {
       total.idle += idle;
       row([c.name, (d.statements / SENDS).toFixed(2), (d.transactions / SENDS).toFixed(2), (d.published / SENDS).toFixed(2), (d.delivered / SENDS).toFixed(2), ((d.cpu * 1000) / SENDS).toFixed(1), idle.toFixed(1)]);
     }
+    // The database server's share: every backend of the machine (the shared server; other clients add to it).
+    total.cpu += pgCpu;
+    row(['postgres', '', '', '', '', ((pgCpu * 1000) / SENDS).toFixed(1), '']);
     row(['total', (total.statements / SENDS).toFixed(2), (total.transactions / SENDS).toFixed(2), (total.published / SENDS).toFixed(2), (total.delivered / SENDS).toFixed(2), ((total.cpu * 1000) / SENDS).toFixed(1), total.idle.toFixed(1)]);
     const [load1] = os.loadavg();
     line('load average (1 min) at the end', `${load1.toFixed(1)} (${os.cpus().length} cores)`);

@@ -11,6 +11,8 @@ import { assertDelayQueue, assertServiceTopology, assertSharedTopology, BusNames
 import { reportChannelErrors } from './channel-errors.js';
 
 export type BusHandler = (message: BusMessage, tx: Tx) => Promise<void>;
+/** Runs first in a consumer batch of its type, with the batch's messages (`BeforeBusBatch`). */
+export type BusBatchPreparer = (messages: BusMessage[], tx: Tx) => Promise<void>;
 
 export interface BusOptions {
   service: string;
@@ -25,6 +27,12 @@ export interface BusOptions {
   batchSize?: number;
   /** Consumer transactions at once (each holds a pool connection); default 8. */
   transactionSlots?: number;
+  /**
+   * Longest lock wait of a batch's transaction, ms (0: PostgreSQL's own, i.e. none, and deadlocks
+   * found after `deadlock_timeout`). A batch that waits longer is rolled back and its messages run
+   * one by one, which they would do after a deadlock anyway, only sooner.
+   */
+  batchLockTimeoutMs?: number;
 }
 
 /** A consumed message waiting for a transaction slot. */
@@ -49,6 +57,7 @@ export class BusConnection {
   readonly publisher: ChannelWrapper;
   private consumer?: ChannelWrapper;
   private readonly handlers = new Map<string, { name: string; fn: BusHandler }[]>();
+  private readonly preparers = new Map<string, BusBatchPreparer>();
   private readonly delayQueues = new Set<number>();
   private connected = false;
   private stopping = false;
@@ -113,6 +122,12 @@ export class BusConnection {
   }
 
   /** Registers a handler for one message type; call before `startConsuming`. */
+  /** Registers the one preparer of consumer batches of `type` (see `BeforeBusBatch`). */
+  addBatchPreparer(type: string, fn: BusBatchPreparer): void {
+    if (this.preparers.has(type)) throw new Error(`a batch preparer for ${type} is registered already`);
+    this.preparers.set(type, fn);
+  }
+
   addHandler(type: string, name: string, fn: BusHandler): void {
     const list = this.handlers.get(type) ?? [];
     list.push({ name, fn });
@@ -228,7 +243,7 @@ export class BusConnection {
   private startBatches(): void {
     const slots = this.options.transactionSlots ?? 8;
     while (this.waiting.length > 0 && this.busySlots < slots) {
-      const batch = this.waiting.splice(0, Math.max(1, this.options.batchSize ?? 1));
+      const batch = this.takeBatch(Math.max(1, this.options.batchSize ?? 1));
       this.busySlots++;
       void this.runBatch(batch).finally(() => {
         this.busySlots--;
@@ -236,6 +251,22 @@ export class BusConnection {
         this.startBatches();
       });
     }
+  }
+
+  /**
+   * The oldest waiting message and the next waiting ones of its type, at most `size`. One type per
+   * batch: handlers of different types lock the same rows in different orders (a message's
+   * acceptance locks it before its statuses do, a status batch locks by provider id), and two
+   * concurrent batches mixing them deadlock. Messages of other types keep their places.
+   */
+  private takeBatch(size: number): Waiting[] {
+    const type = this.waiting[0]!.message.type;
+    const batch: Waiting[] = [];
+    for (let i = 0; i < this.waiting.length && batch.length < size; ) {
+      if (this.waiting[i]!.message.type === type) batch.push(...this.waiting.splice(i, 1));
+      else i++;
+    }
+    return batch;
   }
 
   /**
@@ -248,15 +279,27 @@ export class BusConnection {
     if (batch.length > 1) {
       const outcomes: { handler: string; handled: boolean; message: BusMessage }[] = [];
       try {
-        await runInTransaction(this.dataSource, this.options.schema, async (tx) => {
-          for (const { message } of batch) {
-            for (const handler of this.handlers.get(message.type) ?? []) {
-              outcomes.push({ handler: handler.name, handled: await this.claimAndHandle(tx, handler.name, handler.fn, message), message });
+        await runInTransaction(
+          this.dataSource,
+          this.options.schema,
+          async (tx) => {
+            // One type per batch (takeBatch).
+            await this.preparers.get(batch[0]!.message.type)?.(
+              batch.map((b) => b.message),
+              tx,
+            );
+            for (const { message } of batch) {
+              for (const handler of this.handlers.get(message.type) ?? []) {
+                outcomes.push({ handler: handler.name, handled: await this.claimAndHandle(tx, handler.name, handler.fn, message), message });
+              }
             }
-          }
-        });
+          },
+          { lockTimeoutMs: this.options.batchLockTimeoutMs },
+        );
       } catch (err) {
-        this.logger.info({ event: 'bus.batch_rolled_back', messages: batch.length, err: (err as Error).message }, 'consumer batch rolled back; its messages run one by one');
+        const code = (err as { code?: unknown }).code;
+        this.metrics.busBatchRollbacks.inc({ reason: code === '55P03' ? 'lock_timeout' : code === '40P01' ? 'deadlock' : 'error' });
+        this.logger.info({ event: 'bus.batch_rolled_back', type: batch[0]!.message.type, messages: batch.length, err: (err as Error).message, code }, 'consumer batch rolled back; its messages run one by one');
         outcomes.length = 0;
       }
       if (outcomes.length > 0) {

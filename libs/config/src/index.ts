@@ -185,6 +185,17 @@ export class BaseConfig {
   @Max(500)
   BUS_CONSUMER_BATCH = 16;
 
+  /**
+   * Longest lock wait of a consumer batch's transaction, ms; 0 leaves PostgreSQL's (none). Two
+   * batches can lock the same rows in opposite orders; PostgreSQL finds that deadlock only after its
+   * `deadlock_timeout` (1 s by default), with both batches' connections held. A batch waiting longer
+   * than this is rolled back sooner and its messages run one by one (which wait without a bound).
+   */
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  BUS_BATCH_LOCK_TIMEOUT_MS = 200;
+
   /** Relay backlog age (ms) above which /health/ready fails. */
   @IsInt()
   @Min(1000)

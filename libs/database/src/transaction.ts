@@ -83,9 +83,10 @@ export function notifySoon(dataSource: DataSource, channel: string): void {
 /**
  * Runs `work` in one transaction that also carries the outbox. `now` stamps `occurred_at`
  * (UTC ISO-8601). After a commit that wrote outbox rows, the schema's relay is woken (see
- * `onOutboxCommitted`).
+ * `onOutboxCommitted`). `lockTimeoutMs` (> 0) bounds every lock wait of the transaction (PostgreSQL
+ * `lock_timeout`): a statement that waits longer fails with SQLSTATE 55P03.
  */
-export async function runInTransaction<T>(dataSource: DataSource, schema: string, work: (tx: Tx) => Promise<T>, options: { isolation?: IsolationLevel; now?: () => Date } = {}): Promise<T> {
+export async function runInTransaction<T>(dataSource: DataSource, schema: string, work: (tx: Tx) => Promise<T>, options: { isolation?: IsolationLevel; now?: () => Date; lockTimeoutMs?: number } = {}): Promise<T> {
   const now = options.now ?? (() => new Date());
   // The data source's own pg pool, used directly: TypeORM's query runner cost as much CPU per
   // statement as the statement, and nothing here needs an entity manager.
@@ -127,7 +128,10 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   };
   let result: T;
   try {
-    await client.query(options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation}` : 'BEGIN');
+    const begin = options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation}` : 'BEGIN';
+    const lockTimeout = options.lockTimeoutMs && options.lockTimeoutMs > 0 ? Math.ceil(options.lockTimeoutMs) : 0;
+    // One round trip for both (the simple protocol takes several statements).
+    await client.query(lockTimeout ? `${begin}; SET LOCAL lock_timeout = ${lockTimeout}` : begin);
     result = await work(tx);
     // By index: a callback may register another, which runs in the same pass.
     for (let i = 0; i < beforeCommit.length; i++) await beforeCommit[i]();

@@ -35,6 +35,7 @@ export class Metrics {
   readonly busRetried: Counter<'handler'>;
   readonly busDeadLettered: Counter<'queue' | 'reason'>;
   readonly busHandleSeconds: Histogram<'handler'>;
+  readonly busBatchRollbacks: Counter<'reason'>;
   readonly relayLagSeconds: Gauge;
 
   constructor(service: string) {
@@ -71,6 +72,13 @@ export class Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [this.registry],
     });
+    this.busBatchRollbacks = new Counter({
+      name: `${METRIC_PREFIX}bus_batch_rollbacks_total`,
+      help: 'Consumer batches rolled back (their messages then ran one by one), by reason: lock_timeout, deadlock, error',
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
+    zeroCounter(this.busBatchRollbacks, { reason: ['lock_timeout', 'deadlock', 'error'] });
     this.relayLagSeconds = new Gauge({
       name: `${METRIC_PREFIX}bus_relay_lag_seconds`,
       help: 'Age of the oldest unpublished outbox event, seconds (0 when none)',

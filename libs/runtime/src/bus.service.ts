@@ -1,7 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { DataSource } from 'typeorm';
-import { BUS_HANDLER, BusConnection, type BusHandler, OutboxRelay } from '@touchpoint/bus';
+import { BUS_BATCH_PREPARER, BUS_HANDLER, type BusBatchPreparer, BusConnection, type BusHandler, OutboxRelay } from '@touchpoint/bus';
 import { type BusMessage, SERVICE_SCHEMA } from '@touchpoint/contracts';
 import { type Logger, Metrics } from '@touchpoint/observability';
 import { LOGGER, SERVICE_DEFINITION, type ServiceDefinition, schemaOf } from './tokens.js';
@@ -36,6 +36,7 @@ export class BusService implements OnApplicationBootstrap, BeforeApplicationShut
         retryBaseMs: config.BUS_RETRY_BASE_MS,
         prefetch: config.BUS_PREFETCH,
         batchSize: config.BUS_CONSUMER_BATCH,
+        batchLockTimeoutMs: config.BUS_BATCH_LOCK_TIMEOUT_MS,
         // Leave half the pool to requests, loops and the relay.
         transactionSlots: Math.max(1, Math.floor(config.DB_POOL_SIZE / 2)),
         queueType: config.BUS_QUEUE_TYPE,
@@ -53,6 +54,9 @@ export class BusService implements OnApplicationBootstrap, BeforeApplicationShut
       if (!instance || typeof instance !== 'object' || !wrapper.metatype) continue;
       const prototype = Object.getPrototypeOf(instance);
       for (const method of this.scanner.getAllMethodNames(prototype)) {
+        for (const batchType of this.reflector.get<string[] | undefined>(BUS_BATCH_PREPARER, prototype[method]) ?? []) {
+          this.connection.addBatchPreparer(batchType, (instance[method] as BusBatchPreparer).bind(instance));
+        }
         const type = this.reflector.get<string | undefined>(BUS_HANDLER, prototype[method]);
         if (!type) continue;
         const fn = (instance[method] as BusHandler).bind(instance);

@@ -3,6 +3,8 @@ import { Injectable } from '@nestjs/common';
 import type { MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
 import { cursorAtSql, type CursorPosition, iso, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** A row of `messages`; the columns its view shows as they are come from `MessageView`. */
 export interface MessageRow extends Pick<MessageView, 'conversation_id' | 'instance_id' | 'contact_id' | 'channel' | 'direction' | 'sender_type' | 'sender_id' | 'message_type' | 'body' | 'subject' | 'status' | 'external_id' | 'thread_id' | 'notification_id' | 'error_code'> {
   id: string;
@@ -184,17 +186,20 @@ export class MessagesRepository {
   }
 
   /**
-   * Locks the messages that have these provider ids, in one statement for a batch of statuses
-   * (`OutcomesService.applyStatuses`), in id order so that two batches sharing rows lock them in
-   * the same order. On `messages_external_uidx`; a key with no message yet is simply not returned.
+   * Locks, in id order and in one statement, the messages a batch of statuses names: by provider id
+   * (`keys`, only a message that already has it) and by the message ids the requests hint at
+   * (`hinted`, non-uuids ignored; a message of another organization is locked too, and the caller
+   * checks the organization). One order for the whole batch, so two batches never deadlock on them.
    */
-  async lockByExternalIds(tx: Tx, keys: { organization_id: string; channel: string; external_id: string }[]): Promise<MessageRow[]> {
-    if (keys.length === 0) return [];
+  async lockForStatuses(tx: Tx, keys: { organization_id: string; channel: string; external_id: string }[], hinted: string[]): Promise<MessageRow[]> {
+    const ids = hinted.filter((h) => UUID.test(h));
+    if (keys.length === 0 && ids.length === 0) return [];
     return tx.query<MessageRow>(
       `SELECT m.* FROM messages m
-        WHERE m.external_id IS NOT NULL AND (m.organization_id, m.channel, m.external_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+        WHERE (m.external_id IS NOT NULL AND (m.organization_id, m.channel, m.external_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])))
+           OR m.id = ANY($4::uuid[])
         ORDER BY m.id FOR UPDATE OF m`,
-      [keys.map((k) => k.organization_id), keys.map((k) => k.channel), keys.map((k) => k.external_id)],
+      [keys.map((k) => k.organization_id), keys.map((k) => k.channel), keys.map((k) => k.external_id), ids],
     );
   }
 
@@ -244,6 +249,22 @@ export class MessagesRepository {
    */
   async lockProviderId(tx: Tx, organizationId: string, externalId: string): Promise<void> {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('messaging:provider-id:' || $1 || ':' || $2))`, [organizationId, externalId]);
+  }
+
+  /** `lockProviderId` for several ids at once, in the order of their lock keys (two callers never wait on each other in a cycle). */
+  async lockProviderIds(tx: Tx, organizationIds: string[], externalIds: string[]): Promise<void> {
+    if (externalIds.length === 0) return;
+    await tx.query(
+      `SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtext('messaging:provider-id:' || o || ':' || x) AS k FROM unnest($1::text[], $2::text[]) AS u(o, x) ORDER BY 1) s`,
+      [organizationIds, externalIds],
+    );
+  }
+
+  /** Locks these messages (any organization; non-uuids ignored) in id order. */
+  async lockByIds(tx: Tx, ids: string[]): Promise<void> {
+    const valid = ids.filter((id) => UUID.test(id));
+    if (valid.length === 0) return;
+    await tx.query(`SELECT id FROM messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [valid]);
   }
 
   /** Gives an outbound message its provider id (the dispatcher's accepted outcome). */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { OnBusMessage } from '@touchpoint/bus';
+import { BeforeBusBatch, OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, type MessagingChannel, type OutboxEntryEventData, OutboxEvents, type OutboxProviderStatusEventData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
@@ -9,6 +9,15 @@ import { OutcomesService } from './outcomes.service.js';
 @Injectable()
 export class OutcomesConsumer {
   constructor(private readonly outcomes: OutcomesService) {}
+
+  /** A batch of entry outcomes locks its messages up front, in one order (`OutcomesService.lockOutcomeBatch`). */
+  @BeforeBusBatch(OutboxEvents.EntryAccepted, OutboxEvents.EntryFailed, OutboxEvents.EntryCancelled, OutboxEvents.EntryAmbiguous, OutboxEvents.EntryResolved)
+  lockBatch(messages: BusMessage<OutboxEntryEventData>[], tx: Tx): Promise<void> {
+    return this.outcomes.lockOutcomeBatch(
+      tx,
+      messages.flatMap((m) => (m.organization_id ? [{ organizationId: m.organization_id, data: m.data }] : [])),
+    );
+  }
 
   @OnBusMessage(OutboxEvents.EntryAccepted)
   onAccepted(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {

@@ -102,6 +102,23 @@ export class OutcomesService {
     return data.idempotency_key ? this.messages.findByIdempotencyKey(tx, organizationId, data.idempotency_key, true) : null;
   }
 
+  /**
+   * Takes, for a consumer batch of entry outcomes, the locks its handlers take one by one, in one
+   * order: the provider ids' advisory locks, then the messages' rows, each sorted. The handlers
+   * then find them held. Locked in arrival order, an acceptance batch and a status batch (which
+   * locks its rows in id order) deadlocked on each other's messages.
+   */
+  async lockOutcomeBatch(tx: Tx, outcomes: { organizationId: string; data: OutboxEntryEventData }[]): Promise<void> {
+    const withIds = outcomes.filter((o) => o.data?.provider_message_id);
+    await this.messages.lockProviderIds(
+      tx,
+      withIds.map((o) => o.organizationId),
+      withIds.map((o) => o.data.provider_message_id!),
+    );
+    const ids = outcomes.map((o) => o.data?.log_context?.message_id).filter((id): id is string => typeof id === 'string');
+    await this.messages.lockByIds(tx, ids);
+  }
+
   /** `outbox.entry.accepted` (and a resolution as accepted): the provider id is known, the message is sent. */
   async accepted(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
     await this.statusBatch.flush(tx);
@@ -198,17 +215,20 @@ export class OutcomesService {
    * @returns for each status, whether it moved its message (applied), did not (ignored) or was kept (pending)
    */
   async applyStatuses(tx: Tx, items: StatusItem[]): Promise<StatusOutcome[]> {
-    const locked = await this.messages.lockByExternalIds(
+    // Every message the batch names, by provider id or by hint, locked in one order (two status
+    // batches of the same messages locked them in arrival order and deadlocked).
+    const locked = await this.messages.lockForStatuses(
       tx,
       items.map((i) => i.report),
+      items.flatMap((i) => (i.hint ? [i.hint] : [])),
     );
-    const byKey = new Map(locked.map((m) => [providerKey(m.organization_id, m.channel, m.external_id!), m]));
+    const byKey = new Map(locked.filter((m) => m.external_id).map((m) => [providerKey(m.organization_id, m.channel, m.external_id!), m]));
     const byId = new Map(locked.map((m) => [m.id, m]));
     const moves = new Moves();
     const outcomes: StatusOutcome[] = [];
     for (const { report, hint } of items) {
       const key = providerKey(report.organization_id, report.channel, report.external_id);
-      let message = byKey.get(key) ?? (await this.findLate(tx, report, hint, byId, moves));
+      let message = byKey.get(key) ?? this.hinted(report, hint, byId, moves) ?? (await this.findLate(tx, report, hint, byId, moves));
       if (message && message.organization_id !== report.organization_id) message = null;
       if (!message) {
         await this.messages.addPendingStatus(tx, report, this.clock.now());
@@ -223,6 +243,23 @@ export class OutcomesService {
     }
     await this.write(tx, moves);
     return outcomes;
+  }
+
+  /**
+   * The message a status's request hints at, when the batch's lookup locked it and it has no
+   * provider id yet or this one: it is the message (the provider id is set on it now). Its row lock
+   * orders it after an acceptance that holds it, whose id the lookup then read committed; an
+   * acceptance that comes later finds the id set. Null: the slower path of `findLate`.
+   */
+  private hinted(report: StatusReport, hint: string | null, byId: Map<string, MessageRow>, moves: Moves): MessageRow | null {
+    const message = hint ? byId.get(hint) : undefined;
+    if (!message || message.organization_id !== report.organization_id || message.channel !== report.channel) return null;
+    if (message.external_id && message.external_id !== report.external_id) return null;
+    if (!message.external_id) {
+      message.external_id = report.external_id;
+      moves.touch(message);
+    }
+    return message;
   }
 
   /**
