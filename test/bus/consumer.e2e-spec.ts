@@ -1,10 +1,14 @@
 import amqplib from 'amqplib';
+import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { BusNames, DeadLetterAdmin } from '@touchpoint/bus';
 import { ServiceConfig } from '@touchpoint/config';
 import { type BusMessage, PlatformEvents } from '@touchpoint/contracts';
 import { createTestWorld, duplicateCounts, eventually, type ServiceApp, type TestWorld, untilRedeliveryDiscarded } from '@touchpoint/testing';
+import { Metrics } from '@touchpoint/observability';
 import { probeControl, probeService } from './probe.js';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 const message = (eventId: string, type: string = PlatformEvents.ProbeRecorded): BusMessage => ({
   event_id: eventId,
@@ -24,7 +28,7 @@ describe('BusConnection (consumer side)', () => {
   beforeAll(async () => {
     world = await createTestWorld('consumer');
     // Small retry base so the backoff sequence (100, 200, 400 ms) is observable quickly.
-    app = await world.start(probeService('followups', world.config(ServiceConfig, { BUS_MAX_ATTEMPTS: '4', BUS_RETRY_BASE_MS: '100' }), true));
+    app = await world.start(probeService('followups', world.config(ServiceConfig, { BUS_MAX_ATTEMPTS: '4', BUS_RETRY_BASE_MS: '100', BUS_BATCH_LOCK_TIMEOUT_MS: '300' }), true));
     conn = await amqplib.connect(world.amqpUrl);
     channel = await conn.createConfirmChannel();
   });
@@ -70,6 +74,61 @@ describe('BusConnection (consumer side)', () => {
       expect(new Set(handledRows.map((r) => r.tx)).size).toBeLessThan(handledRows.length);
     } finally {
       probeControl.failing.delete(failing);
+    }
+  });
+
+  /** Publishes `ids` while every handler waits at a gate, so that all but the first few queue up and go in batches. */
+  const burst = async (ids: string[], whileQueued: () => Promise<void> = async () => undefined) => {
+    let open!: () => void;
+    probeControl.gate = new Promise<void>((resolve) => (open = resolve));
+    try {
+      for (const id of ids) channel.publish(`${world.namespace}.events`, PlatformEvents.ProbeRecorded, Buffer.from(JSON.stringify(message(id))), { persistent: true, messageId: id });
+      await channel.waitForConfirms();
+      // Every message delivered: the ones without a slot wait for one.
+      await eventually(() => ids.filter((id) => probeControl.attempts.has(id)).length > 0, 10_000);
+      await whileQueued();
+    } finally {
+      probeControl.gate = undefined;
+      open();
+    }
+  };
+  const handledIds = async (prefix: string) => (await world.sql<{ event_id: string }>(`SELECT event_id FROM "${world.schema('followups')}".probe_handled WHERE event_id LIKE $1`, [`${prefix}%`])).map((r) => r.event_id);
+
+  it("runs a batch's preparer first, in the batch's transaction, with every message of the batch", async () => {
+    const prefix = `prep-${randomUUID()}-`;
+    const ids = Array.from({ length: 40 }, (_, i) => `${prefix}${i}`);
+    probeControl.batches.length = 0;
+    await burst(ids, () => sleep(300));
+    await eventually(async () => (await handledIds(prefix)).length === ids.length, 15_000);
+    const batches = probeControl.batches.filter((b) => b.every((id) => id.startsWith(prefix)));
+    expect(batches.length).toBeGreaterThan(0);
+    expect(batches.every((b) => b.length > 1)).toBe(true);
+    // Each message at most once in a batch, and each handled once.
+    const prepared = batches.flat();
+    expect(new Set(prepared).size).toBe(prepared.length);
+    expect((await handledIds(prefix)).sort()).toEqual([...ids].sort());
+  });
+
+  it('rolls a batch back when it waits on a lock longer than BUS_BATCH_LOCK_TIMEOUT_MS, and its messages run one by one meanwhile', async () => {
+    const prefix = `locked-${randomUUID()}-`;
+    const ids = Array.from({ length: 40 }, (_, i) => `${prefix}${i}`);
+    const key = Math.floor(Math.random() * 1_000_000_000);
+    const rollbacks = async () => (await app.get(Metrics).busBatchRollbacks.get()).values.find((v) => v.labels.reason === 'lock_timeout')?.value ?? 0;
+    const before = await rollbacks();
+    const holder = new pg.Client({ connectionString: world.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('SELECT pg_advisory_lock($1)', [key]);
+      probeControl.batchLockKey = key;
+      await burst(ids, () => sleep(300));
+      // Handled while the lock is still held: the batches gave up waiting and each message ran alone.
+      await eventually(async () => (await handledIds(prefix)).length === ids.length, 15_000);
+      expect(await rollbacks()).toBeGreaterThan(before);
+      expect((await handledIds(prefix)).sort()).toEqual([...ids].sort());
+    } finally {
+      probeControl.batchLockKey = undefined;
+      await holder.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
+      await holder.end();
     }
   });
 

@@ -2,7 +2,7 @@ import { Controller, type DynamicModule, Injectable, Module } from '@nestjs/comm
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { OnBusMessage } from '@touchpoint/bus';
+import { BeforeBusBatch, OnBusMessage } from '@touchpoint/bus';
 import type { ServiceConfig } from '@touchpoint/config';
 import { type BusMessage, PlatformEvents, type ServiceName } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
@@ -29,11 +29,21 @@ export const probeControl = {
   attempts: new Map<string, number[]>(),
   /** While set, every handler waits for it inside its transaction (a handler still running across a broker cut). */
   gate: undefined as Promise<void> | undefined,
+  /** The event ids of each consumer batch the preparer saw, in order. */
+  batches: [] as string[][],
+  /** While set, the batch preparer takes this advisory lock (a batch's lock wait; single messages never wait on it). */
+  batchLockKey: undefined as number | undefined,
 };
 
 /** Handles `platform.probe.recorded`: notes the attempt in memory and writes the handled row. */
 @Injectable()
 export class ProbeConsumer {
+  @BeforeBusBatch(PlatformEvents.ProbeRecorded)
+  async prepareBatch(messages: BusMessage[], tx: Tx): Promise<void> {
+    probeControl.batches.push(messages.map((m) => m.event_id));
+    if (probeControl.batchLockKey !== undefined) await tx.query(`SELECT pg_advisory_xact_lock($1)`, [probeControl.batchLockKey]);
+  }
+
   @OnBusMessage(PlatformEvents.ProbeRecorded)
   async onProbe(message: BusMessage<{ seq?: number }>, tx: Tx): Promise<void> {
     probeControl.attempts.set(message.event_id, [...(probeControl.attempts.get(message.event_id) ?? []), Date.now()]);

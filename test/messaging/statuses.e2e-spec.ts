@@ -211,6 +211,45 @@ describe('messaging outcomes and statuses', () => {
     });
   }
 
+  it('takes the messages of an acceptance batch in id order before its first acceptance, so a status batch of the same messages waits for it instead of deadlocking', async () => {
+    const uow = app.get(UnitOfWork);
+    const outcomes = app.get(OutcomesService);
+    const [lo, hi] = [await send('batch lock one'), await send('batch lock two')].sort((x, y) => (x.message_id < y.message_id ? -1 : 1));
+    const keyOf = async (id: string) => (await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM "${m()}".messages WHERE id = $1`, [id]))[0].idempotency_key;
+    const wamid = { lo: `wamid.${randomUUID()}`, hi: `wamid.${randomUUID()}` };
+    const accepted = { lo: { ...entry(lo.message_id, await keyOf(lo.message_id), wamid.lo), channel: 'whatsapp' as const }, hi: { ...entry(hi.message_id, await keyOf(hi.message_id), wamid.hi), channel: 'whatsapp' as const } };
+    let pid = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let firstDone!: () => void;
+    const first = new Promise<void>((r) => (firstDone = r));
+    // The batch's arrival order is the higher id first: locked one by one, it would hold `hi` and then want `lo`.
+    const acceptance = uow.run(async (tx) => {
+      pid = (await tx.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`))[0].pid;
+      await outcomes.lockOutcomeBatch(tx, [
+        { organizationId: org, data: accepted.hi },
+        { organizationId: org, data: accepted.lo },
+      ]);
+      await outcomes.accepted(tx, org, accepted.hi);
+      firstDone();
+      await held;
+      await outcomes.accepted(tx, org, accepted.lo);
+    });
+    await Promise.race([first, acceptance]);
+    // A status batch of both messages (locked in id order when it commits): `lo` first, then `hi`.
+    const at = new Date(1_760_001_000_000);
+    const statuses = uow.run(async (tx) => {
+      outcomes.statusLater(tx, { organization_id: org, channel: 'whatsapp', external_id: wamid.lo, status: 'read', at }, lo.message_id);
+      outcomes.statusLater(tx, { organization_id: org, channel: 'whatsapp', external_id: wamid.hi, status: 'read', at }, hi.message_id);
+    });
+    await eventually(async () => (await world.sql(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid])).length > 0);
+    release();
+    await expect(acceptance).resolves.toBeUndefined();
+    await expect(statuses).resolves.toBeUndefined();
+    expect(await messageRow(lo.message_id)).toMatchObject({ status: 'read', external_id: wamid.lo });
+    expect(await messageRow(hi.message_id)).toMatchObject({ status: 'read', external_id: wamid.hi });
+  });
+
   it('fails a message on the dispatcher failure and tells the requester, separating enqueue from delivery', async () => {
     const delivery = await send('will fail in delivery');
     const enqueue = await send('will be refused at enqueue');

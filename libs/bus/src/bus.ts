@@ -262,7 +262,7 @@ export class BusConnection {
   private takeBatch(size: number): Waiting[] {
     const type = this.waiting[0]!.message.type;
     const batch: Waiting[] = [];
-    for (let i = 0; i < this.waiting.length && batch.length < size; ) {
+    for (let i = 0; i < this.waiting.length && batch.length < size;) {
       if (this.waiting[i]!.message.type === type) batch.push(...this.waiting.splice(i, 1));
       else i++;
     }

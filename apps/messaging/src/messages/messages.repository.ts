@@ -254,10 +254,7 @@ export class MessagesRepository {
   /** `lockProviderId` for several ids at once, in the order of their lock keys (two callers never wait on each other in a cycle). */
   async lockProviderIds(tx: Tx, organizationIds: string[], externalIds: string[]): Promise<void> {
     if (externalIds.length === 0) return;
-    await tx.query(
-      `SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtext('messaging:provider-id:' || o || ':' || x) AS k FROM unnest($1::text[], $2::text[]) AS u(o, x) ORDER BY 1) s`,
-      [organizationIds, externalIds],
-    );
+    await tx.query(`SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtext('messaging:provider-id:' || o || ':' || x) AS k FROM unnest($1::text[], $2::text[]) AS u(o, x) ORDER BY 1) s`, [organizationIds, externalIds]);
   }
 
   /** Locks these messages (any organization; non-uuids ignored) in id order. */
