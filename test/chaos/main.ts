@@ -7,7 +7,8 @@
  * outbox-dispatcher; default 2), `--fault-rate <per min>` (every kind, default 0.8), `--rate
  * <kind>=<per min>` (one kind, repeatable; 0 turns it off), `--drain <s>` (default 180, at least
  * the platform's documented recovery bound, `RECOVERY_BOUND_MS`: 120),
- * `--verbose` (one line per fault). It builds `dist/` first and runs the compiled services.
+ * `--verbose` (one line per fault); bounds in `OPTION_LIMITS`. It builds `dist/` first and runs the
+ * compiled services.
  *
  * Exit codes: 0 when the run has no violation, 1 when it has one (or a process crashed or did not
  * come back), 2 on bad options.
@@ -117,45 +118,63 @@ export async function runOn(platform: ChaosPlatform, o: Omit<ChaosOptions, 'repl
   return { report, incidents, exitCode: violations === 0 && incidents.length === 0 ? 0 : 1 };
 }
 
-/** Reads the command line; exits 2 with the problem on a bad option. */
-export function parseOptions(argv: string[]): Omit<ChaosOptions, 'log'> {
-  const o: Omit<ChaosOptions, 'log'> = { seed: Math.floor(Math.random() * 0x7fff_ffff), durationMs: 600_000, replicas: 2, rates: { ...DEFAULT_FAULT_RATES }, drainTimeoutMs: 180_000, verbose: false };
-  const number = (name: string, value: string | undefined, min: number): number => {
-    const n = Number(value);
-    if (value === undefined || !Number.isFinite(n) || n < min) usage(`${name} takes a number >= ${min}`);
+/** A bad command line: `npm run chaos` prints it with the usage and exits 2. */
+export class ChaosOptionError extends Error {}
+
+/** Largest values the options take: beyond them a run is a typo, not a test (and planning it would exhaust memory). */
+export const OPTION_LIMITS = { durationS: 86_400, replicas: 8, faultsPerMin: 60, drainS: 3_600, seed: 0x7fff_ffff } as const;
+
+/**
+ * Reads the command line. Numbers must be written out and within `OPTION_LIMITS`; the seed is an
+ * integer 0..2^31-1 (the generator's state is 32 bits: a larger seed would replay a smaller one).
+ * @returns the options, or null for `--help`
+ * @throws ChaosOptionError on a bad option
+ */
+export function parseOptions(argv: string[]): Omit<ChaosOptions, 'log'> | null {
+  const o: Omit<ChaosOptions, 'log'> = { seed: Math.floor(Math.random() * OPTION_LIMITS.seed), durationMs: 600_000, replicas: 2, rates: { ...DEFAULT_FAULT_RATES }, drainTimeoutMs: 180_000, verbose: false };
+  const number = (name: string, value: string | undefined, min: number, max: number, integer = false): number => {
+    const n = value === undefined || value.trim() === '' ? NaN : Number(value);
+    if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) throw new ChaosOptionError(`${name} takes ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
     return n;
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') && argv[i].startsWith('--') && !argv[i].startsWith('--rate=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => inline ?? argv[++i];
-    if (flag === '--duration') o.durationMs = number('--duration', value(), 1) * 1000;
-    else if (flag === '--seed') o.seed = Math.floor(number('--seed', value(), 0));
-    else if (flag === '--replicas') o.replicas = Math.floor(number('--replicas', value(), 1));
+    if (flag === '--duration') o.durationMs = number('--duration', value(), 1, OPTION_LIMITS.durationS) * 1000;
+    else if (flag === '--seed') o.seed = number('--seed', value(), 0, OPTION_LIMITS.seed, true);
+    else if (flag === '--replicas') o.replicas = number('--replicas', value(), 1, OPTION_LIMITS.replicas, true);
     else if (flag === '--fault-rate') {
-      const rate = number('--fault-rate', value(), 0);
+      const rate = number('--fault-rate', value(), 0, OPTION_LIMITS.faultsPerMin);
       for (const kind of FAULT_KINDS) o.rates[kind] = rate;
     } else if (flag === '--rate' || flag.startsWith('--rate=')) {
       const spec = flag.startsWith('--rate=') ? flag.slice('--rate='.length) : argv[++i];
-      const [kind, rate] = (spec ?? '').split('=');
-      if (!FAULT_KINDS.includes(kind as FaultKind)) usage(`--rate takes <kind>=<per min>, kind one of ${FAULT_KINDS.join(', ')}`);
-      o.rates[kind as FaultKind] = number(`--rate ${kind}`, rate, 0);
-    } else if (flag === '--drain') o.drainTimeoutMs = number('--drain', value(), RECOVERY_BOUND_MS / 1000) * 1000;
-    else if (flag === '--verbose') o.verbose = true;
-    else if (flag === '--help' || flag === '-h') usage();
-    else usage(`unknown option ${argv[i]}`);
+      const parts = (spec ?? '').split('=');
+      if (parts.length !== 2 || !FAULT_KINDS.includes(parts[0] as FaultKind)) throw new ChaosOptionError(`--rate takes <kind>=<per min>, kind one of ${FAULT_KINDS.join(', ')}`);
+      o.rates[parts[0] as FaultKind] = number(`--rate ${parts[0]}`, parts[1], 0, OPTION_LIMITS.faultsPerMin);
+    } else if (flag === '--drain') o.drainTimeoutMs = number('--drain', value(), RECOVERY_BOUND_MS / 1000, OPTION_LIMITS.drainS) * 1000;
+    else if (flag === '--verbose' && inline === undefined) o.verbose = true;
+    else if ((flag === '--help' || flag === '-h') && inline === undefined) return null;
+    else throw new ChaosOptionError(`unknown option ${argv[i]}`);
   }
   return o;
 }
 
-function usage(problem?: string): never {
-  const text = 'usage: npm run chaos -- [--duration <s>] [--seed <n>] [--replicas <n>] [--fault-rate <per min>] [--rate <kind>=<per min>]... [--drain <s>] [--verbose]\n' + `fault kinds: ${FAULT_KINDS.join(', ')}\nSee README.md "What survives what".\n`;
-  if (problem) process.stderr.write(`npm run chaos: ${problem}\n${text}`);
-  else process.stdout.write(text);
-  process.exit(problem ? 2 : 0);
-}
+const USAGE = 'usage: npm run chaos -- [--duration <s>] [--seed <n>] [--replicas <n>] [--fault-rate <per min>] [--rate <kind>=<per min>]... [--drain <s>] [--verbose]\n' + `fault kinds: ${FAULT_KINDS.join(', ')}\nSee README.md "What survives what".\n`;
 
 async function main(): Promise<void> {
-  const options = parseOptions(process.argv.slice(2));
+  let parsed: ReturnType<typeof parseOptions>;
+  try {
+    parsed = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof ChaosOptionError)) throw err;
+    process.stderr.write(`npm run chaos: ${err.message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (!parsed) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const options = parsed;
   const started = Date.now();
   const log = (line: string) => process.stdout.write(`[chaos +${Math.round((Date.now() - started) / 1000)}s] ${line}\n`);
   const outcome = await runChaos({ ...options, log });

@@ -300,7 +300,7 @@ export class Workload {
     }
     await Promise.all(running);
     const minutes = (Date.now() - started) / 60_000;
-    this.log(`chaos workload: ${plan.length} asks planned, ${this.ledger.length} sends asked in ${minutes.toFixed(1)} min (${late} asks started more than 5 s late)`);
+    this.log(`chaos workload: ${plan.length} asks planned, ${this.ledger.length} asks made in ${minutes.toFixed(1)} min (${late} asks started more than 5 s late)`);
   }
 
   /** One planned ask and its follow-ons. */
