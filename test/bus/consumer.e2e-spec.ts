@@ -6,7 +6,7 @@ import { ServiceConfig } from '@touchpoint/config';
 import { type BusMessage, PlatformEvents } from '@touchpoint/contracts';
 import { createTestWorld, duplicateCounts, eventually, type ServiceApp, type TestWorld, untilRedeliveryDiscarded } from '@touchpoint/testing';
 import { Metrics } from '@touchpoint/observability';
-import { probeControl, probeService } from './probe.js';
+import { PROBE_WAKE, probeControl, probeService } from './probe.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -107,6 +107,23 @@ describe('BusConnection (consumer side)', () => {
     const prepared = batches.flat();
     expect(new Set(prepared).size).toBe(prepared.length);
     expect((await handledIds(prefix)).sort()).toEqual([...ids].sort());
+  });
+
+  it('puts messages of one type in a batch: arrivals of two types interleaved go in batches of either', async () => {
+    const prefix = `mixed-${randomUUID()}-`;
+    const ids = Array.from({ length: 40 }, (_, i) => `${prefix}${i}`);
+    probeControl.batches.length = 0;
+    probeControl.batchTypes.length = 0;
+    const wakesBefore = probeControl.wakes;
+    await burst(ids, async () => {
+      for (let i = 0; i < 40; i++) channel.publish(`${world.namespace}.events`, PROBE_WAKE, Buffer.from(JSON.stringify(message(`${prefix}wake-${i}`, PROBE_WAKE))), { persistent: true, messageId: `${prefix}wake-${i}` });
+      await channel.waitForConfirms();
+      await sleep(300);
+    });
+    await eventually(async () => (await handledIds(prefix)).length === ids.length && probeControl.wakes - wakesBefore === 40, 15_000);
+    const mine = probeControl.batchTypes.filter((_, i) => probeControl.batches[i]!.every((id) => id.startsWith(prefix)));
+    expect(mine.some((types) => types[0] === PROBE_WAKE)).toBe(true);
+    expect(mine.every((types) => types.length > 1 && types.every((t) => t === types[0]))).toBe(true);
   });
 
   it('rolls a batch back when it waits on a lock longer than BUS_BATCH_LOCK_TIMEOUT_MS, and its messages run one by one meanwhile', async () => {

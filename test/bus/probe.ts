@@ -19,6 +19,9 @@ export class CreateProbeTable1764460000001 implements MigrationInterface {
   }
 }
 
+/** A second probe type (a private wake-up: its handler reads no message), for batches of mixed arrivals. */
+export const PROBE_WAKE = 'platform.probe.wake';
+
 /** Behaviour switches a test flips at run time. */
 export const probeControl = {
   /** event ids whose handler throws. */
@@ -31,16 +34,21 @@ export const probeControl = {
   gate: undefined as Promise<void> | undefined,
   /** The event ids of each consumer batch the preparer saw, in order. */
   batches: [] as string[][],
+  /** The message types of each of those batches. */
+  batchTypes: [] as string[][],
   /** While set, the batch preparer takes this advisory lock (a batch's lock wait; single messages never wait on it). */
   batchLockKey: undefined as number | undefined,
+  /** `PROBE_WAKE` messages handled. */
+  wakes: 0,
 };
 
 /** Handles `platform.probe.recorded`: notes the attempt in memory and writes the handled row. */
 @Injectable()
 export class ProbeConsumer {
-  @BeforeBusBatch(PlatformEvents.ProbeRecorded)
+  @BeforeBusBatch(PlatformEvents.ProbeRecorded, PROBE_WAKE)
   async prepareBatch(messages: BusMessage[], tx: Tx): Promise<void> {
     probeControl.batches.push(messages.map((m) => m.event_id));
+    probeControl.batchTypes.push(messages.map((m) => m.type));
     if (probeControl.batchLockKey !== undefined) await tx.query(`SELECT pg_advisory_xact_lock($1)`, [probeControl.batchLockKey]);
   }
 
@@ -53,6 +61,15 @@ export class ProbeConsumer {
       throw new Error(`probe failure for ${message.event_id}`);
     }
     await tx.query(`INSERT INTO probe_handled (event_id, seq) VALUES ($1, $2)`, [message.event_id, message.data.seq ?? null]);
+  }
+}
+
+/** Counts `PROBE_WAKE` messages handled. */
+@Injectable()
+export class ProbeWakeConsumer {
+  @OnBusMessage(PROBE_WAKE)
+  async onWake(): Promise<void> {
+    probeControl.wakes++;
   }
 }
 
@@ -75,7 +92,7 @@ export class ProbeRpcController {
   }
 }
 
-@Module({ providers: [ProbeConsumer], controllers: [ProbeRpcController] })
+@Module({ providers: [ProbeConsumer, ProbeWakeConsumer], controllers: [ProbeRpcController] })
 class ProbeConsumerModule {}
 
 /** A service root module with the probe table, optionally with the probe consumer. */

@@ -121,13 +121,13 @@ export class BusConnection {
     }
   }
 
-  /** Registers a handler for one message type; call before `startConsuming`. */
-  /** Registers the one preparer of consumer batches of `type` (see `BeforeBusBatch`). */
+  /** Registers the one preparer of consumer batches of `type` (see `BeforeBusBatch`); call before `startConsuming`. */
   addBatchPreparer(type: string, fn: BusBatchPreparer): void {
     if (this.preparers.has(type)) throw new Error(`a batch preparer for ${type} is registered already`);
     this.preparers.set(type, fn);
   }
 
+  /** Registers a handler for one message type; call before `startConsuming`. */
   addHandler(type: string, name: string, fn: BusHandler): void {
     const list = this.handlers.get(type) ?? [];
     list.push({ name, fn });

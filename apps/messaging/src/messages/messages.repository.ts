@@ -1,9 +1,10 @@
 import { truncateText } from '@touchpoint/text';
 import { Injectable } from '@nestjs/common';
 import type { MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
-import { cursorAtSql, type CursorPosition, iso, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
+import { cursorAtSql, type CursorPosition, iso, isUuid, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The advisory lock key of one organization's provider message id (SQL, over two text expressions). */
+const providerIdLockKey = (organizationId: string, externalId: string) => `hashtext('messaging:provider-id:' || ${organizationId} || ':' || ${externalId})`;
 
 /** A row of `messages`; the columns its view shows as they are come from `MessageView`. */
 export interface MessageRow extends Pick<MessageView, 'conversation_id' | 'instance_id' | 'contact_id' | 'channel' | 'direction' | 'sender_type' | 'sender_id' | 'message_type' | 'body' | 'subject' | 'status' | 'external_id' | 'thread_id' | 'notification_id' | 'error_code'> {
@@ -192,7 +193,7 @@ export class MessagesRepository {
    * checks the organization). One order for the whole batch, so two batches never deadlock on them.
    */
   async lockForStatuses(tx: Tx, keys: { organization_id: string; channel: string; external_id: string }[], hinted: string[]): Promise<MessageRow[]> {
-    const ids = hinted.filter((h) => UUID.test(h));
+    const ids = hinted.filter(isUuid);
     if (keys.length === 0 && ids.length === 0) return [];
     return tx.query<MessageRow>(
       `SELECT m.* FROM messages m
@@ -248,18 +249,18 @@ export class MessagesRepository {
    * looks the id up and else keeps itself pending. Taken before any message row lock.
    */
   async lockProviderId(tx: Tx, organizationId: string, externalId: string): Promise<void> {
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('messaging:provider-id:' || $1 || ':' || $2))`, [organizationId, externalId]);
+    await tx.query(`SELECT pg_advisory_xact_lock(${providerIdLockKey('$1', '$2')})`, [organizationId, externalId]);
   }
 
   /** `lockProviderId` for several ids at once, in the order of their lock keys (two callers never wait on each other in a cycle). */
   async lockProviderIds(tx: Tx, organizationIds: string[], externalIds: string[]): Promise<void> {
     if (externalIds.length === 0) return;
-    await tx.query(`SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtext('messaging:provider-id:' || o || ':' || x) AS k FROM unnest($1::text[], $2::text[]) AS u(o, x) ORDER BY 1) s`, [organizationIds, externalIds]);
+    await tx.query(`SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT ${providerIdLockKey('o', 'x')} AS k FROM unnest($1::text[], $2::text[]) AS u(o, x) ORDER BY 1) s`, [organizationIds, externalIds]);
   }
 
   /** Locks these messages (any organization; non-uuids ignored) in id order. */
   async lockByIds(tx: Tx, ids: string[]): Promise<void> {
-    const valid = ids.filter((id) => UUID.test(id));
+    const valid = ids.filter(isUuid);
     if (valid.length === 0) return;
     await tx.query(`SELECT id FROM messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [valid]);
   }

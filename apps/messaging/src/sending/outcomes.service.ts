@@ -228,7 +228,7 @@ export class OutcomesService {
     const outcomes: StatusOutcome[] = [];
     for (const { report, hint } of items) {
       const key = providerKey(report.organization_id, report.channel, report.external_id);
-      let message = byKey.get(key) ?? this.hinted(report, hint, byId, moves) ?? (await this.findLate(tx, report, hint, byId, moves));
+      let message = byKey.get(key) ?? this.adoptHinted(hint ? byId.get(hint) : undefined, report, moves) ?? (await this.findLate(tx, report, hint, byId, moves));
       if (message && message.organization_id !== report.organization_id) message = null;
       if (!message) {
         await this.messages.addPendingStatus(tx, report, this.clock.now());
@@ -246,13 +246,13 @@ export class OutcomesService {
   }
 
   /**
-   * The message a status's request hints at, when the batch's lookup locked it and it has no
-   * provider id yet or this one: it is the message (the provider id is set on it now). Its row lock
-   * orders it after an acceptance that holds it, whose id the lookup then read committed; an
-   * acceptance that comes later finds the id set. Null: the slower path of `findLate`.
+   * `message`, the one a status's request hints at, as that status's message: null when it is
+   * another organization's or channel's, or already has another provider id; else it is, and takes
+   * this provider id if it had none. In `applyStatuses` the batch's lookup locked it, which orders it
+   * after an acceptance holding it (whose id the lookup then read committed); an acceptance that
+   * comes later finds the id set.
    */
-  private hinted(report: StatusReport, hint: string | null, byId: Map<string, MessageRow>, moves: Moves): MessageRow | null {
-    const message = hint ? byId.get(hint) : undefined;
+  private adoptHinted(message: MessageRow | null | undefined, report: StatusReport, moves: Moves): MessageRow | null {
     if (!message || message.organization_id !== report.organization_id || message.channel !== report.channel) return null;
     if (message.external_id && message.external_id !== report.external_id) return null;
     if (!message.external_id) {
@@ -278,14 +278,9 @@ export class OutcomesService {
     const found = await this.messages.findByExternalId(tx, report.organization_id, report.channel, report.external_id, true);
     if (found) return remember(byId, found);
     if (!hint) return null;
-    const hinted = byId.get(hint) ?? (await this.messages.findById(tx, report.organization_id, hint, true));
     // The locked re-read may carry this very id, set by an acceptance committed meanwhile: it is the message.
-    if (!hinted || (hinted.external_id && hinted.external_id !== report.external_id)) return null;
-    if (!hinted.external_id) {
-      hinted.external_id = report.external_id;
-      moves.touch(hinted);
-    }
-    return remember(byId, hinted);
+    const hinted = this.adoptHinted(byId.get(hint) ?? (await this.messages.findById(tx, report.organization_id, hint, true)), report, moves);
+    return hinted ? remember(byId, hinted) : null;
   }
 
   /**
