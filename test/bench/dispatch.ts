@@ -12,12 +12,11 @@ import 'reflect-metadata';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { type OutboxEnqueueData, type OutboxEnqueueResult, OutboxRpc } from '@touchpoint/contracts';
 import { RpcClient, UnitOfWork } from '@touchpoint/runtime';
-import { createTestWorld } from '@touchpoint/testing';
+import { createTestWorld, freePort } from '@touchpoint/testing';
 import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
 import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
 import { EnqueueService } from '../../apps/outbox-dispatcher/src/enqueue/enqueue.service.js';
@@ -39,15 +38,6 @@ const PHONE_NUMBER_ID = '100000000000002';
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(46)} ${value}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -10,9 +10,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { API_SCOPES, SERVICES, type ServiceName } from '@touchpoint/contracts';
-import { createTestWorld, TcpProxy, TEST_AMQP_URL, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, freePort, TcpProxy, TEST_AMQP_URL, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
 import { type AdminCli, compiledAdminCli } from '../../scripts/start/admin-cli.js';
-import { freePort } from '../e2e/platform.js';
 import type { ChaosTarget } from './types.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

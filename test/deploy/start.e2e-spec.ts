@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { eventually, createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { eventually, createTestWorld, freePort, type TestWorld } from '@touchpoint/testing';
 import { portVariable, STARTED_PROCESSES } from '../../scripts/start/start.config.js';
 
 /**
@@ -11,15 +10,6 @@ import { portVariable, STARTED_PROCESSES } from '../../scripts/start/start.confi
  * the compiled build, the real admin CLI, in this file's own schema prefix and bus namespace, on
  * free ports.
  */
-
-/** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface Run {
   child: ChildProcess;

@@ -1,18 +1,9 @@
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
-import { eventually } from '@touchpoint/testing';
+import { eventually, freePort } from '@touchpoint/testing';
 import { ChildExitedError, ReadyTimeoutError, Supervisor, type ChildSpec } from '../../scripts/start/supervisor.js';
 
 /** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** Is a process with this pid still there? */
 function alive(pid: number): boolean {
   try {

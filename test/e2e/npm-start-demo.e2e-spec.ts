@@ -3,9 +3,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, freePort, type TestWorld } from '@touchpoint/testing';
 import { portVariable, STARTED_PROCESSES } from '../../scripts/start/start.config.js';
-import { freePort } from './platform.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 

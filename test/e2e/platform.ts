@@ -1,23 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestWorld, eventually, TcpProxy, TEST_AMQP_URL, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, freePort, TcpProxy, TEST_AMQP_URL, type TestWorld } from '@touchpoint/testing';
 import { type AdminCli, compiledAdminCli } from '../../scripts/start/admin-cli.js';
 import { portVariable, STARTED_PROCESSES, type StartedProcess } from '../../scripts/start/start.config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-/** A port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** An organization with an all-scopes API key, made with the admin CLI as an operator would. */
 export interface Tenant {

@@ -2,8 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
-import { freePort } from '../e2e/platform.js';
+import { createTestWorld, eventually, freePort, type TestWorld } from '@touchpoint/testing';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const INDEX_HTML = '<!doctype html><html><head><script type="module" src="/console/assets/index-4f3a2b1c.js"></script></head><body><div id="root"></div></body></html>';

@@ -126,3 +126,4 @@ export * from './builders.js';
 export * from './tcp-proxy.js';
 export * from './fakes.js';
 export * from './cli.js';
+export * from './ports.js';
