@@ -73,6 +73,32 @@ describe('inbound receipts', () => {
     expect(await receipts(wamid)).toEqual([]);
   });
 
+  it("writes, with the receipts and in the same statement, one hold per person named by that person's first new message, none for a redelivery or a system message", async () => {
+    const [a1, a2, b1, sys] = [newWamid(), newWamid(), newWamid(), newWamid()];
+    // Both notations of one Brazilian mobile are one person.
+    const [personA, personAOther, personB] = ['5511970007777', '551170007777', '5511970008888'];
+    const holds = async () => (await outboxEvents<{ from: string; channel: string }>(world, 'messaging', MessagingEvents.InboundAcknowledged)).filter((e) => [a1, a2, b1, sys].some((w) => e.event_id.endsWith(`:${w}`)));
+    const change = (...messages: Record<string, unknown>[]) => ({ ...inboundText(a1, personA, 'x', ts, pnid), messages }) as ReturnType<typeof inboundText>;
+    const text = (id: string, from: string) => ({ from, id, timestamp: String(ts++), type: 'text', text: { body: `text ${id}` } });
+
+    expect(await inbound.accept(change(text(a1, personA)))).toMatchObject({ accepted: 1 });
+    expect((await holds()).map((e) => e.event_id)).toEqual([`${MessagingEvents.InboundAcknowledged}:${org}:whatsapp:${a1}`]);
+
+    // a1 again (still a receipt), a2 from A's other notation, b1 from B, and Meta's own system message.
+    const mixed = change(text(a1, personA), text(a2, personAOther), text(b1, personB), { from: personB, id: sys, timestamp: String(ts++), type: 'system', system: { body: 'number changed' } });
+    expect(await inbound.accept(mixed)).toEqual({ accepted: 3, duplicates: 1, ignored: 0 });
+    expect((await holds()).map((e) => [e.event_id.split(':').at(-1), e.payload.data.from, e.payload.organization_id])).toEqual([
+      [a1, personA, org],
+      [a2, personAOther, org],
+      [b1, personB, org],
+    ]);
+
+    // The whole change redelivered: every message is a waiting receipt, nothing new is published.
+    expect(await inbound.accept(mixed)).toEqual({ accepted: 0, duplicates: 4, ignored: 0 });
+    expect(await holds()).toHaveLength(3);
+    await drain();
+  });
+
   it('ignores a message without a phone sender or without an id, storing no receipt for it and keeping the rest of the change', async () => {
     const noPhone = newWamid();
     const good = newWamid();

@@ -54,11 +54,13 @@ export function onOutboxCommitted(schema: string, wake: () => void): () => void 
 /**
  * After the commit of outbox rows: wakes this process's relays of the schema; with none here (the
  * admin CLI, a tool), sends one `NOTIFY outbox_<schema>` outside any transaction, coalesced per
- * tick, for the service's relay elsewhere. Never a NOTIFY inside the business transaction: a
+ * tick, for the service's relay elsewhere. Called by `runInTransaction`; a caller that wrote outbox
+ * rows in one autocommitted statement of its own (`outboxPayload`) calls it after that statement.
+ * Never a NOTIFY inside the business transaction: a
  * notifying commit takes PostgreSQL's global notify-queue lock and holds it through the WAL flush,
  * which serialised every outbox commit of the database (measured: 13,000 → 4,100 commits/s).
  */
-function outboxCommitted(dataSource: DataSource, schema: string): void {
+export function outboxCommitted(dataSource: DataSource, schema: string): void {
   const relays = localRelays.get(schema);
   if (relays?.size) {
     for (const wake of relays) wake();
@@ -78,6 +80,15 @@ export function notifySoon(dataSource: DataSource, channel: string): void {
     notifyQueued.delete(channel);
     dataSource.query(`SELECT pg_notify($1, '')`, [channel]).catch(() => undefined);
   });
+}
+
+/**
+ * The `payload` column of an `outbox_events` row for `message` (the bus message as published, with
+ * `occurred_at`, UTC ISO-8601): for a statement that writes its outbox rows itself, in a
+ * data-modifying CTE beside the business rows, instead of a transaction around two statements.
+ */
+export function outboxPayload<K extends BusType>(message: OutgoingMessage<K>, occurredAt: string): string {
+  return JSON.stringify({ ...message, occurred_at: occurredAt });
 }
 
 /**
@@ -112,7 +123,7 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
       const occurredAt = now().toISOString();
       const values: unknown[] = [];
       const rows = messages.map((m, i) => {
-        values.push(m.event_id, m.type, m.organization_id, JSON.stringify({ ...m, occurred_at: occurredAt }));
+        values.push(m.event_id, m.type, m.organization_id, outboxPayload(m, occurredAt));
         const b = i * 4;
         return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}::jsonb)`;
       });

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { MessagingChannel } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '@touchpoint/database';
+import type { MessagingChannel, OutgoingMessage } from '@touchpoint/contracts';
+import { outboxPayload, poolOf, rowsOf } from '@touchpoint/database';
 
 /** One inbound message as the provider sent it, waiting for the worker (table `inbound_receipts`). */
 export interface InboundReceiptRow {
@@ -27,6 +27,15 @@ export interface NewInboundReceipt {
   message: unknown;
 }
 
+/** An event to write with a receipt if that receipt is new (`InboundReceiptsRepository.insert`). */
+export interface ReceiptEvent {
+  /** The receipt it goes with. */
+  external_id: string;
+  /** Of the events of one group, only the first new receipt's is written. */
+  group: string;
+  message: OutgoingMessage;
+}
+
 /**
  * The receipts table. Each call is one autocommitted statement: an insert is durable when it
  * returns, and a claim or a release never leaves a receipt half-held.
@@ -36,12 +45,17 @@ export class InboundReceiptsRepository {
   constructor(@Inject(DataSource) private readonly db: DataSource) {}
 
   /**
-   * Inserts the receipts in one statement; a provider id already waiting is skipped.
-   * @param db the transaction to write in (acceptance publishes its hold events in it); the pool by default
-   * @returns the external ids that were new
+   * Inserts the receipts and the events that go with the new ones in ONE autocommitted statement
+   * (a data-modifying CTE): durable when it returns, the events committed if and only if their
+   * receipt was new, and one round trip instead of BEGIN, two inserts and COMMIT on the webhook's
+   * acknowledgement path. A provider id already waiting is skipped, and so is its event.
+   * @param events candidate events, each naming the receipt (`external_id`) it goes with and a
+   *   `group`: of a group, only the event of its first NEW receipt (in `receipts` order) is written
+   * @param occurredAt the events' `occurred_at`
+   * @returns the external ids that were new, and whether any event row was written (then the caller wakes the relay)
    */
-  async insert(receipts: NewInboundReceipt[], db: Queryable = this.db): Promise<Set<string>> {
-    if (receipts.length === 0) return new Set();
+  async insert(receipts: NewInboundReceipt[], events: ReceiptEvent[] = [], occurredAt: Date = new Date()): Promise<{ inserted: Set<string>; published: boolean }> {
+    if (receipts.length === 0) return { inserted: new Set(), published: false };
     const params: unknown[] = [];
     const rows = receipts.map((r) => {
       // jsonb refuses the NUL character: it goes, wherever a provider put it.
@@ -56,13 +70,27 @@ export class InboundReceiptsRepository {
       const b = params.length - 6;
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}::jsonb)`;
     });
-    const inserted = await rowsOf<{ external_id: string }>(
-      db,
-      `INSERT INTO inbound_receipts (organization_id, channel, external_id, sender_id, contact_name, message) VALUES ${rows.join(', ')}
-       ON CONFLICT (organization_id, channel, external_id) DO NOTHING RETURNING external_id`,
+    const at = occurredAt.toISOString();
+    const order = new Map(receipts.map((r, i) => [r.external_id, i]));
+    const candidates = events.map((e) => ({ ord: order.get(e.external_id) ?? receipts.length, grp: e.group, external_id: e.external_id, event_id: e.message.event_id, type: e.message.type, organization_id: e.message.organization_id, payload: outboxPayload(e.message, at) }));
+    params.push(JSON.stringify(candidates));
+    const result = await rowsOf<{ external_id: string; published: number }>(
+      poolOf(this.db),
+      `WITH ins AS (
+         INSERT INTO inbound_receipts (organization_id, channel, external_id, sender_id, contact_name, message) VALUES ${rows.join(', ')}
+         ON CONFLICT (organization_id, channel, external_id) DO NOTHING RETURNING external_id
+       ), ev AS (
+         INSERT INTO outbox_events (event_id, type, organization_id, payload)
+         SELECT DISTINCT ON (c.grp) c.event_id, c.type, c.organization_id, c.payload::jsonb
+           FROM jsonb_to_recordset($${params.length}::jsonb) AS c(ord int, grp text, external_id text, event_id text, type text, organization_id text, payload text)
+           JOIN ins ON ins.external_id = c.external_id
+          ORDER BY c.grp, c.ord
+         ON CONFLICT (event_id) DO NOTHING RETURNING 1
+       )
+       SELECT external_id, (SELECT count(*)::int FROM ev) AS published FROM ins`,
       params,
     );
-    return new Set(inserted.map((r) => r.external_id));
+    return { inserted: new Set(result.map((r) => r.external_id)), published: (result[0]?.published ?? 0) > 0 };
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { type InboundAcknowledgedData, MessagingEvents, type OutgoingMessage, type WhatsAppInboundBatch } from '@touchpoint/contracts';
-import { poolOf, type Queryable } from '@touchpoint/database';
+import { type InboundAcknowledgedData, MessagingEvents, type WhatsAppInboundBatch } from '@touchpoint/contracts';
+import { outboxCommitted, poolOf, type Queryable } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { toPhoneKey } from '@touchpoint/phone';
@@ -10,7 +10,7 @@ import { Clock } from '@touchpoint/time';
 import { ConversationsRepository } from '../conversations/conversations.repository.js';
 import { MessagesRepository } from '../messages/messages.repository.js';
 import { SendersService } from '../senders/senders.service.js';
-import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt } from './inbound-receipts.repository.js';
+import { type InboundReceiptRow, InboundReceiptsRepository, type NewInboundReceipt, type ReceiptEvent } from './inbound-receipts.repository.js';
 import { InboundMetrics } from './inbound.metrics.js';
 import { InboundOptOutService } from './inbound-opt-out.service.js';
 import { type AdmittedMessage, InboundService, type ReceiptHints, type SenderLane } from './inbound.service.js';
@@ -28,26 +28,28 @@ export function contactNames(contacts: unknown): Map<string, string | null> {
 }
 
 /**
- * One `messaging.inbound.acknowledged` per person of the receipts just stored (each one's first
- * new message names the event, so a redelivered webhook publishes nothing and a duplicate
- * delivery is dropped by the dispatcher's inbox). The dispatcher holds that person's queued
- * follow-ups and outreach sends until the requester, which judges whether it is a reply, has
- * had time to cancel them (`OUTBOX_REPLY_HOLD_MS`); nothing is judged here (a `system`
- * message, Meta's own, holds nothing).
+ * The `messaging.inbound.acknowledged` each receipt would publish, grouped by person: the
+ * repository writes, per person, only the one of that person's first NEW receipt (so a redelivered
+ * webhook publishes nothing and a duplicate delivery is dropped by the dispatcher's inbox). The
+ * dispatcher holds that person's queued follow-ups and outreach sends until the requester, which
+ * judges whether it is a reply, has had time to cancel them (`OUTBOX_REPLY_HOLD_MS`); nothing is
+ * judged here (a `system` message, Meta's own, holds nothing).
  */
-export function replyHolds(stored: NewInboundReceipt[], acknowledgedAt: Date = new Date()): OutgoingMessage[] {
-  const byPerson = new Map<string, NewInboundReceipt>();
-  for (const r of stored) {
+export function replyHolds(receipts: NewInboundReceipt[], acknowledgedAt: Date = new Date()): ReceiptEvent[] {
+  const holds: ReceiptEvent[] = [];
+  for (const r of receipts) {
     // A `system` message is Meta writing about the user (a changed number), never the person.
     if ((r.message as { type?: unknown }).type === 'system') continue;
     const from = String((r.message as { from?: unknown }).from ?? '');
-    const key = `${r.organization_id}|${toPhoneKey(from) ?? from}`;
-    if (from && !byPerson.has(key)) byPerson.set(key, r);
+    if (!from) continue;
+    const data: InboundAcknowledgedData = { channel: 'whatsapp', from, sender_id: r.sender_id, acknowledged_at: acknowledgedAt.toISOString() };
+    holds.push({
+      external_id: r.external_id,
+      group: `${r.organization_id}|${toPhoneKey(from) ?? from}`,
+      message: { event_id: `${MessagingEvents.InboundAcknowledged}:${r.organization_id}:${r.channel}:${r.external_id}`, type: MessagingEvents.InboundAcknowledged, organization_id: r.organization_id, data },
+    });
   }
-  return [...byPerson.values()].map((r) => {
-    const data: InboundAcknowledgedData = { channel: 'whatsapp', from: String((r.message as { from?: unknown }).from), sender_id: r.sender_id, acknowledged_at: acknowledgedAt.toISOString() };
-    return { event_id: `${MessagingEvents.InboundAcknowledged}:${r.organization_id}:${r.channel}:${r.external_id}`, type: MessagingEvents.InboundAcknowledged, organization_id: r.organization_id, data };
-  });
+  return holds;
 }
 
 /** What `accept` did with the messages of one webhook change. */
@@ -95,7 +97,7 @@ export class InboundReceiptsService {
    * rather than by Meta. A message without an id or a sender, or from a number that is not a
    * phone, is ignored (a redelivery would not change it). In the same transaction, one
    * `messaging.inbound.acknowledged` per person tells the dispatcher to hold that person's
-   * stop-on-reply sends (`replyHolds`): BEGIN, the insert, one outbox insert, COMMIT.
+   * stop-on-reply sends (`replyHolds`): one statement writes both (no BEGIN/COMMIT round trips).
    * @throws AppError service_unavailable when the receipts could not be stored or the owner of the number not learned (→ 503, Meta redelivers)
    */
   async accept(batch: WhatsAppInboundBatch & { organization_id?: string }): Promise<AcceptResult> {
@@ -114,18 +116,11 @@ export class InboundReceiptsService {
       receipts.push({ organization_id: owner.organization_id, channel: 'whatsapp', external_id: raw.id, sender_id: owner.sender_id, contact_name: names.get(raw.from) ?? null, message: raw });
     }
     try {
-      // The receipts and their hold events (`replyHolds`) commit together: no acknowledgement
-      // without the dispatcher being told, and no hold for a message that was not stored.
-      const fresh = await this.uow.run(async (tx) => {
-        const inserted = await this.receipts.insert(receipts, tx);
-        await tx.publish(
-          replyHolds(
-            receipts.filter((r) => inserted.has(r.external_id)),
-            this.clock.now(),
-          ),
-        );
-        return inserted;
-      });
+      // The receipts and their hold events (`replyHolds`) commit together, in one statement: no
+      // acknowledgement without the dispatcher being told, and no hold for a message not stored.
+      const now = this.clock.now();
+      const { inserted: fresh, published } = await this.receipts.insert(receipts, replyHolds(receipts, now), now);
+      if (published) outboxCommitted(this.uow.dataSource, this.uow.schema);
       result.accepted = fresh.size;
       result.duplicates = receipts.length - fresh.size;
     } catch (err) {
