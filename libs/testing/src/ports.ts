@@ -5,17 +5,17 @@ import net from 'node:net';
 const handedOut = new Set<number>();
 
 /**
- * The kernel's ephemeral range (`[low, high]`), from which it picks the local port of every outgoing
- * connection and of every `listen(0)`. Falls back to Linux's default where /proc cannot be read.
+ * The bottom of the kernel's ephemeral range, from which it picks the local port of every outgoing
+ * connection and of every `listen(0)`; Linux's default where /proc cannot be read.
  */
-function ephemeralRange(): [number, number] {
+function ephemeralLow(): number {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (Number.isInteger(low) && Number.isInteger(high)) return [low, high];
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 1024) return low;
   } catch {
-    // Not Linux, or /proc hidden: the default range below.
+    // Not Linux, or /proc hidden: the default below.
   }
-  return [32768, 60999];
+  return 32768;
 }
 
 function bindable(port: number): Promise<boolean> {
@@ -38,8 +38,7 @@ function bindable(port: number): Promise<boolean> {
  * @throws Error when no port in the range can be bound after 200 tries.
  */
 export async function freePort(): Promise<number> {
-  const [low] = ephemeralRange();
-  const top = Math.min(low, 65536) - 1;
+  const top = Math.min(ephemeralLow(), 65536) - 1;
   const bottom = Math.max(1024, top - 12_000);
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = bottom + Math.floor(Math.random() * (top - bottom + 1));

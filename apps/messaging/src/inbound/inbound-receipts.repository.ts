@@ -72,7 +72,7 @@ export class InboundReceiptsRepository {
     });
     const at = occurredAt.toISOString();
     const order = new Map(receipts.map((r, i) => [r.external_id, i]));
-    const candidates = events.map((e) => ({ ord: order.get(e.external_id) ?? receipts.length, grp: e.group, external_id: e.external_id, event_id: e.message.event_id, type: e.message.type, organization_id: e.message.organization_id, payload: outboxPayload(e.message, at) }));
+    const candidates = events.map((e) => ({ ord: order.get(e.external_id), grp: e.group, external_id: e.external_id, event_id: e.message.event_id, type: e.message.type, organization_id: e.message.organization_id, payload: outboxPayload(e.message, at) }));
     params.push(JSON.stringify(candidates));
     const result = await rowsOf<{ external_id: string; published: number }>(
       poolOf(this.db),

@@ -95,7 +95,7 @@ export class InboundReceiptsService {
    * the rest (`processReceipt`). So the gateway's 2xx means "durably stored", and a failure after
    * that point (abuse unreachable with nothing in the read model, a lost database) is retried here
    * rather than by Meta. A message without an id or a sender, or from a number that is not a
-   * phone, is ignored (a redelivery would not change it). In the same transaction, one
+   * phone, is ignored (a redelivery would not change it). In the same statement, one
    * `messaging.inbound.acknowledged` per person tells the dispatcher to hold that person's
    * stop-on-reply sends (`replyHolds`): one statement writes both (no BEGIN/COMMIT round trips).
    * @throws AppError service_unavailable when the receipts could not be stored or the owner of the number not learned (→ 503, Meta redelivers)
