@@ -311,14 +311,17 @@ export interface ProbeCounts {
   delivered: number;
 }
 
+/** The probe's counters, and with BENCH_PROBE_STATEMENTS=1 its calls per statement text (folded, first 160 characters). */
+export type ProbeReading = ProbeCounts & { byStatement?: Record<string, number> };
+
 /** Asks a probed process (SIGWINCH) for its counters and reads them from `<probeDir>/<pid>.json`. */
-export async function readProbe(child: Service, probeDir: string): Promise<ProbeCounts> {
+export async function readProbe(child: Service, probeDir: string): Promise<ProbeReading> {
   const file = path.join(probeDir, `${child.pid}.json`);
   const asked = Date.now();
   child.kill('SIGWINCH');
   for (const stop = Date.now() + 10_000; Date.now() < stop; await sleep(20)) {
     const counts = await readFile(file, 'utf8')
-      .then((t) => JSON.parse(t) as ProbeCounts & { at: number })
+      .then((t) => JSON.parse(t) as ProbeReading & { at: number })
       .catch(() => null);
     if (counts && counts.at >= asked) return counts;
   }

@@ -26,7 +26,8 @@
  * outbox-dispatcher, default 1), BENCH_CONCURRENCY (release workers, 8), BENCH_BATCH (enrollments per
  * release transaction, 16), BENCH_DB_POOL_SIZE (per process, 8; followups gets at least
  * BENCH_CONCURRENCY + 4), BENCH_STATUS_DELAY_MS (the sandbox's delay before each status, 50),
- * BENCH_DRAIN_SECONDS (how long to wait for the last `read`, 300), BENCH_STALL_SECONDS (the run ends
+ * BENCH_STATEMENTS (N: print each process's N most frequent statements per send; the probe then
+ * keeps a count per statement text), BENCH_DRAIN_SECONDS (how long to wait for the last `read`, 300), BENCH_STALL_SECONDS (the run ends
  * when no new `read` came for this long, 30), BENCH_PROF (a directory: each
  * service writes a `--cpu-prof` profile there).
  */
@@ -37,7 +38,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { cpuSeconds, followupFixture, postgresCpuSeconds, insertEnrollments, line, makeDue, pct, type ProbeCounts, rawClaimRate, readProbe, receivedCalls, type Service, sleep, startService, stopServices, waitCompleted, runBench, waitReady } from './harness.js';
+import { cpuSeconds, followupFixture, postgresCpuSeconds, insertEnrollments, line, makeDue, pct, type ProbeReading, rawClaimRate, readProbe, receivedCalls, type Service, sleep, startService, stopServices, waitCompleted, runBench, waitReady } from './harness.js';
 
 const SENDS = Number(process.env.BENCH_SENDS ?? 3000);
 const REPLICAS = Number(process.env.REPLICAS ?? 1);
@@ -46,6 +47,8 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 16);
 const POOL = Number(process.env.BENCH_DB_POOL_SIZE ?? 8);
 const STATUS_DELAY_MS = Number(process.env.BENCH_STATUS_DELAY_MS ?? 50);
 const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 300);
+// The probe in each service process reads it from the environment the harness passes on.
+if (Number(process.env.BENCH_STATEMENTS ?? 0) > 0) process.env.BENCH_PROBE_STATEMENTS = '1';
 const WARMUP = Math.min(300, Math.max(50, Math.round(SENDS / 10)));
 const SECRET = 'sandbox-meta-app-secret';
 /** The pipeline's end-to-end rate when this benchmark was written (bench:release's sandbox count, first → last). */
@@ -127,7 +130,7 @@ async function sendTimes(world: TestWorld, tag: string, sandboxUrl: string, sinc
   return { releaseToWire, hops: out };
 }
 
-type Snapshot = Map<Service, ProbeCounts & { cpu: number }>;
+type Snapshot = Map<Service, ProbeReading & { cpu: number }>;
 
 async function snapshot(children: Service[], probeDir: string): Promise<Snapshot> {
   const out: Snapshot = new Map();
@@ -245,6 +248,19 @@ async function main(): Promise<void> {
       total.idle += idle;
       row([c.name, (d.statements / SENDS).toFixed(2), (d.transactions / SENDS).toFixed(2), (d.published / SENDS).toFixed(2), (d.delivered / SENDS).toFixed(2), ((d.cpu * 1000) / SENDS).toFixed(1), idle.toFixed(1)]);
     }
+    // BENCH_STATEMENTS=N: each process's N most frequent statements of the timed run, per send.
+    const top = Number(process.env.BENCH_STATEMENTS ?? 0);
+    if (top > 0)
+      for (const c of children) {
+        const a = after.get(c)!.byStatement ?? {};
+        const b = before.get(c)!.byStatement ?? {};
+        const rows = Object.entries(a)
+          .map(([text, n]) => [text, n - (b[text] ?? 0)] as const)
+          .filter(([, n]) => n > 0)
+          .sort((x, y) => y[1] - x[1])
+          .slice(0, top);
+        process.stdout.write(`  ${c.name}:\n${rows.map(([text, n]) => `    ${(n / SENDS).toFixed(2).padStart(6)}  ${text}`).join('\n')}\n`);
+      }
     // The database server's share: every backend of the machine (the shared server; other clients add to it).
     total.cpu += pgCpu;
     row(['postgres', '', '', '', '', ((pgCpu * 1000) / SENDS).toFixed(1), '']);

@@ -8,12 +8,15 @@
 //   published     AMQP messages published (events, commands, RPC requests and replies)
 //   delivered     AMQP messages delivered to the process's consumers
 //   at            when the counts were taken, epoch ms
+//   byStatement   with BENCH_PROBE_STATEMENTS=1 only: statement text (whitespace folded, the first
+//                 160 characters, numbered placeholders and literal lists as they come) -> calls
 import { renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const require = createRequire(import.meta.url);
 const counts = { statements: 0, transactions: 0, roundTrips: 0, published: 0, delivered: 0 };
+const byStatement = process.env.BENCH_PROBE_STATEMENTS === '1' ? {} : null;
 
 // Every pool's client class (libs/database PreparingClient) extends pg.Client and calls its query.
 const pg = require('pg');
@@ -30,6 +33,10 @@ pg.Client.prototype.query = function probedQuery(config, values, callback) {
   } else {
     counts.statements++;
     if (!this.__benchInTx) counts.transactions++;
+    if (byStatement) {
+      const key = text.replace(/\s+/g, ' ').trim().slice(0, 160);
+      byStatement[key] = (byStatement[key] ?? 0) + 1;
+    }
   }
   return query.call(this, config, values, callback);
 };
@@ -54,6 +61,6 @@ process.on('SIGWINCH', () => {
   const dir = process.env.BENCH_PROBE_DIR;
   if (!dir) return;
   const file = path.join(dir, `${process.pid}.json`);
-  writeFileSync(`${file}.tmp`, JSON.stringify({ ...counts, at: Date.now() }));
+  writeFileSync(`${file}.tmp`, JSON.stringify({ ...counts, ...(byStatement ? { byStatement } : {}), at: Date.now() }));
   renameSync(`${file}.tmp`, file);
 });
