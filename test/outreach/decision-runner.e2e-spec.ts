@@ -172,6 +172,46 @@ describe(DecisionRunner.name, () => {
       expect((await b.enrollmentRow(id)).status).toBe('needs_contact_data');
     });
 
+    it('retries, never parks in needs_contact_data, while the suppression list cannot be read; then decides', async () => {
+      await w.model!.script([{ reply: { type: 'wait', rationale: 'first', suggested_followup_days: 3 } }]);
+      const { enrollmentId } = await enrolled();
+      await w.model!.reset();
+      await w.model!.script([{ reply: { type: 'wait', rationale: 'after the outage', suggested_followup_days: 3 } }]);
+      const key = `due:${enrollmentId}:outage`;
+      w.dispatcher.suppressionOutage = true;
+      try {
+        await uow.run((tx) => tx.publish(decisionRequested(org, key, { enrollment_id: enrollmentId, reason: 'followup_due' })));
+        // Two failed attempts: the enrollment stays active and no model call was made.
+        await eventually(async () => ((await w.sql(`SELECT attempts FROM {o}.workflow_runs WHERE run_key = $1`, [key]))[0]?.attempts ?? 0) >= 2, 20_000);
+        expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'active' });
+        expect(await tasks()).toEqual([]);
+      } finally {
+        w.dispatcher.suppressionOutage = false;
+      }
+      expect(await run(key)).toMatchObject({ status: 'done' });
+      expect(await b.enrollmentRow(enrollmentId)).toMatchObject({ status: 'active' });
+      expect((await decisionsOf(enrollmentId)).find((d) => d.trigger_event_id === key)).toMatchObject({ outcome: 'saved', type: 'wait' });
+      expect(await tasks()).toEqual(['outreach_decide']);
+    });
+
+    it('an outage that outlasts every attempt leaves the enrollment active with an error decision and a next check, not needs_contact_data', async () => {
+      await w.model!.script([{ reply: { type: 'wait', rationale: 'first', suggested_followup_days: 3 } }]);
+      const { enrollmentId } = await enrolled();
+      await w.model!.reset();
+      const key = `due:${enrollmentId}:long-outage`;
+      w.dispatcher.suppressionOutage = true;
+      try {
+        expect(await request(enrollmentId, key)).toMatchObject({ status: 'failed' });
+      } finally {
+        w.dispatcher.suppressionOutage = false;
+      }
+      const row = await b.enrollmentRow(enrollmentId);
+      expect(row.status).toBe('active');
+      expect(ms(row.next_check_at) - Date.now()).toBeGreaterThan(DAY - 60_000);
+      expect((await decisionsOf(enrollmentId)).find((d) => d.trigger_event_id === key)).toMatchObject({ outcome: 'error', failure_reason: expect.stringContaining('suppressions read failed') });
+      expect(await tasks()).toEqual([]);
+    });
+
     it('runs once for a redelivered event (the event id is the run key)', async () => {
       await w.model!.script([{ reply: { type: 'wait', rationale: 'first', suggested_followup_days: 3 } }, { reply: { type: 'wait', rationale: 'second', suggested_followup_days: 3 } }]);
       const { enrollmentId } = await enrolled();

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ContactView, LinkedinState, OutreachActionType, OutreachContextSections } from '@touchpoint/contracts';
+import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import type { CampaignRow } from '../campaigns/campaigns.repository.js';
@@ -34,6 +35,10 @@ class SectionTimeout extends Error {}
  * other read runs in parallel with its own deadline (OUTREACH_CONTEXT_READ_TIMEOUT_MS, 2 s) and,
  * when it fails, leaves its section empty and named in `missing`. Sections we do not have (signals,
  * dossier, knowledge search) are empty, never invented. Each section is cut by the one cap rule.
+ * A failed suppression read closes every channel for the run and a failed LinkedIn read closes
+ * LinkedIn (seed 003 §4.2); when that leaves no outbound action, `build` throws instead of
+ * answering `needs_contact_data`.
+ * @throws AppError service_unavailable (retryable) when no channel is open and a channel read failed
  * ai-gateway escapes every section, so no tenant text can open or close a tag.
  */
 @Injectable()
@@ -80,7 +85,16 @@ export class ContextBuilder {
     const outbound = allowed.length > 0;
     allowed.push('wait', 'stop');
     // An invitation that waits for an answer: the agent may wait or stop; the accept wakes it sooner.
-    const needsContactData = !outbound && linkedinState !== 'invited';
+    const noChannel = !outbound && linkedinState !== 'invited';
+    // needs_contact_data waits for a person to add data (seed 003 §4.1), so it must mean "no channel
+    // reaches them", never "a read failed": a failed read that left no outbound action fails the step
+    // and the runner retries it, then its failure handler sets the next check (seed 003 §4.3).
+    const unread = [...(suppressed.ok ? [] : ['suppressions']), ...(linkedinAllowed && linkedinView === null ? ['linkedin'] : [])];
+    if (noChannel && unread.length > 0) {
+      this.logger.warn({ event: 'outreach.context_channels_unknown', organization_id: org, enrollment_id: enrollment.id, unread }, 'no channel open and a channel read failed: retrying, not parking the enrollment');
+      throw new AppError(ErrorCode.ServiceUnavailable, `cannot tell whether a channel reaches the person: the ${unread.join(' and ')} read failed`);
+    }
+    const needsContactData = noChannel;
 
     const newestEmail = threads.email[0] ?? null;
     const sections: OutreachContextSections = {
