@@ -247,9 +247,9 @@ describe('reconcile', () => {
 
   describe('observeEntry (outreach)', () => {
     /** The gateway's enrollment and timeline views of one outreach ask whose draft was approved. */
-    function views(action: { status: string; failure_reason: string | null; next_attempt_at?: string | null }): GatewayClient {
+    function views(action: { status: string; failure_reason: string | null; next_attempt_at?: string | null }, enrollment: Record<string, unknown> = {}): GatewayClient {
       const answers: Record<string, unknown> = {
-        '/agentic/outreach/enrollments/enr-1': { status: 'active', ended_reason: null, awaiting_approval: false, next_check_at: null },
+        '/agentic/outreach/enrollments/enr-1': { status: 'active', ended_reason: null, awaiting_approval: false, next_check_at: null, ...enrollment },
         '/agentic/outreach/enrollments/enr-1/timeline': { items: [{ kind: 'action', id: 'act-1', data: { type: 'email', reject_reason: null, outcome_unknown: false, message_id: null, ...action } }] },
       };
       return { get: async (path: string) => (path in answers ? { status: 200, body: answers[path] } : { status: 404, body: null }) } as unknown as GatewayClient;
@@ -267,6 +267,14 @@ describe('reconcile', () => {
       const seen = await observeEntry(views({ status: 'approved', failure_reason: null }), 'org-1', approvedAsk(), T0);
       expect(seen.sends).toEqual([expect.objectContaining({ state: 'open', detail: 'approved' })]);
       expect(seen.progress?.problem).toMatch(/^active, no draft awaiting review/);
+    });
+
+    it('judges needs_contact_data of a prospect whose email the workload left open as a progress problem, not a cancelled send', async () => {
+      const ask = entry({ ref: 'or19', kind: 'outreach', channel: 'email', to: 'or19@prospect.example', ids: { enrollment_id: 'enr-1', contact_id: 'c-1' } });
+      const parked = await observeEntry(views({ status: 'approved', failure_reason: null }, { status: 'needs_contact_data' }), 'org-1', ask, T0);
+      expect(parked.progress?.problem).toMatch(/^needs_contact_data/);
+      const optedOut = await observeEntry(views({ status: 'approved', failure_reason: null }, { status: 'needs_contact_data' }), 'org-1', { ...ask, stop: { kind: 'opt_out', at: T0 } }, T0);
+      expect(optedOut.progress?.problem).toBeNull();
     });
   });
 });

@@ -378,6 +378,9 @@ export async function observeEntry(gateway: GatewayClient, organizationId: strin
   let problem: string | null = null;
   if (enrollment.status === 'active' && !enrollment.awaiting_approval && !(enrollment.next_check_at && Date.parse(enrollment.next_check_at) > now)) problem = `active, no draft awaiting review and its next check (${enrollment.next_check_at ?? 'none'}) not in the future`;
   if (enrollment.status === 'ended' && !enrollment.ended_reason) problem = 'ended without a reason';
+  // The workload's prospects all have an open email address, and an opt-out ends the enrollment: a
+  // needs_contact_data the run did not cause is a transient failure parked as missing data.
+  if (enrollment.status === 'needs_contact_data' && !e.stop) problem = 'needs_contact_data, but the workload left its email address open';
   const progress: ObservedProgress = { ref: e.ref, enrollmentId: e.ids.enrollment_id, kind: 'outreach', problem };
   if (!e.ids.action_id) {
     // No draft reached the workload's review: settled when the enrollment ended, has a draft waiting
