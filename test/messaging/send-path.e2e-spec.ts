@@ -1,12 +1,14 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import type { MessagingSendData } from '@touchpoint/contracts';
+import { type BusMessage, MessagingEvents, type MessagingSendData, type OutboxEntryEventData, OutboxEvents } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { ContactsService } from '../../apps/messaging/src/contacts/contacts.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { OutcomesConsumer } from '../../apps/messaging/src/sending/outcomes.consumer.js';
+import { OutcomesService } from '../../apps/messaging/src/sending/outcomes.service.js';
 import { SendService } from '../../apps/messaging/src/sending/send.service.js';
 
 /**
@@ -34,9 +36,9 @@ describe('send path', () => {
 
   /**
    * Runs `work` in one transaction whose statements are recorded (an outbox insert as `publish`),
-   * those run right before the commit included; BEGIN and COMMIT are not counted.
+   * those run right before the commit included; BEGIN and COMMIT are not counted. `work` sees them as they are recorded.
    */
-  async function counted<T>(work: (tx: Tx) => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  async function counted<T>(work: (tx: Tx, statements: readonly string[]) => Promise<T>): Promise<{ result: T; statements: string[] }> {
     const statements: string[] = [];
     const result = await uow.run((tx) => {
       const recording: Tx = {
@@ -51,7 +53,7 @@ describe('send path', () => {
         afterCommit: (callback) => tx.afterCommit(callback),
         beforeCommit: (callback) => tx.beforeCommit(callback),
       };
-      return work(recording);
+      return work(recording, statements);
     });
     return { result, statements };
   }
@@ -261,6 +263,108 @@ describe('send path', () => {
       const [row] = await world.sql(`SELECT phone FROM ${m('contacts')} WHERE id = $1`, [answer.contact_id]);
       expect(row).toEqual({ phone });
       expect((await outboxOf(answer.message_id))[0].payload.data).toMatchObject({ to: phone });
+    });
+  });
+  describe('entry outcomes', () => {
+    const entryOf = (sent: { message_id: string }, key: string, over: Partial<OutboxEntryEventData> = {}): OutboxEntryEventData => ({
+      entry_id: randomUUID(),
+      idempotency_key: key,
+      channel: 'whatsapp',
+      to: '+5511900000000',
+      provider_message_id: null,
+      log_context: { message_id: sent.message_id },
+      ...over,
+    });
+    const bus = <T>(type: string, data: T): BusMessage<T> => ({ event_id: `${type}:${randomUUID()}`, type, organization_id: org, occurred_at: new Date().toISOString(), data }) as BusMessage<T>;
+    const queued = async () => {
+      const data = followup((await contact()).id);
+      return { sent: await sends.send(data), key: data.idempotency_key };
+    };
+    const row = async (id: string) => (await world.sql(`SELECT * FROM ${m('messages')} WHERE id = $1`, [id]))[0];
+    const eventsOf = async (id: string) => (await outboxOf(id)).filter((e) => e.type !== 'outbox.enqueue').map((e) => [e.event_id, e.type, e.payload.data.status ?? null, e.payload.data.error_code ?? null]);
+    /** Keeps a status for a provider id no message has yet (as a status that came first is kept). */
+    const keep = (wamid: string, status: string, at: Date) => uow.run((tx) => app.get(OutcomesService).status(tx, { organization_id: org, channel: 'whatsapp', external_id: wamid, status, at }));
+
+    it('applies a consumer batch of resolutions (accepted with a kept status, rejected with a code, one on a message already failed) in two statements, writing before the commit', async () => {
+      const [a, b, c] = [await queued(), await queued(), await queued()];
+      const wamid = `wamid.${randomUUID()}`;
+      const deliveredAt = new Date('2026-06-01T12:00:00.000Z');
+      expect(await keep(wamid, 'delivered', deliveredAt)).toBe('pending');
+      await uow.run((tx) => app.get(OutcomesService).failed(tx, org, entryOf(c.sent, c.key, { error_code: '131026', classification: 'recipient_undeliverable', attempts: 1 })));
+      const cBefore = await row(c.sent.message_id);
+      const cEvents = await eventsOf(c.sent.message_id);
+
+      const consumer = app.get(OutcomesConsumer);
+      const batch = [
+        bus(OutboxEvents.EntryResolved, entryOf(a.sent, a.key, { provider_message_id: wamid, resolution: 'accepted', resolved_by: 'provider' })),
+        bus(OutboxEvents.EntryResolved, entryOf(b.sent, b.key, { resolution: 'rejected', resolved_by: 'operator', error_code: '131049', error_message: 'not delivered to keep engagement healthy', attempts: 1, classification: 'recipient_undeliverable' })),
+        bus(OutboxEvents.EntryResolved, entryOf(c.sent, c.key, { resolution: 'rejected', resolved_by: 'operator', error_code: 'other', attempts: 1 })),
+      ];
+      let beforeCommit: string[] = [];
+      const { statements } = await counted(async (tx, sofar) => {
+        await consumer.lockBatch(batch, tx);
+        for (const message of batch) await consumer.onResolved(message, tx);
+        beforeCommit = [...sofar];
+      });
+      // Before: the batch's two locks, then per message its provider id's lock, its read, its kept statuses, its update and its events (twelve in all).
+      expect(beforeCommit).toEqual([expect.stringMatching(/^SELECT pg_advisory_xact_lock/), expect.stringMatching(/^WITH wanted AS/)]);
+      expect(statements.slice(2).map((s) => s.split(' ').slice(0, 3).join(' '))).toEqual(['UPDATE messages m', 'DELETE FROM pending_statuses', 'publish', 'INSERT INTO stream_events']);
+
+      expect(await row(a.sent.message_id)).toMatchObject({ status: 'delivered', external_id: wamid, delivered_at: deliveredAt, read_at: null, failed_at: null, error_code: null });
+      expect((await row(a.sent.message_id)).sent_at).toBeInstanceOf(Date);
+      expect(await world.sql(`SELECT 1 FROM ${m('pending_statuses')} WHERE external_id = $1`, [wamid])).toEqual([]);
+      expect(await eventsOf(a.sent.message_id)).toEqual([
+        [`messaging.message.sent:${a.sent.message_id}`, MessagingEvents.MessageSent, 'sent', null],
+        [`messaging.message.delivered:${a.sent.message_id}`, MessagingEvents.MessageDelivered, 'delivered', null],
+      ]);
+      expect(await row(b.sent.message_id)).toMatchObject({ status: 'failed', external_id: null, error_code: '131049', error_message: 'not delivered to keep engagement healthy', sent_at: null });
+      expect((await row(b.sent.message_id)).failed_at).toBeInstanceOf(Date);
+      expect(await eventsOf(b.sent.message_id)).toEqual([[`messaging.message.failed:${b.sent.message_id}`, MessagingEvents.MessageFailed, 'failed', '131049']]);
+      expect((await outboxOf(b.sent.message_id)).find((e) => e.type === MessagingEvents.MessageFailed)!.payload.data).toMatchObject({ failure_stage: 'delivery', requester: 'followups', idempotency_key: b.key });
+      expect(await row(c.sent.message_id)).toEqual(cBefore);
+      expect(await eventsOf(c.sent.message_id)).toEqual(cEvents);
+      const changes = await world.sql<{ data: { message_id: string; from: string; to: string } }>(`SELECT data FROM ${m('stream_events')} WHERE type = $1 AND data->>'message_id' = ANY($2) ORDER BY id`, [
+        MessagingEvents.MessageStatusChanged,
+        [a.sent.message_id, b.sent.message_id],
+      ]);
+      expect(changes.map((e) => [e.data.message_id, e.data.from, e.data.to])).toEqual([
+        [a.sent.message_id, 'queued', 'sent'],
+        [a.sent.message_id, 'sent', 'delivered'],
+        [b.sent.message_id, 'queued', 'failed'],
+      ]);
+    });
+
+    it('applies two acceptances of one message in a batch once, and keeps a status the batch read for a handler that did not run', async () => {
+      const [a, skipped] = [await queued(), await queued()];
+      const [wamid, skippedWamid] = [`wamid.${randomUUID()}`, `wamid.${randomUUID()}`];
+      await keep(wamid, 'read', new Date('2026-06-01T12:00:00.000Z'));
+      await keep(skippedWamid, 'delivered', new Date('2026-06-01T12:00:00.000Z'));
+      const consumer = app.get(OutcomesConsumer);
+      const first = bus(OutboxEvents.EntryAccepted, entryOf(a.sent, a.key, { provider_message_id: wamid }));
+      const again = bus(OutboxEvents.EntryAccepted, entryOf(a.sent, a.key, { provider_message_id: wamid }));
+      // A duplicate event: the inbox skips its handler, but the batch's read named it.
+      const duplicate = bus(OutboxEvents.EntryAccepted, entryOf(skipped.sent, skipped.key, { provider_message_id: skippedWamid }));
+      await counted(async (tx) => {
+        await consumer.lockBatch([first, again, duplicate], tx);
+        await consumer.onAccepted(first, tx);
+        await consumer.onAccepted(again, tx);
+      });
+      expect(await row(a.sent.message_id)).toMatchObject({ status: 'read', external_id: wamid });
+      expect((await eventsOf(a.sent.message_id)).map((e) => e[1])).toEqual([MessagingEvents.MessageSent, MessagingEvents.MessageRead]);
+      expect(await row(skipped.sent.message_id)).toMatchObject({ status: 'queued', external_id: null });
+      expect(await world.sql(`SELECT status FROM ${m('pending_statuses')} WHERE external_id = $1`, [skippedWamid])).toEqual([{ status: 'delivered' }]);
+    });
+
+    it('writes an acceptance handled on its own (one message, the outcome sweep) before it returns, in five statements', async () => {
+      const a = await queued();
+      const wamid = `wamid.${randomUUID()}`;
+      const { result, statements } = await counted(async (tx) => {
+        await app.get(OutcomesService).accepted(tx, org, entryOf(a.sent, a.key, { provider_message_id: wamid }));
+        return (await tx.query<{ status: string; external_id: string }>(`SELECT status, external_id FROM messages WHERE id = $1`, [a.sent.message_id]))[0];
+      });
+      expect(result).toEqual({ status: 'sent', external_id: wamid });
+      // Before: six (the provider id's lock, the read, the kept statuses' delete, the update, the events, the feed).
+      expect(statements.filter((s) => !s.startsWith('SELECT status, external_id'))).toHaveLength(5);
     });
   });
 });
