@@ -30,7 +30,7 @@ interface MoveError {
   details?: string | null;
 }
 
-/** What the moves of one handler (or one batch of statuses) changed, for `write` to store together. */
+/** What the moves of one handler (or one batch of statuses, or of entry outcomes) changed, for `write` to store together. */
 class Moves {
   /** Locked message rows that changed, by id, with the failed/cancelled move made, if any. */
   readonly rows = new Map<string, { message: MessageRow; terminal?: Partial<SavedStatus> }>();
@@ -256,8 +256,9 @@ export class OutcomesService {
       message.outbox_entry_id = data.entry_id;
     }
     this.move(batch.moves, message, 'ambiguous', this.clock.now(), {});
+    // With the moves, so the feed keeps its order (the status change first) in a deferred batch too.
+    batch.moves.feed.push({ organization_id: organizationId, type: 'messaging.message.ambiguous', data: { message_id: message.id, conversation_id: message.conversation_id, entry_id: data.entry_id } });
     await this.done(tx, batch);
-    await this.stream.append(tx, organizationId, 'messaging.message.ambiguous', { message_id: message.id, conversation_id: message.conversation_id, entry_id: data.entry_id });
   }
 
   /**
