@@ -263,13 +263,6 @@ export class MessagesRepository {
     await tx.query(`SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT ${providerIdLockKey('o', 'x')} AS k FROM unnest($1::text[], $2::text[]) AS u(o, x) ORDER BY 1) s`, [organizationIds, externalIds]);
   }
 
-  /** Locks these messages (any organization; non-uuids ignored) in id order. */
-  async lockByIds(tx: Tx, ids: string[]): Promise<void> {
-    const valid = ids.filter(isUuid);
-    if (valid.length === 0) return;
-    await tx.query(`SELECT id FROM messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [valid]);
-  }
-
   /**
    * Locks and reads, in id order and in one statement, the messages a batch of entry outcomes names
    * (non-uuids ignored; a message of another organization is locked too, and the caller checks
