@@ -227,8 +227,8 @@ describe('messaging outcomes and statuses', () => {
     const acceptance = uow.run(async (tx) => {
       pid = (await tx.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`))[0].pid;
       await outcomes.lockOutcomeBatch(tx, [
-        { organizationId: org, data: accepted.hi },
-        { organizationId: org, data: accepted.lo },
+        { organizationId: org, type: OutboxEvents.EntryAccepted, data: accepted.hi },
+        { organizationId: org, type: OutboxEvents.EntryAccepted, data: accepted.lo },
       ]);
       await outcomes.accepted(tx, org, accepted.hi);
       firstDone();

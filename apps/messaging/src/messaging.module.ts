@@ -37,6 +37,7 @@ import { SendersService } from './senders/senders.service.js';
 import { OutcomesConsumer } from './sending/outcomes.consumer.js';
 import { OutcomesService } from './sending/outcomes.service.js';
 import { SendConsumer, SendController } from './sending/send.controller.js';
+import { SendRepository } from './sending/send.repository.js';
 import { SendService } from './sending/send.service.js';
 import { StreamController } from './stream/stream.controller.js';
 import { FollowupsFeedConsumer } from './stream/followups-feed.consumer.js';
@@ -70,6 +71,7 @@ export class MessagingModule {
       SendersService,
       NotificationsRepository,
       NotificationsService,
+      SendRepository,
       SendService,
       SendConsumer,
       OutcomesService,

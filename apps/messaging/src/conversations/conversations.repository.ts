@@ -55,25 +55,39 @@ export class ConversationsRepository {
   }
 
   /**
-   * The contact's conversation on a channel, locked (the lock every message writer takes first, see
-   * `lockConversation`), created when there is none: one statement for a conversation that exists,
-   * two for a new one. `created` when this transaction inserted it (it has no instance yet, and no
-   * one else can see it before the commit). A concurrent insert of the same conversation makes ours
-   * wait for its commit and do nothing; the locked read then finds the winner.
+   * The contact's conversation on a channel, locked and touched for an outbound message at `now`
+   * (what `touch` records, without reopening), created when there is none: one statement either
+   * way. The conflict's update takes the row lock that `lockConversation` takes for every other
+   * message writer (FOR NO KEY UPDATE, which conflicts with their FOR UPDATE), so writers still
+   * serialise per conversation; two first sends to one contact make one row (the unique key decides,
+   * and the later one waits for the earlier's commit, then updates the winner).
    */
-  async lockOrCreateConversation(tx: Tx, organizationId: string, contactId: string, channel: MessagingChannel, now: Date): Promise<{ conversation: ConversationRow; created: boolean }> {
-    const locked = () => tx.query<ConversationRow>(`SELECT * FROM conversations WHERE organization_id = $1 AND contact_id = $2 AND channel = $3 FOR UPDATE`, [organizationId, contactId, channel]);
-    const [existing] = await locked();
-    if (existing) return { conversation: existing, created: false };
-    const [inserted] = await tx.query<ConversationRow>(
-      `INSERT INTO conversations (organization_id, contact_id, channel, activity_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $4, $4)
-       ON CONFLICT ON CONSTRAINT conversations_contact_channel_key DO NOTHING RETURNING *`,
+  async lockOrCreateTouched(tx: Tx, organizationId: string, contactId: string, channel: MessagingChannel, now: Date): Promise<ConversationRow> {
+    const [row] = await tx.query<ConversationRow>(
+      `INSERT INTO conversations AS c (organization_id, contact_id, channel, last_message_at, activity_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $4, $4, $4)
+       ON CONFLICT ON CONSTRAINT conversations_contact_channel_key DO UPDATE
+          SET last_message_at = GREATEST(COALESCE(c.last_message_at, $4), $4), activity_at = GREATEST(c.activity_at, $4), updated_at = $4
+       RETURNING c.*`,
       [organizationId, contactId, channel, now],
     );
-    if (inserted) return { conversation: inserted, created: true };
-    const [winner] = await locked();
-    return { conversation: winner, created: false };
+    return row;
+  }
+
+  /**
+   * A conversation of the organization, of this contact and channel, locked and touched for an
+   * outbound message at `now` (as `lockOrCreateTouched`), in one statement; null when there is
+   * no such conversation (nothing is written then).
+   */
+  async lockTouched(tx: Tx, organizationId: string, conversationId: string, contactId: string, channel: MessagingChannel, now: Date): Promise<ConversationRow | null> {
+    const rows = await rowsOf<ConversationRow>(
+      tx,
+      `UPDATE conversations SET last_message_at = GREATEST(COALESCE(last_message_at, $5), $5), activity_at = GREATEST(activity_at, $5), updated_at = $5
+        WHERE id = $2 AND organization_id = $1 AND contact_id = $3 AND channel = $4
+       RETURNING *`,
+      [organizationId, conversationId, contactId, channel, now],
+    );
+    return rows[0] ?? null;
   }
 
   async findConversation(tx: Tx, organizationId: string, conversationId: string): Promise<ConversationRow | null> {

@@ -61,6 +61,11 @@ export interface StatusReport {
   error_details?: string | null;
 }
 
+/** A status kept for a provider id no message had yet, with its row id. */
+export interface PendingStatus extends StatusReport {
+  id: string;
+}
+
 /** What `saveStatuses` writes for one locked message: its state after the moves of a transaction. */
 export interface SavedStatus {
   id: string;
@@ -258,11 +263,51 @@ export class MessagesRepository {
     await tx.query(`SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT ${providerIdLockKey('o', 'x')} AS k FROM unnest($1::text[], $2::text[]) AS u(o, x) ORDER BY 1) s`, [organizationIds, externalIds]);
   }
 
-  /** Locks these messages (any organization; non-uuids ignored) in id order. */
-  async lockByIds(tx: Tx, ids: string[]): Promise<void> {
-    const valid = ids.filter(isUuid);
-    if (valid.length === 0) return;
-    await tx.query(`SELECT id FROM messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [valid]);
+  /**
+   * Locks and reads, in id order and in one statement, the messages a batch of entry outcomes names
+   * (non-uuids ignored; a message of another organization is locked too, and the caller checks
+   * the organization), each with the statuses kept for the provider id its acceptance leaves it
+   * with: the one it has, else `provider_id` (`take`: only for an acceptance; else none are read).
+   * The statuses are read, not taken: the caller deletes the ones it applied (`deletePendingStatuses`).
+   * The caller holds the provider ids' locks (`lockProviderIds`) from an earlier statement, so a
+   * status kept under that lock committed before this statement's snapshot and is seen here.
+   */
+  async lockForOutcomes(tx: Tx, items: { id: string; provider_id: string | null; take: boolean }[]): Promise<{ message: MessageRow; pendingFor: string | null; pending: PendingStatus[] }[]> {
+    const valid = items.filter((i) => isUuid(i.id));
+    if (valid.length === 0) return [];
+    const rows = await tx.query<MessageRow & { pending_for: string | null; pending: (Omit<PendingStatus, 'at'> & { provider_timestamp: string | null; received_at: string })[] }>(
+      `WITH wanted AS (
+         SELECT id, bool_or(take) AS take, min(provider_id) AS provider_id FROM unnest($1::uuid[], $2::text[], $3::boolean[]) AS w(id, provider_id, take) GROUP BY id
+       ), locked AS MATERIALIZED (
+         SELECT m.* FROM messages m WHERE m.id = ANY($1::uuid[]) ORDER BY m.id FOR UPDATE
+       )
+       SELECT l.*, CASE WHEN w.take THEN COALESCE(l.external_id, w.provider_id) END AS pending_for,
+              COALESCE((SELECT json_agg(p ORDER BY p.id) FROM pending_statuses p
+                              WHERE w.take AND p.organization_id = l.organization_id AND p.channel = l.channel AND p.external_id = COALESCE(l.external_id, w.provider_id)), '[]') AS pending
+         FROM locked l JOIN wanted w ON w.id = l.id ORDER BY l.id`,
+      [valid.map((i) => i.id), valid.map((i) => i.provider_id), valid.map((i) => i.take)],
+    );
+    return rows.map(({ pending, pending_for: pendingFor, ...message }) => ({
+      message: message as MessageRow,
+      pendingFor,
+      pending: pending.map((r) => ({
+        id: String(r.id),
+        organization_id: r.organization_id,
+        channel: r.channel,
+        external_id: r.external_id,
+        status: r.status,
+        at: new Date(r.provider_timestamp ?? r.received_at),
+        error_code: r.error_code,
+        error_message: r.error_message,
+        error_details: r.error_details,
+      })),
+    }));
+  }
+
+  /** Deletes kept statuses that were applied (`lockForOutcomes` read them). */
+  async deletePendingStatuses(tx: Tx, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await tx.query(`DELETE FROM pending_statuses WHERE id = ANY($1::bigint[])`, [ids]);
   }
 
   /** Gives an outbound message its provider id (the dispatcher's accepted outcome). */

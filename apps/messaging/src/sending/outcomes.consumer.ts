@@ -15,7 +15,7 @@ export class OutcomesConsumer {
   lockBatch(messages: BusMessage<OutboxEntryEventData>[], tx: Tx): Promise<void> {
     return this.outcomes.lockOutcomeBatch(
       tx,
-      messages.flatMap((m) => (m.organization_id ? [{ organizationId: m.organization_id, data: m.data }] : [])),
+      messages.flatMap((m) => (m.organization_id ? [{ organizationId: m.organization_id, type: m.type, data: m.data }] : [])),
     );
   }
 

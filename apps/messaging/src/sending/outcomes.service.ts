@@ -1,12 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { type MessageStatusChangedData, MessagingEvents, type NotificationDeliveryUpdatedData, type OutboxEntryEventData, OutboxEnqueueErrorCode, type OutgoingMessage } from '@touchpoint/contracts';
+import { type MessageStatusChangedData, MessagingEvents, type NotificationDeliveryUpdatedData, type OutboxEntryEventData, OutboxEnqueueErrorCode, OutboxEvents, type OutgoingMessage } from '@touchpoint/contracts';
 import { CommitBatch, type Tx } from '@touchpoint/database';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { nextStatus } from '../messages/message-status.js';
-import { type MessageRow, MessagesRepository, type SavedStatus, type StatusReport } from '../messages/messages.repository.js';
+import { type MessageRow, MessagesRepository, type PendingStatus, type SavedStatus, type StatusReport } from '../messages/messages.repository.js';
 import { NotificationsRepository } from '../notifications/notifications.repository.js';
 import { StreamRepository } from '../stream/stream.repository.js';
 import { isDoNotContact, outcomeData } from './send.service.js';
@@ -30,13 +30,15 @@ interface MoveError {
   details?: string | null;
 }
 
-/** What the moves of one handler (or one batch of statuses) changed, for `write` to store together. */
+/** What the moves of one handler (or one batch of statuses, or of entry outcomes) changed, for `write` to store together. */
 class Moves {
   /** Locked message rows that changed, by id, with the failed/cancelled move made, if any. */
   readonly rows = new Map<string, { message: MessageRow; terminal?: Partial<SavedStatus> }>();
   readonly events: OutgoingMessage[] = [];
   readonly feed: { organization_id: string; type: string; data: object }[] = [];
   readonly settle: { message: MessageRow; status: 'sent' | 'failed'; code: string | null }[] = [];
+  /** Kept statuses applied from what `lockForOutcomes` read, to delete with the moves. */
+  readonly appliedPending: string[] = [];
 
   touch(message: MessageRow, terminal?: Partial<SavedStatus>): void {
     const row = this.rows.get(message.id);
@@ -53,6 +55,30 @@ function stamp(message: MessageRow, reported: string, at: Date): boolean {
   if (reported === 'read' && !message.read_at) [message.read_at, changed] = [at, true];
   return changed;
 }
+
+/**
+ * The entry outcomes of one transaction: their messages, locked and read, with the statuses kept
+ * for the provider ids their acceptances give them, and the moves to store. In a consumer batch
+ * (`deferred`) the moves of every handler are stored together right before the commit; a handler
+ * on its own stores its moves as it ends.
+ */
+interface OutcomeBatch {
+  rows: Map<string, MessageRow>;
+  /** By message id: the provider id the statuses were read for, and those not applied yet. */
+  pending: Map<string, { externalId: string; reports: PendingStatus[] }>;
+  moves: Moves;
+  deferred: boolean;
+}
+
+/** An entry outcome as a handler gets it. */
+export interface EntryOutcome {
+  organizationId: string;
+  type: string;
+  data: OutboxEntryEventData;
+}
+
+/** Whether an outcome accepts its message (it takes the message's kept statuses). */
+const accepts = (o: EntryOutcome) => o.type === OutboxEvents.EntryAccepted || (o.type === OutboxEvents.EntryResolved && o.data?.resolution !== 'rejected');
 
 const providerKey = (organizationId: string, channel: string, externalId: string) => `${organizationId}\u0000${channel}\u0000${externalId}`;
 
@@ -75,6 +101,7 @@ function remember(byId: Map<string, MessageRow>, row: MessageRow): MessageRow {
 export class OutcomesService {
   private readonly statuses: Counter<'status' | 'outcome'>;
   private readonly statusBatch = new CommitBatch<StatusItem>(async (tx, items) => void (await this.applyStatuses(tx, items)));
+  private readonly outcomeBatches = new WeakMap<Tx, OutcomeBatch>();
 
   constructor(
     private readonly messages: MessagesRepository,
@@ -92,65 +119,113 @@ export class OutcomesService {
     });
   }
 
-  /** The message an entry event is about: by the log context's message id, else by the key. */
-  private async messageOf(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<MessageRow | null> {
-    const id = data.log_context?.message_id;
-    if (typeof id === 'string') {
-      const row = await this.messages.findById(tx, organizationId, id, true);
-      if (row) return row;
-    }
-    return data.idempotency_key ? this.messages.findByIdempotencyKey(tx, organizationId, data.idempotency_key, true) : null;
+  /**
+   * Takes, for a consumer batch of entry outcomes, the locks its handlers need, in one order, and
+   * reads their messages: the accepted provider ids' advisory locks (one statement), then the
+   * messages' rows in id order with the statuses kept for those ids (one statement). Locked in
+   * arrival order, an acceptance batch and a status batch (which locks its rows in id order)
+   * deadlocked on each other's messages. The handlers then move the rows read here, and their moves
+   * are stored together right before the commit (an acceptance of N messages was 2 + 5N statements).
+   */
+  async lockOutcomeBatch(tx: Tx, outcomes: EntryOutcome[]): Promise<void> {
+    await this.flushOutcomes(tx);
+    await this.load(tx, outcomes, true);
   }
 
-  /**
-   * Takes, for a consumer batch of entry outcomes, the locks its handlers take one by one, in one
-   * order: the provider ids' advisory locks, then the messages' rows, each sorted. The handlers
-   * then find them held. Locked in arrival order, an acceptance batch and a status batch (which
-   * locks its rows in id order) deadlocked on each other's messages.
-   */
-  async lockOutcomeBatch(tx: Tx, outcomes: { organizationId: string; data: OutboxEntryEventData }[]): Promise<void> {
-    const withIds = outcomes.filter((o) => o.data?.provider_message_id);
+  /** Locks and reads the messages of `outcomes` (see `lockOutcomeBatch`); a `deferred` batch is the transaction's until its commit. */
+  private async load(tx: Tx, outcomes: EntryOutcome[], deferred: boolean): Promise<OutcomeBatch> {
+    // The provider id's lock before the row lock (the order `findLate` takes them in): see there for why.
+    const locking = outcomes.filter((o) => accepts(o) && o.data?.provider_message_id);
     await this.messages.lockProviderIds(
       tx,
-      withIds.map((o) => o.organizationId),
-      withIds.map((o) => o.data.provider_message_id!),
+      locking.map((o) => o.organizationId),
+      locking.map((o) => o.data.provider_message_id!),
     );
-    const ids = outcomes.map((o) => o.data?.log_context?.message_id).filter((id): id is string => typeof id === 'string');
-    await this.messages.lockByIds(tx, ids);
+    const named = outcomes.flatMap((o) => {
+      const id = o.data?.log_context?.message_id;
+      return typeof id === 'string' ? [{ id, provider_id: o.data.provider_message_id ?? null, take: accepts(o) }] : [];
+    });
+    const batch: OutcomeBatch = { rows: new Map(), pending: new Map(), moves: new Moves(), deferred };
+    for (const { message, pendingFor, pending } of await this.messages.lockForOutcomes(tx, named)) {
+      batch.rows.set(message.id, message);
+      if (pendingFor) batch.pending.set(message.id, { externalId: pendingFor, reports: pending });
+    }
+    if (deferred) {
+      this.outcomeBatches.set(tx, batch);
+      tx.beforeCommit(() => this.flushOutcomes(tx));
+    }
+    return batch;
+  }
+
+  /** The transaction's batch of entry outcomes, or (a handler on its own: one message, the outcome sweep) this outcome's own. */
+  private async batchOf(tx: Tx, outcome: EntryOutcome): Promise<OutcomeBatch> {
+    await this.statusBatch.flush(tx);
+    return this.outcomeBatches.get(tx) ?? this.load(tx, [outcome], false);
+  }
+
+  /** Stores the moves of a batch that is not deferred (a handler on its own ends here). */
+  private async done(tx: Tx, batch: OutcomeBatch): Promise<void> {
+    if (!batch.deferred) await this.write(tx, batch.moves);
+  }
+
+  /** Stores the deferred moves of the transaction's batch now, and forgets the batch (a later handler reads its rows again). */
+  private async flushOutcomes(tx: Tx): Promise<void> {
+    const batch = this.outcomeBatches.get(tx);
+    if (!batch) return;
+    this.outcomeBatches.delete(tx);
+    await this.write(tx, batch.moves);
+  }
+
+  /** The locked message an entry event is about: by the log context's message id (read by the batch), else by the key. */
+  private async messageOf(tx: Tx, batch: OutcomeBatch, organizationId: string, data: OutboxEntryEventData): Promise<MessageRow | null> {
+    const id = data.log_context?.message_id;
+    const read = typeof id === 'string' ? batch.rows.get(id) : undefined;
+    if (read && read.organization_id === organizationId) return read;
+    const found = data.idempotency_key ? await this.messages.findByIdempotencyKey(tx, organizationId, data.idempotency_key, true) : null;
+    return found ? remember(batch.rows, found) : null;
+  }
+
+  /** The kept statuses of a locked message's provider id: those the batch read (once), else taken now. */
+  private async pendingOf(tx: Tx, batch: OutcomeBatch, message: MessageRow): Promise<StatusReport[]> {
+    const read = batch.pending.get(message.id);
+    if (read && read.externalId === message.external_id) {
+      const reports = read.reports;
+      read.reports = [];
+      batch.moves.appliedPending.push(...reports.map((r) => r.id));
+      return reports;
+    }
+    return this.messages.takePendingStatuses(tx, message.organization_id, message.channel, message.external_id!);
   }
 
   /** `outbox.entry.accepted` (and a resolution as accepted): the provider id is known, the message is sent. */
   async accepted(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
-    await this.statusBatch.flush(tx);
-    // Before the row lock (the order `status` takes them in): see `findLate` for why.
-    if (data.provider_message_id) await this.messages.lockProviderId(tx, organizationId, data.provider_message_id);
-    const message = await this.messageOf(tx, organizationId, data);
+    const batch = await this.batchOf(tx, { organizationId, type: OutboxEvents.EntryAccepted, data });
+    const message = await this.messageOf(tx, batch, organizationId, data);
     if (!message) return; // read receipts and sends that are not messages have no row
-    const moves = new Moves();
+    const moves = batch.moves;
     if (data.provider_message_id && !message.external_id) {
       message.external_id = data.provider_message_id;
       moves.touch(message);
     }
     this.move(moves, message, 'sent', this.clock.now(), {});
     if (message.external_id) {
-      for (const report of await this.messages.takePendingStatuses(tx, organizationId, message.channel, message.external_id)) {
+      for (const report of await this.pendingOf(tx, batch, message)) {
         this.move(moves, message, report.status, report.at, { code: report.error_code, message: report.error_message, details: report.error_details });
         this.statuses.inc({ status: report.status, outcome: 'replayed' });
       }
     }
-    await this.write(tx, moves);
+    await this.done(tx, batch);
   }
 
   /** `outbox.entry.failed` (and a resolution as rejected): terminal failure, enqueue or delivery. */
   async failed(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
-    await this.statusBatch.flush(tx);
-    const message = await this.messageOf(tx, organizationId, data);
+    const batch = await this.batchOf(tx, { organizationId, type: OutboxEvents.EntryFailed, data });
+    const message = await this.messageOf(tx, batch, organizationId, data);
     if (!message) return;
     // Refused at enqueue (nothing was ever queued at the dispatcher) versus queued but undeliverable.
     const stage = !data.attempts && !data.classification && data.error_code && ENQUEUE_ERROR_CODES.has(data.error_code) ? 'enqueue' : 'delivery';
-    const moves = new Moves();
-    this.move(moves, message, 'failed', this.clock.now(), { code: data.error_code ?? data.classification ?? null, message: data.error_message ?? null, subcode: data.error_subcode ?? null, details: data.error_details ?? null }, stage);
-    await this.write(tx, moves);
+    this.move(batch.moves, message, 'failed', this.clock.now(), { code: data.error_code ?? data.classification ?? null, message: data.error_message ?? null, subcode: data.error_subcode ?? null, details: data.error_details ?? null }, stage);
+    await this.done(tx, batch);
   }
 
   /**
@@ -159,12 +234,11 @@ export class OutcomesService {
    * code `suppressed`).
    */
   async cancelled(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
-    await this.statusBatch.flush(tx);
-    const message = await this.messageOf(tx, organizationId, data);
+    const batch = await this.batchOf(tx, { organizationId, type: OutboxEvents.EntryCancelled, data });
+    const message = await this.messageOf(tx, batch, organizationId, data);
     if (!message) return;
-    const moves = new Moves();
-    this.move(moves, message, 'cancelled', this.clock.now(), { code: data.reason === 'suppressed' ? 'suppressed' : null });
-    await this.write(tx, moves);
+    this.move(batch.moves, message, 'cancelled', this.clock.now(), { code: data.reason === 'suppressed' ? 'suppressed' : null });
+    await this.done(tx, batch);
   }
 
   /**
@@ -173,18 +247,18 @@ export class OutcomesService {
    * until `outbox.entry.resolved` (or a provider status) moves it on.
    */
   async ambiguous(tx: Tx, organizationId: string, data: OutboxEntryEventData): Promise<void> {
-    await this.statusBatch.flush(tx);
-    const message = await this.messageOf(tx, organizationId, data);
+    const batch = await this.batchOf(tx, { organizationId, type: OutboxEvents.EntryAmbiguous, data });
+    const message = await this.messageOf(tx, batch, organizationId, data);
     if (!message) return;
     this.logger.warn({ event: 'messaging.send_ambiguous', organization_id: organizationId, message_id: message.id, entry_id: data.entry_id }, 'send outcome unknown; waiting for correlation');
     if (data.entry_id && !message.outbox_entry_id) {
       await this.messages.setOutboxEntry(tx, message.id, data.entry_id);
       message.outbox_entry_id = data.entry_id;
     }
-    const moves = new Moves();
-    this.move(moves, message, 'ambiguous', this.clock.now(), {});
-    await this.write(tx, moves);
-    await this.stream.append(tx, organizationId, 'messaging.message.ambiguous', { message_id: message.id, conversation_id: message.conversation_id, entry_id: data.entry_id });
+    this.move(batch.moves, message, 'ambiguous', this.clock.now(), {});
+    // With the moves, so the feed keeps its order (the status change first) in a deferred batch too.
+    batch.moves.feed.push({ organization_id: organizationId, type: 'messaging.message.ambiguous', data: { message_id: message.id, conversation_id: message.conversation_id, entry_id: data.entry_id } });
+    await this.done(tx, batch);
   }
 
   /**
@@ -215,6 +289,8 @@ export class OutcomesService {
    * @returns for each status, whether it moved its message (applied), did not (ignored) or was kept (pending)
    */
   async applyStatuses(tx: Tx, items: StatusItem[]): Promise<StatusOutcome[]> {
+    // It reads its messages from the database: the entry outcomes moved before it are stored first.
+    await this.flushOutcomes(tx);
     // Every message the batch names, by provider id or by hint, locked in one order (two status
     // batches of the same messages locked them in arrival order and deadlocked).
     const locked = await this.messages.lockForStatuses(
@@ -365,6 +441,7 @@ export class OutcomesService {
       tx,
       [...moves.rows.values()].map(({ message, terminal }) => ({ id: message.id, status: message.status, external_id: message.external_id, sent_at: message.sent_at, delivered_at: message.delivered_at, read_at: message.read_at, ...terminal })),
     );
+    await this.messages.deletePendingStatuses(tx, moves.appliedPending);
     for (const item of moves.feed) await this.stream.append(tx, item.organization_id, item.type, item.data);
     if (moves.events.length) await tx.publish(moves.events);
     for (const s of moves.settle) await this.settleDelivery(tx, s.message, s.status, s.code);

@@ -1,8 +1,21 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { CHANNEL_TEXT_MAX, MESSAGING_CHANNELS, MessagingEvents, type MessagingSendData, type MessagingSendResult, type MessageOutcomeData, type OutboxChannel, OutboxCommands, type OutboxEnqueueData, type OutboxPayload, validateOutboxPayload } from '@touchpoint/contracts';
-import { requireString, type Tx } from '@touchpoint/database';
+import {
+  CHANNEL_TEXT_MAX,
+  MESSAGING_CHANNELS,
+  MessagingEvents,
+  type MessagingSendData,
+  type MessagingSendResult,
+  type MessageOutcomeData,
+  type OutboxChannel,
+  OutboxCommands,
+  type OutboxEnqueueData,
+  type OutboxPayload,
+  type OutgoingMessage,
+  validateOutboxPayload,
+} from '@touchpoint/contracts';
+import { isUuid, requireString, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode, httpStatusOf } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -11,9 +24,10 @@ import { Clock } from '@touchpoint/time';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { type ConversationRow, ConversationsRepository } from '../conversations/conversations.repository.js';
-import { InstancesService } from '../conversations/instances.service.js';
+import { instanceData } from '../conversations/instances.service.js';
 import { type MessageRow, MessagesRepository, toMessageView } from '../messages/messages.repository.js';
 import { StreamRepository } from '../stream/stream.repository.js';
+import { SendRepository } from './send.repository.js';
 
 /** Channels whose sends go through the outbox-dispatcher (it owns every wire call, DESIGN §4). */
 const DISPATCHED_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
@@ -34,6 +48,7 @@ export interface SendWrite {
  * The shared send path (DESIGN §4): validates, writes the outbound message `queued` in
  * the conversation's active instance, and asks the dispatcher to send it with the caller's
  * idempotency key, all in one transaction. The same key twice is one message and one entry.
+ * A send is four statements (`sendInTx`), a repeated key one.
  */
 @Injectable()
 export class SendService {
@@ -43,7 +58,7 @@ export class SendService {
     private readonly uow: UnitOfWork,
     private readonly contacts: ContactsService,
     private readonly conversations: ConversationsRepository,
-    private readonly instances: InstancesService,
+    private readonly repository: SendRepository,
     private readonly messages: MessagesRepository,
     private readonly stream: StreamRepository,
     private readonly clock: Clock,
@@ -117,40 +132,34 @@ export class SendService {
   async sendInTx(tx: Tx, data: MessagingSendData, known?: { contact: ContactRow; conversation: ConversationRow }, options: SendOptions = {}): Promise<SendWrite> {
     validate(data);
     const now = this.clock.now();
-    const existing = await this.messages.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key);
-    if (existing) {
-      if (options.sameRequestOnly) refuseDifferentRequest(existing, data);
-      return { message: existing, created: false };
+    // Statement 1: the key's message and the named contact together (a repeated key reads no more).
+    const byId = !known && data.contact_id ? data.contact_id : null;
+    const start = await this.repository.start(tx, data.organization_id, data.idempotency_key, byId && isUuid(byId) ? byId : null);
+    if (start.existing) {
+      if (options.sameRequestOnly) refuseDifferentRequest(start.existing, data);
+      return { message: start.existing, created: false };
     }
     const payload = payloadOf(data);
     if (DISPATCHED_CHANNELS.has(data.channel)) refuseUndispatchable(data.channel as OutboxChannel, payload, data.idempotency_key);
 
-    const contact = known?.contact ?? (await this.resolveContact(tx, data));
-    if (contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
+    const contact = known?.contact ?? (byId ? start.contact : await this.contactByAddress(tx, data));
+    if (!contact || contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
     // A caller that names the contact and the address gets that address, never a newer one.
     const address = data.contact_id && data.to ? data.to : addressOf(contact, data.channel);
     if (!address && !STORED_CHANNELS.has(data.channel)) {
       throw new AppError(ErrorCode.ValidationFailed, `the contact has no address for ${data.channel}`, { field: 'contact_id' });
     }
-    let conversation = known?.conversation;
-    let created = false;
-    if (!conversation && data.conversation_id) {
-      conversation = (await this.conversations.findConversation(tx, data.organization_id, data.conversation_id)) ?? undefined;
-      if (!conversation || conversation.contact_id !== contact.id || conversation.channel !== data.channel) throw new AppError(ErrorCode.NotFound, 'conversation not found');
-      await this.conversations.lockConversation(tx, conversation.id);
-    } else if (conversation) {
-      await this.conversations.lockConversation(tx, conversation.id);
-    } else {
-      ({ conversation, created } = await this.conversations.lockOrCreateConversation(tx, data.organization_id, contact.id, data.channel, now));
-    }
-    const instance = await this.instances.activeInstanceLocked(tx, conversation, now, created);
-    await this.conversations.touch(tx, conversation.id, now, false);
+    // Statement 2: the conversation's lock (every message writer takes it first), its touch, and
+    // for a first send its row, in one.
+    const named = known?.conversation.id ?? data.conversation_id;
+    const conversation = named ? (isUuid(named) ? await this.conversations.lockTouched(tx, data.organization_id, named, contact.id, data.channel, now) : null) : await this.conversations.lockOrCreateTouched(tx, data.organization_id, contact.id, data.channel, now);
+    if (!conversation) throw new AppError(ErrorCode.NotFound, 'conversation not found');
 
+    // Statement 3: the active instance (locked, or opened) and the message.
     const stored = STORED_CHANNELS.has(data.channel);
-    const message = await this.messages.insert(tx, {
+    const { instance, opened, message } = await this.repository.insertInActiveInstance(tx, {
       organization_id: data.organization_id,
       conversation_id: conversation.id,
-      instance_id: instance.id,
       contact_id: contact.id,
       channel: data.channel,
       direction: 'outbound',
@@ -169,6 +178,8 @@ export class SendService {
       created_at: now,
       sent_at: stored ? now : null,
     });
+    if (!instance) throw new AppError(ErrorCode.ServiceUnavailable, 'instance creation raced; retry');
+    if (opened) await this.stream.append(tx, data.organization_id, MessagingEvents.InstanceOpened, instanceData(instance, conversation.contact_id, null, null));
     if (!message) {
       // A concurrent send with the same key won the unique index: answer with its row.
       const winner = await this.messages.findByIdempotencyKey(tx, data.organization_id, data.idempotency_key);
@@ -177,11 +188,13 @@ export class SendService {
       return { message: winner, created: false };
     }
 
+    // Statement 4: every outbox row of the send in one insert.
+    const events: OutgoingMessage[] = [];
     if (DISPATCHED_CHANNELS.has(data.channel) && contact.opted_out_at) {
       // "Stop means stop on every channel" (seed 003 §4.7, §5): the dispatcher's list holds the
       // addresses the contact had when it opted out; an address added or changed since is not on
       // it, so the person's own opt-out stops the send here, before anything is queued.
-      await this.refuse(tx, data, message, ErrorCode.OptedOut, 'the contact opted out', now);
+      events.push(await this.refuse(tx, data, message, ErrorCode.OptedOut, 'the contact opted out', now));
     } else if (DISPATCHED_CHANNELS.has(data.channel)) {
       const enqueue: OutboxEnqueueData = {
         organization_id: data.organization_id,
@@ -195,42 +208,42 @@ export class SendService {
         // Only an automation's send stops on a reply: an operator's, a system reply or a notification is never held.
         ...(data.stop_on_reply === true && !NEVER_HELD.has(data.sender_type) && !data.notification_delivery_id ? { stop_on_reply: true } : {}),
       };
-      await tx.publish({ event_id: `messaging.send:${message.id}`, type: OutboxCommands.Enqueue, organization_id: data.organization_id, data: enqueue });
+      events.push({ event_id: `messaging.send:${message.id}`, type: OutboxCommands.Enqueue, organization_id: data.organization_id, data: enqueue });
     } else if (stored) {
-      await tx.publish({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: data.organization_id, data: outcomeData(message, 'sent') });
+      events.push({ event_id: `messaging.message.sent:${message.id}`, type: MessagingEvents.MessageSent, organization_id: data.organization_id, data: outcomeData(message, 'sent') });
     } else {
       // No adapter for this channel yet (sms): the send fails before it was ever queued.
-      await this.refuse(tx, data, message, ErrorCode.UnsupportedChannel, `no sender for ${data.channel}`, now);
+      events.push(await this.refuse(tx, data, message, ErrorCode.UnsupportedChannel, `no sender for ${data.channel}`, now));
     }
     if (data.sender_type === 'operator') {
-      await tx.publish({
+      events.push({
         event_id: `messaging.human_message_sent:${message.id}`,
         type: MessagingEvents.HumanMessageSent,
         organization_id: data.organization_id,
         data: { message_id: message.id, conversation_id: conversation.id, contact_id: contact.id, channel: data.channel, operator_id: data.sender_id ?? null },
       });
     }
+    await tx.publish(events);
     await this.stream.append(tx, data.organization_id, MessagingEvents.MessageQueued, toMessageView(message));
     this.sends.inc({ channel: data.channel, outcome: message.status });
     return { message, created: true };
   }
 
-  /** A send written but never queued: the message fails at the enqueue stage with `code`, and the requester hears `messaging.message.failed`. */
-  private async refuse(tx: Tx, data: MessagingSendData, message: MessageRow, code: ErrorCode, reason: string, now: Date): Promise<void> {
+  /** A send written but never queued: the message fails at the enqueue stage with `code`; answers the requester's `messaging.message.failed` for the send's outbox insert. */
+  private async refuse(tx: Tx, data: MessagingSendData, message: MessageRow, code: ErrorCode, reason: string, now: Date): Promise<OutgoingMessage> {
     await this.messages.setStatus(tx, message.id, 'failed', 'failed', now, { code, message: reason });
     message.status = 'failed';
     message.error_code = code;
-    await tx.publish({
+    this.logEnqueueFailure(data, new AppError(code, reason));
+    return {
       event_id: `messaging.message.failed:${message.id}`,
       type: MessagingEvents.MessageFailed,
       organization_id: data.organization_id,
       data: { ...outcomeData(message, 'failed'), failure_stage: 'enqueue', error_code: code },
-    });
-    this.logEnqueueFailure(data, new AppError(code, reason));
+    };
   }
 
-  private async resolveContact(tx: Tx, data: MessagingSendData): Promise<ContactRow> {
-    if (data.contact_id) return this.contacts.mustFind(tx, data.organization_id, data.contact_id);
+  private async contactByAddress(tx: Tx, data: MessagingSendData): Promise<ContactRow> {
     if (data.to) return this.contacts.findOrCreateByAddress(tx, data.organization_id, data.channel, data.to, null);
     throw new AppError(ErrorCode.ValidationFailed, 'give contact_id or to', { field: 'contact_id' });
   }
