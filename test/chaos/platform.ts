@@ -360,7 +360,10 @@ export class ChaosPlatform {
    */
   leftovers(): string {
     const ns = this.world.namespace;
-    return `schemas ${ns}_*, row ${ns} of public.test_namespaces, queues and exchanges ${ns}.* (vhost of ${new URL(TEST_AMQP_URL).host}); ` + `dropped at the end, by hand with \`node --import @swc-node/register/esm-register test/prepare-test-database.ts ${ns}\``;
+    const amqp = new URL(TEST_AMQP_URL);
+    // An AMQP URL's path names the vhost; none is the default vhost `/`.
+    const vhost = amqp.pathname.length > 1 ? decodeURIComponent(amqp.pathname.slice(1)) : '/';
+    return `schemas ${ns}_*, row ${ns} of public.test_namespaces, queues and exchanges ${ns}.* (vhost ${vhost} of ${amqp.host}); dropped at the end, by hand with \`node --import @swc-node/register/esm-register test/prepare-test-database.ts ${ns}\``;
   }
 
   /** Every process's kept output (`ChaosProcess.output`), the sandbox's last. */
