@@ -77,13 +77,35 @@ describe(interruptHandler.name, () => {
       return new Promise(() => undefined); // hangs, as a stop that waits on a dead server would
     });
     const lines: string[] = [];
-    const sut = interruptHandler({ teardown, log: (l) => lines.push(l), exit: (c) => exits.push(c) });
+    const order: string[] = [];
+    const sut = interruptHandler({ teardown, log: (l) => lines.push(l), exit: (c) => (exits.push(c), order.push('exit')), abandon: () => order.push('abandon') });
     sut('SIGTERM');
+    expect(order).toEqual([]);
     sut('SIGINT');
     await settle();
     expect(stops).toBe(1);
     expect(exits).toEqual([130]);
+    expect(order).toEqual(['abandon', 'exit']);
     expect(lines[1]).toBe('SIGINT again: exiting now, the teardown unfinished.');
+  });
+
+  it('still exits on a second signal when abandoning throws', () => {
+    const exits: number[] = [];
+    const lines: string[] = [];
+    const teardown = new Teardown();
+    teardown.add('platform', () => new Promise(() => undefined));
+    const sut = interruptHandler({
+      teardown,
+      log: (l) => lines.push(l),
+      exit: (c) => exits.push(c),
+      abandon: () => {
+        throw new Error('no such process');
+      },
+    });
+    sut('SIGINT');
+    sut('SIGINT');
+    expect(exits).toEqual([130]);
+    expect(lines.at(-1)).toBe('abandoning failed: no such process');
   });
 
   it('exits 143 after a SIGTERM', async () => {

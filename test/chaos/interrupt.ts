@@ -54,6 +54,12 @@ export interface InterruptHandlerOptions {
   teardown: Teardown;
   log: (line: string) => void;
   exit: (code: number) => void;
+  /**
+   * Called on the second signal, just before the exit: what must not outlive the harness even
+   * unfinished (the service processes, SIGKILLed: one that got the first teardown's SIGTERM may
+   * never finish shutting down once its proxies are gone, and then ignores its guard's SIGTERM).
+   */
+  abandon?: () => void;
   /** Appended to both log lines: what an operator drops by hand when the teardown does not finish. */
   leftovers?: () => string;
 }
@@ -68,6 +74,11 @@ export function interruptHandler(o: InterruptHandlerOptions): (signal: NodeJS.Si
     const where = o.leftovers ? ` ${o.leftovers()}` : '';
     if (first) {
       o.log(`${signal} again: exiting now, the teardown unfinished.${where}`);
+      try {
+        o.abandon?.();
+      } catch (err) {
+        o.log(`abandoning failed: ${(err as Error).message}`);
+      }
       o.exit(signalExitCode(signal));
       return;
     }

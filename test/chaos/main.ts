@@ -256,7 +256,7 @@ async function main(): Promise<void> {
   const teardown = new Teardown(log);
   // Registered first, so a signal's teardown writes it last, with what the processes said while stopping.
   teardown.add("the processes' output", saveOutputs);
-  const onSignal = interruptHandler({ teardown, log, exit: (code) => process.exit(code), leftovers: () => (platform ? `Left behind, if any: ${platform.leftovers()}` : 'Nothing was created yet.') });
+  const onSignal = interruptHandler({ teardown, log, exit: (code) => process.exit(code), abandon: () => platform?.abandon(), leftovers: () => (platform ? `Left behind, if any: ${platform.leftovers()}` : 'Nothing was created yet.') });
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   // Once interrupted, the handler exits when the teardown is done: the run's own ending (its error, as the platform goes) is not the outcome.

@@ -366,6 +366,18 @@ export class ChaosPlatform {
     return `schemas ${ns}_*, row ${ns} of public.test_namespaces, queues and exchanges ${ns}.* (vhost ${vhost} of ${amqp.host}); dropped at the end, by hand with \`node --import @swc-node/register/esm-register test/prepare-test-database.ts ${ns}\``;
   }
 
+  /**
+   * SIGKILLs every process now, without waiting (the harness is about to exit with its teardown
+   * unfinished); the schemas and the bus namespace stay, as `leftovers()` says.
+   */
+  abandon(): void {
+    this.stopping = true;
+    for (const p of [...this.processes, this.sandboxProcess].filter(Boolean)) {
+      p.retired = true;
+      p.child?.kill('SIGKILL');
+    }
+  }
+
   /** Every process's kept output (`ChaosProcess.output`), the sandbox's last. */
   outputs(): { name: string; output: string }[] {
     return [...this.processes, ...(this.sandboxProcess ? [this.sandboxProcess] : [])].map((p) => ({ name: p.name, output: p.output() }));
