@@ -14,7 +14,15 @@ async function prepareTestDatabase(namespaces: string[]): Promise<void> {
   try {
     await pool.query(`CREATE TABLE IF NOT EXISTS public.test_namespaces (namespace text PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now())`);
     const drop = namespaces.length ? namespaces : (await pool.query<{ namespace: string }>(`SELECT namespace FROM public.test_namespaces WHERE created_at < now() - interval '2 hours'`)).rows.map((r) => r.namespace);
-    for (const namespace of drop) await dropNamespace(pool, TEST_AMQP_URL, namespace);
+    const schemasOf = async (ns: string) => (await pool.query(`SELECT 1 FROM pg_namespace WHERE nspname LIKE $1`, [`${ns}\\_%`])).rowCount ?? 0;
+    for (const namespace of drop) {
+      const before = await schemasOf(namespace);
+      await dropNamespace(pool, TEST_AMQP_URL, namespace);
+      const left = await schemasOf(namespace);
+      // Asked by name (an operator cleaning up after a killed run): say what went, and fail if some stayed.
+      if (namespaces.length) process.stdout.write(`${namespace}: ${before - left} schemas dropped, ${left} left; its test_namespaces row and bus queues and exchanges deleted\n`);
+      if (left) process.exitCode = 1;
+    }
   } finally {
     await pool.end();
   }
