@@ -158,6 +158,7 @@ export class FaultInjector {
   private readonly down = new Set<ChaosProcess>();
   private readonly restarts = new Set<Promise<void>>();
   private running = false;
+  private halted = false;
   private startedAt = 0;
   private final?: Partial<Record<FaultKind, number>>;
 
@@ -259,8 +260,10 @@ export class FaultInjector {
     await victim.kill('SIGKILL');
     const restart = (async () => {
       await this.sleep(pauseMs);
-      victim.start();
       try {
+        // A halted run is being torn down: a restart now would outlive its platform.
+        if (this.halted) return;
+        victim.start();
         await victim.waitReady();
       } catch (err) {
         this.problems.push(`${victim.name} did not come back after its SIGKILL: ${(err as Error).message.slice(0, 800)}`);
@@ -335,11 +338,7 @@ export class FaultInjector {
    * @throws Error when a process does not get ready again (also listed in `problems`)
    */
   async stop(): Promise<Partial<Record<FaultKind, number>>> {
-    this.running = false;
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    for (const wake of [...this.wakers]) wake();
-    this.wakers.clear();
+    this.cancel();
     await Promise.all([...this.restarts]);
     for (const proxy of this.cuts.keys()) proxy.restore();
     this.cuts.clear();
@@ -353,6 +352,26 @@ export class FaultInjector {
     }
     this.final = await this.countHits();
     return this.final;
+  }
+
+  /**
+   * Stops injecting without healing, for a run being torn down (`npm run chaos` interrupted): no
+   * planned fault starts, pending pauses end, a killed process is not restarted, cut proxies open.
+   * Waits for nothing: the platform's `stop()` comes next and ends the rest.
+   */
+  halt(): void {
+    this.halted = true;
+    this.cancel();
+    for (const proxy of this.cuts.keys()) proxy.restore();
+    this.cuts.clear();
+  }
+
+  private cancel(): void {
+    this.running = false;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    for (const wake of [...this.wakers]) wake();
+    this.wakers.clear();
   }
 
   /** Faults by kind (after `stop()`, provider and webhook faults count the calls and webhooks they hit). */

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { API_SCOPES, SERVICES, type ServiceName } from '@touchpoint/contracts';
 import { createTestWorld, freePort, TcpProxy, TEST_AMQP_URL, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
 import { type AdminCli, compiledAdminCli } from '../../scripts/start/admin-cli.js';
+import { OutputTail } from './tail.js';
 import type { ChaosTarget } from './types.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -34,8 +35,8 @@ export const DEFAULT_REPLICAS: Record<ServiceName, number> = {
  */
 export const READY_TIMEOUT_MS = 300_000;
 
-/** Lines of a process's output kept for an error message. */
-const TAIL_CHARS = 4000;
+/** Characters of a process's output an error message quotes (its kept tail is `OutputTail`'s, larger). */
+const MESSAGE_TAIL_CHARS = 4000;
 
 /** Why a process exited, and whether the harness asked for it. */
 export interface ProcessExit {
@@ -53,8 +54,10 @@ export interface ProcessExit {
 export class ChaosProcess {
   child?: ChildProcess;
   readonly exits: ProcessExit[] = [];
-  private tail = '';
+  private readonly tail = new OutputTail();
   private expectingExit = false;
+  /** Set by the platform's `stop()`: from then on `start()` does nothing (no restart outlives the run). */
+  retired = false;
   /** Called when the process exits without being asked to. */
   onCrash: (p: ChaosProcess, exit: ProcessExit) => void = () => undefined;
 
@@ -77,14 +80,14 @@ export class ChaosProcess {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** The last few thousand characters it printed (stdout and stderr). */
+  /** The last lines it printed, stdout and stderr interleaved (at most 200 lines, 64 KB: `OutputTail`). */
   output(): string {
-    return this.tail;
+    return this.tail.text();
   }
 
-  /** Spawns `dist/apps/<service>/src/main.js` (no-op when it is running). */
+  /** Spawns `dist/apps/<service>/src/main.js` (no-op when it is running or retired). */
   start(): void {
-    if (this.alive) return;
+    if (this.alive || this.retired) return;
     this.expectingExit = false;
     // As `npm start` runs it, less --enable-source-maps: twelve processes loading every source map
     // at once is CPU a 2-core machine does not have to spare (stack traces name dist/ lines).
@@ -94,7 +97,7 @@ export class ChaosProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
-    const keep = (d: Buffer) => (this.tail = (this.tail + d.toString()).slice(-TAIL_CHARS));
+    const keep = (d: Buffer) => this.tail.push(d);
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     child.once('exit', (code, signal) => {
@@ -126,8 +129,8 @@ export class ChaosProcess {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (await this.ready()) return;
-      if (!this.alive) throw new Error(`${this.name} exited before it was ready (${JSON.stringify(this.exits.at(-1))}):\n${this.tail}`);
-      if (Date.now() > deadline) throw new Error(`${this.name} was not ready within ${timeoutMs} ms (last probe: ${this.lastProbe}):\n${this.tail}`);
+      if (!this.alive) throw new Error(`${this.name} exited before it was ready (${JSON.stringify(this.exits.at(-1))}):\n${this.output().slice(-MESSAGE_TAIL_CHARS)}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} was not ready within ${timeoutMs} ms (last probe: ${this.lastProbe}):\n${this.output().slice(-MESSAGE_TAIL_CHARS)}`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }
@@ -207,6 +210,11 @@ export interface ChaosPlatformOptions {
   /** Extra environment for every service (e.g. shorter sweeps for a short run). */
   env?: Record<string, string>;
   log?: (line: string) => void;
+  /**
+   * Called with the platform as soon as its test world exists, before anything boots: a caller that
+   * must stop it on a signal (`npm run chaos`) holds it from then on.
+   */
+  onCreated?: (platform: ChaosPlatform) => void;
 }
 
 /**
@@ -222,6 +230,9 @@ export class ChaosPlatform {
   /** Crashes (exits the harness did not ask for), each already restarted. */
   readonly crashes: string[] = [];
   private stopping = false;
+  private stopped?: Promise<void>;
+  /** The boot under way: `stop()` waits for it to give up before dropping the schemas a migration may still be writing. */
+  private booting?: Promise<void>;
 
   private constructor(
     readonly world: TestWorld,
@@ -241,8 +252,11 @@ export class ChaosPlatform {
     }
     const world = await createTestWorld(options.label ?? 'chaos');
     const platform = new ChaosPlatform(world, options.log ?? (() => undefined));
+    platform.log(`test world ${world.namespace}: ${platform.leftovers()}`);
+    options.onCreated?.(platform);
     try {
-      await platform.boot(options);
+      platform.booting = platform.boot(options);
+      await platform.booting;
     } catch (err) {
       await platform.stop().catch(() => undefined);
       throw err;
@@ -276,6 +290,8 @@ export class ChaosPlatform {
     const replicas = { ...DEFAULT_REPLICAS, ...options.replicas };
     for (const service of SERVICES) {
       for (let i = 1; i <= replicas[service]; i++) {
+        // Stopped while booting (a signal): a proxy opened now would outlive the run.
+        if (this.stopping) throw new Error('the platform was stopped while it started');
         const db = new TcpProxy(new URL(TEST_DATABASE_URL).hostname, Number(new URL(TEST_DATABASE_URL).port || 5432));
         const amqp = new TcpProxy(new URL(TEST_AMQP_URL).hostname, Number(new URL(TEST_AMQP_URL).port || 5672));
         const databaseUrl = new URL(TEST_DATABASE_URL);
@@ -293,6 +309,7 @@ export class ChaosPlatform {
       }
     }
     this.sandboxProcess.onCrash = (p, exit) => this.crashed(p, exit);
+    if (this.stopping) throw new Error('the platform was stopped while it started');
 
     this.log(`starting the sandbox and ${this.processes.length} service processes`);
     const started = Date.now();
@@ -337,14 +354,53 @@ export class ChaosPlatform {
     await Promise.all([this.sandboxProcess, ...this.processes].map((p) => p.waitReady(timeoutMs)));
   }
 
-  /** Stops every process (SIGTERM, then SIGKILL), closes the proxies, and drops the run's schemas and bus namespace. */
-  async stop(): Promise<void> {
+  /**
+   * What the run keeps on the machine's servers until `stop()`, and how to drop it by hand (a run
+   * killed with SIGKILL never gets to `stop()`).
+   */
+  leftovers(): string {
+    const ns = this.world.namespace;
+    const amqp = new URL(TEST_AMQP_URL);
+    // An AMQP URL's path names the vhost; none is the default vhost `/`.
+    const vhost = amqp.pathname.length > 1 ? decodeURIComponent(amqp.pathname.slice(1)) : '/';
+    return `schemas ${ns}_*, row ${ns} of public.test_namespaces, queues and exchanges ${ns}.* (vhost ${vhost} of ${amqp.host}); dropped at the end, by hand with \`node --import @swc-node/register/esm-register test/prepare-test-database.ts ${ns}\``;
+  }
+
+  /**
+   * SIGKILLs every process now, without waiting (the harness is about to exit with its teardown
+   * unfinished); the schemas and the bus namespace stay, as `leftovers()` says.
+   */
+  abandon(): void {
     this.stopping = true;
+    for (const p of [...this.processes, this.sandboxProcess].filter(Boolean)) {
+      p.retired = true;
+      p.child?.kill('SIGKILL');
+    }
+  }
+
+  /** Every process's kept output (`ChaosProcess.output`), the sandbox's last. */
+  outputs(): { name: string; output: string }[] {
+    return [...this.processes, ...(this.sandboxProcess ? [this.sandboxProcess] : [])].map((p) => ({ name: p.name, output: p.output() }));
+  }
+
+  /**
+   * Stops every process (SIGTERM, then SIGKILL), closes the proxies, and drops the run's schemas and
+   * bus namespace. Once: a second call (a signal's teardown and the run's own) answers the first's promise.
+   */
+  stop(): Promise<void> {
+    this.stopped ??= this.stopOnce();
+    return this.stopped;
+  }
+
+  private async stopOnce(): Promise<void> {
+    this.stopping = true;
+    for (const p of [...this.processes, this.sandboxProcess].filter(Boolean)) p.retired = true;
     await Promise.all([...this.processes, this.sandboxProcess].filter(Boolean).map((p) => p.kill('SIGTERM', 5000)));
     for (const p of this.processes) {
       await p.db?.stop();
       await p.amqp?.stop();
     }
+    await this.booting?.catch(() => undefined);
     await this.world.close();
   }
 }
