@@ -43,6 +43,9 @@ interface Waiting {
   settle: () => void;
 }
 
+/** One inbox pair as a map key (a handler name, `Class.method`, holds no NUL). */
+const pairKey = (eventId: string, handler: string): string => `${eventId}\u0000${handler}`;
+
 /** Header carrying how many times a message has been attempted by this service. */
 const ATTEMPT_HEADER = 'x-touchpoint-attempt';
 
@@ -270,45 +273,74 @@ export class BusConnection {
   }
 
   /**
-   * One message: its handlers, each in its own transaction (the retry rules below). Several: every
-   * handler of every message in one transaction and one commit, acked after it; if anything in it
-   * fails, it is rolled back and each message runs again on its own, so a failure is retried or
-   * dead-lettered for that message alone and the others are not held back.
+   * One message: its handlers, each in its own transaction (the retry rules below). Several: one
+   * transaction and one commit for all of them, acked after it: the inbox pairs of every message and
+   * handler claimed in one statement (`claimBatch`), the preparer, then each claimed pair's handler
+   * in the messages' order; if anything in it fails, it is rolled back (the claims with it) and each
+   * message runs again on its own, so a failure is retried or dead-lettered for that message alone
+   * and the others are not held back.
    */
   private async runBatch(batch: Waiting[]): Promise<void> {
     if (batch.length > 1) {
       const outcomes: { handler: string; handled: boolean; message: BusMessage }[] = [];
+      let committed = false;
       try {
         await runInTransaction(
           this.dataSource,
           this.options.schema,
           async (tx) => {
-            // One type per batch (takeBatch).
-            await this.preparers.get(batch[0]!.message.type)?.(
-              batch.map((b) => b.message),
-              tx,
-            );
+            const messages = batch.map((b) => b.message);
+            const claimed = await this.claimBatch(tx, messages);
+            // One type per batch (takeBatch). The preparer gets each message with a pair to run, once.
+            const seen = new Set<string>();
+            const work = messages.filter((m) => !seen.has(m.event_id) && seen.add(m.event_id) && (this.handlers.get(m.type) ?? []).some((h) => claimed.has(pairKey(m.event_id, h.name))));
+            if (work.length > 0) await this.preparers.get(batch[0]!.message.type)?.(work, tx);
             for (const { message } of batch) {
               for (const handler of this.handlers.get(message.type) ?? []) {
-                outcomes.push({ handler: handler.name, handled: await this.claimAndHandle(tx, handler.name, handler.fn, message), message });
+                // Taking the key out makes a second copy of the message in this batch a duplicate.
+                const handled = claimed.delete(pairKey(message.event_id, handler.name));
+                if (handled) await handler.fn(message, tx);
+                outcomes.push({ handler: handler.name, handled, message });
               }
             }
           },
           { lockTimeoutMs: this.options.batchLockTimeoutMs },
         );
+        committed = true;
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         this.metrics.busBatchRollbacks.inc({ reason: code === '55P03' ? 'lock_timeout' : code === '40P01' ? 'deadlock' : 'error' });
         this.logger.info({ event: 'bus.batch_rolled_back', type: batch[0]!.message.type, messages: batch.length, err: (err as Error).message, code }, 'consumer batch rolled back; its messages run one by one');
-        outcomes.length = 0;
       }
-      if (outcomes.length > 0) {
+      if (committed) {
         for (const o of outcomes) this.countHandled(o.handler, o.handled, o.message);
         for (const { channel, msg } of batch) channel.ack(msg);
         return;
       }
     }
     await Promise.all(batch.map(({ channel, msg, message }) => this.process(channel, msg, message).catch((err: Error) => this.logger.error({ event: 'bus.consume_failed', err: err.message }, 'could not settle a message'))));
+  }
+
+  /**
+   * Claims every `(event_id, handler)` pair of a batch's messages in the inbox with one statement;
+   * answers the pairs this transaction claimed (`pairKey`), the others being duplicates. The pairs
+   * go in one sorted order, without repeats: a key another uncommitted transaction holds makes the
+   * insert wait for it, and two batches claiming overlapping pairs in different orders would wait
+   * for each other. Claiming first, before the preparer locks anything, also keeps a batch that
+   * waits here from holding the rows the other one needs.
+   */
+  private async claimBatch(tx: Tx, messages: BusMessage[]): Promise<Set<string>> {
+    const pairs = new Map<string, [string, string]>();
+    for (const m of messages) for (const h of this.handlers.get(m.type) ?? []) pairs.set(pairKey(m.event_id, h.name), [m.event_id, h.name]);
+    const sorted = [...pairs.values()].sort(([e1, h1], [e2, h2]) => (e1 < e2 ? -1 : e1 > e2 ? 1 : h1 < h2 ? -1 : h1 > h2 ? 1 : 0));
+    const rows = await tx.query<{ event_id: string; handler: string }>(
+      `INSERT INTO inbox_events (event_id, handler)
+       SELECT event_id, handler FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS claim (event_id, handler, n) ORDER BY n
+       ON CONFLICT DO NOTHING
+       RETURNING event_id, handler`,
+      [sorted.map(([e]) => e), sorted.map(([, h]) => h)],
+    );
+    return new Set(rows.map((r) => pairKey(r.event_id, r.handler)));
   }
 
   private countHandled(handler: string, handled: boolean, message: BusMessage): void {
