@@ -317,14 +317,10 @@ export class BusConnection {
           async (tx) => {
             const claimed = await this.claimBatch(tx, planned);
             // One type per batch (takeBatch). The preparer gets each message with a pair to run, once.
-            const seen = new Set<string>();
-            const work = planned.filter(({ message, handlers }) => !seen.has(message.event_id) && seen.add(message.event_id) && handlers.some((h) => claimed.has(pairKey(message.event_id, h.name))));
+            const work = new Map<string, BusMessage>();
+            for (const { message, handlers } of planned) if (handlers.some((h) => claimed.has(pairKey(message.event_id, h.name)))) work.set(message.event_id, work.get(message.event_id) ?? message);
             const prepare = this.preparers.get(batch[0]!.message.type);
-            if (prepare && work.length > 0)
-              await prepare(
-                work.map((p) => p.message),
-                tx,
-              );
+            if (prepare && work.size > 0) await prepare([...work.values()], tx);
             for (const { message, handlers } of planned) {
               for (const handler of handlers) {
                 // Taking the key out makes a second copy of the message in this batch a duplicate.
