@@ -6,6 +6,7 @@ import { ServiceConfig } from '@touchpoint/config';
 import { type BusMessage, PlatformEvents } from '@touchpoint/contracts';
 import { createTestWorld, duplicateCounts, eventually, type ServiceApp, type TestWorld, untilRedeliveryDiscarded } from '@touchpoint/testing';
 import { Metrics } from '@touchpoint/observability';
+import { BusService } from '@touchpoint/runtime';
 import { PROBE_WAKE, probeControl, probeService } from './probe.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -211,6 +212,153 @@ describe('BusConnection (consumer side)', () => {
     const admin = new DeadLetterAdmin(world.amqpUrl, world.namespace);
     const parked = await eventually(async () => (await admin.list('followups')).find((d) => d.reason === 'unreadable'));
     expect(parked.event_id).toBe('garbage-1');
+  });
+});
+
+/** One inbox claim statement the process sent: its (event_id, handler) pairs. */
+type Claim = { pairs: Array<[string, string]> };
+
+/**
+ * Records every inbox claim statement of the process (the services run in-process), from the pg
+ * client every pool uses: a single message's claim binds two strings, a batch's two arrays.
+ */
+function recordClaims(): { claims: Claim[]; restore: () => void } {
+  const claims: Claim[] = [];
+  const original = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) {
+    const text = typeof config === 'string' ? config : ((config as { text?: string } | undefined)?.text ?? '');
+    const params = (typeof config === 'string' ? values : (config as { values?: unknown } | undefined)?.values) as unknown[] | undefined;
+    if (/INSERT INTO inbox_events/.test(text) && params) {
+      const [events, handlers] = params;
+      claims.push({ pairs: Array.isArray(events) ? events.map((e, i) => [String(e), String((handlers as unknown[])[i])]) : [[String(events), String(handlers)]] });
+    }
+    return (original as (...args: unknown[]) => unknown).call(this, config, values, callback);
+  } as typeof original;
+  return { claims, restore: () => void (pg.Client.prototype.query = original) };
+}
+
+describe('BusConnection batches (two handlers of one type)', () => {
+  const FIRST = 'ProbeConsumer.onProbe';
+  const SECOND = 'ProbeTallyConsumer.onProbe';
+  let world: TestWorld;
+  let conn: amqplib.ChannelModel;
+  let channel: amqplib.ConfirmChannel;
+  let app: ServiceApp;
+  let recorder: ReturnType<typeof recordClaims>;
+
+  beforeAll(async () => {
+    recorder = recordClaims();
+    world = await createTestWorld('consumer_pairs');
+    app = await world.start(probeService('followups', world.config(ServiceConfig, { BUS_MAX_ATTEMPTS: '4', BUS_RETRY_BASE_MS: '100' }), true, { tally: true }));
+    conn = await amqplib.connect(world.amqpUrl);
+    channel = await conn.createConfirmChannel();
+  });
+  afterAll(async () => {
+    recorder.restore();
+    await conn.close().catch(() => undefined);
+    await world.close();
+  });
+
+  const rows = (table: string, prefix: string) => world.sql<{ event_id: string; n: number }>(`SELECT event_id, count(*)::int AS n FROM "${world.schema('followups')}".${table} WHERE event_id LIKE $1 GROUP BY event_id ORDER BY event_id`, [`${prefix}%`]);
+  const inbox = (prefix: string) => world.sql<{ event_id: string; handler: string }>(`SELECT event_id, handler FROM "${world.schema('followups')}".inbox_events WHERE event_id LIKE $1 ORDER BY event_id, handler`, [`${prefix}%`]);
+  const consumed = async (handler: string, outcome: string) => (await app.get(Metrics).busConsumed.get()).values.find((v) => v.labels.handler === handler && v.labels.outcome === outcome)?.value ?? 0;
+  const claimsOf = (prefix: string) => recorder.claims.filter((c) => c.pairs.some(([e]) => e.startsWith(prefix)));
+  const once = (ids: string[]) => [...ids].sort().map((event_id) => ({ event_id, n: 1 }));
+
+  it('claims the inbox pairs of a whole batch in one statement: N messages and 2 handlers leave N×2 inbox rows and run each handler once per message', async () => {
+    const prefix = `pairs-${randomUUID()}-`;
+    const ids = Array.from({ length: 40 }, (_, i) => `${prefix}${String(i).padStart(2, '0')}`);
+    probeControl.batches.length = 0;
+    let open!: () => void;
+    probeControl.gate = new Promise<void>((resolve) => (open = resolve));
+    try {
+      for (const id of ids) channel.publish(`${world.namespace}.events`, PlatformEvents.ProbeRecorded, Buffer.from(JSON.stringify(message(id))), { persistent: true, messageId: id });
+      await channel.waitForConfirms();
+      // The first messages hold every transaction slot at the gate; the rest queue up for batches.
+      await eventually(() => ids.some((id) => probeControl.attempts.has(id)), 10_000);
+      await sleep(300);
+    } finally {
+      probeControl.gate = undefined;
+      open();
+    }
+    await eventually(async () => (await rows('probe_tallied', prefix)).length === ids.length && (await rows('probe_handled', prefix)).length === ids.length, 15_000);
+
+    expect(await rows('probe_handled', prefix)).toEqual(once(ids));
+    expect(await rows('probe_tallied', prefix)).toEqual(once(ids));
+    expect(await inbox(prefix)).toEqual([...ids].sort().flatMap((event_id) => [FIRST, SECOND].map((handler) => ({ event_id, handler }))));
+
+    const batches = probeControl.batches.filter((b) => b.every((id) => id.startsWith(prefix)));
+    expect(batches.length).toBeGreaterThan(0);
+    const batched = new Set(batches.flat());
+    const claims = claimsOf(prefix);
+    // One statement per batch, with both handlers' pairs of each of its messages, sorted.
+    const batchClaims = claims.filter((c) => c.pairs.length > 1);
+    expect(batchClaims.map((c) => [...new Set(c.pairs.map(([e]) => e))].sort())).toEqual(expect.arrayContaining(batches.map((b) => [...b].sort())));
+    expect(batchClaims).toHaveLength(batches.length);
+    for (const c of batchClaims) expect(c.pairs).toEqual([...c.pairs].sort(([e1, h1], [e2, h2]) => (e1 < e2 ? -1 : e1 > e2 ? 1 : h1 < h2 ? -1 : h1 > h2 ? 1 : 0)));
+    // A message that ran alone claims per handler, in that handler's own transaction.
+    expect(claims.filter((c) => c.pairs.length === 1)).toHaveLength(2 * (ids.length - batched.size));
+    process.stdout.write(`inbox claim statements for ${ids.length} messages × 2 handlers: ${claims.length} (${batches.length} batches of ${batches.map((b) => b.length).join('/')}, ${ids.length - batched.size} alone); one per pair would be ${2 * ids.length}\n`);
+  });
+
+  /** Runs `messages` as one consumer batch of the service, as if they had queued up (the acks are counted). */
+  async function runAsBatch(messages: BusMessage[]): Promise<number> {
+    let acks = 0;
+    const ackingChannel = { ack: () => void acks++ };
+    const batch = messages.map((m) => ({
+      channel: ackingChannel,
+      msg: { content: Buffer.from(JSON.stringify(m)), properties: { headers: {}, messageId: m.event_id, type: m.type }, fields: { routingKey: m.type } },
+      message: m,
+      settle: () => undefined,
+    }));
+    // The batch path itself (private): what the consumer runs when these wait for a slot together.
+    await (app.get(BusService).connection as unknown as { runBatch(b: unknown[]): Promise<void> }).runBatch(batch);
+    return acks;
+  }
+
+  it('runs a message repeated in its batch once and counts the copy a duplicate, and runs only the handlers an event already in the inbox lacks', async () => {
+    const prefix = `dups-${randomUUID()}-`;
+    const [a, b, known] = [`${prefix}a`, `${prefix}b`, `${prefix}known`];
+    await world.sql(`INSERT INTO "${world.schema('followups')}".inbox_events (event_id, handler) VALUES ($1, $2)`, [known, FIRST]);
+    const before = { firstDup: await consumed(FIRST, 'duplicate'), secondDup: await consumed(SECOND, 'duplicate'), firstHandled: await consumed(FIRST, 'handled'), secondHandled: await consumed(SECOND, 'handled') };
+    const rollbacks = async () => (await app.get(Metrics).busBatchRollbacks.get()).values.reduce((n, v) => n + v.value, 0);
+    const rollbacksBefore = await rollbacks();
+    probeControl.batches.length = 0;
+
+    const acks = await runAsBatch([message(a), message(b), message(a), message(known)]);
+
+    expect(acks).toBe(4);
+    expect(await rollbacks()).toBe(rollbacksBefore);
+    expect(await rows('probe_handled', prefix)).toEqual(once([a, b]));
+    expect(await rows('probe_tallied', prefix)).toEqual(once([a, b, known]));
+    expect(await inbox(prefix)).toEqual([a, b, known].sort().flatMap((event_id) => [FIRST, SECOND].map((handler) => ({ event_id, handler }))));
+    // The copy of a: a duplicate for both handlers; known: for the first handler only.
+    expect(await consumed(FIRST, 'duplicate')).toBe(before.firstDup + 2);
+    expect(await consumed(SECOND, 'duplicate')).toBe(before.secondDup + 1);
+    expect(await consumed(FIRST, 'handled')).toBe(before.firstHandled + 2);
+    expect(await consumed(SECOND, 'handled')).toBe(before.secondHandled + 3);
+    // One claim statement, each pair in it once; the preparer saw each message with work once, in order.
+    expect(claimsOf(prefix)).toEqual([{ pairs: [a, b, known].sort().flatMap((e) => [FIRST, SECOND].map((h) => [e, h])) }]);
+    expect(probeControl.batches).toEqual([[a, b, known]]);
+  });
+
+  it('rolls the claims back with a failing batch: each message then runs on its own, every handler once', async () => {
+    const prefix = `rollback-${randomUUID()}-`;
+    const [ok, failing] = [`${prefix}ok`, `${prefix}failing`];
+    probeControl.failing.add(failing);
+    try {
+      await runAsBatch([message(ok), message(failing)]);
+      expect(await rows('probe_handled', prefix)).toEqual(once([ok]));
+      expect(await rows('probe_tallied', prefix)).toEqual(once([ok]));
+      // The failing one's first handler failed on its own and went to the retry queue; nothing of it is claimed.
+      expect(await inbox(prefix)).toEqual([FIRST, SECOND].map((handler) => ({ event_id: ok, handler })));
+    } finally {
+      probeControl.failing.delete(failing);
+    }
+    // The retry, now passing, runs both of its handlers.
+    await eventually(async () => (await rows('probe_tallied', prefix)).length === 2, 15_000);
+    expect(await rows('probe_handled', prefix)).toEqual(once([ok, failing]));
+    expect(await rows('probe_tallied', prefix)).toEqual(once([ok, failing]));
   });
 });
 

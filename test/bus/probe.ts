@@ -8,13 +8,18 @@ import { type BusMessage, PlatformEvents, type ServiceName } from '@touchpoint/c
 import type { Tx } from '@touchpoint/database';
 import { PlatformModule } from '@touchpoint/runtime';
 
-/** A table the probe handler writes one row into per handled message (no unique key on purpose). */
+/**
+ * The tables the probe handlers write one row into per handled message (no unique key on purpose):
+ * `probe_handled` (ProbeConsumer), `probe_tallied` (ProbeTallyConsumer, a second handler of the type).
+ */
 export class CreateProbeTable1764460000001 implements MigrationInterface {
   name = 'CreateProbeTable1764460000001';
   async up(q: QueryRunner): Promise<void> {
     await q.query(`CREATE TABLE probe_handled (id bigserial PRIMARY KEY, event_id text NOT NULL, seq integer, handled_at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+    await q.query(`CREATE TABLE probe_tallied (id bigserial PRIMARY KEY, event_id text NOT NULL)`);
   }
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE probe_tallied`);
     await q.query(`DROP TABLE probe_handled`);
   }
 }
@@ -73,6 +78,15 @@ export class ProbeWakeConsumer {
   }
 }
 
+/** A second handler of `platform.probe.recorded` (only with `probeService(…, { tally: true })`): one `probe_tallied` row per message. */
+@Injectable()
+export class ProbeTallyConsumer {
+  @OnBusMessage(PlatformEvents.ProbeRecorded)
+  async onProbe(message: BusMessage<{ seq?: number }>, tx: Tx): Promise<void> {
+    await tx.query(`INSERT INTO probe_tallied (event_id) VALUES ($1)`, [message.event_id]);
+  }
+}
+
 /** RPC probes: an echo and a handler that fails with a domain error. */
 @Controller()
 export class ProbeRpcController {
@@ -95,13 +109,16 @@ export class ProbeRpcController {
 @Module({ providers: [ProbeConsumer, ProbeWakeConsumer], controllers: [ProbeRpcController] })
 class ProbeConsumerModule {}
 
-/** A service root module with the probe table, optionally with the probe consumer. */
-export function probeService(service: ServiceName, config: ServiceConfig, withConsumer: boolean): DynamicModule {
+@Module({ providers: [ProbeTallyConsumer] })
+class ProbeTallyModule {}
+
+/** A service root module with the probe tables, optionally with the probe consumer (and with `tally`, its second handler). */
+export function probeService(service: ServiceName, config: ServiceConfig, withConsumer: boolean, options: { tally?: boolean } = {}): DynamicModule {
   @Module({})
   class ProbeRoot {}
   return {
     module: ProbeRoot,
-    imports: [PlatformModule.forService({ service, config, entities: [], migrations: [CreateProbeTable1764460000001] }), ...(withConsumer ? [ProbeConsumerModule] : [])],
+    imports: [PlatformModule.forService({ service, config, entities: [], migrations: [CreateProbeTable1764460000001] }), ...(withConsumer ? [ProbeConsumerModule] : []), ...(withConsumer && options.tally ? [ProbeTallyModule] : [])],
   };
 }
 

@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@touchpoint/errors';
 import { type FlowGraph, type FlowSettings, MessagingEvents, type MessageOutcomeData } from '@touchpoint/contracts';
-import { aConnectedSender, ALWAYS_OPEN, createTestWorld, eventually, HOUR, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, ALWAYS_OPEN, consumedCount, createTestWorld, eventually, HOUR, publishEvent, type TestWorld, untilConsumed } from '@touchpoint/testing';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { FixedClock } from '@touchpoint/time';
 import { EffectsService } from '../../apps/followups/src/effects/effects.service.js';
@@ -306,6 +306,41 @@ describe(`${ReleaseService.name} gates`, () => {
       await report(MessagingEvents.MessageRead, first!.idempotency_key, contactId, new Date(start.getTime() + MINUTE), 'read');
       await eventually(async () => (await sendEffects(e.id))[0]!.read_at !== null);
       expect(await enrollment(e.id)).toMatchObject({ last_send_status: 'queued', inflight_effect_id: second!.id });
+    });
+
+    it("skips a report about a message another service asked for (the handler's `when`): no inbox row, no transaction, counted skipped; followups' own is handled", async () => {
+      const handler = 'DeliveryStatusesConsumer.onRead';
+      const contactId = await contact();
+      const e = await enroll(await activeFlow(org, ...onlyIfNotRead()), contactId);
+      await sut.releaseOne();
+      const [sent] = await sendEffects(e.id);
+      const before = { skipped: await consumedCount(app, handler, 'skipped'), handled: await consumedCount(app, handler, 'handled') };
+      const inbox = (eventId: string) => sql(`SELECT handler FROM fu.inbox_events WHERE event_id = $1`, [eventId]);
+
+      // Another requester's read, even with this send's key: not followups' business.
+      const theirs: MessageOutcomeData = {
+        message_id: randomUUID(),
+        conversation_id: randomUUID(),
+        contact_id: contactId,
+        channel: 'whatsapp',
+        idempotency_key: sent!.idempotency_key,
+        requester: 'outreach',
+        status: 'read',
+        provider_message_id: 'wamid.o',
+        status_at: start.toISOString(),
+      };
+      const skipped = (await publishEvent(world, MessagingEvents.MessageRead, org, theirs)).event_id;
+      // Barrier: the skip is counted once the consumer has taken and judged the message.
+      await untilConsumed(app, handler, 'skipped', before.skipped + 1);
+      expect(await inbox(skipped)).toEqual([]);
+      expect((await sendEffects(e.id))[0]).toMatchObject({ read_at: null });
+
+      const ours = await report(MessagingEvents.MessageRead, sent!.idempotency_key, contactId, new Date(start.getTime() + MINUTE), 'read');
+      await eventually(() => handled(ours));
+      expect(await inbox(ours)).toEqual([{ handler }]);
+      expect((await sendEffects(e.id))[0]!.read_at).not.toBeNull();
+      expect(await consumedCount(app, handler, 'handled')).toBe(before.handled + 1);
+      expect(await consumedCount(app, handler, 'skipped')).toBe(before.skipped + 1);
     });
   });
 

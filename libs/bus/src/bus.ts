@@ -9,6 +9,7 @@ import type { Logger, Metrics } from '@touchpoint/observability';
 import { truncateText } from '@touchpoint/text';
 import { assertDelayQueue, assertServiceTopology, assertSharedTopology, BusNames } from './topology.js';
 import { reportChannelErrors } from './channel-errors.js';
+import type { BusMessageFilter } from './decorators.js';
 
 export type BusHandler = (message: BusMessage, tx: Tx) => Promise<void>;
 /** Runs first in a consumer batch of its type, with the batch's messages (`BeforeBusBatch`). */
@@ -35,12 +36,35 @@ export interface BusOptions {
   batchLockTimeoutMs?: number;
 }
 
+/** A registered handler: its name (`Class.method`, the inbox key), the method and its `when`. */
+interface Handler {
+  name: string;
+  fn: BusHandler;
+  when?: BusMessageFilter;
+}
+
 /** A consumed message waiting for a transaction slot. */
 interface Waiting {
   channel: ChannelWrapper;
   msg: ConsumeMessage;
   message: BusMessage;
   settle: () => void;
+}
+
+/** One inbox pair as a map key (a handler name, `Class.method`, holds no NUL). */
+const pairKey = (eventId: string, handler: string): string => `${eventId}\u0000${handler}`;
+
+/**
+ * Whether `handler` takes `message`. A `when` that throws on a payload it did not expect accepts:
+ * the handler then runs and its own checks decide, so a faulty filter never drops a message unseen.
+ */
+function accepts(handler: Handler, message: BusMessage): boolean {
+  if (!handler.when) return true;
+  try {
+    return handler.when(message);
+  } catch {
+    return true;
+  }
 }
 
 /** Header carrying how many times a message has been attempted by this service. */
@@ -56,7 +80,7 @@ export class BusConnection {
   private readonly connection: AmqpConnectionManager;
   readonly publisher: ChannelWrapper;
   private consumer?: ChannelWrapper;
-  private readonly handlers = new Map<string, { name: string; fn: BusHandler }[]>();
+  private readonly handlers = new Map<string, Handler[]>();
   private readonly preparers = new Map<string, BusBatchPreparer>();
   private readonly delayQueues = new Set<number>();
   private connected = false;
@@ -127,10 +151,13 @@ export class BusConnection {
     this.preparers.set(type, fn);
   }
 
-  /** Registers a handler for one message type; call before `startConsuming`. */
-  addHandler(type: string, name: string, fn: BusHandler): void {
+  /**
+   * Registers a handler for one message type; call before `startConsuming`. With `when`, only the
+   * messages it accepts reach the handler (`OnBusMessageOptions.when`).
+   */
+  addHandler(type: string, name: string, fn: BusHandler, options: { when?: BusMessageFilter } = {}): void {
     const list = this.handlers.get(type) ?? [];
-    list.push({ name, fn });
+    list.push({ name, fn, when: options.when });
     this.handlers.set(type, list);
     this.metrics.zeroHandler(name);
   }
@@ -270,45 +297,96 @@ export class BusConnection {
   }
 
   /**
-   * One message: its handlers, each in its own transaction (the retry rules below). Several: every
-   * handler of every message in one transaction and one commit, acked after it; if anything in it
-   * fails, it is rolled back and each message runs again on its own, so a failure is retried or
-   * dead-lettered for that message alone and the others are not held back.
+   * One message: its handlers, each in its own transaction (the retry rules below). Several: one
+   * transaction and one commit for all of them, acked after it: the inbox pairs of every message and
+   * handler claimed in one statement (`claimBatch`), the preparer, then each claimed pair's handler
+   * in the messages' order (a handler whose `when` rejects a message is neither claimed nor run for
+   * it, see `plan`); if anything in it fails, it is rolled back (the claims with it) and each
+   * message runs again on its own, so a failure is retried or dead-lettered for that message alone
+   * and the others are not held back.
    */
   private async runBatch(batch: Waiting[]): Promise<void> {
-    if (batch.length > 1) {
+    const planned = this.plan(batch);
+    if (planned.length > 1) {
       const outcomes: { handler: string; handled: boolean; message: BusMessage }[] = [];
+      let committed = false;
       try {
         await runInTransaction(
           this.dataSource,
           this.options.schema,
           async (tx) => {
-            // One type per batch (takeBatch).
-            await this.preparers.get(batch[0]!.message.type)?.(
-              batch.map((b) => b.message),
-              tx,
-            );
-            for (const { message } of batch) {
-              for (const handler of this.handlers.get(message.type) ?? []) {
-                outcomes.push({ handler: handler.name, handled: await this.claimAndHandle(tx, handler.name, handler.fn, message), message });
+            const claimed = await this.claimBatch(tx, planned);
+            // One type per batch (takeBatch). The preparer gets each message with a pair to run, once.
+            const work = new Map<string, BusMessage>();
+            for (const { message, handlers } of planned) if (handlers.some((h) => claimed.has(pairKey(message.event_id, h.name)))) work.set(message.event_id, work.get(message.event_id) ?? message);
+            const prepare = this.preparers.get(batch[0]!.message.type);
+            if (prepare && work.size > 0) await prepare([...work.values()], tx);
+            for (const { message, handlers } of planned) {
+              for (const handler of handlers) {
+                // Taking the key out makes a second copy of the message in this batch a duplicate.
+                const handled = claimed.delete(pairKey(message.event_id, handler.name));
+                if (handled) await handler.fn(message, tx);
+                outcomes.push({ handler: handler.name, handled, message });
               }
             }
           },
           { lockTimeoutMs: this.options.batchLockTimeoutMs },
         );
+        committed = true;
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         this.metrics.busBatchRollbacks.inc({ reason: code === '55P03' ? 'lock_timeout' : code === '40P01' ? 'deadlock' : 'error' });
-        this.logger.info({ event: 'bus.batch_rolled_back', type: batch[0]!.message.type, messages: batch.length, err: (err as Error).message, code }, 'consumer batch rolled back; its messages run one by one');
-        outcomes.length = 0;
+        this.logger.info({ event: 'bus.batch_rolled_back', type: batch[0]!.message.type, messages: planned.length, err: (err as Error).message, code }, 'consumer batch rolled back; its messages run one by one');
       }
-      if (outcomes.length > 0) {
+      if (committed) {
         for (const o of outcomes) this.countHandled(o.handler, o.handled, o.message);
-        for (const { channel, msg } of batch) channel.ack(msg);
+        for (const { channel, msg } of planned) channel.ack(msg);
         return;
       }
     }
-    await Promise.all(batch.map(({ channel, msg, message }) => this.process(channel, msg, message).catch((err: Error) => this.logger.error({ event: 'bus.consume_failed', err: err.message }, 'could not settle a message'))));
+    await Promise.all(planned.map(({ channel, msg, message, handlers }) => this.process(channel, msg, message, handlers).catch((err: Error) => this.logger.error({ event: 'bus.consume_failed', err: err.message }, 'could not settle a message'))));
+  }
+
+  /**
+   * Each message of a batch with the handlers whose `when` accepts it; the other handlers count it
+   * `skipped`. A message no handler accepts is acked here and left out: no transaction, no inbox
+   * row (there is nothing to do once, so nothing to remember).
+   */
+  private plan(batch: Waiting[]): Array<Waiting & { handlers: Handler[] }> {
+    const planned: Array<Waiting & { handlers: Handler[] }> = [];
+    for (const item of batch) {
+      const handlers: Handler[] = [];
+      for (const handler of this.handlers.get(item.message.type) ?? []) {
+        if (accepts(handler, item.message)) handlers.push(handler);
+        else this.metrics.busConsumed.inc({ handler: handler.name, outcome: 'skipped' });
+      }
+      if (handlers.length > 0) planned.push({ ...item, handlers });
+      else item.channel.ack(item.msg);
+    }
+    return planned;
+  }
+
+  /**
+   * Claims every `(event_id, handler)` pair of a batch's messages (the handlers that accept each)
+   * in the inbox with one statement; answers the pairs this transaction claimed (`pairKey`), the
+   * others being duplicates. The pairs go in one sorted order, without repeats: a key another
+   * uncommitted transaction holds makes the insert wait for it, and two batches claiming
+   * overlapping pairs in different orders would wait for each other. Claiming first, before the
+   * preparer locks anything, also keeps a batch that waits here from holding the rows the other
+   * one needs.
+   */
+  private async claimBatch(tx: Tx, planned: Array<{ message: BusMessage; handlers: Handler[] }>): Promise<Set<string>> {
+    const pairs = new Map<string, [string, string]>();
+    for (const { message, handlers } of planned) for (const h of handlers) pairs.set(pairKey(message.event_id, h.name), [message.event_id, h.name]);
+    const sorted = [...pairs.values()].sort(([e1, h1], [e2, h2]) => (e1 < e2 ? -1 : e1 > e2 ? 1 : h1 < h2 ? -1 : h1 > h2 ? 1 : 0));
+    const rows = await tx.query<{ event_id: string; handler: string }>(
+      `INSERT INTO inbox_events (event_id, handler)
+       SELECT event_id, handler FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS claim (event_id, handler, n) ORDER BY n
+       ON CONFLICT DO NOTHING
+       RETURNING event_id, handler`,
+      [sorted.map(([e]) => e), sorted.map(([, h]) => h)],
+    );
+    return new Set(rows.map((r) => pairKey(r.event_id, r.handler)));
   }
 
   private countHandled(handler: string, handled: boolean, message: BusMessage): void {
@@ -318,8 +396,8 @@ export class BusConnection {
     if (Number.isFinite(ageSeconds)) this.metrics.busHandleSeconds.observe({ handler }, Math.max(0, ageSeconds));
   }
 
-  private async process(channel: ChannelWrapper, msg: ConsumeMessage, message: BusMessage): Promise<void> {
-    const handlers = this.handlers.get(message.type) ?? [];
+  /** One message, each of `handlers` (those that accept it) in its own transaction. */
+  private async process(channel: ChannelWrapper, msg: ConsumeMessage, message: BusMessage, handlers: Handler[]): Promise<void> {
     const attempt = Number(msg.properties.headers?.[ATTEMPT_HEADER] ?? 0) + 1;
     for (const handler of handlers) {
       try {

@@ -3,8 +3,11 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 /** Why the bus parks a message in a dead-letter queue (`touchpoint_bus_dead_lettered_total{reason}`). */
 export const DEAD_LETTER_REASONS = ['unreadable', 'no_handler', 'handler_failed'] as const;
 
-/** Outcomes of a bus handler (`touchpoint_bus_consumed_total{outcome}`). */
-export const CONSUME_OUTCOMES = ['handled', 'duplicate', 'failed'] as const;
+/**
+ * Outcomes of a bus handler (`touchpoint_bus_consumed_total{outcome}`); `skipped`: its `when`
+ * rejected the message (`OnBusMessage`), so it did not run and left no inbox row.
+ */
+export const CONSUME_OUTCOMES = ['handled', 'duplicate', 'failed', 'skipped'] as const;
 
 /** Prefix of every Touchpoint metric (DESIGN §8). */
 export const METRIC_PREFIX = 'touchpoint_';
@@ -49,7 +52,7 @@ export class Metrics {
     });
     this.busConsumed = new Counter({
       name: `${METRIC_PREFIX}bus_consumed_total`,
-      help: 'Bus messages taken by a handler, by outcome (handled, duplicate, failed)',
+      help: 'Bus messages taken by a handler, by outcome (handled, duplicate, failed, skipped)',
       labelNames: ['handler', 'outcome'],
       registers: [this.registry],
     });

@@ -1,7 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { DataSource } from 'typeorm';
-import { BUS_BATCH_PREPARER, BUS_HANDLER, type BusBatchPreparer, BusConnection, type BusHandler, OutboxRelay } from '@touchpoint/bus';
+import { BUS_BATCH_PREPARER, BUS_HANDLER, BUS_HANDLER_FILTER, type BusBatchPreparer, BusConnection, type BusHandler, type BusMessageFilter, OutboxRelay } from '@touchpoint/bus';
 import { type BusMessage, SERVICE_SCHEMA } from '@touchpoint/contracts';
 import { type Logger, Metrics } from '@touchpoint/observability';
 import { LOGGER, SERVICE_DEFINITION, type ServiceDefinition, schemaOf } from './tokens.js';
@@ -60,7 +60,8 @@ export class BusService implements OnApplicationBootstrap, BeforeApplicationShut
         const type = this.reflector.get<string | undefined>(BUS_HANDLER, prototype[method]);
         if (!type) continue;
         const fn = (instance[method] as BusHandler).bind(instance);
-        this.connection.addHandler(type, `${wrapper.metatype.name}.${method}`, fn);
+        const when = this.reflector.get<BusMessageFilter | undefined>(BUS_HANDLER_FILTER, prototype[method]);
+        this.connection.addHandler(type, `${wrapper.metatype.name}.${method}`, fn, { when });
       }
     }
     await this.connection.waitForConnect();

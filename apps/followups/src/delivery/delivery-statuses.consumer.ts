@@ -4,6 +4,9 @@ import { type BusMessage, MessagingEvents, type MessageOutcomeData } from '@touc
 import type { Tx } from '@touchpoint/database';
 import { type DeliveryReport, SendReportsService } from '../effects/send-reports.service.js';
 
+/** A report about a message followups asked for, with the key of its send (the handlers' `when`). */
+const ourSend = (message: BusMessage<MessageOutcomeData>): boolean => message.data.requester === 'followups' && !!message.organization_id && !!message.data.idempotency_key;
+
 /**
  * Bus edge of delivery reports: messaging's `delivered` and `read` for messages followups asked
  * for, kept on the send effect and the enrollment's `last_send_status` (`SendReportsService`), with
@@ -15,18 +18,19 @@ export class DeliveryStatusesConsumer {
 
   private apply(message: BusMessage<MessageOutcomeData>, tx: Tx, report: DeliveryReport): void {
     const d = message.data;
+    // `ourSend` again (the handlers' `when`): it narrows organization_id here.
     if (d.requester !== 'followups' || !message.organization_id || !d.idempotency_key) return;
     // The provider's own time when messaging passes it on; else when messaging published it.
     const at = new Date(d.status_at && !Number.isNaN(Date.parse(d.status_at)) ? d.status_at : message.occurred_at);
     this.reports.applyLater(tx, { kind: 'delivery', organizationId: message.organization_id, key: d.idempotency_key, report, messageId: d.message_id, at });
   }
 
-  @OnBusMessage(MessagingEvents.MessageDelivered)
+  @OnBusMessage(MessagingEvents.MessageDelivered, { when: ourSend })
   async onDelivered(message: BusMessage<MessageOutcomeData>, tx: Tx): Promise<void> {
     this.apply(message, tx, 'delivered');
   }
 
-  @OnBusMessage(MessagingEvents.MessageRead)
+  @OnBusMessage(MessagingEvents.MessageRead, { when: ourSend })
   async onRead(message: BusMessage<MessageOutcomeData>, tx: Tx): Promise<void> {
     this.apply(message, tx, 'read');
   }

@@ -5,6 +5,18 @@ import type { Tx } from '@touchpoint/database';
 import { Clock } from '@touchpoint/time';
 import { ProspectCapRepository } from './prospect-cap.repository.js';
 
+/** An organization's inbound email with a sender address: the only messages that make a correspondent. */
+const fromAnEmailAddress = (message: BusMessage<MessageReceivedData>): boolean => {
+  const d = message.data;
+  return !!message.organization_id && d?.channel === 'email' && typeof d.from === 'string' && d.from.includes('@');
+};
+
+/** An organization's contact with an email address: the only contacts this read model keeps. */
+const withAnEmailAddress = (message: BusMessage<ContactEventData>): boolean => {
+  const d = message.data;
+  return !!message.organization_id && typeof d?.email === 'string' && d.email.includes('@');
+};
+
 /**
  * Keeps `email_correspondents`, the dispatcher's read model of who is not a prospect (seed 003 §6),
  * from messaging's events: an inbound email marks its sender as having written to the organization;
@@ -17,25 +29,27 @@ export class CorrespondentsConsumer {
     private readonly repository: ProspectCapRepository,
   ) {}
 
-  @OnBusMessage(MessagingEvents.MessageReceived)
+  @OnBusMessage(MessagingEvents.MessageReceived, { when: fromAnEmailAddress })
   async onReceived(message: BusMessage<MessageReceivedData>, tx: Tx): Promise<void> {
     const d = message.data;
+    // The `when` above, again: it narrows the types here.
     if (!message.organization_id || d?.channel !== 'email' || typeof d.from !== 'string' || !d.from.includes('@')) return;
     await this.repository.markWroteIn(tx, message.organization_id, d.from.trim().toLowerCase(), this.clock.now());
   }
 
-  @OnBusMessage(MessagingEvents.ContactCreated)
+  @OnBusMessage(MessagingEvents.ContactCreated, { when: withAnEmailAddress })
   onCreated(message: BusMessage<ContactEventData>, tx: Tx): Promise<void> {
     return this.contact(message, tx);
   }
 
-  @OnBusMessage(MessagingEvents.ContactUpdated)
+  @OnBusMessage(MessagingEvents.ContactUpdated, { when: withAnEmailAddress })
   onUpdated(message: BusMessage<ContactEventData>, tx: Tx): Promise<void> {
     return this.contact(message, tx);
   }
 
   private async contact(message: BusMessage<ContactEventData>, tx: Tx): Promise<void> {
     const d = message.data;
+    // The `when` of both handlers, again: it narrows the types here.
     if (!message.organization_id || typeof d?.email !== 'string' || !d.email.includes('@')) return;
     const crm = d.kind === 'crm';
     await this.repository.markContact(tx, message.organization_id, d.email.trim().toLowerCase(), crm, this.clock.now());

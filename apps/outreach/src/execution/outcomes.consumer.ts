@@ -18,6 +18,19 @@ const HOLDS = new Set(['connection_held', 'prospect_send_cap_reached', 'prospect
 /** How long a held LinkedIn invitation waits before the next try (ours: the seed names no delay). */
 const CONNECTION_HELD_RETRY_MS = DAY_MS;
 
+/** The action an outreach send was for (`action_id` in its context), or null for anyone else's send. */
+function actionOf(requester: string | undefined, context: Record<string, string | number> | undefined | null): string | null {
+  if (requester !== OUTREACH_REQUESTER) return null;
+  const id = context?.action_id;
+  return typeof id === 'string' ? id : null;
+}
+
+/** Messaging's outcome of an outreach action's send (the `when` of messaging's events). */
+const ourMessage = (message: BusMessage<MessageOutcomeData>): boolean => actionOf(message.data?.requester, message.data?.context) !== null;
+
+/** The dispatcher's ambiguous outcome of an outreach action's send. */
+const ourEntry = (message: BusMessage<OutboxEntryEventData>): boolean => actionOf(message.data?.log_context?.requester as string | undefined, message.data?.log_context) !== null;
+
 /** The next 00:00 UTC after `now` (seed 003 §6: the prospect cap holds the action until then). */
 export function nextUtcMidnight(now: Date): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
@@ -46,9 +59,9 @@ export class ExecutionOutcomesConsumer {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  @OnBusMessage(MessagingEvents.MessageSent)
+  @OnBusMessage(MessagingEvents.MessageSent, { when: ourMessage })
   async onSent(message: BusMessage<MessageOutcomeData>, tx: Tx): Promise<void> {
-    const actionId = this.actionOf(message.data?.requester, message.data?.context);
+    const actionId = actionOf(message.data?.requester, message.data?.context);
     if (!actionId) return;
     const before = await this.actions.findById(tx, actionId);
     if (!before) return;
@@ -60,22 +73,22 @@ export class ExecutionOutcomesConsumer {
     this.logger.info({ event: 'outreach.action_executed', organization_id: message.organization_id, action_id: actionId, message_id: message.data.message_id }, 'action executed');
   }
 
-  @OnBusMessage(MessagingEvents.MessageFailed)
+  @OnBusMessage(MessagingEvents.MessageFailed, { when: ourMessage })
   async onFailed(message: BusMessage<MessageOutcomeData>, tx: Tx): Promise<void> {
-    const actionId = this.actionOf(message.data?.requester, message.data?.context);
+    const actionId = actionOf(message.data?.requester, message.data?.context);
     if (actionId) await this.failed(tx, message.organization_id, actionId, message.data.error_code ?? 'failed', message.data.message_id, message.data.conversation_id);
   }
 
-  @OnBusMessage(MessagingEvents.MessageCancelled)
+  @OnBusMessage(MessagingEvents.MessageCancelled, { when: ourMessage })
   async onCancelled(message: BusMessage<MessageOutcomeData>, tx: Tx): Promise<void> {
-    const actionId = this.actionOf(message.data?.requester, message.data?.context);
+    const actionId = actionOf(message.data?.requester, message.data?.context);
     if (actionId) await this.failed(tx, message.organization_id, actionId, 'cancelled', message.data.message_id, message.data.conversation_id);
   }
 
-  @OnBusMessage(OutboxEvents.EntryAmbiguous)
+  @OnBusMessage(OutboxEvents.EntryAmbiguous, { when: ourEntry })
   async onAmbiguous(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     const context = message.data?.log_context;
-    const actionId = this.actionOf(context?.requester as string | undefined, context);
+    const actionId = actionOf(context?.requester as string | undefined, context);
     if (!actionId) return;
     const now = this.clock.now();
     const failed = await this.actions.markFailed(tx, actionId, {
@@ -116,11 +129,5 @@ export class ExecutionOutcomesConsumer {
   private async touch(tx: Tx, enrollmentId: string, decisionId: string, executedAt: Date, now: Date): Promise<void> {
     const decision = await this.decisions.findById(tx, decisionId);
     await this.enrollments.recordTouch(tx, enrollmentId, addMs(new Date(executedAt), (decision?.followup_days ?? 1) * DAY_MS), now);
-  }
-
-  private actionOf(requester: string | undefined, context: Record<string, string | number> | undefined | null): string | null {
-    if (requester !== OUTREACH_REQUESTER) return null;
-    const id = context?.action_id;
-    return typeof id === 'string' ? id : null;
   }
 }

@@ -4,14 +4,21 @@ import { type BusMessage, type MessageReceivedData, MessagingEvents } from '@tou
 import type { Tx } from '@touchpoint/database';
 import { ReplyInterruptService } from './reply-interrupt.service.js';
 
+/** An organization's inbound email or LinkedIn message: what can interrupt an outreach enrollment. */
+const inboundEmailOrLinkedIn = (message: BusMessage<MessageReceivedData>): boolean => {
+  const data = message.data;
+  return !!message.organization_id && !!data && data.direction === 'inbound' && (data.channel === 'email' || data.channel === 'linkedin');
+};
+
 /** Feeds inbound email and LinkedIn messages to the reply interrupt (seed 003 §4.7). */
 @Injectable()
 export class InterruptsConsumer {
   constructor(private readonly interrupt: ReplyInterruptService) {}
 
-  @OnBusMessage(MessagingEvents.MessageReceived)
+  @OnBusMessage(MessagingEvents.MessageReceived, { when: inboundEmailOrLinkedIn })
   async onReceived(message: BusMessage<MessageReceivedData>, tx: Tx): Promise<void> {
     const data = message.data;
+    // The `when` above, again: it narrows the types here.
     if (!message.organization_id || !data || data.direction !== 'inbound') return;
     if (data.channel !== 'email' && data.channel !== 'linkedin') return;
     await this.interrupt.handle(tx, message.organization_id, data);
