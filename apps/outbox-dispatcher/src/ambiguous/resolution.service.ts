@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { type OutboxAmbiguousListData, type OutboxAmbiguousPage, OutboxEvents, type OutboxProviderStatusEventData, type OutboxResolveData, type OutboxResolveResult, type WhatsAppStatusBatch } from '@touchpoint/contracts';
-import { decodeCursor, encodeCursor, type Tx } from '@touchpoint/database';
+import { type OutboxAmbiguousListData, type OutboxAmbiguousPage, OutboxEvents, type OutboxProviderStatusEventData, type OutboxResolveData, type OutboxResolveResult, type OutgoingMessage, type WhatsAppStatus, type WhatsAppStatusBatch } from '@touchpoint/contracts';
+import { decodeCursor, encodeCursor, outboxCommitted, outboxPayload, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -8,7 +8,7 @@ import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
 import { toEntryView } from '../enqueue/enqueue.service.js';
 import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
-import { AmbiguousRepository } from './ambiguous.repository.js';
+import { AmbiguousRepository, type StatusRow } from './ambiguous.repository.js';
 import { OutboxMetrics } from '../metrics/outbox.metrics.js';
 import { type SenderRow, SendersRepository } from '../senders/senders.repository.js';
 
@@ -19,6 +19,9 @@ import { type SenderRow, SendersRepository } from '../senders/senders.repository
 export const ACCEPTING_DELIVERY_STATUSES: ReadonlySet<string> = new Set(['sent', 'delivered', 'read']);
 /** Delivery statuses that prove it was rejected. */
 export const REJECTING_DELIVERY_STATUSES: ReadonlySet<string> = new Set(['failed']);
+
+/** An entry id's shape: a token of another shape names no entry (`OutboxRepository.findById`). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A provider correlation: the entry id echoed back (`biz_opaque_callback_data`) with a status. */
 export interface Correlation {
@@ -182,75 +185,99 @@ export class ResolutionService {
   /**
    * Stores the statuses of one Meta webhook change durably (the gateway answers Meta only after
    * this returns), resolves ambiguous entries they correlate with, and publishes
-   * `outbox.provider_status.recorded` for each new (message, status).
+   * `outbox.provider_status.recorded` for each new (message, status). The batch is one
+   * autocommitted statement (`AmbiguousRepository.recordStatuses`); only the statuses that would
+   * settle an ambiguous entry then take a transaction, which locks their entries in id order and
+   * resolves them one by one (`recordOne`). A redelivered batch changes nothing: each of its
+   * statuses is a `duplicate`, as is a repeat within the batch.
+   * @returns how many statuses were new, and each well-formed status's outcome in batch order
    */
   async recordWhatsAppStatuses(batch: WhatsAppStatusBatch): Promise<{ stored: number; outcomes: { id: string; status: string; outcome: string }[] }> {
     if (typeof batch?.phone_number_id !== 'string' || !Array.isArray(batch.statuses)) throw new AppError(ErrorCode.ValidationFailed, 'phone_number_id and statuses are required');
-    return this.uow.run(async (tx) => {
-      const owner = await this.senders.findByPhoneNumberId(tx, batch.phone_number_id);
-      const outcomes: { id: string; status: string; outcome: string }[] = [];
-      let stored = 0;
-      for (const s of batch.statuses) {
-        if (typeof s?.id !== 'string' || typeof s.status !== 'string') continue;
-        const seconds = Number(s.timestamp);
-        const providerTimestamp = Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : this.clock.now();
-        const token = typeof s.biz_opaque_callback_data === 'string' ? s.biz_opaque_callback_data : null;
-        const statusId = await this.ambiguous.insertProviderStatus(tx, { channel: 'whatsapp', accountId: batch.phone_number_id, providerMessageId: s.id, status: s.status, providerTimestamp, recipient: s.recipient_id ?? null, correlation: token, body: s }, this.clock.now());
-        if (statusId === null) {
-          outcomes.push({ id: s.id, status: s.status, outcome: 'duplicate' });
-          continue;
-        }
-        stored++;
-        const firstError = Array.isArray(s.errors) ? s.errors[0] : undefined;
-        let outcome = 'no_correlation';
-        // The entry the resolution read (locked) serves below too: its ids and context do not change when it settles.
-        let resolved: { read: boolean; entry: EntryRow | undefined } = { read: false, entry: undefined };
-        if (token) {
-          const r = await this.resolveEntry(
-            tx,
-            {
-              entryId: token,
-              providerMessageId: s.id,
-              status: s.status,
-              source: 'provider',
-              accountId: batch.phone_number_id,
-              errorCode: firstError ? String(firstError.code) : null,
-              errorMessage: firstError?.message ?? firstError?.title ?? null,
-            },
-            owner,
-          );
-          outcome = r.result.outcome;
-          resolved = r;
-        }
-        const byToken = token ? (resolved.read ? resolved.entry : await this.repository.findById(tx, token)) : undefined;
-        const entry: EntryRow | undefined = byToken ?? (await this.repository.findByProviderMessageId(tx, s.id));
-        const ours = entry && owner && entry.sender_id === owner.id ? entry : undefined;
-        await this.ambiguous.noteStatusOutcome(tx, statusId, ours?.id ?? null, outcome);
-        outcomes.push({ id: s.id, status: s.status, outcome });
-        const organizationId = ours?.organization_id ?? owner?.organization_id ?? null;
-        if (!organizationId) continue;
-        const data: OutboxProviderStatusEventData = {
-          channel: 'whatsapp',
-          provider_message_id: s.id,
-          status: s.status,
-          provider_timestamp: providerTimestamp.toISOString(),
-          recipient: s.recipient_id ?? null,
-          entry_id: ours?.id ?? null,
-          idempotency_key: ours?.idempotency_key ?? null,
-          log_context: ours?.log_context ?? null,
-          error_code: firstError ? String(firstError.code) : null,
-          error_message: firstError?.message ?? firstError?.title ?? null,
-          error_details: typeof firstError?.error_data?.details === 'string' ? firstError.error_data.details : null,
-        };
-        await tx.publish({
-          event_id: `${OutboxEvents.ProviderStatusRecorded}:${s.id}:${s.status}`,
-          type: OutboxEvents.ProviderStatusRecorded,
-          organization_id: organizationId,
-          data: data,
-        });
-      }
-      return { stored, outcomes };
+    const statuses = batch.statuses.filter((s) => typeof s?.id === 'string' && typeof s.status === 'string');
+    const outcomes: { id: string; status: string; outcome: string }[] = statuses.map((s) => ({ id: s.id, status: s.status, outcome: 'duplicate' }));
+    const now = this.clock.now();
+    const seen = new Set<string>();
+    const rows: StatusRow[] = [];
+    statuses.forEach((s, ord) => {
+      const key = JSON.stringify([s.id, s.status]);
+      if (seen.has(key)) return;
+      seen.add(key);
+      rows.push(statusRow(s, ord, now));
     });
+    const { verdicts, published } = await this.ambiguous.recordStatuses(poolOf(this.uow.dataSource), batch.phone_number_id, rows, now);
+    if (published) outboxCommitted(this.uow.dataSource, this.uow.schema);
+    const byOrd = new Map(rows.map((r) => [r.ord, r]));
+    let stored = 0;
+    const slow: number[] = [];
+    const tokens = new Set<string>();
+    for (const v of verdicts) {
+      const row = byOrd.get(v.ord);
+      if (v.slow) {
+        slow.push(v.ord);
+        if (row?.token) tokens.add(row.token);
+      }
+      if (!v.stored) continue;
+      stored++;
+      outcomes[v.ord].outcome = v.outcome;
+      // As `resolveEntry` counts each correlated status it resolves.
+      if (row?.correlation != null) this.metrics.resolutions.inc({ outcome: v.outcome, source: 'provider' });
+    }
+    if (slow.length === 0) return { stored, outcomes };
+    const settled = await this.uow.run(async (tx) => {
+      const owner = await this.senders.findByPhoneNumberId(tx, batch.phone_number_id);
+      await this.ambiguous.lockEntries(tx, [...tokens]);
+      const results: { ord: number; outcome: string | null }[] = [];
+      for (const ord of slow) results.push({ ord, outcome: await this.recordOne(tx, batch.phone_number_id, owner, statuses[ord]) });
+      return results;
+    });
+    for (const { ord, outcome } of settled) {
+      if (outcome === null) continue;
+      stored++;
+      outcomes[ord].outcome = outcome;
+    }
+    return { stored, outcomes };
+  }
+
+  /**
+   * One status in the caller's transaction, the way the whole batch was once recorded: stored,
+   * resolved against the entry its token names (locked), noted with its entry and outcome, and
+   * published. For the statuses `recordStatuses` leaves `slow`.
+   * @returns the outcome, or null when that (message, status) was stored already
+   */
+  private async recordOne(tx: Tx, phoneNumberId: string, owner: SenderRow | undefined, s: WhatsAppStatus): Promise<string | null> {
+    const providerTimestamp = providerTimeOf(s, this.clock.now());
+    const token = typeof s.biz_opaque_callback_data === 'string' ? s.biz_opaque_callback_data : null;
+    const statusId = await this.ambiguous.insertProviderStatus(tx, { channel: 'whatsapp', accountId: phoneNumberId, providerMessageId: s.id, status: s.status, providerTimestamp, recipient: s.recipient_id ?? null, correlation: token, body: s }, this.clock.now());
+    if (statusId === null) return null;
+    const firstError = Array.isArray(s.errors) ? s.errors[0] : undefined;
+    let outcome = 'no_correlation';
+    // The entry the resolution read (locked) serves below too: its ids and context do not change when it settles.
+    let resolved: { read: boolean; entry: EntryRow | undefined } = { read: false, entry: undefined };
+    if (token) {
+      const r = await this.resolveEntry(
+        tx,
+        {
+          entryId: token,
+          providerMessageId: s.id,
+          status: s.status,
+          source: 'provider',
+          accountId: phoneNumberId,
+          errorCode: firstError ? String(firstError.code) : null,
+          errorMessage: firstError?.message ?? firstError?.title ?? null,
+        },
+        owner,
+      );
+      outcome = r.result.outcome;
+      resolved = r;
+    }
+    const byToken = token ? (resolved.read ? resolved.entry : await this.repository.findById(tx, token)) : undefined;
+    const entry: EntryRow | undefined = byToken ?? (await this.repository.findByProviderMessageId(tx, s.id));
+    const ours = entry && owner && entry.sender_id === owner.id ? entry : undefined;
+    await this.ambiguous.noteStatusOutcome(tx, statusId, ours?.id ?? null, outcome);
+    const organizationId = ours?.organization_id ?? owner?.organization_id ?? null;
+    if (organizationId) await tx.publish({ ...statusEvent(s, providerTimestamp, ours ?? null), organization_id: organizationId });
+    return outcome;
   }
 
   private logSettled(row: EntryRow, accepted: boolean): void {
@@ -259,4 +286,50 @@ export class ResolutionService {
     // The dispatcher that would normally log this is long gone: the row's log_context carries the correlation.
     else this.logger.warn({ event: 'outbox.delivery_failed', classification: 'ambiguous', ...fields }, 'ambiguous send settled as failed');
   }
+}
+
+/** A status's own time (Unix seconds, as Meta sends it), or `fallback` when it has none that is usable. */
+function providerTimeOf(s: WhatsAppStatus, fallback: Date): Date {
+  const seconds = Number(s.timestamp);
+  const at = Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : fallback;
+  return Number.isNaN(at.getTime()) ? fallback : at;
+}
+
+/** `outbox.provider_status.recorded` for `s`, about `entry` (null: no entry of this number); the caller sets the organization. */
+function statusEvent(s: WhatsAppStatus, providerTimestamp: Date, entry: EntryRow | null): OutgoingMessage<typeof OutboxEvents.ProviderStatusRecorded> {
+  const firstError = Array.isArray(s.errors) ? s.errors[0] : undefined;
+  const data: OutboxProviderStatusEventData = {
+    channel: 'whatsapp',
+    provider_message_id: s.id,
+    status: s.status,
+    provider_timestamp: providerTimestamp.toISOString(),
+    recipient: s.recipient_id ?? null,
+    entry_id: entry?.id ?? null,
+    idempotency_key: entry?.idempotency_key ?? null,
+    log_context: entry?.log_context ?? null,
+    error_code: firstError ? String(firstError.code) : null,
+    error_message: firstError?.message ?? firstError?.title ?? null,
+    error_details: typeof firstError?.error_data?.details === 'string' ? firstError.error_data.details : null,
+  };
+  return { event_id: `${OutboxEvents.ProviderStatusRecorded}:${s.id}:${s.status}`, type: OutboxEvents.ProviderStatusRecorded, organization_id: '', data };
+}
+
+/** `s` as a row of `AmbiguousRepository.recordStatuses`; its event's entry fields and organization are the statement's to fill. */
+function statusRow(s: WhatsAppStatus, ord: number, now: Date): StatusRow {
+  const token = typeof s.biz_opaque_callback_data === 'string' ? s.biz_opaque_callback_data : null;
+  const providerTimestamp = providerTimeOf(s, now);
+  const event = statusEvent(s, providerTimestamp, null);
+  return {
+    ord,
+    id: s.id,
+    status: s.status,
+    provider_timestamp: providerTimestamp.toISOString(),
+    recipient: s.recipient_id ?? null,
+    correlation: token,
+    token: token !== null && UUID.test(token) ? token : null,
+    verdict: ACCEPTING_DELIVERY_STATUSES.has(s.status) ? 'accept' : REJECTING_DELIVERY_STATUSES.has(s.status) ? 'reject' : null,
+    body: s,
+    event_id: event.event_id,
+    payload: outboxPayload(event, now.toISOString()),
+  };
 }
