@@ -394,7 +394,13 @@ describe('Safety: the reply, the opt-out and the approval win across services', 
           if (answer.body?.status !== 200) throw new Error(`${scenario}: the gateway answered the bounce webhook with ${answer.body?.status}`);
           const ackedAt = Date.now();
           ledger.suppress({ scenario, cause: 'bounce', ackedAt, addresses: [{ channel: 'email', value: p.email }] });
-          await until(async () => ((await enrollment(p.enrollmentId)).status === 'ended' ? true : undefined), 45_000);
+          // A bounce closes the email channel and leaves the enrollment live (seed 003 §4.7): the
+          // barrier is the address on the do-not-contact list, as every sender reads it.
+          const listed = await until(async () => {
+            const list = await e.gateway.get(`/suppressions?channel=email&q=${encodeURIComponent(p.email)}`);
+            return (list.body?.items as Array<{ value: string; reason: string | null }> | undefined)?.find((i) => i.value === p.email.toLowerCase());
+          }, 45_000);
+          if (!listed) ledger.violation('suppressed', scenario, `${p.email} not on the do-not-contact list 45 s after the bounce webhook`);
           await everyCallerTriesEmail(scenario, p, ['email']);
         },
         async () => {
