@@ -42,6 +42,8 @@ export class DispatcherStandIn {
   readonly enqueued: OutboxEnqueueData[] = [];
   /** When set, the suppression RPC fails (the list is unreadable). */
   suppressionOutage = false;
+  /** When set, the suppression RPC answers only after this long, ms (a dispatcher too slow to answer). */
+  suppressionDelayMs = 0;
   /** `${channel}|${account_id}` → owner (Nylas grants, Unipile accounts), for the webhook ingress. */
   readonly accounts = new Map<string, ProviderAccountOwner>();
   /** When set, the account lookup fails (the dispatcher is down for the gateway). */
@@ -111,7 +113,8 @@ class DispatcherStandInController {
   constructor(private readonly state: DispatcherStandIn) {}
 
   @MessagePattern(OutreachDispatcherRpc.SuppressionCheck)
-  check(@Payload() data: SuppressionCheckData) {
+  async check(@Payload() data: SuppressionCheckData) {
+    if (this.state.suppressionDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.state.suppressionDelayMs));
     if (this.state.suppressionOutage) throw new AppError(ErrorCode.ServiceUnavailable, 'suppressions unreadable');
     return { suppressed: data.values.filter((v) => this.state.suppressions.has(`${data.organization_id}|${v.channel}|${v.channel === 'email' ? v.value.toLowerCase() : v.value}`)) };
   }

@@ -116,6 +116,21 @@ describe(EnrollmentsService.name, () => {
       }
       expect(await live(c.id)).toBe(0);
     });
+
+    it('names the suppression list, not itself, when the dispatcher is too slow to answer within the gateway deadline', async () => {
+      const c = await campaign();
+      const [person] = await people(1);
+      w.dispatcher.suppressionDelayMs = 8_000;
+      try {
+        const res = await w.http!('POST', `/agentic/outreach/campaigns/${c.id}/enrollments`, { secret, json: person });
+        expect([res.status, res.body.error.code]).toEqual([503, 'service_unavailable']);
+        // The gateway's own timeout would say "outreach did not answer".
+        expect(res.body.error.message).toMatch(/suppression list/);
+      } finally {
+        w.dispatcher.suppressionDelayMs = 0;
+      }
+      expect(await live(c.id)).toBe(0);
+    });
   });
 
   describe('enroll (batch)', () => {

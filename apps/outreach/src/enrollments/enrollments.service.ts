@@ -18,16 +18,21 @@ import {
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
-import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
+import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { type CampaignRow, CampaignsRepository } from '../campaigns/campaigns.repository.js';
 import { REFERENCE_MAX_CHARS } from '../campaigns/campaigns.service.js';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
 import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
+import type { OutreachConfig } from '../outreach.config.js';
 import { ActionsRepository } from '../review/actions.repository.js';
 import { addMs, EVENT_LEASE_MS } from '../decisions/next-check.js';
 import { type EnrollmentRow, EnrollmentsRepository, type LiveEnrollmentRow, toOutreachEnrollmentView } from './enrollments.repository.js';
 
+/** Time kept for the answer to travel back inside the caller's RPC deadline, ms (ours). */
+const NESTED_READ_MARGIN_MS = 1000;
+/** Shortest deadline of a nested read, however little of the caller's deadline is left, ms (ours). */
+const MIN_NESTED_READ_MS = 250;
 /** People read from messaging at once while a batch is checked (ours: bounds the RPC fan-out). */
 const PERSON_READ_CONCURRENCY = 10;
 
@@ -60,6 +65,7 @@ export class EnrollmentsService {
     private readonly people: PeopleDirectory,
     private readonly addresses: PersonAddressesRepository,
     private readonly clock: Clock,
+    @Inject(APP_CONFIG) private readonly config: OutreachConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -98,6 +104,7 @@ export class EnrollmentsService {
    *   campaign_archived, service_unavailable (messaging or the suppression list unreadable)
    */
   async enroll(data: EnrollBatchData): Promise<EnrollBatchResult> {
+    const startedAt = Date.now();
     const organizationId = requireString(data?.organization_id, 'organization_id', REFERENCE_MAX_CHARS);
     const people = validatePeople(data.people);
     const campaign = await this.uow.run((tx) => this.campaigns.find(tx, organizationId, requireCampaignId(data.campaign_id)));
@@ -107,7 +114,10 @@ export class EnrollmentsService {
     // Checks 2 and 3 read other services: done before any transaction opens.
     const persons = await this.readPeople(organizationId, people);
     const values = persons.flatMap((p) => (p.contact ? channelValuesOf(p.contact, campaign.allowed_channels) : []));
-    const suppressed = await this.people.suppressed(organizationId, dedupe(values));
+    // Our caller (the gateway) gives up after its own RPC_TIMEOUT_MS: the suppression read ends a
+    // margin before that, so an unreadable list is answered as such, not as "outreach did not answer".
+    const readBudgetMs = Math.max(MIN_NESTED_READ_MS, startedAt + this.config.RPC_TIMEOUT_MS - NESTED_READ_MARGIN_MS - Date.now());
+    const suppressed = await this.people.suppressed(organizationId, dedupe(values), readBudgetMs);
 
     const results: (EnrollResult | null)[] = people.map(() => null);
     const candidates: { index: number; kind: PersonKind; id: string }[] = [];
