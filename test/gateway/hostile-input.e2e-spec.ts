@@ -319,6 +319,8 @@ describe('Hostile input over every route', () => {
       const theirMailbox = await sender(b, 'email');
       expect(refusal(await campaign({ email_sender_id: theirMailbox }))).toEqual({ status: 404, code: 'not_found', message: 'sender not found' });
       expect(refusal(await campaign({ email_sender_id: randomUUID() }))).toEqual({ status: 404, code: 'not_found', message: 'sender not found' });
+      // A sender id is a uuid: anything else is a bad request, like every other id field.
+      for (const field of ['email_sender_id', 'linkedin_sender_id']) expect(refusal(await campaign({ [field]: 'not-a-uuid' }))).toMatchObject({ status: 400, code: 'validation_failed' });
       expect((await campaign({ email_sender_id: await sender(a) })).status).toBe(400);
       expect(await rows('outreach', 'campaigns', a.organizationId)).toEqual([]);
       expect((await campaign({ email_sender_id: await sender(a, 'email') })).status).toBe(201);

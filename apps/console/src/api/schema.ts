@@ -2533,13 +2533,19 @@ export interface components {
         };
         CreateCampaignBody: {
             allowed_channels: ("email" | "linkedin")[];
-            /** @description Sender id of the mailbox (default mailbox when absent) */
+            /**
+             * Format: uuid
+             * @description Sender id of the mailbox (default mailbox when absent)
+             */
             email_sender_id?: string;
             followup_max_days: number;
             followup_min_days: number;
             /** @description What the campaign must achieve; a stop decision says whether it was met */
             goal: string;
-            /** @description Sender id of the LinkedIn account (LinkedIn actions need one) */
+            /**
+             * Format: uuid
+             * @description Sender id of the LinkedIn account (LinkedIn actions need one)
+             */
             linkedin_sender_id?: string;
             max_touches: number;
             name: string;

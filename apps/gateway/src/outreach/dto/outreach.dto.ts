@@ -40,8 +40,8 @@ export class CreateCampaignBody {
   @ApiProperty({ minimum: 1, maximum: 20 }) @IsInt() max_touches!: number;
   @ApiProperty({ minimum: 1, maximum: 90 }) @IsInt() followup_min_days!: number;
   @ApiProperty({ minimum: 1, maximum: 90 }) @IsInt() followup_max_days!: number;
-  @ApiPropertyOptional({ description: 'Sender id of the mailbox (default mailbox when absent)' }) @IsOptional() @IsString() @MaxLength(200) email_sender_id?: string;
-  @ApiPropertyOptional({ description: 'Sender id of the LinkedIn account (LinkedIn actions need one)' }) @IsOptional() @IsString() @MaxLength(200) linkedin_sender_id?: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'Sender id of the mailbox (default mailbox when absent)' }) @IsOptional() @IsUUID('all') email_sender_id?: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'Sender id of the LinkedIn account (LinkedIn actions need one)' }) @IsOptional() @IsUUID('all') linkedin_sender_id?: string;
 }
 
 export class ListCampaignsQuery {
