@@ -196,21 +196,18 @@ export function parseOptions(argv: string[]): ParsedOptions | null {
 
 /**
  * The arguments that make `parseOptions` answer `o` again (deep-equal): the seed and the duration
- * always, every other option only where it differs from `DEFAULT_OPTIONS`, the rates in whichever
- * spelling is shorter — per kind against the defaults, or `--fault-rate` with the most common
- * rate and per kind against that. Seconds must be whole (`parseOptions` takes nothing else).
+ * always, every other option only where it differs from `DEFAULT_OPTIONS`; the rates as one
+ * `--fault-rate` when every kind has the same one, else `--rate` for each kind off its default.
+ * Seconds must be whole (`parseOptions` takes nothing else).
  */
 export function replayArgs(o: ParsedOptions): string[] {
   const args = ['--seed', String(o.seed), '--duration', String(o.durationMs / 1000)];
   if (o.replicas !== DEFAULT_OPTIONS.replicas) args.push('--replicas', String(o.replicas));
   const rateOf = (kind: FaultKind) => o.rates[kind] ?? DEFAULT_FAULT_RATES[kind];
   const against = (base: (kind: FaultKind) => number) => FAULT_KINDS.filter((k) => rateOf(k) !== base(k)).flatMap((k) => ['--rate', `${k}=${rateOf(k)}`]);
-  const perKind = against((k) => DEFAULT_FAULT_RATES[k]);
-  const tally = new Map<number, number>();
-  for (const k of FAULT_KINDS) tally.set(rateOf(k), (tally.get(rateOf(k)) ?? 0) + 1);
-  const common = [...tally].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]![0];
-  const uniform = ['--fault-rate', String(common), ...against(() => common)];
-  args.push(...(uniform.length < perKind.length ? uniform : perKind));
+  const first = rateOf(FAULT_KINDS[0]);
+  const uniform = FAULT_KINDS.every((k) => rateOf(k) === first) && against((k) => DEFAULT_FAULT_RATES[k]).length > 0;
+  args.push(...(uniform ? ['--fault-rate', String(first)] : against((k) => DEFAULT_FAULT_RATES[k])));
   if (o.drainTimeoutMs !== DEFAULT_OPTIONS.drainTimeoutMs) args.push('--drain', String(o.drainTimeoutMs / 1000));
   if (o.verbose) args.push('--verbose');
   return args;

@@ -105,8 +105,8 @@ describe('npm run chaos options', () => {
       expect(replayArgs({ ...base, replicas: 3, rates: { ...DEFAULT_FAULT_RATES, process_kill: 0 } })).toEqual(['--seed', '1717', '--duration', '600', '--replicas', '3', '--rate', 'process_kill=0']);
     });
 
-    it('spells mostly equal rates as --fault-rate and the exceptions', () => {
-      expect(replayArgs({ ...base, rates: { ...Object.fromEntries(FAULT_KINDS.map((k) => [k, 3])), process_kill: 0 } })).toEqual(['--seed', '1717', '--duration', '600', '--fault-rate', '3', '--rate', 'process_kill=0']);
+    it('spells unequal rates as --rate for each kind off its default only', () => {
+      expect(replayArgs({ ...base, rates: { ...base.rates, process_kill: 0, provider_5xx: 2.5 } })).toEqual(['--seed', '1717', '--duration', '600', '--rate', 'process_kill=0', '--rate', 'provider_5xx=2.5']);
     });
   });
 });

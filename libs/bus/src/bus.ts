@@ -378,7 +378,8 @@ export class BusConnection {
   private async claimBatch(tx: Tx, planned: Array<{ message: BusMessage; handlers: Handler[] }>): Promise<Set<string>> {
     const pairs = new Map<string, [string, string]>();
     for (const { message, handlers } of planned) for (const h of handlers) pairs.set(pairKey(message.event_id, h.name), [message.event_id, h.name]);
-    const sorted = [...pairs.values()].sort(([e1, h1], [e2, h2]) => (e1 < e2 ? -1 : e1 > e2 ? 1 : h1 < h2 ? -1 : h1 > h2 ? 1 : 0));
+    // The keys sort as (event_id, handler) would: NUL sorts before every other character.
+    const sorted = [...pairs.keys()].sort().map((key) => pairs.get(key)!);
     const rows = await tx.query<{ event_id: string; handler: string }>(
       `INSERT INTO inbox_events (event_id, handler)
        SELECT event_id, handler FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS claim (event_id, handler, n) ORDER BY n

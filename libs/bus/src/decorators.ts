@@ -24,7 +24,8 @@ export interface OnBusMessageOptions<T = unknown> {
    * Only messages for which this answers true reach the handler. A message it rejects gets no
    * inbox row and no transaction for this handler (`touchpoint_bus_consumed_total{outcome="skipped"}`);
    * one that no handler of the service accepts is acked at once. For a handler whose first line
-   * returns on a field check: the same check, moved here, has the same effect for less.
+   * returns on a field check: write the check once, as a type guard, and use it both here and as
+   * that first line (where it narrows the payload's types).
    */
   when?: BusMessageFilter<T>;
 }

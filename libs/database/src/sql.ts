@@ -20,6 +20,18 @@ function returnedRows<T>(result: unknown): T[] {
 }
 
 /**
+ * A row read as JSON (`to_jsonb(t)`, to carry a second table's row beside the first) with its
+ * timestamp columns back to Dates: JSON gives them as ISO text. A null row stays null.
+ * @param timestamps the row's timestamptz columns; a null or absent one stays null
+ */
+export function rowFromJson<T>(json: Record<string, unknown> | null, timestamps: readonly (keyof T & string)[]): T | null {
+  if (!json) return null;
+  const row: Record<string, unknown> = { ...json };
+  for (const key of timestamps) row[key] = typeof json[key] === 'string' ? new Date(json[key]) : (json[key] ?? null);
+  return row as T;
+}
+
+/**
  * Runs one parameterised statement and answers its rows (also of an UPDATE or DELETE … RETURNING),
  * whichever `Queryable` runs it.
  */

@@ -3,7 +3,7 @@ import type { FlowStatus, FlowTemplateRef } from '@touchpoint/contracts';
 import { truncateText } from '@touchpoint/text';
 import type { ContactActivity } from '../contacts/contacts.repository.js';
 import type { EnrollmentRow, NewEnrollmentEvent } from '../enrollments/enrollment-row.js';
-import { type Queryable, rowsOf } from '@touchpoint/database';
+import { type Queryable, rowFromJson, rowsOf } from '@touchpoint/database';
 
 /** An effect a step records (written with the step by `writeStep`). */
 export interface NewEffect {
@@ -65,17 +65,8 @@ export interface StepWrite {
   effects: NewEffect[];
 }
 
-/** The contact row as `to_jsonb` gives it: timestamps back to Dates. */
-function contactFromJson(c: Record<string, unknown>): ContactActivity {
-  const date = (v: unknown) => (typeof v === 'string' ? new Date(v) : null);
-  return {
-    ...(c as unknown as ContactActivity),
-    last_inbound_at: date(c.last_inbound_at),
-    opted_out_at: date(c.opted_out_at),
-    handoff_at: date(c.handoff_at),
-    erased_at: date(c.erased_at),
-  };
-}
+/** The timestamp columns of the contact row `to_jsonb` gives (`rowFromJson`). */
+const CONTACT_TIMESTAMPS = ['last_inbound_at', 'opted_out_at', 'handoff_at', 'erased_at'] as const;
 
 /** A claimed enrollment: its row, its flow's status, its contact (null when busy or missing) and its recent sends. */
 export type ClaimedRow = EnrollmentRow & { flow_status: FlowStatus; contact: ContactActivity | null; recentSends: { count: number; oldest: Date | null } };
@@ -153,7 +144,7 @@ export class ReleaseRepository {
     const byContact = new Map(recent.map((r) => [r.contact_id, r]));
     return rows.map((row) => ({
       ...row,
-      contact: row.contact ? contactFromJson(row.contact) : null,
+      contact: rowFromJson<ContactActivity>(row.contact, CONTACT_TIMESTAMPS),
       recentSends: { count: byContact.get(row.contact_id)?.count ?? 0, oldest: byContact.get(row.contact_id)?.oldest ?? null },
     }));
   }

@@ -9,11 +9,11 @@ const REQUESTER = 'followups';
 /** Keys of our sends at the dispatcher: enrollment steps and one-off returns. */
 const isOurs = (key: string | null | undefined): boolean => !!key && (key.startsWith('followup:') || key.startsWith('promise:'));
 
-/** Messaging's outcome of a message followups asked for (the `when` of messaging's events). */
-const ourMessage = (message: BusMessage<MessageOutcomeData>): boolean => message.data.requester === REQUESTER && !!message.organization_id;
+/** Messaging's outcome of a message followups asked for (the `when` of messaging's events, and the handlers' type guard). */
+const ourMessage = (message: BusMessage<MessageOutcomeData>): message is BusMessage<MessageOutcomeData> & { organization_id: string } => message.data.requester === REQUESTER && !!message.organization_id;
 
-/** The dispatcher's event about an entry of ours (the `when` of its events). */
-const ourEntry = (message: BusMessage<OutboxEntryEventData>): boolean => !!message.organization_id && isOurs(message.data.idempotency_key);
+/** The dispatcher's event about an entry of ours (the `when` of its events, and the handlers' type guard). */
+const ourEntry = (message: BusMessage<OutboxEntryEventData>): message is BusMessage<OutboxEntryEventData> & { organization_id: string } => !!message.organization_id && isOurs(message.data.idempotency_key);
 
 /**
  * Bus edge of send outcomes: messaging's message events and the dispatcher's uncertainty events,
@@ -24,9 +24,8 @@ export class SendOutcomesConsumer {
   constructor(private readonly outcomes: SendOutcomesService) {}
 
   private async fromMessaging(message: BusMessage<MessageOutcomeData>, tx: Tx, outcome: 'sent' | 'failed' | 'cancelled'): Promise<void> {
+    if (!ourMessage(message)) return;
     const d = message.data;
-    // `ourMessage` again (the handlers' `when`): it narrows organization_id here.
-    if (d.requester !== REQUESTER || !message.organization_id) return;
     await this.outcomes.applyLater(tx, message.organization_id, d.idempotency_key, outcome, { messageId: d.message_id, errorCode: d.error_code ?? null, at: new Date(message.occurred_at) });
   }
 
@@ -48,13 +47,13 @@ export class SendOutcomesConsumer {
   /** The dispatcher does not know whether the send went out: the effect is uncertain until resolved. */
   @OnBusMessage(OutboxEvents.EntryAmbiguous, { when: ourEntry })
   async onAmbiguous(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
+    if (!ourEntry(message)) return;
     await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, 'uncertain', { at: new Date(message.occurred_at) });
   }
 
   @OnBusMessage(OutboxEvents.EntryResolved, { when: ourEntry })
   async onResolved(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
+    if (!ourEntry(message)) return;
     const outcome = message.data.resolution === 'accepted' ? 'sent' : 'failed';
     await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, outcome, { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
   }
@@ -62,20 +61,20 @@ export class SendOutcomesConsumer {
   /** The dispatcher's own word on the wire outcome (messaging relays it as well; the first to arrive wins). */
   @OnBusMessage(OutboxEvents.EntryAccepted, { when: ourEntry })
   async onAccepted(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
+    if (!ourEntry(message)) return;
     await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, 'sent', { at: new Date(message.occurred_at) });
   }
 
   @OnBusMessage(OutboxEvents.EntryFailed, { when: ourEntry })
   async onEntryFailed(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
+    if (!ourEntry(message)) return;
     await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, 'failed', { errorCode: message.data.error_code ?? null, at: new Date(message.occurred_at) });
   }
 
   /** A cancel the dispatcher honoured (messaging relays it too; whichever comes first wins). */
   @OnBusMessage(OutboxEvents.EntryCancelled, { when: ourEntry })
   async onEntryCancelled(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
-    if (!message.organization_id || !isOurs(message.data.idempotency_key)) return;
+    if (!ourEntry(message)) return;
     await this.outcomes.applyLater(tx, message.organization_id, message.data.idempotency_key, 'cancelled', { at: new Date(message.occurred_at) });
   }
 }

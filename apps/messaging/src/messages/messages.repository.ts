@@ -66,6 +66,35 @@ export interface PendingStatus extends StatusReport {
   id: string;
 }
 
+/** A `pending_statuses` row, as a query or `json_agg` gives it (timestamps as Dates or as ISO text). */
+interface PendingStatusRow {
+  id: string | number;
+  organization_id: string;
+  channel: MessagingChannel;
+  external_id: string;
+  status: string;
+  provider_timestamp: Date | string | null;
+  received_at: Date | string;
+  error_code: string | null;
+  error_message: string | null;
+  error_details: string | null;
+}
+
+/** A kept status as it is applied: at the provider's time, else when we received it. */
+function pendingStatusOf(r: PendingStatusRow): PendingStatus {
+  return {
+    id: String(r.id),
+    organization_id: r.organization_id,
+    channel: r.channel,
+    external_id: r.external_id,
+    status: r.status,
+    at: new Date(r.provider_timestamp ?? r.received_at),
+    error_code: r.error_code,
+    error_message: r.error_message,
+    error_details: r.error_details,
+  };
+}
+
 /** What `saveStatuses` writes for one locked message: its state after the moves of a transaction. */
 export interface SavedStatus {
   id: string;
@@ -275,7 +304,7 @@ export class MessagesRepository {
   async lockForOutcomes(tx: Tx, items: { id: string; provider_id: string | null; take: boolean }[]): Promise<{ message: MessageRow; pendingFor: string | null; pending: PendingStatus[] }[]> {
     const valid = items.filter((i) => isUuid(i.id));
     if (valid.length === 0) return [];
-    const rows = await tx.query<MessageRow & { pending_for: string | null; pending: (Omit<PendingStatus, 'at'> & { provider_timestamp: string | null; received_at: string })[] }>(
+    const rows = await tx.query<MessageRow & { pending_for: string | null; pending: PendingStatusRow[] }>(
       `WITH wanted AS (
          SELECT id, bool_or(take) AS take, min(provider_id) AS provider_id FROM unnest($1::uuid[], $2::text[], $3::boolean[]) AS w(id, provider_id, take) GROUP BY id
        ), locked AS MATERIALIZED (
@@ -290,17 +319,7 @@ export class MessagesRepository {
     return rows.map(({ pending, pending_for: pendingFor, ...message }) => ({
       message: message as MessageRow,
       pendingFor,
-      pending: pending.map((r) => ({
-        id: String(r.id),
-        organization_id: r.organization_id,
-        channel: r.channel,
-        external_id: r.external_id,
-        status: r.status,
-        at: new Date(r.provider_timestamp ?? r.received_at),
-        error_code: r.error_code,
-        error_message: r.error_message,
-        error_details: r.error_details,
-      })),
+      pending: pending.map(pendingStatusOf),
     }));
   }
 
@@ -352,23 +371,8 @@ export class MessagesRepository {
 
   /** Takes (deletes and returns) the statuses kept for a provider id, in arrival order. */
   async takePendingStatuses(tx: Tx, organizationId: string, channel: string, externalId: string): Promise<StatusReport[]> {
-    const result = await rowsOf<{ status: string; provider_timestamp: Date | null; error_code: string | null; error_message: string | null; error_details: string | null; received_at: Date; id: string }>(
-      tx,
-      `DELETE FROM pending_statuses WHERE organization_id = $1 AND channel = $2 AND external_id = $3 RETURNING *`,
-      [organizationId, channel, externalId],
-    );
-    return result
-      .sort((a, b) => Number(a.id) - Number(b.id))
-      .map((r) => ({
-        organization_id: organizationId,
-        channel: channel as MessagingChannel,
-        external_id: externalId,
-        status: r.status,
-        at: r.provider_timestamp ?? r.received_at,
-        error_code: r.error_code,
-        error_message: r.error_message,
-        error_details: r.error_details,
-      }));
+    const result = await rowsOf<PendingStatusRow>(tx, `DELETE FROM pending_statuses WHERE organization_id = $1 AND channel = $2 AND external_id = $3 RETURNING *`, [organizationId, channel, externalId]);
+    return result.sort((a, b) => Number(a.id) - Number(b.id)).map(pendingStatusOf);
   }
 
   /** Marks a message as the one sent for a notification's delivery. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '@touchpoint/database';
+import { rowFromJson, type Tx } from '@touchpoint/database';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import type { InstanceRow } from '../conversations/conversations.repository.js';
 import type { MessageRow, NewMessage } from '../messages/messages.repository.js';
@@ -17,18 +17,8 @@ export interface SendInsert {
   message: MessageRow | null;
 }
 
-/** Revives the timestamps of a contact read as JSON (`to_jsonb` gives them as text). */
-function contactOf(json: (Omit<ContactRow, 'opted_out_at' | 'erased_at' | 'created_at' | 'updated_at'> & Record<'opted_out_at' | 'erased_at' | 'created_at' | 'updated_at', string | null>) | null): ContactRow | null {
-  if (!json) return null;
-  const at = (v: string | null) => (v === null ? null : new Date(v));
-  return { ...json, opted_out_at: at(json.opted_out_at), erased_at: at(json.erased_at), created_at: at(json.created_at)!, updated_at: at(json.updated_at)! };
-}
-
-/** Revives the timestamps of an instance read as JSON. */
-function instanceOf(json: InstanceRow): InstanceRow {
-  const at = (v: Date | string | null) => (v === null ? null : new Date(v));
-  return { ...json, started_at: at(json.started_at)!, last_message_at: at(json.last_message_at), closed_at: at(json.closed_at) };
-}
+const CONTACT_TIMESTAMPS = ['opted_out_at', 'erased_at', 'created_at', 'updated_at'] as const;
+const INSTANCE_TIMESTAMPS = ['started_at', 'last_message_at', 'closed_at'] as const;
 
 /**
  * The statements of the shared send path that span its tables (seed 004 "Enqueue before wire"):
@@ -43,13 +33,13 @@ export class SendRepository {
    */
   async start(tx: Tx, organizationId: string, key: string, contactId: string | null): Promise<SendStart> {
     // The left join from one row keeps the message's columns typed (null when the key is new).
-    const [row] = await tx.query<MessageRow & { contact_json: Parameters<typeof contactOf>[0] }>(
+    const [row] = await tx.query<MessageRow & { contact_json: Record<string, unknown> | null }>(
       `SELECT m.*, (SELECT to_jsonb(c) FROM contacts c WHERE c.organization_id = $1 AND c.id = $3::uuid) AS contact_json
          FROM (SELECT 1) AS one LEFT JOIN messages m ON m.organization_id = $1 AND m.idempotency_key = $2`,
       [organizationId, key, contactId],
     );
     const { contact_json: contact, ...message } = row;
-    return { existing: message.id ? (message as MessageRow) : null, contact: contactOf(contact) };
+    return { existing: message.id ? (message as MessageRow) : null, contact: rowFromJson<ContactRow>(contact, CONTACT_TIMESTAMPS) };
   }
 
   /**
@@ -64,7 +54,7 @@ export class SendRepository {
    * @param m the message, without its instance
    */
   async insertInActiveInstance(tx: Tx, m: Omit<NewMessage, 'instance_id' | 'external_id' | 'thread_id' | 'notification_id' | 'headers' | 'provider_timestamp' | 'auto_reply' | 'opt_out'>): Promise<SendInsert> {
-    const [row] = await tx.query<MessageRow & { instance_json: InstanceRow | null; opened: boolean }>(
+    const [row] = await tx.query<MessageRow & { instance_json: Record<string, unknown> | null; opened: boolean }>(
       `WITH active AS MATERIALIZED (
          SELECT * FROM conversation_instances WHERE conversation_id = $2 AND status = 'active' FOR UPDATE
        ), opened AS (
@@ -105,6 +95,6 @@ export class SendRepository {
       ],
     );
     const { instance_json: instance, opened, ...message } = row;
-    return { instance: instance && instanceOf(instance), opened, message: message.id ? (message as MessageRow) : null };
+    return { instance: rowFromJson<InstanceRow>(instance, INSTANCE_TIMESTAMPS), opened, message: message.id ? (message as MessageRow) : null };
   }
 }

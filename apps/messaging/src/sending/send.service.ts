@@ -152,7 +152,9 @@ export class SendService {
     // Statement 2: the conversation's lock (every message writer takes it first), its touch, and
     // for a first send its row, in one.
     const named = known?.conversation.id ?? data.conversation_id;
-    const conversation = named ? (isUuid(named) ? await this.conversations.lockTouched(tx, data.organization_id, named, contact.id, data.channel, now) : null) : await this.conversations.lockOrCreateTouched(tx, data.organization_id, contact.id, data.channel, now);
+    let conversation: ConversationRow | null;
+    if (!named) conversation = await this.conversations.lockOrCreateTouched(tx, data.organization_id, contact.id, data.channel, now);
+    else conversation = isUuid(named) ? await this.conversations.lockTouched(tx, data.organization_id, named, contact.id, data.channel, now) : null;
     if (!conversation) throw new AppError(ErrorCode.NotFound, 'conversation not found');
 
     // Statement 3: the active instance (locked, or opened) and the message.

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type OutboxAmbiguousListData, type OutboxAmbiguousPage, OutboxEvents, type OutboxProviderStatusEventData, type OutboxResolveData, type OutboxResolveResult, type OutgoingMessage, type WhatsAppStatus, type WhatsAppStatusBatch } from '@touchpoint/contracts';
-import { decodeCursor, encodeCursor, outboxCommitted, outboxPayload, poolOf, type Tx } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, isUuid, outboxCommitted, outboxPayload, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -19,9 +19,6 @@ import { type SenderRow, SendersRepository } from '../senders/senders.repository
 export const ACCEPTING_DELIVERY_STATUSES: ReadonlySet<string> = new Set(['sent', 'delivered', 'read']);
 /** Delivery statuses that prove it was rejected. */
 export const REJECTING_DELIVERY_STATUSES: ReadonlySet<string> = new Set(['failed']);
-
-/** An entry id's shape: a token of another shape names no entry (`OutboxRepository.findById`). */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A provider correlation: the entry id echoed back (`biz_opaque_callback_data`) with a status. */
 export interface Correlation {
@@ -326,7 +323,8 @@ function statusRow(s: WhatsAppStatus, ord: number, now: Date): StatusRow {
     provider_timestamp: providerTimestamp.toISOString(),
     recipient: s.recipient_id ?? null,
     correlation: token,
-    token: token !== null && UUID.test(token) ? token : null,
+    // A token that is no uuid names no entry (`OutboxRepository.findById`).
+    token: isUuid(token) ? token : null,
     verdict: ACCEPTING_DELIVERY_STATUSES.has(s.status) ? 'accept' : REJECTING_DELIVERY_STATUSES.has(s.status) ? 'reject' : null,
     body: s,
     event_id: event.event_id,

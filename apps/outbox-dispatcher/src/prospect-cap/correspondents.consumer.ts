@@ -6,13 +6,13 @@ import { Clock } from '@touchpoint/time';
 import { ProspectCapRepository } from './prospect-cap.repository.js';
 
 /** An organization's inbound email with a sender address: the only messages that make a correspondent. */
-const fromAnEmailAddress = (message: BusMessage<MessageReceivedData>): boolean => {
+const fromAnEmailAddress = (message: BusMessage<MessageReceivedData>): message is BusMessage<MessageReceivedData> & { organization_id: string } => {
   const d = message.data;
   return !!message.organization_id && d?.channel === 'email' && typeof d.from === 'string' && d.from.includes('@');
 };
 
 /** An organization's contact with an email address: the only contacts this read model keeps. */
-const withAnEmailAddress = (message: BusMessage<ContactEventData>): boolean => {
+const withAnEmailAddress = (message: BusMessage<ContactEventData>): message is BusMessage<ContactEventData & { email: string }> & { organization_id: string } => {
   const d = message.data;
   return !!message.organization_id && typeof d?.email === 'string' && d.email.includes('@');
 };
@@ -31,10 +31,8 @@ export class CorrespondentsConsumer {
 
   @OnBusMessage(MessagingEvents.MessageReceived, { when: fromAnEmailAddress })
   async onReceived(message: BusMessage<MessageReceivedData>, tx: Tx): Promise<void> {
-    const d = message.data;
-    // The `when` above, again: it narrows the types here.
-    if (!message.organization_id || d?.channel !== 'email' || typeof d.from !== 'string' || !d.from.includes('@')) return;
-    await this.repository.markWroteIn(tx, message.organization_id, d.from.trim().toLowerCase(), this.clock.now());
+    if (!fromAnEmailAddress(message)) return;
+    await this.repository.markWroteIn(tx, message.organization_id, message.data.from.trim().toLowerCase(), this.clock.now());
   }
 
   @OnBusMessage(MessagingEvents.ContactCreated, { when: withAnEmailAddress })
@@ -48,9 +46,8 @@ export class CorrespondentsConsumer {
   }
 
   private async contact(message: BusMessage<ContactEventData>, tx: Tx): Promise<void> {
+    if (!withAnEmailAddress(message)) return;
     const d = message.data;
-    // The `when` of both handlers, again: it narrows the types here.
-    if (!message.organization_id || typeof d?.email !== 'string' || !d.email.includes('@')) return;
     const crm = d.kind === 'crm';
     await this.repository.markContact(tx, message.organization_id, d.email.trim().toLowerCase(), crm, this.clock.now());
   }

@@ -111,13 +111,13 @@ export class EnrollmentsService {
     if (!campaign) throw new AppError(ErrorCode.NotFound, 'campaign not found');
     if (campaign.status === 'archived') throw new AppError(ErrorCode.CampaignArchived, 'the campaign is archived');
 
-    // Checks 2 and 3 read other services: done before any transaction opens.
-    const persons = await this.readPeople(organizationId, people);
+    // Checks 2 and 3 read other services: done before any transaction opens. Our caller (the
+    // gateway) gives up after its own RPC_TIMEOUT_MS: each read ends a margin before that, so a
+    // service that cannot answer is named as such, not as "outreach did not answer".
+    const budgetMs = () => Math.max(MIN_NESTED_READ_MS, startedAt + this.config.RPC_TIMEOUT_MS - NESTED_READ_MARGIN_MS - Date.now());
+    const persons = await this.readPeople(organizationId, people, budgetMs);
     const values = persons.flatMap((p) => (p.contact ? channelValuesOf(p.contact, campaign.allowed_channels) : []));
-    // Our caller (the gateway) gives up after its own RPC_TIMEOUT_MS: the suppression read ends a
-    // margin before that, so an unreadable list is answered as such, not as "outreach did not answer".
-    const readBudgetMs = Math.max(MIN_NESTED_READ_MS, startedAt + this.config.RPC_TIMEOUT_MS - NESTED_READ_MARGIN_MS - Date.now());
-    const suppressed = await this.people.suppressed(organizationId, dedupe(values), readBudgetMs);
+    const suppressed = await this.people.suppressed(organizationId, dedupe(values), budgetMs());
 
     const results: (EnrollResult | null)[] = people.map(() => null);
     const candidates: { index: number; kind: PersonKind; id: string }[] = [];
@@ -311,18 +311,19 @@ export class EnrollmentsService {
   }
 
   /** Reads each person (check 2), following a prospect's link to its CRM person. */
-  private async readPeople(organizationId: string, people: PersonRef[]): Promise<{ kind: PersonKind; contact: ContactView | null }[]> {
+  /** @param budgetMs the deadline left for a read, ms, asked before each one */
+  private async readPeople(organizationId: string, people: PersonRef[], budgetMs: () => number): Promise<{ kind: PersonKind; contact: ContactView | null }[]> {
     const out: { kind: PersonKind; contact: ContactView | null }[] = new Array(people.length);
     let next = 0;
     const worker = async () => {
       while (next < people.length) {
         const i = next++;
         const ref = people[i]!;
-        let contact = await this.people.person(organizationId, ref.person_id);
+        let contact = await this.people.person(organizationId, ref.person_id, budgetMs());
         if (contact && contact.kind !== ref.person_kind) contact = null;
         let kind = ref.person_kind;
         if (contact && kind === 'prospect' && contact.linked_contact_id) {
-          const crm = await this.people.person(organizationId, contact.linked_contact_id);
+          const crm = await this.people.person(organizationId, contact.linked_contact_id, budgetMs());
           if (crm && crm.kind === 'crm') {
             contact = crm;
             kind = 'crm';

@@ -5,7 +5,7 @@ import type { Tx } from '@touchpoint/database';
 import { ReplyInterruptService } from './reply-interrupt.service.js';
 
 /** An organization's inbound email or LinkedIn message: what can interrupt an outreach enrollment. */
-const inboundEmailOrLinkedIn = (message: BusMessage<MessageReceivedData>): boolean => {
+const inboundEmailOrLinkedIn = (message: BusMessage<MessageReceivedData>): message is BusMessage<MessageReceivedData> & { organization_id: string } => {
   const data = message.data;
   return !!message.organization_id && !!data && data.direction === 'inbound' && (data.channel === 'email' || data.channel === 'linkedin');
 };
@@ -17,10 +17,7 @@ export class InterruptsConsumer {
 
   @OnBusMessage(MessagingEvents.MessageReceived, { when: inboundEmailOrLinkedIn })
   async onReceived(message: BusMessage<MessageReceivedData>, tx: Tx): Promise<void> {
-    const data = message.data;
-    // The `when` above, again: it narrows the types here.
-    if (!message.organization_id || !data || data.direction !== 'inbound') return;
-    if (data.channel !== 'email' && data.channel !== 'linkedin') return;
-    await this.interrupt.handle(tx, message.organization_id, data);
+    if (!inboundEmailOrLinkedIn(message)) return;
+    await this.interrupt.handle(tx, message.organization_id, message.data);
   }
 }

@@ -1,6 +1,6 @@
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { DataSource } from 'typeorm';
-import { isUniqueViolation, iso, poolOf, rowsOf } from '../sql.js';
+import { isUniqueViolation, iso, poolOf, rowFromJson, rowsOf } from '../sql.js';
 import { invalidField, isUuid, notFound, requireId, requireString } from '../request-errors.js';
 
 /** A Queryable that answers `result` whatever it is asked, and records what it was asked. */
@@ -117,5 +117,17 @@ describe('requireString with a length cap', () => {
     expect(requireString('😀'.repeat(200), 'organization_id', 200)).toHaveLength(400);
     expect(() => requireString('😀'.repeat(201), 'organization_id', 200)).toThrow(expect.objectContaining({ code: ErrorCode.ValidationFailed, details: { field: 'organization_id' } }));
     expect(requireString('x'.repeat(5000), 'key')).toHaveLength(5000);
+  });
+});
+
+describe('rowFromJson', () => {
+  it('turns the named timestamp columns of a to_jsonb row back to Dates, keeps nulls and every other column', () => {
+    const row = rowFromJson<{ id: string; created_at: Date; erased_at: Date | null; tags: string[] }>({ id: 'c1', created_at: '2026-12-03T14:00:00.123+00:00', erased_at: null, tags: ['a'] }, ['created_at', 'erased_at']);
+    expect(row).toEqual({ id: 'c1', created_at: new Date('2026-12-03T14:00:00.123Z'), erased_at: null, tags: ['a'] });
+    expect(row!.created_at).toBeInstanceOf(Date);
+  });
+
+  it('answers null for no row', () => {
+    expect(rowFromJson(null, [])).toBeNull();
   });
 });
