@@ -58,7 +58,7 @@ describe('chaos harness', () => {
     // The run's transcript and its details, when it failed: what a replay of the seed would show.
     if (outcome.exitCode !== 0) process.stderr.write(`${lines.join('\n')}\n${outcome.report.details.join('\n')}\n`);
     expect(outcome.report.sends.asked).toBeGreaterThan(10);
-    expect({ violations: outcome.report.violations, incidents: outcome.incidents }).toEqual({ violations: { duplicates: 0, lost: 0, forbidden: 0, pacing: 0, stuck: 0 }, incidents: [] });
+    expect({ violations: outcome.report.violations, incidents: outcome.incidents }).toEqual({ violations: { duplicates: 0, lost: 0, forbidden: 0, pacing: 0, stuck: 0, deadLetters: 0 }, incidents: [] });
     // The table names the faults it injected: a run that injected none proves nothing.
     expect(Object.values(outcome.report.faults).reduce((a, b) => a + b, 0)).toBeGreaterThan(3);
     expect(outcome.exitCode).toBe(0);

@@ -7,7 +7,9 @@
  * outbox-dispatcher; default 2), `--fault-rate <per min>` (every kind, default 0.8), `--rate
  * <kind>=<per min>` (one kind, repeatable; 0 turns it off), `--drain <s>` (default 180, at least
  * the platform's documented recovery bound, `RECOVERY_BOUND_MS`: 120),
- * `--verbose` (one line per fault); bounds in `OPTION_LIMITS`. It builds `dist/` first and runs the
+ * `--verbose` (one line per fault); bounds in `OPTION_LIMITS`. Environment: `CHAOS_LOG_LEVEL` (the
+ * services' LOG_LEVEL, default warn) and `CHAOS_LOG_DIR` (a folder that gets everything each process
+ * printed, `<process>.log`, beside the 200-line tails the run always keeps). It builds `dist/` first and runs the
  * compiled services.
  *
  * Exit codes: 0 when the run has no violation, 1 when it has one (or a process crashed or did not
@@ -128,7 +130,7 @@ export async function runOn(platform: ChaosPlatform, o: Omit<ChaosOptions, 'repl
   const faults = injector.counts();
   if (o.drainTimeoutMs < RECOVERY_BOUND_MS) log(`the drain (${o.drainTimeoutMs / 1000} s) is shorter than the platform's documented recovery bound (${RECOVERY_BOUND_MS / 1000} s): a send still open may be on its way`);
   log(`draining (at most ${Math.round(o.drainTimeoutMs / 1000)} s) and reconciling ${ledger.length} sends`);
-  const report = await reconcile(platform.target, ledger, { drainTimeoutMs: o.drainTimeoutMs, faults, durationMs: o.durationMs, log });
+  const report = await reconcile(platform.target, ledger, { drainTimeoutMs: o.drainTimeoutMs, faults, durationMs: o.durationMs, log, deadLetters: () => platform.deadLetters() });
   report.schedule = schedule;
   const incidents = [...platform.crashes.slice(crashesBefore), ...injector.problems];
   report.crashes = incidents.length;

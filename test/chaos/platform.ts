@@ -6,14 +6,14 @@
  * process off without touching the machine's shared servers.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { API_SCOPES, SERVICES, type ServiceName } from '@touchpoint/contracts';
 import { createTestWorld, freePort, TcpProxy, TEST_AMQP_URL, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
 import { type AdminCli, compiledAdminCli } from '../../scripts/start/admin-cli.js';
 import { OutputTail } from './tail.js';
-import type { ChaosTarget } from './types.js';
+import type { ChaosTarget, ParkedMessage } from './types.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CHILD_GUARD = path.join(ROOT, 'scripts/start/child-guard.mjs');
@@ -97,7 +97,13 @@ export class ChaosProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
-    const keep = (d: Buffer) => this.tail.push(d);
+    // CHAOS_LOG_DIR keeps everything a process printed (all its lives), beside the kept tail.
+    const full = process.env.CHAOS_LOG_DIR ? (mkdirSync(process.env.CHAOS_LOG_DIR, { recursive: true }), createWriteStream(path.join(process.env.CHAOS_LOG_DIR, `${this.name.replace(/[^a-z0-9-]+/gi, '-')}.log`), { flags: 'a' })) : null;
+    const keep = (d: Buffer) => {
+      this.tail.push(d);
+      full?.write(d);
+    };
+    child.once('close', () => full?.end());
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     child.once('exit', (code, signal) => {
@@ -376,6 +382,20 @@ export class ChaosPlatform {
       p.retired = true;
       p.child?.kill('SIGKILL');
     }
+  }
+
+  /**
+   * Every service's dead-letter queue, read with the admin CLI (`dlq:list`, which leaves the
+   * messages parked): what the reconciliation counts as dead letters.
+   * @throws AdminCliError when a queue cannot be read
+   */
+  async deadLetters(): Promise<ParkedMessage[]> {
+    const parked: ParkedMessage[] = [];
+    for (const service of SERVICES) {
+      const listed = await this.cli.run<{ dead_letters: Array<Omit<ParkedMessage, 'service'>> }>(['dlq:list', '--service', service, '--limit', '10000']);
+      for (const d of listed.dead_letters) parked.push({ service, event_id: d.event_id, type: d.type, reason: d.reason ?? null, error: d.error ?? null });
+    }
+    return parked;
   }
 
   /** Every process's kept output (`ChaosProcess.output`), the sandbox's last. */

@@ -64,7 +64,7 @@ describe('reconcile', () => {
   describe('judge', () => {
     it('counts a clean run with zero violations and no detail', () => {
       const r = judge(cleanRun());
-      expect(r.violations).toEqual({ duplicates: 0, lost: 0, forbidden: 0, pacing: 0, stuck: 0 });
+      expect(r.violations).toEqual({ duplicates: 0, lost: 0, forbidden: 0, pacing: 0, stuck: 0, deadLetters: 0 });
       expect(r.sends).toEqual({ asks: 3, asked: 3, accepted: 3, failed: 0, cancelled: 0, ambiguous: 0 });
       expect(r.details).toEqual([]);
       expect(hasViolations(r)).toBe(false);
@@ -114,6 +114,16 @@ describe('reconcile', () => {
       expect(r.violations.stuck).toBe(2);
       expect(r.details).toEqual(['stuck: fu1 send eff-1 still queued after the drain', 'progress: fu1 followup enrollment enr-1: active with a send still queued']);
     });
+    it('counts every message parked in a dead-letter queue, each with its service, type and error', () => {
+      const input = cleanRun();
+      input.deadLetters = [{ service: 'outreach', event_id: 'messaging.message.sent:m-1', type: 'messaging.message.sent', reason: 'handler_failed', error: 'Connection terminated' }];
+      const r = judge(input);
+      expect(r.violations.deadLetters).toBe(1);
+      expect(r.details).toEqual(['dead letter: outreach parked messaging.message.sent messaging.message.sent:m-1 (handler_failed): Connection terminated']);
+      expect(hasViolations(r)).toBe(true);
+      expect(formatReport(r)).toMatch(/dead letters\s+\|\s+1/);
+    });
+
     it('lists the broken promises before what the drain left open, so a cut list keeps them', () => {
       const input = cleanRun();
       input.sends[1] = { ref: 'op2', id: 'eff-2', state: 'open', detail: 'queued' };

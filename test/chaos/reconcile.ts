@@ -1,6 +1,6 @@
 import { type Answer, GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
 import { type Address, addressKey, plain, type ReceivedCall, type StopEvent, stopWins, type Suppression, suppressed, toWireCalls, type WireCall } from '../safety/ledger.js';
-import type { ChaosReport, ChaosTarget, FaultKind, LedgerEntry } from './types.js';
+import type { ChaosReport, ChaosTarget, FaultKind, LedgerEntry, ParkedMessage } from './types.js';
 import { marker } from './workload.js';
 
 /**
@@ -17,7 +17,10 @@ import { marker } from './workload.js';
  * - forbidden: an attempt that started after the stop the workload caused (the safety suite's
  *   `stopWins` and `suppressed` invariants, test/safety/ledger.ts);
  * - pacing: two attempt starts on one sender→recipient pair less than `PAIR_MIN_SEND_INTERVAL_MS`
- *   apart (seed 004), from the times the sandbox saw each call arrive.
+ *   apart (seed 004), from the times the sandbox saw each call arrive;
+ * - dead letters: any message a service parked after its retries (DESIGN §2). The workload sends
+ *   nothing malformed, so every parked message is a command or event the faults made a service
+ *   give up on: a step of a send or a stop that never ran, however the views look.
  * The judging is pure (`judge`), so it is unit-tested on crafted logs; `reconcile` gathers the input.
  */
 
@@ -67,6 +70,8 @@ export interface JudgeInput {
   ambiguousListed: Set<string>;
   /** Idempotency keys of the outbox entries `/outbox/ambiguous` lists. */
   ambiguousKeys?: Set<string>;
+  /** What the services' dead-letter queues hold after the drain (none when not read). */
+  deadLetters?: ParkedMessage[];
   pairIntervalMs?: number;
   /** See `STOP_PROPAGATION_MS`. */
   stopPropagationMs?: number;
@@ -229,12 +234,14 @@ export function judge(input: JudgeInput): ChaosReport {
     stuck++;
     details.push(`progress: ${p.ref} ${p.kind} enrollment ${p.enrollmentId}: ${p.problem}`);
   }
+  const deadLetters = input.deadLetters ?? [];
+  for (const d of deadLetters) details.push(`dead letter: ${d.service} parked ${d.type} ${d.event_id} (${d.reason ?? 'no reason'}): ${d.error ?? ''}`);
   return {
     seed: input.seed,
     durationMs: input.durationMs,
     faults: input.faults,
     sends,
-    violations: { duplicates: duplicates.length, lost, forbidden: forbidden.length, pacing: pacing.length, stuck },
+    violations: { duplicates: duplicates.length, lost, forbidden: forbidden.length, pacing: pacing.length, stuck, deadLetters: deadLetters.length },
     details,
     notJudged: raced,
   };
@@ -255,7 +262,14 @@ export function formatReport(r: ChaosReport, maxDetails = 50): string {
   for (const [kind, n] of faultKinds.sort(([a], [b]) => a.localeCompare(b))) rows.push([`fault ${kind}`, String(n)]);
   rows.push(['faults injected', String(faultKinds.reduce((sum, [, n]) => sum + n, 0))]);
   rows.push(['asks (ledger)', String(r.sends.asks)], ['sends asked', String(r.sends.asked)], ['  accepted', String(r.sends.accepted)], ['  failed', String(r.sends.failed)], ['  cancelled', String(r.sends.cancelled)], ['  ambiguous', String(r.sends.ambiguous)]);
-  rows.push(['duplicates', String(r.violations.duplicates)], ['lost', String(r.violations.lost)], ['forbidden', String(r.violations.forbidden)], ['pacing violations', String(r.violations.pacing)], ['stuck', String(r.violations.stuck)]);
+  rows.push(
+    ['duplicates', String(r.violations.duplicates)],
+    ['lost', String(r.violations.lost)],
+    ['forbidden', String(r.violations.forbidden)],
+    ['pacing violations', String(r.violations.pacing)],
+    ['stuck', String(r.violations.stuck)],
+    ['dead letters', String(r.violations.deadLetters)],
+  );
   rows.push(['duration', `${(r.durationMs / 60_000).toFixed(1)} min`], ['seed (replay)', String(r.seed)]);
   if (r.schedule) rows.push(['schedule hash', r.schedule.hash]);
   rows.push(['verdict', hasViolations(r) ? 'FAIL' : 'PASS']);
@@ -515,7 +529,7 @@ const QUIET_MS = 5_000;
  * ambiguous) and no new call at any provider for `QUIET_MS` — or `drainTimeoutMs` passed; then
  * judges the run. Entries already settled are not read again while it waits.
  */
-export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts: { drainTimeoutMs: number; faults: Partial<Record<FaultKind, number>>; durationMs: number; log?: (s: string) => void }): Promise<ChaosReport> {
+export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts: { drainTimeoutMs: number; faults: Partial<Record<FaultKind, number>>; durationMs: number; log?: (s: string) => void; deadLetters?: () => Promise<ParkedMessage[]> }): Promise<ChaosReport> {
   const gateway = new GatewayClient(target.gatewayUrl, target.apiKey);
   const sandbox = new SandboxClient(target.sandboxUrl);
   const deadline = Date.now() + opts.drainTimeoutMs;
@@ -541,6 +555,7 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
   for (const send of all.flatMap((o) => o.sends)) if (send.state === 'failed' || send.state === 'ambiguous') opts.log?.(`chaos reconcile: ${send.ref} send ${send.id} ${send.state}: ${send.detail}`);
   await logs.readNew();
   const listed = await ambiguousListed(gateway);
+  const deadLetters = (await opts.deadLetters?.()) ?? [];
   const report = judge({
     seed: target.seed,
     durationMs: opts.durationMs,
@@ -551,6 +566,7 @@ export async function reconcile(target: ChaosTarget, ledger: LedgerEntry[], opts
     progress: all.flatMap((o) => (o.progress ? [o.progress] : [])),
     ambiguousListed: listed.ids,
     ambiguousKeys: listed.keys,
+    deadLetters,
   });
   // What the platform recorded of each stopped follow-up that broke its stop: when it ended, and its sends' times.
   for (const e of ledger) {

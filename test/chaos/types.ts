@@ -45,6 +45,15 @@ export interface ChaosTarget {
   seed: number;
 }
 
+/** A message parked in a service's dead-letter queue after the drain (the admin CLI's `dlq:list`). */
+export interface ParkedMessage {
+  service: string;
+  event_id: string;
+  type: string;
+  reason: string | null;
+  error: string | null;
+}
+
 /** One send the platform was asked for, as the workload recorded it. */
 export interface LedgerEntry {
   /** Our own id for the ask (unique per run). */
@@ -72,7 +81,8 @@ export interface ChaosReport {
    * step it reached), split by outcome.
    */
   sends: { asks: number; asked: number; accepted: number; failed: number; cancelled: number; ambiguous: number };
-  violations: { duplicates: number; lost: number; forbidden: number; pacing: number; stuck: number };
+  /** `deadLetters`: messages a service parked in its dead-letter queue (each one a step of some send or stop that never ran). */
+  violations: { duplicates: number; lost: number; forbidden: number; pacing: number; stuck: number; deadLetters: number };
   /** One line per violation, enough to find it (ids, times). */
   details: string[];
   /**

@@ -3,7 +3,7 @@ import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-conn
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { DataSource } from 'typeorm';
 import type { BusMessage } from '@touchpoint/contracts';
-import { type Tx, runInTransaction } from '@touchpoint/database';
+import { isDatabaseUnreachable, type Tx, runInTransaction } from '@touchpoint/database';
 import { AppError, ErrorCode, isRetryable } from '@touchpoint/errors';
 import type { Logger, Metrics } from '@touchpoint/observability';
 import { truncateText } from '@touchpoint/text';
@@ -69,6 +69,8 @@ function accepts(handler: Handler, message: BusMessage): boolean {
 
 /** Header carrying how many times a message has been attempted by this service. */
 const ATTEMPT_HEADER = 'x-touchpoint-attempt';
+/** Retries a message had while its handler could not reach the database (not counted as attempts). */
+const OUTAGE_HEADER = 'x-touchpoint-outage-retries';
 
 /**
  * The broker side of the bus for one service (DESIGN §2): one connection that reconnects on its
@@ -406,6 +408,24 @@ export class BusConnection {
         this.countHandled(handler.name, handled, message);
       } catch (err) {
         this.metrics.busConsumed.inc({ handler: handler.name, outcome: 'failed' });
+        if (this.options.maxAttempts > 1 && isDatabaseUnreachable(err)) {
+          // An outage is not the message's fault: it waits for the database, never dead-lettered
+          // for it (a cut longer than the retries would otherwise park a stop or an outcome, and
+          // nothing would ever apply it). The attempt is not counted; the waits grow to the
+          // longest retry delay and stay there.
+          const outages = Number(msg.properties.headers?.[OUTAGE_HEADER] ?? 0) + 1;
+          this.logger.warn(
+            { event: 'bus.handler_waiting_for_database', handler: handler.name, type: message.type, event_id: message.event_id, organization_id: message.organization_id, outage_retries: outages, err: (err as Error).message },
+            'database unreachable; retrying later, attempt not counted',
+          );
+          await this.publisher.sendToQueue(this.names.retryQueue(Math.min(outages, this.options.maxAttempts - 1)), msg.content, {
+            ...msg.properties,
+            headers: { ...msg.properties.headers, [OUTAGE_HEADER]: outages },
+          });
+          this.metrics.busRetried.inc({ handler: handler.name });
+          channel.ack(msg);
+          return;
+        }
         const retry = isRetryable(err) && attempt < this.options.maxAttempts;
         const logFields = {
           event: retry ? 'bus.handler_retry' : 'bus.handler_dead_lettered',

@@ -5,3 +5,4 @@ export * from './commit-batch.js';
 export * from './keyset-cursor.js';
 export * from './sql.js';
 export * from './request-errors.js';
+export * from './unreachable.js';

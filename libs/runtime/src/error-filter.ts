@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { throwError } from 'rxjs';
 import { AppError, ErrorCode, type ErrorEnvelope, httpStatusOf } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
+import { isDatabaseUnreachable } from '@touchpoint/database';
 import { LOGGER } from './tokens.js';
 
 /** Maps a framework HTTP status to our code. */
@@ -70,7 +71,7 @@ export function toEnvelope(exception: unknown, logger: Logger, context: Record<s
     logger.warn({ event: 'http.input_refused_by_database', sqlstate: sqlStateOf(exception), ...context }, 'input refused by the database');
     return refused;
   }
-  if (isDatabaseUnavailable(exception)) {
+  if (isDatabaseUnreachable(exception)) {
     // Out of connections, shutting down, or unreachable: the caller should retry later, not file a bug.
     logger.warn({ event: 'http.database_unavailable', err: (exception as Error).message, ...context }, 'database unavailable');
     return { status: 503, body: { error: { code: ErrorCode.ServiceUnavailable, message: 'the service cannot reach its database right now; retry later' } } };
@@ -142,12 +143,4 @@ function refusedInput(err: unknown): { status: number; body: ErrorEnvelope } | u
   if (code === '23505' || code === '23P01') return { status: 409, body: { error: { code: ErrorCode.Conflict, message: 'conflicts with an existing resource' } } };
   if (code === '54000' || code === '54001' || code === '54023') return invalid('a value of the request is too large');
   return undefined;
-}
-
-/** PostgreSQL error classes that mean "not now" rather than "wrong": too many connections (53300),
- * server shutting down or starting (57P01-57P03), connection failures (08xxx), refused sockets. */
-function isDatabaseUnavailable(err: unknown): boolean {
-  const code = sqlStateOf(err);
-  if (code === undefined) return false;
-  return code === '53300' || code === '57P01' || code === '57P02' || code === '57P03' || code.startsWith('08') || code === 'ECONNREFUSED';
 }
