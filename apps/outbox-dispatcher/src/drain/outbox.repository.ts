@@ -49,6 +49,18 @@ export interface Evidence {
   recorded_at: string;
 }
 
+/** An idempotency key with its organization (keys are unique per organization). */
+export interface OrganizationKey {
+  organizationId: string;
+  idempotencyKey: string;
+}
+
+/** One map key per (organization, idempotency key); PostgreSQL text holds no NUL. */
+export const organizationKeyOf = (organizationId: string, idempotencyKey: string): string => `${organizationId}\u0000${idempotencyKey}`;
+
+/** One map key per pair (a sender's id in PostgreSQL's lower-case spelling); every batch sorts pairs by it. */
+export const pairKeyOf = (senderId: string, pacingKey: string): string => `${senderId.toLowerCase()}\u0000${pacingKey}`;
+
 /** A duration in ms as a Postgres interval literal (`$n::interval`). */
 export const ms = (n: number) => `${Math.round(n)} milliseconds`;
 
@@ -78,6 +90,32 @@ export class OutboxRepository {
       [organizationId, senderId, pacingKey, now, ms(intervalMs)],
     );
     return row.id;
+  }
+
+  /**
+   * `upsertPairForEnqueue` for the pairs of a consumer batch of enqueues, in one statement; answers
+   * each pair's id by `pairKeyOf(sender_id, pacing_key)`. The rows go in (sender_id, pacing_key)
+   * order without repeats: the upsert locks each pair row until commit, and two batches locking
+   * overlapping pairs in different orders would wait for each other (a repeat would also make
+   * ON CONFLICT DO UPDATE touch one row twice, which PostgreSQL refuses).
+   */
+  async upsertPairsForEnqueue(tx: Tx, pairs: { organizationId: string; senderId: string; pacingKey: string }[], now: Date, intervalMs: number): Promise<Map<string, string>> {
+    const unique = new Map(pairs.map((p) => [pairKeyOf(p.senderId, p.pacingKey), p]));
+    const ids = new Map<string, string>();
+    if (unique.size === 0) return ids;
+    const sorted = [...unique.keys()].sort().map((key) => unique.get(key)!);
+    const rows = await rowsOf<{ id: string; sender_id: string; pacing_key: string }>(
+      tx,
+      `INSERT INTO message_outbox_pairs (organization_id, sender_id, pacing_key, next_due_at, created_at)
+       SELECT o, s, k, $4::timestamptz, $4::timestamptz FROM unnest($1::text[], $2::uuid[], $3::text[]) WITH ORDINALITY AS p (o, s, k, n) ORDER BY n
+       ON CONFLICT (sender_id, pacing_key) DO UPDATE
+         SET next_due_at = COALESCE(message_outbox_pairs.next_due_at,
+                                    GREATEST($4::timestamptz, message_outbox_pairs.last_attempt_started_at + $5::interval))
+       RETURNING id, sender_id, pacing_key`,
+      [sorted.map((p) => p.organizationId), sorted.map((p) => p.senderId), sorted.map((p) => p.pacingKey), now, ms(intervalMs)],
+    );
+    for (const row of rows) ids.set(pairKeyOf(row.sender_id, row.pacing_key), row.id);
+    return ids;
   }
 
   /**
@@ -132,6 +170,17 @@ export class OutboxRepository {
     return rowsOf<EntryRow>(tx, `SELECT * FROM message_outbox WHERE organization_id = $1 AND idempotency_key = ANY($2::text[])`, [organizationId, idempotencyKeys]);
   }
 
+  /** The entries of several (organization, key) pairs, of any organizations (the unique (organization, key) index serves it). */
+  async findByOrganizationKeys(tx: Tx, keys: OrganizationKey[]): Promise<EntryRow[]> {
+    if (keys.length === 0) return [];
+    return rowsOf<EntryRow>(
+      tx,
+      `SELECT m.* FROM message_outbox m
+        WHERE (m.organization_id, m.idempotency_key) IN (SELECT o, k FROM unnest($1::text[], $2::text[]) AS u (o, k))`,
+      [keys.map((k) => k.organizationId), keys.map((k) => k.idempotencyKey)],
+    );
+  }
+
   async findById(tx: Tx, entryId: string, forUpdate = false): Promise<EntryRow | undefined> {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(entryId)) return undefined;
     const [row] = await rowsOf<EntryRow>(tx, `SELECT * FROM message_outbox WHERE id = $1 ${forUpdate ? 'FOR UPDATE' : ''}`, [entryId]);
@@ -151,6 +200,22 @@ export class OutboxRepository {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [organizationId, idempotencyKey]);
   }
 
+  /**
+   * `lockKey` for several keys in one statement. The locks are taken in one order, that of their
+   * two hashes, without repeats: two transactions locking overlapping keys in different orders
+   * would wait for each other. The ORDER BY sits in a subquery, which PostgreSQL does not flatten
+   * into the outer query, so the locks are taken in the order the subquery's rows come out.
+   */
+  async lockKeys(tx: Tx, keys: OrganizationKey[]): Promise<void> {
+    if (keys.length === 0) return;
+    await tx.query(
+      `SELECT pg_advisory_xact_lock(o, k) FROM (
+         SELECT DISTINCT hashtext(u.o) AS o, hashtext(u.k) AS k FROM unnest($1::text[], $2::text[]) AS u (o, k) ORDER BY 1, 2
+       ) locks`,
+      [keys.map((k) => k.organizationId), keys.map((k) => k.idempotencyKey)],
+    );
+  }
+
   /** Remembers a cancel whose entry does not exist yet (idempotent). */
   async recordCancellation(tx: Tx, organizationId: string, idempotencyKey: string, now: Date): Promise<void> {
     await tx.query(`INSERT INTO message_outbox_cancellations (organization_id, idempotency_key, cancelled_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [organizationId, idempotencyKey, now]);
@@ -160,6 +225,18 @@ export class OutboxRepository {
   async isCancelledInAdvance(tx: Tx, organizationId: string, idempotencyKey: string): Promise<boolean> {
     const rows = await rowsOf<{ one: number }>(tx, `SELECT 1 AS one FROM message_outbox_cancellations WHERE organization_id = $1 AND idempotency_key = $2`, [organizationId, idempotencyKey]);
     return rows.length > 0;
+  }
+
+  /** Which of several keys had their cancel arrive before their entry (`isCancelledInAdvance` for many). */
+  async cancelledInAdvance(tx: Tx, keys: OrganizationKey[]): Promise<OrganizationKey[]> {
+    if (keys.length === 0) return [];
+    const rows = await rowsOf<{ organization_id: string; idempotency_key: string }>(
+      tx,
+      `SELECT organization_id, idempotency_key FROM message_outbox_cancellations
+        WHERE (organization_id, idempotency_key) IN (SELECT o, k FROM unnest($1::text[], $2::text[]) AS u (o, k))`,
+      [keys.map((k) => k.organizationId), keys.map((k) => k.idempotencyKey)],
+    );
+    return rows.map((r) => ({ organizationId: r.organization_id, idempotencyKey: r.idempotency_key }));
   }
 
   /** Cancels a pending entry by key (not once claimed). */

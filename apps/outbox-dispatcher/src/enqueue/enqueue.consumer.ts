@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { OnBusMessage } from '@touchpoint/bus';
+import { BeforeBusBatch, OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, type OutboxCancelData, OutboxCommands, type OutboxEnqueueData, type OutboxEntryEventData, OutboxEvents } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
@@ -23,9 +23,25 @@ export class EnqueueConsumer {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
+  /**
+   * A batch of enqueues locks all its keys, reads their entries, senders and cancels in advance and
+   * upserts their pairs up front, a statement each (`EnqueueService.prepareBatch`); each handler
+   * then writes its entry alone. A rejected command is rejected by its handler, the others go on.
+   */
+  @BeforeBusBatch(OutboxCommands.Enqueue)
+  prepareEnqueues(messages: BusMessage<OutboxEnqueueData>[], tx: Tx): Promise<void> {
+    return this.enqueueService.prepareBatch(messages.map(enqueueDataOf), tx);
+  }
+
+  /** A batch of cancels locks its keys in the order an enqueue batch does (`EnqueueService.lockCancelBatch`). */
+  @BeforeBusBatch(OutboxCommands.Cancel)
+  lockCancels(messages: BusMessage<OutboxCancelData>[], tx: Tx): Promise<void> {
+    return this.enqueueService.lockCancelBatch(messages.map(cancelDataOf), tx);
+  }
+
   @OnBusMessage(OutboxCommands.Enqueue)
   async onEnqueue(message: BusMessage<OutboxEnqueueData>, tx: Tx): Promise<void> {
-    const data = { ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' };
+    const data = enqueueDataOf(message);
     try {
       await this.enqueueService.enqueue(data, tx);
     } catch (err) {
@@ -65,6 +81,15 @@ export class EnqueueConsumer {
 
   @OnBusMessage(OutboxCommands.Cancel)
   async onCancel(message: BusMessage<OutboxCancelData>, tx: Tx): Promise<void> {
-    await this.enqueueService.cancel({ ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' }, tx);
+    await this.enqueueService.cancel(cancelDataOf(message), tx);
   }
+}
+
+/** A command's data with the message's organization when the data names none. */
+function enqueueDataOf(message: BusMessage<OutboxEnqueueData>): OutboxEnqueueData {
+  return { ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' };
+}
+
+function cancelDataOf(message: BusMessage<OutboxCancelData>): OutboxCancelData {
+  return { ...message.data, organization_id: message.data?.organization_id ?? message.organization_id ?? '' };
 }

@@ -8,10 +8,11 @@ import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
-import { type EntryRow, OutboxRepository } from '../drain/outbox.repository.js';
+import { type EntryRow, organizationKeyOf, OutboxRepository, pairKeyOf } from '../drain/outbox.repository.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { ProviderRegistry } from '../providers/provider-registry.js';
-import { SendersService } from '../senders/senders.service.js';
+import type { SenderRow } from '../senders/senders.repository.js';
+import { checkForEnqueue, type SenderRequest, senderRequestOf, SendersService } from '../senders/senders.service.js';
 
 /** Longest idempotency key accepted, characters. */
 const IDEMPOTENCY_KEY_MAX = 512;
@@ -21,6 +22,33 @@ const READ_RECEIPT_MAX_ATTEMPTS = 1;
 /** The NOTIFY channel that wakes dispatchers of a schema when an entry is enqueued. */
 export const wakeChannelOf = (schema: string): string => `outbox_wake_${schema}`;
 
+/** An enqueue command that passed validation: its pacing key, its log context and requester as stored. */
+type CheckedEnqueue = Omit<OutboxEnqueueData, 'requester'> & { payload: OutboxPayload; pacingKey: string; log_context: Record<string, string | number>; requester: string | null };
+
+/**
+ * What the preparation of a batch of enqueues read and wrote in its transaction (`prepareBatch`),
+ * for the handlers that follow in it. Every key of `keys` stays locked until the transaction ends,
+ * so what was read of them stays true, and each handler records the entry it wrote or answered.
+ */
+interface EnqueueBatch {
+  /** The instant of every entry and pair of the batch (one `Clock.now()`). */
+  now: Date;
+  /** The keys locked and read (`organizationKeyOf`). */
+  keys: Set<string>;
+  /** Each key's entry, once there is one. */
+  entries: Map<string, EntryRow>;
+  /** The sender row of each request read (`senderRequestOf`), undefined when there is none. */
+  senders: Map<string, SenderRow | undefined>;
+  /** The pairs upserted, by `pairKeyOf`. */
+  pairs: Map<string, string>;
+  /** The keys whose cancels in advance were read, and those that have one. */
+  cancelsRead: Set<string>;
+  cancelledInAdvance: Set<string>;
+}
+
+const keyOf = (c: { organization_id: string; idempotency_key: string }): string => organizationKeyOf(c.organization_id, c.idempotency_key);
+const requestOf = (c: CheckedEnqueue): SenderRequest => ({ organizationId: c.organization_id, channel: c.channel, senderId: c.sender_id });
+
 /**
  * Enqueue: the single chokepoint where an outbound send becomes a durable row before any wire call
  * (seed 004 "Enqueue before wire"), and where the recipient's pacing key is canonicalised. Also
@@ -28,6 +56,11 @@ export const wakeChannelOf = (schema: string): string => `outbox_wake_${schema}`
  */
 @Injectable()
 export class EnqueueService {
+  /** The prepared batch of enqueues of a consumer transaction (`prepareBatch`). */
+  private readonly batches = new WeakMap<Tx, EnqueueBatch>();
+  /** The keys a consumer transaction of cancels locked up front (`lockCancelBatch`). */
+  private readonly lockedForCancel = new WeakMap<Tx, Set<string>>();
+
   constructor(
     private readonly uow: UnitOfWork,
     private readonly repository: OutboxRepository,
@@ -39,56 +72,134 @@ export class EnqueueService {
 
   /**
    * Validates and writes one entry; the same key twice answers the first entry (`created: false`).
-   * Runs in `tx` when given (the bus command's inbox transaction), else in its own.
+   * Runs in `tx` when given (the bus command's inbox transaction), else in its own. In a consumer
+   * batch whose `prepareBatch` covered this command's key, it uses what that read and wrote and
+   * costs one statement (the entry's insert); otherwise it prepares a batch of one first (five
+   * more: the key's lock, its entry, the sender, the pair, the cancel in advance).
    * @throws AppError validation_failed, unsupported_channel, invalid_payload (details.errors),
    *   invalid_recipient, sender_not_found, sender_disconnected — nothing is written
    */
   async enqueue(data: OutboxEnqueueData, tx?: Tx): Promise<OutboxEnqueueResult> {
     const checked = this.validate(data);
     const work = async (t: Tx): Promise<OutboxEnqueueResult> => {
-      await this.repository.lockKey(t, checked.organization_id, checked.idempotency_key);
-      const existing = await this.repository.findByKey(t, checked.organization_id, checked.idempotency_key);
-      if (existing) return { entry_id: existing.id, status: existing.status, created: false };
-      const now = this.clock.now();
-      const sender = await this.senders.resolveForEnqueue(t, checked.organization_id, checked.channel, checked.sender_id);
-      const pairId = await this.repository.upsertPairForEnqueue(t, checked.organization_id, sender.id, checked.pacingKey, now, this.config.WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS);
-      const { row, created } = await this.repository.insertEntry(
-        t,
-        {
-          id: randomUUID(),
-          organization_id: checked.organization_id,
-          channel: checked.channel,
-          sender_id: sender.id,
-          pair_id: pairId,
-          recipient: checked.to,
-          pacing_key: checked.pacingKey,
-          idempotency_key: checked.idempotency_key,
-          payload_type: checked.payload.type,
-          payload: checked.payload,
-          max_attempts: checked.payload.type === 'read_receipt' ? READ_RECEIPT_MAX_ATTEMPTS : this.config.OUTBOX_MAX_ATTEMPTS,
-          log_context: checked.log_context,
-          requester: checked.requester,
-          // Read receipts are never held: they are ours, not the requester's words.
-          stop_on_reply: checked.stop_on_reply === true && checked.payload.type !== 'read_receipt',
-        },
-        now,
-      );
-      // Meta said the number is over its throughput (an asynchronous 130429): a new send waits with the queued ones.
-      if (created && sender.paused_until && new Date(sender.paused_until).getTime() > now.getTime()) await this.repository.delaySender(t, sender.id, new Date(sender.paused_until));
-      if (created && (await this.repository.isCancelledInAdvance(t, checked.organization_id, checked.idempotency_key))) {
-        // The reply won the race: its cancel arrived first, so this entry is born cancelled.
-        const cancelled = await this.repository.cancelPending(t, checked.organization_id, checked.idempotency_key, now);
-        if (cancelled) {
-          await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled, { reason: 'requested' }));
-          return { entry_id: cancelled.id, status: cancelled.status, created };
-        }
-      }
-      // After the commit, outside it (a NOTIFY in the transaction would serialise commits on the
-      // notify-queue lock): idle dispatchers of every replica look at once, not at their next timer.
-      if (created) t.afterCommit(() => notifySoon(this.uow.dataSource, wakeChannelOf(this.uow.schema)));
-      return { entry_id: row.id, status: row.status, created };
+      const prepared = this.batches.get(t);
+      const batch = prepared?.keys.has(keyOf(checked)) ? prepared : await this.prepare(t, [checked]);
+      return this.write(t, batch, checked);
     };
     return tx ? work(tx) : this.uow.run(work);
+  }
+
+  /**
+   * Prepares, in `tx`, the enqueues of one consumer batch (`BeforeBusBatch`) for their handlers
+   * (`enqueue` in the same `tx`): locks all their keys, reads their entries, their senders and
+   * their cancels in advance, and upserts the pairs of the entries they will write, one statement
+   * each, in that order. A command that fails validation is left out (its handler rejects it alone,
+   * before any SQL).
+   */
+  async prepareBatch(items: OutboxEnqueueData[], tx: Tx): Promise<void> {
+    const checked = items.flatMap((data) => {
+      try {
+        return [this.validate(data)];
+      } catch {
+        return [];
+      }
+    });
+    if (checked.length > 0) this.batches.set(tx, await this.prepare(tx, checked));
+  }
+
+  /**
+   * Locks, reads and upserts what `commands` need, in their order (see `prepareBatch`). Locks
+   * before reads: an entry or cancel committed by the transaction that held a key's lock is seen
+   * only by a statement that starts after the lock is granted (READ COMMITTED). The key locks come
+   * before the pair rows, in one order each, as in a batch of one: no two enqueue transactions wait
+   * for each other in a cycle. Statements with nothing to do are skipped (a key with an entry: two).
+   */
+  private async prepare(tx: Tx, commands: CheckedEnqueue[]): Promise<EnqueueBatch> {
+    const now = this.clock.now();
+    const keys = new Map(commands.map((c) => [keyOf(c), { organizationId: c.organization_id, idempotencyKey: c.idempotency_key }]));
+    await this.repository.lockKeys(tx, [...keys.values()]);
+    const entries = new Map((await this.repository.findByOrganizationKeys(tx, [...keys.values()])).map((row) => [organizationKeyOf(row.organization_id, row.idempotency_key), row]));
+    const batch: EnqueueBatch = { now, keys: new Set(keys.keys()), entries, senders: new Map(), pairs: new Map(), cancelsRead: new Set(), cancelledInAdvance: new Set() };
+    const writing = commands.filter((c) => !entries.has(keyOf(c)));
+    if (writing.length === 0) return batch;
+    batch.senders = await this.senders.readForEnqueue(tx, writing.map(requestOf));
+    // Which command writes each key's entry: the first, in the handlers' order, whose sender is
+    // usable (a later one of that key answers its entry). A command whose sender was left unread
+    // is resolved by its handler, which then upserts its own pair: none is prepared for its key.
+    const decided = new Set<string>();
+    const pairs: { organizationId: string; senderId: string; pacingKey: string }[] = [];
+    for (const c of writing) {
+      const key = keyOf(c);
+      const request = senderRequestOf(requestOf(c));
+      if (decided.has(key)) continue;
+      if (!batch.senders.has(request)) {
+        decided.add(key);
+        continue;
+      }
+      try {
+        pairs.push({ organizationId: c.organization_id, senderId: checkForEnqueue(batch.senders.get(request), c.channel, c.sender_id).id, pacingKey: c.pacingKey });
+        decided.add(key);
+      } catch {
+        // Its handler rejects it; a later command of the key may still write the entry.
+      }
+    }
+    batch.pairs = await this.repository.upsertPairsForEnqueue(tx, pairs, now, this.config.WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS);
+    const mayWrite = [...decided].map((key) => keys.get(key)!);
+    batch.cancelsRead = decided;
+    batch.cancelledInAdvance = new Set((await this.repository.cancelledInAdvance(tx, mayWrite)).map((k) => organizationKeyOf(k.organizationId, k.idempotencyKey)));
+    return batch;
+  }
+
+  /** One command of a prepared batch (its key covered): answers its key's entry or writes it. */
+  private async write(t: Tx, batch: EnqueueBatch, checked: CheckedEnqueue): Promise<OutboxEnqueueResult> {
+    const key = keyOf(checked);
+    const existing = batch.entries.get(key);
+    if (existing) return { entry_id: existing.id, status: existing.status, created: false };
+    const now = batch.now;
+    const request = senderRequestOf(requestOf(checked));
+    const sender = batch.senders.has(request) ? checkForEnqueue(batch.senders.get(request), checked.channel, checked.sender_id) : await this.senders.resolveForEnqueue(t, checked.organization_id, checked.channel, checked.sender_id);
+    let pairId = batch.pairs.get(pairKeyOf(sender.id, checked.pacingKey));
+    if (!pairId) {
+      pairId = await this.repository.upsertPairForEnqueue(t, checked.organization_id, sender.id, checked.pacingKey, now, this.config.WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS);
+      batch.pairs.set(pairKeyOf(sender.id, checked.pacingKey), pairId);
+    }
+    const { row, created } = await this.repository.insertEntry(
+      t,
+      {
+        id: randomUUID(),
+        organization_id: checked.organization_id,
+        channel: checked.channel,
+        sender_id: sender.id,
+        pair_id: pairId,
+        recipient: checked.to,
+        pacing_key: checked.pacingKey,
+        idempotency_key: checked.idempotency_key,
+        payload_type: checked.payload.type,
+        payload: checked.payload,
+        max_attempts: checked.payload.type === 'read_receipt' ? READ_RECEIPT_MAX_ATTEMPTS : this.config.OUTBOX_MAX_ATTEMPTS,
+        log_context: checked.log_context,
+        requester: checked.requester,
+        // Read receipts are never held: they are ours, not the requester's words.
+        stop_on_reply: checked.stop_on_reply === true && checked.payload.type !== 'read_receipt',
+      },
+      now,
+    );
+    batch.entries.set(key, row);
+    // Meta said the number is over its throughput (an asynchronous 130429): a new send waits with the queued ones.
+    if (created && sender.paused_until && new Date(sender.paused_until).getTime() > now.getTime()) await this.repository.delaySender(t, sender.id, new Date(sender.paused_until));
+    if (created && (batch.cancelsRead.has(key) ? batch.cancelledInAdvance.has(key) : await this.repository.isCancelledInAdvance(t, checked.organization_id, checked.idempotency_key))) {
+      // The reply won the race: its cancel arrived first, so this entry is born cancelled.
+      const cancelled = await this.repository.cancelPending(t, checked.organization_id, checked.idempotency_key, now);
+      if (cancelled) {
+        batch.entries.set(key, cancelled);
+        await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled, { reason: 'requested' }));
+        return { entry_id: cancelled.id, status: cancelled.status, created };
+      }
+    }
+    // After the commit, outside it (a NOTIFY in the transaction would serialise commits on the
+    // notify-queue lock): idle dispatchers of every replica look at once, not at their next timer.
+    if (created) t.afterCommit(() => notifySoon(this.uow.dataSource, wakeChannelOf(this.uow.schema)));
+    return { entry_id: row.id, status: row.status, created };
   }
 
   /**
@@ -99,7 +210,9 @@ export class EnqueueService {
   async cancel(data: OutboxCancelData, tx?: Tx): Promise<OutboxCancelResult> {
     if (typeof data?.organization_id !== 'string' || typeof data.idempotency_key !== 'string') throw new AppError(ErrorCode.ValidationFailed, 'organization_id and idempotency_key are required');
     const work = async (t: Tx): Promise<OutboxCancelResult> => {
-      await this.repository.lockKey(t, data.organization_id, data.idempotency_key);
+      if (!this.lockedForCancel.get(t)?.has(keyOf(data))) await this.repository.lockKey(t, data.organization_id, data.idempotency_key);
+      // What an enqueue batch of this transaction read of the key may be about to change.
+      this.batches.delete(t);
       const cancelled = await this.repository.cancelPending(t, data.organization_id, data.idempotency_key, this.clock.now());
       if (cancelled) {
         await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled, { reason: 'requested' }));
@@ -111,6 +224,19 @@ export class EnqueueService {
       return { outcome: 'cancelled_in_advance' };
     };
     return tx ? work(tx) : this.uow.run(work);
+  }
+
+  /**
+   * Locks, in `tx`, the keys of one consumer batch of cancels (`BeforeBusBatch`) in one statement
+   * and one order (`OutboxRepository.lockKeys`), the order an enqueue batch takes them in: taken one
+   * by one in the messages' order, they could wait in a cycle with an enqueue batch's. A command
+   * without a key is left out (its handler rejects it).
+   */
+  async lockCancelBatch(items: OutboxCancelData[], tx: Tx): Promise<void> {
+    const keys = items.filter((d) => typeof d?.organization_id === 'string' && typeof d.idempotency_key === 'string').map((d) => ({ organizationId: d.organization_id, idempotencyKey: d.idempotency_key }));
+    if (keys.length === 0) return;
+    await this.repository.lockKeys(tx, keys);
+    this.lockedForCancel.set(tx, new Set(keys.map((k) => organizationKeyOf(k.organizationId, k.idempotencyKey))));
   }
 
   /** @throws AppError not_found (also for another organization's entry) */
@@ -135,7 +261,7 @@ export class EnqueueService {
     return { items: rows.map(toEntryView) };
   }
 
-  private validate(data: OutboxEnqueueData): Omit<OutboxEnqueueData, 'requester'> & { pacingKey: string; log_context: Record<string, string | number>; requester: string | null } {
+  private validate(data: OutboxEnqueueData): CheckedEnqueue {
     if (!data || typeof data !== 'object') throw new AppError(ErrorCode.ValidationFailed, 'enqueue data must be an object');
     if (typeof data.organization_id !== 'string' || data.organization_id === '') throw new AppError(ErrorCode.ValidationFailed, 'organization_id is required', { field: 'organization_id' });
     if (typeof data.idempotency_key !== 'string' || data.idempotency_key === '' || data.idempotency_key.length > IDEMPOTENCY_KEY_MAX) {

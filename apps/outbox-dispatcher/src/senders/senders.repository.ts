@@ -24,6 +24,9 @@ export interface SenderRow {
   removed_at: Date | null;
 }
 
+/** Which sender of a channel an enqueue without `sender_id` uses: an explicit default wins; otherwise the oldest connected one. */
+const DEFAULT_SENDER_ORDER = `s.is_default DESC, (s.status = 'connected') DESC, s.created_at`;
+
 /** Every SQL statement about senders. Removed senders stay as rows (entries reference them). */
 @Injectable()
 export class SendersRepository {
@@ -51,14 +54,28 @@ export class SendersRepository {
   }
 
   async findDefault(tx: Tx, organizationId: string, channel: OutboxChannel): Promise<SenderRow | undefined> {
-    // An explicit default wins; otherwise the oldest connected sender of the channel.
-    const [row] = await rowsOf<SenderRow>(
-      tx,
-      `SELECT * FROM senders WHERE organization_id = $1 AND channel = $2 AND removed_at IS NULL
-        ORDER BY is_default DESC, (status = 'connected') DESC, created_at LIMIT 1`,
-      [organizationId, channel],
-    );
+    const [row] = await rowsOf<SenderRow>(tx, `SELECT * FROM senders s WHERE s.organization_id = $1 AND s.channel = $2 AND s.removed_at IS NULL ORDER BY ${DEFAULT_SENDER_ORDER} LIMIT 1`, [organizationId, channel]);
     return row;
+  }
+
+  /**
+   * `find` and `findDefault` for a consumer batch of enqueues, in one statement: the senders of
+   * `ids` (any organization: the caller matches it), and each (organization, channel)'s default
+   * as `findDefault` picks it, marked `as_default`. `ids` must be uuids.
+   */
+  async findForEnqueue(tx: Tx, ids: string[], defaults: { organizationId: string; channel: OutboxChannel }[]): Promise<(SenderRow & { as_default: boolean })[]> {
+    if (ids.length === 0 && defaults.length === 0) return [];
+    return rowsOf<SenderRow & { as_default: boolean }>(
+      tx,
+      `SELECT false AS as_default, s.* FROM senders s WHERE s.id = ANY($1::uuid[]) AND s.removed_at IS NULL
+       UNION ALL
+       SELECT true, d.* FROM unnest($2::text[], $3::text[]) AS w (organization_id, channel)
+       CROSS JOIN LATERAL (
+         SELECT * FROM senders s WHERE s.organization_id = w.organization_id AND s.channel = w.channel AND s.removed_at IS NULL
+          ORDER BY ${DEFAULT_SENDER_ORDER} LIMIT 1
+       ) d`,
+      [ids, defaults.map((d) => d.organizationId), defaults.map((d) => d.channel)],
+    );
   }
 
   async findByPhoneNumberId(tx: Tx, phoneNumberId: string): Promise<SenderRow | undefined> {

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { type OutboxChannel, OutboxEvents, type OutboxSenderCreateData, type OutboxSenderEventData, type OutboxSenderUpdateData, type OutboxSenderView } from '@touchpoint/contracts';
-import { requireString, type Tx } from '@touchpoint/database';
+import { isUuid, requireString, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
@@ -178,9 +178,38 @@ export class SendersService {
    */
   async resolveForEnqueue(tx: Tx, organizationId: string, channel: OutboxChannel, senderId: string | null | undefined): Promise<SenderRow> {
     const row = senderId ? await this.repository.find(tx, organizationId, senderId) : await this.repository.findDefault(tx, organizationId, channel);
-    if (!row || row.channel !== channel) throw new AppError(ErrorCode.SenderNotFound, senderId ? 'no such sender in this organization' : `the organization has no ${channel} sender`);
-    if (row.status !== 'connected') throw new AppError(ErrorCode.SenderDisconnected, 'the sender is disconnected', { sender_id: row.id });
-    return row;
+    return checkForEnqueue(row, channel, senderId);
+  }
+
+  /**
+   * The senders of a consumer batch of enqueues in one statement (`resolveForEnqueue` for each
+   * request, its checks left to `checkForEnqueue`): the row each request names, or undefined when
+   * there is none, by `senderRequestOf`. A request whose `sender_id` is not a uuid is left out of
+   * the answer (the caller resolves it alone, as `resolveForEnqueue` would).
+   */
+  async readForEnqueue(tx: Tx, requests: SenderRequest[]): Promise<Map<string, SenderRow | undefined>> {
+    const byKey = new Map<string, SenderRequest>();
+    for (const r of requests) if (!r.senderId || isUuid(r.senderId)) byKey.set(senderRequestOf(r), r);
+    const ids = new Set<string>();
+    const defaults = new Map<string, { organizationId: string; channel: OutboxChannel }>();
+    for (const r of byKey.values()) {
+      if (r.senderId) ids.add(r.senderId.toLowerCase());
+      else defaults.set(senderRequestOf(r), { organizationId: r.organizationId, channel: r.channel });
+    }
+    const rows = await this.repository.findForEnqueue(tx, [...ids], [...defaults.values()]);
+    const byId = new Map<string, SenderRow>();
+    const defaultOf = new Map<string, SenderRow>();
+    for (const { as_default: asDefault, ...row } of rows) {
+      if (asDefault) defaultOf.set(senderRequestOf({ organizationId: row.organization_id, channel: row.channel }), row);
+      else byId.set(row.id, row);
+    }
+    const answer = new Map<string, SenderRow | undefined>();
+    for (const [key, r] of byKey) {
+      // `find` reads within the organization: another organization's sender is no sender here.
+      const row = r.senderId ? byId.get(r.senderId.toLowerCase()) : defaultOf.get(key);
+      answer.set(key, row && row.organization_id === r.organizationId ? row : undefined);
+    }
+    return answer;
   }
 
   /**
@@ -230,6 +259,27 @@ export class SendersService {
     };
     await tx.publish({ event_id: `${type}:${row.id}:${cause}`, type, organization_id: row.organization_id, data: data });
   }
+}
+
+/** Which sender an enqueue asks for: `senderId`, or (none) the channel's default. */
+export interface SenderRequest {
+  organizationId: string;
+  channel: OutboxChannel;
+  senderId?: string | null;
+}
+
+/** One map key per sender request (`readForEnqueue`); an empty `senderId` asks for the default, as in `resolveForEnqueue`. */
+export const senderRequestOf = (r: SenderRequest): string => (r.senderId ? `id\u0000${r.organizationId}\u0000${r.senderId.toLowerCase()}` : `default\u0000${r.organizationId}\u0000${r.channel}`);
+
+/**
+ * The sender an enqueue may use: `row` (what `resolveForEnqueue` or `readForEnqueue` found for
+ * the request) when it sends on `channel` and is connected.
+ * @throws AppError sender_not_found (no row, or another channel's), sender_disconnected
+ */
+export function checkForEnqueue(row: SenderRow | undefined, channel: OutboxChannel, senderId: string | null | undefined): SenderRow {
+  if (!row || row.channel !== channel) throw new AppError(ErrorCode.SenderNotFound, senderId ? 'no such sender in this organization' : `the organization has no ${channel} sender`);
+  if (row.status !== 'connected') throw new AppError(ErrorCode.SenderDisconnected, 'the sender is disconnected', { sender_id: row.id });
+  return row;
 }
 
 /** The public shape: never a credential. */
