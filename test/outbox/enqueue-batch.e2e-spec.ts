@@ -3,7 +3,10 @@ import { type BusMessage, type OutboxCancelData, OutboxCommands, type OutboxEnqu
 import type { Tx } from '@touchpoint/database';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { aWhatsAppNumber, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { jest } from '@jest/globals';
+import { Metrics } from '@touchpoint/observability';
 import { EnqueueConsumer } from '../../apps/outbox-dispatcher/src/enqueue/enqueue.consumer.js';
+import { EnqueueService } from '../../apps/outbox-dispatcher/src/enqueue/enqueue.service.js';
 import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
 /**
@@ -33,10 +36,12 @@ describe('EnqueueConsumer', () => {
   const entriesOf = async (...keys: string[]) =>
     world.sql<{ id: string; idempotency_key: string; organization_id: string; sender_id: string; pair_id: string; status: string; payload: { body?: string }; next_attempt_at: Date }>(`SELECT * FROM ${table('message_outbox')} WHERE idempotency_key = ANY($1) ORDER BY seq`, [keys]);
   const eventsOf = async (...keys: string[]) =>
-    (await world.sql<{ type: string; payload: { data: Record<string, unknown> } }>(`SELECT type, payload FROM ${table('outbox_events')} WHERE payload->'data'->>'idempotency_key' = ANY($1) ORDER BY id`, [keys])).map((e): Record<string, unknown> & { type: string } => ({
-      ...e.payload.data,
-      type: e.type,
-    }));
+    (await world.sql<{ type: string; payload: { data: Record<string, unknown> } }>(`SELECT type, payload FROM ${table('outbox_events')} WHERE type LIKE 'outbox.entry.%' AND payload->'data'->>'idempotency_key' = ANY($1) ORDER BY id`, [keys])).map(
+      (e): Record<string, unknown> & { type: string } => ({
+        ...e.payload.data,
+        type: e.type,
+      }),
+    );
 
   /** Runs `work` in one transaction whose statements are recorded (an outbox insert as `publish`); BEGIN and COMMIT are not counted. */
   async function counted<T>(work: (tx: Tx) => Promise<T>): Promise<{ result: T; statements: string[] }> {
@@ -201,6 +206,33 @@ describe('EnqueueConsumer', () => {
       const { statements } = await runBatch([command(data), command(textTo(org, newNumber()))]);
       expect(statements.slice(5).map(head)).toEqual(['publish', 'INSERT INTO message_outbox (id,']);
       expect((await eventsOf(data.idempotency_key)).map((e) => e.error_code)).toEqual(['sender_not_found']);
+    });
+  });
+
+  describe('through the bus', () => {
+    it('takes commands that queue up in batches through the preparer, writes every entry and rejects the bad one alone', async () => {
+      const service = d.app.get(EnqueueService);
+      const sizes: number[] = [];
+      const spy = jest.spyOn(service, 'prepareBatch').mockImplementation(async function (this: EnqueueService, items, tx) {
+        sizes.push(items.length);
+        return EnqueueService.prototype.prepareBatch.call(this, items, tx);
+      });
+      const rollbacks = async () => (await d.app.get(Metrics).busBatchRollbacks.get()).values.reduce((n, v) => n + v.value, 0);
+      const before = await rollbacks();
+      try {
+        const good = Array.from({ length: 40 }, () => textTo(org, newNumber()));
+        const bad = textTo(org, newNumber(), { sender_id: randomUUID() });
+        const all = [...good.slice(0, 20), bad, ...good.slice(20)];
+        await uow.run((tx) => tx.publish(all.map((data) => ({ event_id: `cmd:${data.idempotency_key}`, type: OutboxCommands.Enqueue, organization_id: org, data }))));
+        await eventually(async () => (await entriesOf(...good.map((g) => g.idempotency_key))).length === good.length && (await eventsOf(bad.idempotency_key)).length > 0, 20_000);
+        expect((await eventsOf(bad.idempotency_key)).map((e) => [e.type, e.error_code])).toEqual([[OutboxEvents.EntryFailed, 'sender_not_found']]);
+        expect(await entriesOf(bad.idempotency_key)).toEqual([]);
+        // With five transaction slots (DB_POOL_SIZE 10), the commands that wait for one go together.
+        expect(Math.max(...sizes)).toBeGreaterThan(1);
+        expect(await rollbacks()).toBe(before);
+      } finally {
+        spy.mockRestore();
+      }
     });
   });
 
