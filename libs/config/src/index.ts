@@ -153,7 +153,7 @@ export class BaseConfig {
   @Max(120_000)
   RPC_TIMEOUT_MS = 5000;
 
-  /** Attempts of a failing bus handler before its message is dead-lettered (DESIGN §2). */
+  /** Attempts of a failing bus handler before its message is dead-lettered (DESIGN §2); a database outage's retries are not counted. */
   @IsInt()
   @Min(1)
   @Max(20)
