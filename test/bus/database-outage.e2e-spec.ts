@@ -18,7 +18,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 describe('BusConnection across a database outage', () => {
   let world: TestWorld;
   let proxy: TcpProxy;
-    let conn: amqplib.ChannelModel;
+  let conn: amqplib.ChannelModel;
   let channel: amqplib.ConfirmChannel;
 
   beforeAll(async () => {
