@@ -1103,7 +1103,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Erase a contact: personal fields and message bodies wiped (messaging.contact.erased)
+         * Erase a contact: personal fields and message bodies wiped, sends still queued to it cancelled (messaging.contact.erased)
          * @description **Scopes:** `messaging:write`
          */
         post: operations["ContactsController_erase"];

@@ -71,7 +71,7 @@ export class ContactsController {
   @Post(':contact_id/erase')
   @HttpCode(200)
   @RequireKey({ scopes: [Scope.MessagingWrite] })
-  @ApiOperation({ summary: 'Erase a contact: personal fields and message bodies wiped (messaging.contact.erased)' })
+  @ApiOperation({ summary: 'Erase a contact: personal fields and message bodies wiped, sends still queued to it cancelled (messaging.contact.erased)' })
   @ApiErrorResponses(404, 503)
   @ApiOkResponse({ type: ContactDto })
   erase(@CurrentCaller() caller: Caller, @Param() params: ContactIdParams) {

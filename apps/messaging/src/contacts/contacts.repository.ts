@@ -122,7 +122,12 @@ export class ContactsRepository {
   }
 
   /** Wipes every personal field of a contact and of its messages' bodies (right to erasure). */
-  async erase(tx: Tx, organizationId: string, contactId: string, now: Date): Promise<ContactRow | null> {
+  /**
+   * Wipes the contact's personal fields and its messages' bodies and attachments. Answers the row
+   * (null when it was erased already) and the idempotency keys of its outbound messages still
+   * `queued`, whose outbox entries the caller cancels.
+   */
+  async erase(tx: Tx, organizationId: string, contactId: string, now: Date): Promise<{ row: ContactRow; queuedKeys: string[] } | null> {
     const result = await rowsOf<ContactRow>(
       tx,
       `UPDATE contacts SET name = NULL, phone = NULL, phone_key = NULL, email = NULL, email_key = NULL, linkedin_url = NULL,
@@ -131,11 +136,15 @@ export class ContactsRepository {
       [organizationId, contactId, now],
     );
     const row = result[0] ?? null;
-    if (row) {
-      await tx.query(`UPDATE messages SET body = NULL, subject = NULL, headers = NULL, payload = NULL WHERE organization_id = $1 AND contact_id = $2`, [organizationId, contactId]);
-      await tx.query(`DELETE FROM message_attachments WHERE message_id IN (SELECT id FROM messages WHERE organization_id = $1 AND contact_id = $2)`, [organizationId, contactId]);
-    }
-    return row;
+    if (!row) return null;
+    const wiped = await rowsOf<{ status: string; direction: string; idempotency_key: string | null }>(
+      tx,
+      `UPDATE messages SET body = NULL, subject = NULL, headers = NULL, payload = NULL WHERE organization_id = $1 AND contact_id = $2 RETURNING status, direction, idempotency_key`,
+      [organizationId, contactId],
+    );
+    await tx.query(`DELETE FROM message_attachments WHERE message_id IN (SELECT id FROM messages WHERE organization_id = $1 AND contact_id = $2)`, [organizationId, contactId]);
+    const queuedKeys = wiped.filter((m) => m.direction === 'outbound' && m.status === 'queued' && m.idempotency_key).map((m) => m.idempotency_key!);
+    return { row, queuedKeys };
   }
 
   async markOptedOut(tx: Tx, contactId: string, now: Date): Promise<void> {

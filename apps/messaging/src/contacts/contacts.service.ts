@@ -1,6 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { IANAZone } from 'luxon';
-import { CONTACT_KINDS, type ContactCreateData, type ContactEventData, type ContactKind, type ContactTagEventData, type ContactUpdateData, type BusPayload, type ContactView, MessagingEvents, type MessagingPage, type OutgoingMessage } from '@touchpoint/contracts';
+import {
+  CONTACT_KINDS,
+  type ContactCreateData,
+  type ContactEventData,
+  type ContactKind,
+  type ContactTagEventData,
+  type ContactUpdateData,
+  type BusPayload,
+  type ContactView,
+  MessagingEvents,
+  type MessagingPage,
+  type OutboxCancelData,
+  OutboxCommands,
+  type OutgoingMessage,
+} from '@touchpoint/contracts';
 import { decodeCursor, encodeCursor, isUuid, pageSize, poolOf, type Queryable, requireId, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { EMAIL_ADDRESS as EMAIL, toPhoneKey } from '@touchpoint/phone';
@@ -226,8 +240,14 @@ export class ContactsService {
     return this.uow.run(async (tx) => {
       const existing = await this.mustFind(tx, organizationId, contactId, true);
       if (existing.erased_at) return toContactView(existing);
-      const row = (await this.repository.erase(tx, organizationId, contactId, this.clock.now()))!;
+      const { row, queuedKeys } = (await this.repository.erase(tx, organizationId, contactId, this.clock.now()))!;
       await this.publish(tx, row, MessagingEvents.ContactErased, `messaging.contact.erased:${row.id}`, { contact_id: row.id, kind: row.kind } satisfies ContactEventData);
+      // An erased person gets nothing more from us: the sends still queued to them are taken back
+      // (an entry already on the wire is not; the cancel of a key whose entry is not written yet is
+      // kept, so it is born cancelled). Each outcome comes back as messaging.message.cancelled.
+      if (queuedKeys.length > 0) {
+        await tx.publish(queuedKeys.map((key) => ({ event_id: `outbox.cancel:erased:${organizationId}:${key}`, type: OutboxCommands.Cancel, organization_id: organizationId, data: { organization_id: organizationId, idempotency_key: key } satisfies OutboxCancelData })));
+      }
       return toContactView(row);
     });
   }
