@@ -270,11 +270,24 @@ export async function waitCompleted(world: TestWorld, tag: string, total: number
  * /proc; backends that ended are not counted, so take it over a run whose connections stay open).
  */
 export function postgresCpuSeconds(): number {
+  return commandCpuSeconds('postgres');
+}
+
+/**
+ * CPU seconds of the machine's RabbitMQ (its Erlang VM, `beam.smp`), the broker every service
+ * shares: the per-send cost tables count it beside PostgreSQL.
+ */
+export function rabbitmqCpuSeconds(): number {
+  return commandCpuSeconds('beam.smp');
+}
+
+/** CPU seconds of the live processes whose command name starts with `prefix` (/proc/<pid>/comm). */
+function commandCpuSeconds(prefix: string): number {
   let total = 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      if (!readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) continue;
+      if (!readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith(prefix)) continue;
     } catch {
       continue;
     }
@@ -282,6 +295,38 @@ export function postgresCpuSeconds(): number {
     if (Number.isFinite(s)) total += s;
   }
   return total;
+}
+
+/** Cumulative scan counters of one table (pg_stat_user_tables). */
+export interface TableScans {
+  seqScans: number;
+  seqRows: number;
+  indexScans: number;
+}
+
+/**
+ * Scan counters of every table in the schemas starting with `prefix` (a test world's namespace),
+ * keyed `schema-suffix.table`. PostgreSQL flushes a backend's counters at most once a second, so a
+ * reading taken right after a run may miss its last second.
+ */
+export async function tableScans(world: { sql: TestWorld['sql'] }, prefix: string): Promise<Map<string, TableScans>> {
+  const rows = await world.sql<{ schemaname: string; relname: string; seq_scan: string; seq_tup_read: string; idx_scan: string | null }>(`SELECT schemaname, relname, seq_scan, seq_tup_read, idx_scan FROM pg_stat_user_tables WHERE schemaname LIKE $1`, [`${prefix}\\_%`]);
+  return new Map(rows.map((r) => [`${r.schemaname.slice(prefix.length + 1)}.${r.relname}`, { seqScans: Number(r.seq_scan), seqRows: Number(r.seq_tup_read), indexScans: Number(r.idx_scan ?? 0) }]));
+}
+
+/**
+ * The tables read by sequential scans between two `tableScans` readings, most rows read first: the
+ * statements that are not on an index. Rows of [table, seq scans, rows read, index scans].
+ */
+export function seqScanDelta(before: Map<string, TableScans>, after: Map<string, TableScans>, top: number): Array<[string, number, number, number]> {
+  return [...after]
+    .map(([table, a]): [string, number, number, number] => {
+      const b = before.get(table) ?? { seqScans: 0, seqRows: 0, indexScans: 0 };
+      return [table, a.seqScans - b.seqScans, a.seqRows - b.seqRows, a.indexScans - b.indexScans];
+    })
+    .filter(([, scans]) => scans > 0)
+    .sort((x, y) => y[2] - x[2] || y[1] - x[1])
+    .slice(0, top);
 }
 
 export function cpuSeconds(pid: number): number {

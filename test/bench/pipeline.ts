@@ -15,7 +15,7 @@
  *     `rawClaimRate`), measured in the same run before the services start, as the reference;
  *   - per process, per send: SQL statements, transactions, AMQP messages published and delivered
  *     (counted in each process by `probe.mjs`, over the timed run only), and CPU seconds per 1,000
- *     sends (/proc/<pid>/stat before and after); idle background traffic is shown beside it.
+ *      sends (/proc/<pid>/stat before and after), the machine's PostgreSQL and RabbitMQ on rows of their own; idle background traffic is shown beside it; and the tables read by sequential scans, per send.
  * Targets (2-core reference machine, everything running): end-to-end sends/s ≥ 0.5 × releases/s
  * of the same run, and ≥ 3 × 82/s (the pipeline's rate when this benchmark was written).
  * Followups runs with per-number pacing and the in-flight window off (FOLLOWUP_SENDER_GAP_MS=0,
@@ -26,7 +26,7 @@
  * outbox-dispatcher, default 1), BENCH_CONCURRENCY (release workers, 8), BENCH_BATCH (enrollments per
  * release transaction, 16), BENCH_DB_POOL_SIZE (per process, 8; followups gets at least
  * BENCH_CONCURRENCY + 4), BENCH_STATUS_DELAY_MS (the sandbox's delay before each status, 50),
- * BENCH_STATEMENTS (N: print each process's N most frequent statements per send; the probe then
+ * BENCH_SEQ_SCANS (tables listed with their sequential scans per send, 8), BENCH_STATEMENTS (N: print each process's N most frequent statements per send; the probe then
  * keeps a count per statement text), BENCH_DRAIN_SECONDS (how long to wait for the last `read`, 300), BENCH_STALL_SECONDS (the run ends
  * when no new `read` came for this long, 30), BENCH_PROF (a directory: each
  * service writes a `--cpu-prof` profile there).
@@ -38,7 +38,29 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { cpuSeconds, followupFixture, postgresCpuSeconds, insertEnrollments, line, makeDue, pct, type ProbeReading, rawClaimRate, readProbe, receivedCalls, type Service, sleep, startService, stopServices, waitCompleted, runBench, waitReady } from './harness.js';
+import {
+  cpuSeconds,
+  followupFixture,
+  postgresCpuSeconds,
+  insertEnrollments,
+  line,
+  makeDue,
+  pct,
+  type ProbeReading,
+  rabbitmqCpuSeconds,
+  rawClaimRate,
+  readProbe,
+  receivedCalls,
+  type Service,
+  seqScanDelta,
+  sleep,
+  startService,
+  stopServices,
+  tableScans,
+  waitCompleted,
+  runBench,
+  waitReady,
+} from './harness.js';
 
 const SENDS = Number(process.env.BENCH_SENDS ?? 3000);
 const REPLICAS = Number(process.env.REPLICAS ?? 1);
@@ -54,6 +76,8 @@ const SECRET = 'sandbox-meta-app-secret';
 /** The pipeline's end-to-end rate when this benchmark was written (bench:release's sandbox count, first → last). */
 const BASELINE_SENDS_PER_S = 82;
 const IDLE_SECONDS = 3;
+/** Tables listed under "sequential scans per send" (BENCH_SEQ_SCANS, default 8; 0: none). */
+const SEQ_SCAN_TABLES = Number(process.env.BENCH_SEQ_SCANS ?? 8);
 /** A run with no new `read` for this long is over (some sends never got there). */
 const STALL_SECONDS = Number(process.env.BENCH_STALL_SECONDS ?? 30);
 
@@ -209,12 +233,18 @@ async function main(): Promise<void> {
     const wireSeq = (await receivedCalls(sandboxUrl)).at(-1)?.seq ?? 0;
 
     const before = await snapshot(children, probeDir);
+    const scansBefore = await tableScans(world, world.namespace);
     const pgBefore = postgresCpuSeconds();
+    const mqBefore = rabbitmqCpuSeconds();
     const due = await makeDue(world, 'run');
     const releaseSeconds = await waitCompleted(world, 'run', SENDS, due);
     const done = await waitRead(world, 'run', SENDS, Date.now() + DRAIN_SECONDS * 1000);
     const after = await snapshot(children, probeDir);
     const pgCpu = postgresCpuSeconds() - pgBefore;
+    const mqCpu = rabbitmqCpuSeconds() - mqBefore;
+    // PostgreSQL flushes its scan counters within a second of a transaction's end.
+    await sleep(1500);
+    const seqScans = seqScanDelta(scansBefore, await tableScans(world, world.namespace), SEQ_SCAN_TABLES);
 
     const [{ first }] = await world.sql<{ first: Date }>(`SELECT min(f.created_at) AS first FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE 'run-%' AND f.kind = 'send'`);
     const e2eSeconds = (done.at - first.getTime()) / 1000;
@@ -264,7 +294,16 @@ async function main(): Promise<void> {
     // The database server's share: every backend of the machine (the shared server; other clients add to it).
     total.cpu += pgCpu;
     row(['postgres', '', '', '', '', ((pgCpu * 1000) / SENDS).toFixed(1), '']);
+    // The broker is shared too, and on the same two cores.
+    total.cpu += mqCpu;
+    row(['rabbitmq', '', '', '', '', ((mqCpu * 1000) / SENDS).toFixed(1), '']);
     row(['total', (total.statements / SENDS).toFixed(2), (total.transactions / SENDS).toFixed(2), (total.published / SENDS).toFixed(2), (total.delivered / SENDS).toFixed(2), ((total.cpu * 1000) / SENDS).toFixed(1), total.idle.toFixed(1)]);
+    // Sequential scans over the timed run (the harness's own progress reads included): a hot
+    // statement that is not on an index shows here as rows read per send.
+    if (seqScans.length > 0) {
+      process.stdout.write(`sequential scans per send (table: scans, rows read; index scans beside)\n`);
+      for (const [table, scans, rows, indexScans] of seqScans) process.stdout.write(`  ${table.padEnd(44)} ${(scans / SENDS).toFixed(2).padStart(7)} ${(rows / SENDS).toFixed(1).padStart(9)}   idx ${(indexScans / SENDS).toFixed(2)}\n`);
+    }
     const [load1] = os.loadavg();
     line('load average (1 min) at the end', `${load1.toFixed(1)} (${os.cpus().length} cores)`);
   } finally {
