@@ -120,7 +120,9 @@ export class AmbiguousRepository {
     const result = await rowsOf<StatusVerdict & { published: number }>(
       db,
       `WITH v AS (
-         SELECT * FROM jsonb_to_recordset($3::jsonb) AS v(ord int, id text, status text, provider_timestamp timestamptz, recipient text, correlation text, token uuid, verdict text, body jsonb, event_id text, payload text)
+         -- LIMIT: the batch's own size, so the planner knows it (a recordset is 100 rows to it, which
+         -- makes it hash-join whole tables).
+         SELECT * FROM jsonb_to_recordset($3::jsonb) AS v(ord int, id text, status text, provider_timestamp timestamptz, recipient text, correlation text, token uuid, verdict text, body jsonb, event_id text, payload text) LIMIT $6::int
        ), owner AS (
          SELECT id, organization_id FROM senders WHERE phone_number_id = $1::text AND removed_at IS NULL LIMIT 1
        ), c AS (
@@ -179,7 +181,7 @@ export class AmbiguousRepository {
        )
        SELECT r.ord, r.outcome, r.slow, EXISTS (SELECT 1 FROM ins WHERE ins.provider_message_id = r.id AND ins.status = r.status) AS stored, (SELECT count(*)::int FROM ev) AS published
          FROM r ORDER BY r.ord`,
-      [accountId, now, JSON.stringify(rows), now.toISOString(), OutboxEvents.ProviderStatusRecorded],
+      [accountId, now, JSON.stringify(rows), now.toISOString(), OutboxEvents.ProviderStatusRecorded, rows.length],
     );
     return { verdicts: result.map((x) => ({ ord: Number(x.ord), outcome: x.outcome, slow: x.slow, stored: x.stored })), published: (result[0]?.published ?? 0) > 0 };
   }

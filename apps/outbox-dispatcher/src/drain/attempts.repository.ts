@@ -113,8 +113,9 @@ export class AttemptsRepository {
     const rows = await rowsOf<{ entry_id: string; suppressed: boolean; attempt_id: string | null; attempts: number | null }>(
       tx,
       `WITH v AS (
+         -- LIMIT: the batch's size, for the planner (see recordStatuses).
          SELECT * FROM jsonb_to_recordset($1::jsonb)
-           AS v(pair_id bigint, fence bigint, entry_id uuid, organization_id text, channel text, pacing_key text, prepared jsonb)
+           AS v(pair_id bigint, fence bigint, entry_id uuid, organization_id text, channel text, pacing_key text, prepared jsonb) LIMIT $5::int
        ), suppressed AS (
          SELECT v.entry_id FROM v
           WHERE EXISTS (SELECT 1 FROM contact_suppressions s WHERE s.organization_id = v.organization_id AND s.channel = v.channel AND s.value = v.pacing_key)
@@ -137,7 +138,7 @@ export class AttemptsRepository {
        )
        SELECT v.entry_id, (v.entry_id IN (SELECT entry_id FROM suppressed)) AS suppressed, attempt.id AS attempt_id, attempt.attempt_number AS attempts
          FROM v LEFT JOIN attempt ON attempt.entry_id = v.entry_id`,
-      [JSON.stringify(batch), items[0].lease.owner, now, ms(intervalMs)],
+      [JSON.stringify(batch), items[0].lease.owner, now, ms(intervalMs), batch.length],
     );
     for (const row of rows) out.set(row.entry_id, { suppressed: row.suppressed, attemptId: row.attempt_id === null ? null : String(row.attempt_id), attempts: row.attempts });
     return out;
@@ -239,6 +240,7 @@ export class AttemptsRepository {
            entry_id uuid, fence bigint, status text, next_attempt_at timestamptz, provider_message_id text, classification text,
            error_code text, error_message text, http_status int, error_subcode text, error_details text, settles boolean, now timestamptz,
            attempt_id bigint, outcome text, a_classification text, provider_code text, a_http_status int, retry_after_ms int, body text)
+         LIMIT $2::int
        ), entry AS (
          UPDATE message_outbox e
             SET ${transitionSetSql({ status: 'v.status', nextAttemptAt: 'v.next_attempt_at', providerMessageId: 'v.provider_message_id', classification: 'v.classification', errorCode: 'v.error_code', errorMessage: 'v.error_message', httpStatus: 'v.http_status', errorSubcode: 'v.error_subcode', errorDetails: 'v.error_details', settles: 'v.settles', now: 'v.now' })}
@@ -254,7 +256,7 @@ export class AttemptsRepository {
           RETURNING a.id
        )
        SELECT entry.* FROM entry`,
-      [JSON.stringify(batch)],
+      [JSON.stringify(batch), batch.length],
     );
   }
 
