@@ -281,6 +281,30 @@ export function rabbitmqCpuSeconds(): number {
   return commandCpuSeconds('beam.smp');
 }
 
+/**
+ * CPU seconds of each PostgreSQL backend serving a service of this world, by the schema in its
+ * `application_name` (`touchpoint:<schema>`, libs/database): which service's statements the server
+ * spends its time on. Keyed by backend pid; `service` is the schema less the world's prefix.
+ */
+export async function postgresCpuByBackend(world: { sql: TestWorld['sql'] }, prefix: string): Promise<Map<number, { service: string; cpu: number }>> {
+  const rows = await world.sql<{ pid: number; application_name: string }>(`SELECT pid, application_name FROM pg_stat_activity WHERE application_name LIKE $1`, [`touchpoint:${prefix}\\_%`]);
+  return new Map(rows.map((r) => [r.pid, { service: r.application_name.slice(`touchpoint:${prefix}_`.length), cpu: cpuSeconds(r.pid) }]));
+}
+
+/**
+ * PostgreSQL CPU seconds by service between two `postgresCpuByBackend` readings (a backend opened
+ * between them counts from zero; one closed between them is missing).
+ */
+export function postgresCpuDelta(before: Map<number, { service: string; cpu: number }>, after: Map<number, { service: string; cpu: number }>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [pid, a] of after) {
+    if (!Number.isFinite(a.cpu)) continue;
+    const from = before.get(pid)?.cpu ?? 0;
+    out.set(a.service, (out.get(a.service) ?? 0) + a.cpu - (Number.isFinite(from) ? from : 0));
+  }
+  return out;
+}
+
 /** CPU seconds of the live processes whose command name starts with `prefix` (/proc/<pid>/comm). */
 function commandCpuSeconds(prefix: string): number {
   let total = 0;

@@ -15,7 +15,7 @@
  *     `rawClaimRate`), measured in the same run before the services start, as the reference;
  *   - per process, per send: SQL statements, transactions, AMQP messages published and delivered
  *     (counted in each process by `probe.mjs`, over the timed run only), and CPU seconds per 1,000
- *      sends (/proc/<pid>/stat before and after), the machine's PostgreSQL and RabbitMQ on rows of their own; idle background traffic is shown beside it; and the tables read by sequential scans, per send.
+ *      sends (/proc/<pid>/stat before and after), the machine's PostgreSQL (and its backends' share by the service they serve) and RabbitMQ on rows of their own; idle background traffic is shown beside it; and the tables read by sequential scans, per send.
  * Targets (2-core reference machine, everything running): end-to-end sends/s ≥ 0.5 × releases/s
  * of the same run, and ≥ 3 × 82/s (the pipeline's rate when this benchmark was written).
  * Followups runs with per-number pacing and the in-flight window off (FOLLOWUP_SENDER_GAP_MS=0,
@@ -41,6 +41,8 @@ import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import {
   cpuSeconds,
   followupFixture,
+  postgresCpuByBackend,
+  postgresCpuDelta,
   postgresCpuSeconds,
   insertEnrollments,
   line,
@@ -235,12 +237,14 @@ async function main(): Promise<void> {
     const before = await snapshot(children, probeDir);
     const scansBefore = await tableScans(world, world.namespace);
     const pgBefore = postgresCpuSeconds();
+    const backendsBefore = await postgresCpuByBackend(world, world.namespace);
     const mqBefore = rabbitmqCpuSeconds();
     const due = await makeDue(world, 'run');
     const releaseSeconds = await waitCompleted(world, 'run', SENDS, due);
     const done = await waitRead(world, 'run', SENDS, Date.now() + DRAIN_SECONDS * 1000);
     const after = await snapshot(children, probeDir);
     const pgCpu = postgresCpuSeconds() - pgBefore;
+    const pgByService = postgresCpuDelta(backendsBefore, await postgresCpuByBackend(world, world.namespace));
     const mqCpu = rabbitmqCpuSeconds() - mqBefore;
     // PostgreSQL flushes its scan counters within a second of a transaction's end.
     await sleep(1500);
@@ -294,6 +298,8 @@ async function main(): Promise<void> {
     // The database server's share: every backend of the machine (the shared server; other clients add to it).
     total.cpu += pgCpu;
     row(['postgres', '', '', '', '', ((pgCpu * 1000) / SENDS).toFixed(1), '']);
+    // The server's share by the service whose connection it served (application_name).
+    for (const [service, cpu] of [...pgByService].sort((a, b) => b[1] - a[1])) row([`pg ${service}`, '', '', '', '', ((cpu * 1000) / SENDS).toFixed(1), '']);
     // The broker is shared too, and on the same two cores.
     total.cpu += mqCpu;
     row(['rabbitmq', '', '', '', '', ((mqCpu * 1000) / SENDS).toFixed(1), '']);
