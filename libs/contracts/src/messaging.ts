@@ -134,6 +134,12 @@ export const MessagingEvents = {
    * (`OUTBOX_REPLY_HOLD_MS`), so the requester's cancel can arrive first.
    */
   InboundAcknowledged: 'messaging.inbound.acknowledged',
+  /**
+   * `InboundDeniedData`: a person's WhatsApp message was refused by the abuse check (a rate limit,
+   * a penalty) and not stored. The person still answered: followups stops on it as on a stored
+   * reply (seed 000 "Stop hooks": reply), so a denied answer never lets a `cancel_on_reply` send go.
+   */
+  InboundDenied: 'messaging.inbound.denied',
   /** `NotificationCreatedData`. */
   NotificationCreated: 'messaging.notification.created',
   /** `NotificationDeliveryUpdatedData`: a delivery left `pending`, or a `sent` one failed later. */
@@ -419,6 +425,31 @@ export interface InboundAcknowledgedData {
   sender_id: string | null;
   /** When messaging acknowledged it, ISO-8601 UTC: the hold runs from here, so a redelivery never extends it. */
   acknowledged_at: string;
+}
+
+/**
+ * Data of `messaging.inbound.denied`: who wrote (the contact and conversation messaging matched),
+ * messaging's judgement of the text (libs/text `judgeInbound`, as on `messaging.message.received`),
+ * and why it was not stored.
+ */
+export interface InboundDeniedData {
+  contact_id: string;
+  conversation_id: string;
+  channel: 'whatsapp';
+  /** Provider id of the refused message (wamid). */
+  external_id: string;
+  /** The dispatcher sender (business number) it arrived on, when known. */
+  sender_id: string | null;
+  /** The message text (caption for media), as `messaging.message.received` carries it. */
+  text: string | null;
+  /** An automatic answer: never a reply (`judgeInbound`). */
+  auto_reply: boolean;
+  /** The person opted out (already applied when the message was acknowledged; `judgeInbound`). */
+  opt_out: boolean;
+  /** The abuse verdict's limit: `minute`, `hour`, `day`, `blocked`, `throttled`, …; null for a fail-closed denial. */
+  limit_type: string | null;
+  /** ISO-8601 UTC instant the provider received the message. */
+  received_at: string;
 }
 
 export interface SuppressionRequestedData {

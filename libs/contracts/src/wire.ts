@@ -99,6 +99,7 @@ import {
   type NotificationView,
   type SuppressionRequestedData,
   type InboundAcknowledgedData,
+  type InboundDeniedData,
 } from './messaging.js';
 import {
   type LinkedinRelationAcceptedData,
@@ -212,6 +213,7 @@ export interface BusContract {
   [MessagingEvents.ContactOptedOut]: ContactOptedOutData;
   [MessagingEvents.SuppressionRequested]: SuppressionRequestedData;
   [MessagingEvents.InboundAcknowledged]: InboundAcknowledgedData;
+  [MessagingEvents.InboundDenied]: InboundDeniedData;
   [MessagingEvents.NotificationCreated]: NotificationCreatedData;
   [MessagingEvents.NotificationDeliveryUpdated]: NotificationDeliveryUpdatedData;
   [OutboxCommands.Enqueue]: OutboxEnqueueData;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
-import { type BusMessage, type ContactEventData, type ContactOptedOutData, type ConversationResolvedData, type HumanMessageSentData, MessagingEvents, type MessageReceivedData } from '@touchpoint/contracts';
+import { type BusMessage, type ContactEventData, type ContactOptedOutData, type ConversationResolvedData, type HumanMessageSentData, type InboundDeniedData, MessagingEvents, type MessageReceivedData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
@@ -44,6 +44,22 @@ export class StopPathsConsumer {
         { optional: true },
       );
     }
+  }
+
+  /**
+   * A reply abuse refused (not stored by messaging): the person answered all the same, so the stop
+   * paths run as for a stored reply. No keyword rule starts from it.
+   */
+  @OnBusMessage(MessagingEvents.InboundDenied)
+  async onInboundDenied(message: BusMessage<InboundDeniedData>, tx: Tx): Promise<void> {
+    const d = message.data;
+    if (!message.organization_id) return;
+    await this.reports.flush(tx);
+    await this.stopPaths.onInbound(
+      tx,
+      { organizationId: message.organization_id, contactId: d.contact_id, conversationId: d.conversation_id ?? null, senderId: d.sender_id ?? null, text: d.text, at: new Date(message.occurred_at), optOut: d.opt_out, autoReply: d.auto_reply },
+      this.clock.now(),
+    );
   }
 
   @OnBusMessage(MessagingEvents.ContactOptedOut)

@@ -1,5 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { type AbuseCheckData, type InboundAcknowledgedData, type MessageReceivedData, MessagingEvents, type MessagingChannel, type OutgoingMessage, OutboxCommands, type OutboxEnqueueData, type WhatsAppInboundBatch, type SuppressionRequestedData } from '@touchpoint/contracts';
+import {
+  type AbuseCheckData,
+  type InboundAcknowledgedData,
+  type InboundDeniedData,
+  type MessageReceivedData,
+  MessagingEvents,
+  type MessagingChannel,
+  type OutgoingMessage,
+  OutboxCommands,
+  type OutboxEnqueueData,
+  type WhatsAppInboundBatch,
+  type SuppressionRequestedData,
+} from '@touchpoint/contracts';
 import { poolOf, type Queryable, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -567,12 +579,33 @@ export class InboundService {
     return published;
   }
 
-  /** A denied message is not stored; a blocked contact (or a fail-closed denial) gets the access-restricted reply. */
+  /**
+   * A denied message is not stored, but the person did answer: `messaging.inbound.denied` tells
+   * followups, which stops on it as on a reply (a rate-limited "já resolvi" must not let a
+   * `cancel_on_reply` send go once the dispatcher's reply hold runs out). A blocked contact (or a
+   * fail-closed denial) also gets the access-restricted reply, in the same transaction. The event's
+   * id is the message's, so a retried denial publishes it once.
+   */
   private async deny(m: InboundMessage, contact: ContactRow, conversation: ConversationRow, verdict: GuardVerdict): Promise<void> {
     this.logger.warn({ event: 'messaging.inbound_denied', organization_id: m.organizationId, contact_id: contact.id, external_id: m.externalId, limit_type: verdict.limit_type, source: verdict.source, reset_at: verdict.reset_at }, 'inbound message denied');
+    if (m.channel !== 'whatsapp') return;
     const restricted = verdict.limit_type === 'blocked' || verdict.source === 'fail_closed';
-    if (!restricted || m.channel !== 'whatsapp') return;
-    await this.uow.run((tx) => this.reply(tx, m, contact, conversation, 'access_restricted', this.config.ACCESS_RESTRICTED_REPLY));
+    const denied: InboundDeniedData = {
+      contact_id: contact.id,
+      conversation_id: conversation.id,
+      channel: 'whatsapp',
+      external_id: m.externalId,
+      sender_id: m.senderId ?? null,
+      text: m.text,
+      auto_reply: m.judgement.autoReply,
+      opt_out: m.judgement.optOut,
+      limit_type: verdict.limit_type ?? null,
+      received_at: m.sentAt.toISOString(),
+    };
+    await this.uow.run(async (tx) => {
+      await tx.publish({ event_id: `${MessagingEvents.InboundDenied}:${m.organizationId}:${m.channel}:${m.externalId}`, type: MessagingEvents.InboundDenied, organization_id: m.organizationId, data: denied });
+      if (restricted) await this.reply(tx, m, contact, conversation, 'access_restricted', this.config.ACCESS_RESTRICTED_REPLY);
+    });
   }
 
   /** A system reply to an inbound message, keyed `reply:{externalId}:{purpose}` (seed 004 "Idempotency keys"). */
