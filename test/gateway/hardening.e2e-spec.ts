@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ErrorEnvelope } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
@@ -7,12 +8,12 @@ import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
-import { NUL_PROBLEM } from '../../apps/gateway/src/http/nul-characters.js';
+import { LONE_SURROGATE_PROBLEM, NUL_PROBLEM } from '../../apps/gateway/src/http/unstorable-characters.js';
 import { gatewayBuilders, gatewayTable, httpClient, type SeededKey } from './gateway-world.js';
 
 const VERIFY_TOKEN = 'hardening-verify-token';
 
-/** The gateway's edge against hostile input: NUL characters, router refusals, logs and headers. */
+/** The gateway's edge against hostile input: NUL characters and lone surrogates, router refusals, logs and headers. */
 describe('Gateway hardening', () => {
   let world: TestWorld;
   let app: NestFastifyApplication;
@@ -56,6 +57,29 @@ describe('Gateway hardening', () => {
     it('leaves the provider webhooks to strip NULs themselves (their signed bytes are checked first)', async () => {
       const res = await http('POST', '/webhooks/meta', { json: { object: 'whatsapp_business_account', entry: [{ id: 'a\u0000b' }] }, headers: { 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` } });
       expectEnvelope(res, 401, 'unauthorized');
+    });
+  });
+
+  describe('lone surrogates', () => {
+    it('answers 400 validation_failed to an operator message whose text holds half a UTF-16 pair, before the route runs', async () => {
+      const res = await http('POST', `/conversations/${randomUUID()}/messages`, { secret: key.secret, json: { idempotency_key: 'k-1', text: 'a\ud800b' } });
+      expectEnvelope(res, 400, 'validation_failed');
+      expect(res.body.error.details).toEqual([{ field: 'text', problems: [LONE_SURROGATE_PROBLEM] }]);
+    });
+
+    it('names each field with its problems, a NUL and a lone surrogate in one field included, and stores nothing', async () => {
+      const res = await http('POST', '/api-keys', { secret: key.secret, json: { name: 'a\u0000\uDE00', scopes: ['admin', 'x\uD83D'] } });
+      expectEnvelope(res, 400, 'validation_failed');
+      expect(res.body.error.details).toEqual([
+        { field: 'name', problems: [NUL_PROBLEM, LONE_SURROGATE_PROBLEM] },
+        { field: 'scopes.1', problems: [LONE_SURROGATE_PROBLEM] },
+      ]);
+      expect(await world.sql(`SELECT 1 FROM ${gatewayTable(world, 'api_keys')} WHERE organization_id = $1 AND name LIKE 'a%'`, [key.organizationId])).toEqual([]);
+    });
+
+    it('takes a whole emoji (a surrogate pair) as it is', async () => {
+      const res = await http('POST', '/api-keys', { secret: key.secret, json: { name: 'key \u{1F600}', scopes: ['admin'] } });
+      expect([res.status, res.body.name]).toEqual([201, 'key \u{1F600}']);
     });
   });
 

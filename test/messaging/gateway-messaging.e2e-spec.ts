@@ -124,6 +124,20 @@ describe('gateway messaging routes', () => {
     expect((await outboxEvents<{ contact_id: string }>(world, 'messaging', 'messaging.contact.erased')).filter((e) => e.payload.data.contact_id === id)).toHaveLength(1);
   });
 
+  it('answers 400 validation_failed to a contact email over RFC 5321’s lengths (local part 64 octets, address 254), creating or updating', async () => {
+    const tooLong = [`${'a'.repeat(300)}@x.co`, `${'a'.repeat(65)}@x.co`, `ana@${'b'.repeat(250)}.co`];
+    for (const email of tooLong) {
+      const refused = await http('POST', '/contacts', { secret: key.secret, json: { name: 'Long Address', email } });
+      expect([refused.status, refused.body.error]).toEqual([400, { code: 'validation_failed', message: 'email is not a valid address', details: { field: 'email' } }]);
+    }
+    const longest = `${'a'.repeat(64)}@x.co`;
+    const created = await http('POST', '/contacts', { secret: key.secret, json: { name: 'Long Address', email: longest } });
+    expect([created.status, created.body.email]).toEqual([201, longest]);
+    const patched = await http('PATCH', `/contacts/${created.body.id}`, { secret: key.secret, json: { email: tooLong[1] } });
+    expect([patched.status, patched.body.error?.code]).toEqual([400, 'validation_failed']);
+    expect((await http('GET', `/contacts/${created.body.id}`, { secret: key.secret })).body.email).toBe(longest);
+  });
+
   it('stores a signed Meta webhook whose text ends in half an emoji (a lone \\ud83d escape), and its STOP still opts out', async () => {
     const organizationId = (await gatewayBuilders(gateway).organizationWithKey({ scopes: ['messaging:read'] })).organizationId;
     const phoneNumberId = `pn-${randomUUID()}`;

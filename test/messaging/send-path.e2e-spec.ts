@@ -257,6 +257,21 @@ describe('send path', () => {
       expect((await outboxOf(answer.message_id)).map((e) => [e.type, e.payload.data.failure_stage, e.payload.data.error_code])).toEqual([['messaging.message.failed', 'enqueue', 'opted_out']]);
     });
 
+    it('counts the idempotency key in code points: an emoji is one character, not two UTF-16 units', async () => {
+      const c = await contact();
+      const emoji = '\u{1F600}';
+      // 103 code points, 203 UTF-16 units.
+      const taken = await sends.send(followup(c.id, { idempotency_key: `${emoji.repeat(100)}-x9` }));
+      expect(taken).toMatchObject({ created: true, status: 'queued' });
+      expect(await world.sql(`SELECT idempotency_key FROM ${m('messages')} WHERE id = $1`, [taken.message_id])).toEqual([{ idempotency_key: `${emoji.repeat(100)}-x9` }]);
+      expect(await sends.send(followup(c.id, { idempotency_key: emoji.repeat(200) }))).toMatchObject({ created: true });
+      await expect(sends.send(followup(c.id, { idempotency_key: emoji.repeat(201) }))).rejects.toMatchObject({
+        code: 'validation_failed',
+        message: 'idempotency_key must be at most 200 characters',
+        details: { field: 'idempotency_key', max: 200 },
+      });
+    });
+
     it('finds or creates the contact of an address', async () => {
       const phone = `+55119877${String(++phoneSeq).padStart(5, '0')}`;
       const answer = await sends.send({ ...followup(''), contact_id: undefined, to: phone });

@@ -6,8 +6,8 @@ import { GatewayModule } from './gateway.module.js';
 import { setupOpenApi } from './http/openapi.js';
 import { requireJsonBodies } from './http/content-type.js';
 import { captureRawBody } from './http/raw-body.js';
-import { refuseNulCharacters } from './http/nul-characters.js';
 import { installRequestContext } from './http/request-context.js';
+import { refuseUnstorableCharacters } from './http/unstorable-characters.js';
 import { repairLoneSurrogates } from './http/well-formed-body.js';
 import { installSecurityHeaders } from './http/security-headers.js';
 import { consoleDirOf, serveConsole } from './http/console-static.js';
@@ -17,8 +17,8 @@ export const RAW_BODY_PATH_PREFIXES = ['/webhooks/'];
 
 /**
  * How the gateway's HTTP server is set up on top of the shared bootstrap: body limit, request
- * context and access log, security headers, JSON-only bodies, raw bodies for webhooks, well-formed
- * text in bodies, no NUL characters outside the webhooks, OpenAPI at /docs, the operator console at
+ * context and access log, security headers, JSON-only bodies, raw bodies for webhooks, no NUL
+ * characters or lone surrogates outside the webhooks, well-formed text in the webhooks' bodies, OpenAPI at /docs, the operator console at
  * /console. Tests pass these to
  * `world.start(GatewayModule.forRoot(config), gatewayStartOptions(config))`.
  */
@@ -32,8 +32,9 @@ export function gatewayStartOptions(config: GatewayConfig): StartOptions {
       await installSecurityHeaders(app);
       requireJsonBodies(fastify);
       captureRawBody(fastify, RAW_BODY_PATH_PREFIXES);
+      // Refusal first: a REST body with a lone surrogate is refused, not repaired; webhooks are repaired.
+      refuseUnstorableCharacters(fastify, RAW_BODY_PATH_PREFIXES);
       repairLoneSurrogates(fastify);
-      refuseNulCharacters(fastify, RAW_BODY_PATH_PREFIXES);
       await setupOpenApi(app, logger, { port: config.PORT, unipileHeader: config.UNIPILE_WEBHOOK_HEADER });
       await serveConsole(app, logger, { dir: consoleDirOf(config.CONSOLE_DIR) });
     },

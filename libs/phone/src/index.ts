@@ -28,16 +28,34 @@ export function toPhoneKey(address: string): string | null {
   return withBrazilianNinthDigit(parsed.number.slice(1));
 }
 
+/** One `@`, no whitespace, a dot in the domain; lengths are `isEmailAddress`'s. */
+const EMAIL_ADDRESS_SHAPE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** Longest local part (before the `@`) of an address, in UTF-8 octets (RFC 5321 §4.5.3.1.1). */
+const EMAIL_LOCAL_PART_MAX_OCTETS = 64;
+
 /**
- * A plain email address: one `@`, no whitespace, a dot in the domain (`ana@example.com`). Not a
- * display form (`Ana <ana@example.com>`): the providers take the bare address. The same rule as a
- * contact's email (messaging), so what can be stored can be sent to and suppressed.
+ * Longest address, in UTF-8 octets: RFC 5321 §4.5.3.1.3 allows a path of 256 octets, and a path is
+ * the address between `<` and `>` (RFC 3696 erratum 1690).
  */
-export const EMAIL_ADDRESS = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const EMAIL_ADDRESS_MAX_OCTETS = 254;
+
+/**
+ * Whether `address` is a plain email address: one `@`, no whitespace, a dot in the domain
+ * (`ana@example.com`), a local part of at most 64 octets and at most 254 octets in all (RFC 5321).
+ * Not a display form (`Ana <ana@example.com>`): the providers take the bare address. The one rule
+ * of a contact's email (messaging) and of an email recipient (`toRecipientKey`), so what can be
+ * stored can be sent to and suppressed. Callers trim first.
+ */
+export function isEmailAddress(address: string): boolean {
+  if (typeof address !== 'string' || !EMAIL_ADDRESS_SHAPE.test(address)) return false;
+  const localPart = address.slice(0, address.indexOf('@'));
+  return Buffer.byteLength(localPart, 'utf8') <= EMAIL_LOCAL_PART_MAX_OCTETS && Buffer.byteLength(address, 'utf8') <= EMAIL_ADDRESS_MAX_OCTETS;
+}
 
 /**
  * The pacing key of a recipient address, per channel: E.164 digits for WhatsApp, the lower-cased
- * address for email (`EMAIL_ADDRESS`), the trimmed id otherwise (a LinkedIn member id or profile
+ * address for email (`isEmailAddress`), the trimmed id otherwise (a LinkedIn member id or profile
  * URL, which hold no whitespace). Null when the address is not valid for the channel. The enqueue
  * path, suppressions and reply holds all key recipients with it, so each refuses the same values.
  */
@@ -46,7 +64,7 @@ export function toRecipientKey(channel: string, address: string): string | null 
   if (typeof address !== 'string') return null;
   const trimmed = address.trim();
   if (trimmed === '' || /\s/.test(trimmed)) return null;
-  if (channel === 'email') return EMAIL_ADDRESS.test(trimmed) ? trimmed.toLowerCase() : null;
+  if (channel === 'email') return isEmailAddress(trimmed) ? trimmed.toLowerCase() : null;
   return trimmed;
 }
 

@@ -16,6 +16,8 @@ const REPLACEMENT_CHARACTER = '\uFFFD';
 
 const ANY_SURROGATE = /[\uD800-\uDFFF]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/** `LONE_SURROGATE` without the global flag, whose `test` keeps no position between calls. */
+const FIRST_LONE_SURROGATE = new RegExp(LONE_SURROGATE.source);
 
 const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
@@ -32,6 +34,16 @@ export function codePointLength(text: string): number {
     count++;
   }
   return count;
+}
+
+/**
+ * Whether `text` holds a lone surrogate: half of a UTF-16 pair (U+D800 to U+DFFF) without its
+ * other half, as the JSON escape `\ud800` alone spells it. Such text is not Unicode: it cannot be
+ * encoded as UTF-8 without replacing that half by U+FFFD (`toWellFormedText`). `"a\ud800b"` → true,
+ * `"a😀"` → false. (String.prototype.isWellFormed answers the opposite, from ES2024 on.)
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  return ANY_SURROGATE.test(text) && FIRST_LONE_SURROGATE.test(text);
 }
 
 /**

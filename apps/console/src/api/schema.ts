@@ -3966,7 +3966,7 @@ export interface components {
             parameters?: string[];
         };
         OperatorSendDto: {
-            /** @description Your key for this message: a retried request with the same key sends once */
+            /** @description Your key for this message: a retried request with the same key sends once. At most 150 characters (code points) */
             idempotency_key: string;
             media?: components["schemas"]["MediaContentDto"];
             /** @description email only */

@@ -9,7 +9,7 @@ import { type Caller, CurrentCaller, PublicRoute, RequireKey } from '../auth/aut
 import { ServiceForwarder } from '../forwarding/service-forwarder.js';
 import type { GatewayConfig } from '../gateway.config.js';
 import { ApiErrorResponses, WEBHOOK_SCHEMES } from '../http/openapi.js';
-import { NUL_PROBLEM, nulFields } from '../http/nul-characters.js';
+import { NUL_PROBLEM, nulFields } from '../http/unstorable-characters.js';
 import type { RequestWithRawBody } from '../http/raw-body.js';
 import { createValidationPipe } from '../http/validation.js';
 import { CRM_SIGNATURE_HEADER, type CrmSignatureVerdict, verifyCrmSignature } from './crm-signature.js';

@@ -1,7 +1,9 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { ValidateBy } from 'class-validator';
 import { problemsOf } from '@touchpoint/config';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { FieldProblem } from '@touchpoint/database';
+import { codePointLength } from '@touchpoint/text';
 
 /**
  * The one validation pipe of the gateway: unknown fields are refused (not silently dropped), values
@@ -36,4 +38,22 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
     if (error.children?.length) out.push(...flattenValidationErrors(error.children, field));
   }
   return out;
+}
+
+/**
+ * At most `max` characters, counted in Unicode code points (`codePointLength` of libs/text), as the
+ * services count the same field and as OpenAPI's `maxLength` means. class-validator's `MaxLength`
+ * counts otherwise (it leaves out emoji variation selectors), so a value it passes could still be
+ * refused one hop later. Problem: `<field> must be at most <max> characters`. A non-string is left
+ * to `@IsString()`.
+ */
+export function MaxCodePoints(max: number): PropertyDecorator {
+  return ValidateBy({
+    name: 'maxCodePoints',
+    constraints: [max],
+    validator: {
+      validate: (value: unknown) => typeof value !== 'string' || codePointLength(value) <= max,
+      defaultMessage: (args) => `${args?.property ?? 'value'} must be at most ${max} characters`,
+    },
+  });
 }

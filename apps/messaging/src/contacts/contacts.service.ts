@@ -17,7 +17,7 @@ import {
 } from '@touchpoint/contracts';
 import { decodeCursor, encodeCursor, isUuid, pageSize, poolOf, type Queryable, requireId, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { EMAIL_ADDRESS as EMAIL, toPhoneKey } from '@touchpoint/phone';
+import { isEmailAddress, toPhoneKey } from '@touchpoint/phone';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
@@ -87,7 +87,7 @@ export class ContactsService {
       f.phone_key = p?.phone_key ?? null;
     }
     if (creating || data.email !== undefined) {
-      if (data.email && (typeof data.email !== 'string' || !EMAIL.test(data.email.trim()))) throw invalid('email', 'email is not a valid address');
+      if (data.email && (typeof data.email !== 'string' || !isEmailAddress(data.email.trim()))) throw invalid('email', 'email is not a valid address');
       f.email = data.email?.trim() || null;
       f.email_key = f.email?.toLowerCase() ?? null;
     }
@@ -324,7 +324,7 @@ export class ContactsService {
     const value = address.trim();
     const found = channel === 'email' ? await this.repository.findByEmailKey(tx, organizationId, value.toLowerCase()) : channel === 'linkedin' ? await this.repository.findByLinkedinId(tx, organizationId, value) : null;
     if (found) return found;
-    if (channel === 'email' && !EMAIL.test(value)) throw invalid('to', 'not a valid email address');
+    if (channel === 'email' && !isEmailAddress(value)) throw invalid('to', 'not a valid email address');
     const fields: ContactFields = {
       kind: 'crm',
       name,

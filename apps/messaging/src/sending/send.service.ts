@@ -33,7 +33,11 @@ import { SendRepository } from './send.repository.js';
 const DISPATCHED_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
 /** Channels delivered by storing the message (the client reads it in the thread or the feed). */
 const STORED_CHANNELS = new Set(['web', 'in_app']);
-/** Longest idempotency key, characters. */
+/**
+ * Longest idempotency key a send takes, in characters (Unicode code points, as every text limit:
+ * libs/text). Bus callers build theirs from their cause (`reply:{wamid}:{purpose}`, `read:{wamid}`,
+ * seed 004 "Idempotency keys"); a REST client's key is held to the API's 150 at the gateway.
+ */
 const MAX_KEY_LENGTH = 200;
 /** Senders whose sends are never held after a reply (`MessagingSendData.stop_on_reply` is ignored on them). */
 const NEVER_HELD = new Set<string>(['operator', 'system', 'notification', 'contact']);
@@ -297,7 +301,7 @@ function validate(data: MessagingSendData): void {
   if (!data || typeof data !== 'object') throw new AppError(ErrorCode.ValidationFailed, 'a send needs a body');
   requireString(data.organization_id, 'organization_id');
   requireString(data.idempotency_key, 'idempotency_key');
-  if (data.idempotency_key.length > MAX_KEY_LENGTH) throw new AppError(ErrorCode.ValidationFailed, `idempotency_key is longer than ${MAX_KEY_LENGTH}`, { field: 'idempotency_key' });
+  if (codePointLength(data.idempotency_key) > MAX_KEY_LENGTH) throw new AppError(ErrorCode.ValidationFailed, `idempotency_key must be at most ${MAX_KEY_LENGTH} characters`, { field: 'idempotency_key', max: MAX_KEY_LENGTH });
   if (!MESSAGING_CHANNELS.includes(data.channel)) throw new AppError(ErrorCode.ValidationFailed, `channel must be one of ${MESSAGING_CHANNELS.join(', ')}`, { field: 'channel' });
   requireString(data.sender_type, 'sender_type');
   requireString(data.requester, 'requester');

@@ -1,5 +1,5 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
-import { FaultRegistry } from '../control/fault-registry.service.js';
+import { FaultRegistry, type ReceivedCall } from '../control/fault-registry.service.js';
 import { META_PROVIDER } from './meta.controller.js';
 import { MetaNumbersService, type SandboxPhoneNumber } from './meta-numbers.service.js';
 import { MetaServiceWindowService } from './meta-service-window.service.js';
@@ -7,6 +7,9 @@ import { type MetaSettings, MetaWebhooksService, SANDBOX_DISPLAY_NUMBER, type We
 
 /** Phone-number id the sandbox uses when a control call names none (the fixtures' id). */
 const DEFAULT_PHONE_NUMBER_ID = '100000000000002';
+
+/** Recipient wa_id of a status webhook for a message the sandbox did not send (the fixtures' contact). */
+const DEFAULT_RECIPIENT = '5511987654321';
 
 /**
  * Meta-specific controls (faults and the request log are in the generic `/sandbox/control/meta/...`):
@@ -174,27 +177,31 @@ export class MetaControlController {
   /**
    * Posts a status webhook for a message: `{ wamid, status, recipient_id?, biz_opaque_callback_data?,
    * errors?, phone_number_id? }`. When `wamid` is omitted, the message the sandbox accepted with
-   * that `biz_opaque_callback_data` is used.
+   * that `biz_opaque_callback_data` is used. A `recipient_id` or `phone_number_id` not given is the
+   * one of the send the sandbox recorded for that message (Meta reports a status from the number
+   * that sent it, about the person it went to); only for a wamid the sandbox never issued do the
+   * defaults stand in.
    */
   @Post('status')
   @HttpCode(200)
   async status(@Body() body: { wamid?: string; status?: string; recipient_id?: string; biz_opaque_callback_data?: string; errors?: unknown[]; phone_number_id?: string }): Promise<WebhookDelivery> {
     if (typeof body?.status !== 'string' || body.status === '') throw new BadRequestException('status is required');
-    let wamid = body.wamid;
-    let recipient = body.recipient_id;
-    let phoneNumberId = body.phone_number_id;
-    if (!wamid && body.biz_opaque_callback_data) {
-      const call = this.faults
-        .received(META_PROVIDER)
-        .reverse()
-        .find((c) => c.context.biz_opaque_callback_data === body.biz_opaque_callback_data && c.provider_id);
-      wamid = call?.provider_id;
-      recipient ??= call?.context.wa_id;
-      phoneNumberId ??= call?.context.phone_number_id;
-    }
+    const callbackData = body.biz_opaque_callback_data;
+    const call = body.wamid ? this.sendOf((c) => c.provider_id === body.wamid) : callbackData ? this.sendOf((c) => c.context.biz_opaque_callback_data === callbackData) : undefined;
+    const wamid = body.wamid ?? call?.provider_id;
     if (!wamid) throw new BadRequestException('wamid is required (or a biz_opaque_callback_data the sandbox accepted)');
-    const status = this.webhooks.statusObject({ wamid, status: body.status, recipient: recipient ?? '5511987654321', callbackData: body.biz_opaque_callback_data ?? null, errors: body.errors });
-    return this.webhooks.deliver('status', this.webhooks.envelope(phoneNumberId ?? DEFAULT_PHONE_NUMBER_ID, { statuses: [status] }));
+    const recipient = body.recipient_id ?? call?.context.wa_id ?? DEFAULT_RECIPIENT;
+    const phoneNumberId = body.phone_number_id ?? call?.context.phone_number_id ?? DEFAULT_PHONE_NUMBER_ID;
+    const status = this.webhooks.statusObject({ wamid, status: body.status, recipient, callbackData: callbackData ?? null, errors: body.errors });
+    return this.webhooks.deliver('status', this.webhooks.envelope(phoneNumberId, { statuses: [status] }));
+  }
+
+  /** The latest message send the Graph stand-in took (one with a wamid) that `matches`. */
+  private sendOf(matches: (call: ReceivedCall) => boolean): ReceivedCall | undefined {
+    return this.faults
+      .received(META_PROVIDER)
+      .reverse()
+      .find((c) => c.operation === 'messages' && c.provider_id !== undefined && matches(c));
   }
 
   /** Signs and posts any payload (a fixture, a malformed body): `{ payload, signature? }`. */

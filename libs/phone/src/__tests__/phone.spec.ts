@@ -1,4 +1,4 @@
-import { brazilianNinthDigitVariants, isSamePhoneNumber, toPhoneKey, toRecipientKey, withBrazilianNinthDigit } from '../index.js';
+import { brazilianNinthDigitVariants, isEmailAddress, isSamePhoneNumber, toPhoneKey, toRecipientKey, withBrazilianNinthDigit } from '../index.js';
 
 describe('phone keys', () => {
   describe('toPhoneKey', () => {
@@ -51,5 +51,32 @@ describe('phone keys', () => {
     expect(toRecipientKey('linkedin', ' ACoAAAbc123 ')).toBe('ACoAAAbc123');
     expect(toRecipientKey('linkedin', 'https://www.linkedin.com/in/ana-souza/')).toBe('https://www.linkedin.com/in/ana-souza/');
     expect(toRecipientKey('linkedin', 'not a member id')).toBeNull();
+  });
+});
+
+/** RFC 5321 §4.5.3.1.1 and §4.5.3.1.3: a local part of at most 64 octets, an address of at most 254. */
+describe('email addresses', () => {
+  describe(isEmailAddress.name, () => {
+    it.each([
+      ['a plain address', 'ana@example.com', true],
+      ['a local part of 64 octets', `${'a'.repeat(64)}@x.co`, true],
+      ['a local part of 65 octets', `${'a'.repeat(65)}@x.co`, false],
+      ['a local part of 300 octets', `${'a'.repeat(300)}@x.co`, false],
+      ['an address of 254 octets', `${'a'.repeat(64)}@${'b'.repeat(186)}.co`, true],
+      ['an address of 255 octets', `${'a'.repeat(64)}@${'b'.repeat(187)}.co`, false],
+      ['a local part of 32 two-octet letters (64 octets)', `${'é'.repeat(32)}@x.co`, true],
+      ['a local part of 33 two-octet letters (66 octets, 33 characters)', `${'é'.repeat(33)}@x.co`, false],
+      ['a domain of 240 two-octet letters (486 octets, 246 characters)', `a@${'é'.repeat(240)}.xyz`, false],
+      ['no dot in the domain', 'ana@example', false],
+      ['two @', 'ana@@example.com', false],
+      ['a display form', 'Ana <ana@example.com>', false],
+    ])('%s', (_case, address, expected) => {
+      expect(isEmailAddress(address)).toBe(expected);
+    });
+  });
+
+  it('gives no recipient key to an address over the lengths', () => {
+    expect(toRecipientKey('email', `${'a'.repeat(65)}@x.co`)).toBeNull();
+    expect(toRecipientKey('email', ` ${'A'.repeat(64)}@x.co `)).toBe(`${'a'.repeat(64)}@x.co`);
   });
 });

@@ -2,6 +2,10 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, IsUUID, Max, MaxLength, Min, ValidateBy, ValidateNested } from 'class-validator';
 import { CONTACT_KINDS, LONGEST_TEXT_MAX, MESSAGING_CHANNELS, NOTIFICATION_CHANNELS, type NotificationVariables, notificationVariableProblems } from '@touchpoint/contracts';
+import { MaxCodePoints } from '../../http/validation.js';
+
+/** Longest idempotency key a REST client may give, in characters (code points); messaging takes up to 200 from the bus. */
+const IDEMPOTENCY_KEY_MAX = 150;
 
 /** Messaging's own rule for notification variables (`notificationVariableProblems`), as a class-validator check. */
 const AreNotificationVariables = () =>
@@ -93,10 +97,10 @@ class MediaContentDto {
 
 /** Body of `POST /conversations/{id}/messages`: an operator writes (one of text, template, media). */
 export class OperatorSendDto {
-  @ApiProperty({ description: 'Your key for this message: a retried request with the same key sends once', maxLength: 150 })
+  @ApiProperty({ description: `Your key for this message: a retried request with the same key sends once. At most ${IDEMPOTENCY_KEY_MAX} characters (code points)`, maxLength: IDEMPOTENCY_KEY_MAX })
   @IsString()
   @IsNotEmpty()
-  @MaxLength(150)
+  @MaxCodePoints(IDEMPOTENCY_KEY_MAX)
   idempotency_key!: string;
 
   // The conversation's channel is known to messaging, not here: it refuses a text over that channel's limit (400 validation_failed).
@@ -128,7 +132,7 @@ export class CreateNotificationDto {
   variables?: NotificationVariables;
   @ApiProperty({ enum: NOTIFICATION_CHANNELS, isArray: true }) @IsArray() @ArrayMinSize(1) @IsIn(NOTIFICATION_CHANNELS, { each: true }) channels!: ('whatsapp' | 'email' | 'sms' | 'in_app')[];
   @ApiPropertyOptional({ enum: ['low', 'normal', 'high'] }) @IsOptional() @IsIn(['low', 'normal', 'high']) priority?: 'low' | 'normal' | 'high';
-  @ApiPropertyOptional({ maxLength: 150 }) @IsOptional() @IsString() @MaxLength(150) idempotency_key?: string;
+  @ApiPropertyOptional({ maxLength: IDEMPOTENCY_KEY_MAX }) @IsOptional() @IsString() @MaxCodePoints(IDEMPOTENCY_KEY_MAX) idempotency_key?: string;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() data?: Record<string, unknown>;
 }
 

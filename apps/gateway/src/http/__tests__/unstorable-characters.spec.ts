@@ -1,4 +1,4 @@
-import { nulFields } from '../nul-characters.js';
+import { loneSurrogateFields, nulFields } from '../unstorable-characters.js';
 import { loggedTarget } from '../request-context.js';
 
 describe(nulFields.name, () => {
@@ -18,6 +18,19 @@ describe(nulFields.name, () => {
     let deep: Record<string, unknown> = { leaf: 'x' };
     for (let i = 0; i < 100_000; i++) deep = { d: deep };
     expect(() => nulFields(deep)).not.toThrow();
+  });
+});
+
+describe(loneSurrogateFields.name, () => {
+  it.each([
+    ['a clean body, emoji included', { text: 'oi \u{1F600}', tags: ['\u{1F1E7}\u{1F1F7}'] }, []],
+    ['a text with half a pair', { text: 'a\ud800b' }, ['text']],
+    ['a text ending in a high surrogate', { text: 'STOP \uD83D' }, ['text']],
+    ['a low surrogate alone in a nested array item', { graph: { nodes: [{ id: 'ok' }, { id: '\uDE00x' }] } }, ['graph.nodes.1.id']],
+    ['an object key', { fields: { 'k\uD800': 'v' } }, ['fields.k\uD800']],
+    ['a bare string body', '\uDC00', ['(body)']],
+  ])('finds %s', (_case, value, expected) => {
+    expect(loneSurrogateFields(value)).toEqual(expected);
   });
 });
 
