@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
-import { Platform } from '../e2e/platform.js';
+import type { SandboxClient } from '../../scripts/demo/http-clients.js';
+import type { Platform } from '../e2e/platform.js';
 import { wireLog } from './ledger.js';
-import { expectOk, oneTextFlow, SafetyOrg, until } from './safety-world.js';
+import { expectOk, oneTextFlow, type SafetyOrg, startSafetyOrg, until } from './safety-world.js';
 
 /** The dispatcher's reply hold (OUTBOX_REPLY_HOLD_MS default), ms: without the stop, the held send goes once it runs out. */
 const REPLY_HOLD_MS = 20_000;
@@ -20,11 +20,7 @@ describe('a reply the abuse check denies', () => {
   let w: SafetyOrg;
 
   beforeAll(async () => {
-    platform = await Platform.start('denied_reply');
-    sandbox = new SandboxClient(platform.url('sandbox'));
-    const tenant = await platform.tenant('Denied reply');
-    w = new SafetyOrg(tenant, new GatewayClient(platform.url('gateway'), tenant.secret), sandbox, [`8${Date.now()}`.slice(0, 15)]);
-    await w.connectNumbers();
+    ({ platform, sandbox, w } = await startSafetyOrg('denied_reply', 'Denied reply', '8'));
   }, 240_000);
   afterAll(async () => {
     await platform?.stop();

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
-import { Platform } from '../e2e/platform.js';
+import type { SandboxClient } from '../../scripts/demo/http-clients.js';
+import type { Platform } from '../e2e/platform.js';
 import { wireLog } from './ledger.js';
-import { expectOk, SafetyOrg, until } from './safety-world.js';
+import { expectOk, type SafetyOrg, startSafetyOrg, until } from './safety-world.js';
 
 /** Seed 004: two sends to one WhatsApp pair start at least this far apart, ms (the default). */
 const PAIR_INTERVAL_MS = 6_500;
@@ -22,11 +22,7 @@ describe('erasing a contact with operator sends still queued', () => {
   let w: SafetyOrg;
 
   beforeAll(async () => {
-    platform = await Platform.start('erase_queued');
-    sandbox = new SandboxClient(platform.url('sandbox'));
-    const tenant = await platform.tenant('Erase queued');
-    w = new SafetyOrg(tenant, new GatewayClient(platform.url('gateway'), tenant.secret), sandbox, [`9${Date.now()}`.slice(0, 15)]);
-    await w.connectNumbers();
+    ({ platform, sandbox, w } = await startSafetyOrg('erase_queued', 'Erase queued', '9'));
   }, 240_000);
   afterAll(async () => {
     await platform?.stop();

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type ContactRef, contactWrites, conversationMessages, type DemoContext, findWhatsappContact } from '../../scripts/demo/demo-context.js';
 import { activeFlow } from '../../scripts/demo/followups-scenarios.js';
-import { type Answer, type GatewayClient, type SandboxClient } from '../../scripts/demo/http-clients.js';
-import type { Tenant } from '../e2e/platform.js';
+import { type Answer, GatewayClient, SandboxClient } from '../../scripts/demo/http-clients.js';
+import { Platform, type Tenant } from '../e2e/platform.js';
 
 /** Statuses after which a message or a follow-up send can no longer start a wire attempt. */
 const SETTLED_MESSAGE = new Set(['sent', 'delivered', 'read', 'failed', 'cancelled']);
@@ -232,4 +232,18 @@ export async function faultTaken(sandbox: SandboxClient, provider: string, match
       return (answer.body?.taken ?? []).some((t: { context: Record<string, string> }) => Object.entries(match).every(([k, v]) => t.context[k] === v));
     }, timeoutMs),
   );
+}
+
+/**
+ * A whole platform of its own (`Platform.start(label)`) with one organization whose one WhatsApp
+ * number (`numberPrefix` and the time, 15 digits) is connected: the set-up of the safety suite's
+ * single-scenario files. Stop it with `platform.stop()`.
+ */
+export async function startSafetyOrg(label: string, name: string, numberPrefix: string): Promise<{ platform: Platform; sandbox: SandboxClient; w: SafetyOrg }> {
+  const platform = await Platform.start(label);
+  const sandbox = new SandboxClient(platform.url('sandbox'));
+  const tenant = await platform.tenant(name);
+  const w = new SafetyOrg(tenant, new GatewayClient(platform.url('gateway'), tenant.secret), sandbox, [`${numberPrefix}${Date.now()}`.slice(0, 15)]);
+  await w.connectNumbers();
+  return { platform, sandbox, w };
 }
