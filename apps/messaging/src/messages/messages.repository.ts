@@ -225,20 +225,23 @@ export class MessagesRepository {
    * (`keys`, only a message that already has it) and by the message ids the requests hint at
    * (`hinted`, non-uuids ignored; a message of another organization is locked too, and the caller
    * checks the organization). One order for the whole batch, so two batches never deadlock on them.
-   * The two lookups are a union of ids, each on its own index (`messages_external_uidx`, the
-   * primary key): written as one `… OR …` filter, PostgreSQL cannot use either index and reads,
-   * sorts and filters the whole table for every batch, at any size.
+   * The ids come first, as one array of the two lookups (each on its own index,
+   * `messages_external_uidx` and the primary key), and the rows are then locked through the primary
+   * key. Written as one `… OR …` filter, PostgreSQL used neither index and read, sorted and
+   * filtered the whole table for every batch, at any size; written as `id IN (… UNION …)`, status
+   * batches waited on each other's row locks past the batch lock timeout (`bench:pipeline`: a third
+   * of them rolled back to one-by-one).
    */
   async lockForStatuses(tx: Tx, keys: { organization_id: string; channel: string; external_id: string }[], hinted: string[]): Promise<MessageRow[]> {
     const ids = hinted.filter(isUuid);
     if (keys.length === 0 && ids.length === 0) return [];
     return tx.query<MessageRow>(
       `SELECT m.* FROM messages m
-        WHERE m.id IN (
+        WHERE m.id = ANY(ARRAY(
           SELECT x.id FROM messages x
            WHERE x.external_id IS NOT NULL AND (x.organization_id, x.channel, x.external_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
-          UNION ALL
-          SELECT unnest($4::uuid[]))
+          UNION
+          SELECT unnest($4::uuid[])))
         ORDER BY m.id FOR UPDATE OF m`,
       [keys.map((k) => k.organization_id), keys.map((k) => k.channel), keys.map((k) => k.external_id), ids],
     );
