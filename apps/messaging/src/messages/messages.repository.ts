@@ -229,8 +229,8 @@ export class MessagesRepository {
    * `messages_external_uidx` and the primary key), and the rows are then locked through the primary
    * key. Written as one `… OR …` filter, PostgreSQL used neither index and read, sorted and
    * filtered the whole table for every batch, at any size; written as `id IN (… UNION …)`, status
-   * batches waited on each other's row locks past the batch lock timeout (`bench:pipeline`: a third
-   * of them rolled back to one-by-one).
+   * batches waited on each other's row locks past the batch lock timeout (`bench:pipeline`: many
+   * rolled back to one by one).
    */
   async lockForStatuses(tx: Tx, keys: { organization_id: string; channel: string; external_id: string }[], hinted: string[]): Promise<MessageRow[]> {
     const ids = hinted.filter(isUuid);
