@@ -34,7 +34,7 @@ export function gatewayStartOptions(config: GatewayConfig): StartOptions {
       captureRawBody(fastify, RAW_BODY_PATH_PREFIXES);
       // Refusal first: a REST body with a lone surrogate is refused, not repaired; webhooks are repaired.
       refuseUnstorableCharacters(fastify, RAW_BODY_PATH_PREFIXES);
-      repairLoneSurrogates(fastify);
+      repairLoneSurrogates(fastify, RAW_BODY_PATH_PREFIXES);
       await setupOpenApi(app, logger, { port: config.PORT, unipileHeader: config.UNIPILE_WEBHOOK_HEADER });
       await serveConsole(app, logger, { dir: consoleDirOf(config.CONSOLE_DIR) });
     },

@@ -448,8 +448,6 @@ export interface InboundDeniedData {
   opt_out: boolean;
   /** The abuse verdict's limit: `minute`, `hour`, `day`, `blocked`, `throttled`, …; null for a fail-closed denial. */
   limit_type: string | null;
-  /** ISO-8601 UTC instant the provider received the message. */
-  received_at: string;
 }
 
 export interface SuppressionRequestedData {

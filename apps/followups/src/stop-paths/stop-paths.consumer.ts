@@ -55,11 +55,7 @@ export class StopPathsConsumer {
     const d = message.data;
     if (!message.organization_id) return;
     await this.reports.flush(tx);
-    await this.stopPaths.onInbound(
-      tx,
-      { organizationId: message.organization_id, contactId: d.contact_id, conversationId: d.conversation_id ?? null, senderId: d.sender_id ?? null, text: d.text, at: new Date(message.occurred_at), optOut: d.opt_out, autoReply: d.auto_reply },
-      this.clock.now(),
-    );
+    await this.stopPaths.onInbound(tx, { organizationId: message.organization_id, contactId: d.contact_id, conversationId: d.conversation_id, senderId: d.sender_id, text: d.text, at: new Date(message.occurred_at), optOut: d.opt_out, autoReply: d.auto_reply }, this.clock.now());
   }
 
   @OnBusMessage(MessagingEvents.ContactOptedOut)

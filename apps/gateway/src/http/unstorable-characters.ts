@@ -13,37 +13,49 @@ export const LONE_SURROGATE_PROBLEM = 'must not contain a lone surrogate (half o
 const MAX_DEPTH = 64;
 
 /**
- * Every place in `value` where a string (or an object key) `holds` what no field may hold, as field
- * paths in the validation pipe's spelling (`name`, `graph.nodes.0.id`), sorted; `prefix` names the
- * root. Iterative, so a deeply nested body cannot exhaust the stack.
+ * Every place in `value` where a string (or an object key) holds what no field may hold, with the
+ * problems `problemsOf` names for it, keyed by field path in the validation pipe's spelling (`name`,
+ * `graph.nodes.0.id`); `prefix` names the root. One walk for every rule, iterative, so a deeply
+ * nested body cannot exhaust the stack.
  */
-function fieldsHolding(value: unknown, holds: (text: string) => boolean, prefix: string): string[] {
-  const found: string[] = [];
+function fieldProblems(value: unknown, problemsOf: (text: string) => string[], prefix: string, found = new Map<string, string[]>()): Map<string, string[]> {
+  const note = (path: string, problems: string[]) => {
+    if (problems.length > 0) found.set(path, [...(found.get(path) ?? []), ...problems]);
+  };
   const stack: { value: unknown; path: string; depth: number }[] = [{ value, path: prefix, depth: 0 }];
   while (stack.length > 0) {
     const { value: current, path, depth } = stack.pop()!;
     if (typeof current === 'string') {
-      if (holds(current)) found.push(path || '(body)');
+      note(path || '(body)', problemsOf(current));
       continue;
     }
     if (current === null || typeof current !== 'object' || depth >= MAX_DEPTH) continue;
     for (const [key, child] of Object.entries(current)) {
       const childPath = path ? `${path}.${key.replaceAll('\u0000', '\\0')}` : key.replaceAll('\u0000', '\\0');
-      if (holds(key)) found.push(childPath);
+      const keyProblems = problemsOf(key);
+      if (keyProblems.length > 0) note(childPath, keyProblems);
       else stack.push({ value: child, path: childPath, depth: depth + 1 });
     }
   }
-  return found.sort();
+  return found;
 }
 
-/** The fields of `value` (strings or object keys) that hold U+0000; see `fieldsHolding`. */
+/** The problems of one string: a NUL, a lone surrogate. */
+function unstorable(text: string): string[] {
+  const problems: string[] = [];
+  if (text.includes('\u0000')) problems.push(NUL_PROBLEM);
+  if (hasLoneSurrogate(text)) problems.push(LONE_SURROGATE_PROBLEM);
+  return problems;
+}
+
+/** The fields of `value` (strings or object keys) that hold U+0000, sorted. */
 export function nulFields(value: unknown, prefix = ''): string[] {
-  return fieldsHolding(value, (text) => text.includes('\u0000'), prefix);
+  return [...fieldProblems(value, (text) => (text.includes('\u0000') ? [NUL_PROBLEM] : []), prefix).keys()].sort();
 }
 
-/** The fields of `value` (strings or object keys) that hold a lone surrogate (`hasLoneSurrogate`). */
+/** The fields of `value` (strings or object keys) that hold a lone surrogate (`hasLoneSurrogate`), sorted. */
 export function loneSurrogateFields(value: unknown, prefix = ''): string[] {
-  return fieldsHolding(value, hasLoneSurrogate, prefix);
+  return [...fieldProblems(value, (text) => (hasLoneSurrogate(text) ? [LONE_SURROGATE_PROBLEM] : []), prefix).keys()].sort();
 }
 
 /**
@@ -61,14 +73,9 @@ export function refuseUnstorableCharacters(fastify: FastifyInstance, exemptPrefi
   fastify.addHook('preValidation', async (request) => {
     if (exemptPrefixes.some((prefix) => request.url.startsWith(prefix))) return;
     const problems = new Map<string, string[]>();
-    for (const [fieldsOf, problem] of [
-      [nulFields, NUL_PROBLEM],
-      [loneSurrogateFields, LONE_SURROGATE_PROBLEM],
-    ] as const) {
-      for (const field of [...fieldsOf(request.params), ...fieldsOf(request.query), ...fieldsOf(request.body)]) problems.set(field, [...(problems.get(field) ?? []), problem]);
-    }
+    for (const part of [request.params, request.query, request.body]) fieldProblems(part, unstorable, '', problems);
     if (problems.size === 0) return;
-    const details: FieldProblem[] = [...problems].map(([field, fieldProblems]) => ({ field, problems: fieldProblems }));
-    throw new AppError(ErrorCode.ValidationFailed, `invalid request: ${[...problems.keys()].join(', ')}`, details);
+    const details: FieldProblem[] = [...problems].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([field, named]) => ({ field, problems: named }));
+    throw new AppError(ErrorCode.ValidationFailed, `invalid request: ${details.map((d) => d.field).join(', ')}`, details);
   });
 }

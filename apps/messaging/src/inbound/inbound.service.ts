@@ -600,7 +600,6 @@ export class InboundService {
       auto_reply: m.judgement.autoReply,
       opt_out: m.judgement.optOut,
       limit_type: verdict.limit_type ?? null,
-      received_at: m.sentAt.toISOString(),
     };
     await this.uow.run(async (tx) => {
       await tx.publish({ event_id: `${MessagingEvents.InboundDenied}:${m.organizationId}:${m.channel}:${m.externalId}`, type: MessagingEvents.InboundDenied, organization_id: m.organizationId, data: denied });
