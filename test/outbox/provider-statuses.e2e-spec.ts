@@ -246,6 +246,36 @@ describe('ResolutionService.recordWhatsAppStatuses', () => {
     }
   });
 
+  it('writes the webhooks of one number that arrive while its last write runs in one statement, each answered with its own outcomes; a webhook the statement refuses fails alone', async () => {
+    const sent = await sendMany(6);
+    const uow = d.app.get(UnitOfWork);
+    const pool = (uow.dataSource.driver as unknown as { master: pg.Pool }).master;
+    const statements = jest.spyOn(pool, 'query');
+    const statusStatements = () => statements.mock.calls.filter(([sql]) => typeof sql === 'string' && sql.includes('INSERT INTO provider_statuses')).length;
+    try {
+      const results = await Promise.all(sent.map((s, i) => record([status(s, 'delivered', 1751002000 + i)])));
+      expect(results).toEqual(sent.map((s) => ({ stored: 1, outcomes: [{ id: s.wamid, status: 'delivered', outcome: 'not_ambiguous' }] })));
+      // The first webhook is written at once; the five that came while it ran, together.
+      expect(statusStatements()).toBe(2);
+      const byWamid = (x: string[], y: string[]) => (x[0] < y[0] ? -1 : 1);
+      expect((await statusRows(sent.map((s) => s.wamid))).map((r) => [r.provider_message_id, r.status, r.entry_id]).sort(byWamid)).toEqual(sent.map((s) => [s.wamid, 'delivered', s.entryId]).sort(byWamid));
+      expect(await statusEvents(sent.map((s) => s.wamid))).toHaveLength(6);
+
+      // PostgreSQL refuses a NUL in jsonb: that webhook's statement fails, and only that webhook with it.
+      const refused = { ...status(sent[1], 'read', 1751002101), recipient_id: 'nul\u0000' };
+      const settled = await Promise.allSettled([record([status(sent[0], 'read', 1751002100)]), record([refused]), record([status(sent[2], 'read', 1751002102)]), record([status(sent[3], 'read', 1751002103)])]);
+      expect(settled.map((r) => (r.status === 'fulfilled' ? r.value.stored : 'refused'))).toEqual([1, 'refused', 1, 1]);
+      // The first alone, the three that waited together (refused), then each of them alone.
+      expect(statusStatements()).toBe(2 + 1 + 1 + 3);
+      expect((await statusRows([sent[0], sent[1], sent[2], sent[3]].map((s) => s.wamid))).filter((r) => r.status === 'read').map((r) => r.provider_message_id).sort()).toEqual(
+        [sent[0], sent[2], sent[3]].map((s) => s.wamid).sort(),
+      );
+      expect((await statusEvents([sent[1].wamid])).map((e) => e.payload.data.status)).toEqual(['delivered']);
+    } finally {
+      statements.mockRestore();
+    }
+  });
+
   it('leaves a status to the transactional path when its sending entry moves under the statement, and settles the entry by it', async () => {
     const data = textTo(org, newNumber());
     await sandbox.fault({ kind: 'timeout', hold_ms: 4000, match: { wa_id: data.to } });

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type OutboxAmbiguousListData, type OutboxAmbiguousPage, OutboxEvents, type OutboxProviderStatusEventData, type OutboxResolveData, type OutboxResolveResult, type OutgoingMessage, type WhatsAppStatus, type WhatsAppStatusBatch } from '@touchpoint/contracts';
-import { decodeCursor, encodeCursor, isUuid, outboxCommitted, outboxPayload, poolOf, type Tx } from '@touchpoint/database';
+import { decodeCursor, encodeCursor, GroupCommit, isUuid, outboxCommitted, outboxPayload, poolOf, type Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
@@ -19,6 +19,17 @@ import { type SenderRow, SendersRepository } from '../senders/senders.repository
 export const ACCEPTING_DELIVERY_STATUSES: ReadonlySet<string> = new Set(['sent', 'delivered', 'read']);
 /** Delivery statuses that prove it was rejected. */
 export const REJECTING_DELIVERY_STATUSES: ReadonlySet<string> = new Set(['failed']);
+
+/** The most statuses one write of `recordWhatsAppStatuses` takes (the statement's recordset). */
+const STATUS_GROUP_MAX = 500;
+
+/** What became of one status of a webhook: its outcome, and whether this write stored it. */
+interface StatusResult {
+  id: string;
+  status: string;
+  outcome: string;
+  stored: boolean;
+}
 
 /** A provider correlation: the entry id echoed back (`biz_opaque_callback_data`) with a status. */
 export interface Correlation {
@@ -40,6 +51,9 @@ export interface Correlation {
  */
 @Injectable()
 export class ResolutionService {
+  /** Meta's status webhooks, grouped per business number (`phone_number_id`). */
+  private readonly statusWrites = new GroupCommit<WhatsAppStatus, StatusResult>((phoneNumberId, statuses) => this.writeStatuses(phoneNumberId, statuses), STATUS_GROUP_MAX);
+
   constructor(
     private readonly uow: UnitOfWork,
     private readonly repository: OutboxRepository,
@@ -182,17 +196,30 @@ export class ResolutionService {
   /**
    * Stores the statuses of one Meta webhook change durably (the gateway answers Meta only after
    * this returns), resolves ambiguous entries they correlate with, and publishes
-   * `outbox.provider_status.recorded` for each new (message, status). The batch is one
-   * autocommitted statement (`AmbiguousRepository.recordStatuses`); only the statuses that would
-   * settle an ambiguous entry then take a transaction, which locks their entries in id order and
-   * resolves them one by one (`recordOne`). A redelivered batch changes nothing: each of its
-   * statuses is a `duplicate`, as is a repeat within the batch.
+   * `outbox.provider_status.recorded` for each new (message, status). The webhooks of one business
+   * number that arrive while its last write is under way are written together, in one statement
+   * (`GroupCommit`): under load Meta's statuses come one per webhook, and each statement costs
+   * its planning and a commit whatever its size. A redelivered batch changes nothing: each of its
+   * statuses is a `duplicate`, as is a repeat within the batch or within the group it was written with.
    * @returns how many statuses were new, and each well-formed status's outcome in batch order
+   * @throws AppError validation_failed (no phone_number_id, or no statuses array)
    */
   async recordWhatsAppStatuses(batch: WhatsAppStatusBatch): Promise<{ stored: number; outcomes: { id: string; status: string; outcome: string }[] }> {
     if (typeof batch?.phone_number_id !== 'string' || !Array.isArray(batch.statuses)) throw new AppError(ErrorCode.ValidationFailed, 'phone_number_id and statuses are required');
     const statuses = batch.statuses.filter((s) => typeof s?.id === 'string' && typeof s.status === 'string');
-    const outcomes: { id: string; status: string; outcome: string }[] = statuses.map((s) => ({ id: s.id, status: s.status, outcome: 'duplicate' }));
+    const results = await this.statusWrites.submit(batch.phone_number_id, statuses);
+    return { stored: results.filter((r) => r.stored).length, outcomes: results.map(({ id, status, outcome }) => ({ id, status, outcome })) };
+  }
+
+  /**
+   * Writes the well-formed statuses of one or more webhooks of `phoneNumberId` (one group of
+   * `statusWrites`). The batch is one autocommitted statement (`AmbiguousRepository.recordStatuses`);
+   * only the statuses that would settle an ambiguous entry then take a transaction, which locks
+   * their entries in id order and resolves them one by one (`recordOne`).
+   * @returns one result per status, in order: its outcome, and whether it was stored by this write
+   */
+  private async writeStatuses(phoneNumberId: string, statuses: WhatsAppStatus[]): Promise<StatusResult[]> {
+    const results: StatusResult[] = statuses.map((s) => ({ id: s.id, status: s.status, outcome: 'duplicate', stored: false }));
     const now = this.clock.now();
     const seen = new Set<string>();
     const rows: StatusRow[] = [];
@@ -202,10 +229,9 @@ export class ResolutionService {
       seen.add(key);
       rows.push(statusRow(s, ord, now));
     });
-    const { verdicts, published } = await this.ambiguous.recordStatuses(poolOf(this.uow.dataSource), batch.phone_number_id, rows, now);
+    const { verdicts, published } = await this.ambiguous.recordStatuses(poolOf(this.uow.dataSource), phoneNumberId, rows, now);
     if (published) outboxCommitted(this.uow.dataSource, this.uow.schema);
     const byOrd = new Map(rows.map((r) => [r.ord, r]));
-    let stored = 0;
     const slow: number[] = [];
     const tokens = new Set<string>();
     for (const v of verdicts) {
@@ -215,25 +241,25 @@ export class ResolutionService {
         if (row?.token) tokens.add(row.token);
       }
       if (!v.stored) continue;
-      stored++;
-      outcomes[v.ord].outcome = v.outcome;
+      results[v.ord].outcome = v.outcome;
+      results[v.ord].stored = true;
       // As `resolveEntry` counts each correlated status it resolves.
       if (row?.correlation != null) this.metrics.resolutions.inc({ outcome: v.outcome, source: 'provider' });
     }
-    if (slow.length === 0) return { stored, outcomes };
+    if (slow.length === 0) return results;
     const settled = await this.uow.run(async (tx) => {
-      const owner = await this.senders.findByPhoneNumberId(tx, batch.phone_number_id);
+      const owner = await this.senders.findByPhoneNumberId(tx, phoneNumberId);
       await this.ambiguous.lockEntries(tx, [...tokens]);
-      const results: { ord: number; outcome: string | null }[] = [];
-      for (const ord of slow) results.push({ ord, outcome: await this.recordOne(tx, batch.phone_number_id, owner, statuses[ord]) });
-      return results;
+      const out: { ord: number; outcome: string | null }[] = [];
+      for (const ord of slow) out.push({ ord, outcome: await this.recordOne(tx, phoneNumberId, owner, statuses[ord]) });
+      return out;
     });
     for (const { ord, outcome } of settled) {
       if (outcome === null) continue;
-      stored++;
-      outcomes[ord].outcome = outcome;
+      results[ord].outcome = outcome;
+      results[ord].stored = true;
     }
-    return { stored, outcomes };
+    return results;
   }
 
   /**
