@@ -21,6 +21,11 @@ describe(RpcClient.name, () => {
     await expect(sut.callUnchecked('followups', 'probe.echo', { a: 1 })).resolves.toEqual({ echoed: { a: 1 } });
   });
 
+  it('answers many requests in flight at once each with its own body', async () => {
+    const bodies = Array.from({ length: 40 }, (_, i) => ({ i, text: `request ${i} ✓` }));
+    await expect(Promise.all(bodies.map((b) => sut.callUnchecked('followups', 'probe.echo', b)))).resolves.toEqual(bodies.map((b) => ({ echoed: b })));
+  });
+
   it('brings a domain error back as the same AppError', async () => {
     const err = await sut.callUnchecked('followups', 'probe.conflict', {}).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);

@@ -257,7 +257,7 @@ describe('ResolutionService.recordWhatsAppStatuses', () => {
       expect(results).toEqual(sent.map((s) => ({ stored: 1, outcomes: [{ id: s.wamid, status: 'delivered', outcome: 'not_ambiguous' }] })));
       // The first webhook is written at once; the five that came while it ran, together.
       expect(statusStatements()).toBe(2);
-      const byWamid = (x: string[], y: string[]) => (x[0] < y[0] ? -1 : 1);
+      const byWamid = (x: (string | null)[], y: (string | null)[]) => (String(x[0]) < String(y[0]) ? -1 : 1);
       expect((await statusRows(sent.map((s) => s.wamid))).map((r) => [r.provider_message_id, r.status, r.entry_id]).sort(byWamid)).toEqual(sent.map((s) => [s.wamid, 'delivered', s.entryId]).sort(byWamid));
       expect(await statusEvents(sent.map((s) => s.wamid))).toHaveLength(6);
 

@@ -23,6 +23,16 @@ export class TouchpointRmqServer extends ServerRMQ {
     private readonly deadLetter: (content: Buffer, properties: Record<string, unknown>, reason: string) => Promise<void>,
   ) {
     super(options ?? {});
+    // Nest's parse of a request body (a private method of ServerRMQ, so set on the instance):
+    // served from `handleMessage`'s parse when it made one.
+    const self = this as unknown as { parseMessageContent: (content: Buffer) => unknown };
+    const nestParse = self.parseMessageContent.bind(this);
+    self.parseMessageContent = (content: Buffer) => {
+      if (!this.parsed.has(content)) return nestParse(content);
+      const raw = this.parsed.get(content);
+      this.parsed.delete(content);
+      return raw;
+    };
   }
 
   /**
@@ -62,12 +72,19 @@ export class TouchpointRmqServer extends ServerRMQ {
     await Promise.all(consumers);
   }
 
+  /**
+   * The body of each request as `handleMessage` read it, for Nest's `parseMessageContent` to take
+   * instead of parsing it a second time (the content Buffer is the key: gone with the message).
+   */
+  private readonly parsed = new WeakMap<Buffer, unknown>();
+
   override async handleMessage(incoming: Record<string, unknown>, channel: unknown): Promise<void> {
     const message = incoming as RmqMessage | null;
     if (message) {
       let pattern: string | undefined;
       try {
         const raw = JSON.parse(message.content.toString('utf8')) as { pattern?: unknown };
+        this.parsed.set(message.content, raw);
         pattern = typeof raw.pattern === 'string' ? raw.pattern : JSON.stringify(raw.pattern);
       } catch {
         pattern = undefined;
@@ -78,6 +95,16 @@ export class TouchpointRmqServer extends ServerRMQ {
       }
     }
     return super.handleMessage(incoming, channel);
+  }
+
+  /**
+   * The handler of `pattern`. Our patterns are dotted names registered as themselves, so one map
+   * lookup finds them; Nest's own lookup first tries `JSON.parse` on every pattern, and the
+   * SyntaxError it throws and catches for each request was 4 % of the dispatcher's CPU
+   * (`bench:pipeline` profile). Anything else (a pattern sent as JSON) takes Nest's way.
+   */
+  override getHandlerByPattern(pattern: string): ReturnType<ServerRMQ['getHandlerByPattern']> {
+    return this.messageHandlers.get(pattern) ?? super.getHandlerByPattern(pattern);
   }
 }
 
