@@ -156,6 +156,12 @@ async function sendTimes(world: TestWorld, tag: string, sandboxUrl: string, sinc
   return { releaseToWire, hops: out };
 }
 
+/** The sandbox's status and inbound webhook deliveries after `sinceSeq` (its control API): the last answer's status and the tries of each. */
+async function webhookDeliveries(sandboxUrl: string, sinceSeq = 0): Promise<{ seq: number; status: number; tries: number }[]> {
+  const { deliveries } = (await (await fetch(`${sandboxUrl}/sandbox/meta/webhooks?since_seq=${sinceSeq}`)).json()) as { deliveries: { seq: number; status: number; tries: number }[] };
+  return deliveries;
+}
+
 type Snapshot = Map<Service, ProbeReading & { cpu: number }>;
 
 async function snapshot(children: Service[], probeDir: string): Promise<Snapshot> {
@@ -233,6 +239,7 @@ async function main(): Promise<void> {
     await sleep(IDLE_SECONDS * 1000);
     const idleTo = await snapshot(children, probeDir);
     const wireSeq = (await receivedCalls(sandboxUrl)).at(-1)?.seq ?? 0;
+    const webhookSeq = (await webhookDeliveries(sandboxUrl)).at(-1)?.seq ?? 0;
 
     const before = await snapshot(children, probeDir);
     const scansBefore = await tableScans(world, world.namespace);
@@ -265,6 +272,12 @@ async function main(): Promise<void> {
     line(`  target ≥ 3 × ${BASELINE_SENDS_PER_S}/s`, `${(e2e / BASELINE_SENDS_PER_S).toFixed(2)}× ${mark(e2e >= 3 * BASELINE_SENDS_PER_S && done.n === SENDS)}`);
     for (const [hop, ms] of hops) line(`  ${hop}`, `p50 ${pct(ms, 50)} ms, p99 ${pct(ms, 99)} ms`);
     if (done.n < SENDS) line('  not all read: where they are', await stages(world, 'run'));
+    // A status webhook the gateway did not acknowledge (503: an owner did not confirm in time) is sent again, as Meta does.
+    const webhooks = await webhookDeliveries(sandboxUrl, webhookSeq);
+    const answers = new Map<number, number>();
+    for (const d of webhooks) answers.set(d.status, (answers.get(d.status) ?? 0) + 1);
+    const tries = webhooks.reduce((n, d) => n + d.tries, 0);
+    line('status webhooks (last answer: count)', `${webhooks.length}, ${(tries / Math.max(1, webhooks.length)).toFixed(2)} tries each; ${[...answers].sort((a, b) => a[0] - b[0]).map(([status, n]) => `${status}: ${n}`).join(', ')}`);
     if (warmNote) line('  warm-up', warmNote);
 
     // Per-send cost, per process (counted over the timed run; idle background per second beside it).
