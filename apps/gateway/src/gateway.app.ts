@@ -5,7 +5,6 @@ import type { GatewayConfig } from './gateway.config.js';
 import { GatewayModule } from './gateway.module.js';
 import { setupOpenApi } from './http/openapi.js';
 import { requireJsonBodies } from './http/content-type.js';
-import { captureRawBody } from './http/raw-body.js';
 import { installRequestContext } from './http/request-context.js';
 import { refuseUnstorableCharacters } from './http/unstorable-characters.js';
 import { repairLoneSurrogates } from './http/well-formed-body.js';
@@ -25,13 +24,13 @@ export const RAW_BODY_PATH_PREFIXES = ['/webhooks/'];
 export function gatewayStartOptions(config: GatewayConfig): StartOptions {
   return {
     bodyLimit: config.BODY_LIMIT_BYTES,
+    rawBodyPathPrefixes: RAW_BODY_PATH_PREFIXES,
     configure: async (app: NestFastifyApplication) => {
       const fastify = app.getHttpAdapter().getInstance();
       const logger = app.get<Logger>(LOGGER);
       installRequestContext(fastify, logger, app.get(Metrics));
-      await installSecurityHeaders(app);
+      installSecurityHeaders(fastify);
       requireJsonBodies(fastify);
-      captureRawBody(fastify, RAW_BODY_PATH_PREFIXES);
       // Refusal first: a REST body with a lone surrogate is refused, not repaired; webhooks are repaired.
       refuseUnstorableCharacters(fastify, RAW_BODY_PATH_PREFIXES);
       repairLoneSurrogates(fastify, RAW_BODY_PATH_PREFIXES);

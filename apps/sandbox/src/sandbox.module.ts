@@ -23,7 +23,8 @@ class SandboxHealthController {
 
 /**
  * The sandbox app. Each provider lives in its own folder (`meta/`, `nylas/`, `unipile/`, `model/`)
- * as a module added to `imports` below; `control/` is the fault-scripting API.
+ * as a module added to `imports` below; `control/` is the fault-scripting API; `webhooks/` is the
+ * HTTP client the providers' webhooks share.
  */
 @Module({})
 export class SandboxModule {

@@ -46,6 +46,12 @@ export interface StartOptions {
   bodyLimit?: number;
   /** Called with the Fastify app before listening (plugins, raw-body parsers, docs). */
   configure?: (app: NestFastifyApplication) => Promise<void> | void;
+  /**
+   * Requests whose URL starts with one of these (`'/webhooks/'`) keep the exact bytes of their JSON
+   * body as `request.rawBody` (a Buffer), for signature checks. It is the buffer the JSON parser
+   * reads, not a copy. Default: none.
+   */
+  rawBodyPathPrefixes?: readonly string[];
 }
 
 /**
@@ -92,8 +98,10 @@ export async function startService(rootModule: DynamicModule, options: StartOpti
   const logger = app.get<Logger>(LOGGER);
   app.useLogger(new PinoNestLogger(logger));
   app.enableShutdownHooks();
+  const rawBodyPrefixes = options.rawBodyPathPrefixes ?? [];
   // Ours instead of Fastify's: an empty body is no body, a forbidden key is a named field (json-body.ts).
-  app.useBodyParser('application/json', { bodyLimit }, (_request, body, done) => {
+  app.useBodyParser('application/json', { bodyLimit }, (request, body, done) => {
+    if (rawBodyPrefixes.some((prefix) => request.url.startsWith(prefix))) (request as { rawBody?: Buffer }).rawBody = body;
     let parsed: unknown;
     try {
       parsed = parseJsonBody(body);
@@ -104,8 +112,9 @@ export async function startService(rootModule: DynamicModule, options: StartOpti
     done(null, parsed);
   });
   const fastify = app.getHttpAdapter().getInstance();
-  fastify.addHook('onSend', async (request, reply) => {
+  fastify.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    done(null, payload);
   });
   await options.configure?.(app);
   if (definition.rpc !== false) {

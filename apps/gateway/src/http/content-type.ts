@@ -16,15 +16,24 @@ export const FORM_BODY_PATHS = ['/nylas/email/unsubscribe'];
  * body to the route as a string).
  */
 export function requireJsonBodies(fastify: FastifyInstance): void {
-  fastify.addHook('preParsing', async (request, _reply, payload) => {
-    if (FORM_BODY_PATHS.some((path) => request.url.split('?')[0] === path)) return payload;
+  fastify.addHook('preParsing', (request, _reply, payload, done) => {
     const length = request.headers['content-length'];
     const hasBody = (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
-    if (!hasBody) return payload;
+    if (!hasBody || FORM_BODY_PATHS.includes(pathOf(request.url))) {
+      done(null, payload);
+      return;
+    }
     const mediaType = (request.headers['content-type'] ?? '').split(';')[0].trim();
     if (!JSON_MEDIA_TYPE.test(mediaType)) {
-      throw new AppError(ErrorCode.UnsupportedMediaType, `send the body as application/json (got ${mediaType || 'no content type'})`);
+      done(new AppError(ErrorCode.UnsupportedMediaType, `send the body as application/json (got ${mediaType || 'no content type'})`));
+      return;
     }
-    return payload;
+    done(null, payload);
   });
+}
+
+/** The path of a request target, without its query: `/a/b?c=1` → `/a/b`. */
+function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  return query < 0 ? url : url.slice(0, query);
 }

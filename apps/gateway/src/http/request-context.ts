@@ -72,7 +72,7 @@ export function installRequestContext(fastify: FastifyInstance, logger: Logger, 
     if (store) requestContext.run(store, done);
     else done();
   });
-  fastify.addHook('onResponse', async (request, reply) => {
+  fastify.addHook('onResponse', (request, reply, done) => {
     const store = (request as WithContext).touchpointContext;
     const route = request.routeOptions?.url ?? 'unmatched';
     const ms = Math.round(reply.elapsedTime * 10) / 10;
@@ -81,6 +81,7 @@ export function installRequestContext(fastify: FastifyInstance, logger: Logger, 
     const line = { event: 'http.request', request_id: request.id, organization_id: store?.organization_id, method: request.method, route, url: loggedTarget(route, request.url), status: reply.statusCode, ms };
     if (QUIET_ROUTES.has(route)) logger.debug(line, 'request');
     else logger.info(line, 'request');
+    done();
   });
 }
 

@@ -70,12 +70,18 @@ export function loneSurrogateFields(value: unknown, prefix = ''): string[] {
  * and what they hold is repaired or stripped by the gateway and the owning service.
  */
 export function refuseUnstorableCharacters(fastify: FastifyInstance, exemptPrefixes: string[]): void {
-  fastify.addHook('preValidation', async (request) => {
-    if (exemptPrefixes.some((prefix) => request.url.startsWith(prefix))) return;
+  fastify.addHook('preValidation', (request, _reply, done) => {
+    if (exemptPrefixes.some((prefix) => request.url.startsWith(prefix))) {
+      done();
+      return;
+    }
     const problems = new Map<string, string[]>();
     for (const part of [request.params, request.query, request.body]) fieldProblems(part, unstorable, '', problems);
-    if (problems.size === 0) return;
+    if (problems.size === 0) {
+      done();
+      return;
+    }
     const details: FieldProblem[] = [...problems].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([field, named]) => ({ field, problems: named }));
-    throw new AppError(ErrorCode.ValidationFailed, `invalid request: ${details.map((d) => d.field).join(', ')}`, details);
+    done(new AppError(ErrorCode.ValidationFailed, `invalid request: ${details.map((d) => d.field).join(', ')}`, details));
   });
 }

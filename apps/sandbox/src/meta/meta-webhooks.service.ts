@@ -2,6 +2,7 @@ import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { createHash, createHmac } from 'node:crypto';
 import { truncateText } from '@touchpoint/text';
 import type { SandboxConfig } from '../sandbox.config.js';
+import { WebhookSender } from '../webhooks/webhook-sender.js';
 
 /** Injection token of the sandbox config inside the Meta module (set by `MetaSandboxModule.forRoot`). */
 export const META_SANDBOX_CONFIG = Symbol('sandbox:meta-config');
@@ -91,7 +92,10 @@ export class MetaWebhooksService implements OnModuleDestroy {
   private draws = 0;
   private readonly waits = new Set<() => void>();
 
-  constructor(@Inject(META_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
+  constructor(
+    @Inject(META_SANDBOX_CONFIG) private readonly config: SandboxConfig,
+    private readonly sender: WebhookSender,
+  ) {
     this.settings = this.defaults();
   }
 
@@ -229,15 +233,10 @@ export class MetaWebhooksService implements OnModuleDestroy {
     for (let attempt = 0; attempt <= this.settings.webhook_retries; attempt++) {
       delivery.tries++;
       try {
-        const res = await fetch(this.settings.webhook_url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature, 'user-agent': 'facebookexternalua' },
-          body: raw,
-          signal: AbortSignal.timeout(10_000),
-        });
-        delivery.status = res.status;
-        delivery.response = truncateText(await res.text(), 2000);
-        if (res.ok) break;
+        const answer = await this.sender.post(this.settings.webhook_url, raw, { 'content-type': 'application/json', 'x-hub-signature-256': signature, 'user-agent': 'facebookexternalua' });
+        delivery.status = answer.status;
+        delivery.response = truncateText(answer.body, 2000);
+        if (answer.status >= 200 && answer.status < 300) break;
       } catch (err) {
         delivery.status = 0;
         delivery.response = (err as Error).message;

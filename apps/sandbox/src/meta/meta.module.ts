@@ -2,6 +2,7 @@ import { type DynamicModule, Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import type { SandboxConfig } from '../sandbox.config.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { MetaControlController } from './meta-control.controller.js';
 import { MetaController } from './meta.controller.js';
 import { MetaNumbersService } from './meta-numbers.service.js';
@@ -16,6 +17,7 @@ export class MetaSandboxModule implements OnModuleInit {
   static forRoot(config: SandboxConfig): DynamicModule {
     return {
       module: MetaSandboxModule,
+      imports: [WebhooksModule],
       controllers: [MetaController, MetaControlController],
       providers: [{ provide: META_SANDBOX_CONFIG, useValue: config }, MetaWebhooksService, MetaNumbersService, MetaServiceWindowService],
       exports: [MetaWebhooksService],

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHmac, randomUUID } from 'node:crypto';
 import type { SandboxConfig } from '../sandbox.config.js';
+import { WebhookSender } from '../webhooks/webhook-sender.js';
 
 /** Injection token of the sandbox config inside the Nylas module. */
 export const NYLAS_SANDBOX_CONFIG = Symbol('sandbox:nylas-config');
@@ -53,7 +54,10 @@ export class NylasStateService {
   readonly grants = new Map<string, NylasGrant>();
   private seq = 0;
 
-  constructor(@Inject(NYLAS_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
+  constructor(
+    @Inject(NYLAS_SANDBOX_CONFIG) private readonly config: SandboxConfig,
+    private readonly sender: WebhookSender,
+  ) {
     this.settings = this.defaults();
   }
 
@@ -85,8 +89,7 @@ export class NylasStateService {
     const raw = JSON.stringify(payload);
     const signature = createHmac('sha256', this.settings.webhook_secret).update(raw).digest('hex');
     try {
-      const res = await fetch(this.settings.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-nylas-signature': signature }, body: raw, signal: AbortSignal.timeout(10_000) });
-      return { status: res.status, body: await res.text() };
+      return await this.sender.post(this.settings.webhook_url, raw, { 'content-type': 'application/json', 'x-nylas-signature': signature });
     } catch (err) {
       return { status: 0, body: (err as Error).message };
     }

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { SandboxConfig } from '../sandbox.config.js';
+import { WebhookSender } from '../webhooks/webhook-sender.js';
 
 export const UNIPILE_SANDBOX_CONFIG = Symbol('sandbox:unipile-config');
 /** Name of the Unipile fault queue and request log in the control API. */
@@ -43,7 +44,10 @@ export class UnipileStateService {
   readonly accounts = new Map<string, UnipileAccount>();
   private seq = 0;
 
-  constructor(@Inject(UNIPILE_SANDBOX_CONFIG) private readonly config: SandboxConfig) {
+  constructor(
+    @Inject(UNIPILE_SANDBOX_CONFIG) private readonly config: SandboxConfig,
+    private readonly sender: WebhookSender,
+  ) {
     this.settings = this.defaults();
   }
 
@@ -66,13 +70,7 @@ export class UnipileStateService {
   /** Posts one `message_received` delivery with the shared-secret header. */
   async deliver(payload: Record<string, unknown>): Promise<{ status: number; body: string }> {
     try {
-      const res = await fetch(this.settings.webhook_url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', [this.settings.webhook_header]: this.settings.webhook_secret },
-        body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(10_000),
-      });
-      return { status: res.status, body: await res.text() };
+      return await this.sender.post(this.settings.webhook_url, JSON.stringify(payload), { 'content-type': 'application/json', [this.settings.webhook_header]: this.settings.webhook_secret });
     } catch (err) {
       return { status: 0, body: (err as Error).message };
     }

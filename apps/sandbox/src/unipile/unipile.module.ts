@@ -1,5 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import type { SandboxConfig } from '../sandbox.config.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { UnipileControlController } from './unipile-control.controller.js';
 import { UnipileController } from './unipile.controller.js';
 import { UNIPILE_SANDBOX_CONFIG, UnipileStateService } from './unipile-state.service.js';
@@ -10,6 +11,7 @@ export class UnipileSandboxModule {
   static forRoot(config: SandboxConfig): DynamicModule {
     return {
       module: UnipileSandboxModule,
+      imports: [WebhooksModule],
       controllers: [UnipileController, UnipileControlController],
       providers: [{ provide: UNIPILE_SANDBOX_CONFIG, useValue: config }, UnipileStateService],
       exports: [UnipileStateService],
