@@ -69,6 +69,16 @@ describe('runInTransaction publish', () => {
     expect(await rows()).toEqual(['a', 'b', 'c']);
   });
 
+  it('writes a message as it was when published, whatever its caller changes in it before the commit', async () => {
+    const message = event('changed-later') as OutgoingMessage & { data: { probe_id: string } };
+    await runInTransaction(dataSource, schema, async (tx) => {
+      await tx.publish(message);
+      message.data.probe_id = 'changed';
+    });
+    const [row] = await dataSource.query(`SELECT payload FROM ${quoteIdent(schema)}.outbox_events`);
+    expect(row.payload.data).toEqual({ probe_id: 'changed-later' });
+  });
+
   it('skips an event id the outbox holds already', async () => {
     await runInTransaction(dataSource, schema, (tx) => tx.publish(event('a')));
     await runInTransaction(dataSource, schema, (tx) => tx.publish([event('a'), event('b')]));

@@ -125,6 +125,14 @@ function followSavepoint(sql: string, savepoints: { name: string; published: num
   } else savepoints.length = at;
 }
 
+/** An `outbox_events` row as `publish` was given it (`payload`: the JSON text, see `outboxPayload`). */
+interface OutboxRow {
+  event_id: string;
+  type: string;
+  organization_id: string | null;
+  payload: string;
+}
+
 /** Outbox rows per INSERT: 4 parameters each, well under PostgreSQL's 65,535 per statement. */
 const OUTBOX_ROWS_PER_INSERT = 1000;
 
@@ -133,11 +141,11 @@ const OUTBOX_ROWS_PER_INSERT = 1000;
  * OUTBOX_ROWS_PER_INSERT of them; an `event_id` already there (or given twice) is skipped.
  * @returns whether there was anything to write (the relay is woken after the commit)
  */
-async function writeOutbox(query: Tx['query'], outbox: { message: OutgoingMessage; occurredAt: string }[]): Promise<boolean> {
+async function writeOutbox(query: Tx['query'], outbox: OutboxRow[]): Promise<boolean> {
   for (let from = 0; from < outbox.length; from += OUTBOX_ROWS_PER_INSERT) {
     const values: unknown[] = [];
-    const rows = outbox.slice(from, from + OUTBOX_ROWS_PER_INSERT).map(({ message: m, occurredAt }, i) => {
-      values.push(m.event_id, m.type, m.organization_id, outboxPayload(m, occurredAt));
+    const rows = outbox.slice(from, from + OUTBOX_ROWS_PER_INSERT).map((r, i) => {
+      values.push(r.event_id, r.type, r.organization_id, r.payload);
       const b = i * 4;
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}::jsonb)`;
     });
@@ -173,8 +181,8 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   let published: boolean;
   const committed: (() => void)[] = [];
   const beforeCommit: (() => Promise<void>)[] = [];
-  /** The outbox rows `publish` was given, in call order, each stamped when it was given. */
-  const outbox: { message: OutgoingMessage; occurredAt: string }[] = [];
+  /** The outbox rows `publish` was given, in call order, each written out (and stamped) when it was given. */
+  const outbox: OutboxRow[] = [];
   /** Savepoints open in the transaction, oldest first, with how many outbox rows were given before each. */
   const savepoints: { name: string; published: number }[] = [];
   const query = async <R>(sql: string, params?: unknown[]): Promise<R[]> => {
@@ -186,8 +194,8 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
     query,
     publish: async (input) => {
       const occurredAt = now().toISOString();
-      // Every `OutgoingMessage<K>` is an `OutgoingMessage`; the compiler cannot see it for a generic K.
-      for (const message of (Array.isArray(input) ? input : [input]) as OutgoingMessage[]) outbox.push({ message, occurredAt });
+      // Serialised now: a caller that changes its object after publishing does not change the event.
+      for (const m of Array.isArray(input) ? input : [input]) outbox.push({ event_id: m.event_id, type: m.type, organization_id: m.organization_id, payload: outboxPayload(m, occurredAt) });
     },
     afterCommit: (callback) => void committed.push(callback),
     beforeCommit: (callback) => void beforeCommit.push(callback),
