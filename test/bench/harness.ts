@@ -380,8 +380,11 @@ export interface ProbeCounts {
   delivered: number;
 }
 
-/** The probe's counters, and with BENCH_PROBE_STATEMENTS=1 its calls per statement text (folded, first 160 characters). */
-export type ProbeReading = ProbeCounts & { byStatement?: Record<string, number> };
+/**
+ * The probe's counters, and with BENCH_PROBE_STATEMENTS=1 its calls per statement text (folded,
+ * first 160 characters) and its AMQP messages published and delivered by routing key or type.
+ */
+export type ProbeReading = ProbeCounts & { byStatement?: Record<string, number>; byPublished?: Record<string, number>; byDelivered?: Record<string, number> };
 
 /** Asks a probed process (SIGWINCH) for its counters and reads them from `<probeDir>/<pid>.json`. */
 export async function readProbe(child: Service, probeDir: string): Promise<ProbeReading> {

@@ -18,7 +18,10 @@
  * messaging's `messaging.inbound.whatsapp` RPC directly, and the report says so.
  *
  * Env: BENCH_RATE (300), BENCH_SECONDS (20), BENCH_CONTACTS (3000), BENCH_DRAIN_SECONDS (180), BENCH_OPTOUTS (60; 0: none
- * and no dispatcher), META_APP_SECRET (the secret the gateway verifies `X-Hub-Signature-256` with).
+ * and no dispatcher), META_APP_SECRET (the secret the gateway verifies `X-Hub-Signature-256` with),
+ * BENCH_STATEMENTS (N: print each process's N most frequent statements, and the AMQP messages it
+ * published and was delivered by routing key or type, per message stored; the probe then counts
+ * by text).
  */
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
@@ -33,7 +36,7 @@ import { MessagingWhatsAppRpc } from '@touchpoint/contracts';
 import { createLogger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import { aMetaTextWebhook, createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { cpuSeconds, line as harnessLine, pct, type ProbeCounts, readProbe, type Service, sleep, startService, stopServices, waitReady } from './harness.js';
+import { cpuSeconds, line as harnessLine, pct, type ProbeCounts, type ProbeReading, readProbe, type Service, sleep, startService, stopServices, waitReady } from './harness.js';
 
 const RATE = Number(process.env.BENCH_RATE ?? 300);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -47,10 +50,14 @@ const OPTOUTS = Number(process.env.BENCH_OPTOUTS ?? 60);
 const SUPPRESSION_POLL_MS = 10;
 
 const line = (label: string, value: string) => harnessLine(label, value, 46);
+/** BENCH_STATEMENTS: how many of each process's most frequent statements to print (0: none). */
+const TOP_STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 0);
+// The probe in each service process reads it from the environment the harness passes on.
+if (TOP_STATEMENTS > 0) process.env.BENCH_PROBE_STATEMENTS = '1';
 /** Seconds of idle background (polls, relays) counted before the load, to subtract from the per-message figures. */
 const IDLE_SECONDS = 3;
 
-type Snapshot = Map<Service, ProbeCounts & { cpu: number; at: number }>;
+type Snapshot = Map<Service, ProbeReading & { cpu: number; at: number }>;
 
 async function snapshot(children: Service[], probeDir: string): Promise<Snapshot> {
   const out: Snapshot = new Map();
@@ -246,6 +253,21 @@ async function main(): Promise<void> {
       const d = (k: keyof ProbeCounts | 'cpu') => per(a[k] - b[k] - (i0[k] - i1[k]) * idleShare);
       line(`per message stored: ${c.name}`, `${d('statements').toFixed(2)} SQL, ${d('transactions').toFixed(2)} tx, ${d('published').toFixed(2)} published, ${d('delivered').toFixed(2)} delivered, ${(d('cpu') * 1000).toFixed(2)} CPU ms`);
     }
+    // BENCH_STATEMENTS=N: what each process sent and received over the run, per message stored (idle background included).
+    if (TOP_STATEMENTS > 0)
+      for (const c of children) {
+        const a = after.get(c)!;
+        const b = before.get(c)!;
+        const top = (field: 'byStatement' | 'byPublished' | 'byDelivered', n: number) =>
+          Object.entries(a[field] ?? {})
+            .map(([key, calls]) => [key, calls - (b[field]?.[key] ?? 0)] as const)
+            .filter(([, calls]) => calls > 0)
+            .sort((x, y) => y[1] - x[1])
+            .slice(0, n)
+            .map(([key, calls]) => `      ${per(calls).toFixed(2).padStart(6)}  ${key}`)
+            .join('\n');
+        process.stdout.write(`  ${c.name} statements:\n${top('byStatement', TOP_STATEMENTS)}\n    published:\n${top('byPublished', 50)}\n    delivered:\n${top('byDelivered', 50)}\n`);
+      }
     if (optOut) {
       const lag = optOut.latencies.sort((a, b) => a - b);
       line('opt-out ACK → suppression in force', `p50 ${pct(lag, 50).toFixed(0)} ms, p99 ${pct(lag, 99).toFixed(0)} ms, max ${lag[lag.length - 1]?.toFixed(0)} ms (${lag.length}/${stopAcks.size} STOPs in force; poll ${SUPPRESSION_POLL_MS} ms)`);

@@ -10,6 +10,9 @@
 //   at            when the counts were taken, epoch ms
 //   byStatement   with BENCH_PROBE_STATEMENTS=1 only: statement text (whitespace folded, the first
 //                 160 characters, numbered placeholders and literal lists as they come) -> calls
+//   byPublished   with BENCH_PROBE_STATEMENTS=1 only: routing key (an event's type, a queue's name
+//                 for a message sent to a queue, an RPC's reply queue folded to `reply:`) -> messages
+//   byDelivered   with BENCH_PROBE_STATEMENTS=1 only: the message's type (else its routing key) -> messages
 import { renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -17,6 +20,10 @@ import path from 'node:path';
 const require = createRequire(import.meta.url);
 const counts = { statements: 0, transactions: 0, roundTrips: 0, published: 0, delivered: 0 };
 const byStatement = process.env.BENCH_PROBE_STATEMENTS === '1' ? {} : null;
+const byPublished = byStatement ? {} : null;
+const byDelivered = byStatement ? {} : null;
+/** A routing key as a count's key: RPC reply queues (one per client) fold into one. */
+const keyOf = (key) => (/^amq\.gen-|reply/i.test(String(key)) ? 'reply:' : String(key));
 
 // Every pool's client class (libs/database PreparingClient) extends pg.Client and calls its query.
 const pg = require('pg');
@@ -48,12 +55,21 @@ const { BaseChannel } = require(path.join(amqplibDir, 'lib/channel.js'));
 const publish = Channel.prototype.publish;
 Channel.prototype.publish = function probedPublish(...args) {
   counts.published++;
+  if (byPublished) {
+    const key = args[0] === '' ? `queue:${keyOf(args[1])}` : keyOf(args[1]);
+    byPublished[key] = (byPublished[key] ?? 0) + 1;
+  }
   return publish.apply(this, args);
 };
 // Bound in the channel's constructor, so patched before any channel exists.
 const handleDelivery = BaseChannel.prototype.handleDelivery;
 BaseChannel.prototype.handleDelivery = function probedDelivery(message) {
   counts.delivered++;
+  if (byDelivered) {
+    const key = message?.properties?.type ?? message?.fields?.routingKey;
+    const k = keyOf(key);
+    byDelivered[k] = (byDelivered[k] ?? 0) + 1;
+  }
   return handleDelivery.call(this, message);
 };
 
@@ -61,6 +77,6 @@ process.on('SIGWINCH', () => {
   const dir = process.env.BENCH_PROBE_DIR;
   if (!dir) return;
   const file = path.join(dir, `${process.pid}.json`);
-  writeFileSync(`${file}.tmp`, JSON.stringify({ ...counts, ...(byStatement ? { byStatement } : {}), at: Date.now() }));
+  writeFileSync(`${file}.tmp`, JSON.stringify({ ...counts, ...(byStatement ? { byStatement, byPublished, byDelivered } : {}), at: Date.now() }));
   renameSync(`${file}.tmp`, file);
 });

@@ -1,10 +1,13 @@
+import { jest } from '@jest/globals';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import type { AbuseCheckData } from '@touchpoint/contracts';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import pg from 'pg';
+import type { AbuseCheckData, AbuseCheckOutcome, AbuseVerdict } from '@touchpoint/contracts';
+import { createTestWorld, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { AbuseConfig } from '../../apps/abuse/src/abuse.config.js';
 import { AbuseModule } from '../../apps/abuse/src/abuse.module.js';
+import { AbuseRepository } from '../../apps/abuse/src/check/abuse.repository.js';
 import { AbuseCheckService } from '../../apps/abuse/src/check/abuse-check.service.js';
 import { ExpiryService } from '../../apps/abuse/src/penalties/expiry.service.js';
 
@@ -138,6 +141,90 @@ describe(AbuseCheckService.name, () => {
       await sut.check(once);
       const [row] = await world.sql<{ total_count: string }>(`SELECT total_count FROM "${abuse()}".rate_counters WHERE conversation_id = $1`, [conversation]);
       expect(Number(row.total_count)).toBe(1);
+    });
+  });
+  describe('checkBatch', () => {
+    /** A verdict without what differs between two runs of the same messages (action ids, the contact's id). */
+    const comparable = (o: AbuseCheckOutcome) => {
+      if (!('verdict' in o)) return o;
+      const { action, ...rest } = o.verdict;
+      return { ...rest, action: action ? { action_type: action.action_type, offense_number: action.offense_number, reason: action.reason, expires_at: action.expires_at } : null };
+    };
+    const counters = async (conversations: string[]) =>
+      world.sql(`SELECT minute_count, hourly_count, daily_count, is_throttled, throttled_until, throttle_limit, total_count, jsonb_array_length(recent) AS recent FROM "${abuse()}".rate_counters WHERE conversation_id = ANY($1) ORDER BY array_position($1, conversation_id)`, [
+        conversations,
+      ]);
+
+    it('gives each message the verdict `check` gives one by one, in order: limits, a penalty that denies the rest of the batch, a repeated message, the instance cap', async () => {
+      clock.set(new Date('2026-06-01T10:00:00Z'));
+      /** The same messages for two sets of people: `tag` tells them apart. */
+      const script = (tag: string) => {
+        const [ana, bia, cid] = [`c-${tag}-ana`, `c-${tag}-bia`, `c-${tag}-cid`];
+        const [va, vb, vc] = [`v-${tag}-ana`, `v-${tag}-bia`, `v-${tag}-cid`];
+        const repeated = input(cid, vc, 'the same message twice', { message_ref: `wamid.${tag}.repeated` });
+        return {
+          conversations: [va, vb, vc],
+          // Bia had one offense already (a warning): her next one is a throttle, and her message after it is refused.
+          before: Array.from({ length: 5 }, () => input(bia, vb, 'BUY NOW cheap pills')),
+          batch: [
+            ...Array.from({ length: 7 }, (_, i) => input(ana, va, `question ${i}`)),
+            ...Array.from({ length: 5 }, () => input(bia, vb, 'BUY NOW cheap pills')),
+            input(bia, vb, 'and one more'),
+            repeated,
+            repeated,
+            input(cid, vc, 'at the cap', { instance_message_count: 500 }),
+          ],
+        };
+      };
+      const tag = randomUUID().slice(0, 8);
+      const oneByOne = script(`one-${tag}`);
+      const together = script(`all-${tag}`);
+      for (const i of [...oneByOne.before, ...together.before]) await sut.check(i);
+      clock.advance(61_000);
+
+      const expected: AbuseCheckOutcome[] = [];
+      for (const i of oneByOne.batch) expected.push({ verdict: await sut.check(i) });
+      // In one transaction: no conversation's counters were locked on their own (the one-by-one way).
+      const alone = jest.spyOn(app.get(AbuseRepository), 'lockCounters');
+      const outcomes = await sut.checkBatch(together.batch);
+      expect(alone).not.toHaveBeenCalled();
+      alone.mockRestore();
+
+      expect(outcomes.map(comparable)).toEqual(expected.map(comparable));
+      const verdicts = outcomes.map((o) => (o as { verdict: AbuseVerdict }).verdict);
+      expect(verdicts.slice(5, 7).map((v) => v.limit_type)).toEqual(['minute', 'minute']);
+      expect(verdicts[11]).toMatchObject({ allowed: false, limit_type: 'throttled', action: { action_type: 'throttle', offense_number: 2 } });
+      expect(verdicts[12]).toMatchObject({ allowed: false, limit_type: 'throttled', action: null });
+      expect(verdicts[15]).toMatchObject({ allowed: false, limit_type: 'instance' });
+      expect(await counters(together.conversations)).toEqual(await counters(oneByOne.conversations));
+    });
+
+    it('answers a check that lacks a required field with its error, and the others with their verdicts', async () => {
+      const contact = `c-${randomUUID()}`;
+      const outcomes = await sut.checkBatch([input(contact, `v-${randomUUID()}`, 'first'), { ...input(contact, `v-${randomUUID()}`, 'no conversation'), conversation_id: '' }, input(contact, `v-${randomUUID()}`, 'third')]);
+      expect(outcomes).toEqual([{ verdict: expect.objectContaining({ allowed: true }) }, { error: { code: 'validation_failed', message: 'conversation_id is required' } }, { verdict: expect.objectContaining({ allowed: true }) }]);
+    });
+
+    it('checks each message on its own when a counter row is held past the lock timeout, counting each once', async () => {
+      const [held, free] = [`v-${randomUUID()}`, `v-${randomUUID()}`];
+      await sut.check(input(`c-${randomUUID()}`, held, 'opens the row'));
+      const other = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query(`SELECT 1 FROM "${abuse()}".rate_counters WHERE conversation_id = $1 FOR UPDATE`, [held]);
+        const batch = sut.checkBatch([input(`c-${randomUUID()}`, held, 'waits'), input(`c-${randomUUID()}`, free, 'goes')]);
+        // Past the batch's lock timeout: it rolled back, and the free conversation was counted on its own.
+        await new Promise((r) => setTimeout(r, 600));
+        const [row] = await world.sql<{ total_count: string }>(`SELECT total_count FROM "${abuse()}".rate_counters WHERE conversation_id = $1`, [free]);
+        expect(Number(row?.total_count)).toBe(1);
+        await other.query('ROLLBACK');
+        expect((await batch).map((o) => 'verdict' in o && o.verdict.allowed)).toEqual([true, true]);
+      } finally {
+        await other.end();
+      }
+      const rows = await world.sql<{ conversation_id: string; total_count: string }>(`SELECT conversation_id, total_count FROM "${abuse()}".rate_counters WHERE conversation_id = ANY($1) ORDER BY conversation_id`, [[held, free]]);
+      expect(Object.fromEntries(rows.map((r) => [r.conversation_id, Number(r.total_count)]))).toEqual({ [held]: 2, [free]: 1 });
     });
   });
 });

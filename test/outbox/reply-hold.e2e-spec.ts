@@ -1,11 +1,14 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { type InboundAcknowledgedData, MessagingEvents } from '@touchpoint/contracts';
+import { runInTransaction, type Tx } from '@touchpoint/database';
 import { aFlow, anActiveFlow, aProvisionedNumber, createTestWorld, eventually, lastWeekdayMorning, publishEvent, type TestWorld } from '@touchpoint/testing';
+import { DataSource } from 'typeorm';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
 import { ReleaseService } from '../../apps/followups/src/release/release.service.js';
+import { ReplyHoldConsumer } from '../../apps/outbox-dispatcher/src/reply-hold/reply-hold.consumer.js';
 import { InboundReceiptsService } from '../../apps/messaging/src/inbound/inbound-receipts.service.js';
 import { InboundRecordService } from '../../apps/messaging/src/inbound/inbound-record.service.js';
 import { inboundPipeline } from '../messaging/inbound-pipeline.js';
@@ -183,5 +186,34 @@ describe('reply hold: stop-on-reply sends wait for the requester after the perso
     // Only the first (held, never cancelled) went, after its hold.
     expect(await textsTo(waId)).toEqual([(first.payload as { body: string }).body]);
     expect((await entryByKey(second.idempotency_key))!.status).toBe('cancelled');
+  });
+  it('holds every person of a consumer batch in one statement before the commit, the later acknowledgement of a person winning', async () => {
+    const [ana, bia, cid] = [newWaId(), newWaId(), newWaId()];
+    const entries = [textTo(org, ana, { stop_on_reply: true }), textTo(org, bia, { stop_on_reply: true }), textTo(org, cid, { stop_on_reply: true }), textTo(org, cid, { requester: 'messaging' })];
+    for (const e of entries) await dispatcher.enqueue.enqueue(e);
+    const now = dispatcher.clock.now().getTime();
+    const ack = (from: string, agoMs: number, n: number) => ({
+      event_id: `${MessagingEvents.InboundAcknowledged}:${org}:whatsapp:batch-${randomUUID()}-${n}`,
+      type: MessagingEvents.InboundAcknowledged,
+      organization_id: org,
+      occurred_at: new Date(now).toISOString(),
+      data: { channel: 'whatsapp', from, sender_id: null, acknowledged_at: new Date(now - agoMs).toISOString() } as InboundAcknowledgedData,
+    });
+    const consumer = dispatcher.app.get(ReplyHoldConsumer);
+    const statements: string[] = [];
+    await runInTransaction(dispatcher.app.get(DataSource), world.schema('outbox-dispatcher'), async (tx) => {
+      const recording: Tx = { ...tx, query: (sql, params) => (statements.push(sql), tx.query(sql, params)) };
+      // Bia wrote twice: her later message holds her longer.
+      for (const message of [ack(ana, 0, 1), ack(bia, 4000, 2), ack(bia, 1000, 3), ack(cid, 0, 4)]) await consumer.onAcknowledged(message, recording);
+      // Nothing written yet: the holds wait for the commit.
+      expect(statements).toEqual([]);
+      tx.beforeCommit(async () => void expect(statements.filter((s) => /UPDATE message_outbox/.test(s))).toHaveLength(1));
+    });
+    const heldUntil = async (key: string) => new Date((await entryByKey(key))!.next_attempt_at).getTime();
+    expect(await heldUntil(entries[0].idempotency_key)).toBe(now + HOLD_MS);
+    expect(await heldUntil(entries[1].idempotency_key)).toBe(now - 1000 + HOLD_MS);
+    expect(await heldUntil(entries[2].idempotency_key)).toBe(now + HOLD_MS);
+    // Not marked stop-on-reply: not held.
+    expect(await heldUntil(entries[3].idempotency_key)).toBeLessThan(now + 1000);
   });
 });

@@ -29,11 +29,15 @@ export class MessagingConfig extends ServiceConfig {
   @Max(1000)
   INBOUND_BATCH = 64;
 
-  /** Senders whose receipts one worker processes at once (a sender's own messages go one by one, in order). */
+  /**
+   * Senders whose receipts one worker processes at once (a sender's own messages go one by one, in
+   * order). Their abuse checks leave together, one `abuse.check_batch` call per round, so this is
+   * also the most checks a call carries: as many as a batch has senders makes one call per round.
+   */
   @IsInt()
   @Min(1)
-  @Max(64)
-  INBOUND_CONCURRENCY = 8;
+  @Max(1000)
+  INBOUND_CONCURRENCY = 64;
 
   /** How long a claimed receipt is held by its worker before another may take it (a crashed worker's lease), ms. */
   @IsInt()

@@ -8,6 +8,14 @@
 export const AbuseRpc = {
   /** `AbuseCheckData` → `AbuseVerdict`. */
   Check: 'abuse.check',
+  /**
+   * `AbuseCheckBatchData` → `AbuseCheckBatchAnswer`: several inbound messages checked as each would
+   * be by `abuse.check`, in the order given (two of one conversation: the second counted after the
+   * first), in one transaction where it can; one outcome per check, in order, a check the service
+   * refused (`validation_failed`) answered by its error alone. Messaging's receipt worker sends the
+   * checks of its senders that wait at the same time in one call.
+   */
+  CheckBatch: 'abuse.check_batch',
   /** `{ organization_id, contact_id?, active_only? }` → `{ items: AbuseActionView[] }`. */
   ListActions: 'abuse.actions.list',
   /**
@@ -59,6 +67,19 @@ export interface AbuseCheckData {
   text: string | null;
   /** ISO-8601 instant the message was sent (provider timestamp), for flooding detection. */
   sent_at: string;
+}
+
+/** Data of `abuse.check_batch`: the checks, in the order their messages are judged. */
+export interface AbuseCheckBatchData {
+  checks: AbuseCheckData[];
+}
+
+/** One check's outcome in `abuse.check_batch`: its verdict, or the error `abuse.check` would have thrown. */
+export type AbuseCheckOutcome = { verdict: AbuseVerdict } | { error: { code: string; message: string } };
+
+/** Answer of `abuse.check_batch`: one outcome per check, in the order of `checks`. */
+export interface AbuseCheckBatchAnswer {
+  outcomes: AbuseCheckOutcome[];
 }
 
 /** Answer of `abuse.check`. */

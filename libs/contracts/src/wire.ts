@@ -5,7 +5,7 @@
  * their types from here, so a message or a call whose payload does not match its name does not
  * compile. Types only: what travels on the wire is unchanged.
  */
-import { type AbuseActionEventData, type AbuseActionView, type AbuseCheckData, AbuseEvents, AbuseRpc, type AbuseVerdict, type RateLimitConfigView } from './abuse.js';
+import { type AbuseActionEventData, type AbuseActionView, type AbuseCheckBatchAnswer, type AbuseCheckBatchData, type AbuseCheckData, AbuseEvents, AbuseRpc, type AbuseVerdict, type RateLimitConfigView } from './abuse.js';
 import { type AgentCreateData, type AgentDetailView, type AgentRef, AgentsRpc, type AgentVersionCreateData, type AgentView, type TurnPromiseListData, type TurnPromisesRecordData, type TurnPromiseView } from './agents.js';
 import { type AiBudgetLimit, type AiBudgetLimitInput, type AiBudgetQuery, type AiBudgetView, AiRpc, type AiRunRequest, type AiRunResult } from './ai.js';
 import {
@@ -245,6 +245,7 @@ export type BusPayload<K extends BusType> = BusContract[K];
 export interface RpcContract {
   [AbuseRpc.ListActions]: { request: { organization_id: string; contact_id?: string; active_only?: boolean }; answer: { items: AbuseActionView[] } };
   [AbuseRpc.Check]: { request: AbuseCheckData; answer: AbuseVerdict };
+  [AbuseRpc.CheckBatch]: { request: AbuseCheckBatchData; answer: AbuseCheckBatchAnswer };
   [AbuseRpc.ListConfig]: { request: { organization_id?: string }; answer: { items: RateLimitConfigView[] } };
   [AbuseRpc.ActiveRestriction]: { request: { organization_id: string; contact_id: string }; answer: { restriction: AbuseActionView | null } };
   [AiRpc.BudgetGet]: { request: AiBudgetQuery; answer: AiBudgetView };

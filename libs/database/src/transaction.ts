@@ -12,7 +12,10 @@ export interface Tx {
   /**
    * Writes events or commands into this schema's `outbox_events` in the same transaction, so they
    * are published if and only if the transaction commits. A message whose `event_id` is already
-   * in the outbox is ignored (same cause → same id → one message).
+   * in the outbox is ignored (same cause → same id → one message). The rows are written right
+   * before COMMIT (after the `beforeCommit` callbacks), every call of the transaction in one
+   * statement and in call order, so a consumer batch of N messages that each publish costs one
+   * insert, not N; an insert that fails rolls the transaction back there.
    */
   publish<K extends BusType>(messages: OutgoingMessage<K> | OutgoingMessage<K>[]): Promise<void>;
   /**
@@ -91,6 +94,70 @@ export function outboxPayload<K extends BusType>(message: OutgoingMessage<K>, oc
   return JSON.stringify({ ...message, occurred_at: occurredAt });
 }
 
+const SAVEPOINT = /^\s*SAVEPOINT\s+("?)([\w$]+)\1\s*;?\s*$/i;
+const ROLLBACK_TO = /^\s*ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s+(?:SAVEPOINT\s+)?("?)([\w$]+)\1\s*;?\s*$/i;
+const RELEASE = /^\s*RELEASE\s+(?:SAVEPOINT\s+)?("?)([\w$]+)\1\s*;?\s*$/i;
+
+/**
+ * Keeps the messages `publish` was given in step with the savepoints of the transaction, as the
+ * outbox rows themselves would be if they were inserted at once: `ROLLBACK TO SAVEPOINT x` drops
+ * the ones given since `x` was set (a trigger or bulk row that failed publishes nothing), `RELEASE`
+ * keeps them. Called after each statement that succeeded; a name set twice is the newest one, as
+ * in PostgreSQL.
+ */
+function followSavepoint(sql: string, savepoints: { name: string; published: number }[], outbox: unknown[]): void {
+  if (sql.length > 200) return;
+  let m = SAVEPOINT.exec(sql);
+  if (m) {
+    savepoints.push({ name: m[1] ? m[2] : m[2].toLowerCase(), published: outbox.length });
+    return;
+  }
+  const rollback = ROLLBACK_TO.exec(sql);
+  m = rollback ?? RELEASE.exec(sql);
+  if (!m) return;
+  const name = m[1] ? m[2] : m[2].toLowerCase();
+  const at = savepoints.map((p) => p.name).lastIndexOf(name);
+  if (at < 0) return;
+  if (rollback) {
+    // The savepoint stays set after ROLLBACK TO; the ones set after it are gone.
+    outbox.length = savepoints[at].published;
+    savepoints.length = at + 1;
+  } else savepoints.length = at;
+}
+
+/** An `outbox_events` row as `publish` was given it (`payload`: the JSON text, see `outboxPayload`). */
+interface OutboxRow {
+  event_id: string;
+  type: string;
+  organization_id: string | null;
+  payload: string;
+}
+
+/** Outbox rows per INSERT: 4 parameters each, well under PostgreSQL's 65,535 per statement. */
+const OUTBOX_ROWS_PER_INSERT = 1000;
+
+/**
+ * Writes a transaction's published messages into `outbox_events`, in call order, one statement per
+ * OUTBOX_ROWS_PER_INSERT of them; an `event_id` already there (or given twice) is skipped.
+ * @returns whether there was anything to write (the relay is woken after the commit)
+ */
+async function writeOutbox(query: Tx['query'], outbox: OutboxRow[]): Promise<boolean> {
+  for (let from = 0; from < outbox.length; from += OUTBOX_ROWS_PER_INSERT) {
+    const values: unknown[] = [];
+    const rows = outbox.slice(from, from + OUTBOX_ROWS_PER_INSERT).map((r, i) => {
+      values.push(r.event_id, r.type, r.organization_id, r.payload);
+      const b = i * 4;
+      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}::jsonb)`;
+    });
+    await query(
+      `INSERT INTO outbox_events (event_id, type, organization_id, payload) VALUES ${rows.join(', ')}
+         ON CONFLICT (event_id) DO NOTHING`,
+      values,
+    );
+  }
+  return outbox.length > 0;
+}
+
 /**
  * Runs `work` in one transaction that also carries the outbox. `now` stamps `occurred_at`
  * (UTC ISO-8601). After a commit that wrote outbox rows, the schema's relay is woken (see
@@ -111,28 +178,24 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   // broken; the next statement fails with its own error and the pool discards the client.
   const onError = (err: Error) => (broken ??= err);
   client.on('error', onError);
-  let published = false;
+  let published: boolean;
   const committed: (() => void)[] = [];
   const beforeCommit: (() => Promise<void>)[] = [];
-  const query = async <R>(sql: string, params?: unknown[]): Promise<R[]> => (await client.query(sql, params as unknown[])).rows as R[];
+  /** The outbox rows `publish` was given, in call order, each written out (and stamped) when it was given. */
+  const outbox: OutboxRow[] = [];
+  /** Savepoints open in the transaction, oldest first, with how many outbox rows were given before each. */
+  const savepoints: { name: string; published: number }[] = [];
+  const query = async <R>(sql: string, params?: unknown[]): Promise<R[]> => {
+    const rows = (await client.query(sql, params as unknown[])).rows as R[];
+    followSavepoint(sql, savepoints, outbox);
+    return rows;
+  };
   const tx: Tx = {
     query,
     publish: async (input) => {
-      const messages = Array.isArray(input) ? input : [input];
-      if (messages.length === 0) return;
       const occurredAt = now().toISOString();
-      const values: unknown[] = [];
-      const rows = messages.map((m, i) => {
-        values.push(m.event_id, m.type, m.organization_id, outboxPayload(m, occurredAt));
-        const b = i * 4;
-        return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}::jsonb)`;
-      });
-      await query(
-        `INSERT INTO outbox_events (event_id, type, organization_id, payload) VALUES ${rows.join(', ')}
-           ON CONFLICT (event_id) DO NOTHING`,
-        values,
-      );
-      published = true;
+      // Serialised now: a caller that changes its object after publishing does not change the event.
+      for (const m of Array.isArray(input) ? input : [input]) outbox.push({ event_id: m.event_id, type: m.type, organization_id: m.organization_id, payload: outboxPayload(m, occurredAt) });
     },
     afterCommit: (callback) => void committed.push(callback),
     beforeCommit: (callback) => void beforeCommit.push(callback),
@@ -146,6 +209,7 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
     result = await work(tx);
     // By index: a callback may register another, which runs in the same pass.
     for (let i = 0; i < beforeCommit.length; i++) await beforeCommit[i]();
+    published = await writeOutbox(query, outbox);
     await client.query('COMMIT');
   } catch (err) {
     // A connection that cannot even roll back is dropped from the pool, not reused.

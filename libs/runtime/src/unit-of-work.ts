@@ -21,7 +21,8 @@ export class UnitOfWork {
     this.schema = schemaOf(SERVICE_SCHEMA[definition.service], definition.config);
   }
 
-  run<T>(work: (tx: Tx) => Promise<T>, options: { isolation?: IsolationLevel } = {}): Promise<T> {
+  /** `runInTransaction` on the service's schema and clock (`lockTimeoutMs`: see there). */
+  run<T>(work: (tx: Tx) => Promise<T>, options: { isolation?: IsolationLevel; lockTimeoutMs?: number } = {}): Promise<T> {
     return runInTransaction(this.dataSource, this.schema, work, { ...options, now: () => this.clock.now() });
   }
 }

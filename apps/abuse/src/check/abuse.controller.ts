@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { type AbuseCheckData, AbuseRpc, type AbuseVerdict } from '@touchpoint/contracts';
+import { type AbuseCheckBatchAnswer, type AbuseCheckBatchData, type AbuseCheckData, AbuseRpc, type AbuseVerdict } from '@touchpoint/contracts';
+import { AppError, ErrorCode } from '@touchpoint/errors';
 import { OnRpc } from '@touchpoint/runtime';
 import { AbuseCheckService } from './abuse-check.service.js';
 
@@ -12,6 +13,12 @@ export class AbuseController {
   @OnRpc(AbuseRpc.Check)
   check(@Payload() data: AbuseCheckData): Promise<AbuseVerdict> {
     return this.service.check(data);
+  }
+
+  @OnRpc(AbuseRpc.CheckBatch)
+  async checkBatch(@Payload() data: AbuseCheckBatchData): Promise<AbuseCheckBatchAnswer> {
+    if (!Array.isArray(data?.checks)) throw new AppError(ErrorCode.ValidationFailed, 'checks must be a list', { field: 'checks' });
+    return { outcomes: await this.service.checkBatch(data.checks) };
   }
 
   @OnRpc(AbuseRpc.ListActions)

@@ -62,6 +62,54 @@ export class AbuseRepository {
   }
 
   /**
+   * The restriction in force at `now` of each contact (`findActiveRestriction` for several, one
+   * statement), keyed `organization_id|contact_id`; a contact with none is absent.
+   */
+  async findActiveRestrictions(tx: Tx, contacts: { organizationId: string; contactId: string }[], now: Date): Promise<Map<string, AbuseActionView>> {
+    if (contacts.length === 0) return new Map();
+    const rows = await tx.query<ActionRow>(
+      `SELECT DISTINCT ON (a.organization_id, a.contact_id) a.* FROM abuse_actions a
+         JOIN unnest($1::text[], $2::text[]) AS c(organization_id, contact_id) ON a.organization_id = c.organization_id AND a.contact_id = c.contact_id
+        WHERE a.status = 'active' AND a.action_type IN ('throttle', 'block') AND a.expires_at > $3
+        ORDER BY a.organization_id, a.contact_id, (a.action_type = 'block') DESC, a.expires_at DESC`,
+      [contacts.map((c) => c.organizationId), contacts.map((c) => c.contactId), now],
+    );
+    return new Map(rows.map((r) => [`${r.organization_id}|${r.contact_id}`, toView(r)]));
+  }
+
+  /**
+   * The counter rows of several conversations (`lockCounters` for each, one statement), locked in
+   * conversation id order so that two batches never wait on each other in a cycle; keyed by
+   * conversation id. Each conversation once (an upsert may touch a row only once per statement).
+   */
+  async lockCountersMany(tx: Tx, rows: { organizationId: string; conversationId: string; contactId: string }[]): Promise<Map<string, CounterRow>> {
+    const unique = [...new Map(rows.map((r) => [r.conversationId, r])).values()].sort((a, b) => (a.conversationId < b.conversationId ? -1 : a.conversationId > b.conversationId ? 1 : 0));
+    if (unique.length === 0) return new Map();
+    const locked = await tx.query<CounterRow & { conversation_id: string }>(
+      `INSERT INTO rate_counters (conversation_id, organization_id, contact_id)
+       SELECT conversation_id, organization_id, contact_id FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS c(conversation_id, organization_id, contact_id, n) ORDER BY n
+       ON CONFLICT (conversation_id) DO UPDATE SET conversation_id = EXCLUDED.conversation_id
+       RETURNING *`,
+      [unique.map((r) => r.conversationId), unique.map((r) => r.organizationId), unique.map((r) => r.contactId)],
+    );
+    return new Map(locked.map((r) => [r.conversation_id, r]));
+  }
+
+  /** Writes several conversations' counters (`saveCounters` for each, one statement). */
+  async saveCountersMany(tx: Tx, saves: { conversationId: string; counters: RateCounters; totalCount: number; recent: RecentMessage[] }[], now: Date): Promise<void> {
+    if (saves.length === 0) return;
+    await tx.query(
+      `UPDATE rate_counters r SET minute_count = s.minute_count, minute_reset_at = s.minute_reset_at, hourly_count = s.hourly_count, hourly_reset_at = s.hourly_reset_at,
+              daily_count = s.daily_count, daily_reset_at = s.daily_reset_at, is_throttled = s.is_throttled, throttled_until = s.throttled_until, throttle_limit = s.throttle_limit,
+              total_count = s.total_count, recent = s.recent, updated_at = $2
+         FROM jsonb_to_recordset($1::jsonb) AS s(conversation_id text, minute_count int, minute_reset_at timestamptz, hourly_count int, hourly_reset_at timestamptz, daily_count int,
+              daily_reset_at timestamptz, is_throttled boolean, throttled_until timestamptz, throttle_limit text, total_count bigint, recent jsonb)
+        WHERE r.conversation_id = s.conversation_id`,
+      [JSON.stringify(saves.map(({ conversationId, counters: c, totalCount, recent }) => ({ conversation_id: conversationId, ...pickCounters(c), total_count: totalCount, recent }))), now],
+    );
+  }
+
+  /**
    * The conversation's counter row, locked for this transaction. Created on first use; the lock
    * serialises concurrent checks of one conversation, so each message is counted exactly once.
    */
@@ -135,6 +183,21 @@ export class AbuseRepository {
     );
     return rows.map(toView);
   }
+}
+
+/** The columns of `RateCounters` alone (a counter row read back carries others). */
+function pickCounters(c: RateCounters): RateCounters {
+  return {
+    minute_count: c.minute_count,
+    minute_reset_at: c.minute_reset_at,
+    hourly_count: c.hourly_count,
+    hourly_reset_at: c.hourly_reset_at,
+    daily_count: c.daily_count,
+    daily_reset_at: c.daily_reset_at,
+    is_throttled: c.is_throttled,
+    throttled_until: c.throttled_until,
+    throttle_limit: c.throttle_limit,
+  };
 }
 
 /** TypeORM answers an UPDATE … RETURNING on Postgres with `[rows, count]`; an INSERT with the rows. */

@@ -5,6 +5,14 @@ import type { Tx } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { OutcomesService } from './outcomes.service.js';
 
+/**
+ * An outcome of anything but a read receipt. A read receipt (seed 004 "Read receipts", one per
+ * inbound WhatsApp message) has no message row of its own: its log context names the INBOUND
+ * message, which no outcome moves, so its outcome would cost a transaction, an inbox row and a
+ * lock on that inbound row for nothing (one per inbound message).
+ */
+export const notAReadReceipt = (message: BusMessage<OutboxEntryEventData>): boolean => message.data?.payload_type !== 'read_receipt';
+
 /** Bus edge of the dispatcher's outcome events and provider statuses (DESIGN §4). */
 @Injectable()
 export class OutcomesConsumer {
@@ -19,27 +27,27 @@ export class OutcomesConsumer {
     );
   }
 
-  @OnBusMessage(OutboxEvents.EntryAccepted)
+  @OnBusMessage(OutboxEvents.EntryAccepted, { when: notAReadReceipt })
   onAccepted(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     return this.outcomes.accepted(tx, orgOf(message), message.data);
   }
 
-  @OnBusMessage(OutboxEvents.EntryFailed)
+  @OnBusMessage(OutboxEvents.EntryFailed, { when: notAReadReceipt })
   onFailed(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     return this.outcomes.failed(tx, orgOf(message), message.data);
   }
 
-  @OnBusMessage(OutboxEvents.EntryCancelled)
+  @OnBusMessage(OutboxEvents.EntryCancelled, { when: notAReadReceipt })
   onCancelled(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     return this.outcomes.cancelled(tx, orgOf(message), message.data);
   }
 
-  @OnBusMessage(OutboxEvents.EntryAmbiguous)
+  @OnBusMessage(OutboxEvents.EntryAmbiguous, { when: notAReadReceipt })
   onAmbiguous(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     return this.outcomes.ambiguous(tx, orgOf(message), message.data);
   }
 
-  @OnBusMessage(OutboxEvents.EntryResolved)
+  @OnBusMessage(OutboxEvents.EntryResolved, { when: notAReadReceipt })
   onResolved(message: BusMessage<OutboxEntryEventData>, tx: Tx): Promise<void> {
     return message.data.resolution === 'rejected' ? this.outcomes.failed(tx, orgOf(message), message.data) : this.outcomes.accepted(tx, orgOf(message), message.data);
   }

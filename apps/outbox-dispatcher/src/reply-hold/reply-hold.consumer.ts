@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, type InboundAcknowledgedData, MessagingEvents } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import { CommitBatch, type Tx } from '@touchpoint/database';
 import type { Logger } from '@touchpoint/observability';
 import { toRecipientKey } from '@touchpoint/phone';
 import { APP_CONFIG, LOGGER } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
-import { ReplyHoldRepository } from './reply-hold.repository.js';
+import { type ReplyHold, ReplyHoldRepository } from './reply-hold.repository.js';
 
 const HELD_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
 
@@ -21,10 +21,24 @@ const HELD_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
  * always; with no cancel, the entry goes when the hold ends. Every sender of the organization is
  * held, not only the number written to: the requester's stop covers the person, not a number.
  * A redelivery is dropped by the inbox and harmless besides (`ReplyHoldRepository.hold`); a hold
- * that comes after the cancel, or after the claim, finds nothing pending to hold.
+ * that comes after the cancel, or after the claim, finds nothing pending to hold. The holds of one
+ * consumer batch are written together right before its commit (one statement, not one per
+ * message); they commit with the batch's inbox rows or not at all.
  */
 @Injectable()
 export class ReplyHoldConsumer {
+  private readonly holds = new CommitBatch<ReplyHold>(async (tx, holds) => {
+    const held = await this.repository.hold(tx, holds);
+    const byHold = new Map<string, { organization_id: string; channel: string; until: Date; ids: string[] }>();
+    for (const row of held) {
+      const key = `${row.organization_id}|${row.channel}|${new Date(row.until).toISOString()}`;
+      const entry = byHold.get(key) ?? { organization_id: row.organization_id, channel: row.channel, until: new Date(row.until), ids: [] };
+      entry.ids.push(row.id);
+      byHold.set(key, entry);
+    }
+    for (const h of byHold.values()) this.logger.info({ event: 'outbox.reply_hold', organization_id: h.organization_id, channel: h.channel, held_until: h.until.toISOString(), entry_ids: h.ids }, 'sends that stop on a reply held after the person wrote');
+  });
+
   constructor(
     private readonly repository: ReplyHoldRepository,
     private readonly clock: Clock,
@@ -47,7 +61,6 @@ export class ReplyHoldConsumer {
     const from = Number.isFinite(acknowledged) ? Math.min(acknowledged, now.getTime()) : now.getTime();
     const until = new Date(from + holdMs);
     if (until.getTime() <= now.getTime()) return;
-    const held = await this.repository.hold(tx, organizationId, d.channel, key, until);
-    if (held.length) this.logger.info({ event: 'outbox.reply_hold', organization_id: organizationId, channel: d.channel, held_until: until.toISOString(), entry_ids: held }, 'sends that stop on a reply held after the person wrote');
+    this.holds.add(tx, { organizationId, channel: d.channel, pacingKey: key, until });
   }
 }
