@@ -277,7 +277,13 @@ async function main(): Promise<void> {
     const answers = new Map<number, number>();
     for (const d of webhooks) answers.set(d.status, (answers.get(d.status) ?? 0) + 1);
     const tries = webhooks.reduce((n, d) => n + d.tries, 0);
-    line('status webhooks (last answer: count)', `${webhooks.length}, ${(tries / Math.max(1, webhooks.length)).toFixed(2)} tries each; ${[...answers].sort((a, b) => a[0] - b[0]).map(([status, n]) => `${status}: ${n}`).join(', ')}`);
+    line(
+      'status webhooks (last answer: count)',
+      `${webhooks.length}, ${(tries / Math.max(1, webhooks.length)).toFixed(2)} tries each; ${[...answers]
+        .sort((a, b) => a[0] - b[0])
+        .map(([status, n]) => `${status}: ${n}`)
+        .join(', ')}`,
+    );
     if (warmNote) line('  warm-up', warmNote);
 
     // Per-send cost, per process (counted over the timed run; idle background per second beside it).

@@ -267,9 +267,12 @@ describe('ResolutionService.recordWhatsAppStatuses', () => {
       expect(settled.map((r) => (r.status === 'fulfilled' ? r.value.stored : 'refused'))).toEqual([1, 'refused', 1, 1]);
       // The first alone, the three that waited together (refused), then each of them alone.
       expect(statusStatements()).toBe(2 + 1 + 1 + 3);
-      expect((await statusRows([sent[0], sent[1], sent[2], sent[3]].map((s) => s.wamid))).filter((r) => r.status === 'read').map((r) => r.provider_message_id).sort()).toEqual(
-        [sent[0], sent[2], sent[3]].map((s) => s.wamid).sort(),
-      );
+      expect(
+        (await statusRows([sent[0], sent[1], sent[2], sent[3]].map((s) => s.wamid)))
+          .filter((r) => r.status === 'read')
+          .map((r) => r.provider_message_id)
+          .sort(),
+      ).toEqual([sent[0], sent[2], sent[3]].map((s) => s.wamid).sort());
       expect((await statusEvents([sent[1].wamid])).map((e) => e.payload.data.status)).toEqual(['delivered']);
     } finally {
       statements.mockRestore();

@@ -78,7 +78,10 @@ export class GroupCommit<I, O> {
   private async writeGroup(key: string, group: Waiter<I, O>[]): Promise<void> {
     let out: O[];
     try {
-      out = await this.write(key, group.flatMap((w) => w.items));
+      out = await this.write(
+        key,
+        group.flatMap((w) => w.items),
+      );
     } catch (err) {
       if (group.length === 1) group[0].reject(err);
       else for (const w of group) await this.writeGroup(key, [w]);
