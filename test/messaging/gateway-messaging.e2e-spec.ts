@@ -162,6 +162,27 @@ describe('gateway messaging routes', () => {
     expect(contact.opted_out_at).not.toBeNull();
   });
 
+  it('stores a signed Meta webhook whose message and status hold a NUL (a \\u0000 escape), each NUL as U+FFFD, and acknowledges it', async () => {
+    const organizationId = (await gatewayBuilders(gateway).organizationWithKey({ scopes: ['messaging:read'] })).organizationId;
+    const phoneNumberId = `pn-${randomUUID()}`;
+    await registerSender(world, organizationId, phoneNumberId);
+    const wamid = newWamid();
+    const statusWamid = newWamid();
+    const failed = { id: statusWamid, status: 'failed', timestamp: String(Math.floor(Date.now() / 1000)), recipient_id: '5511960008888', errors: [{ code: 131026, title: 'Message undeliverable\u0000' }] };
+    const value = { messaging_product: 'whatsapp', metadata: { display_phone_number: '5511912345678', phone_number_id: phoneNumberId }, ...inboundText(wamid, '5511960008888', 'oi\u0000tudo bem', Math.floor(Date.now() / 1000), phoneNumberId), statuses: [failed] };
+    const raw = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '100000000000001', changes: [{ field: 'messages', value }] }] });
+    expect(raw).toContain('\\u0000');
+    const signature = `sha256=${createHmac('sha256', world.config(GatewayConfig).META_APP_SECRET).update(raw).digest('hex')}`;
+
+    const res = await http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+    expect(res.status).toBe(200);
+    const [status] = await world.sql<{ body: { errors: { title: string }[] } }>(`SELECT body FROM "${world.schema('outbox-dispatcher')}".provider_statuses WHERE provider_message_id = $1`, [statusWamid]);
+    expect(status.body.errors[0].title).toBe('Message undeliverable\uFFFD');
+    const stored = () => world.sql<{ body: string }>(`SELECT body FROM "${world.schema('messaging')}".messages WHERE external_id = $1`, [wamid]);
+    await eventually(async () => (await stored()).length === 1);
+    expect((await stored())[0].body).toBe('oi\uFFFDtudo bem');
+  });
+
   it('lists conversations, reads a thread newest first, lets an operator write and resolve', async () => {
     const pnid = 'pn-gw-1';
     await registerSender(world, key.organizationId, pnid);

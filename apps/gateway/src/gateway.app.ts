@@ -7,7 +7,7 @@ import { setupOpenApi } from './http/openapi.js';
 import { requireJsonBodies } from './http/content-type.js';
 import { installRequestContext } from './http/request-context.js';
 import { refuseUnstorableCharacters } from './http/unstorable-characters.js';
-import { repairLoneSurrogates } from './http/well-formed-body.js';
+import { repairUnstorableCharacters } from './http/well-formed-body.js';
 import { installSecurityHeaders } from './http/security-headers.js';
 import { consoleDirOf, serveConsole } from './http/console-static.js';
 
@@ -33,7 +33,7 @@ export function gatewayStartOptions(config: GatewayConfig): StartOptions {
       requireJsonBodies(fastify);
       // Refusal first: a REST body with a lone surrogate is refused, not repaired; webhooks are repaired.
       refuseUnstorableCharacters(fastify, RAW_BODY_PATH_PREFIXES);
-      repairLoneSurrogates(fastify, RAW_BODY_PATH_PREFIXES);
+      repairUnstorableCharacters(fastify, RAW_BODY_PATH_PREFIXES);
       await setupOpenApi(app, logger, { port: config.PORT, unipileHeader: config.UNIPILE_WEBHOOK_HEADER });
       await serveConsole(app, logger, { dir: consoleDirOf(config.CONSOLE_DIR) });
     },

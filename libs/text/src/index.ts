@@ -143,5 +143,5 @@ export { signUnsubscribeToken, verifyUnsubscribeToken, type UnsubscribeTokenClai
 export { type EmailHeader, type InboundFacts, type InboundJudgement, judgeInbound } from './inbound-judgement.js';
 export { isOptOut } from './opt-out.js';
 export { canonicalJson } from './canonical-json.js';
-export { codePointLength, hasLoneSurrogate, toWellFormedJson, toWellFormedText, truncateText, type TruncateTextOptions } from './truncate.js';
+export { codePointLength, hasLoneSurrogate, toStorableJson, toStorableText, toWellFormedJson, toWellFormedText, truncateText, type TruncateTextOptions } from './truncate.js';
 export { findReturnDate, type ReturnDate, type ReturnDateOptions } from './return-date.js';

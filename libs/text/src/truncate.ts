@@ -109,14 +109,38 @@ function isLowSurrogate(unit: number): boolean {
  * Values that need no repair come back as the same reference; others are copied, never mutated.
  */
 export function toWellFormedJson<T>(value: T): T {
-  if (typeof value === 'string') return toWellFormedText(value) as T;
+  return mapJsonStrings(value, toWellFormedText);
+}
+
+/**
+ * `text` as PostgreSQL can store it in `text` and `jsonb`: well-formed (`toWellFormedText`), and
+ * each NUL (U+0000, which JSON may spell `\u0000` and PostgreSQL refuses in both) replaced by
+ * U+FFFD too. Text that needs neither comes back unchanged; the code point count never changes.
+ */
+export function toStorableText(text: string): string {
+  const wellFormed = toWellFormedText(text);
+  return wellFormed.includes('\u0000') ? wellFormed.replaceAll('\u0000', REPLACEMENT_CHARACTER) : wellFormed;
+}
+
+/**
+ * `toWellFormedJson` with `toStorableText` for every string: for a body from outside that must be
+ * stored rather than refused (a provider's signed webhook, which the provider would otherwise
+ * deliver again and again). Same references where nothing changes.
+ */
+export function toStorableJson<T>(value: T): T {
+  return mapJsonStrings(value, toStorableText);
+}
+
+/** `value` with `fix` applied to every string, keys included; unchanged parts keep their references. */
+function mapJsonStrings<T>(value: T, fix: (text: string) => string): T {
+  if (typeof value === 'string') return fix(value) as T;
   if (Array.isArray(value)) {
-    const items = value.map((item) => toWellFormedJson(item));
+    const items = value.map((item) => mapJsonStrings(item, fix));
     return (items.some((item, i) => item !== value[i]) ? items : value) as T;
   }
   if (value !== null && typeof value === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
     const entries = Object.entries(value);
-    const repaired = entries.map(([key, item]) => [toWellFormedText(key), toWellFormedJson(item)] as const);
+    const repaired = entries.map(([key, item]) => [fix(key), mapJsonStrings(item, fix)] as const);
     return (repaired.some(([key, item], i) => key !== entries[i]![0] || item !== entries[i]![1]) ? Object.fromEntries(repaired) : value) as T;
   }
   return value;

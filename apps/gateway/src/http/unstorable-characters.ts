@@ -65,7 +65,7 @@ export function loneSurrogateFields(value: unknown, prefix = ''): string[] {
  * of the API has a use for it; refusing it here, once, spares every service from meeting it. A lone
  * surrogate (JSON lets a client write `"a\ud800b"`) is half of a character: stored or sent, it
  * becomes U+FFFD, so the text the client gave would silently not be the text that went out.
- * Register it before `repairLoneSurrogates`, which must only meet the exempt paths' bodies. Paths
+ * Register it before `repairUnstorableCharacters`, which must only meet the exempt paths' bodies. Paths
  * under `exemptPrefixes` (the provider webhooks) are left alone: their payloads are signed as sent,
  * and what they hold is repaired or stripped by the gateway and the owning service.
  */

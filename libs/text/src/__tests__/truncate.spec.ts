@@ -1,4 +1,4 @@
-import { codePointLength, hasLoneSurrogate, toWellFormedJson, toWellFormedText, truncateText } from '../index.js';
+import { codePointLength, hasLoneSurrogate, toStorableJson, toStorableText, toWellFormedJson, toWellFormedText, truncateText } from '../index.js';
 
 const FLAG_BR = '\u{1F1E7}\u{1F1F7}'; // 🇧🇷: two regional indicators
 const FLAG_PT = '\u{1F1F5}\u{1F1F9}';
@@ -132,6 +132,21 @@ describe('hasLoneSurrogate', () => {
     expect(hasLoneSurrogate(text)).toBe(expected);
     // Asked again, the same answer: the pattern keeps no position.
     expect(hasLoneSurrogate(text)).toBe(expected);
+  });
+});
+
+describe('toStorableText and toStorableJson', () => {
+  it('replace each NUL and each lone surrogate by U+FFFD, keeping the code point count and whole pairs', () => {
+    expect(toStorableText(`a\u0000b\u0000\uD83D ${GRINNING}`)).toBe(`a\uFFFDb\uFFFD\uFFFD ${GRINNING}`);
+    const text = 'plain text';
+    expect(toStorableText(text)).toBe(text);
+  });
+
+  it('repair strings and keys at any depth, as JSON.parse gives them, and give back the same value when nothing needs it', () => {
+    const parsed = JSON.parse('{"statuses":[{"errors":[{"title":"x\\u0000"}],"n":1}],"k\\u0000":"\\ud83d"}');
+    expect(toStorableJson(parsed)).toEqual({ statuses: [{ errors: [{ title: 'x\uFFFD' }], n: 1 }], 'k\uFFFD': '\uFFFD' });
+    const body = { entry: [{ text: { body: `oi ${GRINNING}` } }], n: 2 };
+    expect(toStorableJson(body)).toBe(body);
   });
 });
 
