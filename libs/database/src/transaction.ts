@@ -133,26 +133,26 @@ interface OutboxRow {
   payload: string;
 }
 
-/** Outbox rows per INSERT: 4 parameters each, well under PostgreSQL's 65,535 per statement. */
+/** Outbox rows per INSERT: one statement carries a batch's rows as four arrays. */
 const OUTBOX_ROWS_PER_INSERT = 1000;
 
 /**
  * Writes a transaction's published messages into `outbox_events`, in call order, one statement per
- * OUTBOX_ROWS_PER_INSERT of them; an `event_id` already there (or given twice) is skipped.
+ * OUTBOX_ROWS_PER_INSERT of them; an `event_id` already there (or given twice) is skipped. The rows
+ * go as arrays (`unnest … WITH ORDINALITY`, in order), so the text is the same for every batch size
+ * and the statement is prepared once per connection (`PreparingClient`), not once per batch size.
  * @returns whether there was anything to write (the relay is woken after the commit)
  */
 async function writeOutbox(query: Tx['query'], outbox: OutboxRow[]): Promise<boolean> {
   for (let from = 0; from < outbox.length; from += OUTBOX_ROWS_PER_INSERT) {
-    const values: unknown[] = [];
-    const rows = outbox.slice(from, from + OUTBOX_ROWS_PER_INSERT).map((r, i) => {
-      values.push(r.event_id, r.type, r.organization_id, r.payload);
-      const b = i * 4;
-      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}::jsonb)`;
-    });
+    const rows = outbox.slice(from, from + OUTBOX_ROWS_PER_INSERT);
     await query(
-      `INSERT INTO outbox_events (event_id, type, organization_id, payload) VALUES ${rows.join(', ')}
+      `INSERT INTO outbox_events (event_id, type, organization_id, payload)
+         SELECT v.event_id, v.type, v.organization_id, v.payload::jsonb
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS v(event_id, type, organization_id, payload, n)
+          ORDER BY v.n
          ON CONFLICT (event_id) DO NOTHING`,
-      values,
+      [rows.map((r) => r.event_id), rows.map((r) => r.type), rows.map((r) => r.organization_id), rows.map((r) => r.payload)],
     );
   }
   return outbox.length > 0;
