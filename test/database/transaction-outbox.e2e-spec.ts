@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { OutgoingMessage } from '@touchpoint/contracts';
-import { createServiceDataSource, quoteIdent, runInTransaction } from '@touchpoint/database';
+import { CommitBatch, createServiceDataSource, quoteIdent, runInTransaction } from '@touchpoint/database';
 import { TEST_DATABASE_URL } from '@touchpoint/testing';
 
 /**
@@ -95,22 +95,90 @@ describe('runInTransaction publish', () => {
     expect(await rows()).toEqual([]);
   });
 
-  it('drops what was published inside a savepoint rolled back to, and keeps what a released one published', async () => {
+  const names = async () => (await dataSource.query(`SELECT name FROM ${quoteIdent(schema)}.items ORDER BY name`)).map((r: { name: string }) => r.name);
+  const fail = (message: string) => {
+    throw new Error(message);
+  };
+
+  it('tx.savepoint: drops what was published and written inside a savepoint that failed, nested ones too, and keeps what a savepoint that succeeded published', async () => {
     await runInTransaction(dataSource, schema, async (tx) => {
       await tx.publish(event('before'));
-      await tx.query('SAVEPOINT row_one');
-      await tx.publish(event('rolled-back'));
-      await tx.query('SAVEPOINT inner_one');
-      await tx.publish(event('rolled-back-inner'));
-      await tx.query('ROLLBACK TO SAVEPOINT row_one');
-      // Still set after ROLLBACK TO: a second round inside it, then released.
-      await tx.publish(event('kept-after-rollback'));
-      await tx.query('RELEASE SAVEPOINT row_one');
-      await tx.query('SAVEPOINT row_two');
-      await tx.publish(event('released'));
-      await tx.query('RELEASE SAVEPOINT row_two');
+      await expect(
+        tx.savepoint(async () => {
+          await tx.publish(event('rolled-back'));
+          await tx.query(`INSERT INTO items (name) VALUES ('rolled-back')`);
+          // An inner savepoint that succeeded is still undone with the outer one.
+          await tx.savepoint(() => tx.publish(event('released-inner-of-rolled-back')));
+          fail('row one failed');
+        }),
+      ).rejects.toThrow('row one failed');
+      const kept = await tx.savepoint(async () => {
+        await tx.publish(event('released'));
+        await tx.query(`INSERT INTO items (name) VALUES ('released')`);
+        // A failed inner savepoint: only its own part goes, and the outer one goes on.
+        await expect(tx.savepoint(async () => (await tx.publish(event('rolled-back-inner')), fail('inner')))).rejects.toThrow('inner');
+        await tx.publish(event('after-inner'));
+        return 'value';
+      });
+      expect(kept).toBe('value');
       await tx.publish(event('after'));
     });
-    expect(await rows()).toEqual(['before', 'kept-after-rollback', 'released', 'after']);
+    expect(await rows()).toEqual(['before', 'released', 'after-inner', 'after']);
+    expect(await names()).toEqual(['released']);
+  });
+
+  it('tx.savepoint: a statement that fails inside it leaves the transaction usable, and its savepoint names do not collide', async () => {
+    const statements = await recorded(async (tx) => {
+      for (const name of ['one', 'two']) {
+        await expect(tx.savepoint(() => tx.query(`INSERT INTO items (name) VALUES (NULL)`))).rejects.toThrow(/null value/);
+        await tx.savepoint(() => tx.query(`INSERT INTO items (name) VALUES ($1)`, [name]));
+      }
+    });
+    expect(await names()).toEqual(['one', 'two']);
+    expect(statements.filter((s) => s.startsWith('SAVEPOINT'))).toEqual(['SAVEPOINT tp_savepoint_0', 'SAVEPOINT tp_savepoint_0', 'SAVEPOINT tp_savepoint_0', 'SAVEPOINT tp_savepoint_0']);
+  });
+
+  it('CommitBatch drops the items added inside a savepoint that failed and writes the rest before the commit', async () => {
+    const batch = new CommitBatch<string>((tx, items) => tx.query(`INSERT INTO items (name) SELECT unnest($1::text[])`, [items]).then(() => undefined));
+    await runInTransaction(dataSource, schema, async (tx) => {
+      batch.add(tx, 'a');
+      await expect(
+        tx.savepoint(async () => {
+          batch.add(tx, 'dropped');
+          fail('no');
+        }),
+      ).rejects.toThrow('no');
+      await tx.savepoint(async () => batch.add(tx, 'b'));
+      // Flushed inside a savepoint that then fails: PostgreSQL undoes the insert itself.
+      await expect(
+        tx.savepoint(async () => {
+          batch.add(tx, 'flushed-then-undone');
+          await batch.flush(tx);
+          fail('late');
+        }),
+      ).rejects.toThrow('late');
+      batch.add(tx, 'c');
+    });
+    expect(await names()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('runs the atCommit callbacks after the beforeCommit ones and the outbox insert, right before COMMIT, and refuses a publish from them', async () => {
+    const order: string[] = [];
+    let refused: unknown;
+    const statements = await recorded(async (tx) => {
+      tx.atCommit(async () => {
+        order.push('at');
+        await tx.query(`INSERT INTO items (name) VALUES ('at-commit')`);
+        refused = await tx.publish(event('too-late')).catch((err: Error) => err.message);
+      });
+      tx.beforeCommit(async () => void order.push('before'));
+      await tx.publish(event('a'));
+    });
+    expect(order).toEqual(['before', 'at']);
+    expect(refused).toMatch(/publish after the outbox was written/);
+    const at = statements.findIndex((s) => s.includes(`'at-commit'`));
+    expect(statements[at - 1]).toMatch(/^INSERT INTO outbox_events/);
+    expect(statements[at + 1]).toBe('COMMIT');
+    expect(await rows()).toEqual(['a']);
   });
 });

@@ -58,6 +58,9 @@ describe('EnqueueConsumer', () => {
         },
         afterCommit: (callback) => tx.afterCommit(callback),
         beforeCommit: (callback) => tx.beforeCommit(callback),
+        atCommit: (callback) => tx.atCommit(callback),
+        savepoint: (work) => tx.savepoint(work),
+        onSavepointRollback: (undo) => tx.onSavepointRollback(undo),
       };
       return work(recording);
     });

@@ -14,17 +14,27 @@ import type { Tx } from './transaction.js';
 export class CommitBatch<T> {
   private readonly open = new WeakMap<Tx, T[]>();
 
-  constructor(private readonly write: (tx: Tx, items: T[]) => Promise<void>) {}
+  /**
+   * @param options.atCommit flush as the transaction's last work (`Tx.atCommit`, after the outbox)
+   *   instead of with the `beforeCommit` callbacks: for a write that takes a lock to order commits
+   */
+  constructor(
+    private readonly write: (tx: Tx, items: T[]) => Promise<void>,
+    private readonly options: { atCommit?: boolean } = {},
+  ) {}
 
-  /** Adds an item to `tx`'s batch (written before `tx` commits). */
+  /** Adds an item to `tx`'s batch (written before `tx` commits; dropped if a savepoint around the add is rolled back to). */
   add(tx: Tx, item: T): void {
     let items = this.open.get(tx);
     if (!items) {
       items = [];
       this.open.set(tx, items);
-      tx.beforeCommit(() => this.flush(tx));
+      this.flushAtCommit(tx);
     }
+    const at = items.length;
     items.push(item);
+    const batch = items;
+    tx.onSavepointRollback(() => void (batch.length = Math.min(batch.length, at)));
   }
 
   /** Writes `tx`'s items now, if it has any (a later `add` starts a new batch). */
@@ -32,6 +42,19 @@ export class CommitBatch<T> {
     const items = this.open.get(tx);
     if (!items) return;
     this.open.delete(tx);
-    await this.write(tx, items);
+    // Written inside a savepoint that is then rolled back to, the rows are undone by PostgreSQL: the
+    // items go back into the batch. The undo callbacks of the adds made inside that savepoint run
+    // around this one (newest first) and drop those, so what is left is what was added before it.
+    tx.onSavepointRollback(() => {
+      this.open.set(tx, items);
+      this.flushAtCommit(tx);
+    });
+    if (items.length > 0) await this.write(tx, items);
+  }
+
+  private flushAtCommit(tx: Tx): void {
+    const flush = () => this.flush(tx);
+    if (this.options.atCommit) tx.atCommit(flush);
+    else tx.beforeCommit(flush);
   }
 }

@@ -30,6 +30,29 @@ export interface Tx {
    * together (`CommitBatch`).
    */
   beforeCommit(callback: () => Promise<void>): void;
+  /**
+   * Runs `callback` as the transaction's very last work: after the `beforeCommit` callbacks and the
+   * outbox rows, right before COMMIT, in the order registered. A lock taken here is held through
+   * the commit and nothing else, so it can order commits (the live feed's ids, messaging
+   * `StreamRepository`) without waiting on a lock the transaction takes later. A callback must not
+   * `publish` (the outbox is written already: it throws) nor register another.
+   */
+  atCommit(callback: () => Promise<void>): void;
+  /**
+   * Runs `work` inside a savepoint. When it resolves, the savepoint is released; when it throws,
+   * the transaction is rolled back to the savepoint (its statements undone, and what `publish`
+   * and `CommitBatch.add` were given inside it dropped) and the error is rethrown, the transaction
+   * still usable. Calls nest. The one way to use savepoints: a raw `SAVEPOINT` statement is not
+   * seen by the outbox. If the rollback itself fails (the connection broke), that error is thrown
+   * instead and every later statement of the transaction fails with it.
+   */
+  savepoint<R>(work: () => Promise<R>): Promise<R>;
+  /**
+   * Registers `undo` to run if the innermost savepoint open now is rolled back to (also when an
+   * enclosing one is); with no savepoint open it is never called, since a failed transaction
+   * drops everything anyway. For buffers that hold writes until the commit (`CommitBatch`).
+   */
+  onSavepointRollback(undo: () => void): void;
 }
 
 export type IsolationLevel = 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
@@ -94,37 +117,6 @@ export function outboxPayload<K extends BusType>(message: OutgoingMessage<K>, oc
   return JSON.stringify({ ...message, occurred_at: occurredAt });
 }
 
-const SAVEPOINT = /^\s*SAVEPOINT\s+("?)([\w$]+)\1\s*;?\s*$/i;
-const ROLLBACK_TO = /^\s*ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s+(?:SAVEPOINT\s+)?("?)([\w$]+)\1\s*;?\s*$/i;
-const RELEASE = /^\s*RELEASE\s+(?:SAVEPOINT\s+)?("?)([\w$]+)\1\s*;?\s*$/i;
-
-/**
- * Keeps the messages `publish` was given in step with the savepoints of the transaction, as the
- * outbox rows themselves would be if they were inserted at once: `ROLLBACK TO SAVEPOINT x` drops
- * the ones given since `x` was set (a trigger or bulk row that failed publishes nothing), `RELEASE`
- * keeps them. Called after each statement that succeeded; a name set twice is the newest one, as
- * in PostgreSQL.
- */
-function followSavepoint(sql: string, savepoints: { name: string; published: number }[], outbox: unknown[]): void {
-  if (sql.length > 200) return;
-  let m = SAVEPOINT.exec(sql);
-  if (m) {
-    savepoints.push({ name: m[1] ? m[2] : m[2].toLowerCase(), published: outbox.length });
-    return;
-  }
-  const rollback = ROLLBACK_TO.exec(sql);
-  m = rollback ?? RELEASE.exec(sql);
-  if (!m) return;
-  const name = m[1] ? m[2] : m[2].toLowerCase();
-  const at = savepoints.map((p) => p.name).lastIndexOf(name);
-  if (at < 0) return;
-  if (rollback) {
-    // The savepoint stays set after ROLLBACK TO; the ones set after it are gone.
-    outbox.length = savepoints[at].published;
-    savepoints.length = at + 1;
-  } else savepoints.length = at;
-}
-
 /** An `outbox_events` row as `publish` was given it (`payload`: the JSON text, see `outboxPayload`). */
 interface OutboxRow {
   event_id: string;
@@ -181,24 +173,57 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   let published: boolean;
   const committed: (() => void)[] = [];
   const beforeCommit: (() => Promise<void>)[] = [];
+  const atCommit: (() => Promise<void>)[] = [];
   /** The outbox rows `publish` was given, in call order, each written out (and stamped) when it was given. */
   const outbox: OutboxRow[] = [];
-  /** Savepoints open in the transaction, oldest first, with how many outbox rows were given before each. */
-  const savepoints: { name: string; published: number }[] = [];
+  let outboxWritten = false;
+  /** Savepoints open, oldest first: how many outbox rows were given before each, and its undo callbacks. */
+  const savepoints: { published: number; undo: (() => void)[] }[] = [];
+  /** A savepoint that could not be rolled back to: the transaction is lost, every later statement fails with it. */
+  let lost: Error | undefined;
   const query = async <R>(sql: string, params?: unknown[]): Promise<R[]> => {
-    const rows = (await client.query(sql, params as unknown[])).rows as R[];
-    followSavepoint(sql, savepoints, outbox);
-    return rows;
+    if (lost) throw lost;
+    return (await client.query(sql, params as unknown[])).rows as R[];
   };
   const tx: Tx = {
     query,
     publish: async (input) => {
+      if (outboxWritten) throw new Error('publish after the outbox was written (in an atCommit callback)');
       const occurredAt = now().toISOString();
       // Serialised now: a caller that changes its object after publishing does not change the event.
       for (const m of Array.isArray(input) ? input : [input]) outbox.push({ event_id: m.event_id, type: m.type, organization_id: m.organization_id, payload: outboxPayload(m, occurredAt) });
     },
     afterCommit: (callback) => void committed.push(callback),
     beforeCommit: (callback) => void beforeCommit.push(callback),
+    atCommit: (callback) => void atCommit.push(callback),
+    onSavepointRollback: (undo) => void savepoints.at(-1)?.undo.push(undo),
+    savepoint: async (work) => {
+      // By depth: a nested savepoint gets its own name, and a sibling reuses a released one's.
+      const name = `tp_savepoint_${savepoints.length}`;
+      await query(`SAVEPOINT ${name}`);
+      const frame = { published: outbox.length, undo: [] as (() => void)[] };
+      savepoints.push(frame);
+      let result: Awaited<ReturnType<typeof work>>;
+      try {
+        result = await work();
+      } catch (err) {
+        savepoints.pop();
+        outbox.length = frame.published;
+        for (let i = frame.undo.length - 1; i >= 0; i--) frame.undo[i]();
+        try {
+          await query(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`);
+        } catch (rollbackError) {
+          lost ??= rollbackError as Error;
+          throw rollbackError;
+        }
+        throw err;
+      }
+      savepoints.pop();
+      // Released: what it registered is undone if an enclosing savepoint is rolled back to.
+      savepoints.at(-1)?.undo.push(...frame.undo);
+      await query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    },
   };
   let result: T;
   try {
@@ -210,6 +235,9 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
     // By index: a callback may register another, which runs in the same pass.
     for (let i = 0; i < beforeCommit.length; i++) await beforeCommit[i]();
     published = await writeOutbox(query, outbox);
+    outboxWritten = true;
+    for (const callback of atCommit) await callback();
+    if (lost) throw lost;
     await client.query('COMMIT');
   } catch (err) {
     // A connection that cannot even roll back is dropped from the pool, not reused.

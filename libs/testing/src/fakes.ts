@@ -33,6 +33,8 @@ export class FakeTx implements Tx {
   readonly published: OutgoingMessage[] = [];
   readonly afterCommitted: (() => void)[] = [];
   readonly beforeCommitting: (() => Promise<void>)[] = [];
+  readonly atCommitting: (() => Promise<void>)[] = [];
+  private readonly savepoints: (() => void)[][] = [];
   readonly queries: { sql: string; params: unknown[] }[] = [];
 
   constructor(private readonly onQuery?: (sql: string, params: unknown[]) => unknown[]) {}
@@ -59,9 +61,37 @@ export class FakeTx implements Tx {
     this.beforeCommitting.push(callback);
   }
 
-  /** Runs the `beforeCommit` callbacks as a real commit would (the callbacks they register too). */
+  /** Kept, not run, like `beforeCommit`: `commit()` runs them after those. */
+  atCommit(callback: () => Promise<void>): void {
+    this.atCommitting.push(callback);
+  }
+
+  /** Runs `work`; when it throws, drops what was published inside it, runs the undo callbacks registered inside it, and rethrows (no SQL). */
+  async savepoint<R>(work: () => Promise<R>): Promise<R> {
+    const published = this.published.length;
+    const frame: (() => void)[] = [];
+    this.savepoints.push(frame);
+    try {
+      const result = await work();
+      this.savepoints.pop();
+      this.savepoints.at(-1)?.push(...frame);
+      return result;
+    } catch (err) {
+      this.savepoints.pop();
+      this.published.length = published;
+      for (const undo of frame.reverse()) undo();
+      throw err;
+    }
+  }
+
+  onSavepointRollback(undo: () => void): void {
+    this.savepoints.at(-1)?.push(undo);
+  }
+
+  /** Runs the `beforeCommit` callbacks as a real commit would (the callbacks they register too), then the `atCommit` ones. */
   async commit(): Promise<void> {
     while (this.beforeCommitting.length) await this.beforeCommitting.shift()!();
+    while (this.atCommitting.length) await this.atCommitting.shift()!();
   }
 }
 

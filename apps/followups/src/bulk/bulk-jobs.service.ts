@@ -192,13 +192,10 @@ export class BulkJobsService {
   }
 
   private async enrollOne(tx: Tx, job: BulkJobRow, contactId: string): Promise<string> {
-    await tx.query('SAVEPOINT bulk_contact');
     try {
-      const { created } = await this.enrollments.enrollInTx(tx, { organization_id: job.organization_id, flow_id: job.flow_id, contact_id: contactId, operation_key: `bulk:${job.id}:${contactId}` }, 'bulk');
-      await tx.query('RELEASE SAVEPOINT bulk_contact');
+      const { created } = await tx.savepoint(() => this.enrollments.enrollInTx(tx, { organization_id: job.organization_id, flow_id: job.flow_id, contact_id: contactId, operation_key: `bulk:${job.id}:${contactId}` }, 'bulk'));
       return created ? 'enrolled' : 'duplicate';
     } catch (err) {
-      await tx.query('ROLLBACK TO SAVEPOINT bulk_contact');
       if ((err as { constraint?: string }).constraint === 'enrollments_one_live_idx') return 'already_enrolled';
       if (err instanceof AppError && err.code === ErrorCode.Conflict) return String((err.details as { reason?: unknown } | undefined)?.reason ?? 'conflict');
       if (err instanceof AppError && err.code === ErrorCode.PublishRequired) return 'flow_not_published';

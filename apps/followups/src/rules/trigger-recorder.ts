@@ -39,15 +39,11 @@ export class TriggerRecorder {
     // (no rule listens) costs no savepoint round trips.
     if (!(await this.rules.has(tx, t.organizationId, t.kind))) return false;
     if (!options.optional) return this.insert(tx, t);
-    await tx.query('SAVEPOINT trigger_record');
     try {
-      const inserted = await this.insert(tx, t);
-      await tx.query('RELEASE SAVEPOINT trigger_record');
-      return inserted;
+      return await tx.savepoint(() => this.insert(tx, t));
     } catch (err) {
-      // When the connection itself broke, this rollback fails too and its error reaches the caller.
-      await tx.query('ROLLBACK TO SAVEPOINT trigger_record');
-      await tx.query('RELEASE SAVEPOINT trigger_record');
+      // When the connection itself broke, the rollback to the savepoint fails too: the transaction
+      // is lost and its next statement (or COMMIT) fails with that error, which reaches the caller.
       const e = err as Error & { code?: string };
       this.logger.error(
         { event: 'followups.trigger_record_failed', organization_id: t.organizationId, kind: t.kind, event_id: t.eventId, contact_id: t.contactId, code: e.code ?? null, err: { type: e.name, message: e.message } },

@@ -53,13 +53,10 @@ export class TriggersService {
     const claimed = await this.uow.run(async (tx) => {
       const batch = await this.repository.claimDue(tx, now, limit);
       for (const trigger of batch) {
-        await tx.query('SAVEPOINT trigger_row');
+        let outcome: TriggerOutcome;
         try {
-          const outcome = await this.processOne(tx, trigger);
-          await tx.query('RELEASE SAVEPOINT trigger_row');
-          await this.repository.markProcessed(tx, trigger.id, now, outcome);
+          outcome = await tx.savepoint(() => this.processOne(tx, trigger));
         } catch (err) {
-          await tx.query('ROLLBACK TO SAVEPOINT trigger_row');
           const attempts = trigger.attempts + 1;
           const message = err instanceof Error ? err.message : String(err);
           const giveUp = attempts >= TRIGGER_MAX_ATTEMPTS;
@@ -67,7 +64,9 @@ export class TriggersService {
           // `failed` is a trigger given up (the FollowUpTriggerFailures alert counts it); `retry` one that will run again.
           this.metrics.triggers.inc({ type: trigger.type, outcome: giveUp ? 'failed' : 'retry' });
           this.logger.warn({ event: 'followups.trigger_failed', trigger_id: trigger.id, organization_id: trigger.organization_id, attempts, err: message, given_up: giveUp }, 'trigger failed');
+          continue;
         }
+        await this.repository.markProcessed(tx, trigger.id, now, outcome);
       }
       return batch.length;
     });
@@ -85,19 +84,18 @@ export class TriggersService {
         this.metrics.triggers.inc({ type: trigger.type, outcome: 'no_match' });
         continue;
       }
-      await tx.query('SAVEPOINT trigger_rule');
       try {
         const conversationId = typeof trigger.data.conversation_id === 'string' ? trigger.data.conversation_id : undefined;
-        const { enrollment, created } = await this.enrollments.enrollInTx(
-          tx,
-          { organization_id: trigger.organization_id, flow_id: rule.id, contact_id: trigger.contact_id, operation_key: `trigger:${trigger.type}:${trigger.event_id}:${rule.id}`, ...(conversationId ? { conversation_id: conversationId } : {}) },
-          'rule',
+        const { enrollment, created } = await tx.savepoint(() =>
+          this.enrollments.enrollInTx(
+            tx,
+            { organization_id: trigger.organization_id, flow_id: rule.id, contact_id: trigger.contact_id, operation_key: `trigger:${trigger.type}:${trigger.event_id}:${rule.id}`, ...(conversationId ? { conversation_id: conversationId } : {}) },
+            'rule',
+          ),
         );
-        await tx.query('RELEASE SAVEPOINT trigger_rule');
         if (created) outcome.enrolled.push(enrollment.id);
         this.metrics.triggers.inc({ type: trigger.type, outcome: created ? 'enrolled' : 'duplicate' });
       } catch (err) {
-        await tx.query('ROLLBACK TO SAVEPOINT trigger_rule');
         const reason = businessRejection(err);
         if (!reason) throw err;
         outcome.rejected[reason] = (outcome.rejected[reason] ?? 0) + 1;

@@ -175,16 +175,6 @@ export class InboundBatchRepository {
     );
   }
 
-  /** Appends feed items (`StreamRepository.append`, several at once), in the given order. */
-  async appendStream(tx: Tx, items: { organization_id: string; type: string; data: object }[]): Promise<void> {
-    if (items.length === 0) return;
-    await tx.query(
-      `INSERT INTO stream_events (organization_id, type, data)
-       SELECT s.organization_id, s.type, s.data::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS s(organization_id, type, data, ord) ORDER BY s.ord`,
-      [items.map((i) => i.organization_id), items.map((i) => i.type), items.map((i) => JSON.stringify(i.data))],
-    );
-  }
-
   /** Deletes processed receipts in the caller's transaction (the batch's messages are the record now). */
   async removeReceipts(tx: Tx, ids: string[]): Promise<void> {
     if (ids.length) await tx.query(`DELETE FROM inbound_receipts WHERE id = ANY($1::bigint[])`, [ids]);

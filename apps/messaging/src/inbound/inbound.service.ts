@@ -333,10 +333,8 @@ export class InboundService {
       const events = created.map(contactCreated);
       if (events.length) await tx.publish(events);
       const contactOf = new Map([...conversations.values()].map((c) => [c.id, c.contact_id]));
-      await this.batch.appendStream(tx, [
-        ...created.map((c, i) => ({ organization_id: c.organization_id, type: events[i]!.type, data: events[i]!.data })),
-        ...opened.map((i) => ({ organization_id: i.organization_id, type: MessagingEvents.InstanceOpened, data: instanceData(i, contactOf.get(i.conversation_id)!, null, null) })),
-      ]);
+      for (const [i, c] of created.entries()) await this.stream.append(tx, c.organization_id, events[i]!.type, events[i]!.data);
+      for (const i of opened) await this.stream.append(tx, i.organization_id, MessagingEvents.InstanceOpened, instanceData(i, contactOf.get(i.conversation_id)!, null, null));
       const threads = new Map<string, OpenThread>();
       for (const s of sorted) {
         const contact = contacts.get(keyOf(s.organization_id, s.phone_key))!;
@@ -393,10 +391,7 @@ export class InboundService {
     await this.batch.touchConversations(tx, [...new Set(stored.map((a) => a.conversation.id))], now);
     for (const { m, contact } of stored) if (m.judgement.optOut) await this.contactsRepository.markOptedOut(tx, contact.id, now);
     await tx.publish(stored.flatMap(({ m, contact, conversation }) => this.eventsOf(m, contact, conversation, instances.get(conversation.id)!, rows.get(m.externalId)!)));
-    await this.batch.appendStream(
-      tx,
-      stored.map(({ m }) => ({ organization_id: m.organizationId, type: MessagingEvents.MessageReceived, data: toMessageView(rows.get(m.externalId)!, []) })),
-    );
+    for (const { m } of stored) await this.stream.append(tx, m.organizationId, MessagingEvents.MessageReceived, toMessageView(rows.get(m.externalId)!, []));
     for (const { m, contact, conversation, verdict } of stored) {
       if (verdict?.action?.action_type === 'warning') await this.reply(tx, m, contact, conversation, 'abuse_warning', this.config.ABUSE_WARNING_REPLY);
     }

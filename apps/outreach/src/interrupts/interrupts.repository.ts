@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OutreachEnrollmentStatus, PersonKind } from '@touchpoint/contracts';
-import { type Queryable, rowsOf } from '@touchpoint/database';
+import { type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 
 /** The enrollment a reply belongs to, with what decides whether its decision event goes out. */
 export interface CorrelatedEnrollment {
@@ -66,14 +66,11 @@ export class InterruptsRepository {
    * and of the opt-out, whose own writes must commit even when this one fails.
    * @returns false when the row could not be written (rolled back to the savepoint)
    */
-  async learnThread(db: Queryable, organizationId: string, threadId: string, actionId: string): Promise<boolean> {
-    await db.query('SAVEPOINT learn_thread');
+  async learnThread(tx: Tx, organizationId: string, threadId: string, actionId: string): Promise<boolean> {
     try {
-      await db.query(`INSERT INTO email_threads (organization_id, thread_id, action_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [organizationId, threadId, actionId]);
-      await db.query('RELEASE SAVEPOINT learn_thread');
+      await tx.savepoint(() => tx.query(`INSERT INTO email_threads (organization_id, thread_id, action_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [organizationId, threadId, actionId]));
       return true;
     } catch {
-      await db.query('ROLLBACK TO SAVEPOINT learn_thread');
       return false;
     }
   }
