@@ -570,7 +570,7 @@ export interface WhatsAppStatus {
   [key: string]: unknown;
 }
 
-/** Data of `outbox.whatsapp.statuses`: the statuses of one webhook change. */
+/** Data of `outbox.whatsapp.statuses`: the statuses of one number's webhook changes (the gateway hands over those that arrive together as one). */
 export interface WhatsAppStatusBatch {
   phone_number_id: string;
   display_phone_number?: string;

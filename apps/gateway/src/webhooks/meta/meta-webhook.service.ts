@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { MessagingWhatsAppRpc, OutboxRpc, type WhatsAppInboundBatch, type WhatsAppStatusBatch, type WhatsAppWebhookErrorBatch } from '@touchpoint/contracts';
+import { GroupCommit } from '@touchpoint/database';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, RpcClient } from '@touchpoint/runtime';
@@ -15,6 +16,9 @@ interface MetaChange {
     errors?: WhatsAppWebhookErrorBatch['errors'];
   };
 }
+
+/** The most statuses one hand-over to the dispatcher carries (a webhook with more goes whole, alone). */
+const STATUS_HAND_OVER_MAX = 200;
 
 /** What one webhook delivery carried. */
 export interface MetaDeliveryResult {
@@ -35,6 +39,21 @@ export interface MetaDeliveryResult {
  */
 @Injectable()
 export class MetaWebhookService {
+  /**
+   * The statuses of the webhooks of one business number that come in while its last hand-over to
+   * the dispatcher is under way go in the next one together: one RPC for the group instead of one
+   * per webhook (under load Meta sends one status per webhook, three per message sent). Each
+   * webhook is still answered only once the dispatcher confirmed its statuses; a group the
+   * dispatcher refuses is handed over again webhook by webhook (`GroupCommit`), so a status it
+   * cannot store fails its own webhook only. Keyed by the number and what the change said of it.
+   */
+  private readonly statusHandOver = new GroupCommit<WhatsAppStatusBatch['statuses'][number], true>(async (key, statuses) => {
+    const [phoneNumberId, displayPhoneNumber, businessAccountId] = JSON.parse(key) as [string, string | null, string | null];
+    const batch: WhatsAppStatusBatch = { phone_number_id: phoneNumberId, display_phone_number: displayPhoneNumber ?? undefined, business_account_id: businessAccountId ?? undefined, statuses };
+    await this.rpc.call('outbox-dispatcher', OutboxRpc.WhatsAppStatuses, batch);
+    return statuses.map(() => true as const);
+  }, STATUS_HAND_OVER_MAX);
+
   constructor(
     private readonly rpc: RpcClient,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -65,8 +84,7 @@ export class MetaWebhookService {
         const common = { phone_number_id: phoneNumberId, display_phone_number: value.metadata?.display_phone_number, business_account_id: entry.id };
         if (Array.isArray(value.statuses) && value.statuses.length) {
           result.statuses += value.statuses.length;
-          const batch: WhatsAppStatusBatch = { ...common, statuses: value.statuses };
-          calls.push(this.rpc.call('outbox-dispatcher', OutboxRpc.WhatsAppStatuses, batch));
+          calls.push(this.statusHandOver.submit(JSON.stringify([common.phone_number_id, common.display_phone_number ?? null, common.business_account_id ?? null]), value.statuses));
         }
         // Errors about the number itself, with no status or message (an asynchronous 130429): the dispatcher paces by them.
         if (Array.isArray(value.errors) && value.errors.length) {
