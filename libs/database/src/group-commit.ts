@@ -23,8 +23,11 @@ interface Lane<I, O> {
  * caller whose items the statement refuses takes nobody else's down with it; a lone caller gets the
  * error.
  *
- * Per process: replicas each group their own callers. Used by the outbox-dispatcher for Meta's
- * status webhooks, one write per business number (`ResolutionService.recordWhatsAppStatuses`).
+ * Per process: replicas each group their own callers. Used for Meta's status webhooks, per
+ * business number, twice: the gateway hands the webhooks that arrive together to the
+ * outbox-dispatcher in one RPC (`MetaWebhookService`), and the dispatcher writes the calls that
+ * arrive together in one statement (`ResolutionService.recordWhatsAppStatuses`; it matters there
+ * when several gateways call). The "write" may be any call that confirms durable storage.
  */
 export class GroupCommit<I, O> {
   private readonly lanes = new Map<string, Lane<I, O>>();
