@@ -95,7 +95,7 @@ describe('EnqueueConsumer', () => {
   });
 
   describe('prepareEnqueues', () => {
-    it('writes a mixed batch with five statements for the batch and one per entry, rejecting the bad commands alone', async () => {
+    it('writes a mixed batch with six statements for the batch, the entries in one insert, rejecting the bad commands alone', async () => {
       const known = await d.enqueue.enqueue(textTo(org, newNumber()));
       const knownKey = (await world.sql<{ idempotency_key: string }>(`SELECT idempotency_key FROM ${table('message_outbox')} WHERE id = $1`, [known.entry_id]))[0].idempotency_key;
       const shared = newNumber();
@@ -117,13 +117,20 @@ describe('EnqueueConsumer', () => {
 
       const { statements } = await runBatch(batch);
 
-      // Before: six per command (the key's lock, its entry, the sender, the pair, the insert, the cancel in advance), 78 here.
-      expect(statements.slice(0, 5).map(head)).toEqual(['SELECT pg_advisory_xact_lock(o, k) FROM', 'SELECT m.* FROM message_outbox', 'SELECT false AS as_default,', 'INSERT INTO message_outbox_pairs (organization_id,', 'SELECT organization_id, idempotency_key FROM']);
-      const perCommand = statements.slice(5).map(head);
-      const insert = 'INSERT INTO message_outbox (id,';
-      // In the messages' order: fresh, samePairA, unknownSender (rejected), samePairB, explicit, invalid (rejected),
-      // ofOtherOrg, repeated, again (its entry, nothing), cancelled (born cancelled), two more rejected, knownAgain (nothing).
-      expect(perCommand).toEqual([insert, insert, 'publish', insert, insert, 'publish', insert, insert, insert, 'UPDATE message_outbox SET status', 'publish', 'publish', 'publish']);
+      // Before: six per command (the key's lock, its entry, the sender, the pair, the insert, the cancel in advance), 78 here;
+      // then five for the batch and one insert per entry.
+      expect(statements.slice(0, 6).map(head)).toEqual([
+        'SELECT pg_advisory_xact_lock(o, k) FROM',
+        'SELECT m.* FROM message_outbox',
+        'SELECT false AS as_default,',
+        'INSERT INTO message_outbox_pairs (organization_id,',
+        'SELECT organization_id, idempotency_key FROM',
+        'INSERT INTO message_outbox (id,',
+      ]);
+      const perCommand = statements.slice(6).map(head);
+      // In the messages' order: fresh, samePairA (nothing: written by the batch), unknownSender (rejected), samePairB, explicit,
+      // invalid (rejected), ofOtherOrg, repeated, again (its entry, nothing), cancelled (born cancelled), two more rejected, knownAgain (nothing).
+      expect(perCommand).toEqual(['publish', 'publish', 'UPDATE message_outbox SET status', 'publish', 'publish', 'publish']);
 
       const written = await entriesOf(fresh.idempotency_key, samePairA.idempotency_key, samePairB.idempotency_key, explicit.idempotency_key, ofOtherOrg.idempotency_key, repeated.idempotency_key, cancelled.idempotency_key);
       expect(written.map((e) => [e.idempotency_key, e.status])).toEqual([
@@ -166,7 +173,8 @@ describe('EnqueueConsumer', () => {
       const rejectedFirst = textTo(org, newNumber(), { sender_id: randomUUID() });
       const thenValid = { ...rejectedFirst, sender_id: undefined };
       const { statements } = await runBatch([cancelled, { ...cancelled }, rejectedFirst, thenValid, { ...thenValid }].map(command));
-      expect(statements.slice(5).map(head)).toEqual(['INSERT INTO message_outbox (id,', 'UPDATE message_outbox SET status', 'publish', 'publish', 'INSERT INTO message_outbox (id,']);
+      // The batch's insert writes both keys' entries: the cancelled key's, and the valid command's after the rejected one.
+      expect(statements.slice(5).map(head)).toEqual(['INSERT INTO message_outbox (id,', 'UPDATE message_outbox SET status', 'publish', 'publish']);
       expect((await entriesOf(cancelled.idempotency_key)).map((e) => e.status)).toEqual(['cancelled']);
       // The first command of the key named an unknown sender and was rejected; the next one wrote the entry with the default sender.
       expect((await entriesOf(rejectedFirst.idempotency_key)).map((e) => [e.status, e.sender_id])).toEqual([['pending', senderId]]);
@@ -207,7 +215,7 @@ describe('EnqueueConsumer', () => {
     it('resolves a sender id that is not a uuid alone, as before (sender_not_found)', async () => {
       const data = textTo(org, newNumber(), { sender_id: 'not-a-uuid' });
       const { statements } = await runBatch([command(data), command(textTo(org, newNumber()))]);
-      expect(statements.slice(5).map(head)).toEqual(['publish', 'INSERT INTO message_outbox (id,']);
+      expect(statements.slice(5).map(head)).toEqual(['INSERT INTO message_outbox (id,', 'publish']);
       expect((await eventsOf(data.idempotency_key)).map((e) => e.error_code)).toEqual(['sender_not_found']);
     });
   });

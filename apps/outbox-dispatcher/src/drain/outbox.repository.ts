@@ -3,6 +3,9 @@ import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayl
 import { rowsOf, type Tx } from '@touchpoint/database';
 
 /** A `message_outbox` row. */
+/** What an enqueue writes of a new entry (the rest starts as the table's defaults: `pending`, no attempt). */
+export type NewEntry = Pick<EntryRow, 'id' | 'organization_id' | 'channel' | 'sender_id' | 'pair_id' | 'recipient' | 'pacing_key' | 'idempotency_key' | 'payload_type' | 'payload' | 'max_attempts' | 'log_context' | 'requester'> & { stop_on_reply?: boolean };
+
 export interface EntryRow {
   id: string;
   seq: string;
@@ -124,11 +127,7 @@ export class OutboxRepository {
    * person writes (`ReplyHoldRepository`), not a send the flow queues after that, which is most
    * often its answer to that very message.
    */
-  async insertEntry(
-    tx: Tx,
-    entry: Pick<EntryRow, 'id' | 'organization_id' | 'channel' | 'sender_id' | 'pair_id' | 'recipient' | 'pacing_key' | 'idempotency_key' | 'payload_type' | 'payload' | 'max_attempts' | 'log_context' | 'requester'> & { stop_on_reply?: boolean },
-    now: Date,
-  ): Promise<{ row: EntryRow; created: boolean }> {
+  async insertEntry(tx: Tx, entry: NewEntry, now: Date): Promise<{ row: EntryRow; created: boolean }> {
     const [inserted] = await rowsOf<EntryRow>(
       tx,
       `INSERT INTO message_outbox (id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload,
@@ -158,6 +157,46 @@ export class OutboxRepository {
     const existing = await this.findByKey(tx, entry.organization_id, entry.idempotency_key);
     if (!existing) throw new Error('idempotency key vanished between insert and read');
     return { row: existing, created: false };
+  }
+
+  /**
+   * Inserts the entries of a prepared consumer batch in one statement, in the order given (their
+   * `seq` follows it, as one insert each would), skipping a key that exists. The caller holds every
+   * key's lock (`lockKeys`) and read none of them, so a skip means a key given twice.
+   * @returns the rows inserted, in the order given
+   */
+  async insertEntries(tx: Tx, entries: NewEntry[], now: Date): Promise<EntryRow[]> {
+    if (entries.length === 0) return [];
+    const column = <K extends keyof NewEntry>(key: K) => entries.map((e) => e[key]);
+    return rowsOf<EntryRow>(
+      tx,
+      `INSERT INTO message_outbox (id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload,
+                                   status, max_attempts, next_attempt_at, log_context, requester, stop_on_reply, created_at, updated_at)
+       SELECT v.id, v.organization_id, v.channel, v.sender_id, v.pair_id, v.recipient, v.pacing_key, v.idempotency_key, v.payload_type, v.payload::jsonb,
+              'pending', v.max_attempts, $15, v.log_context::jsonb, v.requester, v.stop_on_reply, $15, $15
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int[], $12::text[], $13::text[], $14::boolean[])
+              WITH ORDINALITY AS v(id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload, max_attempts, log_context, requester, stop_on_reply, n)
+        ORDER BY v.n
+       ON CONFLICT (organization_id, idempotency_key) DO NOTHING
+       RETURNING *`,
+      [
+        column('id'),
+        column('organization_id'),
+        column('channel'),
+        column('sender_id'),
+        column('pair_id'),
+        column('recipient'),
+        column('pacing_key'),
+        column('idempotency_key'),
+        column('payload_type'),
+        entries.map((e) => JSON.stringify(e.payload)),
+        column('max_attempts'),
+        entries.map((e) => JSON.stringify(e.log_context)),
+        column('requester'),
+        entries.map((e) => e.stop_on_reply === true),
+        now,
+      ],
+    );
   }
 
   async findByKey(tx: Tx, organizationId: string, idempotencyKey: string): Promise<EntryRow | undefined> {

@@ -8,7 +8,7 @@ import { APP_CONFIG, UnitOfWork } from '@touchpoint/runtime';
 import { truncateText } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
-import { type EntryRow, organizationKeyOf, OutboxRepository, pairKeyOf } from '../drain/outbox.repository.js';
+import { type EntryRow, type NewEntry, organizationKeyOf, OutboxRepository, pairKeyOf } from '../drain/outbox.repository.js';
 import type { OutboxDispatcherConfig } from '../outbox-dispatcher.config.js';
 import { ProviderRegistry } from '../providers/provider-registry.js';
 import type { SenderRow } from '../senders/senders.repository.js';
@@ -44,6 +44,29 @@ interface EnqueueBatch {
   /** The keys whose cancels in advance were read, and those that have one. */
   cancelsRead: Set<string>;
   cancelledInAdvance: Set<string>;
+  /** The keys whose entry the preparation inserted, until the handler of the command it was written for answers it as created. */
+  created: Set<string>;
+}
+
+/** The row of a new entry for `c`, sent by `senderId` in pair `pairId`. */
+function newEntry(c: CheckedEnqueue, senderId: string, pairId: string, maxAttempts: number): NewEntry {
+  return {
+    id: randomUUID(),
+    organization_id: c.organization_id,
+    channel: c.channel,
+    sender_id: senderId,
+    pair_id: pairId,
+    recipient: c.to,
+    pacing_key: c.pacingKey,
+    idempotency_key: c.idempotency_key,
+    payload_type: c.payload.type,
+    payload: c.payload,
+    max_attempts: c.payload.type === 'read_receipt' ? READ_RECEIPT_MAX_ATTEMPTS : maxAttempts,
+    log_context: c.log_context,
+    requester: c.requester,
+    // Read receipts are never held: they are ours, not the requester's words.
+    stop_on_reply: c.stop_on_reply === true && c.payload.type !== 'read_receipt',
+  };
 }
 
 const keyOf = (c: { organization_id: string; idempotency_key: string }): string => organizationKeyOf(c.organization_id, c.idempotency_key);
@@ -73,9 +96,10 @@ export class EnqueueService {
   /**
    * Validates and writes one entry; the same key twice answers the first entry (`created: false`).
    * Runs in `tx` when given (the bus command's inbox transaction), else in its own. In a consumer
-   * batch whose `prepareBatch` covered this command's key, it uses what that read and wrote and
-   * costs one statement (the entry's insert); otherwise it prepares a batch of one first (five
-   * more: the key's lock, its entry, the sender, the pair, the cancel in advance).
+   * batch whose `prepareBatch` covered this command's key, it uses what that read and wrote (the
+   * entry too: one insert for the whole batch) and costs no statement of its own in the common
+   * case; otherwise it prepares a batch of one first (the key's lock, its entry, the sender, the
+   * pair, the cancel in advance, the insert).
    * @throws AppError validation_failed, unsupported_channel, invalid_payload (details.errors),
    *   invalid_recipient, sender_not_found, sender_disconnected — nothing is written
    */
@@ -92,8 +116,8 @@ export class EnqueueService {
   /**
    * Prepares, in `tx`, the enqueues of one consumer batch (`BeforeBusBatch`) for their handlers
    * (`enqueue` in the same `tx`): locks all their keys, reads their entries, their senders and
-   * their cancels in advance, and upserts the pairs of the entries they will write, one statement
-   * each, in that order. A command that fails validation is left out (its handler rejects it alone,
+   * their cancels in advance, upserts the pairs of the entries they will write and inserts those
+   * entries, one statement each, in that order. A command that fails validation is left out (its handler rejects it alone,
    * before any SQL).
    */
   async prepareBatch(items: OutboxEnqueueData[], tx: Tx): Promise<void> {
@@ -119,7 +143,7 @@ export class EnqueueService {
     const keys = new Map(commands.map((c) => [keyOf(c), { organizationId: c.organization_id, idempotencyKey: c.idempotency_key }]));
     await this.repository.lockKeys(tx, [...keys.values()]);
     const entries = new Map((await this.repository.findByOrganizationKeys(tx, [...keys.values()])).map((row) => [organizationKeyOf(row.organization_id, row.idempotency_key), row]));
-    const batch: EnqueueBatch = { now, keys: new Set(keys.keys()), entries, senders: new Map(), pairs: new Map(), cancelsRead: new Set(), cancelledInAdvance: new Set() };
+    const batch: EnqueueBatch = { now, keys: new Set(keys.keys()), entries, senders: new Map(), pairs: new Map(), cancelsRead: new Set(), cancelledInAdvance: new Set(), created: new Set() };
     const writing = commands.filter((c) => !entries.has(keyOf(c)));
     if (writing.length === 0) return batch;
     batch.senders = await this.senders.readForEnqueue(tx, writing.map(requestOf));
@@ -128,6 +152,8 @@ export class EnqueueService {
     // is resolved by its handler, which then upserts its own pair: none is prepared for its key.
     const decided = new Set<string>();
     const pairs: { organizationId: string; senderId: string; pacingKey: string }[] = [];
+    /** The command that writes each key's entry, with its sender, when the sender was read and takes it. */
+    const writers: { command: CheckedEnqueue; senderId: string }[] = [];
     for (const c of writing) {
       const key = keyOf(c);
       const request = senderRequestOf(requestOf(c));
@@ -137,7 +163,9 @@ export class EnqueueService {
         continue;
       }
       try {
-        pairs.push({ organizationId: c.organization_id, senderId: checkForEnqueue(batch.senders.get(request), c.channel, c.sender_id).id, pacingKey: c.pacingKey });
+        const senderId = checkForEnqueue(batch.senders.get(request), c.channel, c.sender_id).id;
+        pairs.push({ organizationId: c.organization_id, senderId, pacingKey: c.pacingKey });
+        writers.push({ command: c, senderId });
         decided.add(key);
       } catch {
         // Its handler rejects it; a later command of the key may still write the entry.
@@ -147,6 +175,21 @@ export class EnqueueService {
     const mayWrite = [...decided].map((key) => keys.get(key)!);
     batch.cancelsRead = decided;
     batch.cancelledInAdvance = new Set((await this.repository.cancelledInAdvance(tx, mayWrite)).map((k) => organizationKeyOf(k.organizationId, k.idempotencyKey)));
+    // The entries themselves, in one insert for the batch instead of one per handler; each handler
+    // then answers its own (`write`) and does what follows a new entry (pause, cancel in advance).
+    const inserted = await this.repository.insertEntries(
+      tx,
+      writers.flatMap(({ command, senderId }) => {
+        const pairId = batch.pairs.get(pairKeyOf(senderId, command.pacingKey));
+        return pairId ? [newEntry(command, senderId, pairId, this.config.OUTBOX_MAX_ATTEMPTS)] : [];
+      }),
+      now,
+    );
+    for (const row of inserted) {
+      const key = organizationKeyOf(row.organization_id, row.idempotency_key);
+      batch.entries.set(key, row);
+      batch.created.add(key);
+    }
     return batch;
   }
 
@@ -154,52 +197,47 @@ export class EnqueueService {
   private async write(t: Tx, batch: EnqueueBatch, checked: CheckedEnqueue): Promise<OutboxEnqueueResult> {
     const key = keyOf(checked);
     const existing = batch.entries.get(key);
+    const request = senderRequestOf(requestOf(checked));
+    if (existing && batch.created.has(key)) {
+      // The preparation wrote this key's entry for the first command of the key whose sender takes
+      // it: a command before that one fails here on its sender, as it would have alone.
+      const sender = checkForEnqueue(batch.senders.get(request), checked.channel, checked.sender_id);
+      batch.created.delete(key);
+      return this.settleNew(t, batch, checked, sender, existing);
+    }
     if (existing) return { entry_id: existing.id, status: existing.status, created: false };
     const now = batch.now;
-    const request = senderRequestOf(requestOf(checked));
     const sender = batch.senders.has(request) ? checkForEnqueue(batch.senders.get(request), checked.channel, checked.sender_id) : await this.senders.resolveForEnqueue(t, checked.organization_id, checked.channel, checked.sender_id);
     let pairId = batch.pairs.get(pairKeyOf(sender.id, checked.pacingKey));
     if (!pairId) {
       pairId = await this.repository.upsertPairForEnqueue(t, checked.organization_id, sender.id, checked.pacingKey, now, this.config.WHATSAPP_PAIR_MIN_SEND_INTERVAL_MS);
       batch.pairs.set(pairKeyOf(sender.id, checked.pacingKey), pairId);
     }
-    const { row, created } = await this.repository.insertEntry(
-      t,
-      {
-        id: randomUUID(),
-        organization_id: checked.organization_id,
-        channel: checked.channel,
-        sender_id: sender.id,
-        pair_id: pairId,
-        recipient: checked.to,
-        pacing_key: checked.pacingKey,
-        idempotency_key: checked.idempotency_key,
-        payload_type: checked.payload.type,
-        payload: checked.payload,
-        max_attempts: checked.payload.type === 'read_receipt' ? READ_RECEIPT_MAX_ATTEMPTS : this.config.OUTBOX_MAX_ATTEMPTS,
-        log_context: checked.log_context,
-        requester: checked.requester,
-        // Read receipts are never held: they are ours, not the requester's words.
-        stop_on_reply: checked.stop_on_reply === true && checked.payload.type !== 'read_receipt',
-      },
-      now,
-    );
+    const { row, created } = await this.repository.insertEntry(t, newEntry(checked, sender.id, pairId, this.config.OUTBOX_MAX_ATTEMPTS), now);
     batch.entries.set(key, row);
+    if (!created) return { entry_id: row.id, status: row.status, created };
+    return this.settleNew(t, batch, checked, sender, row);
+  }
+
+  /** What follows writing a new entry: a paused number delays it, a cancel in advance cancels it, idle dispatchers are woken. */
+  private async settleNew(t: Tx, batch: EnqueueBatch, checked: CheckedEnqueue, sender: SenderRow, row: EntryRow): Promise<OutboxEnqueueResult> {
+    const key = keyOf(checked);
+    const now = batch.now;
     // Meta said the number is over its throughput (an asynchronous 130429): a new send waits with the queued ones.
-    if (created && sender.paused_until && new Date(sender.paused_until).getTime() > now.getTime()) await this.repository.delaySender(t, sender.id, new Date(sender.paused_until));
-    if (created && (batch.cancelsRead.has(key) ? batch.cancelledInAdvance.has(key) : await this.repository.isCancelledInAdvance(t, checked.organization_id, checked.idempotency_key))) {
+    if (sender.paused_until && new Date(sender.paused_until).getTime() > now.getTime()) await this.repository.delaySender(t, sender.id, new Date(sender.paused_until));
+    if (batch.cancelsRead.has(key) ? batch.cancelledInAdvance.has(key) : await this.repository.isCancelledInAdvance(t, checked.organization_id, checked.idempotency_key)) {
       // The reply won the race: its cancel arrived first, so this entry is born cancelled.
       const cancelled = await this.repository.cancelPending(t, checked.organization_id, checked.idempotency_key, now);
       if (cancelled) {
         batch.entries.set(key, cancelled);
         await t.publish(entryEvent(OutboxEvents.EntryCancelled, cancelled, { reason: 'requested' }));
-        return { entry_id: cancelled.id, status: cancelled.status, created };
+        return { entry_id: cancelled.id, status: cancelled.status, created: true };
       }
     }
     // After the commit, outside it (a NOTIFY in the transaction would serialise commits on the
     // notify-queue lock): idle dispatchers of every replica look at once, not at their next timer.
-    if (created) t.afterCommit(() => notifySoon(this.uow.dataSource, wakeChannelOf(this.uow.schema)));
-    return { entry_id: row.id, status: row.status, created };
+    t.afterCommit(() => notifySoon(this.uow.dataSource, wakeChannelOf(this.uow.schema)));
+    return { entry_id: row.id, status: row.status, created: true };
   }
 
   /**
