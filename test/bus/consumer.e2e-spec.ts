@@ -29,7 +29,7 @@ describe('BusConnection (consumer side)', () => {
   beforeAll(async () => {
     world = await createTestWorld('consumer');
     // Small retry base so the backoff sequence (100, 200, 400 ms) is observable quickly.
-    app = await world.start(probeService('followups', world.config(ServiceConfig, { BUS_MAX_ATTEMPTS: '4', BUS_RETRY_BASE_MS: '100', BUS_BATCH_LOCK_TIMEOUT_MS: '300', DB_POOL_SIZE: '12' }), true));
+    app = await world.start(probeService('followups', world.config(ServiceConfig, { BUS_MAX_ATTEMPTS: '4', BUS_RETRY_BASE_MS: '100', BUS_BATCH_LOCK_TIMEOUT_MS: '300' }), true));
     conn = await amqplib.connect(world.amqpUrl);
     channel = await conn.createConfirmChannel();
   });
@@ -94,34 +94,6 @@ describe('BusConnection (consumer side)', () => {
     }
   };
   const handledIds = async (prefix: string) => (await world.sql<{ event_id: string }>(`SELECT event_id FROM "${world.schema('followups')}".probe_handled WHERE event_id LIKE $1`, [`${prefix}%`])).map((r) => r.event_id);
-
-  it('runs at most two transactions of one type at once: the messages that come in meanwhile wait and go in the next one together', async () => {
-    const prefix = `per-type-${randomUUID()}-`;
-    const ids = Array.from({ length: 12 }, (_, i) => `${prefix}${i}`);
-    let open!: () => void;
-    probeControl.gate = new Promise<void>((resolve) => (open = resolve));
-    const entered = () => ids.filter((id) => probeControl.attempts.has(id));
-    try {
-      // Two arrive alone and each starts its transaction (and waits at the gate inside it)...
-      for (const id of ids.slice(0, 2)) {
-        await publish(message(id));
-        await eventually(async () => probeControl.attempts.has(id), 5_000);
-      }
-      // ...then ten more, with free slots left (half the pool of 12) but none of their type.
-      for (const id of ids.slice(2)) channel.publish(`${world.namespace}.events`, PlatformEvents.ProbeRecorded, Buffer.from(JSON.stringify(message(id))), { persistent: true, messageId: id });
-      await channel.waitForConfirms();
-      await sleep(300);
-      expect(entered()).toEqual(ids.slice(0, 2));
-    } finally {
-      probeControl.gate = undefined;
-      open();
-    }
-    const rows = () => world.sql<{ event_id: string; tx: string }>(`SELECT event_id, xmin::text AS tx FROM "${world.schema('followups')}".probe_handled WHERE event_id LIKE $1`, [`${prefix}%`]);
-    await eventually(async () => (await rows()).length === ids.length, 10_000);
-    const byId = new Map((await rows()).map((r) => [r.event_id, r.tx]));
-    // The ten that waited were handled in one transaction.
-    expect(new Set(ids.slice(2).map((id) => byId.get(id))).size).toBe(1);
-  });
 
   it("runs a batch's preparer first, in the batch's transaction, with every message of the batch", async () => {
     const prefix = `prep-${randomUUID()}-`;

@@ -29,13 +29,6 @@ export interface BusOptions {
   /** Consumer transactions at once (each holds a pool connection); default 8. */
   transactionSlots?: number;
   /**
-   * Consumer transactions of one message type at once, at most; default 2. Messages of a type whose
-   * transactions are all busy wait for the next one of them and go in it together, so under load a
-   * type's batches grow instead of its messages each taking a slot alone (one commit, one inbox
-   * claim and one preparer run for many); an idle type still starts at once.
-   */
-  batchesPerType?: number;
-  /**
    * Longest lock wait of a batch's transaction, ms (0: PostgreSQL's own, i.e. none, and deadlocks
    * found after `deadlock_timeout`). A batch that waits longer is rolled back and its messages run
    * one by one, which they would do after a deadlock anyway, only sooner.
@@ -97,8 +90,6 @@ export class BusConnection {
   private inFlight = 0;
   private readonly waiting: Waiting[] = [];
   private busySlots = 0;
-  /** Consumer transactions running, by message type. */
-  private readonly busyTypes = new Map<string, number>();
 
   constructor(
     private readonly options: BusOptions,
@@ -280,20 +271,11 @@ export class BusConnection {
 
   private startBatches(): void {
     const slots = this.options.transactionSlots ?? 8;
-    const perType = Math.max(1, this.options.batchesPerType ?? 2);
     while (this.waiting.length > 0 && this.busySlots < slots) {
-      // The oldest waiting message whose type may start another transaction.
-      const first = this.waiting.find((w) => (this.busyTypes.get(w.message.type) ?? 0) < perType);
-      if (!first) return;
-      const type = first.message.type;
-      const batch = this.takeBatch(type, Math.max(1, this.options.batchSize ?? 1));
+      const batch = this.takeBatch(Math.max(1, this.options.batchSize ?? 1));
       this.busySlots++;
-      this.busyTypes.set(type, (this.busyTypes.get(type) ?? 0) + 1);
       void this.runBatch(batch).finally(() => {
         this.busySlots--;
-        const left = this.busyTypes.get(type)! - 1;
-        if (left > 0) this.busyTypes.set(type, left);
-        else this.busyTypes.delete(type);
         for (const item of batch) item.settle();
         this.startBatches();
       });
@@ -301,12 +283,13 @@ export class BusConnection {
   }
 
   /**
-   * The oldest waiting messages of `type`, at most `size`. One type per batch: handlers of
-   * different types lock the same rows in different orders (a message's acceptance locks it before
-   * its statuses do, a status batch locks by provider id), and two concurrent batches mixing them
-   * deadlock. Messages of other types keep their places.
+   * The oldest waiting message and the next waiting ones of its type, at most `size`. One type per
+   * batch: handlers of different types lock the same rows in different orders (a message's
+   * acceptance locks it before its statuses do, a status batch locks by provider id), and two
+   * concurrent batches mixing them deadlock. Messages of other types keep their places.
    */
-  private takeBatch(type: string, size: number): Waiting[] {
+  private takeBatch(size: number): Waiting[] {
+    const type = this.waiting[0]!.message.type;
     const batch: Waiting[] = [];
     for (let i = 0; i < this.waiting.length && batch.length < size;) {
       if (this.waiting[i]!.message.type === type) batch.push(...this.waiting.splice(i, 1));

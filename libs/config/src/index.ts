@@ -186,16 +186,6 @@ export class BaseConfig {
   BUS_CONSUMER_BATCH = 16;
 
   /**
-   * Consumer transactions of one message type at once, per process. Messages of a type whose
-   * transactions are all busy wait for the next one and share it, so under load batches grow
-   * instead of each message taking a slot alone; an idle type still starts at once.
-   */
-  @IsInt()
-  @Min(1)
-  @Max(64)
-  BUS_BATCHES_PER_TYPE = 2;
-
-  /**
    * Longest lock wait of a consumer batch's transaction, ms; 0 leaves PostgreSQL's (none). Two
    * batches can lock the same rows in opposite orders; PostgreSQL finds that deadlock only after its
    * `deadlock_timeout` (1 s by default), with both batches' connections held. A batch waiting longer

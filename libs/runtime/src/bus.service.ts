@@ -36,7 +36,6 @@ export class BusService implements OnApplicationBootstrap, BeforeApplicationShut
         retryBaseMs: config.BUS_RETRY_BASE_MS,
         prefetch: config.BUS_PREFETCH,
         batchSize: config.BUS_CONSUMER_BATCH,
-        batchesPerType: config.BUS_BATCHES_PER_TYPE,
         batchLockTimeoutMs: config.BUS_BATCH_LOCK_TIMEOUT_MS,
         // Leave half the pool to requests, loops and the relay.
         transactionSlots: Math.max(1, Math.floor(config.DB_POOL_SIZE / 2)),
