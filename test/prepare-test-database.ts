@@ -1,10 +1,11 @@
 import pg from 'pg';
 import { ensureDatabase } from '@touchpoint/database';
-import { dropNamespace, TEST_AMQP_URL, TEST_DATABASE_URL } from '@touchpoint/testing';
+import { dropNamespace, TEST_AMQP_URL, TEST_DATABASE_URL, vacuumCatalogs } from '@touchpoint/testing';
 
 /**
- * Creates the test database if missing and removes worlds left by test runs that died more than
- * two hours ago (a run still going elsewhere on this machine keeps its own). Given namespaces as
+ * Creates the test database if missing, removes worlds left by test runs that died more than
+ * two hours ago (a run still going elsewhere on this machine keeps its own), and vacuums the
+ * catalogs those worlds churn (`vacuumCatalogs`). Given namespaces as
  * arguments (`t_chaos_1a2b3c`, as `npm run chaos` prints it), it drops those now instead.
  */
 async function prepareTestDatabase(namespaces: string[]): Promise<void> {
@@ -23,6 +24,7 @@ async function prepareTestDatabase(namespaces: string[]): Promise<void> {
       if (namespaces.length) process.stdout.write(`${namespace}: ${before - left} schemas dropped, ${left} left; its test_namespaces row and bus queues and exchanges deleted\n`);
       if (left) process.exitCode = 1;
     }
+    if (!namespaces.length) await vacuumCatalogs(pool);
   } finally {
     await pool.end();
   }

@@ -16,6 +16,7 @@ import { ServiceConfig } from '@touchpoint/config';
 import { UnitOfWork } from '@touchpoint/runtime';
 import { createTestWorld } from '@touchpoint/testing';
 import { probeEvent, probeService } from '../bus/probe.js';
+import { runBench } from './harness.js';
 
 const PAYLOAD = randomBytes(384).toString('base64'); // 512 chars ≈ with the envelope, ~1 KB on the wire
 const THROUGHPUT_EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -169,5 +170,4 @@ async function reportIdleMemory(env: Record<string, string>): Promise<void> {
   }
 }
 
-await main();
-process.exit(0);
+runBench('bench:bus', main);

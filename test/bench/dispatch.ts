@@ -21,7 +21,7 @@ import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-
 import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
 import { EnqueueService } from '../../apps/outbox-dispatcher/src/enqueue/enqueue.service.js';
 import { SendersService } from '../../apps/outbox-dispatcher/src/senders/senders.service.js';
-import { type ProbeCounts, readProbe, type Service } from './harness.js';
+import { type ProbeCounts, readProbe, runBench, type Service } from './harness.js';
 
 const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 20_000);
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 5_000);
@@ -216,10 +216,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    process.stderr.write(`bench:dispatch failed: ${(err as Error).stack ?? err}\n`);
-    process.exit(1);
-  },
-);
+runBench('bench:dispatch', main);

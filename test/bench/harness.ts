@@ -12,7 +12,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import type { TestWorld } from '@touchpoint/testing';
+import { ensureDatabase } from '@touchpoint/database';
+import { TEST_DATABASE_URL, type TestWorld, vacuumCatalogs } from '@touchpoint/testing';
 import { FollowupsConfig } from '../../apps/followups/src/followups.config.js';
 import { FollowupsModule } from '../../apps/followups/src/followups.module.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -31,13 +32,26 @@ export const line = (label: string, value: string, width = 52) => process.stdout
 
 /** Runs a benchmark's `main` and exits: 0 when it resolved, 1 with the error on stderr when not. */
 export function runBench(name: string, main: () => Promise<void>): void {
-  main().then(
-    () => process.exit(0),
-    (err) => {
-      process.stderr.write(`${name} failed: ${(err as Error).stack ?? err}\n`);
-      process.exit(1);
-    },
-  );
+  vacuumTestCatalogs()
+    .then(main)
+    .then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write(`${name} failed: ${(err as Error).stack ?? err}\n`);
+        process.exit(1);
+      },
+    );
+}
+
+/** Before a benchmark: the catalogs earlier runs churned, vacuumed, so a run does not pay for the runs before it (`vacuumCatalogs`). */
+async function vacuumTestCatalogs(): Promise<void> {
+  await ensureDatabase(TEST_DATABASE_URL);
+  const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
+  try {
+    await vacuumCatalogs(pool);
+  } finally {
+    await pool.end();
+  }
 }
 
 /** A service's child process, with the last 2,000 characters of its stderr. */

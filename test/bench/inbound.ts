@@ -36,7 +36,7 @@ import { MessagingWhatsAppRpc } from '@touchpoint/contracts';
 import { createLogger } from '@touchpoint/observability';
 import { RpcClient } from '@touchpoint/runtime';
 import { aMetaTextWebhook, createTestWorld, type TestWorld } from '@touchpoint/testing';
-import { cpuSeconds, line as harnessLine, pct, type ProbeCounts, type ProbeReading, readProbe, type Service, sleep, startService, stopServices, waitReady } from './harness.js';
+import { cpuSeconds, line as harnessLine, pct, type ProbeCounts, type ProbeReading, readProbe, runBench, type Service, sleep, startService, stopServices, waitReady } from './harness.js';
 
 const RATE = Number(process.env.BENCH_RATE ?? 300);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -280,5 +280,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
-process.exit(0);
+runBench('bench:inbound', main);

@@ -86,6 +86,20 @@ export async function createTestWorld(label: string): Promise<TestWorld> {
   return world;
 }
 
+/** The system catalogs that creating and dropping a test world's schemas leaves dead rows in. */
+const CHURNED_CATALOGS = ['pg_attribute', 'pg_depend', 'pg_class', 'pg_type', 'pg_index', 'pg_constraint', 'pg_attrdef', 'pg_trigger', 'pg_sequence', 'pg_namespace', 'pg_statistic'];
+
+/**
+ * Vacuums the system catalogs of the test database. Every test file and benchmark creates and drops
+ * its own schemas, thousands of tables a run; where autovacuum is off (this workplace's PostgreSQL
+ * runs with it off) their dead rows pile up from run to run: measured here, pg_attribute held 228,000
+ * dead rows against 713 live, and `bench:pipeline` used 22.4 CPU s per 1,000 sends, 17.4 after a
+ * vacuum of these tables (0.8 s). Best effort: a role that may not vacuum a catalog skips it.
+ */
+export async function vacuumCatalogs(pool: pg.Pool): Promise<void> {
+  await pool.query(`VACUUM (ANALYZE) ${CHURNED_CATALOGS.map((t) => `pg_catalog.${t}`).join(', ')}`).catch(() => undefined);
+}
+
 /** Drops a namespace's schemas and broker objects (also used by global setup for stale ones). */
 export async function dropNamespace(pool: pg.Pool, amqpUrl: string, namespace: string): Promise<void> {
   const schemas = await pool.query<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname LIKE $1`, [`${namespace}\\_%`]);
