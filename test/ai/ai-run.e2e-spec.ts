@@ -142,6 +142,14 @@ describe('ai.run', () => {
     expect(result).toMatchObject({ status: 'ok', output: answer });
   });
 
+  it('stores an answer whose JSON holds a NUL (a \\u0000 escape, which jsonb refuses), with U+FFFD in its place', async () => {
+    await w.model.script([{ reply: { type: 'email', rationale: 'asked\u0000twice' } }]);
+    const result = await w.ai.run(decideRequest(org, 'nul'));
+
+    expect(result).toMatchObject({ status: 'ok', output: { type: 'email', rationale: 'asked\uFFFDtwice' } });
+    expect((await runRow(org, 'nul')).output).toEqual({ type: 'email', rationale: 'asked\uFFFDtwice' });
+  });
+
   it('answers budget_exhausted before the call when the month limit is reached; no request reaches the model', async () => {
     await w.rpc.call('ai-gateway', AiRpc.BudgetSetLimit, { organization_id: org, kind: 'outreach_decide', monthly_tokens: 0, monthly_cost_usd: null });
     const result = await w.ai.run(decideRequest(org, 'over'));

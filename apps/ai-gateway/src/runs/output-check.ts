@@ -1,5 +1,5 @@
 import type { AiFieldType, AiOutputSchema } from '@touchpoint/contracts';
-import { toWellFormedJson } from '@touchpoint/text';
+import { toStorableJson } from '@touchpoint/text';
 
 /** Result of checking a model's answer against the caller's schema. */
 export type OutputCheck = { valid: true; output: Record<string, unknown> } | { valid: false; reason: string; output: unknown };
@@ -17,8 +17,9 @@ export function checkOutput(content: string | null, schema: AiOutputSchema): Out
   if (text === '') return { valid: false, reason: 'empty output', output: null };
   let parsed: unknown;
   try {
-    // A model may write half an emoji as a `\ud83d` escape; jsonb would refuse the stored result.
-    parsed = toWellFormedJson(JSON.parse(FENCED.exec(text)?.[1] ?? text));
+    // A model may write half an emoji as a `\ud83d` escape, or a NUL as `\u0000`; jsonb would refuse
+    // the stored result (and the run with it): each becomes U+FFFD.
+    parsed = toStorableJson(JSON.parse(FENCED.exec(text)?.[1] ?? text));
   } catch {
     return { valid: false, reason: 'output is not valid JSON', output: null };
   }

@@ -3,7 +3,7 @@ import type { AiRunResult, AiUsage } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { APP_CONFIG, LOGGER, UnitOfWork } from '@touchpoint/runtime';
-import { truncateText } from '@touchpoint/text';
+import { toStorableText, truncateText } from '@touchpoint/text';
 import { Clock, sleep } from '@touchpoint/time';
 import type { AiGatewayConfig } from '../ai-gateway.config.js';
 import { BudgetService } from '../budget/budget.service.js';
@@ -155,7 +155,7 @@ export class RunsService {
       outcome = {
         status: checked.valid ? 'ok' : 'invalid_output',
         output: checked.output,
-        raw_output: checked.valid ? null : truncateText(response.content ?? '', RAW_OUTPUT_MAX_CHARS),
+        raw_output: checked.valid ? null : toStorableText(truncateText(response.content ?? '', RAW_OUTPUT_MAX_CHARS)),
         reason: checked.valid ? null : checked.reason,
         prompt_tokens: promptTokens,
         completion_tokens: completionTokens,

@@ -13,6 +13,7 @@ describe('checkOutput', () => {
     ['one ```json fence', '```json\n{"type":"email","rationale":"r"}\n```', { type: 'email', rationale: 'r' }],
     ['an empty string value (the caller owns emptiness)', '{"type":"","rationale":""}', { type: '', rationale: '' }],
     ['half an emoji written as a lone \\ud83d escape, made well-formed', '{"type":"email","rationale":"asked \\ud83d"}', { type: 'email', rationale: 'asked \uFFFD' }],
+    ['a NUL written as a \\u0000 escape, which jsonb refuses, replaced', '{"type":"email","rationale":"as\\u0000ked","tags":["a\\u0000"]}', { type: 'email', rationale: 'as\uFFFDked', tags: ['a\uFFFD'] }],
   ])('accepts %s', (_name, content, output) => {
     expect(checkOutput(content, decide)).toEqual({ valid: true, output });
   });
