@@ -115,11 +115,19 @@ export class OutboxRelay {
     if (!this.bus.isConnected()) return 0;
     const limit = this.options.batchSize ?? RELAY_BATCH_SIZE;
     const published = await runInTransaction(this.dataSource, this.options.schema, async (tx) => {
-      // SKIP LOCKED: a second relay replica takes the next rows instead of waiting on these.
-      const rows = await tx.query<{ id: string; payload: BusMessage }>(`SELECT id, payload FROM outbox_events WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
+      // Marked and read in one statement; the mark commits only after the broker confirmed every
+      // message (a failed publish rolls it back, and the rows go again: at least once). The rows
+      // stay locked until then, and SKIP LOCKED lets a second relay replica take the next ones.
+      const rows = await tx.query<{ id: string; payload: BusMessage }>(
+        `UPDATE outbox_events SET published_at = clock_timestamp(), publish_attempts = publish_attempts + 1
+          WHERE id IN (SELECT id FROM outbox_events WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+          RETURNING id::text AS id, payload`,
+        [limit],
+      );
       if (rows.length === 0) return rows;
+      // In outbox id order, as they were written (RETURNING has no order of its own).
+      rows.sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       await this.bus.publishConfirmed(rows.map((r) => r.payload));
-      await tx.query(`UPDATE outbox_events SET published_at = clock_timestamp(), publish_attempts = publish_attempts + 1 WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
       return rows;
     });
     for (const r of published) this.metrics.busPublished.inc({ type: r.payload.type });
