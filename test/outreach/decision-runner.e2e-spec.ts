@@ -208,7 +208,9 @@ describe(DecisionRunner.name, () => {
       const row = await b.enrollmentRow(enrollmentId);
       expect(row.status).toBe('active');
       expect(ms(row.next_check_at) - Date.now()).toBeGreaterThan(DAY - 60_000);
-      expect((await decisionsOf(enrollmentId)).find((d) => d.trigger_event_id === key)).toMatchObject({ outcome: 'error', failure_reason: expect.stringContaining('suppressions read failed') });
+      // The failure handler runs after the run is marked failed, in a transaction of its own.
+      const decision = await eventually(async () => (await decisionsOf(enrollmentId)).find((d) => d.trigger_event_id === key), 10_000);
+      expect(decision).toMatchObject({ outcome: 'error', failure_reason: expect.stringContaining('suppressions read failed') });
       expect(await tasks()).toEqual([]);
     });
 
