@@ -6,6 +6,8 @@ import { aWhatsAppNumber, createTestWorld, eventually, TEST_DATABASE_URL, type T
 import { MessagesRepository } from '../../apps/messaging/src/messages/messages.repository.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
+import { InboundBatchRepository } from '../../apps/messaging/src/inbound/inbound-batch.repository.js';
+import { SendRepository } from '../../apps/messaging/src/sending/send.repository.js';
 import { SendService } from '../../apps/messaging/src/sending/send.service.js';
 import { AmbiguousRepository, type StatusRow } from '../../apps/outbox-dispatcher/src/ambiguous/ambiguous.repository.js';
 import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from '../outbox/harness.js';
@@ -23,6 +25,8 @@ const ROWS = 4_000;
  *   an index);
  * - the dispatcher's status statement reads its batch from a JSON recordset, which the planner
  *   takes for 100 rows: it hash-joined the whole outbox and the whole status table for one status.
+ * Also the statements of a consumer batch of sends (messaging `SendService.prepareBatch`), which
+ * join their tables to arrays of the batch's keys.
  */
 describe('hot statements of the status path use their indexes', () => {
   let world: TestWorld;
@@ -98,6 +102,62 @@ describe('hot statements of the status path use their indexes', () => {
       expect(seqScans(x.plans[0]!)).toEqual([]);
       expect(x.plans[0]).toContain('messages_external_uidx');
       expect(x.plans[0]).toContain('messages_pkey');
+    } finally {
+      await x.close();
+    }
+  });
+
+  it('reads, locks and writes a consumer batch of sends through the indexes of its keys, contacts and conversations, with thousands of each stored', async () => {
+    const m = world.schema('messaging');
+    const sent = await messaging.get(SendService).send({ organization_id: org, idempotency_key: `plans:${randomUUID()}`, channel: 'whatsapp', to: '+5511987650073', sender_type: 'followup', requester: 'followups', text: 'hello' });
+    await cloneRow(m, 'messages', sent.message_id, ROWS, { id: 'gen_random_uuid()', idempotency_key: `'batch:' || g` });
+    await cloneRow(m, 'contacts', sent.contact_id, ROWS, { id: 'gen_random_uuid()', phone: `'+55119' || (10000000 + g)`, phone_key: `'55119' || (10000000 + g)` });
+    await cloneRow(m, 'conversations', sent.conversation_id, ROWS, { id: 'gen_random_uuid()', contact_id: `(SELECT id FROM "${m}".contacts WHERE phone_key = '55119' || (10000000 + g))` });
+
+    const x = await explaining(m);
+    try {
+      const repository = new SendRepository();
+      const tx = x.db as Parameters<SendRepository['startBatch']>[0];
+      await repository.startBatch(tx, [
+        { organizationId: org, key: 'batch:7', contactId: sent.contact_id },
+        { organizationId: org, key: `plans:${randomUUID()}`, contactId: randomUUID() },
+      ]);
+      const message = {
+        organization_id: org,
+        conversation_id: sent.conversation_id,
+        instance_id: sent.instance_id,
+        contact_id: sent.contact_id,
+        channel: 'whatsapp',
+        direction: 'outbound',
+        sender_type: 'followup',
+        message_type: 'text',
+        body: 'hi',
+        status: 'queued',
+        created_at: new Date(),
+      } as const;
+      // The conversations' statements the batch shares with the inbound one.
+      const conversations = new InboundBatchRepository();
+      await conversations.ensureConversations(
+        tx,
+        [
+          { organization_id: org, contact_id: sent.contact_id },
+          { organization_id: org, contact_id: randomUUID() },
+        ],
+        'whatsapp',
+        new Date(),
+      );
+      await conversations.lockConversations(tx, [sent.conversation_id, randomUUID()]);
+      await repository.insertBatch(tx, [
+        { ...message, idempotency_key: `plans:${randomUUID()}` },
+        { ...message, idempotency_key: `plans:${randomUUID()}` },
+      ]);
+      expect(x.plans).toHaveLength(4);
+      for (const plan of x.plans) expect(seqScans(plan)).toEqual([]);
+      expect(x.plans[0]).toContain('messages_idempotency_uidx');
+      expect(x.plans[0]).toContain('contacts_pkey');
+      expect(x.plans[1]).toContain('conversations_contact_channel_key');
+      expect(x.plans[2]).toContain('conversations_pkey');
+      expect(x.plans[3]).toContain('conversations_pkey');
     } finally {
       await x.close();
     }

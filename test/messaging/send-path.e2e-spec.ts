@@ -1,21 +1,25 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { type BusMessage, MessagingEvents, type MessagingSendData, type OutboxEntryEventData, OutboxEvents } from '@touchpoint/contracts';
+import { type BusMessage, MessagingCommands, MessagingEvents, type MessagingSendData, type OutboxEntryEventData, OutboxEvents } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
+import { Metrics } from '@touchpoint/observability';
 import { UnitOfWork } from '@touchpoint/runtime';
-import { createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { ContactsService } from '../../apps/messaging/src/contacts/contacts.service.js';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { OutcomesConsumer } from '../../apps/messaging/src/sending/outcomes.consumer.js';
 import { OutcomesService } from '../../apps/messaging/src/sending/outcomes.service.js';
+import { SendConsumer } from '../../apps/messaging/src/sending/send.controller.js';
 import { SendService } from '../../apps/messaging/src/sending/send.service.js';
 
 /**
  * The shared send path and the acceptance path in few statements (seed 004 "Enqueue before
  * wire", DESIGN §5 rules 1, 2 and 6): the rows and events of a send, the idempotency key, one
- * conversation per contact and channel under concurrent first sends, and a consumer batch of entry
- * outcomes; each counts its statements through a transaction that records them.
+ * conversation per contact and channel under concurrent first sends, a consumer batch of
+ * `messaging.send` commands, and a consumer batch of entry outcomes; each counts its statements
+ * through a transaction that records them.
  */
 describe('send path', () => {
   let world: TestWorld;
@@ -281,6 +285,278 @@ describe('send path', () => {
       const [row] = await world.sql(`SELECT phone FROM ${m('contacts')} WHERE id = $1`, [answer.contact_id]);
       expect(row).toEqual({ phone });
       expect((await outboxOf(answer.message_id))[0].payload.data).toMatchObject({ to: phone });
+    });
+  });
+  describe('consumer batch of sends', () => {
+    const consumer = () => app.get(SendConsumer);
+    const command = (data: MessagingSendData): BusMessage<MessagingSendData> => ({ event_id: `cmd:${randomUUID()}`, type: MessagingCommands.Send, organization_id: data.organization_id, occurred_at: new Date().toISOString(), data });
+    /** What the bus does with a batch (`BusConnection.runBatch`): the preparer, then each message's handler, in one transaction. */
+    const runBatch = (messages: BusMessage<MessagingSendData>[], tx: Tx) =>
+      (async () => {
+        await consumer().prepareSends(messages, tx);
+        for (const message of messages) await consumer().onSend(message, tx);
+      })();
+    /** A statement by its first words (enough to tell them apart here). */
+    const head = (statement: string) => statement.split(' ').slice(0, 4).join(' ');
+
+    /**
+     * Contacts and earlier sends of a new organization, and ten commands for it: two first sends to
+     * a contact without a conversation, one to a contact with one, a copy of the first (another
+     * event, the same key), a key stored before, an opted-out contact, a new phone by address, an
+     * operator's send into a named conversation, a send on a channel with no sender (sms), and a
+     * command that fails validation. The keys are the same in every organization.
+     */
+    async function scenario(organizationId: string): Promise<BusMessage<MessagingSendData>[]> {
+      const person = async (name: string, phone: string) => (await app.get(ContactsService).create({ organization_id: organizationId, phone, name } as never)).id;
+      const [existing, fresh, optedOut, member] = [await person('existing', '+5511988800001'), await person('fresh', '+5511988800002'), await person('opted out', '+5511988800003'), await person('member', '+5511988800004')];
+      await world.sql(`UPDATE ${m('contacts')} SET opted_out_at = now() WHERE id = $1`, [optedOut]);
+      const send = (over: Partial<MessagingSendData>): MessagingSendData => ({ ...followup('', over), organization_id: organizationId });
+      await sends.send(send({ idempotency_key: 'k:stored', contact_id: existing, text: 'sent before' }));
+      const ofMember = await sends.send(send({ idempotency_key: 'k:member-before', contact_id: member }));
+      const first = command(send({ idempotency_key: 'k:fresh-1', contact_id: fresh, text: 'first to a new conversation' }));
+      return [
+        first,
+        command(send({ idempotency_key: 'k:existing', contact_id: existing })),
+        command(send({ idempotency_key: 'k:invalid', contact_id: existing, text: undefined })),
+        command(send({ idempotency_key: 'k:fresh-2', contact_id: fresh, text: 'second to it' })),
+        { ...first, event_id: `cmd:${randomUUID()}` },
+        command(send({ idempotency_key: 'k:stored', contact_id: existing, text: 'another text' })),
+        command(send({ idempotency_key: 'k:opted-out', contact_id: optedOut })),
+        command(send({ idempotency_key: 'k:address', contact_id: undefined, to: '+5511988800009' })),
+        command(send({ idempotency_key: 'k:operator', contact_id: member, conversation_id: ofMember.conversation_id, sender_type: 'operator', sender_id: 'member-7', requester: 'operator' })),
+        command(send({ idempotency_key: 'k:unsupported', contact_id: fresh, channel: 'sms' })),
+      ];
+    }
+
+    /**
+     * Every row and event an organization's sends left, in a form two organizations can be compared
+     * in: ids become names (a contact by its phone, a conversation by its contact and channel, an
+     * instance by its conversation and number, a message by its key), the organization `ORG`, and
+     * an instant `instant` (the touches are compared with the messages' instants in SQL).
+     */
+    async function footprint(organizationId: string) {
+      const contacts = await world.sql<{ id: string; phone: string }>(`SELECT * FROM ${m('contacts')} WHERE organization_id = $1 ORDER BY phone`, [organizationId]);
+      const conversations = await world.sql<{ id: string; contact_id: string; channel: string }>(
+        `SELECT c.*, c.last_message_at = (SELECT max(created_at) FROM ${m('messages')} WHERE conversation_id = c.id) AS touched_at_last_message,
+                c.activity_at = c.last_message_at AS active_at_last_message, c.updated_at = c.last_message_at AS updated_at_last_message
+           FROM ${m('conversations')} c WHERE organization_id = $1`,
+        [organizationId],
+      );
+      const instances = await world.sql<{ id: string; conversation_id: string; instance_number: number }>(
+        `SELECT i.*, i.last_message_at = (SELECT max(created_at) FROM ${m('messages')} WHERE instance_id = i.id) AS at_last_message FROM ${m('conversation_instances')} i WHERE organization_id = $1`,
+        [organizationId],
+      );
+      const messages = await world.sql<{ id: string; idempotency_key: string }>(`SELECT * FROM ${m('messages')} WHERE organization_id = $1 ORDER BY idempotency_key`, [organizationId]);
+      const events = await world.sql<{ type: string }>(`SELECT event_id, type, payload->'data' AS data FROM ${m('outbox_events')} WHERE organization_id = $1 ORDER BY id`, [organizationId]);
+      const feed = await world.sql<{ type: string }>(`SELECT type, data FROM ${m('stream_events')} WHERE organization_id = $1 ORDER BY id`, [organizationId]);
+      const names = new Map<string, string>([[organizationId, 'ORG']]);
+      for (const c of contacts) names.set(c.id, `contact ${c.phone}`);
+      for (const c of conversations) names.set(c.id, `conversation of ${names.get(c.contact_id)} on ${c.channel}`);
+      for (const i of instances) names.set(i.id, `instance ${i.instance_number} of ${names.get(i.conversation_id)}`);
+      for (const x of messages) names.set(x.id, `message ${x.idempotency_key}`);
+      const named = <T>(value: T): T =>
+        JSON.parse(
+          JSON.stringify(value, (_key, v: unknown) => {
+            if (typeof v !== 'string') return v;
+            if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(v)) return 'instant';
+            let text = v;
+            for (const [id, name] of names) text = text.split(id).join(name);
+            return text;
+          }),
+        ) as T;
+      const byName = (a: { id: string }, b: { id: string }) => (names.get(a.id)! < names.get(b.id)! ? -1 : 1);
+      const created = (e: { type: string }) => e.type === MessagingEvents.ContactCreated;
+      return named({
+        contacts,
+        conversations: conversations.sort(byName),
+        instances: instances.sort(byName),
+        messages,
+        // A contact created by address is announced up front in a batch, beside its send when alone.
+        events: events.filter((e) => !created(e)),
+        contactsCreated: events.filter(created),
+        feed: feed.filter((e) => !created(e)),
+        contactsCreatedFeed: feed.filter(created),
+      });
+    }
+
+    it('writes a batch of ten sends with twelve statements and one outbox insert, what the ten commands write one by one', async () => {
+      const [batchOrg, aloneOrg] = [`org-${randomUUID()}`, `org-${randomUUID()}`];
+      const batch = await scenario(batchOrg);
+      const { statements } = await counted((tx) => runBatch(batch, tx));
+
+      let alone = 0;
+      for (const message of await scenario(aloneOrg)) {
+        const { statements: one } = await counted((tx) => consumer().onSend(message, tx));
+        // An outbox insert at the commit for each transaction that published.
+        alone += one.filter((s) => s !== 'publish').length + (one.includes('publish') ? 1 : 0);
+      }
+      // Before: each command alone (one to six statements each, the outbox insert of its transaction among them).
+      expect(alone).toBe(42);
+      expect(statements.filter((s) => s !== 'publish').map(head)).toEqual([
+        'SELECT m.*, (SELECT to_jsonb(c)',
+        'SELECT DISTINCT ON (ct.organization_id,',
+        'INSERT INTO contacts (organization_id,',
+        // The conversations ensured per channel (sms, whatsapp), then all of them locked in one order.
+        'WITH s AS (SELECT',
+        'WITH s AS (SELECT',
+        'SELECT * FROM conversations',
+        'SELECT * FROM conversation_instances',
+        'INSERT INTO conversation_instances (organization_id,',
+        'WITH m AS (',
+        // The opted-out contact's message and the one on a channel with no sender fail at the enqueue stage, as alone.
+        'UPDATE messages SET status',
+        'UPDATE messages SET status',
+        // The feed items of the batch, at the commit.
+        'WITH locked AS (',
+      ]);
+
+      const written = await footprint(batchOrg);
+      expect(written).toEqual(await footprint(aloneOrg));
+      // What that is: one message per key, the repeated and the stored key answered with theirs.
+      expect(written.messages.map((x) => [x.idempotency_key, (x as unknown as { body: string }).body, (x as unknown as { status: string }).status])).toEqual([
+        ['k:address', 'hello there', 'queued'],
+        ['k:existing', 'hello there', 'queued'],
+        ['k:fresh-1', 'first to a new conversation', 'queued'],
+        ['k:fresh-2', 'second to it', 'queued'],
+        ['k:member-before', 'hello there', 'queued'],
+        ['k:operator', 'hello there', 'queued'],
+        ['k:opted-out', 'hello there', 'failed'],
+        ['k:stored', 'sent before', 'queued'],
+        ['k:unsupported', 'hello there', 'failed'],
+      ]);
+      expect(written.events.map((e) => [(e as unknown as { event_id: string }).event_id, e.type])).toEqual([
+        ['messaging.send:message k:stored', 'outbox.enqueue'],
+        ['messaging.send:message k:member-before', 'outbox.enqueue'],
+        ['messaging.send:message k:fresh-1', 'outbox.enqueue'],
+        ['messaging.send:message k:existing', 'outbox.enqueue'],
+        ['messaging.message.failed:cmd:ORG:k:invalid', 'messaging.message.failed'],
+        ['messaging.send:message k:fresh-2', 'outbox.enqueue'],
+        ['messaging.message.failed:message k:opted-out', 'messaging.message.failed'],
+        ['messaging.send:message k:address', 'outbox.enqueue'],
+        ['messaging.send:message k:operator', 'outbox.enqueue'],
+        ['messaging.human_message_sent:message k:operator', 'messaging.human_message_sent'],
+        ['messaging.message.failed:message k:unsupported', 'messaging.message.failed'],
+      ]);
+      expect(written.contactsCreated).toHaveLength(5);
+      const instances = written.instances as unknown as { id: string; message_count: number; status: string }[];
+      expect(instances.map((i) => [i.id, i.status, i.message_count])).toEqual([
+        ['instance 1 of conversation of contact +5511988800001 on whatsapp', 'active', 2],
+        ['instance 1 of conversation of contact +5511988800002 on sms', 'active', 1],
+        ['instance 1 of conversation of contact +5511988800002 on whatsapp', 'active', 2],
+        ['instance 1 of conversation of contact +5511988800003 on whatsapp', 'active', 1],
+        ['instance 1 of conversation of contact +5511988800004 on whatsapp', 'active', 2],
+        ['instance 1 of conversation of contact +5511988800009 on whatsapp', 'active', 1],
+      ]);
+      for (const c of written.conversations as unknown as Record<string, unknown>[]) expect(c).toMatchObject({ touched_at_last_message: true, active_at_last_message: true, updated_at_last_message: true });
+      // The two sends to the new conversation keep the batch's order in its thread.
+      expect(
+        await world.sql(`SELECT idempotency_key FROM ${m('messages')} WHERE organization_id = $1 AND channel = 'whatsapp' AND contact_id = (SELECT id FROM ${m('contacts')} WHERE organization_id = $1 AND phone = $2) ORDER BY created_at, id`, [batchOrg, '+5511988800002']),
+      ).toEqual([{ idempotency_key: 'k:fresh-1' }, { idempotency_key: 'k:fresh-2' }]);
+    });
+
+    it('rolls the whole batch back when a command fails with an error the bus retries (an unknown conversation), as a handler alone would', async () => {
+      const [c, other] = [await contact(), await contact()];
+      const ofOther = await sends.send(followup(other.id));
+      const good = command(followup(c.id));
+      const foreign = command(followup(c.id, { conversation_id: ofOther.conversation_id }));
+      const before = await rowCounts();
+      await expect(uow.run((tx) => runBatch([good, foreign], tx))).rejects.toMatchObject({ code: 'not_found' });
+      expect(await rowCounts()).toEqual(before);
+      // The bus then runs each alone: the good one is written, the other is retried.
+      await uow.run((tx) => consumer().onSend(good, tx));
+      await expect(uow.run((tx) => consumer().onSend(foreign, tx))).rejects.toMatchObject({ code: 'not_found' });
+      expect(await world.sql(`SELECT idempotency_key FROM ${m('messages')} WHERE contact_id = $1`, [c.id])).toEqual([{ idempotency_key: good.data.idempotency_key }]);
+    });
+
+    it('costs what it did before when a command runs alone (no preparer) in the transaction of a batch', async () => {
+      const c = await contact();
+      const { statements } = await counted((tx) => consumer().onSend(command(followup(c.id)), tx));
+      expect(statements.filter((s) => s !== 'publish').map(head)).toEqual(['SELECT m.*, (SELECT to_jsonb(c)', 'INSERT INTO conversations AS', 'WITH active AS MATERIALIZED', 'WITH locked AS (']);
+    });
+
+    it('leaves a batch of commands that all fail validation to their handlers, with no statement but their events', async () => {
+      const c = await contact();
+      const { statements } = await counted((tx) => runBatch([command(followup(c.id, { text: '' })), command(followup(c.id, { channel: 'fax' as never }))], tx));
+      expect(statements).toEqual(['publish', 'publish']);
+    });
+
+    it('gives two batches that send to the same new contacts at once, in opposite orders, one conversation and one active instance per contact', async () => {
+      const [a, b] = [await contact(), await contact()];
+      const one = [command(followup(a.id)), command(followup(b.id))];
+      const other = [command(followup(b.id)), command(followup(a.id))];
+      // The first batch stops once it has written the conversations (uncommitted) until the second waits for them.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let paused!: () => void;
+      const isPaused = new Promise<void>((resolve) => (paused = resolve));
+      const first = uow.run(async (tx) => {
+        const pausing: Tx = {
+          query: async <T>(sql: string, params?: unknown[]): Promise<T[]> => {
+            const rows = await tx.query<T>(sql, params);
+            if (sql.trimStart().startsWith('WITH s AS')) {
+              paused();
+              await held;
+            }
+            return rows;
+          },
+          publish: (messages) => tx.publish(messages),
+          afterCommit: (callback) => tx.afterCommit(callback),
+          beforeCommit: (callback) => tx.beforeCommit(callback),
+          atCommit: (callback) => tx.atCommit(callback),
+          savepoint: (work) => tx.savepoint(work),
+          onSavepointRollback: (undo) => tx.onSavepointRollback(undo),
+        };
+        await runBatch(one, pausing);
+      });
+      await isPaused;
+      let pid!: (n: number) => void;
+      const known = new Promise<number>((resolve) => (pid = resolve));
+      const second = uow.run(async (tx) => {
+        pid((await tx.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`))[0].pid);
+        await runBatch(other, tx);
+      });
+      const secondPid = await known;
+      await eventually(async () => (await world.sql(`SELECT 1 FROM pg_locks WHERE NOT granted AND pid = $1`, [secondPid])).length > 0);
+      release();
+      const outcomes = await Promise.allSettled([first, second]);
+      expect(outcomes.map((o) => (o.status === 'rejected' ? String((o.reason as Error).message) : 'committed'))).toEqual(['committed', 'committed']);
+
+      for (const c of [a, b]) {
+        const conversations = await world.sql<{ id: string }>(`SELECT id FROM ${m('conversations')} WHERE contact_id = $1`, [c.id]);
+        expect(conversations).toHaveLength(1);
+        expect(await world.sql(`SELECT status, message_count FROM ${m('conversation_instances')} WHERE conversation_id = $1`, [conversations[0].id])).toEqual([{ status: 'active', message_count: 2 }]);
+        expect((await feedOf(conversations[0].id)).map((f) => f.type)).toEqual(['messaging.instance.opened', 'messaging.message.queued', 'messaging.message.queued']);
+      }
+    });
+
+    it('takes commands that queue up in batches through the preparer, and a command that fails in the batch statement fails alone', async () => {
+      const service = app.get(SendService);
+      const sizes: number[] = [];
+      const spy = jest.spyOn(service, 'prepareBatch').mockImplementation(async function (this: SendService, tx, items) {
+        sizes.push(items.length);
+        return SendService.prototype.prepareBatch.call(this, tx, items);
+      });
+      const metrics = app.get(Metrics);
+      const total = async (counter: typeof metrics.busBatchRollbacks | typeof metrics.busDeadLettered) => (await counter.get()).values.reduce((n, v) => n + v.value, 0);
+      const [rollbacksBefore, deadBefore] = [await total(metrics.busBatchRollbacks), await total(metrics.busDeadLettered)];
+      try {
+        const good: MessagingSendData[] = [];
+        for (let i = 0; i < 30; i++) good.push(followup((await contact()).id, { idempotency_key: `bus:${randomUUID()}` }));
+        // Valid as a command, but no uuid: the message insert fails, the batch's or its own.
+        const poison = followup((await contact()).id, { idempotency_key: `bus:${randomUUID()}`, notification_delivery_id: 'not-a-uuid' });
+        const all = [...good.slice(0, 10), poison, ...good.slice(10, 20), poison, ...good.slice(20)].map((data) => ({ event_id: `cmd:${randomUUID()}`, type: MessagingCommands.Send, organization_id: org, data }));
+        await uow.run((tx) => tx.publish(all));
+        const keys = good.map((g) => g.idempotency_key);
+        await eventually(async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${m('messages')} WHERE idempotency_key = ANY($1)`, [keys]))[0].n === keys.length, 20_000);
+        await eventually(async () => (await total(metrics.busDeadLettered)) >= deadBefore + 2, 20_000);
+        expect(await world.sql(`SELECT 1 FROM ${m('messages')} WHERE idempotency_key = $1`, [poison.idempotency_key])).toEqual([]);
+        expect(await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${m('outbox_events')} WHERE type = 'outbox.enqueue' AND payload->'data'->>'idempotency_key' = ANY($1)`, [keys])).toEqual([{ n: keys.length }]);
+        // With two transaction slots (DB_POOL_SIZE 4), the commands that wait for one go together; a batch with the poison rolled back and ran one by one.
+        expect(Math.max(...sizes)).toBeGreaterThan(1);
+        expect(await total(metrics.busBatchRollbacks)).toBeGreaterThan(rollbacksBefore);
+      } finally {
+        spy.mockRestore();
+      }
     });
   });
   describe('entry outcomes', () => {

@@ -25,6 +25,8 @@ export interface NewInboundMessage {
  * one statement for the N conversations, instances, messages, attachments or feed items of a
  * claimed batch, where the one-message path (`InboundService.take`) runs one per message. Each
  * takes arrays (`unnest`), so its text, and its prepared statement, is the same for any batch size.
+ * A consumer batch of sends (`SendService.prepareBatch`) takes its phone contacts, conversations
+ * and instances with the same statements, so both batches lock in one order.
  */
 @Injectable()
 export class InboundBatchRepository {

@@ -1,6 +1,6 @@
 import { Controller, Injectable } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { OnBusMessage } from '@touchpoint/bus';
+import { BeforeBusBatch, OnBusMessage } from '@touchpoint/bus';
 import { type BusMessage, MessagingCommands, MessagingRpc, type MessagingSendData, type MessagingChannel, type WhatsAppStatusBatch } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
 import { AppError, isRetryable } from '@touchpoint/errors';
@@ -49,9 +49,19 @@ export class SendController {
 export class SendConsumer {
   constructor(private readonly sends: SendService) {}
 
+  /**
+   * A batch of sends reads, locks and writes for all of them up front, a statement per step
+   * (`SendService.prepareBatch`); each handler then writes its events. A refused command is
+   * refused by its handler, the others go on.
+   */
+  @BeforeBusBatch(MessagingCommands.Send)
+  prepareSends(messages: BusMessage<MessagingSendData>[], tx: Tx): Promise<void> {
+    return this.sends.prepareBatch(tx, messages.map(sendDataOf));
+  }
+
   @OnBusMessage(MessagingCommands.Send)
   async onSend(message: BusMessage<MessagingSendData>, tx: Tx): Promise<void> {
-    const data = { ...message.data, organization_id: message.organization_id ?? message.data?.organization_id };
+    const data = sendDataOf(message);
     try {
       await this.sends.sendInTx(tx, data);
     } catch (err) {
@@ -64,4 +74,9 @@ export class SendConsumer {
       throw err;
     }
   }
+}
+
+/** A command's data with the message's organization (the data's own when the message names none). */
+function sendDataOf(message: BusMessage<MessagingSendData>): MessagingSendData {
+  return { ...message.data, organization_id: message.organization_id ?? message.data?.organization_id };
 }

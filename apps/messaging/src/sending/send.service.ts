@@ -21,13 +21,14 @@ import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { codePointLength } from '@touchpoint/text';
 import { Clock } from '@touchpoint/time';
-import type { ContactRow } from '../contacts/contacts.repository.js';
-import { ContactsService } from '../contacts/contacts.service.js';
-import { type ConversationRow, ConversationsRepository } from '../conversations/conversations.repository.js';
+import { type ContactRow, ContactsRepository } from '../contacts/contacts.repository.js';
+import { contactCreated, ContactsService, normalizePhone } from '../contacts/contacts.service.js';
+import { type ConversationRow, ConversationsRepository, type InstanceRow } from '../conversations/conversations.repository.js';
 import { instanceData } from '../conversations/instances.service.js';
+import { InboundBatchRepository } from '../inbound/inbound-batch.repository.js';
 import { type MessageRow, MessagesRepository, toMessageView } from '../messages/messages.repository.js';
 import { StreamRepository } from '../stream/stream.repository.js';
-import { SendRepository } from './send.repository.js';
+import { type NewSend, SendRepository, sendKeyOf } from './send.repository.js';
 
 /** Channels whose sends go through the outbox-dispatcher (it owns every wire call, DESIGN §4). */
 const DISPATCHED_CHANNELS = new Set(['whatsapp', 'email', 'linkedin']);
@@ -48,20 +49,84 @@ export interface SendWrite {
   created: boolean;
 }
 
+/** The dispatcher payload of a send, with an email's subject. */
+type SendPayload = OutboxPayload & { subject?: string };
+
+/**
+ * What a send wrote before its events (`SendService.announce` writes those): its contact and
+ * recipient address, its locked conversation, the instance the message went into (null: none could
+ * be opened) and whether the send opened it, and the message (null: a concurrent send of the key won).
+ */
+interface SendRows {
+  contact: ContactRow;
+  address: string | null;
+  payload: SendPayload;
+  conversation: ConversationRow;
+  instance: InstanceRow | null;
+  opened: boolean;
+  message: MessageRow | null;
+}
+
+/** The first command of a key in a prepared batch: its handler announces what was written for it, or throws its refusal. */
+interface PreparedSend {
+  data: MessagingSendData;
+  /** Its handler took it (a later command of the key is then a repeat). */
+  taken: boolean;
+  /** Why it was refused before anything of it was written (its handler throws it), if it was. */
+  refusal?: unknown;
+  rows?: SendRows;
+}
+
+/**
+ * What `prepareBatch` read, locked and wrote for the `messaging.send` commands of one consumer
+ * transaction, for their handlers (`sendInTx` in the same transaction). The conversations of
+ * `writers` stay locked until the transaction ends, so what was written for them stays true.
+ */
+interface SendBatch {
+  /** The instant of every row of the batch (one `Clock.now()`). */
+  now: Date;
+  /** Each key's message, by `sendKeyOf`: stored before the batch, or written by its writer once that ran. */
+  messages: Map<string, MessageRow>;
+  /** Each key the batch wrote or refused, by `sendKeyOf`: its first command whose key had no message. */
+  writers: Map<string, PreparedSend>;
+}
+
+/** A writer of `prepareBatch` on its way: what it found so far. */
+interface Pending {
+  prepared: PreparedSend;
+  payload: SendPayload;
+  contact?: ContactRow | null;
+  address?: string | null;
+  conversation?: ConversationRow;
+}
+
+/** The contact a send names by id, when that id can name a row (the key's read looks it up). */
+const namedContactOf = (data: MessagingSendData): string | null => (data.contact_id && isUuid(data.contact_id) ? data.contact_id : null);
+const keyOfSend = (data: MessagingSendData): string => sendKeyOf(data.organization_id, data.idempotency_key);
+const byKey =
+  <T>(key: (item: T) => string) =>
+  (a: T, b: T): number =>
+    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
+
 /**
  * The shared send path (DESIGN §4): validates, writes the outbound message `queued` in
  * the conversation's active instance, and asks the dispatcher to send it with the caller's
  * idempotency key, all in one transaction. The same key twice is one message and one entry.
- * A send is four statements (`sendInTx`), a repeated key one.
+ * A send is four statements (`sendInTx`), a repeated key one; a consumer batch of `messaging.send`
+ * commands is a few for the whole batch (`prepareBatch`).
  */
 @Injectable()
 export class SendService {
   private readonly sends: Counter<'channel' | 'outcome'>;
+  /** The prepared batch of sends of a consumer transaction (`prepareBatch`). */
+  private readonly batches = new WeakMap<Tx, SendBatch>();
 
   constructor(
     private readonly uow: UnitOfWork,
     private readonly contacts: ContactsService,
+    private readonly contactsRepository: ContactsRepository,
     private readonly conversations: ConversationsRepository,
+    private readonly batchRepository: InboundBatchRepository,
     private readonly repository: SendRepository,
     private readonly messages: MessagesRepository,
     private readonly stream: StreamRepository,
@@ -130,11 +195,17 @@ export class SendService {
   /**
    * Writes a send in the caller's transaction (replies from the inbound path, notification
    * deliveries, the `messaging.send` command). Returns the existing message for a repeated key.
+   * In a consumer batch whose `prepareBatch` wrote or refused this command's key, it answers from
+   * what that did (its events and feed items are all that is left to write); otherwise it writes
+   * the send alone.
    * @throws AppError validation_failed, not_found, invalid_payload (`details.errors`: the
    *   dispatcher's own payload rules refuse it; nothing is written)
    */
   async sendInTx(tx: Tx, data: MessagingSendData, known?: { contact: ContactRow; conversation: ConversationRow }, options: SendOptions = {}): Promise<SendWrite> {
     validate(data);
+    const batch = known ? undefined : this.batches.get(tx);
+    const prepared = batch && (await this.fromBatch(tx, batch, data, options));
+    if (prepared) return prepared;
     const now = this.clock.now();
     // Statement 1: the key's message and the named contact together (a repeated key reads no more).
     const byId = !known && data.contact_id ? data.contact_id : null;
@@ -143,16 +214,10 @@ export class SendService {
       if (options.sameRequestOnly) refuseDifferentRequest(start.existing, data);
       return { message: start.existing, created: false };
     }
-    const payload = payloadOf(data);
-    if (DISPATCHED_CHANNELS.has(data.channel)) refuseUndispatchable(data.channel as OutboxChannel, payload, data.idempotency_key);
+    const payload = dispatchablePayloadOf(data);
 
-    const contact = known?.contact ?? (byId ? start.contact : await this.contactByAddress(tx, data));
-    if (!contact || contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
-    // A caller that names the contact and the address gets that address, never a newer one.
-    const address = data.contact_id && data.to ? data.to : addressOf(contact, data.channel);
-    if (!address && !STORED_CHANNELS.has(data.channel)) {
-      throw new AppError(ErrorCode.ValidationFailed, `the contact has no address for ${data.channel}`, { field: 'contact_id' });
-    }
+    const contact = liveContact(known?.contact ?? (byId ? start.contact : await this.contactByAddress(tx, data)));
+    const address = recipientOf(data, contact);
     // Statement 2: the conversation's lock (every message writer takes it first), its touch, and
     // for a first send its row, in one.
     const named = known?.conversation.id ?? data.conversation_id;
@@ -162,28 +227,228 @@ export class SendService {
     if (!conversation) throw new AppError(ErrorCode.NotFound, 'conversation not found');
 
     // Statement 3: the active instance (locked, or opened) and the message.
-    const stored = STORED_CHANNELS.has(data.channel);
-    const { instance, opened, message } = await this.repository.insertInActiveInstance(tx, {
-      organization_id: data.organization_id,
-      conversation_id: conversation.id,
-      contact_id: contact.id,
-      channel: data.channel,
-      direction: 'outbound',
-      sender_type: data.sender_type,
-      sender_id: data.sender_id ?? null,
-      message_type: payload.type,
-      body: data.text ?? data.media?.caption ?? (data.template ? `[template ${data.template.name}]` : null),
-      subject: data.subject ?? null,
-      status: stored ? 'sent' : 'queued',
-      in_reply_to: data.reply_to_external_id ?? null,
-      payload,
-      idempotency_key: data.idempotency_key,
-      requester: data.requester,
-      context: data.context ?? null,
-      notification_delivery_id: data.notification_delivery_id ?? null,
-      created_at: now,
-      sent_at: stored ? now : null,
+    const written = await this.repository.insertInActiveInstance(tx, newSendOf(data, payload, conversation.id, contact.id, now));
+    return this.announce(tx, data, { contact, address, payload, conversation, ...written }, options, now);
+  }
+
+  /**
+   * Prepares, in `tx`, the `messaging.send` commands of one consumer batch (`BeforeBusBatch`) for
+   * their handlers (`sendInTx` in the same `tx`), doing for all of them what `sendInTx` does for
+   * one, a statement per step: the keys' messages and the named contacts (one read), the contacts
+   * of addresses (a phone: one read and, for new ones, one insert; another address: as alone), the
+   * conversations ensured per channel, all of them locked in id order, their active instances
+   * locked and the missing ones opened, then every message written with its conversation's touch
+   * (one insert). Each handler then writes its events and feed items (one outbox insert and one
+   * feed insert for the batch, at the commit). Only the first command of a key that has no message
+   * writes it (a later one answers that message); a command refused on the way (unknown contact,
+   * foreign conversation, a payload the dispatcher would refuse, no address) writes nothing and its
+   * handler throws the refusal; a command that fails validation is left out (its handler rejects
+   * it alone, before any SQL).
+   *
+   * Lock order, as the inbound batch (`InboundService.openThreads`, `storeAdmitted`) takes its
+   * locks and as a send alone takes its one conversation's: new contacts in key order, new
+   * conversations in (channel, contact) order, then every conversation in id order, then their
+   * instances, then the messages. Two batches, or a batch and a lone writer, then wait for each
+   * other in one order instead of deadlocking (the rare steps taken one by one, an email or
+   * LinkedIn address's contact or a key whose first command was refused, may still deadlock: the
+   * bus then runs the batch's messages one by one).
+   * @throws AppError service_unavailable when an instance or a contact creation raced (the batch
+   *   then runs message by message)
+   */
+  async prepareBatch(tx: Tx, items: MessagingSendData[]): Promise<void> {
+    const commands = items.filter((data) => {
+      try {
+        validate(data);
+        return true;
+      } catch {
+        return false;
+      }
     });
+    if (commands.length > 0) this.batches.set(tx, await this.prepare(tx, commands));
+  }
+
+  /** What `sendInTx` does up to the events, for a batch (see `prepareBatch`). */
+  private async prepare(tx: Tx, commands: MessagingSendData[]): Promise<SendBatch> {
+    const now = this.clock.now();
+    const start = await this.repository.startBatch(
+      tx,
+      commands.map((data) => ({ organizationId: data.organization_id, key: data.idempotency_key, contactId: namedContactOf(data) })),
+    );
+    const batch: SendBatch = { now, messages: start.messages, writers: new Map() };
+    let pending: Pending[] = [];
+    for (const data of commands) {
+      const key = keyOfSend(data);
+      if (batch.messages.has(key) || batch.writers.has(key)) continue;
+      const prepared: PreparedSend = { data, taken: false };
+      batch.writers.set(key, prepared);
+      try {
+        pending.push({ prepared, payload: dispatchablePayloadOf(data) });
+      } catch (err) {
+        prepared.refusal = err;
+      }
+    }
+    await this.contactsOf(tx, pending, start.contacts, now);
+    pending = notRefused(pending, (p) => {
+      const contact = liveContact(p.contact ?? null);
+      return { ...p, contact, address: recipientOf(p.prepared.data, contact) };
+    });
+    await this.conversationsOf(tx, pending, now);
+    pending = notRefused(pending, (p) => p);
+    if (pending.length === 0) return batch;
+
+    const conversationIds = [...new Set(pending.map((p) => p.conversation!.id))];
+    const instances = await this.batchRepository.lockActiveInstances(tx, conversationIds);
+    const toOpen = conversationIds.filter((id) => !instances.has(id)).sort();
+    const opened = await this.batchRepository.openInstances(
+      tx,
+      toOpen.map((id) => ({ organization_id: pending.find((p) => p.conversation!.id === id)!.conversation!.organization_id, conversation_id: id })),
+      now,
+    );
+    for (const instance of opened) instances.set(instance.conversation_id, instance);
+    // The conversations are locked: only a writer that skipped their lock could have opened one meanwhile.
+    if (toOpen.some((id) => !instances.has(id))) throw new AppError(ErrorCode.ServiceUnavailable, 'instance creation raced; retry');
+
+    const written = await this.repository.insertBatch(
+      tx,
+      pending.map((p) => ({ ...newSendOf(p.prepared.data, p.payload, p.conversation!.id, p.contact!.id, now), instance_id: instances.get(p.conversation!.id)!.id })),
+    );
+    // The feed's `instance opened` item goes with the first message written into it, as alone.
+    const announcesOpening = new Set(opened.map((i) => i.conversation_id));
+    for (const p of pending) {
+      const conversation = p.conversation!;
+      p.prepared.rows = {
+        contact: p.contact!,
+        address: p.address ?? null,
+        payload: p.payload,
+        conversation,
+        instance: instances.get(conversation.id)!,
+        opened: announcesOpening.delete(conversation.id),
+        message: written.get(keyOfSend(p.prepared.data)) ?? null,
+      };
+    }
+    return batch;
+  }
+
+  /**
+   * The contact of each send (`Pending.contact`; null: none): the one it names, read by the key's
+   * read, or the one of its address, found or created as `contactByAddress` does (phones: all in one
+   * read and one insert, in key order; other addresses one by one, in address order). An address
+   * refused (not a phone, not an email) refuses its send.
+   */
+  private async contactsOf(tx: Tx, pending: Pending[], named: Map<string, ContactRow>, now: Date): Promise<void> {
+    const phones: { p: Pending; organization_id: string; phone_key: string }[] = [];
+    const others: Pending[] = [];
+    for (const p of pending) {
+      const data = p.prepared.data;
+      if (data.contact_id) p.contact = named.get(sendKeyOf(data.organization_id, data.contact_id)) ?? null;
+      else if (!data.to || (data.channel !== 'whatsapp' && data.channel !== 'sms')) others.push(p);
+      else {
+        try {
+          phones.push({ p, organization_id: data.organization_id, phone_key: normalizePhone(data.to)!.phone_key });
+        } catch (err) {
+          p.prepared.refusal = err;
+        }
+      }
+    }
+    if (phones.length > 0) {
+      const keyOf = (s: { organization_id: string; phone_key: string }) => `${s.organization_id}|${s.phone_key}`;
+      const wanted = [...new Map(phones.map((s) => [keyOf(s), { organization_id: s.organization_id, phone_key: s.phone_key }])).values()].sort(byKey(keyOf));
+      const found = await this.batchRepository.findPhoneContacts(tx, wanted);
+      const created = await this.batchRepository.insertPhoneContacts(
+        tx,
+        wanted.filter((s) => !found.has(keyOf(s))).map((s) => ({ ...s, name: null })),
+        now,
+      );
+      for (const contact of created) found.set(keyOf({ organization_id: contact.organization_id, phone_key: contact.phone_key! }), contact);
+      for (const s of wanted) {
+        if (found.has(keyOf(s))) continue;
+        // Another transaction created it after this one's read: its insert decided (`contacts_phone_uidx`).
+        const winner = await this.contactsRepository.findByPhoneKey(tx, s.organization_id, s.phone_key);
+        if (!winner) throw new AppError(ErrorCode.ServiceUnavailable, 'contact creation raced; retry');
+        found.set(keyOf(s), winner);
+      }
+      const events = created.map(contactCreated);
+      if (events.length > 0) await tx.publish(events);
+      for (const event of events) await this.stream.append(tx, event.organization_id!, event.type, event.data);
+      for (const s of phones) s.p.contact = found.get(keyOf(s))!;
+    }
+    for (const p of others.sort(byKey((o) => `${o.prepared.data.organization_id}|${o.prepared.data.channel}|${o.prepared.data.to}`))) {
+      try {
+        p.contact = await this.contactByAddress(tx, p.prepared.data);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        p.prepared.refusal = err;
+      }
+    }
+  }
+
+  /**
+   * The conversation of each send (`Pending.conversation`), locked (a send whose named conversation
+   * is not its contact's on its channel is refused, as `lockTouched` finds none): the contacts'
+   * conversations ensured, one statement per channel, in contact order (one that another
+   * transaction created after that statement began is read again alone), then every conversation of
+   * the batch locked in id order (`InboundBatchRepository`, as the inbound batch). The touch comes
+   * with the messages (`SendRepository.insertBatch`).
+   */
+  private async conversationsOf(tx: Tx, pending: Pending[], now: Date): Promise<void> {
+    const ids = new Map<Pending, string>();
+    const byChannel = new Map<MessagingSendData['channel'], Map<string, { organization_id: string; contact_id: string }>>();
+    for (const p of pending) {
+      const { channel, conversation_id: named, organization_id } = p.prepared.data;
+      if (named) {
+        if (isUuid(named)) ids.set(p, named);
+        else p.prepared.refusal = new AppError(ErrorCode.NotFound, 'conversation not found');
+      } else {
+        const contacts = byChannel.get(channel) ?? new Map<string, { organization_id: string; contact_id: string }>();
+        contacts.set(p.contact!.id, { organization_id, contact_id: p.contact!.id });
+        byChannel.set(channel, contacts);
+      }
+    }
+    for (const channel of [...byChannel.keys()].sort()) {
+      const contacts = [...byChannel.get(channel)!.values()].sort(byKey((c) => c.contact_id));
+      const ensured = await this.batchRepository.ensureConversations(tx, contacts, channel, now);
+      for (const c of contacts) if (!ensured.has(c.contact_id)) ensured.set(c.contact_id, await this.conversations.ensureConversation(tx, c.organization_id, c.contact_id, channel, now));
+      for (const p of pending) if (!p.prepared.data.conversation_id && p.prepared.data.channel === channel) ids.set(p, ensured.get(p.contact!.id)!.id);
+    }
+    const locked = await this.batchRepository.lockConversations(tx, [...new Set(ids.values())]);
+    for (const [p, id] of ids) {
+      const row = locked.get(id);
+      const { organization_id, channel } = p.prepared.data;
+      if (row && row.organization_id === organization_id && row.contact_id === p.contact!.id && row.channel === channel) p.conversation = row;
+      else p.prepared.refusal = new AppError(ErrorCode.NotFound, 'conversation not found');
+    }
+  }
+
+  /**
+   * A command of a prepared batch, when the batch wrote or refused its key: the writer announces
+   * what was written for it (or throws its refusal), a later command of the key answers the key's
+   * message. Undefined when the batch left the command to `sendInTx` alone (its key's writer was
+   * refused, or it was not prepared).
+   */
+  private async fromBatch(tx: Tx, batch: SendBatch, data: MessagingSendData, options: SendOptions): Promise<SendWrite | undefined> {
+    const key = keyOfSend(data);
+    const writer = batch.writers.get(key);
+    if (writer && !writer.taken && isDeepStrictEqual(writer.data, data)) {
+      writer.taken = true;
+      if (!writer.rows) throw writer.refusal;
+      const answer = await this.announce(tx, data, writer.rows, options, batch.now);
+      batch.messages.set(key, answer.message);
+      return answer;
+    }
+    const stored = batch.messages.get(key);
+    if (!stored) return undefined;
+    if (options.sameRequestOnly) refuseDifferentRequest(stored, data);
+    return { message: stored, created: false };
+  }
+
+  /**
+   * The rest of a send once its rows are written: the `instance opened` feed item, the events (one
+   * outbox insert per transaction, at its commit: the enqueue command, or the refusal of an
+   * opted-out contact's or an unsupported channel's send; an operator's human_message_sent) and
+   * the `message queued` feed item. A key whose row a concurrent send wrote answers that row.
+   */
+  private async announce(tx: Tx, data: MessagingSendData, rows: SendRows, options: SendOptions, now: Date): Promise<SendWrite> {
+    const { contact, address, payload, conversation, instance, opened, message } = rows;
     if (!instance) throw new AppError(ErrorCode.ServiceUnavailable, 'instance creation raced; retry');
     if (opened) await this.stream.append(tx, data.organization_id, MessagingEvents.InstanceOpened, instanceData(instance, conversation.contact_id, null, null));
     if (!message) {
@@ -195,6 +460,7 @@ export class SendService {
     }
 
     // Statement 4: every outbox row of the send in one insert.
+    const stored = STORED_CHANNELS.has(data.channel);
     const events: OutgoingMessage[] = [];
     if (DISPATCHED_CHANNELS.has(data.channel) && contact.opted_out_at) {
       // "Stop means stop on every channel" (seed 003 §4.7, §5): the dispatcher's list holds the
@@ -296,6 +562,68 @@ function addressOf(contact: ContactRow, channel: string): string | null {
   return null;
 }
 
+/** @throws AppError not_found for no contact or an erased one */
+function liveContact(contact: ContactRow | null): ContactRow {
+  if (!contact || contact.erased_at) throw new AppError(ErrorCode.NotFound, 'contact not found');
+  return contact;
+}
+
+/**
+ * The address a send goes to: the one it gives along with its contact, else the contact's own on
+ * the channel (null for a stored channel, which needs none).
+ * @throws AppError validation_failed when a dispatched channel has no address
+ */
+function recipientOf(data: MessagingSendData, contact: ContactRow): string | null {
+  // A caller that names the contact and the address gets that address, never a newer one.
+  const address = data.contact_id && data.to ? data.to : addressOf(contact, data.channel);
+  if (!address && !STORED_CHANNELS.has(data.channel)) {
+    throw new AppError(ErrorCode.ValidationFailed, `the contact has no address for ${data.channel}`, { field: 'contact_id' });
+  }
+  return address;
+}
+
+/** The message row of a send, without its instance. */
+function newSendOf(data: MessagingSendData, payload: SendPayload, conversationId: string, contactId: string, now: Date): NewSend {
+  const stored = STORED_CHANNELS.has(data.channel);
+  return {
+    organization_id: data.organization_id,
+    conversation_id: conversationId,
+    contact_id: contactId,
+    channel: data.channel,
+    direction: 'outbound',
+    sender_type: data.sender_type,
+    sender_id: data.sender_id ?? null,
+    message_type: payload.type,
+    body: data.text ?? data.media?.caption ?? (data.template ? `[template ${data.template.name}]` : null),
+    subject: data.subject ?? null,
+    status: stored ? 'sent' : 'queued',
+    in_reply_to: data.reply_to_external_id ?? null,
+    payload,
+    idempotency_key: data.idempotency_key,
+    requester: data.requester,
+    context: data.context ?? null,
+    notification_delivery_id: data.notification_delivery_id ?? null,
+    created_at: now,
+    sent_at: stored ? now : null,
+  };
+}
+
+/**
+ * Keeps the sends not refused yet and maps them with `next`; a send whose `next` throws is refused
+ * with that error (its handler throws it) and left out.
+ */
+function notRefused(pending: Pending[], next: (p: Pending) => Pending): Pending[] {
+  return pending.flatMap((p) => {
+    if (p.prepared.refusal !== undefined) return [];
+    try {
+      return [next(p)];
+    } catch (err) {
+      p.prepared.refusal = err;
+      return [];
+    }
+  });
+}
+
 /** @throws AppError validation_failed naming the field */
 function validate(data: MessagingSendData): void {
   if (!data || typeof data !== 'object') throw new AppError(ErrorCode.ValidationFailed, 'a send needs a body');
@@ -346,9 +674,19 @@ function refuseDifferentRequest(existing: MessageRow, data: MessagingSendData): 
   }
 }
 
+/**
+ * The payload of a send, held to the dispatcher's rules when it goes through the dispatcher.
+ * @throws AppError invalid_payload (`refuseUndispatchable`)
+ */
+function dispatchablePayloadOf(data: MessagingSendData): SendPayload {
+  const payload = payloadOf(data);
+  if (DISPATCHED_CHANNELS.has(data.channel)) refuseUndispatchable(data.channel as OutboxChannel, payload, data.idempotency_key);
+  return payload;
+}
+
 /** The dispatcher payload of a send (outbox.ts shapes). */
-function payloadOf(data: MessagingSendData): OutboxPayload & { subject?: string } {
-  const payload: OutboxPayload & { subject?: string } = data.template
+function payloadOf(data: MessagingSendData): SendPayload {
+  const payload: SendPayload = data.template
     ? { type: 'template', name: data.template.name, language: data.template.language, components: data.template.components as never }
     : data.media
       ? { type: 'media', ...data.media }
