@@ -35,10 +35,15 @@ export class GroupCommit<I, O> {
   /**
    * @param write writes the items of one group; answers one result per item, in order
    * @param maxItems the most items one write takes (a caller with more still writes them all at once)
+   * @param isolate whether a group's failure may be one caller's items (then each caller is written
+   *   again alone); by default every failure. A failure that says nothing of the items (a store that
+   *   did not answer in time) should fail the whole group at once: written again one by one, each
+   *   would wait its own deadline, and the key's later callers behind them all.
    */
   constructor(
     private readonly write: (key: string, items: I[]) => Promise<O[]>,
     private readonly maxItems = 500,
+    private readonly isolate: (err: unknown) => boolean = () => true,
   ) {}
 
   /**
@@ -86,7 +91,7 @@ export class GroupCommit<I, O> {
         group.flatMap((w) => w.items),
       );
     } catch (err) {
-      if (group.length === 1) group[0].reject(err);
+      if (group.length === 1 || !this.isolate(err)) for (const w of group) w.reject(err);
       else for (const w of group) await this.writeGroup(key, [w]);
       return;
     }

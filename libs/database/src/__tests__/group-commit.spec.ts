@@ -75,6 +75,30 @@ describe('GroupCommit', () => {
     expect(w.groups.map((g) => g.items)).toEqual([['a'], ['b', 'poison', 'c'], ['b'], ['poison'], ['c']]);
   });
 
+  it('fails the whole group at once on a failure that says nothing of its items (isolate false), without writing each caller again', async () => {
+    const groups: string[][] = [];
+    let unblock!: () => void;
+    const blocked = new Promise<void>((resolve) => (unblock = resolve));
+    const commit = new GroupCommit<string, string>(
+      async (_key, items) => {
+        groups.push(items);
+        await blocked;
+        if (items.length > 1) throw new Error('did not answer in time');
+        return items;
+      },
+      500,
+      (err) => !String((err as Error).message).includes('in time'),
+    );
+    const settled = Promise.allSettled(['a', 'b', 'c'].map((item) => commit.submit('n', [item])));
+    unblock();
+    expect(await settled).toEqual([
+      { status: 'fulfilled', value: ['a'] },
+      { status: 'rejected', reason: new Error('did not answer in time') },
+      { status: 'rejected', reason: new Error('did not answer in time') },
+    ]);
+    expect(groups).toEqual([['a'], ['b', 'c']]);
+  });
+
   it('refuses every caller of a write that answered the wrong number of results, and goes on with the next group', async () => {
     let calls = 0;
     const commit = new GroupCommit<string, string>(async (_key, items) => (++calls === 1 ? items.slice(1) : items));

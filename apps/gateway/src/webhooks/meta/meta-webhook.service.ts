@@ -20,6 +20,16 @@ interface MetaChange {
 /** The most statuses one hand-over to the dispatcher carries (a webhook with more goes whole, alone). */
 const STATUS_HAND_OVER_MAX = 200;
 
+/**
+ * Whether a failed hand-over may be one webhook's fault, so its group is handed over again webhook by
+ * webhook: any answer of the dispatcher's but `service_unavailable` (no answer in time, or no
+ * dispatcher). A dispatcher that does not answer fails the whole group at once; tried again one by one,
+ * each webhook would wait out its own deadline, and the number's later webhooks behind them all.
+ */
+function notUnavailable(err: unknown): boolean {
+  return !(err instanceof AppError && err.code === ErrorCode.ServiceUnavailable);
+}
+
 /** What one webhook delivery carried. */
 export interface MetaDeliveryResult {
   statuses: number;
@@ -45,14 +55,18 @@ export class MetaWebhookService {
    * per webhook (under load Meta sends one status per webhook, three per message sent). Each
    * webhook is still answered only once the dispatcher confirmed its statuses; a group the
    * dispatcher refuses is handed over again webhook by webhook (`GroupCommit`), so a status it
-   * cannot store fails its own webhook only. Keyed by the number and what the change said of it.
+   * cannot store fails its own webhook only; a group the dispatcher did not answer fails at once. Keyed by the number and what the change said of it.
    */
-  private readonly statusHandOver = new GroupCommit<WhatsAppStatusBatch['statuses'][number], true>(async (key, statuses) => {
-    const [phoneNumberId, displayPhoneNumber, businessAccountId] = JSON.parse(key) as [string, string | null, string | null];
-    const batch: WhatsAppStatusBatch = { phone_number_id: phoneNumberId, display_phone_number: displayPhoneNumber ?? undefined, business_account_id: businessAccountId ?? undefined, statuses };
-    await this.rpc.call('outbox-dispatcher', OutboxRpc.WhatsAppStatuses, batch);
-    return statuses.map(() => true as const);
-  }, STATUS_HAND_OVER_MAX);
+  private readonly statusHandOver = new GroupCommit<WhatsAppStatusBatch['statuses'][number], true>(
+    async (key, statuses) => {
+      const [phoneNumberId, displayPhoneNumber, businessAccountId] = JSON.parse(key) as [string, string | null, string | null];
+      const batch: WhatsAppStatusBatch = { phone_number_id: phoneNumberId, display_phone_number: displayPhoneNumber ?? undefined, business_account_id: businessAccountId ?? undefined, statuses };
+      await this.rpc.call('outbox-dispatcher', OutboxRpc.WhatsAppStatuses, batch);
+      return statuses.map(() => true as const);
+    },
+    STATUS_HAND_OVER_MAX,
+    notUnavailable,
+  );
 
   constructor(
     private readonly rpc: RpcClient,
