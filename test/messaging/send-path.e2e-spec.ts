@@ -45,7 +45,9 @@ describe('send path', () => {
   async function counted<T>(work: (tx: Tx, statements: readonly string[]) => Promise<T>): Promise<{ result: T; statements: string[] }> {
     const statements: string[] = [];
     const result = await uow.run((tx) => {
+      // The transaction's own methods, its statements and publishes recorded on the way.
       const recording: Tx = {
+        ...tx,
         query: (sql, params) => {
           statements.push(sql.replace(/\s+/g, ' ').trim());
           return tx.query(sql, params);
@@ -54,11 +56,6 @@ describe('send path', () => {
           statements.push('publish');
           return tx.publish(messages);
         },
-        afterCommit: (callback) => tx.afterCommit(callback),
-        beforeCommit: (callback) => tx.beforeCommit(callback),
-        atCommit: (callback) => tx.atCommit(callback),
-        savepoint: (work) => tx.savepoint(work),
-        onSavepointRollback: (undo) => tx.onSavepointRollback(undo),
       };
       return work(recording, statements);
     });
@@ -491,6 +488,7 @@ describe('send path', () => {
       const isPaused = new Promise<void>((resolve) => (paused = resolve));
       const first = uow.run(async (tx) => {
         const pausing: Tx = {
+          ...tx,
           query: async <T>(sql: string, params?: unknown[]): Promise<T[]> => {
             const rows = await tx.query<T>(sql, params);
             if (sql.trimStart().startsWith('WITH s AS')) {
@@ -499,12 +497,6 @@ describe('send path', () => {
             }
             return rows;
           },
-          publish: (messages) => tx.publish(messages),
-          afterCommit: (callback) => tx.afterCommit(callback),
-          beforeCommit: (callback) => tx.beforeCommit(callback),
-          atCommit: (callback) => tx.atCommit(callback),
-          savepoint: (work) => tx.savepoint(work),
-          onSavepointRollback: (undo) => tx.onSavepointRollback(undo),
         };
         await runBatch(one, pausing);
       });

@@ -47,7 +47,9 @@ describe('EnqueueConsumer', () => {
   async function counted<T>(work: (tx: Tx) => Promise<T>): Promise<{ result: T; statements: string[] }> {
     const statements: string[] = [];
     const result = await uow.run((tx) => {
+      // The transaction's own methods, its statements and publishes recorded on the way.
       const recording: Tx = {
+        ...tx,
         query: (sql, params) => {
           statements.push(sql.replace(/\s+/g, ' ').trim());
           return tx.query(sql, params);
@@ -56,11 +58,6 @@ describe('EnqueueConsumer', () => {
           statements.push('publish');
           return tx.publish(messages);
         },
-        afterCommit: (callback) => tx.afterCommit(callback),
-        beforeCommit: (callback) => tx.beforeCommit(callback),
-        atCommit: (callback) => tx.atCommit(callback),
-        savepoint: (work) => tx.savepoint(work),
-        onSavepointRollback: (undo) => tx.onSavepointRollback(undo),
       };
       return work(recording);
     });
@@ -94,6 +91,9 @@ describe('EnqueueConsumer', () => {
     await sandbox.close();
   });
 
+  /** What preparing a batch with a new key costs, a batch of one included: the keys' locks, their entries, senders, pairs, cancels in advance, and the entries' insert. */
+  const PREPARE_AND_INSERT = ['SELECT pg_advisory_xact_lock(o, k) FROM', 'SELECT m.* FROM message_outbox', 'SELECT false AS as_default,', 'INSERT INTO message_outbox_pairs (organization_id,', 'SELECT organization_id, idempotency_key FROM', 'INSERT INTO message_outbox (id,'];
+
   describe('prepareEnqueues', () => {
     it('writes a mixed batch with six statements for the batch, the entries in one insert, rejecting the bad commands alone', async () => {
       const known = await d.enqueue.enqueue(textTo(org, newNumber()));
@@ -119,14 +119,7 @@ describe('EnqueueConsumer', () => {
 
       // Before: six per command (the key's lock, its entry, the sender, the pair, the insert, the cancel in advance), 78 here;
       // then five for the batch and one insert per entry.
-      expect(statements.slice(0, 6).map(head)).toEqual([
-        'SELECT pg_advisory_xact_lock(o, k) FROM',
-        'SELECT m.* FROM message_outbox',
-        'SELECT false AS as_default,',
-        'INSERT INTO message_outbox_pairs (organization_id,',
-        'SELECT organization_id, idempotency_key FROM',
-        'INSERT INTO message_outbox (id,',
-      ]);
+      expect(statements.slice(0, 6).map(head)).toEqual(PREPARE_AND_INSERT);
       const perCommand = statements.slice(6).map(head);
       // In the messages' order: fresh, samePairA (nothing: written by the batch), unknownSender (rejected), samePairB, explicit,
       // invalid (rejected), ofOtherOrg, repeated, again (its entry, nothing), cancelled (born cancelled), two more rejected, knownAgain (nothing).
@@ -195,14 +188,7 @@ describe('EnqueueConsumer', () => {
     it('costs what it did before when it runs alone (no preparer): six statements for a new key, two for a known one, three for an unknown sender', async () => {
       const data = textTo(org, newNumber());
       const alone = await counted((tx) => sut.onEnqueue(command(data), tx));
-      expect(alone.statements.map(head)).toEqual([
-        'SELECT pg_advisory_xact_lock(o, k) FROM',
-        'SELECT m.* FROM message_outbox',
-        'SELECT false AS as_default,',
-        'INSERT INTO message_outbox_pairs (organization_id,',
-        'SELECT organization_id, idempotency_key FROM',
-        'INSERT INTO message_outbox (id,',
-      ]);
+      expect(alone.statements.map(head)).toEqual(PREPARE_AND_INSERT);
       const repeat = await counted((tx) => sut.onEnqueue(command({ ...data }), tx));
       expect(repeat.statements).toHaveLength(2);
       const unknown = textTo(org, newNumber(), { sender_id: randomUUID() });
