@@ -83,6 +83,16 @@ const SEQ_SCAN_TABLES = Number(process.env.BENCH_SEQ_SCANS ?? 8);
 /** A run with no new `read` for this long is over (some sends never got there). */
 const STALL_SECONDS = Number(process.env.BENCH_STALL_SECONDS ?? 30);
 
+/** Rows each service's transactional outbox took since `since`, by type, most first. */
+async function eventsByType(world: TestWorld, since: Date): Promise<Array<{ service: string; type: string; n: number }>> {
+  const schemas = await world.sql<{ schema: string }>(`SELECT table_schema AS schema FROM information_schema.tables WHERE table_name = 'outbox_events' AND table_schema LIKE $1`, [`${world.namespace}%`]);
+  const rows: Array<{ service: string; type: string; n: number }> = [];
+  for (const { schema } of schemas)
+    for (const r of await world.sql<{ type: string; n: number }>(`SELECT type, count(*)::int AS n FROM "${schema}".outbox_events WHERE created_at >= $1 GROUP BY type`, [since]))
+      rows.push({ service: schema.slice(world.namespace.length).replace(/^_/, ''), ...r });
+  return rows.sort((a, b) => b.n - a.n);
+}
+
 /** Effects of `tag`'s enrollments that have their `read` applied. */
 async function readCount(world: TestWorld, tag: string): Promise<number> {
   const s = world.schema('followups');
@@ -247,6 +257,7 @@ async function main(): Promise<void> {
     const pgBefore = postgresCpuSeconds();
     const backendsBefore = await postgresCpuByBackend(world, world.namespace);
     const mqBefore = rabbitmqCpuSeconds();
+    const runStartedAt = new Date();
     const due = await makeDue(world, 'run');
     const releaseSeconds = await waitCompleted(world, 'run', SENDS, due);
     const done = await waitRead(world, 'run', SENDS, Date.now() + DRAIN_SECONDS * 1000);
@@ -257,6 +268,7 @@ async function main(): Promise<void> {
     // PostgreSQL flushes its scan counters within a second of a transaction's end.
     await sleep(1500);
     const seqScans = seqScanDelta(scansBefore, await tableScans(world, world.namespace), SEQ_SCAN_TABLES);
+    const eventTypes = await eventsByType(world, runStartedAt);
 
     const [{ first }] = await world.sql<{ first: Date }>(`SELECT min(f.created_at) AS first FROM "${s}".effects f JOIN "${s}".enrollments e ON e.id = f.enrollment_id WHERE e.operation_key LIKE 'run-%' AND f.kind = 'send'`);
     const e2eSeconds = (done.at - first.getTime()) / 1000;
@@ -329,6 +341,12 @@ async function main(): Promise<void> {
     if (seqScans.length > 0) {
       process.stdout.write(`sequential scans per send (table: scans, rows read; index scans beside)\n`);
       for (const [table, scans, rows, indexScans] of seqScans) process.stdout.write(`  ${table.padEnd(44)} ${(scans / SENDS).toFixed(2).padStart(7)} ${(rows / SENDS).toFixed(1).padStart(9)}   idx ${(indexScans / SENDS).toFixed(2)}\n`);
+    }
+    // BENCH_EVENTS=N: the N event and command types each service's outbox published most per send.
+    const topEvents = Number(process.env.BENCH_EVENTS ?? 0);
+    if (topEvents > 0) {
+      process.stdout.write(`outbox events per send (service: type)\n`);
+      for (const { service, type, n } of eventTypes.slice(0, topEvents)) process.stdout.write(`  ${(n / SENDS).toFixed(2).padStart(6)}  ${service}: ${type}\n`);
     }
     const [load1] = os.loadavg();
     line('load average (1 min) at the end', `${load1.toFixed(1)} (${os.cpus().length} cores)`);

@@ -304,10 +304,8 @@ describe('BusConnection batches (two handlers of one type)', () => {
   /** Runs `messages` as one consumer batch of the service, as if they had queued up (the acks are counted). */
   async function runAsBatch(messages: BusMessage[]): Promise<number> {
     let acks = 0;
-    const ackingChannel = { ack: () => void acks++ };
     const batch = messages.map((m) => ({
-      channel: ackingChannel,
-      msg: { content: Buffer.from(JSON.stringify(m)), properties: { headers: {}, messageId: m.event_id, type: m.type }, fields: { routingKey: m.type } },
+      delivery: { content: Buffer.from(JSON.stringify(m)), properties: { headers: {}, messageId: m.event_id, type: m.type }, routingKey: m.type, ack: () => void acks++ },
       message: m,
       settle: () => undefined,
     }));

@@ -186,6 +186,17 @@ export class BaseConfig {
   BUS_CONSUMER_BATCH = 16;
 
   /**
+   * Most events of one type the outbox relay sends as one broker message (a pack; 1 sends each
+   * event alone). The consumers run a pack's events as if each had come alone: inbox dedupe,
+   * retries and dead letters stay per event. Every service of a deployment must run a release that
+   * reads packs before one of them sends any.
+   */
+  @IsInt()
+  @Min(1)
+  @Max(500)
+  BUS_PACK_SIZE = 32;
+
+  /**
    * Longest lock wait of a consumer batch's transaction, ms; 0 leaves PostgreSQL's (none). Two
    * batches can lock the same rows in opposite orders; PostgreSQL finds that deadlock only after its
    * `deadlock_timeout` (1 s by default), with both batches' connections held. A batch waiting longer

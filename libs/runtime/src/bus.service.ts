@@ -36,6 +36,7 @@ export class BusService implements OnApplicationBootstrap, BeforeApplicationShut
         retryBaseMs: config.BUS_RETRY_BASE_MS,
         prefetch: config.BUS_PREFETCH,
         batchSize: config.BUS_CONSUMER_BATCH,
+        packSize: config.BUS_PACK_SIZE,
         batchLockTimeoutMs: config.BUS_BATCH_LOCK_TIMEOUT_MS,
         // Leave half the pool to requests, loops and the relay.
         transactionSlots: Math.max(1, Math.floor(config.DB_POOL_SIZE / 2)),
