@@ -300,19 +300,19 @@ async function main(): Promise<void> {
     if (warmNote) line('  warm-up', warmNote);
 
     // Per-send cost, per process (counted over the timed run; idle background per second beside it).
-    const cols = ['process', 'SQL/send', 'tx/send', 'AMQP out/send', 'AMQP in/send', 'CPU s/1k sends', 'idle SQL/s'];
-    const widths = [14, 9, 8, 14, 13, 15, 10];
+    const cols = ['process', 'SQL/send', 'tx/send', 'trips/send', 'AMQP out/send', 'AMQP in/send', 'CPU s/1k sends', 'idle SQL/s'];
+    const widths = [14, 9, 8, 11, 14, 13, 15, 10];
     const row = (cells: string[]) => process.stdout.write(cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' ') + '\n');
     row(cols);
-    const total = { statements: 0, transactions: 0, published: 0, delivered: 0, cpu: 0, idle: 0 };
+    const total = { statements: 0, transactions: 0, roundTrips: 0, published: 0, delivered: 0, cpu: 0, idle: 0 };
     for (const c of children) {
       const a = after.get(c)!;
       const b = before.get(c)!;
-      const d = { statements: a.statements - b.statements, transactions: a.transactions - b.transactions, published: a.published - b.published, delivered: a.delivered - b.delivered, cpu: a.cpu - b.cpu };
+      const d = { statements: a.statements - b.statements, transactions: a.transactions - b.transactions, roundTrips: a.roundTrips - b.roundTrips, published: a.published - b.published, delivered: a.delivered - b.delivered, cpu: a.cpu - b.cpu };
       const idle = (idleTo.get(c)!.statements - idleFrom.get(c)!.statements) / IDLE_SECONDS;
-      for (const k of ['statements', 'transactions', 'published', 'delivered', 'cpu'] as const) total[k] += d[k];
+      for (const k of ['statements', 'transactions', 'roundTrips', 'published', 'delivered', 'cpu'] as const) total[k] += d[k];
       total.idle += idle;
-      row([c.name, (d.statements / SENDS).toFixed(2), (d.transactions / SENDS).toFixed(2), (d.published / SENDS).toFixed(2), (d.delivered / SENDS).toFixed(2), ((d.cpu * 1000) / SENDS).toFixed(1), idle.toFixed(1)]);
+      row([c.name, (d.statements / SENDS).toFixed(2), (d.transactions / SENDS).toFixed(2), (d.roundTrips / SENDS).toFixed(2), (d.published / SENDS).toFixed(2), (d.delivered / SENDS).toFixed(2), ((d.cpu * 1000) / SENDS).toFixed(1), idle.toFixed(1)]);
     }
     // BENCH_STATEMENTS=N: each process's N most frequent statements of the timed run, per send.
     const top = Number(process.env.BENCH_STATEMENTS ?? 0);
@@ -329,13 +329,13 @@ async function main(): Promise<void> {
       }
     // The database server's share: every backend of the machine (the shared server; other clients add to it).
     total.cpu += pgCpu;
-    row(['postgres', '', '', '', '', ((pgCpu * 1000) / SENDS).toFixed(1), '']);
+    row(['postgres', '', '', '', '', '', ((pgCpu * 1000) / SENDS).toFixed(1), '']);
     // The server's share by the service whose connection it served (application_name).
-    for (const [service, cpu] of [...pgByService].sort((a, b) => b[1] - a[1])) row([`pg ${service}`, '', '', '', '', ((cpu * 1000) / SENDS).toFixed(1), '']);
+    for (const [service, cpu] of [...pgByService].sort((a, b) => b[1] - a[1])) row([`pg ${service}`, '', '', '', '', '', ((cpu * 1000) / SENDS).toFixed(1), '']);
     // The broker is shared too, and on the same two cores.
     total.cpu += mqCpu;
-    row(['rabbitmq', '', '', '', '', ((mqCpu * 1000) / SENDS).toFixed(1), '']);
-    row(['total', (total.statements / SENDS).toFixed(2), (total.transactions / SENDS).toFixed(2), (total.published / SENDS).toFixed(2), (total.delivered / SENDS).toFixed(2), ((total.cpu * 1000) / SENDS).toFixed(1), total.idle.toFixed(1)]);
+    row(['rabbitmq', '', '', '', '', '', ((mqCpu * 1000) / SENDS).toFixed(1), '']);
+    row(['total', (total.statements / SENDS).toFixed(2), (total.transactions / SENDS).toFixed(2), (total.roundTrips / SENDS).toFixed(2), (total.published / SENDS).toFixed(2), (total.delivered / SENDS).toFixed(2), ((total.cpu * 1000) / SENDS).toFixed(1), total.idle.toFixed(1)]);
     // Sequential scans over the timed run (the harness's own progress reads included): a hot
     // statement that is not on an index shows here as rows read per send.
     if (seqScans.length > 0) {

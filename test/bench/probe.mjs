@@ -33,16 +33,19 @@ const CLOSES = /^\s*(COMMIT|ROLLBACK|END)\s*;?\s*$/i;
 pg.Client.prototype.query = function probedQuery(config, values, callback) {
   const text = typeof config === 'string' ? config : typeof config?.text === 'string' ? config.text : '';
   counts.roundTrips++;
-  if (OPENS.test(text)) this.__benchInTx = true;
-  else if (CLOSES.test(text)) {
-    if (this.__benchInTx) counts.transactions++;
-    this.__benchInTx = false;
-  } else {
-    counts.statements++;
-    if (!this.__benchInTx) counts.transactions++;
-    if (byStatement) {
-      const key = text.replace(/\s+/g, ' ').trim().slice(0, 160);
-      byStatement[key] = (byStatement[key] ?? 0) + 1;
+  // A folded query (libs/database FoldedQuery) is one round trip of several statements.
+  for (const step of Array.isArray(config?.steps) ? config.steps.map((s) => s.sql) : [text]) {
+    if (OPENS.test(step)) this.__benchInTx = true;
+    else if (CLOSES.test(step)) {
+      if (this.__benchInTx) counts.transactions++;
+      this.__benchInTx = false;
+    } else {
+      counts.statements++;
+      if (!this.__benchInTx) counts.transactions++;
+      if (byStatement) {
+        const key = step.replace(/\s+/g, ' ').trim().slice(0, 160);
+        byStatement[key] = (byStatement[key] ?? 0) + 1;
+      }
     }
   }
   return query.call(this, config, values, callback);

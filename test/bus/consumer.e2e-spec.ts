@@ -226,11 +226,16 @@ function recordClaims(): { claims: Claim[]; restore: () => void } {
   const claims: Claim[] = [];
   const original = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) {
-    const text = typeof config === 'string' ? config : ((config as { text?: string } | undefined)?.text ?? '');
-    const params = (typeof config === 'string' ? values : (config as { values?: unknown } | undefined)?.values) as unknown[] | undefined;
-    if (/INSERT INTO inbox_events/.test(text) && params) {
-      const [events, handlers] = params;
-      claims.push({ pairs: Array.isArray(events) ? events.map((e, i) => [String(e), String((handlers as unknown[])[i])]) : [[String(events), String(handlers)]] });
+    // A folded round trip (libs/database `FoldedQuery`) carries its statements as steps.
+    const steps = (config as { steps?: { sql: string; params?: unknown[] }[] } | undefined)?.steps;
+    const statements = steps
+      ? steps.map((step) => ({ text: step.sql, params: step.params }))
+      : [{ text: typeof config === 'string' ? config : ((config as { text?: string } | undefined)?.text ?? ''), params: (typeof config === 'string' ? values : (config as { values?: unknown } | undefined)?.values) as unknown[] | undefined }];
+    for (const { text, params } of statements) {
+      if (/INSERT INTO inbox_events/.test(text) && params) {
+        const [events, handlers] = params;
+        claims.push({ pairs: Array.isArray(events) ? events.map((e, i) => [String(e), String((handlers as unknown[])[i])]) : [[String(events), String(handlers)]] });
+      }
     }
     return (original as (...args: unknown[]) => unknown).call(this, config, values, callback);
   } as typeof original;

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { BusNames, DeadLetterAdmin, PACK_CONTENT_TYPE, packEvents } from '@touchpoint/bus';
 import { ServiceConfig } from '@touchpoint/config';
 import { type BusMessage, PlatformEvents } from '@touchpoint/contracts';
-import { createTestWorld, duplicateCounts, eventually, type ServiceApp, type TestWorld } from '@touchpoint/testing';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createTestWorld, duplicateCounts, eventually, type TestWorld } from '@touchpoint/testing';
 import { PROBE_WAKE, probeControl, probeService } from './probe.js';
 
 const message = (eventId: string, type: string = PlatformEvents.ProbeRecorded, seq = 1): BusMessage => ({
@@ -37,7 +38,7 @@ describe('bus packs (relay and consumer, real broker and database)', () => {
   let world: TestWorld;
   let conn: amqplib.ChannelModel;
   let channel: amqplib.ConfirmChannel;
-  let consumer: ServiceApp;
+  let consumer: NestFastifyApplication;
 
   beforeAll(async () => {
     world = await createTestWorld('packs');

@@ -15,25 +15,26 @@ describe('runInTransaction publish', () => {
   const event = (id: string): OutgoingMessage => ({ event_id: id, type: 'platform.probe.recorded', organization_id: 'org-1', data: { probe_id: id } }) as unknown as OutgoingMessage;
   const rows = async () => (await dataSource.query(`SELECT event_id FROM ${quoteIdent(schema)}.outbox_events ORDER BY id`)).map((r: { event_id: string }) => r.event_id);
   /** Runs `work`, recording the statements it sent (BEGIN and COMMIT included). */
-  const recorded = async (work: Parameters<typeof runInTransaction>[2]): Promise<string[]> => {
+  const recorded = async (work: Parameters<typeof runInTransaction>[2]): Promise<string[]> => (await roundTrips(work)).flat();
+  /** Runs `work`, recording each round trip it made: the statements that went together. */
+  const roundTrips = async (work: Parameters<typeof runInTransaction>[2], options: Parameters<typeof runInTransaction>[3] = {}): Promise<string[][]> => {
     const pool = (dataSource.driver as unknown as { master: { on(e: string, f: (c: { query: (...a: unknown[]) => unknown }) => void): void; removeAllListeners(e: string): void } }).master;
-    const statements: string[] = [];
+    const statements: string[][] = [];
     const seen = new WeakSet<object>();
     pool.on('acquire', (client) => {
       if (seen.has(client)) return;
       seen.add(client);
       const query = client.query.bind(client);
       client.query = (...args: unknown[]) => {
-        statements.push(
-          String(typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text)
-            .replace(/\s+/g, ' ')
-            .trim(),
-        );
+        // A folded round trip (`PreparingClient.queryFolded`) carries its statements as steps; a
+        // first statement without parameters goes after BEGIN in one simple-protocol string.
+        const texts = typeof args[0] === 'string' ? (/^BEGIN/.test(args[0]) ? args[0].split(/;\s+/) : [args[0]]) : ((args[0] as { steps?: { sql: string }[] }).steps?.map((s) => s.sql) ?? [(args[0] as { text: string }).text]);
+        statements.push(texts.map((t) => t.replace(/\s+/g, ' ').trim()));
         return query(...args);
       };
     });
     try {
-      await runInTransaction(dataSource, schema, work);
+      await runInTransaction(dataSource, schema, work, options);
     } finally {
       pool.removeAllListeners('acquire');
     }
@@ -162,23 +163,155 @@ describe('runInTransaction publish', () => {
     expect(await names()).toEqual(['a', 'b', 'c']);
   });
 
-  it('runs the atCommit callbacks after the beforeCommit ones and the outbox insert, right before COMMIT, and refuses a publish from them', async () => {
+  it('runs the atCommit callbacks after the beforeCommit ones, the statement one answers after the outbox insert in the round trip of COMMIT, and refuses a publish from them', async () => {
     const order: string[] = [];
     let refused: unknown;
-    const statements = await recorded(async (tx) => {
+    const trips = await roundTrips(async (tx) => {
       tx.atCommit(async () => {
         order.push('at');
-        await tx.query(`INSERT INTO items (name) VALUES ('at-commit')`);
+        await tx.query(`INSERT INTO items (name) VALUES ('at-commit-direct')`);
         refused = await tx.publish(event('too-late')).catch((err: Error) => err.message);
+        return { sql: `INSERT INTO items (name) VALUES ($1)`, params: ['at-commit'] };
       });
       tx.beforeCommit(async () => void order.push('before'));
       await tx.publish(event('a'));
     });
     expect(order).toEqual(['before', 'at']);
     expect(refused).toMatch(/publish after the outbox was written/);
-    const at = statements.findIndex((s) => s.includes(`'at-commit'`));
-    expect(statements[at - 1]).toMatch(/^INSERT INTO outbox_events/);
-    expect(statements[at + 1]).toBe('COMMIT');
+    // The callback's own statement opens the transaction; the last round trip is outbox, answered statement, COMMIT.
+    expect(trips).toEqual([['BEGIN', `INSERT INTO items (name) VALUES ('at-commit-direct')`], [expect.stringMatching(/^INSERT INTO outbox_events/), 'INSERT INTO items (name) VALUES ($1)', 'COMMIT']]);
     expect(await rows()).toEqual(['a']);
+    expect(await names()).toEqual(['at-commit', 'at-commit-direct']);
+  });
+});
+
+/**
+ * A transaction's round trips (`runInTransaction` on `PreparingClient.queryFolded`): BEGIN goes with
+ * the first statement, and the outbox rows, the atCommit statements and COMMIT go together; a
+ * failure anywhere still rolls everything back and leaves the connection clean.
+ */
+describe('runInTransaction round trips', () => {
+  const schema = `t_tx_trips_${randomBytes(3).toString('hex')}`;
+  let dataSource: DataSource;
+  const table = () => `${quoteIdent(schema)}.items`;
+  const event = (id: string): OutgoingMessage => ({ event_id: id, type: 'platform.probe.recorded', organization_id: 'org-1', data: { probe_id: id } }) as unknown as OutgoingMessage;
+  /** Each round trip the client made while `work` ran: the statements that went together. */
+  const trips = async <T>(work: () => Promise<T>): Promise<{ result: T; trips: string[][] }> => {
+    const pool = (dataSource.driver as unknown as { master: { on(e: string, f: (c: { query: (...a: unknown[]) => unknown }) => void): void; removeAllListeners(e: string): void } }).master;
+    const seen: string[][] = [];
+    pool.on('acquire', (client) => {
+      const query = client.query.bind(client);
+      client.query = (...args: unknown[]) => {
+        const a = args[0] as string | { steps?: { sql: string }[]; text: string };
+        seen.push(typeof a === 'string' ? [a] : (a.steps?.map((s) => s.sql) ?? [a.text]));
+        return query(...args);
+      };
+    });
+    try {
+      return { result: await work(), trips: seen };
+    } finally {
+      pool.removeAllListeners('acquire');
+    }
+  };
+  const names = async () => (await dataSource.query(`SELECT name FROM ${table()} ORDER BY name`)).map((r: { name: string }) => r.name);
+  const events = async () => (await dataSource.query(`SELECT event_id FROM ${quoteIdent(schema)}.outbox_events ORDER BY id`)).map((r: { event_id: string }) => r.event_id);
+
+  beforeAll(async () => {
+    // One connection: every transaction below runs on the same one, after whatever the last left behind.
+    dataSource = createServiceDataSource({ url: TEST_DATABASE_URL, schema, entities: [], migrations: [], poolSize: 1 });
+    await dataSource.initialize();
+    await dataSource.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    await dataSource.query(`CREATE TABLE ${quoteIdent(schema)}.outbox_events (id bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE, type text NOT NULL, organization_id text NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT clock_timestamp(), published_at timestamptz NULL, publish_attempts integer NOT NULL DEFAULT 0)`);
+    await dataSource.query(`CREATE TABLE ${table()} (name text NOT NULL)`);
+  });
+  afterAll(async () => {
+    await dataSource?.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+    await dataSource?.destroy();
+  });
+  beforeEach(() => dataSource.query(`TRUNCATE ${quoteIdent(schema)}.outbox_events, ${table()}`));
+
+  it('takes three round trips for two statements and a publish (six before folding), and none for a transaction that sends nothing', async () => {
+    const { trips: busy } = await trips(() =>
+      runInTransaction(dataSource, schema, async (tx) => {
+        await tx.query(`INSERT INTO items (name) VALUES ($1)`, ['one']);
+        await tx.query(`INSERT INTO items (name) VALUES ($1)`, ['two']);
+        await tx.publish(event('e1'));
+      }),
+    );
+    expect(busy.map((t) => t.length)).toEqual([2, 1, 2]);
+    expect(busy[0]![0]).toBe('BEGIN');
+    expect(busy[2]!.at(-1)).toBe('COMMIT');
+    expect(await names()).toEqual(['one', 'two']);
+    expect(await events()).toEqual(['e1']);
+
+    const { trips: idle, result } = await trips(() => runInTransaction(dataSource, schema, async () => 'nothing to do'));
+    expect(result).toBe('nothing to do');
+    expect(idle).toEqual([]);
+    // Only a publish: BEGIN, the outbox insert and COMMIT in one round trip.
+    const { trips: publishing } = await trips(() => runInTransaction(dataSource, schema, (tx) => tx.publish(event('e2'))));
+    expect(publishing).toHaveLength(1);
+    expect(publishing[0]![0]).toBe('BEGIN');
+    expect(await events()).toEqual(['e1', 'e2']);
+  });
+
+  it('applies the isolation level and the lock timeout to the first statement, sent in its round trip', async () => {
+    const { result, trips: sent } = await trips(() =>
+      runInTransaction(dataSource, schema, async (tx) => [await tx.query<{ transaction_isolation: string }>(`SELECT current_setting($1) AS transaction_isolation`, ['transaction_isolation']), await tx.query<{ lock_timeout: string }>(`SHOW lock_timeout`)], { isolation: 'SERIALIZABLE', lockTimeoutMs: 250 }),
+    );
+    expect(result[0]).toEqual([{ transaction_isolation: 'serializable' }]);
+    expect(result[1]).toEqual([{ lock_timeout: '250ms' }]);
+    expect(sent[0]).toEqual(['BEGIN ISOLATION LEVEL SERIALIZABLE', 'SET LOCAL lock_timeout = 250', 'SELECT current_setting($1) AS transaction_isolation']);
+  });
+
+  it('rolls back a transaction whose first statement fails (folded with BEGIN), with its error, and the connection serves the next one', async () => {
+    const failing = runInTransaction(dataSource, schema, async (tx) => {
+      await tx.query(`INSERT INTO items (name) VALUES ($1)`, [null]);
+    });
+    await expect(failing).rejects.toMatchObject({ code: '23502' });
+    await runInTransaction(dataSource, schema, (tx) => tx.query(`INSERT INTO items (name) VALUES ($1)`, ['after']));
+    expect(await names()).toEqual(['after']);
+    // Not left inside a transaction: an autocommitted read sees no open transaction block.
+    expect(await dataSource.query(`SELECT now() = statement_timestamp() AS autocommit`)).toEqual([{ autocommit: true }]);
+  });
+
+  it('rolls everything back when a step of the commit round trip fails: the COMMIT after it does not run', async () => {
+    const failing = runInTransaction(dataSource, schema, async (tx) => {
+      await tx.query(`INSERT INTO items (name) VALUES ($1)`, ['business row']);
+      await tx.publish(event('never'));
+      tx.atCommit(async () => ({ sql: `INSERT INTO items (name) VALUES ($1)`, params: [null] }));
+    });
+    await expect(failing).rejects.toMatchObject({ code: '23502' });
+    expect(await names()).toEqual([]);
+    expect(await events()).toEqual([]);
+    await runInTransaction(dataSource, schema, async (tx) => {
+      await tx.query(`INSERT INTO items (name) VALUES ($1)`, ['next']);
+      await tx.publish(event('next'));
+    });
+    expect(await names()).toEqual(['next']);
+    expect(await events()).toEqual(['next']);
+  });
+
+  it('prepares a statement whose first use was in a failed round trip again, or not, as the server kept it', async () => {
+    const tag = randomBytes(4).toString('hex');
+    // Parsed (by name) in a round trip that then fails at the next step: the server keeps it prepared.
+    const kept = `INSERT INTO items (name) SELECT $1::text || '${tag}-kept'`;
+    await expect(
+      runInTransaction(dataSource, schema, async (tx) => {
+        await tx.publish(event(`kept-${tag}`));
+        tx.atCommit(async () => ({ sql: kept, params: ['a-'] }));
+        tx.atCommit(async () => ({ sql: `INSERT INTO items (name) VALUES ($1)`, params: [null] }));
+      }),
+    ).rejects.toMatchObject({ code: '23502' });
+    // Failing to parse: nothing kept under its name.
+    const broken = `INSERT INTO items (name) SELECT $1::text || '${tag}' FROM no_such_table_${tag}`;
+    await expect(runInTransaction(dataSource, schema, (tx) => tx.query(broken, ['x']))).rejects.toMatchObject({ code: '42P01' });
+    await dataSource.query(`CREATE TABLE ${quoteIdent(schema)}.no_such_table_${tag} (x int)`);
+    await dataSource.query(`INSERT INTO ${quoteIdent(schema)}.no_such_table_${tag} VALUES (1)`);
+    // Both run now on the same connection: neither "does not exist" nor "already exists".
+    await runInTransaction(dataSource, schema, async (tx) => {
+      await tx.query(kept, ['b-']);
+      await tx.query(broken, ['y']);
+    });
+    expect(await names()).toEqual([`b-${tag}-kept`, `y${tag}`]);
   });
 });

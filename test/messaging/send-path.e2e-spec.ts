@@ -56,6 +56,13 @@ describe('send path', () => {
           statements.push('publish');
           return tx.publish(messages);
         },
+        // A statement answered at commit runs in the commit's round trip, not through `query`.
+        atCommit: (callback) =>
+          tx.atCommit(async () => {
+            const statement = await callback();
+            if (statement) statements.push(statement.sql.replace(/\s+/g, ' ').trim());
+            return statement;
+          }),
       };
       return work(recording, statements);
     });

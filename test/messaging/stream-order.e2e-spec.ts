@@ -1,4 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { MessagingStreamItem } from '@touchpoint/contracts';
 import { UnitOfWork } from '@touchpoint/runtime';
@@ -51,12 +52,11 @@ describe('live feed order', () => {
       },
     };
   };
-  const append = (org: string, name: string, hold?: Promise<void>, where: 'before' | 'at' = 'before') =>
+  const append = (org: string, name: string, hold?: Promise<void>) =>
     uow.run(async (tx) => {
       await stream.append(tx, org, 'messaging.probe', { name });
-      // Registered after the append: `before` runs before the feed insert, `at` after it (and its lock).
-      if (hold && where === 'before') tx.beforeCommit(() => hold);
-      if (hold && where === 'at') tx.atCommit(() => hold);
+      // Registered after the append, it still runs before the feed insert (the commit's round trip).
+      if (hold) tx.beforeCommit(() => hold);
     });
   const names = (items: MessagingStreamItem[]) => items.map((i) => (i.data as { name: string }).name);
 
@@ -78,7 +78,14 @@ describe('live feed order', () => {
     const [org, other] = [`org-${randomUUID()}`, `org-${randomUUID()}`];
     const feed = await follow(org);
     const held = gate();
-    const first = append(org, 'first', held.opened, 'at');
+    // A transaction caught between its feed insert and its commit (a slow commit's WAL flush): the
+    // organization's feed lock taken, its item inserted, not committed until the gate opens.
+    const holder = new pg.Client({ connectionString: world.databaseUrl });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(`SELECT pg_advisory_xact_lock(hashtext('stream_events:' || $1))`, [org]);
+    await holder.query(`INSERT INTO "${world.schema('messaging')}".stream_events (organization_id, type, data) VALUES ($1, 'messaging.probe', '{"name":"first"}')`, [org]);
+    const first = held.opened.then(() => holder.query('COMMIT')).finally(() => holder.end());
     await sleep(100);
     let secondDone = false;
     const second = append(org, 'second').then(() => (secondDone = true));

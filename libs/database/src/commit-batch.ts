@@ -1,3 +1,4 @@
+import type { Statement } from './folded-query.js';
 import type { Tx } from './transaction.js';
 
 /**
@@ -13,15 +14,23 @@ import type { Tx } from './transaction.js';
  */
 export class CommitBatch<T> {
   private readonly open = new WeakMap<Tx, T[]>();
+  private statementOf?: (items: T[]) => Statement;
+
+  constructor(private readonly write: (tx: Tx, items: T[]) => Promise<void>) {}
 
   /**
-   * @param options.atCommit flush as the transaction's last work (`Tx.atCommit`, after the outbox)
-   *   instead of with the `beforeCommit` callbacks: for a write that takes a lock to order commits
+   * A batch written as the transaction's last statement, in the round trip of its COMMIT
+   * (`Tx.atCommit`), instead of with the `beforeCommit` callbacks: for a write that takes a lock to
+   * order commits. `statementOf` builds that one statement from the transaction's items; `flush`
+   * cannot write it earlier.
    */
-  constructor(
-    private readonly write: (tx: Tx, items: T[]) => Promise<void>,
-    private readonly options: { atCommit?: boolean } = {},
-  ) {}
+  static atCommit<T>(statementOf: (items: T[]) => Statement): CommitBatch<T> {
+    const batch = new CommitBatch<T>(async () => {
+      throw new Error('a CommitBatch.atCommit batch is written by the commit, not by flush');
+    });
+    batch.statementOf = statementOf;
+    return batch;
+  }
 
   /** Adds an item to `tx`'s batch (written before `tx` commits; dropped if a savepoint around the add is rolled back to). */
   add(tx: Tx, item: T): void {
@@ -53,8 +62,15 @@ export class CommitBatch<T> {
   }
 
   private flushAtCommit(tx: Tx): void {
-    const flush = () => this.flush(tx);
-    if (this.options.atCommit) tx.atCommit(flush);
-    else tx.beforeCommit(flush);
+    const statementOf = this.statementOf;
+    if (!statementOf) {
+      tx.beforeCommit(() => this.flush(tx));
+      return;
+    }
+    tx.atCommit(async () => {
+      const items = this.open.get(tx);
+      this.open.delete(tx);
+      return items && items.length > 0 ? statementOf(items) : undefined;
+    });
   }
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { FoldedQuery, type Statement } from './folded-query.js';
 import { DataSource, type EntitySchema, type MigrationInterface, type ObjectType } from 'typeorm';
 
 type EntityTarget = ObjectType<unknown> | EntitySchema<unknown>;
@@ -38,7 +39,19 @@ function statementName(text: string): string | undefined {
  * The names live per process and are bounded; texts built with a varying number of placeholders
  * add at most MAX_PREPARED_STATEMENTS of them.
  */
-class PreparingClient extends pg.Client {
+export class PreparingClient extends pg.Client {
+  /**
+   * Runs `steps` in one round trip (`FoldedQuery`), the parameterized ones prepared by name like
+   * `query`'s; answers each step's result, in order. Rejects with the first failing step's error
+   * (the later steps did not run).
+   */
+  queryFolded(steps: Statement[]): Promise<pg.QueryResult[]> {
+    return new Promise((resolve, reject) => {
+      // Through `query` (which passes it on): what wraps a client's queries sees this one too.
+      void this.query(new FoldedQuery(steps, statementName, (err, results) => (err ? reject(err) : resolve(results!))));
+    });
+  }
+
   override query(config: unknown, values?: unknown, callback?: unknown): never {
     if (typeof config === 'string' && Array.isArray(values) && values.length > 0) {
       const name = statementName(config);

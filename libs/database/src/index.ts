@@ -1,4 +1,5 @@
 export * from './data-source.js';
+export type { Statement } from './folded-query.js';
 export * from './bus-tables.migration.js';
 export * from './transaction.js';
 export * from './commit-batch.js';

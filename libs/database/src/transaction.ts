@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import type { BusType, OutgoingMessage } from '@touchpoint/contracts';
+import { PreparingClient } from './data-source.js';
+import type { Statement } from './folded-query.js';
 
 /** The notification channel the relay of a schema listens on (notified by a trigger on insert). */
 export const outboxChannel = (schema: string): string => `outbox_${schema}`;
@@ -31,13 +33,15 @@ export interface Tx {
    */
   beforeCommit(callback: () => Promise<void>): void;
   /**
-   * Runs `callback` as the transaction's very last work: after the `beforeCommit` callbacks and the
-   * outbox rows, right before COMMIT, in the order registered. A lock taken here is held through
-   * the commit and nothing else, so it can order commits (the live feed's ids, messaging
-   * `StreamRepository`) without waiting on a lock the transaction takes later. A callback must not
-   * `publish` (the outbox is written already: it throws) nor register another.
+   * Runs `callback` as the transaction's last work, after the `beforeCommit` callbacks, in the order
+   * registered. The statement it answers (if any) runs after every callback, with the outbox rows
+   * before it and COMMIT right after it, all in one round trip (`runInTransaction`): a lock it takes
+   * is held through the commit and nothing else, not even a network wait, so it can order commits
+   * (the live feed's ids, messaging `StreamRepository`) without waiting on a lock the transaction
+   * takes later. A callback must not `publish` (the outbox is being written: it throws) nor
+   * register another.
    */
-  atCommit(callback: () => Promise<void>): void;
+  atCommit(callback: () => Promise<Statement | void>): void;
   /**
    * Runs `work` inside a savepoint. When it resolves, the savepoint is released; when it throws,
    * the transaction is rolled back to the savepoint (its statements undone, and what `publish`
@@ -129,25 +133,26 @@ interface OutboxRow {
 const OUTBOX_ROWS_PER_INSERT = 1000;
 
 /**
- * Writes a transaction's published messages into `outbox_events`, in call order, one statement per
+ * The statements writing a transaction's published messages into `outbox_events`, in call order, one per
  * OUTBOX_ROWS_PER_INSERT of them; an `event_id` already there (or given twice) is skipped. The rows
  * go as arrays (`unnest … WITH ORDINALITY`, in order), so the text is the same for every batch size
  * and the statement is prepared once per connection (`PreparingClient`), not once per batch size.
- * @returns whether there was anything to write (the relay is woken after the commit)
+ * @returns the statements, none for no rows
  */
-async function writeOutbox(query: Tx['query'], outbox: OutboxRow[]): Promise<boolean> {
+function outboxStatements(outbox: OutboxRow[]): Statement[] {
+  const statements: Statement[] = [];
   for (let from = 0; from < outbox.length; from += OUTBOX_ROWS_PER_INSERT) {
     const rows = outbox.slice(from, from + OUTBOX_ROWS_PER_INSERT);
-    await query(
-      `INSERT INTO outbox_events (event_id, type, organization_id, payload)
+    statements.push({
+      sql: `INSERT INTO outbox_events (event_id, type, organization_id, payload)
          SELECT v.event_id, v.type, v.organization_id, v.payload::jsonb
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS v(event_id, type, organization_id, payload, n)
           ORDER BY v.n
          ON CONFLICT (event_id) DO NOTHING`,
-      [rows.map((r) => r.event_id), rows.map((r) => r.type), rows.map((r) => r.organization_id), rows.map((r) => r.payload)],
-    );
+      params: [rows.map((r) => r.event_id), rows.map((r) => r.type), rows.map((r) => r.organization_id), rows.map((r) => r.payload)],
+    });
   }
-  return outbox.length > 0;
+  return statements;
 }
 
 /**
@@ -173,7 +178,7 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   let published: boolean;
   const committed: (() => void)[] = [];
   const beforeCommit: (() => Promise<void>)[] = [];
-  const atCommit: (() => Promise<void>)[] = [];
+  const atCommit: (() => Promise<Statement | void>)[] = [];
   /** The outbox rows `publish` was given, in call order, each written out (and stamped) when it was given. */
   const outbox: OutboxRow[] = [];
   let outboxWritten = false;
@@ -181,8 +186,27 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   const savepoints: { published: number; undo: (() => void)[] }[] = [];
   /** A savepoint that could not be rolled back to: the transaction is lost, every later statement fails with it. */
   let lost: Error | undefined;
+  const folder = client instanceof PreparingClient ? client : undefined;
+  const folding = folder !== undefined;
+  const begin = [options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation}` : 'BEGIN'];
+  const lockTimeout = options.lockTimeoutMs && options.lockTimeoutMs > 0 ? Math.ceil(options.lockTimeoutMs) : 0;
+  if (lockTimeout) begin.push(`SET LOCAL lock_timeout = ${lockTimeout}`);
+  /**
+   * BEGIN (and its SET LOCAL) not sent yet: it goes in the round trip of the transaction's first
+   * statement (`PreparingClient.queryFolded`). A round trip is most of a short statement's cost,
+   * on both sides; a transaction that sends nothing costs none.
+   */
+  let pendingBegin = folding;
   const query = async <R>(sql: string, params?: unknown[]): Promise<R[]> => {
     if (lost) throw lost;
+    if (pendingBegin) {
+      pendingBegin = false;
+      if (params && params.length > 0) return (await folder!.queryFolded([...begin.map((b) => ({ sql: b })), { sql, params }])).at(-1)!.rows as R[];
+      // Without parameters `sql` may hold several statements, which only the simple protocol takes.
+      const results = (await client.query(`${begin.join('; ')}; ${sql}`)) as unknown as pg.QueryResult[];
+      const own = results.slice(begin.length);
+      return (own.length === 1 ? own[0]!.rows : undefined) as R[];
+    }
     return (await client.query(sql, params as unknown[])).rows as R[];
   };
   const tx: Tx = {
@@ -227,21 +251,38 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   };
   let result: T;
   try {
-    const begin = options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation}` : 'BEGIN';
-    const lockTimeout = options.lockTimeoutMs && options.lockTimeoutMs > 0 ? Math.ceil(options.lockTimeoutMs) : 0;
     // One round trip for both (the simple protocol takes several statements).
-    await client.query(lockTimeout ? `${begin}; SET LOCAL lock_timeout = ${lockTimeout}` : begin);
+    if (!folding) await client.query(begin.join('; '));
     result = await work(tx);
     // By index: a callback may register another, which runs in the same pass.
     for (let i = 0; i < beforeCommit.length; i++) await beforeCommit[i]();
-    published = await writeOutbox(query, outbox);
     outboxWritten = true;
-    for (const callback of atCommit) await callback();
+    const last: Statement[] = [];
+    for (const callback of atCommit) {
+      const statement = await callback();
+      if (statement) last.push(statement);
+    }
     if (lost) throw lost;
-    await client.query('COMMIT');
+    last.unshift(...outboxStatements(outbox));
+    published = outbox.length > 0;
+    if (folding) {
+      // The outbox rows, the atCommit statements and COMMIT in one round trip (with BEGIN when
+      // nothing was sent yet; a transaction that wrote nothing sends nothing). A failing step
+      // skips the COMMIT, and the ROLLBACK below ends the transaction.
+      if (pendingBegin && last.length === 0) pendingBegin = false;
+      else {
+        const steps = [...(pendingBegin ? begin.map((b) => ({ sql: b })) : []), ...last, { sql: 'COMMIT' }];
+        pendingBegin = false;
+        await folder!.queryFolded(steps);
+      }
+    } else {
+      for (const statement of last) await query(statement.sql, statement.params);
+      await client.query('COMMIT');
+    }
   } catch (err) {
     // A connection that cannot even roll back is dropped from the pool, not reused.
-    await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+    // Nothing sent yet (the work failed before its first statement): there is nothing to roll back.
+    if (!pendingBegin) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
     throw err;
   } finally {
     client.removeListener('error', onError);

@@ -1,5 +1,5 @@
 import type { BusType, OutgoingMessage } from '@touchpoint/contracts';
-import type { Tx } from '@touchpoint/database';
+import type { Statement, Tx } from '@touchpoint/database';
 
 /**
  * Fakes for service specs (STYLE "Tests": a service's rules tested alone, `sut` built with fakes
@@ -33,7 +33,7 @@ export class FakeTx implements Tx {
   readonly published: OutgoingMessage[] = [];
   readonly afterCommitted: (() => void)[] = [];
   readonly beforeCommitting: (() => Promise<void>)[] = [];
-  readonly atCommitting: (() => Promise<void>)[] = [];
+  readonly atCommitting: (() => Promise<Statement | void>)[] = [];
   private readonly savepoints: (() => void)[][] = [];
   readonly queries: { sql: string; params: unknown[] }[] = [];
 
@@ -62,7 +62,7 @@ export class FakeTx implements Tx {
   }
 
   /** Kept, not run, like `beforeCommit`: `commit()` runs them after those. */
-  atCommit(callback: () => Promise<void>): void {
+  atCommit(callback: () => Promise<Statement | void>): void {
     this.atCommitting.push(callback);
   }
 
@@ -88,10 +88,18 @@ export class FakeTx implements Tx {
     this.savepoints.at(-1)?.push(undo);
   }
 
-  /** Runs the `beforeCommit` callbacks as a real commit would (the callbacks they register too), then the `atCommit` ones. */
+  /**
+   * Runs the `beforeCommit` callbacks as a real commit would (the callbacks they register too), then
+   * the `atCommit` ones, then the statements those answered (through `query`, so `onQuery` sees them).
+   */
   async commit(): Promise<void> {
     while (this.beforeCommitting.length) await this.beforeCommitting.shift()!();
-    while (this.atCommitting.length) await this.atCommitting.shift()!();
+    const last: Statement[] = [];
+    while (this.atCommitting.length) {
+      const statement = await this.atCommitting.shift()!();
+      if (statement) last.push(statement);
+    }
+    for (const { sql, params } of last) await this.query(sql, params ?? []);
   }
 }
 

@@ -1,12 +1,32 @@
 import { Injectable } from '@nestjs/common';
 import type { MessagingStreamItem } from '@touchpoint/contracts';
-import { CommitBatch, type Tx } from '@touchpoint/database';
+import { CommitBatch, type Statement, type Tx } from '@touchpoint/database';
 
 /** A feed item waiting for its transaction's commit; `data` already JSON (as it was when appended). */
 interface PendingItem {
   organization_id: string;
   type: string;
   data: string;
+}
+
+/**
+ * The insert of a transaction's feed items, its last statement (run in the round trip of its
+ * COMMIT). `locked` yields its one row only once every organization's lock is held (in one order,
+ * so two transactions of the same organizations queue instead of deadlocking); each inserted row
+ * waits for that row, so no id is drawn before the locks. WITH ORDINALITY keeps the appends' order.
+ */
+function insertStatement(items: PendingItem[]): Statement {
+  return {
+    sql: `WITH locked AS (
+         SELECT count(pg_advisory_xact_lock(hashtext('stream_events:' || o))) AS n
+           FROM (SELECT DISTINCT o FROM unnest($1::text[]) AS u(o) ORDER BY 1) s
+       )
+       INSERT INTO stream_events (organization_id, type, data)
+       SELECT v.organization_id, v.type, v.data::jsonb
+         FROM locked, unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS v(organization_id, type, data, n)
+        ORDER BY v.n`,
+    params: [items.map((i) => i.organization_id), items.map((i) => i.type), items.map((i) => i.data)],
+  };
 }
 
 /**
@@ -24,7 +44,7 @@ interface PendingItem {
  */
 @Injectable()
 export class StreamRepository {
-  private readonly pending = new CommitBatch<PendingItem>((tx, items) => this.insert(tx, items), { atCommit: true });
+  private readonly pending = CommitBatch.atCommit<PendingItem>(insertStatement);
 
   /**
    * Appends a feed item in the caller's transaction. The items of one transaction are inserted
@@ -34,23 +54,6 @@ export class StreamRepository {
    */
   async append(tx: Tx, organizationId: string, type: string, data: object): Promise<void> {
     this.pending.add(tx, { organization_id: organizationId, type, data: JSON.stringify(data) });
-  }
-
-  private async insert(tx: Tx, items: PendingItem[]): Promise<void> {
-    // `locked` yields its one row only once every organization's lock is held (in one order, so two
-    // transactions of the same organizations queue instead of deadlocking); each inserted row waits
-    // for that row, so no id is drawn before the locks. WITH ORDINALITY keeps the order of the appends.
-    await tx.query(
-      `WITH locked AS (
-         SELECT count(pg_advisory_xact_lock(hashtext('stream_events:' || o))) AS n
-           FROM (SELECT DISTINCT o FROM unnest($1::text[]) AS u(o) ORDER BY 1) s
-       )
-       INSERT INTO stream_events (organization_id, type, data)
-       SELECT v.organization_id, v.type, v.data::jsonb
-         FROM locked, unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS v(organization_id, type, data, n)
-        ORDER BY v.n`,
-      [items.map((i) => i.organization_id), items.map((i) => i.type), items.map((i) => i.data)],
-    );
   }
 
   /**
