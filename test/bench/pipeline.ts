@@ -88,8 +88,7 @@ async function eventsByType(world: TestWorld, since: Date): Promise<Array<{ serv
   const schemas = await world.sql<{ schema: string }>(`SELECT table_schema AS schema FROM information_schema.tables WHERE table_name = 'outbox_events' AND table_schema LIKE $1`, [`${world.namespace}%`]);
   const rows: Array<{ service: string; type: string; n: number }> = [];
   for (const { schema } of schemas)
-    for (const r of await world.sql<{ type: string; n: number }>(`SELECT type, count(*)::int AS n FROM "${schema}".outbox_events WHERE created_at >= $1 GROUP BY type`, [since]))
-      rows.push({ service: schema.slice(world.namespace.length).replace(/^_/, ''), ...r });
+    for (const r of await world.sql<{ type: string; n: number }>(`SELECT type, count(*)::int AS n FROM "${schema}".outbox_events WHERE created_at >= $1 GROUP BY type`, [since])) rows.push({ service: schema.slice(world.namespace.length).replace(/^_/, ''), ...r });
   return rows.sort((a, b) => b.n - a.n);
 }
 

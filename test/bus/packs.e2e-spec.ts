@@ -51,8 +51,7 @@ describe('bus packs (relay and consumer, real broker and database)', () => {
     await world.close();
   });
 
-  const handled = async (prefix: string) =>
-    world.sql<{ event_id: string; n: number }>(`SELECT event_id, count(*)::int AS n FROM "${world.schema('followups')}".probe_handled WHERE event_id LIKE $1 GROUP BY event_id ORDER BY event_id`, [`${prefix}%`]);
+  const handled = async (prefix: string) => world.sql<{ event_id: string; n: number }>(`SELECT event_id, count(*)::int AS n FROM "${world.schema('followups')}".probe_handled WHERE event_id LIKE $1 GROUP BY event_id ORDER BY event_id`, [`${prefix}%`]);
 
   const publishPack = async (events: unknown[], type = PlatformEvents.ProbeRecorded) => {
     channel.publish(`${world.namespace}.events`, type, Buffer.from(JSON.stringify(events)), { persistent: true, contentType: PACK_CONTENT_TYPE, messageId: `pack-${randomUUID()}`, type });
@@ -72,10 +71,11 @@ describe('bus packs (relay and consumer, real broker and database)', () => {
     const outreach = world.schema('outreach');
     // 40 probe events and 5 wake-ups committed together, interleaved, then the relay woken once.
     const rows = Array.from({ length: 45 }, (_, i) => (i % 9 === 4 ? message(`${prefix}w${i}`, PROBE_WAKE) : message(`${prefix}${String(i).padStart(2, '0')}`, PlatformEvents.ProbeRecorded, i)));
-    await world.sql(
-      `INSERT INTO "${outreach}".outbox_events (event_id, type, organization_id, payload) SELECT e, t, NULL, p::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) AS u(e, t, p)`,
-      [rows.map((r) => r.event_id), rows.map((r) => r.type), rows.map((r) => JSON.stringify(r))],
-    );
+    await world.sql(`INSERT INTO "${outreach}".outbox_events (event_id, type, organization_id, payload) SELECT e, t, NULL, p::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) AS u(e, t, p)`, [
+      rows.map((r) => r.event_id),
+      rows.map((r) => r.type),
+      rows.map((r) => JSON.stringify(r)),
+    ]);
     await world.sql(`SELECT pg_notify($1, '')`, [`outbox_${outreach}`]);
 
     const probes = rows.filter((r) => r.type === PlatformEvents.ProbeRecorded);

@@ -179,7 +179,10 @@ describe('runInTransaction publish', () => {
     expect(order).toEqual(['before', 'at']);
     expect(refused).toMatch(/publish after the outbox was written/);
     // The callback's own statement opens the transaction; the last round trip is outbox, answered statement, COMMIT.
-    expect(trips).toEqual([['BEGIN', `INSERT INTO items (name) VALUES ('at-commit-direct')`], [expect.stringMatching(/^INSERT INTO outbox_events/), 'INSERT INTO items (name) VALUES ($1)', 'COMMIT']]);
+    expect(trips).toEqual([
+      ['BEGIN', `INSERT INTO items (name) VALUES ('at-commit-direct')`],
+      [expect.stringMatching(/^INSERT INTO outbox_events/), 'INSERT INTO items (name) VALUES ($1)', 'COMMIT'],
+    ]);
     expect(await rows()).toEqual(['a']);
     expect(await names()).toEqual(['at-commit', 'at-commit-direct']);
   });
@@ -221,7 +224,9 @@ describe('runInTransaction round trips', () => {
     dataSource = createServiceDataSource({ url: TEST_DATABASE_URL, schema, entities: [], migrations: [], poolSize: 1 });
     await dataSource.initialize();
     await dataSource.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
-    await dataSource.query(`CREATE TABLE ${quoteIdent(schema)}.outbox_events (id bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE, type text NOT NULL, organization_id text NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT clock_timestamp(), published_at timestamptz NULL, publish_attempts integer NOT NULL DEFAULT 0)`);
+    await dataSource.query(
+      `CREATE TABLE ${quoteIdent(schema)}.outbox_events (id bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE, type text NOT NULL, organization_id text NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT clock_timestamp(), published_at timestamptz NULL, publish_attempts integer NOT NULL DEFAULT 0)`,
+    );
     await dataSource.query(`CREATE TABLE ${table()} (name text NOT NULL)`);
   });
   afterAll(async () => {
@@ -256,7 +261,10 @@ describe('runInTransaction round trips', () => {
 
   it('applies the isolation level and the lock timeout to the first statement, sent in its round trip', async () => {
     const { result, trips: sent } = await trips(() =>
-      runInTransaction(dataSource, schema, async (tx) => [await tx.query<{ transaction_isolation: string }>(`SELECT current_setting($1) AS transaction_isolation`, ['transaction_isolation']), await tx.query<{ lock_timeout: string }>(`SHOW lock_timeout`)], { isolation: 'SERIALIZABLE', lockTimeoutMs: 250 }),
+      runInTransaction(dataSource, schema, async (tx) => [await tx.query<{ transaction_isolation: string }>(`SELECT current_setting($1) AS transaction_isolation`, ['transaction_isolation']), await tx.query<{ lock_timeout: string }>(`SHOW lock_timeout`)], {
+        isolation: 'SERIALIZABLE',
+        lockTimeoutMs: 250,
+      }),
     );
     expect(result[0]).toEqual([{ transaction_isolation: 'serializable' }]);
     expect(result[1]).toEqual([{ lock_timeout: '250ms' }]);
