@@ -1,5 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHmac, randomUUID } from 'node:crypto';
+import { MessagingWhatsAppRpc } from '@touchpoint/contracts';
+import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -160,6 +162,46 @@ describe('gateway messaging routes', () => {
     expect(message.body).toBe('STOP \uFFFD');
     const [contact] = await world.sql<{ opted_out_at: Date | null }>(`SELECT opted_out_at FROM "${world.schema('messaging')}".contacts WHERE id = $1`, [message.contact_id]);
     expect(contact.opted_out_at).not.toBeNull();
+  });
+
+  it('hands the inbound webhooks of one number that arrive together to messaging in fewer calls, each answered 200 with its message stored under its own sender name', async () => {
+    const organizationId = (await gatewayBuilders(gateway).organizationWithKey({ scopes: ['messaging:read'] })).organizationId;
+    const phoneNumberId = `pn-${randomUUID()}`;
+    await registerSender(world, organizationId, phoneNumberId);
+    const rpc = gateway.get(RpcClient);
+    const calls: number[] = [];
+    const call = rpc.call.bind(rpc);
+    rpc.call = ((service: string, pattern: string, data: { messages?: unknown[] }, ...rest: unknown[]) => {
+      if (pattern === MessagingWhatsAppRpc.Inbound) calls.push(data.messages?.length ?? 0);
+      return (call as (...a: unknown[]) => unknown)(service, pattern, data, ...rest);
+    }) as typeof rpc.call;
+    try {
+      const senders = Array.from({ length: 12 }, (_, i) => ({ wamid: newWamid(), waId: `55119600${String(10000 + i)}`, name: `Person ${i}` }));
+      const answers = await Promise.all(
+        senders.map(({ wamid, waId, name }) => {
+          const inbound = inboundText(wamid, waId, `hello from ${name}`, Math.floor(Date.now() / 1000), phoneNumberId);
+          const value = { messaging_product: 'whatsapp', metadata: { display_phone_number: '5511912345678', phone_number_id: phoneNumberId }, contacts: [{ wa_id: waId, profile: { name } }], messages: inbound.messages };
+          const raw = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '100000000000001', changes: [{ field: 'messages', value }] }] });
+          const signature = `sha256=${createHmac('sha256', world.config(GatewayConfig).META_APP_SECRET).update(raw).digest('hex')}`;
+          return http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+        }),
+      );
+      expect(answers.map((a) => a.status)).toEqual(senders.map(() => 200));
+      // Every message went over; the webhooks that came in while a hand-over was under way went in the next one together.
+      expect(calls.reduce((a, b) => a + b, 0)).toBe(12);
+      expect(calls.length).toBeLessThan(12);
+      expect(Math.max(...calls)).toBeGreaterThan(1);
+      // Each message stored with its own sender's contact and profile name, though they travelled together.
+      const stored = () =>
+        world.sql<{ external_id: string; phone: string; name: string | null }>(`SELECT m.external_id, c.phone, c.name FROM "${world.schema('messaging')}".messages m JOIN "${world.schema('messaging')}".contacts c ON c.id = m.contact_id WHERE m.external_id = ANY($1::text[])`, [
+          senders.map((s) => s.wamid),
+        ]);
+      await eventually(async () => (await stored()).length === senders.length, 15_000);
+      const byWamid = new Map((await stored()).map((r) => [r.external_id, r]));
+      for (const s of senders) expect({ phone: byWamid.get(s.wamid)!.phone.replace(/\D/g, ''), name: byWamid.get(s.wamid)!.name }).toEqual({ phone: s.waId, name: s.name });
+    } finally {
+      rpc.call = call;
+    }
   });
 
   it('stores a signed Meta webhook whose message and status hold a NUL (a \\u0000 escape), each NUL as U+FFFD, and acknowledges it', async () => {

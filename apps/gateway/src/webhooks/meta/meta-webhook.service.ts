@@ -19,6 +19,14 @@ interface MetaChange {
 
 /** The most statuses one hand-over to the dispatcher carries (a webhook with more goes whole, alone). */
 const STATUS_HAND_OVER_MAX = 200;
+/** The most inbound messages one hand-over to messaging carries (a webhook with more goes whole, alone). */
+const INBOUND_HAND_OVER_MAX = 200;
+
+/** An inbound message as handed over: with the `contacts` of the webhook change it came in. */
+interface InboundItem {
+  message: WhatsAppInboundBatch['messages'][number];
+  contacts: WhatsAppInboundBatch['contacts'];
+}
 
 /**
  * Whether a failed hand-over may be one webhook's fault, so its group is handed over again webhook by
@@ -68,6 +76,26 @@ export class MetaWebhookService {
     notUnavailable,
   );
 
+  /**
+   * The inbound messages of one business number's webhooks that come in while its last hand-over to
+   * messaging is under way go in the next one together, as the statuses do: one RPC and one receipt
+   * insert for the group. Each webhook is answered only once messaging stored its messages as
+   * receipts; a refused group is handed over again webhook by webhook, a group messaging did not
+   * answer fails at once (every webhook of it 503: Meta redelivers, messaging deduplicates).
+   */
+  private readonly inboundHandOver = new GroupCommit<InboundItem, true>(
+    async (key, items) => {
+      const [phoneNumberId, displayPhoneNumber, businessAccountId] = JSON.parse(key) as [string, string | null, string | null];
+      // Each webhook's contacts once (its messages share the array), in the webhooks' order.
+      const contacts = [...new Set(items.map((i) => i.contacts))].flat();
+      const batch: WhatsAppInboundBatch = { phone_number_id: phoneNumberId, display_phone_number: displayPhoneNumber ?? undefined, business_account_id: businessAccountId ?? undefined, contacts, messages: items.map((i) => i.message) };
+      await this.rpc.call('messaging', MessagingWhatsAppRpc.Inbound, batch);
+      return items.map(() => true as const);
+    },
+    INBOUND_HAND_OVER_MAX,
+    notUnavailable,
+  );
+
   constructor(
     private readonly rpc: RpcClient,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -95,10 +123,10 @@ export class MetaWebhookService {
           result.ignored++;
           continue;
         }
-        const common = { phone_number_id: phoneNumberId, display_phone_number: value.metadata?.display_phone_number, business_account_id: entry.id };
+        const lane = JSON.stringify([phoneNumberId, value.metadata?.display_phone_number ?? null, entry.id ?? null]);
         if (Array.isArray(value.statuses) && value.statuses.length) {
           result.statuses += value.statuses.length;
-          calls.push(this.statusHandOver.submit(JSON.stringify([common.phone_number_id, common.display_phone_number ?? null, common.business_account_id ?? null]), value.statuses));
+          calls.push(this.statusHandOver.submit(lane, value.statuses));
         }
         // Errors about the number itself, with no status or message (an asynchronous 130429): the dispatcher paces by them.
         if (Array.isArray(value.errors) && value.errors.length) {
@@ -108,8 +136,13 @@ export class MetaWebhookService {
         }
         if (Array.isArray(value.messages) && value.messages.length) {
           result.messages += value.messages.length;
-          const batch: WhatsAppInboundBatch = { ...common, contacts: Array.isArray(value.contacts) ? value.contacts : [], messages: value.messages };
-          calls.push(this.rpc.call('messaging', MessagingWhatsAppRpc.Inbound, batch));
+          const contacts = Array.isArray(value.contacts) ? value.contacts : [];
+          calls.push(
+            this.inboundHandOver.submit(
+              lane,
+              value.messages.map((message) => ({ message, contacts })),
+            ),
+          );
         }
       }
     }
