@@ -37,8 +37,10 @@ export class GroupCommit<I, O> {
    * @param maxItems the most items one write takes (a caller with more still writes them all at once)
    * @param isolate whether a group's failure may be one caller's items (then each caller is written
    *   again alone); by default every failure. A failure that says nothing of the items (a store that
-   *   did not answer in time) should fail the whole group at once: written again one by one, each
-   *   would wait its own deadline, and the key's later callers behind them all.
+   *   did not answer in time) should not be isolated: it fails the whole group at once, and the
+   *   callers of the key waiting behind it too. Written again one by one, each would wait its own
+   *   deadline, and the key's later callers behind them all, a backlog growing as long as the store
+   *   does not answer; a caller that comes after the failure starts the next write.
    */
   constructor(
     private readonly write: (key: string, items: I[]) => Promise<O[]>,
@@ -75,7 +77,7 @@ export class GroupCommit<I, O> {
           group.push(next);
           count += next.items.length;
         }
-        await this.writeGroup(key, group);
+        await this.writeGroup(key, lane, group);
       }
     } finally {
       lane.busy = false;
@@ -83,7 +85,7 @@ export class GroupCommit<I, O> {
     }
   }
 
-  private async writeGroup(key: string, group: Waiter<I, O>[]): Promise<void> {
+  private async writeGroup(key: string, lane: Lane<I, O>, group: Waiter<I, O>[]): Promise<void> {
     let out: O[];
     try {
       out = await this.write(
@@ -91,8 +93,12 @@ export class GroupCommit<I, O> {
         group.flatMap((w) => w.items),
       );
     } catch (err) {
-      if (group.length === 1 || !this.isolate(err)) for (const w of group) w.reject(err);
-      else for (const w of group) await this.writeGroup(key, [w]);
+      if (!this.isolate(err)) {
+        // The store did not answer: the callers that came in meanwhile fail with this group instead
+        // of each waiting out another deadline behind it (a backlog that would grow while it is down).
+        for (const w of [...group, ...lane.waiting.splice(0)]) w.reject(err);
+      } else if (group.length === 1) group[0]!.reject(err);
+      else for (const w of group) await this.writeGroup(key, lane, [w]);
       return;
     }
     const expected = group.reduce((n, w) => n + w.items.length, 0);

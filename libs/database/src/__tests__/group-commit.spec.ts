@@ -99,6 +99,24 @@ describe('GroupCommit', () => {
     expect(groups).toEqual([['a'], ['b', 'c']]);
   });
 
+  it('fails the callers waiting behind a write that got no answer with it, instead of each group waiting out another deadline; a later caller starts the next write', async () => {
+    const w = gatedWrite(() => true);
+    const commit = new GroupCommit(w.write, 2, () => false);
+    const first = commit.submit('n', ['a']);
+    // Three groups' worth wait behind the first write (at most two items a write).
+    const waiting = ['b', 'c', 'd', 'e', 'f'].map((item) => commit.submit('n', [item]));
+    const all = Promise.allSettled([first, ...waiting]);
+    await w.releaseNext();
+    const outcomes = await all;
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected', 'rejected', 'rejected']);
+    // One write only: the store that did not answer was not asked again for the callers behind it.
+    expect(w.groups.map((g) => g.items)).toEqual([['a']]);
+    const later = commit.submit('n', ['g']);
+    await w.releaseNext();
+    await expect(later).rejects.toThrow('refused g');
+    expect(w.groups.map((g) => g.items)).toEqual([['a'], ['g']]);
+  });
+
   it('refuses every caller of a write that answered the wrong number of results, and goes on with the next group', async () => {
     let calls = 0;
     const commit = new GroupCommit<string, string>(async (_key, items) => (++calls === 1 ? items.slice(1) : items));

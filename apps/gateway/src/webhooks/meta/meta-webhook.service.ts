@@ -23,9 +23,33 @@ const STATUS_HAND_OVER_MAX = 200;
 const INBOUND_HAND_OVER_MAX = 200;
 
 /** An inbound message as handed over: with the `contacts` of the webhook change it came in. */
-interface InboundItem {
+export interface InboundItem {
   message: WhatsAppInboundBatch['messages'][number];
   contacts: WhatsAppInboundBatch['contacts'];
+}
+
+/**
+ * Cuts a group of inbound messages, in order, into hand-overs in which every sender (`wa_id`) has
+ * one profile name: messaging reads a change's names by `wa_id`, and two grouped webhooks may name
+ * the same sender differently (a name changed between them). Each message then keeps the name of
+ * the webhook that carried it, as when every webhook went alone.
+ */
+export function inboundHandOvers(items: InboundItem[]): InboundItem[][] {
+  const handOvers: InboundItem[][] = [];
+  let current: InboundItem[] = [];
+  let names = new Map<string, string | undefined>();
+  for (const item of items) {
+    const conflict = item.contacts.some((c) => names.has(c?.wa_id) && names.get(c?.wa_id) !== c?.profile?.name);
+    if (conflict) {
+      handOvers.push(current);
+      current = [];
+      names = new Map();
+    }
+    current.push(item);
+    for (const c of item.contacts) names.set(c?.wa_id, c?.profile?.name);
+  }
+  if (current.length > 0) handOvers.push(current);
+  return handOvers;
 }
 
 /**
@@ -86,10 +110,13 @@ export class MetaWebhookService {
   private readonly inboundHandOver = new GroupCommit<InboundItem, true>(
     async (key, items) => {
       const [phoneNumberId, displayPhoneNumber, businessAccountId] = JSON.parse(key) as [string, string | null, string | null];
-      // Each webhook's contacts once (its messages share the array), in the webhooks' order.
-      const contacts = [...new Set(items.map((i) => i.contacts))].flat();
-      const batch: WhatsAppInboundBatch = { phone_number_id: phoneNumberId, display_phone_number: displayPhoneNumber ?? undefined, business_account_id: businessAccountId ?? undefined, contacts, messages: items.map((i) => i.message) };
-      await this.rpc.call('messaging', MessagingWhatsAppRpc.Inbound, batch);
+      // In order: messaging stores each hand-over's receipts after the previous one's.
+      for (const handOver of inboundHandOvers(items)) {
+        // Each webhook's contacts once (its messages share the array), in the webhooks' order.
+        const contacts = [...new Set(handOver.map((i) => i.contacts))].flat();
+        const batch: WhatsAppInboundBatch = { phone_number_id: phoneNumberId, display_phone_number: displayPhoneNumber ?? undefined, business_account_id: businessAccountId ?? undefined, contacts, messages: handOver.map((i) => i.message) };
+        await this.rpc.call('messaging', MessagingWhatsAppRpc.Inbound, batch);
+      }
       return items.map(() => true as const);
     },
     INBOUND_HAND_OVER_MAX,
