@@ -251,7 +251,7 @@ export async function runInTransaction<T>(dataSource: DataSource, schema: string
   };
   let result: T;
   try {
-    // One round trip for both (the simple protocol takes several statements).
+    // A client that cannot fold (not ours): BEGIN and its SET LOCAL in one simple-protocol round trip.
     if (!folding) await client.query(begin.join('; '));
     result = await work(tx);
     // By index: a callback may register another, which runs in the same pass.
