@@ -310,7 +310,7 @@ describe('BusConnection batches (two handlers of one type)', () => {
   async function runAsBatch(messages: BusMessage[]): Promise<number> {
     let acks = 0;
     const batch = messages.map((m) => ({
-      delivery: { content: Buffer.from(JSON.stringify(m)), properties: { headers: {}, messageId: m.event_id, type: m.type }, routingKey: m.type, ack: () => void acks++ },
+      delivery: { read: () => m, content: () => Buffer.from(JSON.stringify(m)), properties: { headers: {}, messageId: m.event_id, type: m.type }, routingKey: m.type, ack: () => void acks++ },
       message: m,
       settle: () => undefined,
     }));

@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ApiScope, MemberRole } from '@touchpoint/contracts';
+import { RpcClient } from '@touchpoint/runtime';
 import type { TestWorld } from '@touchpoint/testing';
 import { ApiKeysService } from '../../apps/gateway/src/api-keys/api-keys.service.js';
 import { MembersService } from '../../apps/gateway/src/members/members.service.js';
@@ -60,3 +61,22 @@ export function httpClient(baseUrl: string) {
 
 /** The schema-qualified gateway table name in a test world. */
 export const gatewayTable = (world: TestWorld, table: string): string => `"${world.schema('gateway')}".${table}`;
+
+/**
+ * Records the calls `app`'s RpcClient makes with `pattern` (what `measure` reads of each request)
+ * while `work` runs, the calls still made; the client is put back afterwards.
+ */
+export async function recordRpcCalls<T, R>(app: NestFastifyApplication, pattern: string, measure: (data: never) => T, work: () => Promise<R>): Promise<{ calls: T[]; result: R }> {
+  const rpc = app.get(RpcClient);
+  const calls: T[] = [];
+  const call = rpc.call.bind(rpc);
+  rpc.call = ((service: string, called: string, data: never, ...rest: unknown[]) => {
+    if (called === pattern) calls.push(measure(data));
+    return (call as (...a: unknown[]) => unknown)(service, called, data, ...rest);
+  }) as typeof rpc.call;
+  try {
+    return { calls, result: await work() };
+  } finally {
+    rpc.call = call;
+  }
+}

@@ -1,7 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHmac, randomUUID } from 'node:crypto';
 import { MessagingWhatsAppRpc } from '@touchpoint/contracts';
-import { RpcClient } from '@touchpoint/runtime';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
@@ -10,7 +9,7 @@ import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
 import { OutboxDispatcherConfig } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.config.js';
 import { OutboxDispatcherModule } from '../../apps/outbox-dispatcher/src/outbox-dispatcher.module.js';
-import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
+import { gatewayBuilders, httpClient, recordRpcCalls, type SeededKey } from '../gateway/gateway-world.js';
 import { inboundPipeline } from './inbound-pipeline.js';
 import { inboundText, newWamid, outboxEvents, registerSender } from './helpers.js';
 
@@ -168,40 +167,35 @@ describe('gateway messaging routes', () => {
     const organizationId = (await gatewayBuilders(gateway).organizationWithKey({ scopes: ['messaging:read'] })).organizationId;
     const phoneNumberId = `pn-${randomUUID()}`;
     await registerSender(world, organizationId, phoneNumberId);
-    const rpc = gateway.get(RpcClient);
-    const calls: number[] = [];
-    const call = rpc.call.bind(rpc);
-    rpc.call = ((service: string, pattern: string, data: { messages?: unknown[] }, ...rest: unknown[]) => {
-      if (pattern === MessagingWhatsAppRpc.Inbound) calls.push(data.messages?.length ?? 0);
-      return (call as (...a: unknown[]) => unknown)(service, pattern, data, ...rest);
-    }) as typeof rpc.call;
-    try {
-      const senders = Array.from({ length: 12 }, (_, i) => ({ wamid: newWamid(), waId: `55119600${String(10000 + i)}`, name: `Person ${i}` }));
-      const answers = await Promise.all(
-        senders.map(({ wamid, waId, name }) => {
-          const inbound = inboundText(wamid, waId, `hello from ${name}`, Math.floor(Date.now() / 1000), phoneNumberId);
-          const value = { messaging_product: 'whatsapp', metadata: { display_phone_number: '5511912345678', phone_number_id: phoneNumberId }, contacts: [{ wa_id: waId, profile: { name } }], messages: inbound.messages };
-          const raw = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '100000000000001', changes: [{ field: 'messages', value }] }] });
-          const signature = `sha256=${createHmac('sha256', world.config(GatewayConfig).META_APP_SECRET).update(raw).digest('hex')}`;
-          return http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
-        }),
-      );
-      expect(answers.map((a) => a.status)).toEqual(senders.map(() => 200));
-      // Every message went over; the webhooks that came in while a hand-over was under way went in the next one together.
-      expect(calls.reduce((a, b) => a + b, 0)).toBe(12);
-      expect(calls.length).toBeLessThan(12);
-      expect(Math.max(...calls)).toBeGreaterThan(1);
-      // Each message stored with its own sender's contact and profile name, though they travelled together.
-      const stored = () =>
-        world.sql<{ external_id: string; phone: string; name: string | null }>(`SELECT m.external_id, c.phone, c.name FROM "${world.schema('messaging')}".messages m JOIN "${world.schema('messaging')}".contacts c ON c.id = m.contact_id WHERE m.external_id = ANY($1::text[])`, [
-          senders.map((s) => s.wamid),
-        ]);
-      await eventually(async () => (await stored()).length === senders.length, 15_000);
-      const byWamid = new Map((await stored()).map((r) => [r.external_id, r]));
-      for (const s of senders) expect({ phone: byWamid.get(s.wamid)!.phone.replace(/\D/g, ''), name: byWamid.get(s.wamid)!.name }).toEqual({ phone: s.waId, name: s.name });
-    } finally {
-      rpc.call = call;
-    }
+    const senders = Array.from({ length: 12 }, (_, i) => ({ wamid: newWamid(), waId: `55119600${String(10000 + i)}`, name: `Person ${i}` }));
+    const { calls, result: answers } = await recordRpcCalls(
+      gateway,
+      MessagingWhatsAppRpc.Inbound,
+      (data: { messages?: unknown[] }) => data.messages?.length ?? 0,
+      () =>
+        Promise.all(
+          senders.map(({ wamid, waId, name }) => {
+            const inbound = inboundText(wamid, waId, `hello from ${name}`, Math.floor(Date.now() / 1000), phoneNumberId);
+            const value = { messaging_product: 'whatsapp', metadata: { display_phone_number: '5511912345678', phone_number_id: phoneNumberId }, contacts: [{ wa_id: waId, profile: { name } }], messages: inbound.messages };
+            const raw = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '100000000000001', changes: [{ field: 'messages', value }] }] });
+            const signature = `sha256=${createHmac('sha256', world.config(GatewayConfig).META_APP_SECRET).update(raw).digest('hex')}`;
+            return http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+          }),
+        ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(senders.map(() => 200));
+    // Every message went over; the webhooks that came in while a hand-over was under way went in the next one together.
+    expect(calls.reduce((a, b) => a + b, 0)).toBe(12);
+    expect(calls.length).toBeLessThan(12);
+    expect(Math.max(...calls)).toBeGreaterThan(1);
+    // Each message stored with its own sender's contact and profile name, though they travelled together.
+    const stored = () =>
+      world.sql<{ external_id: string; phone: string; name: string | null }>(`SELECT m.external_id, c.phone, c.name FROM "${world.schema('messaging')}".messages m JOIN "${world.schema('messaging')}".contacts c ON c.id = m.contact_id WHERE m.external_id = ANY($1::text[])`, [
+        senders.map((s) => s.wamid),
+      ]);
+    await eventually(async () => (await stored()).length === senders.length, 15_000);
+    const byWamid = new Map((await stored()).map((r) => [r.external_id, r]));
+    for (const s of senders) expect({ phone: byWamid.get(s.wamid)!.phone.replace(/\D/g, ''), name: byWamid.get(s.wamid)!.name }).toEqual({ phone: s.waId, name: s.name });
   });
 
   it('stores a signed Meta webhook whose message and status hold a NUL (a \\u0000 escape), each NUL as U+FFFD, and acknowledges it', async () => {

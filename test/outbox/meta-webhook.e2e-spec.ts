@@ -3,12 +3,11 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { OutboxRpc } from '@touchpoint/contracts';
-import { RpcClient } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GatewayModule } from '../../apps/gateway/src/gateway.module.js';
-import { gatewayBuilders, httpClient, type SeededKey } from '../gateway/gateway-world.js';
+import { gatewayBuilders, httpClient, recordRpcCalls, type SeededKey } from '../gateway/gateway-world.js';
 import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
 const APP_SECRET = 'test-meta-app-secret';
@@ -140,34 +139,29 @@ describe('Meta webhooks and senders through the gateway', () => {
     });
 
     it('hands the status webhooks of one number that arrive together to the dispatcher in fewer calls, each answered 200 with its statuses stored', async () => {
-      const rpc = gateway.get(RpcClient);
-      const calls: number[] = [];
-      const call = rpc.call.bind(rpc);
-      rpc.call = ((service: string, pattern: string, data: { statuses?: unknown[] }, ...rest: unknown[]) => {
-        if (pattern === OutboxRpc.WhatsAppStatuses) calls.push(data.statuses?.length ?? 0);
-        return (call as (...a: unknown[]) => unknown)(service, pattern, data, ...rest);
-      }) as typeof rpc.call;
-      try {
-        const template = JSON.parse(fixture('webhook-status-read.json'));
-        const ids = Array.from({ length: 12 }, (_, i) => `wamid.grouped-${Date.now()}-${i}`);
-        const answers = await Promise.all(
-          ids.map((id) => {
-            const body = structuredClone(template);
-            body.entry[0].changes[0].value.statuses[0].id = id;
-            const raw = JSON.stringify(body);
-            return http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(raw) } });
-          }),
-        );
-        expect(answers.map((a) => a.status)).toEqual(ids.map(() => 200));
-        const stored = await world.sql<{ provider_message_id: string }>(`SELECT provider_message_id FROM "${schema()}".provider_statuses WHERE provider_message_id = ANY($1::text[])`, [ids]);
-        expect(stored.map((r) => r.provider_message_id).sort()).toEqual([...ids].sort());
-        // Every status went over, and the webhooks that came in while a hand-over was under way went in the next one together.
-        expect(calls.reduce((a, b) => a + b, 0)).toBe(12);
-        expect(calls.length).toBeLessThan(12);
-        expect(Math.max(...calls)).toBeGreaterThan(1);
-      } finally {
-        rpc.call = call;
-      }
+      const template = JSON.parse(fixture('webhook-status-read.json'));
+      const ids = Array.from({ length: 12 }, (_, i) => `wamid.grouped-${Date.now()}-${i}`);
+      const { calls, result: answers } = await recordRpcCalls(
+        gateway,
+        OutboxRpc.WhatsAppStatuses,
+        (data: { statuses?: unknown[] }) => data.statuses?.length ?? 0,
+        () =>
+          Promise.all(
+            ids.map((id) => {
+              const body = structuredClone(template);
+              body.entry[0].changes[0].value.statuses[0].id = id;
+              const raw = JSON.stringify(body);
+              return http('POST', '/webhooks/meta', { body: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(raw) } });
+            }),
+          ),
+      );
+      expect(answers.map((a) => a.status)).toEqual(ids.map(() => 200));
+      const stored = await world.sql<{ provider_message_id: string }>(`SELECT provider_message_id FROM "${schema()}".provider_statuses WHERE provider_message_id = ANY($1::text[])`, [ids]);
+      expect(stored.map((r) => r.provider_message_id).sort()).toEqual([...ids].sort());
+      // Every status went over, and the webhooks that came in while a hand-over was under way went in the next one together.
+      expect(calls.reduce((a, b) => a + b, 0)).toBe(12);
+      expect(calls.length).toBeLessThan(12);
+      expect(Math.max(...calls)).toBeGreaterThan(1);
     });
 
     it('answers 200 (ignored), never a 5xx Meta would retry forever, to signed bodies of other shapes', async () => {

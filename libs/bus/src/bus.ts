@@ -49,12 +49,15 @@ interface Handler {
 }
 
 /**
- * One event as the consumer handles it: a broker message of its own, or one event of a pack. Its
- * retry and dead-letter copies are made from `content` and `properties` (an event of a pack goes
- * there as a message of its own); `ack` settles it (a pack is acked once every one of its events is).
+ * One event as the consumer handles it: a broker message of its own, or one event of a pack. `read`
+ * answers the event as JSON gave it (a pack's event is parsed once, with its pack). Its retry and
+ * dead-letter copies are made from `content()` and `properties` (an event of a pack goes there as a
+ * message of its own, serialized only then); `ack` settles it (a pack is acked once every one of its
+ * events is).
  */
 interface Delivery {
-  content: Buffer;
+  read: () => unknown;
+  content: () => Buffer;
   properties: MessageProperties;
   routingKey: string;
   ack: () => void;
@@ -288,7 +291,7 @@ export class BusConnection {
    * unreadable delivery (dead-lettered whole).
    */
   private unpack(channel: ChannelWrapper, msg: ConsumeMessage): Delivery[] {
-    const whole: Delivery = { content: msg.content, properties: msg.properties, routingKey: msg.fields.routingKey, ack: () => channel.ack(msg) };
+    const whole: Delivery = { read: () => JSON.parse(msg.content.toString('utf8')), content: () => msg.content, properties: msg.properties, routingKey: msg.fields.routingKey, ack: () => channel.ack(msg) };
     if (msg.properties.contentType !== PACK_CONTENT_TYPE) return [whole];
     let events: unknown;
     try {
@@ -302,7 +305,8 @@ export class BusConnection {
     return events.map((event: unknown) => {
       const eventId = (event as Partial<BusMessage> | null)?.event_id;
       return {
-        content: Buffer.from(JSON.stringify(event)),
+        read: () => event,
+        content: () => Buffer.from(JSON.stringify(event)),
         properties: { ...msg.properties, contentType: 'application/json', messageId: typeof eventId === 'string' ? amqpMessageId(eventId) : undefined, headers },
         routingKey: msg.fields.routingKey,
         ack: () => {
@@ -316,7 +320,7 @@ export class BusConnection {
   private async readable(delivery: Delivery): Promise<BusMessage | undefined> {
     let message: BusMessage;
     try {
-      message = JSON.parse(delivery.content.toString('utf8')) as BusMessage;
+      message = delivery.read() as BusMessage;
       if (typeof message?.event_id !== 'string' || typeof message?.type !== 'string') throw new Error('missing event_id or type');
     } catch (err) {
       await this.deadLetter(delivery, 'unreadable', (err as Error).message);
@@ -468,7 +472,7 @@ export class BusConnection {
 
   /** One message, each of `handlers` (those that accept it) in its own transaction. */
   private async process(delivery: Delivery, message: BusMessage, handlers: Handler[]): Promise<void> {
-    const { content, properties } = delivery;
+    const { properties } = delivery;
     const attempt = Number(properties.headers?.[ATTEMPT_HEADER] ?? 0) + 1;
     for (const handler of handlers) {
       try {
@@ -486,7 +490,7 @@ export class BusConnection {
             { event: 'bus.handler_waiting_for_database', handler: handler.name, type: message.type, event_id: message.event_id, organization_id: message.organization_id, outage_retries: outages, err: (err as Error).message },
             'database unreachable; retrying later, attempt not counted',
           );
-          await this.publisher.sendToQueue(this.names.retryQueue(Math.min(outages, this.options.maxAttempts - 1)), content, {
+          await this.publisher.sendToQueue(this.names.retryQueue(Math.min(outages, this.options.maxAttempts - 1)), delivery.content(), {
             ...properties,
             headers: { ...properties.headers, [OUTAGE_HEADER]: outages },
           });
@@ -507,7 +511,7 @@ export class BusConnection {
         };
         if (retry) {
           this.logger.warn(logFields, 'handler failed; retrying later');
-          await this.publisher.sendToQueue(this.names.retryQueue(attempt), content, {
+          await this.publisher.sendToQueue(this.names.retryQueue(attempt), delivery.content(), {
             ...properties,
             headers: { ...properties.headers, [ATTEMPT_HEADER]: attempt },
           });
@@ -534,11 +538,11 @@ export class BusConnection {
 
   /** Parks a raw message in this service's dead-letter queue with the reason in its headers. */
   async deadLetterRaw(content: Buffer, properties: Record<string, unknown>, reason: string, error: string): Promise<void> {
-    await this.deadLetter({ content, properties: properties as unknown as MessageProperties, routingKey: String(properties.type ?? '') }, reason, error);
+    await this.deadLetter({ content: () => content, properties: properties as unknown as MessageProperties, routingKey: String(properties.type ?? '') }, reason, error);
   }
 
   private async deadLetter(delivery: Pick<Delivery, 'content' | 'properties' | 'routingKey'>, reason: string, error: string, extra: Record<string, unknown> = {}): Promise<void> {
-    await this.publisher.sendToQueue(this.names.deadLetterQueue, delivery.content, {
+    await this.publisher.sendToQueue(this.names.deadLetterQueue, delivery.content(), {
       ...delivery.properties,
       headers: {
         ...delivery.properties.headers,

@@ -41,7 +41,7 @@ describe(`${BusConnection.name} handler filters`, () => {
   /** Runs `messages` as one consumer batch; answers the acked ones. */
   const run = async (messages: BusMessage[]) => {
     const acked: BusMessage[] = [];
-    const items = messages.map((m) => ({ delivery: { content: Buffer.from(JSON.stringify(m)), properties: { headers: {} } as unknown as MessageProperties, routingKey: m.type, ack: () => void acked.push(m) }, message: m, settle: () => undefined }));
+    const items = messages.map((m) => ({ delivery: { read: () => m, content: () => Buffer.from(JSON.stringify(m)), properties: { headers: {} } as unknown as MessageProperties, routingKey: m.type, ack: () => void acked.push(m) }, message: m, settle: () => undefined }));
     await (sut as unknown as { runBatch(b: unknown[]): Promise<void> }).runBatch(items);
     return acked;
   };
