@@ -384,6 +384,8 @@ const CLOCK_TICKS = 100;
 export interface ProbeCounts {
   /** SQL statements sent (query calls), BEGIN/COMMIT/ROLLBACK not included. */
   statements: number;
+  /** Plan settings statements folded around generic-plan steps (libs/database `genericPlan`), not in `statements`. */
+  settings: number;
   /** Transactions: COMMITs and ROLLBACKs of explicit ones, plus each statement run outside one. */
   transactions: number;
   /** Every query call, BEGIN/COMMIT/ROLLBACK included. */

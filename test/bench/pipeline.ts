@@ -334,7 +334,10 @@ async function main(): Promise<void> {
     // The broker is shared too, and on the same two cores.
     total.cpu += mqCpu;
     row(['rabbitmq', '', '', '', '', '', ((mqCpu * 1000) / SENDS).toFixed(1), '']);
+    // Folded around generic-plan statements (libs/database genericPlan): a few µs each on the server, in no extra round trip.
+    const planSettings = children.reduce((n, c) => n + (after.get(c)!.settings ?? 0) - (before.get(c)!.settings ?? 0), 0);
     row(['total', (total.statements / SENDS).toFixed(2), (total.transactions / SENDS).toFixed(2), (total.roundTrips / SENDS).toFixed(2), (total.published / SENDS).toFixed(2), (total.delivered / SENDS).toFixed(2), ((total.cpu * 1000) / SENDS).toFixed(1), total.idle.toFixed(1)]);
+    process.stdout.write(`  plus ${(planSettings / SENDS).toFixed(2)} plan settings statements per send (set_config around generic-plan statements, in their round trips)\n`);
     // Sequential scans over the timed run (the harness's own progress reads included): a hot
     // statement that is not on an index shows here as rows read per send.
     if (seqScans.length > 0) {

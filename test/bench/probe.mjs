@@ -4,6 +4,8 @@
 // `$BENCH_PROBE_DIR/<pid>.json` (written beside and renamed, so a reader never sees half a file):
 //   statements    query calls on any pg client, BEGIN/START TRANSACTION/COMMIT/ROLLBACK not included
 //   transactions  COMMITs and ROLLBACKs of explicit transactions, plus each statement outside one
+//   settings      plan settings statements a folded query sends around its generic-plan steps
+//                 (libs/database genericPlan; `set_config`, a few µs on the server), not in `statements`
 //   roundTrips    every query call, BEGIN/COMMIT/ROLLBACK included (what the server is woken for)
 //   published     AMQP messages published (events, commands, RPC requests and replies)
 //   delivered     AMQP messages delivered to the process's consumers
@@ -18,7 +20,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const require = createRequire(import.meta.url);
-const counts = { statements: 0, transactions: 0, roundTrips: 0, published: 0, delivered: 0 };
+const counts = { statements: 0, settings: 0, transactions: 0, roundTrips: 0, published: 0, delivered: 0 };
 const byStatement = process.env.BENCH_PROBE_STATEMENTS === '1' ? {} : null;
 const byPublished = byStatement ? {} : null;
 const byDelivered = byStatement ? {} : null;
@@ -48,6 +50,8 @@ pg.Client.prototype.query = function probedQuery(config, values, callback) {
       }
     }
   }
+  // Statements a folded query adds of its own (libs/database: the plan settings around a generic-plan step).
+  counts.settings += Number(config?.settingsSteps ?? 0);
   return query.call(this, config, values, callback);
 };
 

@@ -3,7 +3,7 @@ import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-conn
 import type { Channel, ConsumeMessage, MessageProperties } from 'amqplib';
 import type { DataSource } from 'typeorm';
 import type { BusMessage } from '@touchpoint/contracts';
-import { isDatabaseUnreachable, type Tx, runInTransaction } from '@touchpoint/database';
+import { isDatabaseUnreachable, type Tx, runInTransaction, genericPlan } from '@touchpoint/database';
 import { AppError, ErrorCode, isRetryable } from '@touchpoint/errors';
 import type { Logger, Metrics } from '@touchpoint/observability';
 import { truncateText } from '@touchpoint/text';
@@ -454,10 +454,10 @@ export class BusConnection {
     // The keys sort as (event_id, handler) would: NUL sorts before every other character.
     const sorted = [...pairs.keys()].sort().map((key) => pairs.get(key)!);
     const rows = await tx.query<{ event_id: string; handler: string }>(
-      `INSERT INTO inbox_events (event_id, handler)
+      genericPlan(`INSERT INTO inbox_events (event_id, handler)
        SELECT event_id, handler FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS claim (event_id, handler, n) ORDER BY n
        ON CONFLICT DO NOTHING
-       RETURNING event_id, handler`,
+       RETURNING event_id, handler`),
       [sorted.map(([e]) => e), sorted.map(([, h]) => h)],
     );
     return new Set(rows.map((r) => pairKey(r.event_id, r.handler)));

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import type { BusMessage } from '@touchpoint/contracts';
-import { onOutboxCommitted, outboxChannel, quoteIdent, runInTransaction } from '@touchpoint/database';
+import { onOutboxCommitted, outboxChannel, quoteIdent, runInTransaction, genericPlan } from '@touchpoint/database';
 import type { Logger, Metrics } from '@touchpoint/observability';
 import type { BusConnection } from './bus.js';
 
@@ -119,9 +119,9 @@ export class OutboxRelay {
       // message (a failed publish rolls it back, and the rows go again: at least once). The rows
       // stay locked until then, and SKIP LOCKED lets a second relay replica take the next ones.
       const rows = await tx.query<{ id: string; payload: BusMessage }>(
-        `UPDATE outbox_events SET published_at = clock_timestamp(), publish_attempts = publish_attempts + 1
+        genericPlan(`UPDATE outbox_events SET published_at = clock_timestamp(), publish_attempts = publish_attempts + 1
           WHERE id IN (SELECT id FROM outbox_events WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-          RETURNING id::text AS id, payload`,
+          RETURNING id::text AS id, payload`),
         [limit],
       );
       if (rows.length === 0) return rows;

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { FoldedQuery, type Statement } from './folded-query.js';
+import { FoldedQuery, type Statement, wantsGenericPlan } from './folded-query.js';
 import { DataSource, type EntitySchema, type MigrationInterface, type ObjectType } from 'typeorm';
 
 type EntityTarget = ObjectType<unknown> | EntitySchema<unknown>;
@@ -53,6 +53,16 @@ export class PreparingClient extends pg.Client {
   }
 
   override query(config: unknown, values?: unknown, callback?: unknown): never {
+    if (typeof config === 'string' && Array.isArray(values) && wantsGenericPlan({ sql: config, params: values })) {
+      // A statement marked by `genericPlan`: with its plan settings around it, in one round trip.
+      const result = this.queryFolded([{ sql: config, params: values }]).then((results) => results[0]!);
+      if (typeof callback !== 'function') return result as never;
+      result.then(
+        (r) => (callback as (err: Error | null, r?: pg.QueryResult) => void)(null, r),
+        (err: Error) => (callback as (err: Error) => void)(err),
+      );
+      return undefined as never;
+    }
     if (typeof config === 'string' && Array.isArray(values) && values.length > 0) {
       const name = statementName(config);
       if (name) return (super.query as (...args: unknown[]) => never)({ name, text: config, values }, callback);

@@ -10,6 +10,44 @@ export interface Statement {
   params?: unknown[];
 }
 
+/**
+ * The prefix that asks for a statement to run on its cached generic plan, built with sequential
+ * scans priced out (`genericPlan`). Connections otherwise plan every execution for its own values
+ * (`plan_cache_mode = force_custom_plan`, see `createServiceDataSource`).
+ */
+export const GENERIC_PLAN = '/* plan: generic */ ';
+
+/**
+ * Marks a parameterized statement to run on a generic plan: planned once per connection, then only
+ * executed. Planning was about a fifth of the server's work in `bench:pipeline` (pg_stat_statements,
+ * `track_planning`), most of it spent again on every call of the same batch statements (an
+ * `unnest($1::uuid[])` joined to a table by its key: the values never change the plan).
+ *
+ * The plan is built with `enable_seqscan = off`: on a young table (a fresh install, a database
+ * without autovacuum) the planner prices a scan of the whole table below an index probe and would
+ * keep that plan after the table grew. Only for statements whose every table access is meant to
+ * use an index. Not for a statement whose best plan depends on the values (a filter by a status, a
+ * range of due times, a lock taken in another order than the index's): those stay planned per call.
+ * `bench:pipeline` compared each statement marked here with both plans.
+ */
+export function genericPlan(sql: string): string {
+  return GENERIC_PLAN + sql;
+}
+
+/** Whether a statement asked for a generic plan (it also needs parameters: a statement without them is not prepared). */
+export function wantsGenericPlan(step: Statement): boolean {
+  return step.sql.startsWith(GENERIC_PLAN) && step.params !== undefined && step.params.length > 0;
+}
+
+/** The plan mode every service connection starts with (`createServiceDataSource`), and the one a marked statement switches to. */
+export const CUSTOM_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_seqscan', 'on', true)`;
+const GENERIC_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`;
+/** Prepared by these names on each connection that runs a marked statement. */
+const SETTINGS_NAMES = new Map([
+  [GENERIC_PLAN_SETTINGS, 'tp_plan_generic'],
+  [CUSTOM_PLAN_SETTINGS, 'tp_plan_custom'],
+]);
+
 /** The part of pg's connection a folded query writes to and reads from (pg 8, not typed by @types/pg). */
 interface WireConnection {
   parsedStatements: Record<string, string>;
@@ -42,6 +80,11 @@ const QueryBase = pg.Query as unknown as new (config: { text: string; callback: 
  * Parameterized steps are prepared by name (`name(sql)`, as `PreparingClient` does), and the
  * connection learns that a name is prepared only from the ParseComplete answering its Parse
  * (counted in order), so a step that failed to parse is parsed again next time.
+ *
+ * A run of steps marked by `genericPlan` goes between two settings steps: generic plans on before
+ * it, the connection's custom plans back after it. Both are local to the transaction (the implicit
+ * one up to the Sync, when no BEGIN is open), so a step that fails in between leaves nothing
+ * changed. Their results are not answered; `settingsSteps` counts them.
  */
 export class FoldedQuery extends QueryBase {
   /** The name each Parse this query sent was for ('' unnamed), in order; then how many completed. */
@@ -49,6 +92,10 @@ export class FoldedQuery extends QueryBase {
   private parsed = 0;
   private connection?: WireConnection;
   private readonly onParseComplete = () => void this.parsed++;
+  /** What goes on the wire: the steps, with the plan settings around each run of marked ones. */
+  private readonly wire: Statement[] = [];
+  /** Positions in `wire` (and so in the results) of the settings steps. */
+  private readonly settings = new Set<number>();
 
   constructor(
     /** The statements, in the order they run (read by tools that count statements). */
@@ -57,6 +104,22 @@ export class FoldedQuery extends QueryBase {
     callback: (err: Error | null, results?: pg.QueryResult[]) => void,
   ) {
     super({ text: steps.map((s) => s.sql).join(';\n'), callback: callback as (err: Error | null, result?: unknown) => void });
+    steps.forEach((step, i) => {
+      const generic = wantsGenericPlan(step);
+      if (generic && !(i > 0 && wantsGenericPlan(steps[i - 1]!))) this.addSettings(GENERIC_PLAN_SETTINGS);
+      this.wire.push(step);
+      if (generic && !(i + 1 < steps.length && wantsGenericPlan(steps[i + 1]!))) this.addSettings(CUSTOM_PLAN_SETTINGS);
+    });
+  }
+
+  /** Statements sent besides the steps (the plan settings), read by tools that count statements. */
+  get settingsSteps(): number {
+    return this.settings.size;
+  }
+
+  private addSettings(sql: string): void {
+    this.settings.add(this.wire.length);
+    this.wire.push({ sql });
   }
 
   requiresPreparation(): boolean {
@@ -67,8 +130,8 @@ export class FoldedQuery extends QueryBase {
   prepare(connection: WireConnection): void {
     this.connection = connection;
     connection.on('parseComplete', this.onParseComplete);
-    for (const step of this.steps) {
-      const name = step.params && step.params.length > 0 ? (this.nameOf(step.sql) ?? '') : '';
+    for (const step of this.wire) {
+      const name = SETTINGS_NAMES.get(step.sql) ?? (step.params && step.params.length > 0 ? (this.nameOf(step.sql) ?? '') : '');
       if (!name || connection.parsedStatements[name] !== step.sql) {
         connection.parse({ text: step.sql, name, types: [] });
         this.parses.push({ name, text: step.sql });
@@ -84,6 +147,7 @@ export class FoldedQuery extends QueryBase {
     this.learnParsed();
     // One result per step: pg starts a new one at each step's row description or completion.
     if (!Array.isArray(this._results)) this._results = [this._results];
+    if (this.settings.size > 0) this._results = this._results.filter((_, i) => !this.settings.has(i));
     super.handleReadyForQuery(connection);
   }
 

@@ -1,3 +1,4 @@
+import { genericPlan } from './folded-query.js';
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import type { BusType, OutgoingMessage } from '@touchpoint/contracts';
@@ -144,11 +145,11 @@ function outboxStatements(outbox: OutboxRow[]): Statement[] {
   for (let from = 0; from < outbox.length; from += OUTBOX_ROWS_PER_INSERT) {
     const rows = outbox.slice(from, from + OUTBOX_ROWS_PER_INSERT);
     statements.push({
-      sql: `INSERT INTO outbox_events (event_id, type, organization_id, payload)
+      sql: genericPlan(`INSERT INTO outbox_events (event_id, type, organization_id, payload)
          SELECT v.event_id, v.type, v.organization_id, v.payload::jsonb
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS v(event_id, type, organization_id, payload, n)
           ORDER BY v.n
-         ON CONFLICT (event_id) DO NOTHING`,
+         ON CONFLICT (event_id) DO NOTHING`),
       params: [rows.map((r) => r.event_id), rows.map((r) => r.type), rows.map((r) => r.organization_id), rows.map((r) => r.payload)],
     });
   }

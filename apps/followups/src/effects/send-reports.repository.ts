@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Queryable, rowsOf } from '@touchpoint/database';
+import { type Queryable, rowsOf, genericPlan } from '@touchpoint/database';
 import type { NewEnrollmentEvent } from '../enrollments/enrollment-row.js';
 
 /** A send effect as the reports of its outcome and delivery read and change it (locked). */
@@ -80,7 +80,7 @@ export class SendReportsRepository {
     if (sends.length + enrollments.length + events.length === 0) return;
     await rowsOf(
       db,
-      `WITH saved AS (
+      genericPlan(`WITH saved AS (
          UPDATE effects f SET status = v.status, message_id = v.message_id, reason = v.reason,
                 delivered_at = COALESCE(f.delivered_at, v.delivered_at), read_at = COALESCE(f.read_at, v.read_at),
                 updated_at = GREATEST(COALESCE(v.set_at, f.updated_at), v.floor_at)
@@ -103,7 +103,7 @@ export class SendReportsRepository {
          INSERT INTO enrollment_events (organization_id, enrollment_id, type, node_id, data, created_at)
          SELECT * FROM unnest($16::uuid[], $17::uuid[], $18::text[], $19::text[], $20::jsonb[], $21::timestamptz[])
          RETURNING 1)
-       SELECT (SELECT count(*) FROM saved) AS saved, (SELECT count(*) FROM moved) AS moved, (SELECT count(*) FROM logged) AS logged`,
+       SELECT (SELECT count(*) FROM saved) AS saved, (SELECT count(*) FROM moved) AS moved, (SELECT count(*) FROM logged) AS logged`),
       [
         sends.map((r) => r.id),
         sends.map((r) => r.status),

@@ -3,7 +3,7 @@ import type { FlowStatus, FlowTemplateRef } from '@touchpoint/contracts';
 import { truncateText } from '@touchpoint/text';
 import type { ContactActivity } from '../contacts/contacts.repository.js';
 import type { EnrollmentRow, NewEnrollmentEvent } from '../enrollments/enrollment-row.js';
-import { type Queryable, rowFromJson, rowsOf } from '@touchpoint/database';
+import { type Queryable, rowFromJson, rowsOf, genericPlan } from '@touchpoint/database';
 
 /** An effect a step records (written with the step by `writeStep`). */
 export interface NewEffect {
@@ -117,7 +117,7 @@ export class ReleaseRepository {
   private async claim(db: Queryable, now: Date, claim: string, extra: unknown[]): Promise<ClaimedRow[]> {
     const rows = await rowsOf<EnrollmentRow & { flow_status: FlowStatus; contact: Record<string, unknown> | null }>(
       db,
-      `WITH claimed AS (${claim})
+      genericPlan(`WITH claimed AS (${claim})
        SELECT e.*, f.status AS flow_status, to_jsonb(c) AS contact
          FROM claimed
          JOIN enrollments e ON e.id = claimed.id
@@ -125,7 +125,7 @@ export class ReleaseRepository {
          LEFT JOIN LATERAL (
            SELECT * FROM contacts WHERE organization_id = e.organization_id AND contact_id = e.contact_id
            FOR NO KEY UPDATE SKIP LOCKED) c ON true
-        ORDER BY e.next_run_at, e.id`,
+        ORDER BY e.next_run_at, e.id`),
       [now, ...extra],
     );
     // The contacts' follow-up sends of the last 24 h (per-contact cap), read by a statement of its
@@ -194,7 +194,7 @@ export class ReleaseRepository {
     const columns = STATE_COLUMNS.map(([column]) => column);
     const rows = await rowsOf<{ enrollment_id: string; n: number }>(
       db,
-      `WITH v AS (
+      genericPlan(`WITH v AS (
          SELECT * FROM unnest(${stateArgs.join(', ')}) AS v(id, ${columns.join(', ')})),
        saved AS (
          UPDATE enrollments e SET ${columns.map((c) => `${c} = v.${c}`).join(', ')}, revision = e.revision + 1, updated_at = $1
@@ -208,7 +208,7 @@ export class ReleaseRepository {
            FROM unnest(${effectArgs.join(', ')}) AS x(id, org, enr, contact, node, step, kind, status, ikey, txt, tpl, sender, usage, reason)
          ON CONFLICT (enrollment_id, node_id, step, kind) DO NOTHING
          RETURNING enrollment_id)
-       SELECT enrollment_id, count(*)::int AS n FROM inserted GROUP BY enrollment_id`,
+       SELECT enrollment_id, count(*)::int AS n FROM inserted GROUP BY enrollment_id`),
       params,
     );
     return new Map(rows.map((r) => [r.enrollment_id, r.n]));

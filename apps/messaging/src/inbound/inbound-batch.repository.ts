@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@touchpoint/database';
+import { genericPlan } from '@touchpoint/database';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import type { ConversationRow, InstanceRow } from '../conversations/conversations.repository.js';
 import type { MessageRow, NewAttachment } from '../messages/messages.repository.js';
@@ -74,13 +75,13 @@ export class InboundBatchRepository {
   async ensureConversations(tx: Tx, contacts: { organization_id: string; contact_id: string }[], channel: string, now: Date): Promise<Map<string, ConversationRow>> {
     if (contacts.length === 0) return new Map();
     const rows = await tx.query<ConversationRow>(
-      `WITH s AS (SELECT * FROM unnest($1::text[], $2::uuid[]) AS s(organization_id, contact_id)),
+      genericPlan(`WITH s AS (SELECT * FROM unnest($1::text[], $2::uuid[]) AS s(organization_id, contact_id)),
             ins AS (INSERT INTO conversations (organization_id, contact_id, channel, activity_at, created_at, updated_at)
                     SELECT s.organization_id, s.contact_id, $3, $4, $4, $4 FROM s
                     ON CONFLICT ON CONSTRAINT conversations_contact_channel_key DO NOTHING RETURNING *)
        SELECT * FROM ins
        UNION ALL
-       SELECT cv.* FROM s JOIN conversations cv ON cv.organization_id = s.organization_id AND cv.contact_id = s.contact_id AND cv.channel = $3`,
+       SELECT cv.* FROM s JOIN conversations cv ON cv.organization_id = s.organization_id AND cv.contact_id = s.contact_id AND cv.channel = $3`),
       [contacts.map((c) => c.organization_id), contacts.map((c) => c.contact_id), channel, now],
     );
     return new Map(rows.map((r) => [r.contact_id, r]));
@@ -94,10 +95,10 @@ export class InboundBatchRepository {
   async openInstances(tx: Tx, conversations: { organization_id: string; conversation_id: string }[], now: Date): Promise<InstanceRow[]> {
     if (conversations.length === 0) return [];
     return tx.query<InstanceRow>(
-      `INSERT INTO conversation_instances (organization_id, conversation_id, instance_number, started_at)
+      genericPlan(`INSERT INTO conversation_instances (organization_id, conversation_id, instance_number, started_at)
        SELECT c.organization_id, c.conversation_id, COALESCE((SELECT max(i.instance_number) FROM conversation_instances i WHERE i.conversation_id = c.conversation_id), 0) + 1, $3
          FROM unnest($1::text[], $2::uuid[]) AS c(organization_id, conversation_id)
-       ON CONFLICT DO NOTHING RETURNING *`,
+       ON CONFLICT DO NOTHING RETURNING *`),
       [conversations.map((c) => c.organization_id), conversations.map((c) => c.conversation_id), now],
     );
   }
@@ -114,7 +115,7 @@ export class InboundBatchRepository {
 
   /** The active instance of each of these (locked) conversations, locked too, in conversation order; absent when none is active. */
   async lockActiveInstances(tx: Tx, conversationIds: string[]): Promise<Map<string, InstanceRow>> {
-    const rows = await tx.query<InstanceRow>(`SELECT * FROM conversation_instances WHERE conversation_id = ANY($1::uuid[]) AND status = 'active' ORDER BY conversation_id FOR UPDATE`, [conversationIds]);
+    const rows = await tx.query<InstanceRow>(genericPlan(`SELECT * FROM conversation_instances WHERE conversation_id = ANY($1::uuid[]) AND status = 'active' ORDER BY conversation_id FOR UPDATE`), [conversationIds]);
     return new Map(rows.map((r) => [r.conversation_id, r]));
   }
 

@@ -1,7 +1,7 @@
 import { truncateText } from '@touchpoint/text';
 import { Injectable } from '@nestjs/common';
 import type { MessageStatus, MessageView, MessagingChannel } from '@touchpoint/contracts';
-import { cursorAtSql, type CursorPosition, iso, isUuid, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
+import { cursorAtSql, type CursorPosition, iso, isUuid, type Queryable, rowsOf, type Tx, genericPlan } from '@touchpoint/database';
 
 /** The advisory lock key of one organization's provider message id (SQL, over two text expressions). */
 const providerIdLockKey = (organizationId: string, externalId: string) => `hashtext('messaging:provider-id:' || ${organizationId} || ':' || ${externalId})`;
@@ -257,7 +257,7 @@ export class MessagesRepository {
     if (rows.length === 0) return;
     const col = <K extends keyof SavedStatus>(k: K) => rows.map((r) => r[k] ?? null);
     await tx.query(
-      `UPDATE messages m SET status = v.status, external_id = COALESCE(m.external_id, v.external_id),
+      genericPlan(`UPDATE messages m SET status = v.status, external_id = COALESCE(m.external_id, v.external_id),
               sent_at = COALESCE(m.sent_at, v.sent_at), delivered_at = COALESCE(m.delivered_at, v.delivered_at), read_at = COALESCE(m.read_at, v.read_at),
               failed_at = CASE WHEN v.terminal = 'failed' THEN v.terminal_at ELSE m.failed_at END,
               cancelled_at = CASE WHEN v.terminal = 'cancelled' THEN v.terminal_at ELSE m.cancelled_at END,
@@ -267,7 +267,7 @@ export class MessagesRepository {
               error_details = CASE WHEN v.terminal = 'failed' THEN v.error_details ELSE m.error_details END
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::text[])
               AS v(id, status, external_id, sent_at, delivered_at, read_at, terminal, terminal_at, error_code, error_message, error_subcode, error_details)
-        WHERE m.id = v.id`,
+        WHERE m.id = v.id`),
       [
         col('id'),
         col('status'),
@@ -314,7 +314,7 @@ export class MessagesRepository {
     const valid = items.filter((i) => isUuid(i.id));
     if (valid.length === 0) return [];
     const rows = await tx.query<MessageRow & { pending_for: string | null; pending: PendingStatusRow[] }>(
-      `WITH wanted AS (
+      genericPlan(`WITH wanted AS (
          SELECT id, bool_or(take) AS take, min(provider_id) AS provider_id FROM unnest($1::uuid[], $2::text[], $3::boolean[]) AS w(id, provider_id, take) GROUP BY id
        ), locked AS MATERIALIZED (
          SELECT m.* FROM messages m WHERE m.id = ANY($1::uuid[]) ORDER BY m.id FOR UPDATE
@@ -322,7 +322,7 @@ export class MessagesRepository {
        SELECT l.*, CASE WHEN w.take THEN COALESCE(l.external_id, w.provider_id) END AS pending_for,
               COALESCE((SELECT json_agg(p ORDER BY p.id) FROM pending_statuses p
                               WHERE w.take AND p.organization_id = l.organization_id AND p.channel = l.channel AND p.external_id = COALESCE(l.external_id, w.provider_id)), '[]') AS pending
-         FROM locked l JOIN wanted w ON w.id = l.id ORDER BY l.id`,
+         FROM locked l JOIN wanted w ON w.id = l.id ORDER BY l.id`),
       [valid.map((i) => i.id), valid.map((i) => i.provider_id), valid.map((i) => i.take)],
     );
     return rows.map(({ pending, pending_for: pendingFor, ...message }) => ({

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { rowFromJson, type Tx } from '@touchpoint/database';
+import { rowFromJson, type Tx, genericPlan } from '@touchpoint/database';
 import type { ContactRow } from '../contacts/contacts.repository.js';
 import type { InstanceRow } from '../conversations/conversations.repository.js';
 import type { MessageRow, NewMessage } from '../messages/messages.repository.js';
@@ -96,7 +96,7 @@ export class SendRepository {
     const col = <K extends keyof (typeof messages)[number]>(k: K) => messages.map((m) => m[k] ?? null);
     const json = (k: 'payload' | 'context') => messages.map((m) => (m[k] === undefined || m[k] === null ? null : JSON.stringify(m[k])));
     const rows = await tx.query<MessageRow>(
-      `WITH m AS (
+      genericPlan(`WITH m AS (
          SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
                               $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::uuid[], $19::timestamptz[], $20::timestamptz[])
                 WITH ORDINALITY AS m(organization_id, conversation_id, instance_id, contact_id, channel, direction, sender_type, sender_id, message_type, body,
@@ -113,7 +113,7 @@ export class SendRepository {
               status, in_reply_to, payload::jsonb, idempotency_key, requester, context::jsonb, notification_delivery_id,
               created_at + make_interval(secs => (ord - 1) / 1e6), sent_at + make_interval(secs => (ord - 1) / 1e6)
          FROM m ORDER BY ord
-       ON CONFLICT DO NOTHING RETURNING *`,
+       ON CONFLICT DO NOTHING RETURNING *`),
       [
         col('organization_id'),
         col('conversation_id'),

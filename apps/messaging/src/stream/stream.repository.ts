@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { MessagingStreamItem } from '@touchpoint/contracts';
-import { CommitBatch, type Statement, type Tx } from '@touchpoint/database';
+import { CommitBatch, type Statement, type Tx, genericPlan } from '@touchpoint/database';
 
 /** A feed item waiting for its transaction's commit; `data` already JSON (as it was when appended). */
 interface PendingItem {
@@ -17,14 +17,14 @@ interface PendingItem {
  */
 function insertStatement(items: PendingItem[]): Statement {
   return {
-    sql: `WITH locked AS (
+    sql: genericPlan(`WITH locked AS (
          SELECT count(pg_advisory_xact_lock(hashtext('stream_events:' || o))) AS n
            FROM (SELECT DISTINCT o FROM unnest($1::text[]) AS u(o) ORDER BY 1) s
        )
        INSERT INTO stream_events (organization_id, type, data)
        SELECT v.organization_id, v.type, v.data::jsonb
          FROM locked, unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS v(organization_id, type, data, n)
-        ORDER BY v.n`,
+        ORDER BY v.n`),
     params: [items.map((i) => i.organization_id), items.map((i) => i.type), items.map((i) => i.data)],
   };
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { OutboxEvents } from '@touchpoint/contracts';
-import { cursorAtSql, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
+import { cursorAtSql, type Queryable, rowsOf, type Tx, genericPlan } from '@touchpoint/database';
 import type { Evidence, EntryRow } from '../drain/outbox.repository.js';
 
 /** One new provider status for `recordStatuses`, in the order of its batch (`ord`). */
@@ -119,7 +119,7 @@ export class AmbiguousRepository {
     if (rows.length === 0) return { verdicts: [], published: false };
     const result = await rowsOf<StatusVerdict & { published: number }>(
       db,
-      `WITH v AS (
+      genericPlan(`WITH v AS (
          -- LIMIT: the batch's own size, so the planner knows it (a recordset is 100 rows to it, which
          -- makes it hash-join whole tables).
          SELECT * FROM jsonb_to_recordset($3::jsonb) AS v(ord int, id text, status text, provider_timestamp timestamptz, recipient text, correlation text, token uuid, verdict text, body jsonb, event_id text, payload text) LIMIT $6::int
@@ -180,7 +180,7 @@ export class AmbiguousRepository {
          ON CONFLICT (event_id) DO NOTHING RETURNING 1
        )
        SELECT r.ord, r.outcome, r.slow, EXISTS (SELECT 1 FROM ins WHERE ins.provider_message_id = r.id AND ins.status = r.status) AS stored, (SELECT count(*)::int FROM ev) AS published
-         FROM r ORDER BY r.ord`,
+         FROM r ORDER BY r.ord`),
       [accountId, now, JSON.stringify(rows), now.toISOString(), OutboxEvents.ProviderStatusRecorded, rows.length],
     );
     return { verdicts: result.map((x) => ({ ord: Number(x.ord), outcome: x.outcome, slow: x.slow, stored: x.stored })), published: (result[0]?.published ?? 0) > 0 };

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxClassification } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
+import { genericPlan } from '@touchpoint/database';
 import { codePointLength, toWellFormedText, truncateText } from '@touchpoint/text';
 import { type EntryRow, ms } from './outbox.repository.js';
 import type { PairLease } from './pair-lease.repository.js';
@@ -112,7 +113,7 @@ export class AttemptsRepository {
     const batch = items.map((i) => ({ pair_id: i.lease.pairId, fence: i.lease.fence, entry_id: i.entryId, organization_id: i.organizationId, channel: i.channel, pacing_key: i.pacingKey, prepared: i.prepared }));
     const rows = await rowsOf<{ entry_id: string; suppressed: boolean; attempt_id: string | null; attempts: number | null }>(
       tx,
-      `WITH v AS (
+      genericPlan(`WITH v AS (
          -- LIMIT: the batch's size, for the planner (see recordStatuses).
          SELECT * FROM jsonb_to_recordset($1::jsonb)
            AS v(pair_id bigint, fence bigint, entry_id uuid, organization_id text, channel text, pacing_key text, prepared jsonb) LIMIT $5::int
@@ -137,7 +138,7 @@ export class AttemptsRepository {
          RETURNING id, entry_id, attempt_number
        )
        SELECT v.entry_id, (v.entry_id IN (SELECT entry_id FROM suppressed)) AS suppressed, attempt.id AS attempt_id, attempt.attempt_number AS attempts
-         FROM v LEFT JOIN attempt ON attempt.entry_id = v.entry_id`,
+         FROM v LEFT JOIN attempt ON attempt.entry_id = v.entry_id`),
       [JSON.stringify(batch), items[0].lease.owner, now, ms(intervalMs), batch.length],
     );
     for (const row of rows) out.set(row.entry_id, { suppressed: row.suppressed, attemptId: row.attempt_id === null ? null : String(row.attempt_id), attempts: row.attempts });
@@ -235,7 +236,7 @@ export class AttemptsRepository {
     }));
     return rowsOf<EntryRow>(
       tx,
-      `WITH v AS (
+      genericPlan(`WITH v AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
            entry_id uuid, fence bigint, status text, next_attempt_at timestamptz, provider_message_id text, classification text,
            error_code text, error_message text, http_status int, error_subcode text, error_details text, settles boolean, now timestamptz,
@@ -255,7 +256,7 @@ export class AttemptsRepository {
           WHERE a.id = v.attempt_id AND a.outcome = 'open' AND v.entry_id IN (SELECT id FROM entry)
           RETURNING a.id
        )
-       SELECT entry.* FROM entry`,
+       SELECT entry.* FROM entry`),
       [JSON.stringify(batch), batch.length],
     );
   }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxChannel, OutboxClassification, OutboxEntryStatus, OutboxPayload, OutboxPayloadType } from '@touchpoint/contracts';
-import { rowsOf, type Tx } from '@touchpoint/database';
+import { rowsOf, type Tx, genericPlan } from '@touchpoint/database';
 
 /** A `message_outbox` row. */
 /** What an enqueue writes of a new entry (the rest starts as the table's defaults: `pending`, no attempt). */
@@ -109,12 +109,12 @@ export class OutboxRepository {
     const sorted = [...unique.keys()].sort().map((key) => unique.get(key)!);
     const rows = await rowsOf<{ id: string; sender_id: string; pacing_key: string }>(
       tx,
-      `INSERT INTO message_outbox_pairs (organization_id, sender_id, pacing_key, next_due_at, created_at)
+      genericPlan(`INSERT INTO message_outbox_pairs (organization_id, sender_id, pacing_key, next_due_at, created_at)
        SELECT o, s, k, $4::timestamptz, $4::timestamptz FROM unnest($1::text[], $2::uuid[], $3::text[]) WITH ORDINALITY AS p (o, s, k, n) ORDER BY n
        ON CONFLICT (sender_id, pacing_key) DO UPDATE
          SET next_due_at = COALESCE(message_outbox_pairs.next_due_at,
                                     GREATEST($4::timestamptz, message_outbox_pairs.last_attempt_started_at + $5::interval))
-       RETURNING id, sender_id, pacing_key`,
+       RETURNING id, sender_id, pacing_key`),
       [sorted.map((p) => p.organizationId), sorted.map((p) => p.senderId), sorted.map((p) => p.pacingKey), now, ms(intervalMs)],
     );
     for (const row of rows) ids.set(pairKeyOf(row.sender_id, row.pacing_key), row.id);
@@ -170,7 +170,7 @@ export class OutboxRepository {
     const column = <K extends keyof NewEntry>(key: K) => entries.map((e) => e[key]);
     return rowsOf<EntryRow>(
       tx,
-      `INSERT INTO message_outbox (id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload,
+      genericPlan(`INSERT INTO message_outbox (id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload,
                                    status, max_attempts, next_attempt_at, log_context, requester, stop_on_reply, created_at, updated_at)
        SELECT v.id, v.organization_id, v.channel, v.sender_id, v.pair_id, v.recipient, v.pacing_key, v.idempotency_key, v.payload_type, v.payload::jsonb,
               'pending', v.max_attempts, $15, v.log_context::jsonb, v.requester, v.stop_on_reply, $15, $15
@@ -178,7 +178,7 @@ export class OutboxRepository {
               WITH ORDINALITY AS v(id, organization_id, channel, sender_id, pair_id, recipient, pacing_key, idempotency_key, payload_type, payload, max_attempts, log_context, requester, stop_on_reply, n)
         ORDER BY v.n
        ON CONFLICT (organization_id, idempotency_key) DO NOTHING
-       RETURNING *`,
+       RETURNING *`),
       [
         column('id'),
         column('organization_id'),
@@ -214,8 +214,8 @@ export class OutboxRepository {
     if (keys.length === 0) return [];
     return rowsOf<EntryRow>(
       tx,
-      `SELECT m.* FROM message_outbox m
-        WHERE (m.organization_id, m.idempotency_key) IN (SELECT o, k FROM unnest($1::text[], $2::text[]) AS u (o, k))`,
+      genericPlan(`SELECT m.* FROM message_outbox m
+        WHERE (m.organization_id, m.idempotency_key) IN (SELECT o, k FROM unnest($1::text[], $2::text[]) AS u (o, k))`),
       [keys.map((k) => k.organizationId), keys.map((k) => k.idempotencyKey)],
     );
   }

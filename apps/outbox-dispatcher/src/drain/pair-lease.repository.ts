@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@touchpoint/database';
+import { genericPlan } from '@touchpoint/database';
 import { type EntryRow, ms } from './outbox.repository.js';
 import { rowsOf } from '@touchpoint/database';
 
@@ -149,10 +150,10 @@ export class PairLeaseRepository {
     if (starts.length === 0) return;
     await rowsOf(
       tx,
-      `UPDATE message_outbox_pairs p
+      genericPlan(`UPDATE message_outbox_pairs p
           SET last_attempt_started_at = GREATEST(p.last_attempt_started_at, w.at + $3::interval)
          FROM (SELECT id, max(at) AS at FROM unnest($1::bigint[], $2::timestamptz[]) AS s(id, at) GROUP BY id) w
-        WHERE p.id = w.id`,
+        WHERE p.id = w.id`),
       [starts.map((s) => s.pairId), starts.map((s) => s.at), ms(marginMs)],
     );
   }
