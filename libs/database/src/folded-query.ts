@@ -23,12 +23,16 @@ export const GENERIC_PLAN = '/* plan: generic */ ';
  * `track_planning`), most of it spent again on every call of the same batch statements (an
  * `unnest($1::uuid[])` joined to a table by its key: the values never change the plan).
  *
- * The plan is built with `enable_seqscan = off`: on a young table (a fresh install, a database
- * without autovacuum) the planner prices a scan of the whole table below an index probe and would
- * keep that plan after the table grew. Only for statements whose every table access is meant to
- * use an index. Not for a statement whose best plan depends on the values (a filter by a status, a
- * range of due times, a lock taken in another order than the index's): those stay planned per call.
- * `bench:pipeline` compared each statement marked here with both plans.
+ * The plan is built with sequential scans, hash joins and merge joins priced out
+ * (`enable_seqscan`, `enable_hashjoin`, `enable_mergejoin` off): on a young table (a fresh install,
+ * a database without autovacuum) the planner prices reading the whole table (a scan, or a whole
+ * index under a hash join with the batch) below one index probe per batch row, and would keep that
+ * plan after the table grew (test/database/generic-plan: 20,000 rows read per lookup of two).
+ * What is left is a nested loop from the batch's rows into each table's index. So only for
+ * statements that reach every table row by an index from values they are given (a batch of ids or
+ * keys). Not for a statement whose best plan depends on the values (a filter by a status, a range
+ * of due times, a lock taken in another order than the index's): those stay planned per call.
+ * `bench:pipeline` compared each statement marked here under both plans.
  */
 export function genericPlan(sql: string): string {
   return GENERIC_PLAN + sql;
@@ -40,8 +44,9 @@ export function wantsGenericPlan(step: Statement): boolean {
 }
 
 /** The plan mode every service connection starts with (`createServiceDataSource`), and the one a marked statement switches to. */
-export const CUSTOM_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_seqscan', 'on', true)`;
-const GENERIC_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`;
+export const CUSTOM_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_seqscan', 'on', true), set_config('enable_hashjoin', 'on', true), set_config('enable_mergejoin', 'on', true)`;
+/** The settings a marked statement's plan is built and run under (also read by test helpers that explain it). */
+export const GENERIC_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`;
 /** Prepared by these names on each connection that runs a marked statement. */
 const SETTINGS_NAMES = new Map([
   [GENERIC_PLAN_SETTINGS, 'tp_plan_generic'],

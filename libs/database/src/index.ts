@@ -1,6 +1,6 @@
 export * from './data-source.js';
 export type { Statement } from './folded-query.js';
-export { genericPlan } from './folded-query.js';
+export { GENERIC_PLAN, GENERIC_PLAN_SETTINGS, genericPlan } from './folded-query.js';
 export * from './bus-tables.migration.js';
 export * from './transaction.js';
 export * from './commit-batch.js';

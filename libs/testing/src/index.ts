@@ -141,3 +141,4 @@ export * from './tcp-proxy.js';
 export * from './fakes.js';
 export * from './cli.js';
 export * from './ports.js';
+export * from './explain-plan.js';
