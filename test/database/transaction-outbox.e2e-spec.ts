@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { OutgoingMessage } from '@touchpoint/contracts';
-import { CommitBatch, createServiceDataSource, GENERIC_PLAN, quoteIdent, runInTransaction } from '@touchpoint/database';
+import { CommitBatch, createServiceDataSource, quoteIdent, runInTransaction } from '@touchpoint/database';
 import { TEST_DATABASE_URL } from '@touchpoint/testing';
 
 /**
@@ -64,7 +64,7 @@ describe('runInTransaction publish', () => {
       await tx.publish([event('b'), event('c')]);
       await tx.publish(event('a'));
     });
-    const inserts = statements.filter((s) => s.startsWith(`${GENERIC_PLAN}INSERT INTO outbox_events`));
+    const inserts = statements.filter((s) => s.startsWith('INSERT INTO outbox_events'));
     expect(inserts).toHaveLength(1);
     expect(statements.indexOf(inserts[0])).toBe(statements.indexOf('COMMIT') - 1);
     expect(await rows()).toEqual(['a', 'b', 'c']);
@@ -181,7 +181,7 @@ describe('runInTransaction publish', () => {
     // The callback's own statement opens the transaction; the last round trip is outbox, answered statement, COMMIT.
     expect(trips).toEqual([
       ['BEGIN', `INSERT INTO items (name) VALUES ('at-commit-direct')`],
-      [expect.stringMatching(/^\/\* plan: generic \*\/ INSERT INTO outbox_events/), 'INSERT INTO items (name) VALUES ($1)', 'COMMIT'],
+      [expect.stringMatching(/^INSERT INTO outbox_events/), 'INSERT INTO items (name) VALUES ($1)', 'COMMIT'],
     ]);
     expect(await rows()).toEqual(['a']);
     expect(await names()).toEqual(['at-commit', 'at-commit-direct']);

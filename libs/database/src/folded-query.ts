@@ -11,11 +11,12 @@ export interface Statement {
 }
 
 /**
- * The prefix that asks for a statement to run on its cached generic plan, built with sequential
- * scans priced out (`genericPlan`). Connections otherwise plan every execution for its own values
- * (`plan_cache_mode = force_custom_plan`, see `createServiceDataSource`).
+ * The comment that ends a statement asked to run on its cached generic plan (`genericPlan`): at the
+ * end, so the statement still reads, logs and matches by its first words. Connections otherwise
+ * plan every execution for its own values (`plan_cache_mode = force_custom_plan`, see
+ * `createServiceDataSource`).
  */
-export const GENERIC_PLAN = '/* plan: generic */ ';
+export const GENERIC_PLAN = '\n/* plan: generic */';
 
 /**
  * Marks a parameterized statement to run on a generic plan: planned once per connection, then only
@@ -35,12 +36,12 @@ export const GENERIC_PLAN = '/* plan: generic */ ';
  * `bench:pipeline` compared each statement marked here under both plans.
  */
 export function genericPlan(sql: string): string {
-  return GENERIC_PLAN + sql;
+  return sql + GENERIC_PLAN;
 }
 
 /** Whether a statement asked for a generic plan (it also needs parameters: a statement without them is not prepared). */
 export function wantsGenericPlan(step: Statement): boolean {
-  return step.sql.startsWith(GENERIC_PLAN) && step.params !== undefined && step.params.length > 0;
+  return step.sql.endsWith(GENERIC_PLAN) && step.params !== undefined && step.params.length > 0;
 }
 
 /** The plan mode every service connection starts with (`createServiceDataSource`), and the one a marked statement switches to. */

@@ -14,7 +14,7 @@ const { prepareValue } = pgUtils as { prepareValue: (value: unknown) => unknown 
  */
 export async function explainPlan(client: pg.Client, sql: string, params: unknown[] = []): Promise<string> {
   const lines = (rows: { 'QUERY PLAN': string }[]) => rows.map((r) => r['QUERY PLAN']).join('\n');
-  if (!sql.startsWith(GENERIC_PLAN) || params.length === 0) return lines((await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows);
+  if (!sql.endsWith(GENERIC_PLAN) || params.length === 0) return lines((await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows);
   const literal = (value: unknown) => {
     const text = prepareValue(value);
     return text === null || text === undefined ? 'NULL' : client.escapeLiteral(String(text));
