@@ -197,6 +197,18 @@ export class BaseConfig {
   BUS_PACK_SIZE = 32;
 
   /**
+   * Most RPC requests of one caller, to one service and with one deadline, sent as one broker
+   * message (a pack) while the caller's last send to it waits for the broker's confirm; 1 sends
+   * each request alone. The service runs and answers each request of a pack as if it had come
+   * alone. Every service of a deployment must run a release that reads RPC packs before one of
+   * them sends any.
+   */
+  @IsInt()
+  @Min(1)
+  @Max(500)
+  RPC_PACK_SIZE = 16;
+
+  /**
    * Longest lock wait of a consumer batch's transaction, ms; 0 leaves PostgreSQL's (none). Two
    * batches can lock the same rows in opposite orders; PostgreSQL finds that deadlock only after its
    * `deadlock_timeout` (1 s by default), with both batches' connections held. A batch waiting longer

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientRMQ, MessagePattern, RmqRecordBuilder, ServerRMQ, type RmqOptions } from '@nestjs/microservices';
-import type { Channel } from 'amqplib';
+import type { Channel, Options } from 'amqplib';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import { firstValueFrom, timeout as rxTimeout, TimeoutError } from 'rxjs';
 import { BusNames, reportChannelErrors } from '@touchpoint/bus';
@@ -80,6 +80,7 @@ export class TouchpointRmqServer extends ServerRMQ {
 
   override async handleMessage(incoming: Record<string, unknown>, channel: unknown): Promise<void> {
     const message = incoming as RmqMessage | null;
+    if (message && message.properties.contentType === RPC_PACK_CONTENT_TYPE) return this.handlePack(message, channel);
     if (message) {
       let pattern: string | undefined;
       try {
@@ -95,6 +96,31 @@ export class TouchpointRmqServer extends ServerRMQ {
       }
     }
     return super.handleMessage(incoming, channel);
+  }
+
+  /**
+   * A pack of requests (`packRequests`): each runs as if it had come alone, at the same time as the
+   * others, and is answered on its own (its packet's `id` is its correlation id). A pack that cannot
+   * be read is dead-lettered whole; its callers' deadlines answer them.
+   */
+  private async handlePack(message: RmqMessage, channel: unknown): Promise<void> {
+    let packets: unknown[];
+    try {
+      const parsed = JSON.parse(message.content.toString('utf8')) as unknown;
+      if (!Array.isArray(parsed)) throw new Error('not an array');
+      packets = parsed;
+    } catch {
+      await this.deadLetter(message.content, message.properties, 'unreadable').catch(() => undefined);
+      return;
+    }
+    const { contentType: _pack, ...properties } = message.properties;
+    await Promise.all(
+      packets.map((packet) => {
+        const id = (packet as { id?: unknown } | null)?.id;
+        const content = Buffer.from(JSON.stringify(packet));
+        return this.handleMessage({ content, properties: { ...properties, correlationId: typeof id === 'string' ? id : undefined }, fields: message.fields }, channel).catch((err: Error) => this.logger.warn(`rpc request of a pack failed: ${err.message}`));
+      }),
+    );
   }
 
   /**
@@ -131,10 +157,93 @@ export function reportLostAnswers<T extends AmqpConnectionManager>(manager: T, o
   return manager;
 }
 
-/** NestJS's RabbitMQ client, its channel's errors reported instead of thrown (see `reportChannelErrors`). */
+/** Content type of a pack of RPC requests: a JSON array of Nest request packets (`{pattern, data, id}`). */
+export const RPC_PACK_CONTENT_TYPE = 'application/vnd.touchpoint.rpc-pack+json';
+
+/** A request waiting for the send of its lane that is under way. */
+interface PendingRequest {
+  content: Buffer;
+  options: Options.Publish;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Makes every channel `manager` creates pack the requests it sends: the requests of one queue, reply
+ * queue and deadline (`expiration`) that are handed over while the broker has not yet confirmed the
+ * last send of that lane go together, in the next send, as one broker message of up to `packSize`
+ * requests (`RPC_PACK_CONTENT_TYPE`). A lone request goes at once, as it always did. The server
+ * (`TouchpointRmqServer`) runs each request of a pack as if it had come alone and answers each on
+ * its own; the pack expires with the deadline its requests share. A request with headers of its own
+ * always goes alone.
+ */
+export function packRequests<T extends AmqpConnectionManager>(manager: T, packSize: number): T {
+  if (packSize <= 1) return manager;
+  const create = manager.createChannel.bind(manager);
+  manager.createChannel = ((options?: Parameters<AmqpConnectionManager['createChannel']>[0]) => {
+    const channel = create(options);
+    const send = channel.sendToQueue.bind(channel);
+    const lanes = new Map<string, { busy: boolean; waiting: PendingRequest[] }>();
+    const run = async (key: string, queue: string, lane: { busy: boolean; waiting: PendingRequest[] }) => {
+      lane.busy = true;
+      while (lane.waiting.length > 0) {
+        const group = lane.waiting.splice(0, packSize);
+        const content = group.length === 1 ? group[0]!.content : Buffer.concat([Buffer.from('['), ...group.flatMap((r, i) => (i === 0 ? [r.content] : [COMMA, r.content])), Buffer.from(']')]);
+        // A pack's requests share their reply queue and deadline (the lane); each carries its correlation id as its packet's `id`.
+        const packOptions = group.length === 1 ? group[0]!.options : { ...group[0]!.options, correlationId: undefined, contentType: RPC_PACK_CONTENT_TYPE };
+        try {
+          await send(queue, content, packOptions);
+          for (const r of group) r.resolve();
+        } catch (err) {
+          for (const r of group) r.reject(err);
+        }
+      }
+      lane.busy = false;
+      lanes.delete(key);
+    };
+    channel.sendToQueue = ((queue: string, content: Buffer, options?: Options.Publish) => {
+      if (!options?.replyTo || (options.headers && Object.keys(options.headers).length > 0)) return send(queue, content, options);
+      const key = `${queue}\n${options.replyTo}\n${String(options.expiration ?? '')}`;
+      let lane = lanes.get(key);
+      if (!lane) {
+        lane = { busy: false, waiting: [] };
+        lanes.set(key, lane);
+      }
+      if (!lane.busy) {
+        // Idle: this request goes now, alone (its own options, correlation id included).
+        lane.busy = true;
+        const sent = send(queue, content, options);
+        void sent.then(
+          () => run(key, queue, lane),
+          () => run(key, queue, lane),
+        );
+        return sent;
+      }
+      return new Promise<boolean>((resolve, reject) => lane.waiting.push({ content, options, resolve: () => resolve(true), reject }));
+    }) as typeof channel.sendToQueue;
+    return channel;
+  }) as AmqpConnectionManager['createChannel'];
+  return manager;
+}
+const COMMA = Buffer.from(',');
+
+/**
+ * NestJS's RabbitMQ client, its channel's errors reported instead of thrown (see
+ * `reportChannelErrors`), and its requests packed under load (`packRequests`; 1 sends each alone).
+ */
 export class TouchpointRmqClient extends ClientRMQ {
+  constructor(
+    options: RmqOptions['options'],
+    private readonly packSize = 1,
+  ) {
+    super(options ?? {});
+  }
+
   override createClient(): ReturnType<ClientRMQ['createClient']> {
-    return reportChannelErrors(super.createClient(), (err) => this.logger.warn(`rpc client channel failed (reopened on the next connect): ${err.message}`));
+    return packRequests(
+      reportChannelErrors(super.createClient(), (err) => this.logger.warn(`rpc client channel failed (reopened on the next connect): ${err.message}`)),
+      this.packSize,
+    );
   }
 }
 
@@ -221,12 +330,15 @@ export class RpcClient implements OnApplicationShutdown {
   private clientFor(service: string): ClientRMQ {
     let client = this.clients.get(service);
     if (!client) {
-      client = new TouchpointRmqClient({
-        urls: [this.config.AMQP_URL],
-        queue: BusNames.rpcQueueOf(this.config.BUS_NAMESPACE, service),
-        queueOptions: { durable: true },
-        socketOptions: { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 5, connectionOptions: RPC_CONNECTION_OPTIONS },
-      });
+      client = new TouchpointRmqClient(
+        {
+          urls: [this.config.AMQP_URL],
+          queue: BusNames.rpcQueueOf(this.config.BUS_NAMESPACE, service),
+          queueOptions: { durable: true },
+          socketOptions: { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 5, connectionOptions: RPC_CONNECTION_OPTIONS },
+        },
+        this.config.RPC_PACK_SIZE,
+      );
       // Connection errors surface per call; without a listener they would be unhandled.
       client.connect().catch(() => undefined);
       this.clients.set(service, client);
