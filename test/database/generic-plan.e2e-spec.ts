@@ -76,6 +76,29 @@ describe('service data source: statements marked for a generic plan', () => {
     }
   });
 
+  it('parses each named statement once per round trip, on a connection that has none yet: a statement twice, two runs of marked steps', async () => {
+    const fresh = createServiceDataSource({ url: world.databaseUrl, schema, entities: [], migrations: [], poolSize: 1 });
+    await fresh.initialize();
+    try {
+      const client = (await (fresh.driver as unknown as { master: { connect(): Promise<unknown> } }).master.connect()) as PreparingClient & { release(): void };
+      try {
+        const twice = `SELECT $1::int + 100 AS v`;
+        const results = await client.queryFolded([
+          { sql: twice, params: [1] },
+          { sql: genericPlan(`SELECT $1::int AS v`), params: [2] },
+          { sql: twice, params: [3] },
+          { sql: genericPlan(`SELECT $1::int * 10 AS v`), params: [4] },
+        ]);
+        expect(results.map((r) => r.rows)).toEqual([[{ v: 101 }], [{ v: 2 }], [{ v: 103 }], [{ v: 40 }]]);
+        expect(((await client.query(`SELECT current_setting('plan_cache_mode') AS mode WHERE $1::int = 1`, [1])) as unknown as { rows: unknown[] }).rows).toEqual([{ mode: 'force_custom_plan' }]);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await fresh.destroy();
+    }
+  });
+
   it('a marked statement that fails rolls its transaction back and leaves the connection on custom plans', async () => {
     const id = randomUUID();
     await expect(

@@ -2,6 +2,7 @@ import { jest } from '@jest/globals';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { ApiKeysRepository } from '../../apps/gateway/src/api-keys/api-keys.repository.js';
+import { KEY_LOOKUP_DEADLINE_MS } from '../../apps/gateway/src/api-keys/api-keys.service.js';
 import { gatewayStartOptions } from '../../apps/gateway/src/gateway.app.js';
 import { GatewayConfig } from '../../apps/gateway/src/gateway.config.js';
 import { GATEWAY_ROUTE_MODULES, GatewayModule } from '../../apps/gateway/src/gateway.module.js';
@@ -76,4 +77,20 @@ describe('gateway: API key lookups of concurrent requests', () => {
     expect(refused.body.error.code).toBe('unauthorized');
     expect(calls).toBe(2);
   });
+
+  it('answers 503 within the lookup deadline when a lookup hangs, and the next request of the key starts a lookup of its own', async () => {
+    const key = await builders.organizationWithKey({});
+    const real = repository.findForAuth.bind(repository);
+    let hung = 0;
+    jest.spyOn(repository, 'findForAuth').mockImplementation(async (hash) => {
+      if (++hung === 1) return new Promise(() => undefined);
+      return real(hash);
+    });
+    const started = Date.now();
+    const stuck = await Promise.all([http('GET', '/me', { secret: key.secret }), http('GET', '/me', { secret: key.secret })]);
+    expect(stuck.map((r) => r.status)).toEqual([503, 503]);
+    expect(stuck[0]!.body.error.code).toBe('service_unavailable');
+    expect(Date.now() - started).toBeLessThan(KEY_LOOKUP_DEADLINE_MS + 2_000);
+    expect((await http('GET', '/me', { secret: key.secret })).status).toBe(200);
+  }, 20_000);
 });

@@ -110,11 +110,12 @@ export class FoldedQuery extends QueryBase {
     callback: (err: Error | null, results?: pg.QueryResult[]) => void,
   ) {
     super({ text: steps.map((s) => s.sql).join(';\n'), callback: callback as (err: Error | null, result?: unknown) => void });
+    // Only a statement prepared by name keeps a plan: past the cap of names a marked one runs unnamed, planned per call as any other.
+    const generic = steps.map((step) => wantsGenericPlan(step) && nameOf(step.sql) !== undefined);
     steps.forEach((step, i) => {
-      const generic = wantsGenericPlan(step);
-      if (generic && !(i > 0 && wantsGenericPlan(steps[i - 1]!))) this.addSettings(GENERIC_PLAN_SETTINGS);
+      if (generic[i] && !generic[i - 1]) this.addSettings(GENERIC_PLAN_SETTINGS);
       this.wire.push(step);
-      if (generic && !(i + 1 < steps.length && wantsGenericPlan(steps[i + 1]!))) this.addSettings(CUSTOM_PLAN_SETTINGS);
+      if (generic[i] && !generic[i + 1]) this.addSettings(CUSTOM_PLAN_SETTINGS);
     });
   }
 
@@ -136,11 +137,14 @@ export class FoldedQuery extends QueryBase {
   prepare(connection: WireConnection): void {
     this.connection = connection;
     connection.on('parseComplete', this.onParseComplete);
+    // A name parsed earlier in this round trip is not parsed again (the server would refuse it: it exists by then).
+    const parsedHere = new Set<string>();
     for (const step of this.wire) {
       const name = SETTINGS_NAMES.get(step.sql) ?? (step.params && step.params.length > 0 ? (this.nameOf(step.sql) ?? '') : '');
-      if (!name || connection.parsedStatements[name] !== step.sql) {
+      if (!name || (connection.parsedStatements[name] !== step.sql && !parsedHere.has(name))) {
         connection.parse({ text: step.sql, name, types: [] });
         this.parses.push({ name, text: step.sql });
+        if (name) parsedHere.add(name);
       }
       connection.bind({ statement: name, portal: '', values: step.params ?? [], binary: false, valueMapper: prepareValue });
       connection.describe({ type: 'P', name: '' });

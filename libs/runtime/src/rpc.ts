@@ -164,18 +164,29 @@ export const RPC_PACK_CONTENT_TYPE = 'application/vnd.touchpoint.rpc-pack+json';
 interface PendingRequest {
   content: Buffer;
   options: Options.Publish;
+  /** When the caller handed it over (its deadline runs from then), ms since the epoch. */
+  at: number;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
+/** A request larger than this goes alone, bytes (ours). */
+const PACK_REQUEST_MAX_BYTES = 64 * 1024;
+/** A pack stops growing at this size, bytes (ours): far below RabbitMQ's message size limit. */
+const PACK_MAX_BYTES = 512 * 1024;
+const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']');
+
 /**
  * Makes every channel `manager` creates pack the requests it sends: the requests of one queue, reply
  * queue and deadline (`expiration`) that are handed over while the broker has not yet confirmed the
- * last send of that lane go together, in the next send, as one broker message of up to `packSize`
- * requests (`RPC_PACK_CONTENT_TYPE`). A lone request goes at once, as it always did. The server
- * (`TouchpointRmqServer`) runs each request of a pack as if it had come alone and answers each on
- * its own; the pack expires with the deadline its requests share. A request with headers of its own
- * always goes alone.
+ * last send of that lane go together, in the next sends, as broker messages of up to `packSize`
+ * requests (`RPC_PACK_CONTENT_TYPE`, at most PACK_MAX_BYTES). A lone request goes at once, as it
+ * always did; so does a request with headers of its own or larger than PACK_REQUEST_MAX_BYTES. The
+ * server (`TouchpointRmqServer`) runs each request of a pack as if it had come alone and answers
+ * each on its own. A pack expires with what is left of its oldest request's deadline; a request
+ * whose deadline passed while it waited is not sent (its caller gets the error at once).
  */
 export function packRequests<T extends AmqpConnectionManager>(manager: T, packSize: number): T {
   if (packSize <= 1) return manager;
@@ -184,25 +195,50 @@ export function packRequests<T extends AmqpConnectionManager>(manager: T, packSi
     const channel = create(options);
     const send = channel.sendToQueue.bind(channel);
     const lanes = new Map<string, { busy: boolean; waiting: PendingRequest[] }>();
+    const sendGroup = async (queue: string, group: PendingRequest[]) => {
+      const ttl = group[0]!.options.expiration === undefined ? undefined : Number(group[0]!.options.expiration) - (Date.now() - group[0]!.at);
+      if (ttl !== undefined && ttl <= 0) {
+        const err = new Error('rpc request expired while it waited to be sent');
+        for (const r of group) r.reject(err);
+        return;
+      }
+      const expiration = ttl === undefined ? {} : { expiration: String(Math.ceil(ttl)) };
+      // A pack's requests share their reply queue and deadline (the lane); each carries its correlation id as its packet's `id`.
+      const [content, packOptions] =
+        group.length === 1
+          ? [group[0]!.content, { ...group[0]!.options, ...expiration }]
+          : [Buffer.concat([OPEN, ...group.flatMap((r, i) => (i === 0 ? [r.content] : [COMMA, r.content])), CLOSE]), { ...group[0]!.options, ...expiration, correlationId: undefined, contentType: RPC_PACK_CONTENT_TYPE }];
+      try {
+        await send(queue, content, packOptions);
+        for (const r of group) r.resolve();
+      } catch (err) {
+        for (const r of group) r.reject(err);
+      }
+    };
     const run = async (key: string, queue: string, lane: { busy: boolean; waiting: PendingRequest[] }) => {
-      lane.busy = true;
       while (lane.waiting.length > 0) {
-        const group = lane.waiting.splice(0, packSize);
-        const content = group.length === 1 ? group[0]!.content : Buffer.concat([Buffer.from('['), ...group.flatMap((r, i) => (i === 0 ? [r.content] : [COMMA, r.content])), Buffer.from(']')]);
-        // A pack's requests share their reply queue and deadline (the lane); each carries its correlation id as its packet's `id`.
-        const packOptions = group.length === 1 ? group[0]!.options : { ...group[0]!.options, correlationId: undefined, contentType: RPC_PACK_CONTENT_TYPE };
-        try {
-          await send(queue, content, packOptions);
-          for (const r of group) r.resolve();
-        } catch (err) {
-          for (const r of group) r.reject(err);
+        // Everything waiting goes now, in packs sent together (not one confirm after another).
+        const groups: PendingRequest[][] = [];
+        let bytes = 0;
+        for (const r of lane.waiting.splice(0)) {
+          const last = groups.at(-1);
+          if (!last || last.length >= packSize || bytes + r.content.length > PACK_MAX_BYTES) {
+            groups.push([r]);
+            bytes = r.content.length;
+          } else {
+            last.push(r);
+            bytes += r.content.length;
+          }
         }
+        await Promise.all(groups.map((group) => sendGroup(queue, group)));
       }
       lane.busy = false;
       lanes.delete(key);
     };
-    channel.sendToQueue = ((queue: string, content: Buffer, options?: Options.Publish) => {
-      if (!options?.replyTo || (options.headers && Object.keys(options.headers).length > 0)) return send(queue, content, options);
+    channel.sendToQueue = ((queue: string, content: Buffer, options?: Options.Publish, ...rest: unknown[]) => {
+      if (rest.length > 0 || !options?.replyTo || (options.headers && Object.keys(options.headers).length > 0) || content.length > PACK_REQUEST_MAX_BYTES) {
+        return (send as (...args: unknown[]) => Promise<boolean>)(queue, content, options, ...rest);
+      }
       const key = `${queue}\n${options.replyTo}\n${String(options.expiration ?? '')}`;
       let lane = lanes.get(key);
       if (!lane) {
@@ -213,19 +249,16 @@ export function packRequests<T extends AmqpConnectionManager>(manager: T, packSi
         // Idle: this request goes now, alone (its own options, correlation id included).
         lane.busy = true;
         const sent = send(queue, content, options);
-        void sent.then(
-          () => run(key, queue, lane),
-          () => run(key, queue, lane),
-        );
+        const next = () => run(key, queue, lane);
+        void sent.then(next, next);
         return sent;
       }
-      return new Promise<boolean>((resolve, reject) => lane.waiting.push({ content, options, resolve: () => resolve(true), reject }));
+      return new Promise<boolean>((resolve, reject) => lane.waiting.push({ content, options, at: Date.now(), resolve: () => resolve(true), reject }));
     }) as typeof channel.sendToQueue;
     return channel;
   }) as AmqpConnectionManager['createChannel'];
   return manager;
 }
-const COMMA = Buffer.from(',');
 
 /**
  * NestJS's RabbitMQ client, its channel's errors reported instead of thrown (see

@@ -10,6 +10,8 @@ import { type ApiKeyAuthRow, type ApiKeyRow, ApiKeysRepository } from './api-key
 
 /** `last_used_at` is written at most once per this interval per key, ms (ours: keeps reads read-only). */
 export const LAST_USED_TOUCH_INTERVAL_MS = 60_000;
+/** How long a key lookup may take before its requests answer 503 `service_unavailable`, ms (ours). */
+export const KEY_LOOKUP_DEADLINE_MS = 5_000;
 /** Longest key name, characters (ours). */
 export const API_KEY_NAME_MAX = 100;
 /** Longest name of the support person an impersonation key is issued to, characters (ours). */
@@ -57,11 +59,13 @@ export class ApiKeysService {
    * every request still reads the key after it came in (a key revoked before a request arrived is
    * refused to it: nothing is cached), and a client running many requests at once on one key costs
    * one lookup per database round trip instead of one per request (`bench:gateway`). A failed
-   * lookup fails the requests waiting for the next one too (the database is what failed).
+   * lookup fails the requests waiting for the next one too (the database is what failed), and a
+   * lookup that has not answered within KEY_LOOKUP_DEADLINE_MS fails as 503: the requests of the key
+   * queue behind it, so a stuck connection must not hold them without end.
    */
   private readonly lookups = new GroupCommit<Buffer, ApiKeyAuthRow | undefined>(
     async (_hash, hashes) => {
-      const row = await this.keys.findForAuth(hashes[0]!);
+      const row = await withDeadline(this.keys.findForAuth(hashes[0]!), KEY_LOOKUP_DEADLINE_MS);
       return hashes.map(() => row);
     },
     10_000,
@@ -182,4 +186,13 @@ function viewOf(row: ApiKeyRow): ApiKeyView {
     revoked_at: row.revoked_at?.toISOString() ?? null,
     impersonated_by: row.impersonated_by,
   };
+}
+
+/** `work`, or AppError service_unavailable once `ms` have passed without its answer (the work itself goes on). */
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new AppError(ErrorCode.ServiceUnavailable, `the API key could not be checked within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }
