@@ -1247,7 +1247,7 @@ export interface paths {
         get: operations["ConversationsController_messages"];
         put?: never;
         /**
-         * Send a message as an operator (handoff: automation stops for the contact)
+         * Send a message as an operator (handoff: automation stops for the contact); 409 `idempotency_conflict` when the key was used for another message
          * @description **Scopes:** `messaging:write`
          */
         post: operations["ConversationsController_send"];
@@ -10341,6 +10341,24 @@ export interface operations {
             };
             /** @description `not_found`: no such resource in the caller's organization (another organization's id included) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description conflict with the resource's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `unsupported_media_type`: send application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

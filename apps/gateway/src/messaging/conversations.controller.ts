@@ -42,8 +42,8 @@ export class ConversationsController {
 
   @Post(':conversation_id/messages')
   @RequireKey({ scopes: [Scope.MessagingWrite] })
-  @ApiOperation({ summary: 'Send a message as an operator (handoff: automation stops for the contact)' })
-  @ApiErrorResponses(400, 404, 503)
+  @ApiOperation({ summary: 'Send a message as an operator (handoff: automation stops for the contact); 409 `idempotency_conflict` when the key was used for another message' })
+  @ApiErrorResponses(400, 404, 409, 415, 503)
   @ApiCreatedResponse({ type: SendResultDto })
   send(@CurrentCaller() caller: Caller, @Param() params: ConversationIdParams, @Body() body: OperatorSendDto) {
     return this.forwarder.forward(caller, 'messaging', MessagingRpc.ConversationSend, { ...body, ...params, operator_id: caller.createdBy.memberId });
