@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createServiceDataSource, genericPlan, PreparingClient, type Queryable, runInTransaction } from '@touchpoint/database';
-import { createTestWorld, explainPlan, TEST_DATABASE_URL, type TestWorld } from '@touchpoint/testing';
-import pg from 'pg';
+import { createServiceDataSource, genericPlan, PreparingClient, runInTransaction } from '@touchpoint/database';
+import { createTestWorld, type TestWorld } from '@touchpoint/testing';
 import { MessagingConfig } from '../../apps/messaging/src/messaging.config.js';
 import { MessagingModule } from '../../apps/messaging/src/messaging.module.js';
-import { FollowupsConfig } from '../../apps/followups/src/followups.config.js';
-import { FollowupsModule } from '../../apps/followups/src/followups.module.js';
-import { ReleaseRepository } from '../../apps/followups/src/release/release.repository.js';
 
 /**
  * `genericPlan`: a marked statement runs on a generic plan, planned once per connection, built with
@@ -24,8 +20,6 @@ describe('service data source: statements marked for a generic plan', () => {
     // Messaging's own tables, migrated and empty (never analyzed), as on a fresh install.
     const messaging = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', INBOUND_POLL_MS: '0' })));
     await messaging.close();
-    const followups = await world.start(FollowupsModule.forRoot(world.config(FollowupsConfig, { FOLLOWUP_RELEASE_ENABLED: 'false' })));
-    await followups.close();
     schema = world.schema('messaging');
     dataSource = createServiceDataSource({ url: world.databaseUrl, schema, entities: [], migrations: [], poolSize: 1 });
     await dataSource.initialize();
@@ -144,23 +138,5 @@ describe('service data source: statements marked for a generic plan', () => {
     expect(await plans(lookup)).toEqual({ generic: 13, custom: 0 });
     expect(after.seq - before.seq).toBe(0);
     expect(after.idx - before.idx).toBe(20);
-  });
-
-  it("the release loop's claim, planned generic on young tables, takes the due enrollments in order from the due index (no scan, no sort of the table)", async () => {
-    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await client.connect();
-    try {
-      await client.query(`SET search_path TO "${world.schema('followups')}", public`);
-      const plans: string[] = [];
-      const db: Queryable = { query: async <T>(sql: string, params?: unknown[]) => (plans.push(await explainPlan(client, sql, params)), [] as T[]) };
-      await new ReleaseRepository().claimDueBatch(db, new Date(), 16);
-      expect(plans).toHaveLength(1);
-      // Generic: parameters stay symbols in the plan.
-      expect(plans[0]).toMatch(/\$1/);
-      expect(plans[0]).toContain('enrollments_due_idx');
-      expect(plans[0]).not.toMatch(/Seq Scan on enrollments|Sort Key: enrollments\.next_run_at/);
-    } finally {
-      await client.end();
-    }
   });
 });

@@ -117,7 +117,7 @@ export class ReleaseRepository {
   private async claim(db: Queryable, now: Date, claim: string, extra: unknown[]): Promise<ClaimedRow[]> {
     const rows = await rowsOf<EnrollmentRow & { flow_status: FlowStatus; contact: Record<string, unknown> | null }>(
       db,
-      genericPlan(`WITH claimed AS (${claim})
+      `WITH claimed AS (${claim})
        SELECT e.*, f.status AS flow_status, to_jsonb(c) AS contact
          FROM claimed
          JOIN enrollments e ON e.id = claimed.id
@@ -125,7 +125,7 @@ export class ReleaseRepository {
          LEFT JOIN LATERAL (
            SELECT * FROM contacts WHERE organization_id = e.organization_id AND contact_id = e.contact_id
            FOR NO KEY UPDATE SKIP LOCKED) c ON true
-        ORDER BY e.next_run_at, e.id`),
+        ORDER BY e.next_run_at, e.id`,
       [now, ...extra],
     );
     // The contacts' follow-up sends of the last 24 h (per-contact cap), read by a statement of its
