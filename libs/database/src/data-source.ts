@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { FoldedQuery, type Statement, wantsGenericPlan } from './folded-query.js';
+import { CONNECTION_PLAN_CACHE_MODE, FoldedQuery, type Statement, wantsGenericPlan } from './folded-query.js';
 import { DataSource, type EntitySchema, type MigrationInterface, type ObjectType } from 'typeorm';
 
 type EntityTarget = ObjectType<unknown> | EntitySchema<unknown>;
@@ -94,7 +94,7 @@ export function createServiceDataSource(options: ServiceDatabaseOptions): DataSo
       // On a young table (every fresh install, and any database without autovacuum) messaging's
       // `messages WHERE organization_id = $1 AND idempotency_key = $2` took the organization's
       // index and read every message of the organization on each send. Parsing stays cached.
-      options: `-c search_path=${quoteIdent(options.schema)},public -c plan_cache_mode=force_custom_plan`,
+      options: `-c search_path=${quoteIdent(options.schema)},public -c plan_cache_mode=${CONNECTION_PLAN_CACHE_MODE}`,
       application_name: `touchpoint:${options.schema}`,
       // A connection asked for while every one is held by callers that each wait for a second one
       // would never come: fail after 30 s (the caller's error path runs) instead of hanging.

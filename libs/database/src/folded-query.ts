@@ -44,8 +44,10 @@ export function wantsGenericPlan(step: Statement): boolean {
   return step.sql.endsWith(GENERIC_PLAN) && step.params !== undefined && step.params.length > 0;
 }
 
-/** The plan mode every service connection starts with (`createServiceDataSource`), and the one a marked statement switches to. */
-export const CUSTOM_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_seqscan', 'on', true), set_config('enable_hashjoin', 'on', true), set_config('enable_mergejoin', 'on', true)`;
+/** The plan mode every service connection starts with (`createServiceDataSource`): each run planned for its own values. */
+export const CONNECTION_PLAN_CACHE_MODE = 'force_custom_plan';
+/** Back to the connection's own plan settings, after a run of marked steps. */
+const CUSTOM_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', '${CONNECTION_PLAN_CACHE_MODE}', true), set_config('enable_seqscan', 'on', true), set_config('enable_hashjoin', 'on', true), set_config('enable_mergejoin', 'on', true)`;
 /** The settings a marked statement's plan is built and run under (also read by test helpers that explain it). */
 export const GENERIC_PLAN_SETTINGS = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`;
 /** Prepared by these names on each connection that runs a marked statement. */

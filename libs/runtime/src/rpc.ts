@@ -84,7 +84,8 @@ export class TouchpointRmqServer extends ServerRMQ {
     if (message) {
       let pattern: string | undefined;
       try {
-        const raw = JSON.parse(message.content.toString('utf8')) as { pattern?: unknown };
+        // A pack's request comes with its packet parsed already (`handlePack`).
+        const raw = (this.parsed.has(message.content) ? this.parsed.get(message.content) : JSON.parse(message.content.toString('utf8'))) as { pattern?: unknown };
         this.parsed.set(message.content, raw);
         pattern = typeof raw.pattern === 'string' ? raw.pattern : JSON.stringify(raw.pattern);
       } catch {
@@ -117,7 +118,9 @@ export class TouchpointRmqServer extends ServerRMQ {
     await Promise.all(
       packets.map((packet) => {
         const id = (packet as { id?: unknown } | null)?.id;
+        // Its own body, for a dead-letter copy of it alone; parsed once, with the pack.
         const content = Buffer.from(JSON.stringify(packet));
+        this.parsed.set(content, packet);
         return this.handleMessage({ content, properties: { ...properties, correlationId: typeof id === 'string' ? id : undefined }, fields: message.fields }, channel).catch((err: Error) => this.logger.warn(`rpc request of a pack failed: ${err.message}`));
       }),
     );
