@@ -46,6 +46,10 @@ export class DispatcherStandIn {
   suppressionDelayMs = 0;
   /** `${channel}|${account_id}` → owner (Nylas grants, Unipile accounts), for the webhook ingress. */
   readonly accounts = new Map<string, ProviderAccountOwner>();
+  /** When set, the synchronous suppression add fails (the dispatcher cannot confirm). */
+  suppressionAddOutage = false;
+  /** Every synchronous suppression add asked of the stand-in, in order. */
+  readonly suppressionAdds: OutboxSuppressionData[] = [];
   /** When set, the account lookup fails (the dispatcher is down for the gateway). */
   accountLookupOutage = false;
   /** `${sender_id}|${provider_message_id}` → the headers a Nylas read answers (none by default). */
@@ -119,9 +123,11 @@ class DispatcherStandInController {
     return { suppressed: data.values.filter((v) => this.state.suppressions.has(`${data.organization_id}|${v.channel}|${v.channel === 'email' ? v.value.toLowerCase() : v.value}`)) };
   }
 
-  /** The synchronous add messaging asks for before it acknowledges an opt-out's webhook. */
+  /** The synchronous add messaging and outreach ask for before they acknowledge an opt-out, an unsubscribe link or a bounce. */
   @MessagePattern(OutboxAccountRpc.SuppressionAdd)
   add(@Payload() data: OutboxSuppressionData) {
+    this.state.suppressionAdds.push(data);
+    if (this.state.suppressionAddOutage) throw new AppError(ErrorCode.ServiceUnavailable, 'suppressions unwritable');
     const key = `${data.organization_id}|${data.channel}|${data.channel === 'email' ? data.value.toLowerCase() : data.value}`;
     const created = !this.state.suppressions.has(key);
     this.state.suppressions.add(key);

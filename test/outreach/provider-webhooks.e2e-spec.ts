@@ -135,6 +135,7 @@ describe('provider webhooks and the unsubscribe link', () => {
       n.data.object.bounced_addresses = s.person.email;
       const res = await nylas(n);
       expect(res).toMatchObject({ status: 200, body: { outcome: 'bounced' } });
+      expect(w.dispatcher.suppressionAdds.filter((a) => a.value === s.person.email!.toLowerCase())).toEqual([expect.objectContaining({ organization_id: org, channel: 'email', reason: 'bounced' })]);
       const after = await b.enrollmentRow(s.enrollmentId);
       expect(after).toMatchObject({ status: 'active', context_version: s.before.context_version + 1 });
       expect(new Date(after.next_check_at).getTime()).toBeLessThanOrEqual(Date.now());
@@ -197,6 +198,9 @@ describe('provider webhooks and the unsubscribe link', () => {
       const token = signUnsubscribeToken({ organization_id: org, email: s.person.email! }, UNSUBSCRIBE_SECRET);
       const res = await http('GET', `/nylas/email/unsubscribe?token=${encodeURIComponent(token)}`);
       expect(res.status).toBe(200);
+      // In force at the dispatcher by the answer, not only queued as a command: a send right after the click is refused.
+      expect(w.dispatcher.suppressions.has(`${org}|email|${s.person.email!.toLowerCase()}`)).toBe(true);
+      expect(w.dispatcher.suppressionAdds.filter((a) => a.value === s.person.email!.toLowerCase())).toEqual([expect.objectContaining({ organization_id: org, channel: 'email', reason: 'unsubscribed' })]);
       expect(await b.enrollmentRow(s.enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'opted_out' });
       expect(await b.action(s.pendingId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'opted_out' });
       await eventually(() => w.dispatcher.suppressCommands.find((c) => c.value === s.person.email!.toLowerCase() && c.reason === 'unsubscribed'));
@@ -206,6 +210,27 @@ describe('provider webhooks and the unsubscribe link', () => {
       const post = await http('POST', `/nylas/email/unsubscribe?token=${encodeURIComponent(oneClick)}`, { body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
       expect(post).toMatchObject({ status: 200, body: { unsubscribed: true } });
       expect(await b.enrollmentRow(other.enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'opted_out' });
+    });
+
+    it('answers 503 while the dispatcher cannot confirm, with the stop already committed; the repeated click answers 200', async () => {
+      const s = await sentAndDrafted();
+      const email = s.person.email!.toLowerCase();
+      const token = signUnsubscribeToken({ organization_id: org, email: s.person.email! }, UNSUBSCRIBE_SECRET);
+      w.dispatcher.suppressionAddOutage = true;
+      try {
+        const res = await http('GET', `/nylas/email/unsubscribe?token=${encodeURIComponent(token)}`);
+        expect(res.status).toBe(503);
+        expect(res.body).toMatchObject({ error: { code: 'service_unavailable' } });
+      } finally {
+        w.dispatcher.suppressionAddOutage = false;
+      }
+      // The stop path committed whatever the confirmation did: enrollment ended, draft invalidated, the durable command on its way.
+      expect(await b.enrollmentRow(s.enrollmentId)).toMatchObject({ status: 'ended', ended_reason: 'opted_out' });
+      expect(await b.action(s.pendingId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'opted_out' });
+      await eventually(() => w.dispatcher.suppressCommands.find((c) => c.value === email && c.reason === 'unsubscribed'));
+      const again = await http('GET', `/nylas/email/unsubscribe?token=${encodeURIComponent(token)}`);
+      expect(again.status).toBe(200);
+      expect(w.dispatcher.suppressionAdds.filter((a) => a.value === email)).toHaveLength(2);
     });
 
     it('answers 400 to a tampered token and writes nothing', async () => {

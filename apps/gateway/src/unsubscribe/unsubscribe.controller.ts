@@ -16,7 +16,8 @@ import { UnsubscribedDto } from '../webhooks/webhook-responses.dto.js';
  * and `POST` (RFC 8058 one-click from `List-Unsubscribe-Post`) on `/nylas/email/unsubscribe?token=…`.
  * The token is signed (organization + address): a tampered or unknown token answers 400 and writes
  * nothing. A good one suppresses the address and ends every live enrollment with it, through
- * outreach; the answer comes once that is stored (503 otherwise, so a client may retry). Repeating
+ * outreach; the answer comes once that is stored and the address is on the dispatcher's list, so no
+ * send asked for after the answer reaches it (503 otherwise, so a client may retry). Repeating
  * a click is harmless: the suppression is an upsert and ended enrollments stay ended.
  */
 @ApiTags('unsubscribe')

@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { type ContactView, OutboxCommands, type OutboxSuppressionData } from '@touchpoint/contracts';
+import { type ContactView, OutboxAccountRpc, OutboxCommands, type OutboxSuppressionData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
+import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
-import { LOGGER } from '@touchpoint/runtime';
+import { LOGGER, RpcClient } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
 import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
@@ -15,6 +16,11 @@ import { InterruptsRepository, type LiveEnrollment } from './interrupts.reposito
 const CAS_TRIES = 3;
 /** People read from messaging at once for the enrollments the read model does not hold yet (ours: bounds the RPC fan-out). */
 const MATCH_READ_CONCURRENCY = 10;
+/**
+ * Deadline of each dispatcher call that puts a suppression in force before the link or webhook is
+ * answered, ms (ours). The gateway waits up to its RPC deadline for the whole request.
+ */
+export const SUPPRESSION_IN_FORCE_TIMEOUT_MS = 1500;
 
 /**
  * Where a do-not-contact request came from (seed 003 §4.7, "Opt-out and bounce"):
@@ -61,6 +67,7 @@ export class OptOutService {
     private readonly people: PeopleDirectory,
     private readonly addresses: PersonAddressesRepository,
     private readonly clock: Clock,
+    private readonly rpc: RpcClient,
     metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
@@ -77,7 +84,7 @@ export class OptOutService {
     // 1 the suppression rows, first.
     await tx.publish(
       values.map((v) => {
-        const data: OutboxSuppressionData = { organization_id: org, channel: v.channel, value: v.value, reason: request.source === 'bounce' ? 'bounced' : request.source === 'unsubscribe' ? 'unsubscribed' : 'opted_out' };
+        const data: OutboxSuppressionData = { organization_id: org, channel: v.channel, value: v.value, reason: reasonOf(request.source) };
         return { event_id: `outreach.suppress:${request.source}:${request.cause_id}:${v.channel}:${v.value}`, type: OutboxCommands.Suppress, organization_id: org, data: data };
       }),
     );
@@ -88,6 +95,31 @@ export class OptOutService {
     this.optOuts.inc({ source: request.source });
     this.logger.info({ event: `outreach.${request.source === 'bounce' ? 'bounced' : 'opted_out'}`, organization_id: org, source: request.source, values: values.length, enrollments: moved.length }, 'do-not-contact request applied');
     return { suppressed: values, enrollment_ids: moved };
+  }
+
+  /**
+   * Puts the values of a committed request on the dispatcher's do-not-contact list and waits until
+   * each is stored there (DESIGN §5.3, as messaging does for an opt-out by reply): from the moment
+   * the unsubscribe link or the bounce webhook is answered, nothing queued or sent later to those
+   * addresses starts a wire attempt. The `outbox.suppress` commands `apply` published carry the
+   * same rows and stay the durable path: this call only moves the moment forward, and the dispatcher
+   * upserts, so both arriving is harmless. Call it after `apply`'s transaction committed, never
+   * inside it: the stop path must commit whatever this call does.
+   * @throws AppError service_unavailable when the dispatcher did not confirm in time (the caller
+   *   answers 503; the link or the provider repeats, and the repeat is idempotent)
+   */
+  async putInForce(organizationId: string, source: SuppressionSource, values: ChannelValue[]): Promise<void> {
+    for (const v of values) {
+      const data: OutboxSuppressionData = { organization_id: organizationId, channel: v.channel, value: v.value, reason: reasonOf(source) };
+      try {
+        await this.rpc.call('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, data, SUPPRESSION_IN_FORCE_TIMEOUT_MS);
+      } catch (err) {
+        // A value the list cannot key has nothing to suppress; the command fails the same way.
+        if (err instanceof AppError && (err.code === ErrorCode.InvalidRecipient || err.code === ErrorCode.ValidationFailed)) continue;
+        this.logger.error({ event: 'outreach.suppression_not_in_force', organization_id: organizationId, source, channel: v.channel, err: (err as Error).message }, 'suppression stored here but not yet confirmed by the dispatcher');
+        throw new AppError(ErrorCode.ServiceUnavailable, 'the suppression is stored but not yet in force; retry');
+      }
+    }
   }
 
   private async moveOne(tx: Tx, enrollmentId: string, source: SuppressionSource): Promise<boolean> {
@@ -138,6 +170,11 @@ export class OptOutService {
     const byAddress = read.filter((r) => holdsAny(r.contact, values)).map((r) => r.e);
     return [...matched, ...byAddress].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
+}
+
+/** The dispatcher's `reason` of a row (seed 003 §5 `contact_suppressions`). */
+function reasonOf(source: SuppressionSource): string {
+  return source === 'bounce' ? 'bounced' : source === 'unsubscribe' ? 'unsubscribed' : 'opted_out';
 }
 
 function holdsAny(contact: ContactView, values: ChannelValue[]): boolean {

@@ -3,7 +3,7 @@ import { Payload } from '@nestjs/microservices';
 import { type EmailBounceData, type EmailSuppressionResult, type EmailUnsubscribeData, OutreachSuppressionRpc } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
 import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
-import { OptOutService } from './opt-out.service.js';
+import { OptOutService, type SuppressionRequest } from './opt-out.service.js';
 
 /** Most recipients one bounce names (ours: a bounced message has few). */
 const MAX_BOUNCE_RECIPIENTS = 100;
@@ -18,13 +18,17 @@ export class SuppressionsController {
     private readonly optOut: OptOutService,
   ) {}
 
-  /** @throws AppError validation_failed (no organization or a malformed address), service_unavailable */
+  /**
+   * Answers once the address is suppressed here and on the dispatcher's list and its enrollments
+   * ended (the link's promise: no email after the click).
+   * @throws AppError validation_failed (no organization or a malformed address), service_unavailable
+   */
   @OnRpc(OutreachSuppressionRpc.EmailUnsubscribe)
   unsubscribe(@Payload() data: EmailUnsubscribeData): Promise<EmailSuppressionResult> {
     const org = requireOrg(data?.organization_id);
     if (!isEmail(data.email)) throw new AppError(ErrorCode.ValidationFailed, 'email must be an address', { field: 'email' });
     const email = data.email.trim().toLowerCase();
-    return this.uow.run((tx) => this.optOut.apply(tx, { organization_id: org, source: 'unsubscribe', cause_id: email, values: [{ channel: 'email', value: email }], person_ids: [] }));
+    return this.applyInForce({ organization_id: org, source: 'unsubscribe', cause_id: email, values: [{ channel: 'email', value: email }], person_ids: [] });
   }
 
   /** @throws AppError validation_failed, service_unavailable */
@@ -34,7 +38,14 @@ export class SuppressionsController {
     const emails = Array.isArray(data.emails) ? data.emails.filter(isEmail).map((e) => e.trim().toLowerCase()) : [];
     if (emails.length === 0 || emails.length > MAX_BOUNCE_RECIPIENTS) throw new AppError(ErrorCode.ValidationFailed, `emails must hold 1 to ${MAX_BOUNCE_RECIPIENTS} addresses`, { field: 'emails' });
     const cause = data.provider_message_id ?? emails.join(',');
-    return this.uow.run((tx) => this.optOut.apply(tx, { organization_id: org, source: 'bounce', cause_id: cause, values: emails.map((value) => ({ channel: 'email' as const, value })), person_ids: [] }));
+    return this.applyInForce({ organization_id: org, source: 'bounce', cause_id: cause, values: emails.map((value) => ({ channel: 'email' as const, value })), person_ids: [] });
+  }
+
+  /** The request committed first (it stands whatever follows), then put in force at the dispatcher. */
+  private async applyInForce(request: SuppressionRequest): Promise<EmailSuppressionResult> {
+    const outcome = await this.uow.run((tx) => this.optOut.apply(tx, request));
+    await this.optOut.putInForce(request.organization_id, request.source, outcome.suppressed);
+    return outcome;
   }
 }
 
