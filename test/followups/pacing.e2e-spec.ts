@@ -1,6 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { aConnectedSender, aFlow, createTestWorld, type TestWorld } from '@touchpoint/testing';
+import { aConnectedSender, aFlow, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -83,5 +83,47 @@ describe(`${ReleaseService.name} pacing and quota`, () => {
     expect(usage.sends).toBe(3);
     const plans = await world.sql(`SELECT reason FROM "${s()}".effects WHERE enrollment_id = $1 AND kind = 'schedule_plan'`, [over]);
     expect(plans).toEqual([{ reason: 'monthly_quota' }]);
+  });
+});
+
+/**
+ * The release workers keep a number's pace, not the poll's: a send deferred by the number's gap is
+ * released when the gap ends, though the idle workers poll far less often (the tester saw a queue
+ * on one number go out at 1/s with a 250 ms gap).
+ */
+describe(`${ReleaseService.name} pacing with the release loop running`, () => {
+  const GAP = 200;
+  const POLL = 5000;
+  const SENDS = 6;
+  let world: TestWorld;
+
+  beforeAll(async () => {
+    world = await createTestWorld('fu_pace_loop');
+  });
+  afterAll(() => world.close());
+
+  it('releases the queue of one number one gap apart', async () => {
+    const app = await startFollowups(world, { env: { FOLLOWUP_RELEASE_ENABLED: 'true', FOLLOWUP_RELEASE_CONCURRENCY: '2', FOLLOWUP_POLL_MS: String(POLL), FOLLOWUP_SENDER_GAP_MS: String(GAP), FOLLOWUP_SENDER_INFLIGHT_WINDOW: '0' } });
+    const s = world.schema('followups');
+    const org = randomUUID();
+    await aConnectedSender(world, org, { sender_id: randomUUID() });
+    const flows = app.get(FlowsService);
+    const flow = await flows.create({ organization_id: org, name: 'one text', ...aFlow() });
+    const published = await flows.publish({ organization_id: org, flow_id: flow.id, expected_revision: 1 });
+    await world.sql(
+      `WITH c AS (INSERT INTO "${s}".contacts (organization_id, contact_id, last_inbound_at)
+                  SELECT $1::uuid, gen_random_uuid(), now() - interval '1 minute' FROM generate_series(1, $4::int) RETURNING contact_id)
+       INSERT INTO "${s}".enrollments (id, organization_id, flow_id, version_id, contact_id, operation_key, status, node_id, step, next_run_at, cancel_on_reply, handoff_policy, reply_seen_at, handoff_seen_at)
+       SELECT gen_random_uuid(), $1, $2, $3, contact_id, 'pace-' || contact_id, 'active', 'a', 1, now(), true, 'pause', now(), now() FROM c`,
+      [org, flow.id, published.published_version_id, SENDS],
+    );
+    // Activation wakes the workers; from then on only the gap may hold a send back.
+    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+    await eventually(async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".effects WHERE organization_id = $1 AND kind = 'send'`, [org]))[0].n === SENDS, 30_000, 100);
+    const sends = await world.sql<{ created_at: Date }>(`SELECT created_at FROM "${s}".effects WHERE organization_id = $1 AND kind = 'send' ORDER BY created_at`, [org]);
+    const gaps = sends.slice(1).map((r, i) => r.created_at.getTime() - sends[i]!.created_at.getTime());
+    // The pace held, and no send waited for a poll (5 s) instead of the gap (0.2 s).
+    expect(gaps.every((g) => g >= GAP - 5)).toBe(true);
+    expect(Math.max(...gaps)).toBeLessThan(POLL / 2);
   });
 });

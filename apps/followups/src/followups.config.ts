@@ -27,7 +27,7 @@ export class FollowupsConfig extends ServiceConfig {
   @Max(200)
   FOLLOWUP_RELEASE_BATCH = 16;
 
-  /** Poll interval of an idle release worker, ms (seed 000 "loops poll every second"). */
+  /** Poll interval of an idle release worker, ms (seed 000 "loops poll every second"); a worker sleeps less when a step its process wrote is due sooner (a number's pacing gap). */
   @IsInt()
   @Min(50)
   @Max(5000)

@@ -10,17 +10,17 @@ import { Injectable } from '@nestjs/common';
 export class WakeSignal {
   private waiters: (() => void)[] = [];
 
-  /** Resolves at the next `wake()` or after `ms`, whichever comes first. */
-  sleep(ms: number): Promise<void> {
+  /** Resolves at the next `wake()` (with true) or after `ms` (with false), whichever comes first. */
+  sleep(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
       const waiter = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       };
       // A sleep that ran out leaves the list: an idle worker must not grow it once a poll.
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve();
+        resolve(false);
       }, ms);
       this.waiters.push(waiter);
     });

@@ -8,7 +8,8 @@ import { ReleaseService } from './release.service.js';
  * The release workers of this process (FOLLOWUP_RELEASE_CONCURRENCY of them, DESIGN §1): each
  * releases due steps back to back while there are any, up to FOLLOWUP_RELEASE_BATCH enrollments per
  * transaction, then sleeps until woken or the poll
- * interval passes (seed 000: loops poll every second). Safe with any number of replicas: the claim
+ * interval passes (seed 000: loops poll every second), or less when a step it wrote is due sooner
+ * (`ReleaseService.takeNextDue`). Safe with any number of replicas: the claim
  * skips rows another worker holds.
  */
 @Injectable()
@@ -35,6 +36,22 @@ export class ReleaseLoop implements OnApplicationBootstrap, OnApplicationShutdow
     await Promise.all(this.workers);
   }
 
+  /** Sleeps until woken, the poll interval passes, or a step this process wrote is due (`ReleaseService.takeNextDue`). */
+  private async idle(): Promise<void> {
+    const poll = this.config.FOLLOWUP_POLL_MS;
+    const due = this.release.takeNextDue(poll);
+    if (due === null) {
+      await this.signal.sleep(poll);
+      return;
+    }
+    // A timer can fire a few ms before the claim's clock reaches `due` (it measures from a cached
+    // loop time): the remainder is slept again, or the claim would find nothing and the worker
+    // would wait a whole poll.
+    for (let left = this.release.msUntil(due); left > 0 && this.running; left = this.release.msUntil(due)) {
+      if (await this.signal.sleep(left)) return;
+    }
+  }
+
   private async work(worker: number): Promise<void> {
     const batch = this.config.FOLLOWUP_RELEASE_BATCH;
     // After a batch failed as a whole (not in one enrollment's step), this many releases run one
@@ -49,7 +66,7 @@ export class ReleaseLoop implements OnApplicationBootstrap, OnApplicationShutdow
           singles = Math.max(0, singles - 1);
           idle = (await this.release.releaseOne()) === 'idle';
         }
-        if (idle) await this.signal.sleep(this.config.FOLLOWUP_POLL_MS);
+        if (idle) await this.idle();
       } catch (err) {
         // The database itself failed, or a batch did as a whole: keep the worker alive, retry later one at a time.
         singles = batch;

@@ -34,6 +34,9 @@ function alreadyReleased(write: StepWrite): Error {
  */
 @Injectable()
 export class ReleaseService {
+  /** The soonest `next_run_at` (epoch ms) of a live step this process committed and no idle worker has taken yet. */
+  private nextDueAt: number | null = null;
+
   constructor(
     private readonly uow: UnitOfWork,
     private readonly release: ReleaseRepository,
@@ -78,6 +81,7 @@ export class ReleaseService {
     let current: { id: string; revision: number; organization_id: string } | undefined;
     const outcomes: ReleaseOutcome[] = [];
     const aiRequests: AiRequest[] = [];
+    let committedWrites: StepWrite[] = [];
     let claimedCount = 0;
     try {
       await this.uow.run(async (tx) => {
@@ -112,6 +116,7 @@ export class ReleaseService {
           current = { id: row.id, revision: row.revision, organization_id: row.organization_id };
           throw alreadyReleased(again);
         }
+        committedWrites = pending.writes;
       });
     } catch (err) {
       if (!current) throw err;
@@ -120,8 +125,34 @@ export class ReleaseService {
       return claimedCount;
     }
     for (const outcome of outcomes) this.metrics.releases.inc({ outcome });
+    this.noteNextDue(committedWrites);
     await Promise.all(aiRequests.map((request) => this.answerAi(request)));
     return claimedCount;
+  }
+
+  /**
+   * The moment a step this process committed is due again, epoch ms, when it is sooner than
+   * `horizonMs` from now (a number's pacing defers its next send by FOLLOWUP_SENDER_GAP_MS, 250 ms by
+   * default: an idle worker that only polled every second would send a number's queue at 1/s
+   * instead of its pace). The first idle worker to ask takes it; the others poll. Null otherwise.
+   */
+  takeNextDue(horizonMs: number): number | null {
+    const due = this.nextDueAt;
+    this.nextDueAt = null;
+    return due !== null && due - this.clock.now().getTime() < horizonMs ? due : null;
+  }
+
+  /** Milliseconds from now (the clock the claims use) until `at` (epoch ms); negative once past. */
+  msUntil(at: number): number {
+    return at - this.clock.now().getTime();
+  }
+
+  /** Keeps the soonest `next_run_at` of committed live steps (see `takeNextDue`). */
+  private noteNextDue(writes: readonly StepWrite[]): void {
+    for (const w of writes) {
+      const at = w.state.status === 'active' ? w.state.next_run_at?.getTime() : undefined;
+      if (at !== undefined && (this.nextDueAt === null || at < this.nextDueAt)) this.nextDueAt = at;
+    }
   }
 
   /** The model call of an AI step's first pass, made with no lock held, then the fenced second pass. */
@@ -138,6 +169,7 @@ export class ReleaseService {
     const now = this.clock.now();
     let claimed: { id: string; revision: number; organization_id: string } | undefined;
     let aiRequest: AiRequest | undefined;
+    let committedWrites: StepWrite[] = [];
     try {
       const outcome = await this.uow.run(async (tx) => {
         const claimedRow = await this.release.claimDue(tx, now, answer && this.lease.fenceOf(answer));
@@ -153,9 +185,11 @@ export class ReleaseService {
         const again = await this.writePending(tx, pending, now);
         if (again) throw alreadyReleased(again);
         aiRequest = result.aiRequest;
+        committedWrites = pending.writes;
         return result.outcome;
       });
       this.metrics.releases.inc({ outcome });
+      this.noteNextDue(committedWrites);
       return { outcome, aiRequest };
     } catch (err) {
       this.metrics.releases.inc({ outcome: 'failed' });

@@ -233,7 +233,7 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
     }
   }
 
-  private sleep(ms: number): Promise<void> {
+  private sleep(ms: number): Promise<unknown> {
     return this.pending || !this.running ? Promise.resolve() : this.signal.sleep(ms);
   }
 }

@@ -6,13 +6,14 @@ describe(WakeSignal.name, () => {
     const started = Date.now();
     const sleeps = Promise.all([signal.sleep(10_000), signal.sleep(10_000)]);
     signal.wake();
-    await sleeps;
+    // Each says it was woken, so a worker waiting for a moment knows new work came first.
+    expect(await sleeps).toEqual([true, true]);
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('ends a sleep at its timeout with no wake, and forgets it (an idle poll loop does not grow the list)', async () => {
     const signal = new WakeSignal();
-    for (let i = 0; i < 5; i++) await signal.sleep(5);
+    for (let i = 0; i < 5; i++) expect(await signal.sleep(5)).toBe(false);
     expect((signal as unknown as { waiters: unknown[] }).waiters).toHaveLength(0);
   });
 });
