@@ -1,6 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { aConnectedSender, aFlow, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
+import { WakeSignal } from '@touchpoint/runtime';
 import { FixedClock } from '@touchpoint/time';
 import { EnrollmentsService } from '../../apps/followups/src/enrollments/enrollments.service.js';
 import { FlowsService } from '../../apps/followups/src/flows/flows.service.js';
@@ -117,9 +118,17 @@ describe(`${ReleaseService.name} pacing with the release loop running`, () => {
        SELECT gen_random_uuid(), $1, $2, $3, contact_id, 'pace-' || contact_id, 'active', 'a', 1, now(), true, 'pause', now(), now() FROM c`,
       [org, flow.id, published.published_version_id, SENDS],
     );
-    // Activation wakes the workers; from then on only the gap may hold a send back.
-    await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
-    await eventually(async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".effects WHERE organization_id = $1 AND kind = 'send'`, [org]))[0].n === SENDS, 30_000, 100);
+    // Other work wakes the process's loops all the time (enrollments, stops, triggers): a worker
+    // woken while it waits for the gap must not lose the moment.
+    const signal = app.get(WakeSignal);
+    const wakes = setInterval(() => signal.wake(), 70);
+    try {
+      // Activation wakes the workers; from then on only the gap may hold a send back.
+      await flows.setStatus({ organization_id: org, flow_id: flow.id, expected_revision: published.revision, status: 'active' });
+      await eventually(async () => (await world.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s}".effects WHERE organization_id = $1 AND kind = 'send'`, [org]))[0].n === SENDS, 30_000, 100);
+    } finally {
+      clearInterval(wakes);
+    }
     const sends = await world.sql<{ created_at: Date }>(`SELECT created_at FROM "${s}".effects WHERE organization_id = $1 AND kind = 'send' ORDER BY created_at`, [org]);
     const gaps = sends.slice(1).map((r, i) => r.created_at.getTime() - sends[i]!.created_at.getTime());
     // The pace held, and no send waited for a poll (5 s) instead of the gap (0.2 s).

@@ -127,6 +127,27 @@ describe('provider webhooks and the unsubscribe link', () => {
       expect((await nylas(stranger)).body).toMatchObject({ outcome: 'ignored', reason: 'unknown_grant' });
     });
 
+    it('answers a bounce 503 while the dispatcher cannot confirm, with the bounce already applied; the redelivery answers 200', async () => {
+      const s = await sentAndDrafted();
+      const email = s.person.email!.toLowerCase();
+      const n = fixture('nylas/webhook-message-bounce-detected.json');
+      n.data.grant_id = grant;
+      n.data.object.grant_id = grant;
+      n.data.object.bounced_addresses = s.person.email;
+      w.dispatcher.suppressionAddOutage = true;
+      try {
+        expect((await nylas(n)).status).toBe(503);
+      } finally {
+        w.dispatcher.suppressionAddOutage = false;
+      }
+      expect(await b.enrollmentRow(s.enrollmentId)).toMatchObject({ status: 'active', context_version: s.before.context_version + 1 });
+      expect(await b.action(s.pendingId)).toMatchObject({ status: 'invalidated', invalidated_reason: 'bounced' });
+      await eventually(() => w.dispatcher.suppressCommands.find((c) => c.value === email && c.reason === 'bounced'));
+      // Nylas redelivers: harmless, and now in force.
+      expect(await nylas(n)).toMatchObject({ status: 200, body: { outcome: 'bounced' } });
+      expect(w.dispatcher.suppressionAdds.filter((a) => a.value === email)).toHaveLength(2);
+    });
+
     it('applies bounce_detected: email suppressed, the enrollment due now with v+1, its email draft invalidated, no event', async () => {
       const s = await sentAndDrafted();
       const n = fixture('nylas/webhook-message-bounce-detected.json');

@@ -650,9 +650,9 @@ export const OutboxAccountRpc = {
   SuppressionList: 'outbox.suppressions.list',
   /**
    * `OutboxSuppressionData` → `OutboxSuppressionAddResult`: puts a value on the do-not-contact list
-   * now and cancels its queued sends, answered once committed. Messaging calls it before a webhook
-   * holding an opt-out is acknowledged, so the stop is in force at the wire when the provider hears
-   * 200; an admin adds one through `POST /suppressions`.
+   * now and cancels its queued sends, answered once committed. Every stop is put in force with it
+   * before it is acknowledged (`putSuppressionsInForce` in libs/runtime): messaging for an opt-out by
+   * reply, outreach for the unsubscribe link and a bounce; an admin adds one through `POST /suppressions`.
    */
   SuppressionAdd: 'outbox.suppressions.add',
 } as const;

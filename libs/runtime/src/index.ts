@@ -12,3 +12,4 @@ export * from './locks.js';
 export * from './wake-signal.js';
 export * from './poll-loop.js';
 export * from './interval-task.js';
+export * from './suppression-list.js';

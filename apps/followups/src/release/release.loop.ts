@@ -46,9 +46,16 @@ export class ReleaseLoop implements OnApplicationBootstrap, OnApplicationShutdow
     }
     // A timer can fire a few ms before the claim's clock reaches `due` (it measures from a cached
     // loop time): the remainder is slept again, or the claim would find nothing and the worker
-    // would wait a whole poll.
-    for (let left = this.release.msUntil(due); left > 0 && this.running; left = this.release.msUntil(due)) {
-      if (await this.signal.sleep(left)) return;
+    // would wait a whole poll. Never longer than a poll on the monotonic clock, whatever the wall
+    // clock does (a step back, a test's fixed clock).
+    const pollEnds = performance.now() + poll;
+    const left = () => Math.min(this.release.msUntil(due), pollEnds - performance.now());
+    for (let ms = left(); ms > 0 && this.running; ms = left()) {
+      if (await this.signal.sleep(ms)) {
+        // Woken for other work before the moment: it stays for the next idle worker to wait for.
+        if (this.release.msUntil(due) > 0) this.release.returnNextDue(due);
+        return;
+      }
     }
   }
 

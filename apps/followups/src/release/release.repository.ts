@@ -72,7 +72,9 @@ const CONTACT_TIMESTAMPS = ['last_inbound_at', 'opted_out_at', 'handoff_at', 'er
 export type ClaimedRow = EnrollmentRow & { flow_status: FlowStatus; contact: ContactActivity | null; recentSends: { count: number; oldest: Date | null } };
 
 /** Statuses the release loop picks up when due. */
-const DUE_STATUSES = `('active', 'waiting_reply')`;
+/** Statuses whose `next_run_at` the claim honours. */
+export const DUE_STATUS_LIST = ['active', 'waiting_reply'] as const;
+const DUE_STATUSES = `(${DUE_STATUS_LIST.map((s) => `'${s}'`).join(', ')})`;
 
 /** Every statement of the release loop that is not plain enrollment state. */
 @Injectable()

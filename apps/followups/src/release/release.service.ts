@@ -9,13 +9,16 @@ import { FollowupsMetrics } from '../metrics/followups.metrics.js';
 import { AiStepLease } from './ai-step-lease.js';
 import { NodeInterpreter } from './node-interpreter.js';
 import type { AiAnswer, AiRequest, PendingWrites, ReleaseOutcome } from './release-context.js';
-import { type ClaimedRow, ReleaseRepository, type StepWrite } from './release.repository.js';
+import { type ClaimedRow, DUE_STATUS_LIST, ReleaseRepository, type StepWrite } from './release.repository.js';
 import { failureBackoffMs } from './step-rules.js';
 
 export type { ReleaseOutcome } from './release-context.js';
 
 /** A busy contact is retried this much later, ms (seed 000 "busy → retry in 2 s"). */
 export const CONTACT_BUSY_RETRY_MS = 2000;
+
+/** Most moments `takeNextDue` keeps (ours: numbers deferred at once in one process; a dropped one waits a poll). */
+const NEXT_DUE_KEPT = 256;
 
 /** The error of a step whose effects were already recorded: another release got there first. */
 function alreadyReleased(write: StepWrite): Error {
@@ -34,8 +37,8 @@ function alreadyReleased(write: StepWrite): Error {
  */
 @Injectable()
 export class ReleaseService {
-  /** The soonest `next_run_at` (epoch ms) of a live step this process committed and no idle worker has taken yet. */
-  private nextDueAt: number | null = null;
+  /** Future `next_run_at` moments (epoch ms, ascending, distinct) of steps this process committed that no idle worker has taken yet. */
+  private readonly nextDue: number[] = [];
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -131,15 +134,20 @@ export class ReleaseService {
   }
 
   /**
-   * The moment a step this process committed is due again, epoch ms, when it is sooner than
-   * `horizonMs` from now (a number's pacing defers its next send by FOLLOWUP_SENDER_GAP_MS, 250 ms by
-   * default: an idle worker that only polled every second would send a number's queue at 1/s
-   * instead of its pace). The first idle worker to ask takes it; the others poll. Null otherwise.
+   * The soonest moment a step this process committed is due again, epoch ms, when it is later than
+   * now and sooner than `horizonMs` from now (a number's pacing defers its next send by
+   * FOLLOWUP_SENDER_GAP_MS, 250 ms by default: an idle worker that only polled every second would
+   * send a number's queue at 1/s instead of its pace). The first idle worker to ask takes it; the
+   * next takes the moment after it. Null when there is none: the worker polls.
    */
   takeNextDue(horizonMs: number): number | null {
-    const due = this.nextDueAt;
-    this.nextDueAt = null;
-    return due !== null && due - this.clock.now().getTime() < horizonMs ? due : null;
+    const now = this.clock.now().getTime();
+    // Moments already past were claimable by the claim that just came back empty: another worker has them.
+    while (this.nextDue.length && this.nextDue[0]! <= now) this.nextDue.shift();
+    const due = this.nextDue[0];
+    if (due === undefined || due - now >= horizonMs) return null;
+    this.nextDue.shift();
+    return due;
   }
 
   /** Milliseconds from now (the clock the claims use) until `at` (epoch ms); negative once past. */
@@ -147,11 +155,22 @@ export class ReleaseService {
     return at - this.clock.now().getTime();
   }
 
-  /** Keeps the soonest `next_run_at` of committed live steps (see `takeNextDue`). */
+  /** Gives back a moment taken by `takeNextDue` that its worker could not wait for (it was woken for other work first). */
+  returnNextDue(at: number): void {
+    const i = this.nextDue.findIndex((t) => t >= at);
+    if (i === -1) this.nextDue.push(at);
+    else if (this.nextDue[i] !== at) this.nextDue.splice(i, 0, at);
+    // The latest moments go first: each is at most a poll late without its hint.
+    if (this.nextDue.length > NEXT_DUE_KEPT) this.nextDue.length = NEXT_DUE_KEPT;
+  }
+
+  /** Keeps the `next_run_at` of committed steps the claim will pick up again within a poll (see `takeNextDue`; later ones the poll finds). */
   private noteNextDue(writes: readonly StepWrite[]): void {
+    const now = this.clock.now().getTime();
+    const horizon = now + this.config.FOLLOWUP_POLL_MS;
     for (const w of writes) {
-      const at = w.state.status === 'active' ? w.state.next_run_at?.getTime() : undefined;
-      if (at !== undefined && (this.nextDueAt === null || at < this.nextDueAt)) this.nextDueAt = at;
+      const at = (DUE_STATUS_LIST as readonly string[]).includes(w.state.status) ? w.state.next_run_at?.getTime() : undefined;
+      if (at !== undefined && at > now && at < horizon) this.returnNextDue(at);
     }
   }
 

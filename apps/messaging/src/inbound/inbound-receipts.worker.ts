@@ -233,7 +233,7 @@ export class InboundReceiptsWorker implements OnApplicationBootstrap, OnApplicat
     }
   }
 
-  private sleep(ms: number): Promise<unknown> {
-    return this.pending || !this.running ? Promise.resolve() : this.signal.sleep(ms);
+  private sleep(ms: number): Promise<boolean> {
+    return this.pending || !this.running ? Promise.resolve(false) : this.signal.sleep(ms);
   }
 }

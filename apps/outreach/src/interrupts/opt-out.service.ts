@@ -1,10 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { type ContactView, OutboxAccountRpc, OutboxCommands, type OutboxSuppressionData } from '@touchpoint/contracts';
+import { type ContactView, OutboxCommands, type OutboxSuppressionData } from '@touchpoint/contracts';
 import type { Tx } from '@touchpoint/database';
-import { AppError, ErrorCode } from '@touchpoint/errors';
 import { type Logger, METRIC_PREFIX, Metrics } from '@touchpoint/observability';
-import { LOGGER, RpcClient } from '@touchpoint/runtime';
+import { LOGGER, putSuppressionsInForce, RpcClient, UnitOfWork } from '@touchpoint/runtime';
 import { Clock } from '@touchpoint/time';
 import { type ChannelValue, channelValuesOf, includesValue, PeopleDirectory } from '../directory/people.directory.js';
 import { PersonAddressesRepository } from '../directory/person-addresses.repository.js';
@@ -16,12 +15,6 @@ import { InterruptsRepository, type LiveEnrollment } from './interrupts.reposito
 const CAS_TRIES = 3;
 /** People read from messaging at once for the enrollments the read model does not hold yet (ours: bounds the RPC fan-out). */
 const MATCH_READ_CONCURRENCY = 10;
-/**
- * Deadline of each dispatcher call that puts a suppression in force before the link or webhook is
- * answered, ms (ours). The gateway waits up to its RPC deadline for the whole request.
- */
-export const SUPPRESSION_IN_FORCE_TIMEOUT_MS = 1500;
-
 /**
  * Where a do-not-contact request came from (seed 003 §4.7, "Opt-out and bounce"):
  * - `phrase`: an opt-out phrase in a reply → every channel value of the person, enrollments ended `opted_out`;
@@ -67,6 +60,7 @@ export class OptOutService {
     private readonly people: PeopleDirectory,
     private readonly addresses: PersonAddressesRepository,
     private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
     private readonly rpc: RpcClient,
     metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -98,28 +92,23 @@ export class OptOutService {
   }
 
   /**
-   * Puts the values of a committed request on the dispatcher's do-not-contact list and waits until
-   * each is stored there (DESIGN §5.3, as messaging does for an opt-out by reply): from the moment
-   * the unsubscribe link or the bounce webhook is answered, nothing queued or sent later to those
-   * addresses starts a wire attempt. The `outbox.suppress` commands `apply` published carry the
-   * same rows and stay the durable path: this call only moves the moment forward, and the dispatcher
-   * upserts, so both arriving is harmless. Call it after `apply`'s transaction committed, never
-   * inside it: the stop path must commit whatever this call does.
-   * @throws AppError service_unavailable when the dispatcher did not confirm in time (the caller
-   *   answers 503; the link or the provider repeats, and the repeat is idempotent)
+   * Applies one request in its own transaction, then puts its values in force at the dispatcher
+   * (`putSuppressionsInForce`, as messaging does for an opt-out by reply) before returning: from
+   * the moment the unsubscribe link or the bounce webhook is answered, nothing queued or asked for
+   * later to those addresses starts a wire attempt. The `outbox.suppress` commands `apply` published
+   * carry the same rows and stay the durable path: the call only moves the moment forward, and the
+   * dispatcher upserts. The transaction commits first, whatever the call does: a stop path commits
+   * whatever else fails.
+   * @throws AppError service_unavailable when a person cannot be read for the match (nothing
+   *   committed) or the dispatcher did not confirm (committed; the link or the provider repeats, and
+   *   the repeat is idempotent)
    */
-  async putInForce(organizationId: string, source: SuppressionSource, values: ChannelValue[]): Promise<void> {
-    for (const v of values) {
-      const data: OutboxSuppressionData = { organization_id: organizationId, channel: v.channel, value: v.value, reason: reasonOf(source) };
-      try {
-        await this.rpc.call('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, data, SUPPRESSION_IN_FORCE_TIMEOUT_MS);
-      } catch (err) {
-        // A value the list cannot key has nothing to suppress; the command fails the same way.
-        if (err instanceof AppError && (err.code === ErrorCode.InvalidRecipient || err.code === ErrorCode.ValidationFailed)) continue;
-        this.logger.error({ event: 'outreach.suppression_not_in_force', organization_id: organizationId, source, channel: v.channel, err: (err as Error).message }, 'suppression stored here but not yet confirmed by the dispatcher');
-        throw new AppError(ErrorCode.ServiceUnavailable, 'the suppression is stored but not yet in force; retry');
-      }
-    }
+  async applyNow(request: SuppressionRequest): Promise<SuppressionOutcome> {
+    const outcome = await this.uow.run((tx) => this.apply(tx, request));
+    await putSuppressionsInForce(this.rpc, request.organization_id, outcome.suppressed, reasonOf(request.source), (v, err) =>
+      this.logger.error({ event: 'outreach.suppression_not_in_force', organization_id: request.organization_id, source: request.source, channel: v.channel, err: (err as Error)?.message }, 'suppression stored here but not yet confirmed by the dispatcher'),
+    );
+    return outcome;
   }
 
   private async moveOne(tx: Tx, enrollmentId: string, source: SuppressionSource): Promise<boolean> {

@@ -2,8 +2,8 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { type EmailBounceData, type EmailSuppressionResult, type EmailUnsubscribeData, OutreachSuppressionRpc } from '@touchpoint/contracts';
 import { AppError, ErrorCode } from '@touchpoint/errors';
-import { UnitOfWork, OnRpc } from '@touchpoint/runtime';
-import { OptOutService, type SuppressionRequest } from './opt-out.service.js';
+import { OnRpc } from '@touchpoint/runtime';
+import { OptOutService } from './opt-out.service.js';
 
 /** Most recipients one bounce names (ours: a bounced message has few). */
 const MAX_BOUNCE_RECIPIENTS = 100;
@@ -13,10 +13,7 @@ const isEmail = (v: unknown): v is string => typeof v === 'string' && v.length <
 /** The unsubscribe link and the bounce, forwarded by the gateway's Nylas routes (seed 003 §4.7). */
 @Controller()
 export class SuppressionsController {
-  constructor(
-    private readonly uow: UnitOfWork,
-    private readonly optOut: OptOutService,
-  ) {}
+  constructor(private readonly optOut: OptOutService) {}
 
   /**
    * Answers once the address is suppressed here and on the dispatcher's list and its enrollments
@@ -28,7 +25,7 @@ export class SuppressionsController {
     const org = requireOrg(data?.organization_id);
     if (!isEmail(data.email)) throw new AppError(ErrorCode.ValidationFailed, 'email must be an address', { field: 'email' });
     const email = data.email.trim().toLowerCase();
-    return this.applyInForce({ organization_id: org, source: 'unsubscribe', cause_id: email, values: [{ channel: 'email', value: email }], person_ids: [] });
+    return this.optOut.applyNow({ organization_id: org, source: 'unsubscribe', cause_id: email, values: [{ channel: 'email', value: email }], person_ids: [] });
   }
 
   /** @throws AppError validation_failed, service_unavailable */
@@ -38,14 +35,7 @@ export class SuppressionsController {
     const emails = Array.isArray(data.emails) ? data.emails.filter(isEmail).map((e) => e.trim().toLowerCase()) : [];
     if (emails.length === 0 || emails.length > MAX_BOUNCE_RECIPIENTS) throw new AppError(ErrorCode.ValidationFailed, `emails must hold 1 to ${MAX_BOUNCE_RECIPIENTS} addresses`, { field: 'emails' });
     const cause = data.provider_message_id ?? emails.join(',');
-    return this.applyInForce({ organization_id: org, source: 'bounce', cause_id: cause, values: emails.map((value) => ({ channel: 'email' as const, value })), person_ids: [] });
-  }
-
-  /** The request committed first (it stands whatever follows), then put in force at the dispatcher. */
-  private async applyInForce(request: SuppressionRequest): Promise<EmailSuppressionResult> {
-    const outcome = await this.uow.run((tx) => this.optOut.apply(tx, request));
-    await this.optOut.putInForce(request.organization_id, request.source, outcome.suppressed);
-    return outcome;
+    return this.optOut.applyNow({ organization_id: org, source: 'bounce', cause_id: cause, values: emails.map((value) => ({ channel: 'email' as const, value })), person_ids: [] });
   }
 }
 
