@@ -1,8 +1,10 @@
 import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { type ContactView, type EmailSuppressionResult, type EnrollBatchResult, MessagingRpc, OutreachRpc, OutreachSuppressionRpc } from '@touchpoint/contracts';
+import { type ContactView, type EmailSuppressionResult, type EnrollBatchResult, MessagingRpc, OutboxCommands, OutreachRpc, OutreachSuppressionRpc } from '@touchpoint/contracts';
+import { AppError, ErrorCode } from '@touchpoint/errors';
 import { RpcClient } from '@touchpoint/runtime';
 import { eventually } from '@touchpoint/testing';
+import { PeopleDirectory } from '../../apps/outreach/src/directory/people.directory.js';
 import { OptOutService } from '../../apps/outreach/src/interrupts/opt-out.service.js';
 import { outreachBuilders } from './builders.js';
 import { type OutreachWorld, startOutreachWorld } from './outreach-world.js';
@@ -108,6 +110,26 @@ describe(`${OptOutService.name} at scale`, () => {
     expect(old.enrollment_ids).toEqual([]);
     const current = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: newEmail });
     expect(current.enrollment_ids).toEqual([enrollmentOf.get(moved.id)]);
+  }, 60_000);
+
+  it('commits the stop when messaging cannot be read for the older enrollments, and ends those at the next match', async () => {
+    const legacy = [people[120]!, people[320]!];
+    await w.sql(`DELETE FROM {o}.person_addresses WHERE organization_id = $1 AND person_id = ANY($2::text[])`, [org, legacy.map((p) => p.id)]);
+    const directory = w.outreach.get(PeopleDirectory);
+    const down = jest.spyOn(directory, 'person').mockRejectedValue(new AppError(ErrorCode.ServiceUnavailable, 'messaging down'));
+    let during: EmailSuppressionResult;
+    try {
+      during = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: legacy[0]!.email });
+    } finally {
+      down.mockRestore();
+    }
+    // The suppression committed (its command in the outbox) though the person behind the address could not be read.
+    expect(during.suppressed).toEqual([{ channel: 'email', value: legacy[0]!.email!.toLowerCase() }]);
+    expect(during.enrollment_ids).toEqual([]);
+    expect(await w.sql(`SELECT 1 FROM {o}.outbox_events WHERE type = $1 AND payload->'data'->>'value' = $2`, [OutboxCommands.Suppress, legacy[0]!.email!.toLowerCase()])).toHaveLength(1);
+    // Messaging back: the repeated click reads them and ends the enrollment.
+    const after = await w.rpc.callUnchecked<EmailSuppressionResult>('outreach', OutreachSuppressionRpc.EmailUnsubscribe, { organization_id: org, email: legacy[0]!.email });
+    expect(after.enrollment_ids).toEqual([enrollmentOf.get(legacy[0]!.id)]);
   }, 60_000);
 
   it('reads from messaging only the people enrolled before the read model held them, once', async () => {

@@ -69,8 +69,8 @@ export class OptOutService {
   }
 
   /**
-   * Applies one request inside `tx`.
-   * @throws AppError service_unavailable when a person cannot be read for the match (the caller retries)
+   * Applies one request inside `tx`. A person messaging cannot read for the match is left out (and
+   * logged): the suppression and every other match commit all the same.
    */
   async apply(tx: Tx, request: SuppressionRequest): Promise<SuppressionOutcome> {
     const values = dedupe(request.values);
@@ -99,9 +99,8 @@ export class OptOutService {
    * carry the same rows and stay the durable path: the call only moves the moment forward, and the
    * dispatcher upserts. The transaction commits first, whatever the call does: a stop path commits
    * whatever else fails.
-   * @throws AppError service_unavailable when a person cannot be read for the match (nothing
-   *   committed) or the dispatcher did not confirm (committed; the link or the provider repeats, and
-   *   the repeat is idempotent)
+   * @throws AppError service_unavailable when the dispatcher did not confirm (committed all the
+   *   same; the link or the provider repeats, and the repeat is idempotent)
    */
   async applyNow(request: SuppressionRequest): Promise<SuppressionOutcome> {
     const outcome = await this.uow.run((tx) => this.apply(tx, request));
@@ -144,15 +143,23 @@ export class OptOutService {
     const unknown = await this.addresses.liveWithoutAddresses(tx, org, ids);
     if (unknown.length === 0) return matched;
     const read: { e: LiveEnrollment; contact: ContactView }[] = [];
+    let unread = 0;
     let next = 0;
     const worker = async () => {
       while (next < unknown.length) {
         const e = unknown[next++]!;
-        const contact = await this.people.person(org, e.person_id);
-        if (contact) read.push({ e, contact });
+        try {
+          const contact = await this.people.person(org, e.person_id);
+          if (contact) read.push({ e, contact });
+        } catch {
+          // The stop commits whatever messaging does (DESIGN §5): the suppression already keeps
+          // every sender off the address, and an unread person is read again at the next match.
+          unread++;
+        }
       }
     };
     await Promise.all(Array.from({ length: Math.min(MATCH_READ_CONCURRENCY, unknown.length) }, worker));
+    if (unread) this.logger.warn({ event: 'outreach.opt_out_match_incomplete', organization_id: org, unread }, 'people not readable from messaging; their enrollments stay live, the suppression holds');
     // Each person read is kept, so the next match finds them by index.
     const now = this.clock.now();
     for (const r of read) await this.addresses.upsert(tx, org, r.contact, now);
