@@ -28,8 +28,12 @@ export function toPhoneKey(address: string): string | null {
   return withBrazilianNinthDigit(parsed.number.slice(1));
 }
 
-/** One `@`, no whitespace, a dot in the domain; lengths are `isEmailAddress`'s. */
-const EMAIL_ADDRESS_SHAPE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/**
+ * One `@`, no whitespace, a domain of dot-separated labels, none empty; lengths are
+ * `isEmailAddress`'s. `ana@example.com.` reaches the same mailbox as `ana@example.com`: refused, so
+ * no spelling of a suppressed address gets a key of its own.
+ */
+const EMAIL_ADDRESS_SHAPE = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/;
 
 /** Longest local part (before the `@`) of an address, in UTF-8 octets (RFC 5321 §4.5.3.1.1). */
 const EMAIL_LOCAL_PART_MAX_OCTETS = 64;
@@ -41,8 +45,8 @@ const EMAIL_LOCAL_PART_MAX_OCTETS = 64;
 const EMAIL_ADDRESS_MAX_OCTETS = 254;
 
 /**
- * Whether `address` is a plain email address: one `@`, no whitespace, a dot in the domain
- * (`ana@example.com`), a local part of at most 64 octets and at most 254 octets in all (RFC 5321).
+ * Whether `address` is a plain email address: one `@`, no whitespace, a domain of two or more
+ * non-empty labels (`ana@example.com`; not `ana@example.com.` nor `ana@example..com`), a local part of at most 64 octets and at most 254 octets in all (RFC 5321).
  * Not a display form (`Ana <ana@example.com>`): the providers take the bare address. The one rule
  * of a contact's email (messaging) and of an email recipient (`toRecipientKey`), so what can be
  * stored can be sent to and suppressed. Callers trim first.

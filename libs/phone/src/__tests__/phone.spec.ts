@@ -68,6 +68,10 @@ describe('email addresses', () => {
       ['a local part of 33 two-octet letters (66 octets, 33 characters)', `${'é'.repeat(33)}@x.co`, false],
       ['a domain of 240 two-octet letters (486 octets, 246 characters)', `a@${'é'.repeat(240)}.xyz`, false],
       ['no dot in the domain', 'ana@example', false],
+      // The same mailbox as ana@example.com to a mail system: refused, so it cannot escape that address's suppression.
+      ['a trailing dot in the domain', 'ana@example.com.', false],
+      ['an empty label in the domain', 'ana@example..com', false],
+      ['a leading dot in the domain', 'ana@.example.com', false],
       ['two @', 'ana@@example.com', false],
       ['a display form', 'Ana <ana@example.com>', false],
     ])('%s', (_case, address, expected) => {
