@@ -79,7 +79,7 @@ export async function prepareWhatsapp(ctx: DemoContext): Promise<string> {
   let sender = items.find((s) => s.phone_number_id === ctx.phoneNumberId);
   if (!sender) {
     // The sandbox's Meta holds the number; the token it is given is what proves the sender owns it.
-    expectStatus('sandbox meta number', await ctx.sandbox.request('POST', '/sandbox/meta/numbers', { phone_number_id: ctx.phoneNumberId, access_token: 'sandbox-access-token', display_phone_number: '5511912345678' }), 200);
+    await teachSandboxNumber(ctx);
     sender = expectStatus(
       'POST /senders',
       await ctx.gateway.post('/senders', { channel: 'whatsapp', phone_number_id: ctx.phoneNumberId, display_phone_number: '5511912345678', business_account_id: '100000000000001', access_token: 'sandbox-access-token', label: 'Demo number (sandbox)' }),
@@ -88,4 +88,37 @@ export async function prepareWhatsapp(ctx: DemoContext): Promise<string> {
   }
   ctx.say('setup', `WhatsApp sender ${sender!.id} on phone number id ${ctx.phoneNumberId} (the sandbox's Meta), connected`);
   return sender!.id;
+}
+
+/** The demo number at the sandbox's Meta, with the token the demo sender was connected with. */
+async function teachSandboxNumber(ctx: DemoContext): Promise<void> {
+  expectStatus('sandbox meta number', await ctx.sandbox.request('POST', '/sandbox/meta/numbers', { phone_number_id: ctx.phoneNumberId, access_token: 'sandbox-access-token', display_phone_number: '5511912345678' }), 200);
+}
+
+/** The label of the mailbox the demo connects (how a later start finds it again). */
+export const DEMO_MAILBOX_LABEL = 'Demo mailbox (sandbox Nylas)';
+
+/** The demo mailbox's grant at the sandbox's Nylas (one per organization), with the key the mailbox was connected with. */
+export async function teachSandboxGrant(ctx: DemoContext): Promise<void> {
+  expectStatus('sandbox nylas grant', await ctx.sandbox.request('POST', '/sandbox/nylas/grants', { grant_id: `demo-grant-${ctx.organizationId}`, api_key: 'sandbox-nylas-api-key', email: 'sales@touchpoint-demo.example', provider: 'google' }), 200, 201);
+}
+
+/**
+ * Gives a restarted sandbox back what the demo taught it: the sandbox keeps nothing across restarts,
+ * while the platform still holds the demo's WhatsApp sender and mailbox as connected, so without
+ * this their sends would fail after the first `npm start`. Teaches only what the organization has.
+ */
+export async function restoreSandboxProviders(ctx: DemoContext): Promise<string[]> {
+  const restored: string[] = [];
+  const whatsapp = expectStatus('GET /senders', await ctx.gateway.get('/senders?channel=whatsapp'), 200).items as Array<{ phone_number_id: string }>;
+  if (whatsapp.some((s) => s.phone_number_id === ctx.phoneNumberId)) {
+    await teachSandboxNumber(ctx);
+    restored.push(`WhatsApp number ${ctx.phoneNumberId}`);
+  }
+  const email = expectStatus('GET /senders', await ctx.gateway.get('/senders?channel=email'), 200).items as Array<{ label: string | null }>;
+  if (email.some((s) => s.label === DEMO_MAILBOX_LABEL)) {
+    await teachSandboxGrant(ctx);
+    restored.push(`Nylas grant demo-grant-${ctx.organizationId}`);
+  }
+  return restored;
 }

@@ -1,4 +1,4 @@
-import type { DemoContext } from './demo-context.js';
+import { type DemoContext, DEMO_MAILBOX_LABEL, teachSandboxGrant } from './demo-context.js';
 import { expectStatus, waitFor } from './http-clients.js';
 
 /** How far the outreach scenario got, and why it stopped there. */
@@ -32,11 +32,9 @@ export interface PendingDraft {
 /**
  * Outreach (seed 003): a campaign on email, a CRM person enrolled, the first decision and its
  * draft written by the sandbox model, the draft approved from the review queue, then the send.
- * What the platform cannot do yet is printed as such, never simulated: the REST API cannot
- * connect an email mailbox in this version (`POST /senders` takes WhatsApp numbers only), so the
- * approved email has no mailbox to leave from. To extend: once a route connects a mailbox, create
- * it in `connectMailbox`; the send then reaches the sandbox's Nylas, and the reply interrupt and
- * the opt-out follow the pattern of the WhatsApp scenarios through the sandbox's Nylas controls.
+ * The mailbox is a grant of the sandbox's Nylas, connected through `POST /senders/accounts`
+ * (`connectMailbox`), so the approved email reaches the sandbox's Nylas. What the platform cannot
+ * do is printed as such, never simulated.
  */
 export async function outreachScenario(ctx: DemoContext): Promise<OutreachResult> {
   const section = 'outreach';
@@ -157,14 +155,14 @@ async function connectMailbox(ctx: DemoContext): Promise<string | undefined> {
   const existing = listed.status === 200 ? (listed.body.items as Array<{ id: string; status: string }>).find((s) => s.status === 'connected') : undefined;
   if (existing) return existing.id;
   // The grant lives at the sandbox's Nylas; the API key it is given is what proves the mailbox is ours.
-  await ctx.sandbox.request('POST', '/sandbox/nylas/grants', { grant_id: `demo-grant-${ctx.organizationId}`, api_key: 'sandbox-nylas-api-key', email: 'sales@touchpoint-demo.example', provider: 'google' });
+  await teachSandboxGrant(ctx);
   const created = await ctx.gateway.post('/senders/accounts', {
     channel: 'email',
     account_id: `demo-grant-${ctx.organizationId}`,
     address: 'sales@touchpoint-demo.example',
     api_key: 'sandbox-nylas-api-key',
     provider: 'google',
-    label: 'Demo mailbox (sandbox Nylas)',
+    label: DEMO_MAILBOX_LABEL,
   });
   if (created.status !== 201 && created.status !== 200) {
     ctx.say('outreach', `connecting a mailbox answered HTTP ${created.status} ${created.body?.error?.code ?? ''}: ${created.body?.error?.message ?? ''}`);

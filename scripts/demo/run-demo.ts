@@ -46,9 +46,10 @@ export interface DemoResult {
  * the ids and states (look them up at `/docs`). Scenarios run in order; one that fails is
  * reported and the next still runs.
  */
-export async function runDemo(options: DemoOptions): Promise<DemoResult> {
+/** The clients and names one demo run (or a later start's restore) works with. */
+export function demoContext(options: DemoOptions): DemoContext {
   const width = 'cancel_on_reply'.length;
-  const ctx: DemoContext = {
+  return {
     gateway: new GatewayClient(options.gatewayUrl, options.secret),
     sandbox: new SandboxClient(options.sandboxUrl),
     organizationId: options.organizationId,
@@ -57,6 +58,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     runTag: Date.now().toString(36),
     say: (section, text) => options.write(`[demo] ${section.padEnd(width)}  ${text}\n`),
   };
+}
+
+export async function runDemo(options: DemoOptions): Promise<DemoResult> {
+  const ctx = demoContext(options);
   const result: DemoResult = { failures: [] };
   const attempt = async <T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> => {
     try {

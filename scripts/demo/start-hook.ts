@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { consoleUrl, DEMO_ADMIN_EMAIL } from '../start/demo.js';
-import { DemoRuns, runDemo } from './run-demo.js';
+import { restoreSandboxProviders } from './demo-context.js';
+import { demoContext, DemoRuns, runDemo } from './run-demo.js';
 
 export interface DemoOnceOptions {
   /** `TOUCHPOINT_STATE_DIR`, resolved. */
@@ -26,6 +27,13 @@ export async function runDemoOnce(options: DemoOnceOptions): Promise<void> {
   const runs = new DemoRuns(path.join(options.stateDir, 'demo-runs.json'));
   if (await runs.hasRun(options.organizationId)) {
     options.say('the demo already ran for this organization (npm run demo runs it again)');
+    // The sandbox starts empty every time; the demo's sender and mailbox are still connected here.
+    try {
+      const restored = await restoreSandboxProviders(demoContext({ gatewayUrl: options.gatewayUrl, sandboxUrl: options.sandboxUrl, secret: options.secret, organizationId: options.organizationId, write: options.write }));
+      if (restored.length) options.say(`the sandbox knows the demo's providers again: ${restored.join(', ')}`);
+    } catch (err) {
+      options.say(`could not teach the sandbox the demo's providers again (${(err as Error).message}); the demo's sends will fail until npm run demo runs`);
+    }
     return;
   }
   options.say('running the demo once (npm start -- --no-demo skips it): every step goes through the REST API, signed webhooks and the sandbox');

@@ -72,11 +72,17 @@ describe('npm start and the demo', () => {
     expect(await run.exit).toBe(0);
   }, 300_000);
 
-  it('does not run it again for the same organization', async () => {
-    const run = start(['--only', 'gateway,sandbox']);
-    await eventually(() => run.output().includes('the demo already ran') || run.child.exitCode !== null, 170_000, 250);
+  it('does not run it again for the same organization, and teaches the new sandbox the demo sender and mailbox again', async () => {
+    const run = start(['--only', 'gateway,sandbox,outbox-dispatcher']);
+    await eventually(() => /the sandbox knows the demo's providers again|could not teach the sandbox/.test(run.output()) || run.child.exitCode !== null, 170_000, 250);
     expect(run.output()).toContain('the demo already ran for this organization (npm run demo runs it again)');
     expect(run.output()).not.toContain('[demo]');
+    // The sandbox starts empty: without this the demo's connected sender and mailbox would fail every send.
+    expect(run.output()).toMatch(/the sandbox knows the demo's providers again: WhatsApp number \d+, Nylas grant demo-grant-[0-9a-f-]{36}/);
+    const { demos } = JSON.parse(await readFile(path.join(stateDir, 'demo.json'), 'utf8')) as { demos: Record<string, { organization_id: string }> };
+    const [{ organization_id: organizationId }] = Object.values(demos);
+    const grant = await fetch(`http://127.0.0.1:${env[portVariable('sandbox')]}/v3/grants/demo-grant-${organizationId}`, { headers: { authorization: 'Bearer sandbox-nylas-api-key' } });
+    expect(grant.status).toBe(200);
     run.child.kill('SIGINT');
     expect(await run.exit).toBe(0);
   }, 200_000);
