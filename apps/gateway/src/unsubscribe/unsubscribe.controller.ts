@@ -70,7 +70,7 @@ export class UnsubscribeController {
       return result;
     } catch (err) {
       if (err instanceof AppError && err.code === ErrorCode.ValidationFailed) throw err;
-      throw new AppError(ErrorCode.ServiceUnavailable, 'the unsubscribe could not be stored; try again', { code: err instanceof AppError ? err.code : undefined });
+      throw new AppError(ErrorCode.ServiceUnavailable, 'the unsubscribe could not be completed; try again (repeating it is harmless)', { code: err instanceof AppError ? err.code : undefined });
     }
   }
 }

@@ -15,6 +15,7 @@ import { InterruptsRepository, type LiveEnrollment } from './interrupts.reposito
 const CAS_TRIES = 3;
 /** People read from messaging at once for the enrollments the read model does not hold yet (ours: bounds the RPC fan-out). */
 const MATCH_READ_CONCURRENCY = 10;
+
 /**
  * Where a do-not-contact request came from (seed 003 §4.7, "Opt-out and bounce"):
  * - `phrase`: an opt-out phrase in a reply → every channel value of the person, enrollments ended `opted_out`;
