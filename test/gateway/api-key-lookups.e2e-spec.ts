@@ -36,7 +36,17 @@ describe('gateway: API key lookups of concurrent requests', () => {
   it('answers 60 concurrent requests of one key each with its caller, in fewer lookups than requests', async () => {
     const key: SeededKey = await builders.organizationWithKey({});
     const other: SeededKey = await builders.organizationWithKey({});
-    const lookups = jest.spyOn(repository, 'findForAuth');
+    // The first lookup is held a moment, so the requests behind it are surely in flight while it
+    // runs, however busy the machine (CI once spread all 60 so that none overlapped).
+    const findForAuth = repository.findForAuth.bind(repository);
+    let held = false;
+    const lookups = jest.spyOn(repository, 'findForAuth').mockImplementation(async (...args: Parameters<ApiKeysRepository['findForAuth']>) => {
+      if (!held) {
+        held = true;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      return findForAuth(...args);
+    });
     const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => http('GET', '/me', { secret: i % 6 === 5 ? other.secret : key.secret })));
     answers.forEach((res, i) => {
       expect(res.status).toBe(200);
