@@ -26,6 +26,8 @@
  * outbox-dispatcher, default 1), BENCH_CONCURRENCY (release workers, 8), BENCH_BATCH (enrollments per
  * release transaction, 16), BENCH_DB_POOL_SIZE (per process, 8; followups gets at least
  * BENCH_CONCURRENCY + 4), BENCH_STATUS_DELAY_MS (the sandbox's delay before each status, 50),
+ * BENCH_INFLIGHT_WINDOW (followups' FOLLOWUP_SENDER_INFLIGHT_WINDOW, default 0: off; the
+ * service's default, 100, holds the release loop to the pipeline's pace instead of measuring it),
  * BENCH_SEQ_SCANS (tables listed with their sequential scans per send, 8), BENCH_STATEMENTS (N: print each process's N most frequent statements per send; the probe then
  * keeps a count per statement text), BENCH_DRAIN_SECONDS (how long to wait for the last `read`, 300), BENCH_STALL_SECONDS (the run ends
  * when no new `read` came for this long, 30), BENCH_PROF (a directory: each
@@ -226,7 +228,7 @@ async function main(): Promise<void> {
       FOLLOWUP_RELEASE_CONCURRENCY: String(CONCURRENCY),
       FOLLOWUP_RELEASE_BATCH: String(BATCH),
       FOLLOWUP_SENDER_GAP_MS: '0',
-      FOLLOWUP_SENDER_INFLIGHT_WINDOW: '0',
+      FOLLOWUP_SENDER_INFLIGHT_WINDOW: process.env.BENCH_INFLIGHT_WINDOW ?? '0',
       FOLLOWUP_POLL_MS: '200',
     });
     await Promise.all(ready);

@@ -131,7 +131,7 @@ class DispatcherStandInController {
     const key = `${data.organization_id}|${data.channel}|${data.channel === 'email' ? data.value.toLowerCase() : data.value}`;
     const created = !this.state.suppressions.has(key);
     this.state.suppressions.add(key);
-    return { channel: data.channel, value: data.value, created, cancelled_entry_ids: [] };
+    return { channel: data.channel, value: data.value, created, cancelled_entry_ids: [], in_flight: 0 };
   }
 
   @MessagePattern(OutboxRpc.SenderGet)

@@ -4816,6 +4816,11 @@ export interface components {
              */
             created: boolean;
             /**
+             * @description Sends to it that were already with the provider and still had no answer when this was answered (normally 0: the answer waits up to 1 s for them)
+             * @example 0
+             */
+            in_flight: number;
+            /**
              * @description The value as the list keys it
              * @example ana@example.com
              */

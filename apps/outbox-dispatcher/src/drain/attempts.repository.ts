@@ -6,6 +6,7 @@ import { codePointLength, toWellFormedText, truncateText } from '@touchpoint/tex
 import { type EntryRow, ms } from './outbox.repository.js';
 import type { PairLease } from './pair-lease.repository.js';
 import { rowsOf } from '@touchpoint/database';
+import { recipientLockKeys } from '../suppressions/recipient-lock.js';
 
 /** What is written when an attempt ends. */
 export interface AttemptEnd {
@@ -80,6 +81,17 @@ export interface AttemptToOpen {
   prepared: Record<string, unknown> | null;
 }
 
+/** What the pre-wire gate made of one entry (`openAttempts`). */
+export interface OpenedAttempt {
+  /** Its recipient was being suppressed at that moment: not opened, to be handed back and tried again. */
+  busy: boolean;
+  /** Its recipient is on the do-not-contact list: not opened. */
+  suppressed: boolean;
+  /** The attempt opened; null (with neither flag) when the claim was lost. */
+  attemptId: string | null;
+  attempts: number | null;
+}
+
 /** One attempt to close, with its entry's move, in `settleAttempts`. */
 export interface AttemptToSettle {
   attemptId: string;
@@ -104,12 +116,28 @@ export class AttemptsRepository {
    * must still be ours and the pacing interval kept (then the attempt start is stamped on the
    * pair), the entry must still be ours; only then is the attempt counted and its row inserted as
    * `open`. All leases must be of one owner; one entry per pair.
-   * @returns per entry id: `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost
+   *
+   * First, in a statement of its own, each entry's recipient lock is taken shared
+   * (`recipientLockKeys`) without waiting: an entry whose recipient is being suppressed right now
+   * is answered `busy` and not opened (the caller hands it back). The lock is held until `tx`
+   * ends, and the gate's read of the list comes in the next statement, so it sees every
+   * suppression committed before the lock was taken; an add that comes later waits for this
+   * transaction, then for its attempts to leave the wire (`SuppressionsService.addInForce`).
+   * @returns per entry id: `busy` or `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost
    */
-  async openAttempts(tx: Tx, items: AttemptToOpen[], now: Date, intervalMs: number): Promise<Map<string, { suppressed: boolean; attemptId: string | null; attempts: number | null }>> {
-    const out = new Map<string, { suppressed: boolean; attemptId: string | null; attempts: number | null }>();
+  async openAttempts(tx: Tx, items: AttemptToOpen[], now: Date, intervalMs: number): Promise<Map<string, OpenedAttempt>> {
+    const out = new Map<string, OpenedAttempt>();
     if (items.length === 0) return out;
     if (new Set(items.map((i) => i.lease.owner)).size !== 1) throw new Error('openAttempts: leases of one owner only');
+    const busy = await rowsOf<{ entry_id: string }>(
+      tx,
+      genericPlan(`SELECT u.entry_id FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(entry_id, o, c, k)
+        WHERE NOT pg_try_advisory_xact_lock_shared(${recipientLockKeys('u.o', 'u.c', 'u.k')})`),
+      [items.map((i) => i.entryId), items.map((i) => i.organizationId), items.map((i) => i.channel), items.map((i) => i.pacingKey)],
+    );
+    for (const { entry_id } of busy) out.set(entry_id, { busy: true, suppressed: false, attemptId: null, attempts: null });
+    items = items.filter((i) => !out.has(i.entryId));
+    if (items.length === 0) return out;
     const batch = items.map((i) => ({ pair_id: i.lease.pairId, fence: i.lease.fence, entry_id: i.entryId, organization_id: i.organizationId, channel: i.channel, pacing_key: i.pacingKey, prepared: i.prepared }));
     const rows = await rowsOf<{ entry_id: string; suppressed: boolean; attempt_id: string | null; attempts: number | null }>(
       tx,
@@ -141,17 +169,17 @@ export class AttemptsRepository {
          FROM v LEFT JOIN attempt ON attempt.entry_id = v.entry_id`),
       [JSON.stringify(batch), items[0].lease.owner, now, ms(intervalMs), batch.length],
     );
-    for (const row of rows) out.set(row.entry_id, { suppressed: row.suppressed, attemptId: row.attempt_id === null ? null : String(row.attempt_id), attempts: row.attempts });
+    for (const row of rows) out.set(row.entry_id, { busy: false, suppressed: row.suppressed, attemptId: row.attempt_id === null ? null : String(row.attempt_id), attempts: row.attempts });
     return out;
   }
 
   /**
    * Opens one attempt (`openAttempts` for a single entry).
-   * `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost.
+   * `busy` or `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost.
    */
-  async openAttempt(tx: Tx, a: AttemptToOpen & { now: Date; intervalMs: number }): Promise<{ suppressed: boolean; attemptId: string | null; attempts: number | null }> {
+  async openAttempt(tx: Tx, a: AttemptToOpen & { now: Date; intervalMs: number }): Promise<OpenedAttempt> {
     const result = (await this.openAttempts(tx, [a], a.now, a.intervalMs)).get(a.entryId);
-    return result ?? { suppressed: false, attemptId: null, attempts: null };
+    return result ?? { busy: false, suppressed: false, attemptId: null, attempts: null };
   }
 
   /** Counts the attempt on the entry (still ours) and saves derived preparation output. Null when the entry is no longer ours. */

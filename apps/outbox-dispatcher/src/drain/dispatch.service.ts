@@ -52,6 +52,13 @@ const SETTLE_BATCH_MAX = 100;
 const SENDER_READ_RETRY_MS = 5000;
 
 /**
+ * When an entry whose recipient was being suppressed at its gate is tried again, ms after (ours):
+ * an add holds the recipient's lock for one short transaction, after which the entry is either
+ * cancelled by it or refused by the next gate.
+ */
+export const RECIPIENT_BUSY_RETRY_MS = 100;
+
+/**
  * Added to a pair's pacing stamp when a request left (see `DispatchService.sendOpened`), ms: the
  * time from handing a request to the provider's HTTP client to the provider taking it differs
  * from one request to the next (the sending process's and the receiving server's event loops, the
@@ -187,7 +194,11 @@ export class DispatchService {
       const suppressed: EntryRow[] = [];
       for (const r of ready) {
         const result = results.get(r.entry.id);
-        if (result?.suppressed) {
+        if (result?.busy) {
+          // Its recipient is being suppressed this instant: hand it back untouched, soon due again.
+          await this.attempts.requeueUnopened(tx, r.entry.id, r.lease.fence, openedAt, new Date(openedAt.getTime() + RECIPIENT_BUSY_RETRY_MS));
+          release.push(r.lease);
+        } else if (result?.suppressed) {
           // The do-not-contact gate sits next to the wire: the entry fails without an attempt.
           const row = await this.attempts.transitionClaimed(tx, r.entry.id, r.lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), openedAt);
           if (row) {
@@ -233,7 +244,7 @@ export class DispatchService {
    * Opens the attempt (the pre-wire gate), or fails the entry when its recipient is suppressed.
    * @throws LeaseLost when the lease or the entry is no longer ours (the transaction must roll back)
    */
-  private async openAttempt(tx: Tx, lease: PairLease, entry: EntryRow, prepared: PreparedSend): Promise<Opened | 'suppressed'> {
+  private async openAttempt(tx: Tx, lease: PairLease, entry: EntryRow, prepared: PreparedSend): Promise<Opened | 'suppressed' | 'busy'> {
     const now = this.clock.now();
     const result = await this.attempts.openAttempt(tx, {
       lease,
@@ -245,6 +256,12 @@ export class DispatchService {
       intervalMs: this.interval,
       prepared: prepared.derived,
     });
+    if (result.busy) {
+      // As in `claim`: its recipient is being suppressed this instant; handed back, soon due again.
+      if (!(await this.attempts.requeueUnopened(tx, entry.id, lease.fence, now, new Date(now.getTime() + RECIPIENT_BUSY_RETRY_MS)))) throw new LeaseLost();
+      this.notePairsDue([await this.pairs.releasePair(tx, lease, this.interval)]);
+      return 'busy';
+    }
     if (result.suppressed) {
       // The do-not-contact gate sits next to the wire: the entry fails without an attempt.
       const row = await this.attempts.transitionClaimed(tx, entry.id, lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), now);
@@ -290,7 +307,7 @@ export class DispatchService {
       return this.preparationFailed(lease, entry, adapter, err);
     }
 
-    let opened: Opened | 'suppressed' | 'lease_lost';
+    let opened: Opened | 'suppressed' | 'busy' | 'lease_lost';
     try {
       opened = await this.uow.run(async (tx) => {
         await this.pairs.lockPair(tx, lease.pairId);
@@ -304,6 +321,7 @@ export class DispatchService {
       this.noteSuppressed(entry);
       return { attempted: false, requeued: false };
     }
+    if (opened === 'busy') return { attempted: false, requeued: true };
     if (opened === 'lease_lost') {
       // No attempt was opened, so nothing can have been sent: hand the entry back untouched.
       this.logger.warn({ event: 'outbox.lease_lost', entry_id: entry.id, pair_id: lease.pairId }, 'claim lost before the attempt opened; requeued');

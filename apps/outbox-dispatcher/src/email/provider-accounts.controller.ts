@@ -80,10 +80,10 @@ export class ProviderAccountsController {
     return this.suppressionList.list(data);
   }
 
-  /** @throws AppError validation_failed, invalid_recipient */
+  /** Answered once nothing more to the value can reach the provider (`SuppressionsService.addInForce`). @throws AppError validation_failed, invalid_recipient */
   @OnRpc(OutboxAccountRpc.SuppressionAdd)
   async addSuppression(@Payload() data: OutboxSuppressionData): Promise<OutboxSuppressionAddResult> {
-    const added = await this.suppressionList.add(data);
+    const added = await this.suppressionList.addInForce(data);
     return { channel: data.channel, ...added };
   }
 

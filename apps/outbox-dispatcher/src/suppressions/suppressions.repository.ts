@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { cursorAtSql, type CursorPosition, type Queryable, rowsOf, type Tx } from '@touchpoint/database';
 import type { EntryRow } from '../drain/outbox.repository.js';
+import { recipientLockKeys } from './recipient-lock.js';
 
 /** Why a suppressed entry is cancelled, as its row and its event say it. */
 export const SUPPRESSED_CODE = 'suppressed';
@@ -97,6 +98,29 @@ export class SuppressionsRepository {
         RETURNING *`,
       [organizationId, channel, pacingKey, SUPPRESSED_CODE, SUPPRESSED_MESSAGE, now],
     );
+  }
+
+  /**
+   * Takes the recipient's lock exclusively until `tx` ends (`recipientLockKeys`), waiting for
+   * every pre-wire gate that holds it: once it returns, each attempt to this recipient that passed
+   * a gate without seeing the list's row has committed as `open`. The first statement of an add.
+   */
+  async lockRecipient(tx: Tx, organizationId: string, channel: string, pacingKey: string): Promise<void> {
+    await rowsOf(tx, `SELECT pg_advisory_xact_lock(${recipientLockKeys('$1::text', '$2::text', '$3::text')})`, [organizationId, channel, pacingKey]);
+  }
+
+  /**
+   * How many attempts to the recipient are open (their request handed to the provider, no answer
+   * recorded yet). Read through the open-attempts index, which holds only the sends in progress.
+   */
+  async openAttemptsTo(db: Queryable, organizationId: string, channel: string, pacingKey: string): Promise<number> {
+    const [row] = await rowsOf<{ n: number }>(
+      db,
+      `SELECT count(*)::int AS n FROM message_outbox_attempts a JOIN message_outbox e ON e.id = a.entry_id
+        WHERE a.outcome = 'open' AND e.organization_id = $1 AND e.channel = $2 AND e.pacing_key = $3`,
+      [organizationId, channel, pacingKey],
+    );
+    return row?.n ?? 0;
   }
 
   /** Which of `keys` (channel and recipient key) are on the organization's list. */

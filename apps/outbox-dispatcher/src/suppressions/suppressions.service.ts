@@ -9,6 +9,15 @@ import { Clock } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
 import { SuppressionsRepository } from './suppressions.repository.js';
 
+/**
+ * Longest `addInForce` waits for the sends already on the wire to its value, ms (ours): a provider
+ * answers a send in well under a second; the caller's deadline (`putSuppressionsInForce`, 1.5 s)
+ * leaves room for it.
+ */
+export const IN_FLIGHT_WAIT_MS = 1000;
+/** How often that wait reads the open attempts, ms (ours). */
+const IN_FLIGHT_POLL_MS = 20;
+
 /** Most values one suppression check reads (ours). */
 const MAX_CHECK_VALUES = 500;
 /** Rows of one page of the list: default and most (ours; the console shows one page at a time). */
@@ -26,6 +35,12 @@ export interface SuppressionAdded {
   created: boolean;
   /** Ids of the queued entries cancelled with it. */
   cancelled_entry_ids: string[];
+}
+
+/** What `addInForce` did: the add, and the sends still on the wire when it answered. */
+export interface SuppressionInForce extends SuppressionAdded {
+  /** Attempts to the value that had passed the gate before the add and had no answer yet (0 normally). */
+  in_flight: number;
 }
 
 /**
@@ -73,6 +88,8 @@ export class SuppressionsService {
   async add(data: OutboxSuppressionData, tx?: Tx): Promise<SuppressionAdded> {
     const { organizationId, channel, value } = this.keyOf(data);
     const work = async (t: Tx): Promise<SuppressionAdded> => {
+      // First: every gate that read the list before this row exists has committed its attempt once this returns.
+      await this.repository.lockRecipient(t, organizationId, channel, value);
       const now = this.clock.now();
       const created = await this.repository.add(t, organizationId, channel, value, data.reason ?? null, now, { note: noteOf(data), addedBy: data.actor ?? null });
       const cancelled = await this.repository.cancelPendingTo(t, organizationId, channel, value, now);
@@ -83,6 +100,29 @@ export class SuppressionsService {
       return { value, created, cancelled_entry_ids: cancelled.map((r) => r.id) };
     };
     return tx ? work(tx) : this.uow.run(work);
+  }
+
+  /**
+   * `add` in its own transaction, answered once nothing more to the value can reach the provider:
+   * the row is committed (later gates refuse the value, `pending` entries are cancelled) and the
+   * attempts that passed a gate before it have their provider's answer, or `IN_FLIGHT_WAIT_MS`
+   * went by (then `in_flight` says how many were still out, and a warning is logged). Their
+   * requests had been handed to the provider before the add took hold. Every stop is put in force
+   * with it before it is acknowledged (`outbox.suppressions.add`; seed 003 §5 "stop means stop").
+   * @throws AppError validation_failed (organization_id, channel), invalid_recipient (value)
+   */
+  async addInForce(data: OutboxSuppressionData): Promise<SuppressionInForce> {
+    const added = await this.add(data);
+    const { organizationId, channel } = this.keyOf(data);
+    const db = poolOf(this.uow.dataSource);
+    const deadline = performance.now() + IN_FLIGHT_WAIT_MS;
+    let inFlight = await this.repository.openAttemptsTo(db, organizationId, channel, added.value);
+    while (inFlight > 0 && performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, IN_FLIGHT_POLL_MS));
+      inFlight = await this.repository.openAttemptsTo(db, organizationId, channel, added.value);
+    }
+    if (inFlight > 0) this.logger.warn({ event: 'outbox.suppression_in_flight', organization_id: organizationId, channel, in_flight: inFlight }, 'suppression in force; sends already on the wire to it had no answer yet');
+    return { ...added, in_flight: inFlight };
   }
 
   /**

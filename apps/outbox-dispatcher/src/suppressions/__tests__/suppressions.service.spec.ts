@@ -19,6 +19,9 @@ class FakeSuppressions {
   repository(): SuppressionsRepository {
     return fakeOf<SuppressionsRepository>(
       {
+        lockRecipient: async (_tx, _org, channel, value) => {
+          this.calls.push(`lock ${channel} ${value}`);
+        },
         add: async (_tx, org, channel, value) => {
           this.calls.push(`add ${channel} ${value}`);
           const key = `${org}|${channel}|${value}`;
@@ -100,10 +103,10 @@ describe(SuppressionsService.name, () => {
       ['an email, lower-cased and trimmed', 'email', '  Sarah.Lee@ACME.example ', 'sarah.lee@acme.example'],
       ['a WhatsApp number by its digits', 'whatsapp', '+55 11 91234-5678', '5511912345678'],
       ['a LinkedIn id, trimmed', 'linkedin', ' ACoAAB123 ', 'ACoAAB123'],
-    ] as const)('keys %s, as the pre-wire gate looks it up', async (_case, channel, value, key) => {
+    ] as const)("keys %s, as the pre-wire gate looks it up, and takes that key's recipient lock before the row", async (_case, channel, value, key) => {
       const added = await sut.add(suppression({ channel, value }));
       expect(added).toEqual({ value: key, created: true, cancelled_entry_ids: [] });
-      expect(store.calls).toEqual([`add ${channel} ${key}`]);
+      expect(store.calls).toEqual([`lock ${channel} ${key}`, `add ${channel} ${key}`]);
     });
 
     it('cancels every pending entry to the value with outbox.entry.cancelled reason suppressed, in the same transaction', async () => {
