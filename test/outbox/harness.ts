@@ -46,8 +46,9 @@ export class SandboxHandle {
   }
 
   /** Messages calls the Meta stand-in received (optionally only those to `waId`). */
-  async received(waId?: string): Promise<{ seq: number; at: number; outcome: string; context: Record<string, string>; body: Record<string, unknown>; provider_id?: string }[]> {
-    const { calls } = await this.get<{ calls: { seq: number; at: number; operation: string; outcome: string; context: Record<string, string>; body: Record<string, unknown>; provider_id?: string }[] }>('/sandbox/control/meta/received');
+  /** `at`: when the stand-in answered; `arrived_at`: when the request arrived (earlier by any held answer), epoch ms. */
+  async received(waId?: string): Promise<{ seq: number; at: number; arrived_at: number; outcome: string; context: Record<string, string>; body: Record<string, unknown>; provider_id?: string }[]> {
+    const { calls } = await this.get<{ calls: { seq: number; at: number; arrived_at: number; operation: string; outcome: string; context: Record<string, string>; body: Record<string, unknown>; provider_id?: string }[] }>('/sandbox/control/meta/received');
     return calls.filter((c) => c.operation === 'messages' && (!waId || c.context.wa_id === waId));
   }
 

@@ -117,27 +117,30 @@ export class AttemptsRepository {
    * pair), the entry must still be ours; only then is the attempt counted and its row inserted as
    * `open`. All leases must be of one owner; one entry per pair.
    *
-   * First, in a statement of its own, each entry's recipient lock is taken shared
-   * (`recipientLockKeys`) without waiting: an entry whose recipient is being suppressed right now
+   * First, in a statement of its own (unless `recipientsHeld`: an earlier statement of `tx` took
+   * them), each entry's recipient lock is taken shared (`recipientLockKeys`) without waiting: an entry whose recipient is being suppressed right now
    * is answered `busy` and not opened (the caller hands it back). The lock is held until `tx`
    * ends, and the gate's read of the list comes in the next statement, so it sees every
    * suppression committed before the lock was taken; an add that comes later waits for this
    * transaction, then for its attempts to leave the wire (`SuppressionsService.addInForce`).
    * @returns per entry id: `busy` or `suppressed` → nothing was stamped; `attemptId` null otherwise → the claim is lost
    */
-  async openAttempts(tx: Tx, items: AttemptToOpen[], now: Date, intervalMs: number): Promise<Map<string, OpenedAttempt>> {
+  async openAttempts(tx: Tx, items: AttemptToOpen[], now: Date, intervalMs: number, options: { recipientsHeld?: boolean } = {}): Promise<Map<string, OpenedAttempt>> {
     const out = new Map<string, OpenedAttempt>();
     if (items.length === 0) return out;
     if (new Set(items.map((i) => i.lease.owner)).size !== 1) throw new Error('openAttempts: leases of one owner only');
-    const busy = await rowsOf<{ entry_id: string }>(
-      tx,
-      genericPlan(`SELECT u.entry_id FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(entry_id, o, c, k)
-        WHERE NOT pg_try_advisory_xact_lock_shared(${recipientLockKeys('u.o', 'u.c', 'u.k')})`),
-      [items.map((i) => i.entryId), items.map((i) => i.organizationId), items.map((i) => i.channel), items.map((i) => i.pacingKey)],
-    );
-    for (const { entry_id } of busy) out.set(entry_id, { busy: true, suppressed: false, attemptId: null, attempts: null });
-    items = items.filter((i) => !out.has(i.entryId));
-    if (items.length === 0) return out;
+    // `recipientsHeld`: an earlier statement of `tx` took them (the batched claim, `PairLeaseRepository.claimPairs`).
+    if (!options.recipientsHeld) {
+      const busy = await rowsOf<{ entry_id: string }>(
+        tx,
+        genericPlan(`SELECT u.entry_id FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(entry_id, o, c, k)
+          WHERE NOT pg_try_advisory_xact_lock_shared(${recipientLockKeys('u.o', 'u.c', 'u.k')})`),
+        [items.map((i) => i.entryId), items.map((i) => i.organizationId), items.map((i) => i.channel), items.map((i) => i.pacingKey)],
+      );
+      for (const { entry_id } of busy) out.set(entry_id, { busy: true, suppressed: false, attemptId: null, attempts: null });
+      items = items.filter((i) => !out.has(i.entryId));
+      if (items.length === 0) return out;
+    }
     const batch = items.map((i) => ({ pair_id: i.lease.pairId, fence: i.lease.fence, entry_id: i.entryId, organization_id: i.organizationId, channel: i.channel, pacing_key: i.pacingKey, prepared: i.prepared }));
     const rows = await rowsOf<{ entry_id: string; suppressed: boolean; attempt_id: string | null; attempts: number | null }>(
       tx,

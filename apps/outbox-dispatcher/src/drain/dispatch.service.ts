@@ -159,9 +159,15 @@ export class DispatchService {
       const release: PairLease[] = [];
       const twoPhase: { lease: PairLease; entry: EntryRow }[] = [];
       const ready: Ready[] = [];
-      for (const { lease, entry } of claims) {
+      for (const { lease, entry, recipientHeld } of claims) {
         // Due, but its head is backing off (or was cancelled): recompute and let go.
         if (!entry) {
+          release.push(lease);
+          continue;
+        }
+        if (recipientHeld === false) {
+          // Its recipient is being suppressed this instant: hand it back untouched, soon due again.
+          await this.attempts.requeueUnopened(tx, entry.id, lease.fence, now, new Date(now.getTime() + RECIPIENT_BUSY_RETRY_MS));
           release.push(lease);
           continue;
         }
@@ -189,16 +195,13 @@ export class DispatchService {
         ready.map((r) => ({ lease: r.lease, entryId: r.entry.id, organizationId: r.entry.organization_id, channel: r.entry.channel, pacingKey: r.entry.pacing_key, prepared: r.prepared.derived })),
         openedAt,
         this.interval,
+        { recipientsHeld: true },
       );
       const opened: Opened_[] = [];
       const suppressed: EntryRow[] = [];
       for (const r of ready) {
         const result = results.get(r.entry.id);
-        if (result?.busy) {
-          // Its recipient is being suppressed this instant: hand it back untouched, soon due again.
-          await this.attempts.requeueUnopened(tx, r.entry.id, r.lease.fence, openedAt, new Date(openedAt.getTime() + RECIPIENT_BUSY_RETRY_MS));
-          release.push(r.lease);
-        } else if (result?.suppressed) {
+        if (result?.suppressed) {
           // The do-not-contact gate sits next to the wire: the entry fails without an attempt.
           const row = await this.attempts.transitionClaimed(tx, r.entry.id, r.lease.fence, failure('suppressed', 'suppressed', 'the recipient is on the suppression list', null), openedAt);
           if (row) {

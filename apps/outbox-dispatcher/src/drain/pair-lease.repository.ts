@@ -3,6 +3,7 @@ import type { Tx } from '@touchpoint/database';
 import { genericPlan } from '@touchpoint/database';
 import { type EntryRow, ms } from './outbox.repository.js';
 import { rowsOf } from '@touchpoint/database';
+import { recipientLockKeys } from '../suppressions/recipient-lock.js';
 
 /** A leased pair. */
 export interface PairLease {
@@ -15,6 +16,12 @@ export interface PairLease {
 export interface Claim {
   lease: PairLease;
   entry: EntryRow | null;
+  /**
+   * Whether the claim's transaction holds the head's recipient lock shared (`recipientLockKeys`),
+   * taken without waiting by the claim statement; false while a suppression of that recipient is
+   * being written. Null without a head.
+   */
+  recipientHeld: boolean | null;
 }
 
 /**
@@ -46,11 +53,14 @@ export class PairLeaseRepository {
    *   includes it: pacing must not depend on a denormalised column being right.
    * - A head is taken only when due; otherwise its claim has `entry: null` and the caller releases
    *   the pair, which recomputes `next_due_at`.
+   * - Each head's recipient lock is taken shared, without waiting (`recipientHeld`): the pre-wire
+   *   gate of the same transaction (`AttemptsRepository.openAttempts`, a later statement) then
+   *   reads the do-not-contact list after the lock, as an add's ordering needs.
    * Served by `message_outbox_pairs_due_idx` (candidates) and `message_outbox_pair_fifo_idx` (heads).
    * @returns the claims, in due order (empty when nothing is claimable)
    */
   async claimPairs(tx: Tx, now: Date, owner: string, leaseMs: number, intervalMs: number, limit: number): Promise<Claim[]> {
-    const rows = await rowsOf<{ lease_id: string; lease_fence: string } & Partial<EntryRow>>(
+    const rows = await rowsOf<{ lease_id: string; lease_fence: string; recipient_held: boolean | null } & Partial<EntryRow>>(
       tx,
       `WITH candidate AS (
          SELECT id, next_due_at FROM message_outbox_pairs
@@ -80,11 +90,14 @@ export class PairLeaseRepository {
           WHERE e.id = head.id AND e.status = 'pending' AND e.next_attempt_at <= $1
           RETURNING e.*
        )
-       SELECT leased.id AS lease_id, leased.lease_fence, taken.* FROM leased LEFT JOIN taken ON taken.pair_id = leased.id
+       SELECT leased.id AS lease_id, leased.lease_fence,
+              CASE WHEN taken.id IS NOT NULL THEN pg_try_advisory_xact_lock_shared(${recipientLockKeys('taken.organization_id', 'taken.channel', 'taken.pacing_key')}) END AS recipient_held,
+              taken.*
+         FROM leased LEFT JOIN taken ON taken.pair_id = leased.id
         ORDER BY leased.next_due_at, leased.id`,
       [now, owner, ms(leaseMs), ms(intervalMs), limit],
     );
-    return rows.map((row) => ({ lease: { pairId: String(row.lease_id), fence: String(row.lease_fence), owner }, entry: row.id ? (row as EntryRow) : null }));
+    return rows.map(({ recipient_held, ...row }) => ({ lease: { pairId: String(row.lease_id), fence: String(row.lease_fence), owner }, entry: row.id ? (row as unknown as EntryRow) : null, recipientHeld: recipient_held ?? null }));
   }
 
   /** Claims ONE due pair and its FIFO head (`claimPairs` with a limit of 1); null when none is claimable. */
