@@ -116,4 +116,31 @@ describe('a suppression against the sends already on their way', () => {
     expect(await attempts(queued.entry_id)).toEqual([]);
     expect(await entry(queued.entry_id)).toMatchObject({ status: 'failed', last_classification: 'suppressed' });
   });
+
+  it('hands back a media send whose upload ran while its address started being suppressed (the two-phase path)', async () => {
+    const to = newNumber();
+    // The upload is prepared outside the claim's transaction: the add begins while it is held.
+    await sandbox.fault({ kind: 'latency', latency_ms: 500, match: { type: 'media' } });
+    const queued = await d.enqueue.enqueue({ ...textTo(org, to), payload: { type: 'media', media_type: 'document', upload: { data_base64: Buffer.from('%PDF-1.4 fake').toString('base64'), mime_type: 'application/pdf', filename: 'invoice.pdf' }, caption: 'Invoice' } });
+    const add = new pg.Client({ connectionString: world.databaseUrl });
+    await add.connect();
+    try {
+      const draining = d.drain.drain(3000);
+      await eventually(async () => (await entry(queued.entry_id)).status === 'sending');
+      await add.query('BEGIN');
+      await add.query(`SELECT pg_advisory_xact_lock(${recipientLockKeys('$1::text', '$2::text', '$3::text')})`, [org, 'whatsapp', to]);
+      await draining;
+      expect(await sandbox.received(to)).toEqual([]);
+      expect(await attempts(queued.entry_id)).toEqual([]);
+      expect(await entry(queued.entry_id)).toMatchObject({ status: 'pending' });
+      await add.query(`INSERT INTO "${schema()}".contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, 'whatsapp', $2, 'opt_out', now())`, [org, to]);
+      await add.query('COMMIT');
+    } finally {
+      await add.end();
+    }
+    d.clock.advance(RECIPIENT_BUSY_RETRY_MS);
+    await d.drain.drain(3000);
+    expect(await sandbox.received(to)).toEqual([]);
+    expect(await entry(queued.entry_id)).toMatchObject({ status: 'failed', last_classification: 'suppressed' });
+  });
 });
