@@ -1,11 +1,12 @@
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { OutboxAccountRpc } from '@touchpoint/contracts';
+import { AppError } from '@touchpoint/errors';
 import { RpcClient } from '@touchpoint/runtime';
 import { aWhatsAppNumber, createTestWorld, eventually, type TestWorld } from '@touchpoint/testing';
 import { RECIPIENT_BUSY_RETRY_MS } from '../../apps/outbox-dispatcher/src/drain/dispatch.service.js';
 import { recipientLockKeys } from '../../apps/outbox-dispatcher/src/suppressions/recipient-lock.js';
-import { IN_FLIGHT_WAIT_MS } from '../../apps/outbox-dispatcher/src/suppressions/suppressions.service.js';
+import { ADD_LOCK_TIMEOUT_MS, IN_FLIGHT_WAIT_MS } from '../../apps/outbox-dispatcher/src/suppressions/suppressions.service.js';
 import { type Dispatcher, SandboxHandle, startDispatcher, textTo } from './harness.js';
 
 /**
@@ -89,6 +90,33 @@ describe('a suppression against the sends already on their way', () => {
     const calls = await sandbox.received(to);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.arrived_at).toBeLessThan(askedAt);
+  });
+
+  it('waits for a gate that holds the address\'s lock (its attempt is then counted), and fails past its lock timeout, writing nothing', async () => {
+    const gate = new pg.Client({ connectionString: world.databaseUrl });
+    await gate.connect();
+    const holdShared = async (to: string) => {
+      await gate.query('BEGIN');
+      await gate.query(`SELECT pg_advisory_xact_lock_shared(${recipientLockKeys('$1::text', '$2::text', '$3::text')})`, [org, 'whatsapp', to]);
+    };
+    try {
+      const to = newNumber();
+      await holdShared(to);
+      let answered = false;
+      const adding = suppress(to).then((r) => ((answered = true), r));
+      await new Promise((r) => setTimeout(r, ADD_LOCK_TIMEOUT_MS / 2));
+      expect(answered).toBe(false);
+      await gate.query('COMMIT');
+      expect(await adding).toMatchObject({ created: true, in_flight: 0 });
+
+      const other = newNumber();
+      await holdShared(other);
+      await expect(suppress(other)).rejects.toBeInstanceOf(AppError);
+      await gate.query('COMMIT');
+      expect(await world.sql(`SELECT 1 FROM "${schema()}".contact_suppressions WHERE organization_id = $1 AND value = $2`, [org, other])).toEqual([]);
+    } finally {
+      await gate.end();
+    }
   });
 
   it('hands a send back untouched while its address is being suppressed, and refuses it once the suppression commits', async () => {

@@ -650,8 +650,8 @@ export const OutboxAccountRpc = {
   SuppressionList: 'outbox.suppressions.list',
   /**
    * `OutboxSuppressionData` → `OutboxSuppressionAddResult`: puts a value on the do-not-contact list
-   * now and cancels its queued sends, answered once committed and once the sends that were already
-   * on their way to the provider have its answer (at most 1 s; `in_flight` counts any still out). Every stop is put in force with it
+   * now and cancels its queued sends, answered once committed and once the sends that had already
+   * started have the provider's answer (at most 0.8 s; `in_flight` counts any still out). Every stop is put in force with it
    * before it is acknowledged (`putSuppressionsInForce` in libs/runtime): messaging for an opt-out by
    * reply, outreach for the unsubscribe link and a bounce; an admin adds one through `POST /suppressions`.
    */
@@ -667,7 +667,7 @@ export interface OutboxSuppressionAddResult {
   created: boolean;
   /** Queued entries cancelled with it. */
   cancelled_entry_ids: string[];
-  /** Sends that had passed the pre-wire gate before it and still had no provider answer when it was answered (0 normally). */
+  /** Sends that had passed the pre-wire gate before it and still had no provider answer when it was answered (0 normally; their requests may still be on their way). */
   in_flight: number;
 }
 

@@ -4816,7 +4816,7 @@ export interface components {
              */
             created: boolean;
             /**
-             * @description Sends to it that were already with the provider and still had no answer when this was answered (normally 0: the answer waits up to 1 s for them)
+             * @description Sends to it that had started before it took hold and still had no provider answer when this was answered (normally 0: the answer waits up to 0.8 s for them)
              * @example 0
              */
             in_flight: number;

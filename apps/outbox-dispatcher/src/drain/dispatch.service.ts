@@ -53,8 +53,9 @@ const SENDER_READ_RETRY_MS = 5000;
 
 /**
  * When an entry whose recipient was being suppressed at its gate is tried again, ms after (ours):
- * an add holds the recipient's lock for one short transaction, after which the entry is either
- * cancelled by it or refused by the next gate.
+ * an add holds (or waits for) the recipient's lock until its transaction ends, a few ms for the
+ * RPC, at most its batch's lock timeout for a bus handler; then the entry is either cancelled by
+ * it or refused by the next gate.
  */
 export const RECIPIENT_BUSY_RETRY_MS = 100;
 

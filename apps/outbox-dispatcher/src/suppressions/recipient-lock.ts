@@ -7,8 +7,9 @@
  * that passed the gate without seeing the row has committed, and `SuppressionsService.addInForce`
  * can wait for those to leave the wire; every later gate reads the row.
  *
- * The two-key form (two int4) is its own key space in PostgreSQL; the `outbox.suppression:` prefix
- * keeps these keys apart from the other two-key locks of the database (the enqueue's).
+ * The two-key form (two int4) is its own key space in PostgreSQL, apart from the single-key locks;
+ * the `outbox.suppression:` prefix sets these keys apart from the enqueue's two-key locks. Two
+ * recipients whose hashes collide only share a lock: at worst a send is handed back once more.
  * @returns the lock's two key expressions, for `pg_advisory_xact_lock(...)` and its variants
  */
 export function recipientLockKeys(organizationId: string, channel: string, recipientKey: string): string {

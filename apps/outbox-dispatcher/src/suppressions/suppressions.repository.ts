@@ -84,10 +84,11 @@ export class SuppressionsRepository {
   /**
    * Cancels every `pending` entry of the organization to `pacingKey` on `channel`, whoever queued
    * it. Only `pending`: a `sending` entry belongs to the dispatcher holding its claim, and its
-   * attempt either opened before this transaction commits (already on its way to the wire) or will
-   * meet the suppression at the pre-wire gate (`AttemptsRepository.openAttempt`). A claim racing this
-   * statement holds the row lock; the UPDATE waits for it and then skips the row it no longer
-   * finds `pending`.
+   * attempt either opened before the add took the recipient's lock (already on its way to the
+   * wire; `SuppressionsService.addInForce` waits for it) or will meet the suppression at the
+   * pre-wire gate (`AttemptsRepository.openAttempts`). A claim racing this statement holds the row
+   * lock; the UPDATE waits for it, then cancels the row if the claim handed it back `pending`
+   * (it met this add's lock) and skips it otherwise.
    */
   async cancelPendingTo(tx: Tx, organizationId: string, channel: string, pacingKey: string, now: Date): Promise<EntryRow[]> {
     return rowsOf<EntryRow>(

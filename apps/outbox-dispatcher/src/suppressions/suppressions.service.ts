@@ -10,11 +10,17 @@ import { entryEvent } from '../drain/entry-events.js';
 import { SuppressionsRepository } from './suppressions.repository.js';
 
 /**
- * Longest `addInForce` waits for the sends already on the wire to its value, ms (ours): a provider
- * answers a send in well under a second; the caller's deadline (`putSuppressionsInForce`, 1.5 s)
- * leaves room for it.
+ * Longest `addInForce` waits for the sends already past the gate to its value, ms (ours): a
+ * provider answers most sends well within it, and with `ADD_LOCK_TIMEOUT_MS` and the add's own
+ * statements it stays inside the caller's deadline (`putSuppressionsInForce`, 1.5 s).
  */
-export const IN_FLIGHT_WAIT_MS = 1000;
+export const IN_FLIGHT_WAIT_MS = 800;
+/**
+ * Longest `addInForce`'s transaction waits for a lock, ms (ours): the recipient's lock is held by
+ * claims for a few ms, but a consumer batch adding the same address holds it to its commit. Past
+ * it the add fails (the caller answers 503; its repeat is harmless).
+ */
+export const ADD_LOCK_TIMEOUT_MS = 400;
 /** How often that wait reads the open attempts, ms (ours). */
 const IN_FLIGHT_POLL_MS = 20;
 
@@ -39,7 +45,10 @@ export interface SuppressionAdded {
 
 /** What `addInForce` did: the add, and the sends still on the wire when it answered. */
 export interface SuppressionInForce extends SuppressionAdded {
-  /** Attempts to the value that had passed the gate before the add and had no answer yet (0 normally). */
+  /**
+   * Attempts to the value that had passed the gate before the add took hold and had no provider
+   * answer recorded when it answered (0 normally). Their requests may still be on their way.
+   */
   in_flight: number;
 }
 
@@ -82,10 +91,12 @@ export class SuppressionsService {
   /**
    * Puts `value` on the organization's list for `channel` and cancels (`outbox.entry.cancelled`,
    * `reason: 'suppressed'`) every `pending` entry to it, in `tx` when given (a bus handler's inbox
-   * transaction) or in its own. Idempotent: a repeat adds nothing and finds nothing left to cancel.
+   * transaction) or in its own (its lock waits bounded by `lockTimeoutMs` when given). It first
+   * takes the recipient's lock exclusively (`recipientLockKeys`), so no gate opens an attempt to it
+   * meanwhile. Idempotent: a repeat adds nothing and finds nothing left to cancel.
    * @throws AppError validation_failed (organization_id, channel), invalid_recipient (value)
    */
-  async add(data: OutboxSuppressionData, tx?: Tx): Promise<SuppressionAdded> {
+  async add(data: OutboxSuppressionData, tx?: Tx, lockTimeoutMs?: number): Promise<SuppressionAdded> {
     const { organizationId, channel, value } = this.keyOf(data);
     const work = async (t: Tx): Promise<SuppressionAdded> => {
       // First: every gate that read the list before this row exists has committed its attempt once this returns.
@@ -99,20 +110,23 @@ export class SuppressionsService {
       }
       return { value, created, cancelled_entry_ids: cancelled.map((r) => r.id) };
     };
-    return tx ? work(tx) : this.uow.run(work);
+    return tx ? work(tx) : this.uow.run(work, { lockTimeoutMs });
   }
 
   /**
-   * `add` in its own transaction, answered once nothing more to the value can reach the provider:
-   * the row is committed (later gates refuse the value, `pending` entries are cancelled) and the
-   * attempts that passed a gate before it have their provider's answer, or `IN_FLIGHT_WAIT_MS`
-   * went by (then `in_flight` says how many were still out, and a warning is logged). Their
-   * requests had been handed to the provider before the add took hold. Every stop is put in force
-   * with it before it is acknowledged (`outbox.suppressions.add`; seed 003 §5 "stop means stop").
-   * @throws AppError validation_failed (organization_id, channel), invalid_recipient (value)
+   * `add` in its own transaction (lock waits bounded by `ADD_LOCK_TIMEOUT_MS`), answered once
+   * nothing more to the value can reach the provider: the row is committed (later gates refuse the
+   * value, `pending` entries are cancelled) and every attempt that passed a gate before it has its
+   * provider's answer recorded. Waits at most `IN_FLIGHT_WAIT_MS` for those; past it, `in_flight`
+   * says how many were still out (a slow provider, or a dispatcher that died mid-send) and a
+   * warning is logged: those opened before the stop, but their requests may still be on the way.
+   * Every stop is put in force with it before it is acknowledged (`outbox.suppressions.add`; seed
+   * 003 §5 "stop means stop").
+   * @throws AppError validation_failed (organization_id, channel), invalid_recipient (value); the
+   *   database's lock_timeout error when a lock was not had in time
    */
   async addInForce(data: OutboxSuppressionData): Promise<SuppressionInForce> {
-    const added = await this.add(data);
+    const added = await this.add(data, undefined, ADD_LOCK_TIMEOUT_MS);
     const { organizationId, channel } = this.keyOf(data);
     const db = poolOf(this.uow.dataSource);
     const deadline = performance.now() + IN_FLIGHT_WAIT_MS;

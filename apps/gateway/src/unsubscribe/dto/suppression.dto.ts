@@ -70,7 +70,7 @@ export class SuppressionAddedDto {
   @ApiProperty({ description: 'The value as the list keys it', example: 'ana@example.com' }) value!: string;
   @ApiProperty({ description: 'false when it was on the list already (nothing changes, the first note stays)', example: true }) created!: boolean;
   @ApiProperty({ type: [String], description: 'Queued sends to it that were cancelled', example: [] }) cancelled_entry_ids!: string[];
-  @ApiProperty({ description: 'Sends to it that were already with the provider and still had no answer when this was answered (normally 0: the answer waits up to 1 s for them)', example: 0 }) in_flight!: number;
+  @ApiProperty({ description: 'Sends to it that had started before it took hold and still had no provider answer when this was answered (normally 0: the answer waits up to 0.8 s for them)', example: 0 }) in_flight!: number;
 }
 
 export class SuppressionRemovedDto {
