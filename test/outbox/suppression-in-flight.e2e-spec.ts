@@ -92,7 +92,7 @@ describe('a suppression against the sends already on their way', () => {
     expect(calls[0]!.arrived_at).toBeLessThan(askedAt);
   });
 
-  it('waits for a gate that holds the address\'s lock (its attempt is then counted), and fails past its lock timeout, writing nothing', async () => {
+  it("waits for a gate that holds the address's lock (its attempt is then counted), and fails past its lock timeout, writing nothing", async () => {
     const gate = new pg.Client({ connectionString: world.databaseUrl });
     await gate.connect();
     const holdShared = async (to: string) => {
