@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { IN_FLIGHT_WAIT_MS } from '../../apps/outbox-dispatcher/src/suppressions/suppressions.service.js';
 import { inboundWebhook, soon, startWireWorld, type WireWorld } from './wire-world.js';
 
 /**
@@ -12,7 +13,8 @@ describe('an opt-out webhook is acknowledged only once its address is suppressed
   const o = (table: string) => `"${w.world.schema('outbox-dispatcher')}".${table}`;
 
   beforeAll(async () => {
-    w = await startWireWorld('outbox_optout_ack', { INBOUND_POLL_MS: '0' });
+    // Sends the sandbox holds below stay inside the send timeout: they are on the wire, not ambiguous.
+    w = await startWireWorld('outbox_optout_ack', { INBOUND_POLL_MS: '0' }, { WHATSAPP_SEND_TIMEOUT_MS: '10000' });
     // The contact has not written yet (its 24-hour window is closed): WhatsApp notifications go as this template.
     const put = await w.http('PUT', '/notification-templates/order_shipped', { secret: w.key.secret, json: { title: 'Pedido', body: 'Seu pedido saiu', whatsapp_template: { name: 'order_shipped', language: 'pt_BR', parameters: [] } } });
     expect(put.status).toBe(200);
@@ -54,6 +56,47 @@ describe('an opt-out webhook is acknowledged only once its address is suppressed
     await w.drain();
     expect(await w.sandbox.received(waId)).toEqual([]);
     expect(await w.emailsTo(email)).toEqual([]);
+  });
+
+  it('answers a webhook of several opt-outs, each with a send on the wire, within one wait for those sends, not one per opt-out', async () => {
+    const waIds = ['5592977770111', '5592977770112', '5592977770113'];
+    const held: string[] = [];
+    for (const waId of waIds) {
+      const contact = await w.http('POST', '/contacts', { secret: w.key.secret, json: { name: 'Bia', phone: `+${waId}` } });
+      expect(contact.status).toBe(201);
+      // The provider holds each send far longer than the dispatcher waits for one.
+      await w.sandbox.fault({ kind: 'latency', latency_ms: 4 * IN_FLIGHT_WAIT_MS, match: { wa_id: waId } });
+      const queued = await w.http('POST', '/notifications', { secret: w.key.secret, json: { contact_id: contact.body.id, template_key: 'order_shipped', channels: ['whatsapp'] } });
+      expect(queued.status).toBe(201);
+      held.push(queued.body.deliveries[0].message_id as string);
+    }
+    for (const id of held) await soon(async () => (await w.entriesOf(id))[0]?.status === 'pending');
+    const draining = w.d.drain.drain(8000);
+    const openAttempts = async () => (await w.world.sql(`SELECT 1 FROM ${o('message_outbox_attempts')} WHERE outcome = 'open'`)).length;
+    await soon(async () => (await openAttempts()) === waIds.length);
+
+    // One webhook, three people writing STOP.
+    const webhook = inboundWebhook(waIds[0]!, 'STOP');
+    const value = webhook.entry[0]!.changes[0]!.value as { messages: unknown[]; contacts?: unknown[] };
+    for (const waId of waIds.slice(1)) {
+      const other = inboundWebhook(waId, 'STOP').entry[0]!.changes[0]!.value as { messages: unknown[]; contacts?: unknown[] };
+      value.messages.push(...other.messages);
+      if (value.contacts && other.contacts) value.contacts.push(...other.contacts);
+    }
+    const askedAt = Date.now();
+    expect((await w.meta(webhook)).status).toBe(200);
+    const took = Date.now() - askedAt;
+    // It waited for the sends on the wire (each up to IN_FLIGHT_WAIT_MS), all at once.
+    expect(took).toBeGreaterThanOrEqual(IN_FLIGHT_WAIT_MS - 100);
+    expect(took).toBeLessThan(2 * IN_FLIGHT_WAIT_MS);
+    expect((await w.world.sql<{ value: string }>(`SELECT value FROM ${o('contact_suppressions')} WHERE organization_id = $1 AND value = ANY($2) ORDER BY value`, [w.org, waIds])).map((r) => r.value)).toEqual(waIds);
+    await draining;
+    // Each held send had reached the provider before the opt-outs were answered; nothing went after.
+    for (const waId of waIds) {
+      const calls = await w.sandbox.received(waId);
+      expect(calls).toHaveLength(1);
+      expect(calls[0]!.arrived_at).toBeLessThan(askedAt);
+    }
   });
 
   it('does not suppress anything for a message that is not an opt-out', async () => {

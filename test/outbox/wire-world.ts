@@ -49,11 +49,14 @@ export interface WireWorld {
   close(): Promise<void>;
 }
 
-/** @param messagingEnv overrides of messaging's test settings (e.g. `INBOUND_POLL_MS: '0'` holds the receipt worker) */
-export async function startWireWorld(label: string, messagingEnv: Record<string, string> = {}): Promise<WireWorld> {
+/**
+ * @param messagingEnv overrides of messaging's test settings (e.g. `INBOUND_POLL_MS: '0'` holds the receipt worker)
+ * @param dispatcherEnv overrides of the dispatcher's (e.g. a longer `WHATSAPP_SEND_TIMEOUT_MS` for sends the sandbox holds)
+ */
+export async function startWireWorld(label: string, messagingEnv: Record<string, string> = {}, dispatcherEnv: Record<string, string> = {}): Promise<WireWorld> {
   const world = await createTestWorld(label);
   const sandbox = await SandboxHandle.start({ META_APP_SECRET: APP_SECRET });
-  const d = await startDispatcher(world, sandbox, { NYLAS_API_BASE_URL: sandbox.url, NYLAS_SEND_TIMEOUT_MS: '1000', WHATSAPP_SEND_TIMEOUT_MS: '1000' });
+  const d = await startDispatcher(world, sandbox, { NYLAS_API_BASE_URL: sandbox.url, NYLAS_SEND_TIMEOUT_MS: '1000', WHATSAPP_SEND_TIMEOUT_MS: '1000', ...dispatcherEnv });
   await world.start(AbuseModule.forRoot(world.config(AbuseConfig, { ABUSE_EXPIRY_INTERVAL_MS: '0' })));
   const messaging: NestFastifyApplication = await world.start(MessagingModule.forRoot(world.config(MessagingConfig, { INSTANCE_SWEEP_INTERVAL_MS: '0', OUTCOME_SWEEP_INTERVAL_MS: '0', SUMMARIES: 'off', ...messagingEnv })));
   const config = world.config(GatewayConfig, { META_APP_SECRET: APP_SECRET });

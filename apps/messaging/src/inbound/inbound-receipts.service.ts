@@ -132,10 +132,12 @@ export class InboundReceiptsService {
     if (result.accepted) for (const listener of this.acceptedListeners) listener();
     // The receipt worker applies the opt-out to the contact (every address, followups, outreach)
     // later, behind whatever is waiting; the number it came from is suppressed before we answer.
-    for (const r of receipts) {
-      const parsed = parseWhatsAppMessage(r.message as WhatsAppInboundBatch['messages'][number]);
-      if (judgeInbound({ channel: 'whatsapp', text: parsed.text, textMayOptOut: parsed.typedText }).optOut) await this.optOut.optOutNow(owner.organization_id, 'whatsapp', parsed.from);
-    }
+    // All at once: each may wait for a send already on the wire to it (`outbox.suppressions.add`),
+    // and one after another those waits added up past the gateway's deadline for the whole batch.
+    const optOuts = receipts.map((r) => parseWhatsAppMessage(r.message as WhatsAppInboundBatch['messages'][number])).filter((parsed) => judgeInbound({ channel: 'whatsapp', text: parsed.text, textMayOptOut: parsed.typedText }).optOut);
+    const settled = await Promise.allSettled(optOuts.map((parsed) => this.optOut.optOutNow(owner.organization_id, 'whatsapp', parsed.from)));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
     return result;
   }
 
