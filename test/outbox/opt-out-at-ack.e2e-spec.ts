@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { IN_FLIGHT_WAIT_MS } from '../../apps/outbox-dispatcher/src/suppressions/suppressions.service.js';
 import { inboundWebhook, soon, startWireWorld, type WireWorld } from './wire-world.js';
@@ -35,7 +36,11 @@ describe('an opt-out webhook is acknowledged only once its address is suppressed
     const heldEmailId = heldEmail.body.deliveries[0].message_id as string;
     await soon(async () => (await w.entriesOf(heldEmailId))[0]?.status === 'pending');
 
+    const adds = jest.spyOn(w.d.suppressions, 'addInForce');
     expect((await w.meta(inboundWebhook(waId, 'PARE, obrigado'))).status).toBe(200);
+    // One add per address: the number it came from and the contact's stored phone are the same one.
+    expect(adds.mock.calls.map(([data]) => data.channel).sort()).toEqual(['email', 'whatsapp']);
+    adds.mockRestore();
     // Nothing processed the message yet (the worker is held): these are the acknowledgement's doing.
     expect(await w.world.sql(`SELECT 1 FROM "${w.world.schema('messaging')}".messages WHERE body = 'PARE, obrigado'`)).toHaveLength(0);
     expect(await w.world.sql(`SELECT channel, value, reason FROM ${o('contact_suppressions')} WHERE organization_id = $1 ORDER BY channel`, [w.org])).toEqual([

@@ -57,7 +57,8 @@ export class InboundOptOutService {
       ['email', contact?.email],
       ['linkedin', contact?.linkedin_provider_id],
     ] as const) {
-      if (value && isSuppressible(c)) addresses.set(`${c}|${value}`, { channel: c, value });
+      // Keyed as the list keys them: the number it came from and the contact's stored phone are one address.
+      if (value && isSuppressible(c)) addresses.set(`${c}|${toRecipientKey(c, value) ?? value}`, { channel: c, value });
     }
     await this.suppressNow(organizationId, [...addresses.values()]);
   }
