@@ -9,7 +9,7 @@ import { nextStatus } from '../messages/message-status.js';
 import { type MessageRow, MessagesRepository, type PendingStatus, type SavedStatus, type StatusReport } from '../messages/messages.repository.js';
 import { NotificationsRepository } from '../notifications/notifications.repository.js';
 import { StreamRepository } from '../stream/stream.repository.js';
-import { isDoNotContact, outcomeData } from './send.service.js';
+import { failedSendLevel, outcomeData } from './send.service.js';
 
 const ENQUEUE_ERROR_CODES = new Set<string>(Object.values(OutboxEnqueueErrorCode));
 
@@ -409,8 +409,8 @@ export class OutcomesService {
         organization_id: message.organization_id,
         data: { ...outcomeData(message, 'failed'), failure_stage: stage, error_code: error.code ?? null, error_subcode: error.subcode ?? null, error_details: error.details ?? null },
       });
-      // A do-not-contact refusal is the platform doing its job, not a fault to page anyone about.
-      this.logger[isDoNotContact(error.code) ? 'info' : 'error'](
+      // A refusal by policy is the platform doing its job, not a fault to page anyone about.
+      this.logger[failedSendLevel(error.code)](
         {
           event: stage === 'enqueue' ? 'messaging.send_enqueue_failed' : 'messaging.send_delivery_failed',
           organization_id: message.organization_id,

@@ -532,6 +532,19 @@ export function enqueueFailureLevel(err: unknown): 'info' | 'warn' | 'error' {
   return httpStatusOf(err.code) < 500 ? 'warn' : 'error';
 }
 
+/**
+ * The log level of a send that messaging queued and that then failed, refused by the dispatcher at
+ * its enqueue or after (`messaging.send_enqueue_failed`, `messaging.send_delivery_failed`):
+ * `info` for a do-not-contact refusal, `warn` for a refusal by one of our own rules (an error code
+ * of ours that is no server fault: the mailbox's daily prospect cap, an invalid payload), `error`
+ * for the rest (provider failures, our own faults). A refusal by policy is the platform doing its
+ * job; at `error` a burst of them (a cap reached under load) paged like an outage.
+ */
+export function failedSendLevel(code: string | null | undefined): 'info' | 'warn' | 'error' {
+  if (isDoNotContact(code)) return 'info';
+  return code && httpStatusOf(code) < 500 ? 'warn' : 'error';
+}
+
 /** Codes that mean the person must not be written to (suppressed address, opted-out contact). */
 export function isDoNotContact(code: string | null | undefined): boolean {
   // `suppressed` is the dispatcher's gate code (its classification, not one of our error codes).
