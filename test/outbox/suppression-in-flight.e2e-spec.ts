@@ -29,6 +29,28 @@ describe('a suppression against the sends already on their way', () => {
   const entry = async (id: string) => (await world.sql<{ status: string; last_classification: string | null }>(`SELECT status, last_classification FROM "${schema()}".message_outbox WHERE id = $1`, [id]))[0]!;
   const attempts = async (id: string) => world.sql<{ outcome: string }>(`SELECT outcome FROM "${schema()}".message_outbox_attempts WHERE entry_id = $1`, [id]);
   const newNumber = () => `55219${String(80000000 + ++seq * 7919).slice(-8)}`;
+  /** The recipient lock's SQL, `mode` '' (exclusive, as an add takes it) or '_shared' (as a gate does). */
+  const lockSql = (mode: '' | '_shared') => `SELECT pg_advisory_xact_lock${mode}(${recipientLockKeys('$1::text', '$2::text', '$3::text')})`;
+  /** An add in progress on its own connection: it holds `to`'s lock and has not written its row yet; `commit` writes it. */
+  const addInProgress = async (to: string) => {
+    const client = new pg.Client({ connectionString: world.databaseUrl });
+    await client.connect();
+    await client.query('BEGIN');
+    await client.query(lockSql(''), [org, 'whatsapp', to]);
+    return {
+      commit: async () => {
+        await client.query(`INSERT INTO "${schema()}".contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, 'whatsapp', $2, 'opt_out', now())`, [org, to]);
+        await client.query('COMMIT');
+      },
+      end: () => client.end(),
+    };
+  };
+  /** Nothing reached the sandbox for `to` and no attempt opened: the entry is `status` (handed back `pending`, or refused once the row committed). */
+  const expectNotSent = async (to: string, entryId: string, expected: Record<string, unknown>) => {
+    expect(await sandbox.received(to)).toEqual([]);
+    expect(await attempts(entryId)).toEqual([]);
+    expect(await entry(entryId)).toMatchObject(expected);
+  };
   const suppress = (to: string) => rpc.call('outbox-dispatcher', OutboxAccountRpc.SuppressionAdd, { organization_id: org, channel: 'whatsapp', value: to, reason: 'opt_out' }, 5000);
 
   beforeAll(async () => {
@@ -97,7 +119,7 @@ describe('a suppression against the sends already on their way', () => {
     await gate.connect();
     const holdShared = async (to: string) => {
       await gate.query('BEGIN');
-      await gate.query(`SELECT pg_advisory_xact_lock_shared(${recipientLockKeys('$1::text', '$2::text', '$3::text')})`, [org, 'whatsapp', to]);
+      await gate.query(lockSql('_shared'), [org, 'whatsapp', to]);
     };
     try {
       const to = newNumber();
@@ -122,27 +144,17 @@ describe('a suppression against the sends already on their way', () => {
   it('hands a send back untouched while its address is being suppressed, and refuses it once the suppression commits', async () => {
     const to = newNumber();
     const queued = await d.enqueue.enqueue(textTo(org, to));
-    // An add in progress: it holds the address's lock and has not written its row yet.
-    const add = new pg.Client({ connectionString: world.databaseUrl });
-    await add.connect();
+    const add = await addInProgress(to);
     try {
-      await add.query('BEGIN');
-      await add.query(`SELECT pg_advisory_xact_lock(${recipientLockKeys('$1::text', '$2::text', '$3::text')})`, [org, 'whatsapp', to]);
       await d.drain.drain(3000);
-      expect(await sandbox.received(to)).toEqual([]);
-      expect(await attempts(queued.entry_id)).toEqual([]);
-      expect(await entry(queued.entry_id)).toMatchObject({ status: 'pending' });
-
-      await add.query(`INSERT INTO "${schema()}".contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, 'whatsapp', $2, 'opt_out', now())`, [org, to]);
-      await add.query('COMMIT');
+      await expectNotSent(to, queued.entry_id, { status: 'pending' });
+      await add.commit();
     } finally {
       await add.end();
     }
     d.clock.advance(RECIPIENT_BUSY_RETRY_MS);
     await d.drain.drain(3000);
-    expect(await sandbox.received(to)).toEqual([]);
-    expect(await attempts(queued.entry_id)).toEqual([]);
-    expect(await entry(queued.entry_id)).toMatchObject({ status: 'failed', last_classification: 'suppressed' });
+    await expectNotSent(to, queued.entry_id, { status: 'failed', last_classification: 'suppressed' });
   });
 
   it('hands back a media send whose upload ran while its address started being suppressed (the two-phase path)', async () => {
@@ -150,25 +162,18 @@ describe('a suppression against the sends already on their way', () => {
     // The upload is prepared outside the claim's transaction: the add begins while it is held.
     await sandbox.fault({ kind: 'latency', latency_ms: 500, match: { type: 'media' } });
     const queued = await d.enqueue.enqueue({ ...textTo(org, to), payload: { type: 'media', media_type: 'document', upload: { data_base64: Buffer.from('%PDF-1.4 fake').toString('base64'), mime_type: 'application/pdf', filename: 'invoice.pdf' }, caption: 'Invoice' } });
-    const add = new pg.Client({ connectionString: world.databaseUrl });
-    await add.connect();
+    const draining = d.drain.drain(3000);
+    await eventually(async () => (await entry(queued.entry_id)).status === 'sending');
+    const add = await addInProgress(to);
     try {
-      const draining = d.drain.drain(3000);
-      await eventually(async () => (await entry(queued.entry_id)).status === 'sending');
-      await add.query('BEGIN');
-      await add.query(`SELECT pg_advisory_xact_lock(${recipientLockKeys('$1::text', '$2::text', '$3::text')})`, [org, 'whatsapp', to]);
       await draining;
-      expect(await sandbox.received(to)).toEqual([]);
-      expect(await attempts(queued.entry_id)).toEqual([]);
-      expect(await entry(queued.entry_id)).toMatchObject({ status: 'pending' });
-      await add.query(`INSERT INTO "${schema()}".contact_suppressions (organization_id, channel, value, reason, created_at) VALUES ($1, 'whatsapp', $2, 'opt_out', now())`, [org, to]);
-      await add.query('COMMIT');
+      await expectNotSent(to, queued.entry_id, { status: 'pending' });
+      await add.commit();
     } finally {
       await add.end();
     }
     d.clock.advance(RECIPIENT_BUSY_RETRY_MS);
     await d.drain.drain(3000);
-    expect(await sandbox.received(to)).toEqual([]);
-    expect(await entry(queued.entry_id)).toMatchObject({ status: 'failed', last_classification: 'suppressed' });
+    await expectNotSent(to, queued.entry_id, { status: 'failed', last_classification: 'suppressed' });
   });
 });

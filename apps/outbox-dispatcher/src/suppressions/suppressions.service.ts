@@ -5,7 +5,7 @@ import { AppError, ErrorCode } from '@touchpoint/errors';
 import type { Logger } from '@touchpoint/observability';
 import { LOGGER, UnitOfWork } from '@touchpoint/runtime';
 import { toRecipientKey } from '@touchpoint/phone';
-import { Clock } from '@touchpoint/time';
+import { Clock, sleep } from '@touchpoint/time';
 import { entryEvent } from '../drain/entry-events.js';
 import { SuppressionsRepository } from './suppressions.repository.js';
 
@@ -127,16 +127,21 @@ export class SuppressionsService {
    */
   async addInForce(data: OutboxSuppressionData): Promise<SuppressionInForce> {
     const added = await this.add(data, undefined, ADD_LOCK_TIMEOUT_MS);
-    const { organizationId, channel } = this.keyOf(data);
-    const db = poolOf(this.uow.dataSource);
-    const deadline = performance.now() + IN_FLIGHT_WAIT_MS;
-    let inFlight = await this.repository.openAttemptsTo(db, organizationId, channel, added.value);
-    while (inFlight > 0 && performance.now() < deadline) {
-      await new Promise((r) => setTimeout(r, IN_FLIGHT_POLL_MS));
-      inFlight = await this.repository.openAttemptsTo(db, organizationId, channel, added.value);
-    }
-    if (inFlight > 0) this.logger.warn({ event: 'outbox.suppression_in_flight', organization_id: organizationId, channel, in_flight: inFlight }, 'suppression in force; sends already on the wire to it had no answer yet');
+    // `add` validated the organization and the channel; `added.value` is the value as the list keys it.
+    const inFlight = await this.openAttemptsAfter(data.organization_id, data.channel, added.value, IN_FLIGHT_WAIT_MS);
+    if (inFlight > 0) this.logger.warn({ event: 'outbox.suppression_in_flight', organization_id: data.organization_id, channel: data.channel, in_flight: inFlight }, 'suppression in force; sends already on the wire to it had no answer yet');
     return { ...added, in_flight: inFlight };
+  }
+
+  /** The attempts to the recipient still open once none is, or once `waitMs` went by, read every `IN_FLIGHT_POLL_MS`. */
+  private async openAttemptsAfter(organizationId: string, channel: string, recipientKey: string, waitMs: number): Promise<number> {
+    const db = poolOf(this.uow.dataSource);
+    const deadline = performance.now() + waitMs;
+    for (;;) {
+      const open = await this.repository.openAttemptsTo(db, organizationId, channel, recipientKey);
+      if (open === 0 || performance.now() >= deadline) return open;
+      await sleep(IN_FLIGHT_POLL_MS);
+    }
   }
 
   /**
